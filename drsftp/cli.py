@@ -1,0 +1,165 @@
+"""The `drsftp` command line.  Every failure is one line on stderr and a
+non-zero exit: 1 for a failed operation, 2 for bad usage, 130 for Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+
+from . import __version__
+from .tuning import check_spec, names
+
+
+class UsageError(Exception):
+    pass
+
+
+def _tuning_arg(text: str) -> str:
+    try:
+        return check_spec(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tuning", type=_tuning_arg, default="drs",
+                   help=f"buffer tuning: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
+    p.add_argument("--continue", dest="resume", action="store_true", help="resume with REST")
+    p.add_argument("--json", metavar="FILE", help="write the transfer's figures and timeline as JSON")
+    p.add_argument("--force-buffers", action="store_true",
+                   help="use SO_RCVBUFFORCE/SO_SNDBUFFORCE (CAP_NET_ADMIN) past rmem_max/wmem_max")
+    p.add_argument("--no-drs-command", action="store_true",
+                   help="never send the DRS command (right-size this end alone)")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds a stalled transfer may last")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="drsftp", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"drsftp {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the FTP server with DRS")
+    s.add_argument("--root", required=True, help="directory to serve")
+    s.add_argument("--host", "--bind", dest="host", default="127.0.0.1", help="address to listen on")
+    s.add_argument("--port", type=int, default=2121, help="port (0: any free port)")
+    s.add_argument("--user")
+    s.add_argument("--password")
+    s.add_argument("--anonymous-read", action="store_true", help="allow anonymous download")
+    s.add_argument("--read-only", action="store_true", help="no uploads or changes")
+    s.add_argument("--tuning", type=_tuning_arg, default="drs")
+    s.add_argument("--force-buffers", action="store_true")
+    s.add_argument("--passive-ports", metavar="LO-HI")
+    s.add_argument("--max-connections", type=int, default=256)
+    s.add_argument("--max-connections-per-ip", type=int, default=32)
+    s.add_argument("--log-file", metavar="FILE")
+
+    for name, helptext in (("get", "download ftp://... to DEST"), ("put", "upload SRC to ftp://...")):
+        p = sub.add_parser(name, help=helptext)
+        if name == "get":
+            p.add_argument("url")
+            p.add_argument("dest", nargs="?")
+        else:
+            p.add_argument("src")
+            p.add_argument("url")
+        _add_transfer_opts(p)
+
+    from .netem.cli import add_parser as add_netem
+    from .bench.cli import add_parser as add_bench
+
+    add_netem(sub)
+    add_bench(sub)
+    return parser
+
+
+def _setup_logging(verbose: int, log_file: str | None = None) -> None:
+    level = logging.WARNING - 10 * min(verbose, 2)
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        handlers.append(logging.FileHandler(log_file))
+    logging.basicConfig(level=level, format="drsftp: %(message)s", handlers=handlers)
+    logging.getLogger("pyftpdlib").setLevel(logging.WARNING if verbose < 2 else logging.DEBUG)
+
+
+def _cmd_serve(args) -> int:
+    from .server import ServerConfig, serve
+    from .server.app import parse_port_range
+
+    if args.log_file:
+        try:
+            open(args.log_file, "a").close()
+        except OSError as exc:
+            raise UsageError(f"cannot write log file {args.log_file}: {exc.strerror}") from exc
+    cfg = ServerConfig(
+        root=args.root, user=args.user, password=args.password, host=args.host, port=args.port,
+        tuning=args.tuning, force_buffers=args.force_buffers,
+        passive_ports=parse_port_range(args.passive_ports) if args.passive_ports else None,
+        anonymous_read=args.anonymous_read, max_cons=args.max_connections,
+        max_cons_per_ip=args.max_connections_per_ip, write_perm=not args.read_only,
+    )
+    return serve(cfg)
+
+
+def _cmd_transfer(args) -> int:
+    from .client import TransferOptions, get, put
+    from .client.progress import human_bits, human_bytes
+    from .ftp.session import parse_url
+
+    loc = parse_url(args.url, args.netrc)
+    opts = TransferOptions(
+        tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
+        progress={"auto": None, "always": True, "never": False}[args.progress],
+        use_drs_command=not args.no_drs_command, idle_timeout=args.timeout,
+    )
+    if args.command == "get":
+        dest = args.dest or os.path.basename(loc.path)
+        if os.path.isdir(dest):
+            dest = os.path.join(dest, os.path.basename(loc.path))
+        result = asyncio.run(get(loc, dest, opts))
+    else:
+        result = asyncio.run(put(args.src, loc, opts))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result.as_dict(), f, indent=1)
+    if sys.stderr.isatty() or args.verbose:
+        s = result.summary
+        print(f"{args.command}: {human_bytes(result.bytes)} in {result.seconds:.2f} s = "
+              f"{human_bits(result.mbps * 1e6)}; rtt {s.get('rtt_avg_ms')} ms; "
+              f"DRS peer: {'yes' if result.drs_peer else 'no'}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _setup_logging(args.verbose, getattr(args, "log_file", None))
+    from .client.control import FTPError
+    from .ftp.session import URLError
+    from .netem.errors import NetemError
+    from .server import ConfigError
+
+    try:
+        if args.command == "serve":
+            return _cmd_serve(args)
+        if args.command in ("get", "put"):
+            return _cmd_transfer(args)
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("drsftp: interrupted", file=sys.stderr)
+        return 130
+    except (UsageError, URLError, ConfigError) as exc:
+        print(f"drsftp: error: {exc}", file=sys.stderr)
+        return 2
+    except (FTPError, NetemError, OSError, ValueError) as exc:
+        print(f"drsftp: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""The client's control connection: asyncio streams around the sans-IO
+reply parser and router (drsftp.ftp)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from dataclasses import dataclass, field
+
+from ..ftp.replies import ProtocolError, Reply, ReplyParser, parse_epsv, parse_feat, parse_pasv
+from ..ftp.session import ReplyRouter
+
+
+class FTPError(Exception):
+    """A failure to report as one line to the user."""
+
+    def __init__(self, message: str, reply: Reply | None = None) -> None:
+        super().__init__(message)
+        self.reply = reply
+
+
+@dataclass
+class Pending:
+    verb: str
+    preliminary: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    final: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+class ControlConnection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str) -> None:
+        self.reader, self.writer, self.host = reader, writer, host
+        self.parser = ReplyParser()
+        self.router = ReplyRouter()
+        self.features: set[str] = set()
+        self._closed = False
+        greeting = Pending("GREETING")
+        self.router.sent("GREETING", greeting)
+        self._greeting = greeting
+        self._task = asyncio.get_running_loop().create_task(self._read_replies())
+
+    @classmethod
+    async def open(cls, host: str, port: int, timeout: float = 15.0) -> "ControlConnection":
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except asyncio.TimeoutError as exc:
+            raise FTPError(f"cannot connect to {host}:{port}: timed out") from exc
+        except OSError as exc:
+            raise FTPError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from exc
+        conn = cls(reader, writer, host)
+        reply = await conn._wait(conn._greeting.final, timeout)
+        if reply.code != 220:
+            await conn.close()
+            raise FTPError(f"server refused the session: {reply}", reply)
+        return conn
+
+    async def _read_replies(self) -> None:
+        error: Exception = FTPError("control connection closed by the server")
+        try:
+            while True:
+                data = await self.reader.read(65536)
+                if not data:
+                    break
+                for reply in self.parser.feed(data):
+                    self._dispatch(reply)
+        except ProtocolError as exc:
+            error = FTPError(f"protocol error from server: {exc}")
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            error = FTPError(f"control connection lost: {exc}")
+        for token in self.router.fail_all():
+            for fut in (token.preliminary, token.final):
+                if not fut.done():
+                    fut.set_exception(error)
+                    fut.exception()  # mark retrieved: a caller may never await it
+
+    def _dispatch(self, reply: Reply) -> None:
+        routed = self.router.route(reply)
+        if routed is None:
+            return  # unsolicited (e.g. 421 before a close): the reader sees EOF next
+        token, final = routed
+        if not token.preliminary.done():
+            token.preliminary.set_result(reply)
+        if final and not token.final.done():
+            token.final.set_result(reply)
+
+    async def _wait(self, fut: asyncio.Future, timeout: float | None) -> Reply:
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except asyncio.TimeoutError as exc:
+            raise FTPError("server did not answer in time") from exc
+
+    def start(self, line: str) -> Pending:
+        """Send a command; its futures resolve with the 1yz and final replies."""
+        if self._closed or self.writer.is_closing():
+            raise FTPError("control connection is closed")
+        verb = line.split(" ", 1)[0].upper()
+        token = Pending(verb)
+        self.router.sent(verb, token)
+        self.writer.write(line.encode("utf-8") + b"\r\n")
+        return token
+
+    async def command(self, line: str, timeout: float | None = 60.0) -> Reply:
+        return await self._wait(self.start(line).final, timeout)
+
+    async def expect(self, line: str, *codes: int, what: str | None = None) -> Reply:
+        reply = await self.command(line)
+        if reply.code not in codes:
+            raise FTPError(f"{what or line.split(' ')[0]} failed: {reply}", reply)
+        return reply
+
+    # -- session steps -----------------------------------------------------
+    async def login(self, user: str, password: str) -> None:
+        reply = await self.command(f"USER {user}")
+        if reply.code == 331:
+            reply = await self.command(f"PASS {password}")
+        if reply.code not in (230, 202):
+            raise FTPError(f"login refused for {user!r}: {reply}", reply)
+
+    async def feat(self) -> set[str]:
+        reply = await self.command("FEAT")
+        self.features = parse_feat(reply)
+        return self.features
+
+    async def size(self, path: str) -> int | None:
+        reply = await self.command(f"SIZE {path}")
+        if reply.code == 213:
+            try:
+                return int(reply.first.strip())
+            except ValueError:
+                return None
+        return None
+
+    async def passive_address(self) -> tuple[str, int]:
+        """EPSV (RFC 2428), then PASV (RFC 959) if EPSV is not understood.
+        The data connection always goes to the control connection's host
+        (a PASV address could point elsewhere: RFC 2577 sec. 5)."""
+        peer = self.writer.get_extra_info("peername")[0]
+        reply = await self.command("EPSV")
+        if reply.code == 229:
+            return peer, parse_epsv(reply)
+        reply = await self.command("PASV")
+        if reply.code != 227:
+            raise FTPError(f"server offers no passive mode: {reply}", reply)
+        return peer, parse_pasv(reply)[1]
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self.writer.is_closing():
+                await asyncio.wait_for(self.command("QUIT"), 2)
+        except (FTPError, asyncio.TimeoutError, OSError, ConnectionError):
+            pass
+        self.writer.close()
+        try:
+            await asyncio.wait_for(self.writer.wait_closed(), 2)
+        except (OSError, asyncio.TimeoutError, ConnectionError):
+            pass
+        self._task.cancel()
+
+    def family(self) -> int:
+        sock = self.writer.get_extra_info("socket")
+        return sock.family if sock is not None else socket.AF_INET

@@ -1,0 +1,351 @@
+"""`drsftp get` / `drsftp put`: one file over one FTP session, with DRS.
+
+The data path is one large ``sock_recv_into`` buffer written straight to the
+file (get) and ``sock_sendfile`` (put): no per-packet Python work.  A ticker
+task observes the data socket every fraction of an RTT, applies the tuning
+strategy's decisions and, when the server offers DRS in FEAT, exchanges
+measurements with it (docs/PROTOCOL.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+
+from ..ftp import drscmd
+from ..ftp.session import FTPLocation
+from ..tuner import SocketTuner
+from ..tuning import Role, check_spec
+from .control import ControlConnection, FTPError
+from .progress import ProgressView
+
+log = logging.getLogger("drsftp.client")
+RECV_CHUNK = 4 << 20
+DRS_MIN_INTERVAL = 0.05  # seconds between DRS commands, at the most one per RTT
+
+
+@dataclass
+class TransferOptions:
+    tuning: str = "drs"
+    force_buffers: bool = False
+    resume: bool = False
+    progress: bool | None = None  # None: only when stderr is a terminal
+    use_drs_command: bool = True
+    idle_timeout: float = 60.0
+    connect_timeout: float = 15.0
+
+
+@dataclass
+class TransferResult:
+    direction: str
+    path: str
+    bytes: int  # moved in this session
+    total_size: int | None
+    resumed_from: int
+    seconds: float
+    drs_peer: bool
+    drs_replies: int
+    summary: dict
+    timeline: list = field(default_factory=list)
+    server_last: dict = field(default_factory=dict)
+
+    @property
+    def mbps(self) -> float:
+        return self.bytes * 8 / self.seconds / 1e6 if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        d = {
+            "direction": self.direction,
+            "path": self.path,
+            "bytes": self.bytes,
+            "total_size": self.total_size,
+            "resumed_from": self.resumed_from,
+            "seconds": round(self.seconds, 4),
+            "mbps": round(self.mbps, 3),
+            "drs_peer": self.drs_peer,
+            "drs_replies": self.drs_replies,
+            "server_last_report": self.server_last,
+        }
+        d.update(self.summary)
+        d["timeline"] = self.timeline
+        return d
+
+
+class _Transfer:
+    """One data transfer: the data socket, the ticker, the DRS exchange."""
+
+    def __init__(self, ctl: ControlConnection, tuner: SocketTuner, opts: TransferOptions,
+                 label: str, total: int | None, resumed: int) -> None:
+        self.ctl, self.tuner, self.opts = ctl, tuner, opts
+        self.use_drs = opts.use_drs_command and "DRS" in ctl.features
+        self.moved = 0
+        self.resumed = resumed
+        self.drs_replies = 0
+        self.server_last: dict = {}
+        self._drs_pending = False
+        self._last_drs = 0.0
+        self._last_progress = (time.monotonic(), 0)
+        self.view = ProgressView(label, total, opts.progress)
+
+    async def open_data(self) -> socket.socket:
+        host, port = await self.ctl.passive_address()
+        sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
+        sock.setblocking(False)
+        self.tuner.before_handshake(sock)  # window scale is fixed by this
+        try:
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
+                                   self.opts.connect_timeout)
+        except (OSError, asyncio.TimeoutError) as exc:
+            sock.close()
+            raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+        return sock
+
+    def progress_bytes(self) -> int:
+        if self.tuner.role is Role.SENDER:
+            acked = self.tuner.last_info.get("bytes_acked")
+            return max(0, (acked or 1) - 1) if acked is not None else self.moved
+        return self.moved
+
+    async def ticker(self, io_task: asyncio.Task) -> None:
+        """Observe, tune, report, exchange DRS; cancel a stalled transfer."""
+        while not io_task.done():
+            delay = self.tuner.tick(self.moved) or 0.1
+            now = time.monotonic()
+            if self.use_drs and not self._drs_pending and now - self._last_drs >= max(
+                self.tuner.last_rtt or 0, DRS_MIN_INTERVAL
+            ):
+                self._send_drs(now)
+            done = self.progress_bytes()
+            if done != self._last_progress[1]:
+                self._last_progress = (now, done)
+            elif now - self._last_progress[0] > self.opts.idle_timeout:
+                io_task.cancel()
+                raise FTPError(f"data connection stalled for {self.opts.idle_timeout:.0f} s")
+            self.view.update(self.resumed + done, self.tuner.rate * 8, self.tuner.last_rtt,
+                             getattr(self.tuner.tuning, "window", None))
+            await asyncio.sleep(delay)
+
+    def _send_drs(self, now: float) -> None:
+        try:
+            token = self.ctl.start(f"DRS {self.tuner.report_pairs()}".rstrip())
+        except FTPError:
+            return
+        self._drs_pending, self._last_drs = True, now
+
+        def on_reply(fut: asyncio.Future) -> None:
+            self._drs_pending = False
+            if fut.cancelled() or fut.exception() is not None:
+                return
+            reply = fut.result()
+            if reply.code == 200:
+                pairs = drscmd.parse_reply_text(reply.first)
+                self.drs_replies += 1
+                self.server_last = pairs
+                rtt = time.monotonic() - now
+                if self.tuner.control_rtt is None or rtt < self.tuner.control_rtt:
+                    self.tuner.control_rtt = rtt  # fallback RTT where TCP_INFO is missing
+                self.tuner.on_peer_pairs(pairs)
+            elif reply.code in (500, 502):
+                self.use_drs = False  # the server does not know DRS after all
+
+        token.final.add_done_callback(on_reply)
+
+
+async def _session(loc: FTPLocation, opts: TransferOptions) -> ControlConnection:
+    ctl = await ControlConnection.open(loc.host, loc.port, opts.connect_timeout)
+    try:
+        await ctl.feat()
+        await ctl.login(loc.user, loc.password)
+        await ctl.expect("TYPE I", 200, what="binary mode (TYPE I)")
+    except BaseException:
+        await ctl.close()
+        raise
+    return ctl
+
+
+def _announce(ctl: ControlConnection, opts: TransferOptions) -> None:
+    if opts.use_drs_command and "DRS" not in ctl.features and opts.tuning.startswith("drs"):
+        log.warning("server does not offer DRS; right-sizing this end alone")
+
+
+async def _finish(pending, label: str) -> None:
+    reply = await asyncio.wait_for(asyncio.shield(pending.final), 120)
+    if reply.code not in (226, 250):
+        raise FTPError(f"{label} failed: {reply}", reply)
+
+
+async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
+    check_spec(opts.tuning)
+    part = dest + ".part"
+    ctl = await _session(loc, opts)
+    try:
+        _announce(ctl, opts)
+        size = await ctl.size(loc.path)
+        offset = 0
+        if opts.resume:
+            for candidate in (part, dest):
+                if os.path.exists(candidate):
+                    offset = os.path.getsize(candidate)
+                    if candidate == dest:
+                        if size is not None and offset == size:
+                            return _already_complete("get", loc.path, size)
+                        os.replace(dest, part)
+                    break
+            if size is not None and offset > size:
+                raise FTPError(f"local file ({offset} B) is larger than the remote one ({size} B)")
+        tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers)
+        xfer = _Transfer(ctl, tuner, opts, os.path.basename(loc.path), size, offset)
+        try:
+            sock = await xfer.open_data()
+            try:
+                if offset:
+                    await ctl.expect(f"REST {offset}", 350, what="resume (REST)")
+                pending = ctl.start(f"RETR {loc.path}")
+                first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
+                if not first.preliminary:
+                    raise FTPError(f"cannot retrieve {loc.path}: {first}", first)
+                tuner.attach(sock)
+                fd = os.open(part, os.O_WRONLY | os.O_CREAT | (0 if offset else os.O_TRUNC), 0o644)
+                with open(fd, "wb", buffering=0, closefd=True) as f:
+                    f.seek(offset)
+                    f.truncate()
+                    started = time.monotonic()
+                    io = asyncio.ensure_future(_receive(sock, f, xfer))
+                    await _drive(io, xfer)
+                    seconds = time.monotonic() - started
+                sock.close()
+                await _finish(pending, f"RETR {loc.path}")
+            finally:
+                sock.close()
+        finally:
+            xfer.view.close()
+        if size is not None and offset + xfer.moved != size:
+            raise FTPError(f"short transfer: {offset + xfer.moved} of {size} bytes (--continue resumes)")
+        os.replace(part, dest)
+        return _result("get", loc.path, xfer, size, offset, seconds)
+    finally:
+        await ctl.close()
+
+
+async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
+    check_spec(opts.tuning)
+    try:
+        f = open(src, "rb")
+    except OSError as exc:
+        raise FTPError(f"cannot read {src}: {exc.strerror or exc}") from exc
+    with f:
+        total = os.fstat(f.fileno()).st_size
+        ctl = await _session(loc, opts)
+        try:
+            _announce(ctl, opts)
+            offset = 0
+            if opts.resume:
+                offset = await ctl.size(loc.path) or 0
+                if offset == total:
+                    return _already_complete("put", loc.path, total)
+                if offset > total:
+                    raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)")
+            tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
+            xfer = _Transfer(ctl, tuner, opts, os.path.basename(src), total, offset)
+            try:
+                sock = await xfer.open_data()
+                try:
+                    if offset:
+                        await ctl.expect(f"REST {offset}", 350, what="resume (REST)")
+                    pending = ctl.start(f"STOR {loc.path}")
+                    first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
+                    if not first.preliminary:
+                        raise FTPError(f"cannot store {loc.path}: {first}", first)
+                    tuner.attach(sock)
+                    started = time.monotonic()
+                    io = asyncio.ensure_future(_send(sock, f, offset, total - offset, xfer))
+                    await _drive(io, xfer)
+                    await _drain(sock, xfer, tuner)
+                    seconds = time.monotonic() - started
+                    sock.close()
+                    await _finish(pending, f"STOR {loc.path}")
+                finally:
+                    sock.close()
+            finally:
+                xfer.view.close()
+            return _result("put", loc.path, xfer, total, offset, seconds)
+        finally:
+            await ctl.close()
+
+
+async def _receive(sock: socket.socket, f, xfer: _Transfer) -> None:
+    loop = asyncio.get_running_loop()
+    buf = bytearray(RECV_CHUNK)
+    view = memoryview(buf)
+    while True:
+        n = await loop.sock_recv_into(sock, buf)
+        if n == 0:
+            return
+        f.write(view[:n])
+        xfer.moved += n
+        # sock_recv_into does not suspend while data is ready: yield so the
+        # ticker and the control channel run on a fast link too.
+        await asyncio.sleep(0)
+
+
+async def _send(sock: socket.socket, f, offset: int, count: int, xfer: _Transfer) -> None:
+    if count > 0:
+        await asyncio.get_running_loop().sock_sendfile(sock, f, offset, count)
+    xfer.moved = count
+
+
+async def _drain(sock: socket.socket, xfer: _Transfer, tuner: SocketTuner, limit: float = 60.0) -> None:
+    """Wait until the peer has acknowledged what sendfile handed the kernel,
+    so the measured time is the transfer's, not the local copy's."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        tuner.tick(xfer.moved)
+        info = tuner.last_info
+        if not info or info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0:
+            return
+        await asyncio.sleep(0.005)
+
+
+async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
+    ticker = asyncio.ensure_future(xfer.ticker(io))
+    try:
+        await io
+    except (OSError, ConnectionError) as exc:
+        raise FTPError(f"data connection failed: {exc}") from exc
+    except asyncio.CancelledError:
+        if ticker.done() and ticker.exception() is not None:
+            raise ticker.exception() from None
+        raise
+    finally:
+        if not io.done():
+            io.cancel()
+        if not ticker.done():
+            ticker.cancel()
+            try:
+                await ticker
+            except (asyncio.CancelledError, FTPError):
+                pass
+
+
+def _already_complete(direction: str, path: str, size: int) -> TransferResult:
+    return TransferResult(direction, path, 0, size, size, 0.0, False, 0, {"note": "already complete"})
+
+
+def _result(direction, path, xfer: _Transfer, total, offset, seconds) -> TransferResult:
+    return TransferResult(
+        direction=direction,
+        path=path,
+        bytes=xfer.moved,
+        total_size=total,
+        resumed_from=offset,
+        seconds=seconds,
+        drs_peer="DRS" in xfer.ctl.features,
+        drs_replies=xfer.drs_replies,
+        summary=xfer.tuner.summary(),
+        timeline=xfer.tuner.stats.timeline,
+        server_last=xfer.server_last,
+    )

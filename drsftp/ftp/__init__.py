@@ -1,0 +1,1 @@
+"""FTP protocol pieces with no sockets: replies, the DRS command, session state."""

@@ -1,0 +1,111 @@
+"""Client session state, sans-IO: which reply answers which command, and URLs.
+
+RFC 959 replies come in command order, but a transfer command has two
+(1yz, then the final reply), and DRS may be sent while the transfer runs.
+Its reply can then arrive before the transfer's final reply, so routing by
+order alone would hand the 226 to DRS.  Replies to DRS carry the word DRS
+first (docs/PROTOCOL.md), so they are routed by that mark instead.
+"""
+
+from __future__ import annotations
+
+import netrc
+import os
+import urllib.parse
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from .replies import Reply
+
+
+class ReplyRouter:
+    """Pair replies with the commands waiting for them."""
+
+    def __init__(self) -> None:
+        self._pending: deque[tuple[str, Any]] = deque()  # (verb, token)
+
+    def sent(self, verb: str, token: Any) -> None:
+        self._pending.append((verb.upper(), token))
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def route(self, reply: Reply) -> tuple[Any, bool] | None:
+        """Returns (token, final) for the command this reply answers, or
+        None for an unsolicited reply (e.g. 421 before shutdown)."""
+        if reply.first.startswith("DRS"):
+            for i, (verb, token) in enumerate(self._pending):
+                if verb == "DRS":
+                    del self._pending[i]
+                    return token, True
+        for i, (verb, token) in enumerate(self._pending):
+            if verb == "DRS":
+                continue  # never hand a non-DRS reply to DRS
+            if reply.preliminary:
+                return token, False
+            del self._pending[i]
+            return token, True
+        # A stock server answering DRS without the mark (500 not understood)
+        if self._pending and self._pending[0][0] == "DRS":
+            return self._pending.popleft()[1], True
+        return None
+
+    def fail_all(self) -> list[Any]:
+        tokens = [t for _, t in self._pending]
+        self._pending.clear()
+        return tokens
+
+
+class URLError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class FTPLocation:
+    host: str
+    port: int
+    user: str
+    password: str
+    path: str
+
+    def display(self) -> str:
+        return f"ftp://{self.user}@{self.host}:{self.port}{self.path}"
+
+
+def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
+    """``ftp://[user[:pass]@]host[:port]/path``; the password may come from
+    ~/.netrc (or ``netrc_file``); a missing user means anonymous."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "ftp":
+        raise URLError(f"not an ftp:// URL: {url!r}")
+    if not parts.hostname:
+        raise URLError(f"URL has no host: {url!r}")
+    try:
+        port = parts.port or 21
+    except ValueError as exc:
+        raise URLError(f"bad port in {url!r}") from exc
+    path = urllib.parse.unquote(parts.path)
+    if not path or path == "/":
+        raise URLError(f"URL names no file: {url!r}")
+    user = urllib.parse.unquote(parts.username) if parts.username else None
+    password = urllib.parse.unquote(parts.password) if parts.password is not None else None
+    if password is None:
+        entry = _netrc_lookup(parts.hostname, netrc_file)
+        if entry and (user is None or entry[0] in (None, "", user)):
+            user = user or entry[0]
+            password = entry[2]
+    if user is None:
+        user, password = "anonymous", password or "drsftp@"
+    return FTPLocation(parts.hostname, port, user, password or "", path)
+
+
+def _netrc_lookup(host: str, netrc_file: str | None):
+    path = netrc_file or os.path.join(os.path.expanduser("~"), ".netrc")
+    if not os.path.exists(path):
+        return None
+    try:
+        return netrc.netrc(path).authenticators(host)
+    except (netrc.NetrcParseError, OSError) as exc:
+        raise URLError(f"cannot read {path}: {exc}") from exc

@@ -1,0 +1,2 @@
+class NetemError(Exception):
+    """The emulated link cannot be made, used or removed (one-line message)."""

@@ -1,0 +1,223 @@
+"""Socket actuation: the one place that calls setsockopt and reads TCP_INFO.
+
+Linux facts this module respects (docs/DESIGN.md, measured here):
+- the window scale is fixed at the handshake from the receive buffer set
+  before connect()/listen(), so a DRS socket leaves it unset;
+- SO_RCVBUF alone does not grow a live window: TCP_WINDOW_CLAMP must be
+  raised with it;
+- SO_RCVBUF/SO_SNDBUF are silently capped at rmem_max/wmem_max; the FORCE
+  variants (CAP_NET_ADMIN) are not, and are used only when allowed;
+- the kernel doubles the value set, so read back and report what it holds.
+Other platforms get SO_RCVBUF/SO_SNDBUF only and no TCP_INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import sys
+from dataclasses import dataclass, field
+
+from .tuning import Decision, Sample
+
+log = logging.getLogger("drsftp.sockopt")
+
+LINUX = sys.platform.startswith("linux")
+SO_RCVBUFFORCE = 33
+SO_SNDBUFFORCE = 32
+TCP_INFO = getattr(socket, "TCP_INFO", 11)
+TCP_WINDOW_CLAMP = getattr(socket, "TCP_WINDOW_CLAMP", 10)
+
+
+def _read_sysctl(name: str) -> list[int] | None:
+    try:
+        with open("/proc/sys/" + name.replace(".", "/")) as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    rmem_max: int | None
+    wmem_max: int | None
+    tcp_rmem: tuple[int, ...] | None
+    tcp_wmem: tuple[int, ...] | None
+    congestion_control: str | None
+    can_force: bool
+
+    @classmethod
+    def read(cls) -> "HostLimits":
+        r, w = _read_sysctl("net.core.rmem_max"), _read_sysctl("net.core.wmem_max")
+        tr, tw = _read_sysctl("net.ipv4.tcp_rmem"), _read_sysctl("net.ipv4.tcp_wmem")
+        try:
+            with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+                cc = f.read().strip()
+        except OSError:
+            cc = None
+        return cls(
+            r[0] if r else None,
+            w[0] if w else None,
+            tuple(tr) if tr else None,
+            tuple(tw) if tw else None,
+            cc,
+            _probe_force(),
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "net.core.rmem_max": self.rmem_max,
+            "net.core.wmem_max": self.wmem_max,
+            "net.ipv4.tcp_rmem": list(self.tcp_rmem or ()),
+            "net.ipv4.tcp_wmem": list(self.tcp_wmem or ()),
+            "net.ipv4.tcp_congestion_control": self.congestion_control,
+            "buffer_force_available": self.can_force,
+        }
+
+
+def _probe_force() -> bool:
+    """True when SO_RCVBUFFORCE works here (CAP_NET_ADMIN)."""
+    if not LINUX:
+        return False
+    with socket.socket() as s:
+        try:
+            s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 1 << 16)
+            return True
+        except OSError:
+            return False
+
+
+# struct tcp_info (include/uapi/linux/tcp.h), in order.  Kernels return a
+# prefix of it; fields past the returned length are absent, never guessed.
+_TCP_INFO_FIELDS = (
+    [("state", "B"), ("ca_state", "B"), ("retransmits", "B"), ("probes", "B"),
+     ("backoff", "B"), ("options", "B"), ("wscale", "B"), ("flags", "B")]
+    + [(n, "I") for n in (
+        "rto", "ato", "snd_mss", "rcv_mss", "unacked", "sacked", "lost",
+        "retrans", "fackets", "last_data_sent", "last_ack_sent",
+        "last_data_recv", "last_ack_recv", "pmtu", "rcv_ssthresh", "rtt",
+        "rttvar", "snd_ssthresh", "snd_cwnd", "advmss", "reordering",
+        "rcv_rtt", "rcv_space", "total_retrans")]
+    + [(n, "Q") for n in ("pacing_rate", "max_pacing_rate", "bytes_acked", "bytes_received")]
+    + [(n, "I") for n in ("segs_out", "segs_in", "notsent_bytes", "min_rtt",
+                          "data_segs_in", "data_segs_out")]
+    + [(n, "Q") for n in ("delivery_rate", "busy_time", "rwnd_limited", "sndbuf_limited")]
+    + [("delivered", "I"), ("delivered_ce", "I"), ("bytes_sent", "Q"), ("bytes_retrans", "Q"),
+       ("dsack_dups", "I"), ("reord_seen", "I"), ("rcv_ooopack", "I"), ("snd_wnd", "I"),
+       ("rcv_wnd", "I")]
+)
+
+
+def _layout():
+    offset, out = 0, []
+    for name, fmt in _TCP_INFO_FIELDS:
+        size = struct.calcsize(fmt)
+        offset = (offset + size - 1) // size * size  # natural alignment
+        out.append((name, fmt, offset, size))
+        offset += size
+    return out, offset
+
+
+_LAYOUT, TCP_INFO_SIZE = _layout()
+
+
+def parse_tcp_info(raw: bytes) -> dict[str, int]:
+    """Fields of struct tcp_info present in ``raw`` (a length-checked prefix)."""
+    info = {}
+    for name, fmt, off, size in _LAYOUT:
+        if off + size > len(raw):
+            break
+        info[name] = struct.unpack_from("=" + fmt, raw, off)[0]
+    if "wscale" in info:
+        info["snd_wscale"], info["rcv_wscale"] = info["wscale"] & 0xF, info["wscale"] >> 4
+    return info
+
+
+def tcp_info(sock: socket.socket) -> dict[str, int]:
+    if not LINUX:
+        return {}
+    try:
+        return parse_tcp_info(sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, TCP_INFO_SIZE))
+    except OSError:
+        return {}
+
+
+def sample_from_info(info: dict[str, int], received_fallback: int = 0) -> Sample:
+    mss = info.get("snd_mss") or 0
+    return Sample(
+        bytes_received=info.get("bytes_received", received_fallback),
+        bytes_acked=info.get("bytes_acked", 0),
+        cwnd_bytes=info["snd_cwnd"] * mss if "snd_cwnd" in info and mss else None,
+        peer_window=info.get("snd_wnd"),
+        retransmits=info.get("total_retrans"),
+    )
+
+
+def rtt_from_info(info: dict[str, int], receiving: bool) -> float | None:
+    """The kernel's RTT estimate in seconds: the receiver's own (rcv_rtt)
+    when receiving, the ACK-clocked srtt when sending."""
+    us = info.get("rcv_rtt") if receiving else info.get("rtt")
+    if not us and not receiving:
+        return None
+    if not us:
+        us = info.get("rtt") if info.get("bytes_acked", 0) > 1 else None
+    return us / 1e6 if us else None
+
+
+@dataclass
+class BufferActuator:
+    """Applies :class:`Decision` values to one socket and remembers peaks."""
+
+    sock: socket.socket
+    allow_force: bool = False
+    limits: HostLimits | None = None
+    peak_rcvbuf: int = 0
+    peak_sndbuf: int = 0
+    capped: list = field(default_factory=list)
+
+    def apply(self, decision: Decision, *, before_handshake: bool = False) -> None:
+        if decision.rcv_window is not None:
+            self._set(socket.SO_RCVBUF, SO_RCVBUFFORCE, decision.rcv_window, "rmem_max")
+            if LINUX and not before_handshake:
+                # Without this the live window stays where it was (facts, item 2).
+                try:
+                    self.sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, decision.rcv_window)
+                except OSError as exc:
+                    log.debug("TCP_WINDOW_CLAMP failed: %s", exc)
+        if decision.sndbuf is not None:
+            self._set(socket.SO_SNDBUF, SO_SNDBUFFORCE, decision.sndbuf, "wmem_max")
+        self.read_back()
+
+    def _set(self, opt: int, force_opt: int, value: int, limit_name: str) -> None:
+        value = max(int(value), 4096)
+        if self.allow_force and LINUX:
+            try:
+                self.sock.setsockopt(socket.SOL_SOCKET, force_opt, value)
+                return
+            except OSError:
+                self.allow_force = False  # no CAP_NET_ADMIN: fall back for good
+        limit = getattr(self.limits, limit_name, None) if self.limits else None
+        if limit and value > limit and limit_name not in self.capped:
+            self.capped.append(limit_name)  # reported once by the driver
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, opt, value)
+        except OSError as exc:
+            log.debug("setsockopt(%s, %d) failed: %s", opt, value, exc)
+
+    def read_back(self) -> tuple[int, int]:
+        try:
+            r = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            s = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+        except OSError:
+            return 0, 0
+        self.peak_rcvbuf = max(self.peak_rcvbuf, r)
+        self.peak_sndbuf = max(self.peak_sndbuf, s)
+        return r, s
+
+
+def host_cap(limits: HostLimits, allow_force: bool, receiving: bool) -> int | None:
+    """Largest buffer value a setsockopt can obtain here (None: no cap)."""
+    if allow_force and limits.can_force:
+        return None
+    return limits.rmem_max if receiving else limits.wmem_max

@@ -1,0 +1,192 @@
+"""Binds a tuning strategy to one data socket; shared by server and client.
+
+The strategy decides (sans-IO); this object observes the socket through
+:mod:`drsftp.sockopt`, applies the decisions, keeps a bounded timeline for
+reports, and converts to and from DRS command pairs.  The event loop that
+calls :meth:`tick` belongs to the driver (pyftpdlib's ioloop or asyncio).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from dataclasses import dataclass, field
+
+from . import sockopt
+from .ftp import drscmd
+from .tuning import DRSTuning, Role, Tuning, create
+
+log = logging.getLogger("drsftp.tuner")
+TIMELINE_LIMIT = 20_000  # samples kept for --json / plots (bounded memory)
+
+
+@dataclass
+class TunerStats:
+    rtt_min: float | None = None
+    rtt_max: float | None = None
+    rtt_sum: float = 0.0
+    rtt_n: int = 0
+    retransmits: int = 0
+    timeline: list[dict] = field(default_factory=list)
+
+    def add_rtt(self, rtt: float | None) -> None:
+        if rtt is None:
+            return
+        self.rtt_min = rtt if self.rtt_min is None else min(self.rtt_min, rtt)
+        self.rtt_max = rtt if self.rtt_max is None else max(self.rtt_max, rtt)
+        self.rtt_sum += rtt
+        self.rtt_n += 1
+
+    @property
+    def rtt_avg(self) -> float | None:
+        return self.rtt_sum / self.rtt_n if self.rtt_n else None
+
+
+class SocketTuner:
+    def __init__(
+        self,
+        spec: str,
+        role: Role,
+        *,
+        allow_force: bool = False,
+        limits: sockopt.HostLimits | None = None,
+        clock=time.monotonic,
+    ) -> None:
+        self.role = role
+        self.limits = limits or sockopt.HostLimits.read()
+        self.allow_force = allow_force and self.limits.can_force
+        self.tuning: Tuning = create(spec, role)
+        self._cap_to_host()
+        self.clock = clock
+        self.sock: socket.socket | None = None
+        self.actuator: sockopt.BufferActuator | None = None
+        self.stats = TunerStats()
+        self.started = clock()
+        self.last_info: dict[str, int] = {}
+        self.last_rtt: float | None = None
+        self.control_rtt: float | None = None  # measured over the control channel
+        self._warned_cap = False
+        self._last_rate_sample: tuple[float, int] | None = None
+        self.rate = 0.0  # bytes/s over the last tick
+
+    def _cap_to_host(self) -> None:
+        """The per-connection cap cannot exceed what setsockopt can obtain."""
+        if isinstance(self.tuning, DRSTuning):
+            host = sockopt.host_cap(self.limits, self.allow_force, self.role is Role.RECEIVER)
+            cfg = self.tuning.config
+            if host and host < cfg.cap:
+                from dataclasses import replace
+
+                self.tuning.config = replace(cfg, cap=host, floor=min(cfg.floor, host))
+
+    # -- socket lifecycle --------------------------------------------------
+    def before_handshake(self, sock: socket.socket) -> None:
+        """Call on the socket before connect()/listen(): fixes the window scale."""
+        act = sockopt.BufferActuator(sock, self.allow_force, self.limits)
+        decision = self.tuning.before_handshake()
+        if not decision.is_empty():
+            act.apply(decision, before_handshake=True)
+
+    def attach(self, sock: socket.socket) -> None:
+        """The data connection is established; start observing it."""
+        self.sock = sock
+        self.actuator = sockopt.BufferActuator(sock, self.allow_force, self.limits)
+        self.actuator.read_back()
+        self.started = self.clock()
+
+    # -- periodic work -----------------------------------------------------
+    def tick(self, moved_bytes: int = 0) -> float | None:
+        """Observe, decide, apply.  Returns seconds until the next tick."""
+        if self.sock is None or self.actuator is None:
+            return None
+        now = self.clock()
+        info = sockopt.tcp_info(self.sock)
+        receiving = self.role is Role.RECEIVER
+        sample = sockopt.sample_from_info(info, moved_bytes)
+        if receiving and "bytes_received" not in info:
+            sample = sockopt.Sample(bytes_received=moved_bytes)
+        rtt = sockopt.rtt_from_info(info, receiving) or self.control_rtt
+        self.last_info, self.last_rtt = info, rtt
+        self.stats.add_rtt(info.get("rtt", 0) / 1e6 if info.get("rtt") else rtt)
+        self.stats.retransmits = info.get("total_retrans", self.stats.retransmits)
+        decision = self.tuning.on_sample(sample, now=now, rtt=rtt)
+        if not decision.is_empty():
+            self.actuator.apply(decision)
+            if self.actuator.capped and not self._warned_cap:
+                self._warned_cap = True
+                log.warning(
+                    "buffer capped by net.core.%s; allow --force-buffers (CAP_NET_ADMIN)"
+                    " or raise the sysctl for a larger window",
+                    " and ".join(self.actuator.capped),
+                )
+        self._record(now, sample, moved_bytes)
+        return self.tuning.tick_interval(rtt=rtt) or 0.25
+
+    def _record(self, now: float, sample: sockopt.Sample, moved: int) -> None:
+        moved = max(moved, sample.bytes_received if self.role is Role.RECEIVER else sample.bytes_acked)
+        if self._last_rate_sample:
+            t0, b0 = self._last_rate_sample
+            if now - t0 >= 0.05:
+                self.rate = (moved - b0) / (now - t0)
+                self._last_rate_sample = (now, moved)
+        else:
+            self._last_rate_sample = (now, moved)
+        if len(self.stats.timeline) >= TIMELINE_LIMIT:
+            return
+        rcvbuf, sndbuf = self.actuator.read_back() if self.actuator else (0, 0)
+        info = self.last_info
+        mss = info.get("snd_mss") or 0
+        self.stats.timeline.append({
+            "t": round(now - self.started, 4),
+            "bytes": moved,
+            "rate_bps": round(self.rate * 8),
+            "rtt_ms": round(self.last_rtt * 1000, 3) if self.last_rtt else None,
+            "window": getattr(self.tuning, "window", None),
+            "rcvbuf": rcvbuf,
+            "sndbuf": sndbuf,
+            "cwnd": info.get("snd_cwnd", 0) * mss if mss else None,
+            "in_flight": info.get("unacked", 0) * mss if mss else None,
+            "peer_window": info.get("snd_wnd"),
+        })
+
+    # -- DRS command payloads ----------------------------------------------
+    def report_pairs(self) -> str:
+        """Our measurements as DRS ``key=value`` pairs."""
+        info = self.last_info
+        mss = info.get("snd_mss") or 0
+        rtt_us = info.get("rtt") if self.role is Role.SENDER else None
+        if not rtt_us and self.last_rtt:
+            rtt_us = self.last_rtt * 1e6
+        rcvbuf, sndbuf = self.actuator.read_back() if self.actuator else (None, None)
+        window = getattr(self.tuning, "window", None) if self.role is Role.RECEIVER else None
+        return drscmd.format_pairs({
+            "rtt_us": rtt_us,
+            "cwnd": info.get("snd_cwnd", 0) * mss if self.role is Role.SENDER and mss else None,
+            "wnd": window or (rcvbuf if self.role is Role.RECEIVER else None),
+            "rate": self.rate,
+            "bytes": info.get("bytes_acked") if self.role is Role.SENDER else info.get("bytes_received"),
+            "rcvbuf": rcvbuf,
+            "sndbuf": sndbuf,
+            "retrans": info.get("total_retrans"),
+        })
+
+    def on_peer_pairs(self, pairs: dict[str, int]) -> None:
+        report = drscmd.to_report(pairs)
+        self.tuning.on_peer_report(report, now=self.clock(), rtt=self.last_rtt)
+
+    def summary(self) -> dict:
+        act = self.actuator
+        return {
+            "tuning": self.tuning.describe(),
+            "rtt_min_ms": _ms(self.stats.rtt_min),
+            "rtt_avg_ms": _ms(self.stats.rtt_avg),
+            "rtt_max_ms": _ms(self.stats.rtt_max),
+            "retransmits": self.stats.retransmits,
+            "peak_rcvbuf": act.peak_rcvbuf if act else None,
+            "peak_sndbuf": act.peak_sndbuf if act else None,
+        }
+
+
+def _ms(v: float | None) -> float | None:
+    return round(v * 1000, 3) if v is not None else None

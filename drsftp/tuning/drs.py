@@ -1,0 +1,184 @@
+"""Dynamic Right-Sizing (Fisk & Feng; Weigle & Feng, LANL), sans-IO.
+
+Receiver rule (DRS paper, sec. 3): the data received in one round trip is a
+lower bound on the sender's congestion window.  Measure it every period of
+at least one RTT, keep the largest recent measurement, and allow about twice
+that while the sender is still doubling (slow start) so the window never
+limits it; once growth is additive, the measurement plus headroom suffices.
+The sender's buffer follows the window the receiver allows (DRS FTP: the
+peers exchange both over the control channel).
+
+Departures from the papers, each measured on Linux (docs/DESIGN.md):
+- the measurement is normalised to one smoothed RTT (rate x srtt), so ticks
+  need not line up with round trips;
+- a filling bottleneck queue inflates the RTT and, with it, every new
+  measurement; growth is then capped at 2 x rate x min_rtt (the
+  base-RTT BDP), which stops the runaway to a window many times the BDP;
+- shrinking waits ``hold_periods`` periods after the peak and then steps
+  down by at most ``shrink_step`` per period.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from .base import Decision, NO_CHANGE, PeerReport, Role, Sample, Tuning, parse_size, register
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+@dataclass(frozen=True)
+class DRSConfig:
+    floor: int = 256 * KiB  # never allow less (also covers app read jitter)
+    cap: int = 64 * MiB  # administrative maxwnd for one connection
+    slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
+    steady_gain: float = 1.25  # additive growth: measurement + 25 %
+    sender_gain: float = 1.25  # send buffer over the peer's window
+    growth_seen: float = 1.5  # a period this much above the last = doubling
+    hold_periods: int = 4  # keep the peak this many periods before shrinking
+    shrink_step: float = 0.75  # shrink by at most this factor per period
+    inflation_limit: float = 1.5  # srtt / min_rtt above this = queue filling
+    peer_report_ttl: float = 2.0  # peer reports older than this many RTTs are stale
+    min_period: float = 0.002  # measurement period floor (seconds)
+    default_rtt: float = 0.05  # until a sample arrives
+    change_threshold: float = 1 / 16  # smaller changes are not worth a syscall
+
+    def __post_init__(self) -> None:
+        if not 0 < self.floor <= self.cap:
+            raise ValueError("need 0 < floor <= cap")
+
+
+class RTTEstimator:
+    """Smoothed and minimum RTT (RFC 6298 sec. 2 smoothing, alpha = 1/8)."""
+
+    def __init__(self) -> None:
+        self.srtt: float | None = None
+        self.min_rtt: float | None = None
+
+    def update(self, rtt: float | None) -> None:
+        if rtt is None or not 0 < rtt < 60:
+            return
+        self.srtt = rtt if self.srtt is None else self.srtt + (rtt - self.srtt) / 8
+        self.min_rtt = rtt if self.min_rtt is None else min(self.min_rtt, rtt)
+
+
+class DRSTuning(Tuning):
+    name = "drs"
+
+    def __init__(self, role: Role, config: DRSConfig | None = None) -> None:
+        super().__init__(role)
+        self.config = config or DRSConfig()
+        self.rtt = RTTEstimator()
+        self.window = self.config.floor  # last decision (rcv window or sndbuf)
+        self.applied = False
+        self.slow_start = True
+        self.measurements: deque[float] = deque(maxlen=self.config.hold_periods)
+        self.last_measurement: float | None = None
+        self._period_start: tuple[float, int] | None = None
+        self._peer: PeerReport | None = None
+        self._peer_time = float("-inf")
+
+    # -- events -----------------------------------------------------------
+    def on_peer_report(self, report: PeerReport, *, now: float, rtt: float | None) -> None:
+        self._peer, self._peer_time = report, now
+        self.rtt.update(report.rtt)  # the sender's TCP RTT beats our estimates
+
+    def on_sample(self, sample: Sample, *, now: float, rtt: float | None) -> Decision:
+        if not self._fresh_peer_rtt(now):
+            self.rtt.update(rtt)
+        if self.role is Role.RECEIVER:
+            return self._receiver(sample, now)
+        return self._sender(sample, now)
+
+    def tick_interval(self, *, rtt: float | None) -> float:
+        srtt = self.rtt.srtt or rtt or self.config.default_rtt
+        return min(max(srtt / 2, 0.005), 0.25)
+
+    # -- receiver ---------------------------------------------------------
+    def _receiver(self, sample: Sample, now: float) -> Decision:
+        cfg = self.config
+        srtt = self.rtt.srtt or cfg.default_rtt
+        if self._period_start is None:
+            self._period_start = (now, sample.bytes_received)
+            return self._emit(cfg.floor) if not self.applied else NO_CHANGE
+        t0, b0 = self._period_start
+        elapsed = now - t0
+        if elapsed < max(srtt, cfg.min_period):
+            return NO_CHANGE
+        self._period_start = (now, sample.bytes_received)
+        rate = max(sample.bytes_received - b0, 0) / elapsed
+        measured = rate * srtt  # bytes per RTT: lower bound on the sender's cwnd
+        peer_cwnd = self._fresh_peer_value("cwnd", now)
+        if peer_cwnd is not None:
+            measured = float(peer_cwnd)  # the real cwnd, not an inference
+
+        prev = self.last_measurement
+        self.slow_start = prev is None or measured >= cfg.growth_seen * prev
+        self.last_measurement = measured
+        self.measurements.append(measured)
+        peak = max(self.measurements)
+        gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
+        target = gain * peak
+
+        # Runaway guard (facts doc, item 7): with the RTT far above its
+        # minimum the queue is filling; allow no more than 2 x rate x min_rtt.
+        min_rtt = self.rtt.min_rtt
+        if min_rtt and srtt > cfg.inflation_limit * min_rtt:
+            base_bdp = rate * min_rtt
+            target = min(target, max(self.window, cfg.slow_start_gain * base_bdp))
+        return self._emit(self._step(target))
+
+    # -- sender -----------------------------------------------------------
+    def _sender(self, sample: Sample, now: float) -> Decision:
+        cfg = self.config
+        peer_window = self._fresh_peer_value("window", now)
+        if peer_window is None:
+            peer_window = sample.peer_window
+        need = max(peer_window or 0, sample.cwnd_bytes or 0)
+        if need <= 0:
+            return NO_CHANGE if self.applied else self._emit(cfg.floor)
+        self.measurements.append(need)
+        target = cfg.sender_gain * max(self.measurements)
+        return self._emit(self._step(target))
+
+    # -- helpers ----------------------------------------------------------
+    def _step(self, target: float) -> int:
+        """Clamp to [floor, cap]; grow at once, shrink at most one step."""
+        cfg = self.config
+        if target < self.window:
+            target = max(target, self.window * cfg.shrink_step)
+        return int(min(max(target, cfg.floor), cfg.cap))
+
+    def _emit(self, size: int) -> Decision:
+        if self.applied and abs(size - self.window) <= self.config.change_threshold * self.window:
+            return NO_CHANGE
+        self.window, self.applied = size, True
+        if self.role is Role.RECEIVER:
+            return Decision(rcv_window=size)
+        return Decision(sndbuf=size)
+
+    def _fresh(self, now: float) -> bool:
+        srtt = self.rtt.srtt or self.config.default_rtt
+        return now - self._peer_time <= max(self.config.peer_report_ttl * srtt, 0.5)
+
+    def _fresh_peer_rtt(self, now: float) -> bool:
+        return self._peer is not None and self._peer.rtt is not None and self._fresh(now)
+
+    def _fresh_peer_value(self, field: str, now: float) -> float | None:
+        if self._peer is None or not self._fresh(now):
+            return None
+        return getattr(self._peer, field)
+
+    def describe(self) -> str:
+        return f"drs(cap={self.config.cap})"
+
+
+@register("drs")
+def _drs(role: Role, arg: str | None) -> Tuning:
+    """``drs`` or ``drs:CAP`` (per-connection cap, e.g. drs:32MiB)."""
+    if arg:
+        cap = parse_size(arg)
+        return DRSTuning(role, DRSConfig(cap=cap, floor=min(DRSConfig.floor, cap)))
+    return DRSTuning(role)
