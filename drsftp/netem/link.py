@@ -1,0 +1,168 @@
+"""Python API: an emulated WAN link as a context manager.
+
+    with Link(rtt=0.1, rate=100e6) as link:
+        srv = link.popen("server", ["drsftp", "serve", ...])
+        link.run("client", ["ping", "-c", "3", link.server_addr], timeout=10)
+
+Everything it made (namespaces, devices, the owner process, processes
+started with popen) is gone when the block ends, on error or Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+
+from . import namespaces as nsmod
+from .errors import NetemError
+from .namespaces import Names
+from .spec import LinkSpec, check_name
+
+
+def start_owner(name: str, spec: LinkSpec, *, detach: bool, timeout: float = 60.0):
+    """Start the owner process; returns (Popen, ready info).  Raises NetemError."""
+    nsmod.require_root()
+    fields = asdict(spec)
+    cmd = [sys.executable, "-m", "drsftp.netem.owner", "--name", name, "--spec", json.dumps(fields)]
+    if not detach:
+        cmd.append("--pdeathsig")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=detach, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        line = proc.stdout.readline() if ready else ""
+    except BaseException:
+        _stop(proc)
+        raise
+    try:
+        msg = json.loads(line) if line else {}
+    except ValueError:
+        msg = {}
+    if "ready" in msg:
+        return proc, msg["ready"]
+    _stop(proc)
+    err = msg.get("error") or (proc.stderr.read().strip().splitlines() or ["owner exited"])[-1]
+    raise NetemError(f"cannot bring link {name!r} up: {err}")
+
+
+def _stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
+
+
+class Link:
+    def __init__(self, rtt: float = 0.1, rate: float = 100e6, *, queue: int | None = None,
+                 loss: float = 0.0, jitter: float = 0.0, backend: str = "auto",
+                 sysctls: dict | None = None, name: str | None = None, seed: int | None = None) -> None:
+        self.spec = LinkSpec(rtt=rtt, rate=rate, queue=queue, loss=loss, jitter=jitter,
+                             backend=backend, sysctls=dict(sysctls or {}), seed=seed).validate()
+        self.name = check_name(name) if name else secrets.token_hex(4)
+        self.names = Names(self.name)
+        self.info: dict = {}
+        self._owner: subprocess.Popen | None = None
+        self._children: list[subprocess.Popen] = []
+        self.final_stats: dict | None = None
+
+    # -- lifecycle ---------------------------------------------------------
+    def up(self) -> "Link":
+        self._owner, self.info = start_owner(self.name, self.spec, detach=False)
+        return self
+
+    def __enter__(self) -> "Link":
+        return self.up()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for child in self._children:
+            if child.poll() is None:
+                child.terminate()
+        for child in self._children:
+            try:
+                child.wait(5)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        self._children.clear()
+        if self._owner is not None:
+            _stop(self._owner)
+            self._owner = None
+            self.final_stats = self._read_stats()
+        nsmod.remove_link(self.name)  # whatever a crash may have left
+
+    # -- use -----------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        return self.info.get("backend", "?")
+
+    @property
+    def client_addr(self) -> str:
+        return self.names.addr("client")
+
+    @property
+    def server_addr(self) -> str:
+        return self.names.addr("server")
+
+    def namespace(self, side: str) -> str:
+        return self.names.ns(nsmod.check_side(side))
+
+    def command(self, side: str, argv: list[str]) -> list[str]:
+        return nsmod.ns_exec_prefix(self.namespace(side)) + list(argv)
+
+    def popen(self, side: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        """Start a process on one side; it is ended (by PID) on close."""
+        proc = subprocess.Popen(self.command(side, argv), **kwargs)
+        self._children.append(proc)
+        return proc
+
+    def run(self, side: str, argv: list[str], *, timeout: float, **kwargs) -> subprocess.CompletedProcess:
+        kwargs.setdefault("capture_output", True)
+        kwargs.setdefault("text", True)
+        return subprocess.run(self.command(side, argv), timeout=timeout, **kwargs)
+
+    def stats(self) -> dict:
+        return self._read_stats() or {}
+
+    def _read_stats(self) -> dict | None:
+        try:
+            with open(self.names.stats_file) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    @property
+    def owner_pid(self) -> int | None:
+        return self._owner.pid if self._owner else None
+
+
+def wait_for_port(link: Link, side: str, port: int, timeout: float = 10.0) -> None:
+    """Until something listens on ``port`` on ``side`` (checked inside the namespace)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = link.run(side, ["ss", "-ltnH", f"sport = :{port}"], timeout=5).stdout
+        if out.strip():
+            return
+        time.sleep(0.05)
+    raise NetemError(f"nothing listens on port {port} on the {side} side")
+
+
+def env_for_children() -> dict:
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
