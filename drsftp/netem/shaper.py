@@ -54,8 +54,9 @@ class Shaper:
         st.packets_in += segments
         st.bytes_in += wire_bytes
         if self.loss:
-            # Per-segment loss rate p: a super-packet of n survives with (1-p)^n.
-            if self.rng.random() >= (1.0 - self.loss) ** segments:
+            # A super-packet is lost whole with probability p: the expected
+            # segment loss rate stays p, in fewer, larger events (docs/NETEM.md).
+            if self.rng.random() < self.loss:
                 st.lost += segments
                 return None
         depart = now

@@ -14,8 +14,10 @@ Departures from the papers, each measured on Linux (docs/DESIGN.md):
 - a filling bottleneck queue inflates the RTT and, with it, every new
   measurement; growth is then capped at 2 x rate x min_rtt (the
   base-RTT BDP), which stops the runaway to a window many times the BDP;
-- shrinking waits ``hold_periods`` periods after the peak and then steps
-  down by at most ``shrink_step`` per period.
+- the measurement slides (bytes over the last RTT, every tick) rather than
+  tumbling, so the window does not lag a doubling sender;
+- shrinking waits ``hold_periods`` RTTs after the peak and then steps
+  down by at most ``shrink_step`` per RTT.
 """
 
 from __future__ import annotations
@@ -74,9 +76,9 @@ class DRSTuning(Tuning):
         self.window = self.config.floor  # last decision (rcv window or sndbuf)
         self.applied = False
         self.slow_start = True
-        self.measurements: deque[float] = deque(maxlen=self.config.hold_periods)
-        self.last_measurement: float | None = None
-        self._period_start: tuple[float, int] | None = None
+        self.measurements: deque[tuple[float, float]] = deque()  # (time, bytes per RTT)
+        self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
+        self._last_tick: float | None = None
         self._peer: PeerReport | None = None
         self._peer_time = float("-inf")
 
@@ -98,27 +100,38 @@ class DRSTuning(Tuning):
 
     # -- receiver ---------------------------------------------------------
     def _receiver(self, sample: Sample, now: float) -> Decision:
+        """Sliding measurement: the bytes received over the last smoothed RTT,
+        re-evaluated every tick, so the window never lags the sender by more
+        than a tick (a tumbling period would lag up to a whole RTT)."""
         cfg = self.config
         srtt = self.rtt.srtt or cfg.default_rtt
-        if self._period_start is None:
-            self._period_start = (now, sample.bytes_received)
+        hist = self._history
+        hist.append((now, sample.bytes_received))
+        span = max(srtt, cfg.min_period)
+        # keep one entry at least one RTT old, drop the older ones
+        while len(hist) > 2 and hist[1][0] <= now - span:
+            hist.popleft()
+        t0, b0 = hist[0]
+        if now - t0 < span * (1 - 1e-9):
             return self._emit(cfg.floor) if not self.applied else NO_CHANGE
-        t0, b0 = self._period_start
-        elapsed = now - t0
-        if elapsed < max(srtt, cfg.min_period):
-            return NO_CHANGE
-        self._period_start = (now, sample.bytes_received)
-        rate = max(sample.bytes_received - b0, 0) / elapsed
+        if len(hist) > 2 and hist[1][0] > t0:  # bytes at exactly one RTT ago
+            t1, b1 = hist[1]
+            b0 += (b1 - b0) * min(max((now - span - t0) / (t1 - t0), 0.0), 1.0)
+            t0 = max(t0, now - span)
+        rate = max(sample.bytes_received - b0, 0) / (now - t0)
         measured = rate * srtt  # bytes per RTT: lower bound on the sender's cwnd
         peer_cwnd = self._fresh_peer_value("cwnd", now)
         if peer_cwnd is not None:
             measured = float(peer_cwnd)  # the real cwnd, not an inference
 
-        prev = self.last_measurement
+        # slow start: this RTT's flight is well above the one an RTT ago
+        recent = self.measurements
+        prev = next((m for t, m in reversed(recent) if t <= now - srtt), None)
         self.slow_start = prev is None or measured >= cfg.growth_seen * prev
-        self.last_measurement = measured
-        self.measurements.append(measured)
-        peak = max(self.measurements)
+        recent.append((now, measured))
+        while recent and recent[0][0] < now - cfg.hold_periods * srtt:
+            recent.popleft()
+        peak = max(m for _, m in recent)
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
         target = gain * peak
 
@@ -126,9 +139,10 @@ class DRSTuning(Tuning):
         # minimum the queue is filling; allow no more than 2 x rate x min_rtt.
         min_rtt = self.rtt.min_rtt
         if min_rtt and srtt > cfg.inflation_limit * min_rtt:
-            base_bdp = rate * min_rtt
-            target = min(target, max(self.window, cfg.slow_start_gain * base_bdp))
-        return self._emit(self._step(target))
+            target = min(target, max(self.window, cfg.slow_start_gain * rate * min_rtt))
+        step = cfg.shrink_step ** min((now - self._last_tick) / srtt, 1.0) if self._last_tick else 1.0
+        self._last_tick = now
+        return self._emit(self._step(target, step))
 
     # -- sender -----------------------------------------------------------
     def _sender(self, sample: Sample, now: float) -> Decision:
@@ -139,16 +153,19 @@ class DRSTuning(Tuning):
         need = max(peer_window or 0, sample.cwnd_bytes or 0)
         if need <= 0:
             return NO_CHANGE if self.applied else self._emit(cfg.floor)
-        self.measurements.append(need)
-        target = cfg.sender_gain * max(self.measurements)
-        return self._emit(self._step(target))
+        srtt = self.rtt.srtt or cfg.default_rtt
+        self.measurements.append((now, need))
+        while self.measurements[0][0] < now - cfg.hold_periods * srtt:
+            self.measurements.popleft()
+        target = cfg.sender_gain * max(m for _, m in self.measurements)
+        return self._emit(self._step(target, cfg.shrink_step))
 
     # -- helpers ----------------------------------------------------------
-    def _step(self, target: float) -> int:
-        """Clamp to [floor, cap]; grow at once, shrink at most one step."""
+    def _step(self, target: float, shrink: float) -> int:
+        """Clamp to [floor, cap]; grow at once, shrink by at most ``shrink``."""
         cfg = self.config
         if target < self.window:
-            target = max(target, self.window * cfg.shrink_step)
+            target = max(target, self.window * shrink)
         return int(min(max(target, cfg.floor), cfg.cap))
 
     def _emit(self, size: int) -> Decision:

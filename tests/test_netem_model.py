@@ -1,0 +1,85 @@
+"""The link model and the virtio header arithmetic, without any device."""
+
+import random
+import struct
+
+import pytest
+
+from drsftp.netem.errors import NetemError
+from drsftp.netem.shaper import Shaper
+from drsftp.netem.spec import LinkSpec, parse_duration, parse_loss, parse_rate, parse_sysctl
+from drsftp.netem.tun import VNET_HDR_LEN, segments_and_wire_size
+
+
+def test_rate_and_delay():
+    sh = Shaper(rate=8e6, delay=0.05, queue_packets=1000)  # 1 MB/s
+    releases = [sh.offer(0.0, 1000) for _ in range(100)]
+    assert releases[0] == pytest.approx(0.001 + 0.05)
+    assert releases[-1] == pytest.approx(0.1 + 0.05)  # 100 kB at 1 MB/s
+    assert releases == sorted(releases)
+
+
+def test_queue_drops_when_backlog_exceeds_queue():
+    sh = Shaper(rate=8e6, delay=0.0, queue_packets=10)  # 15 kB of queue
+    out = [sh.offer(0.0, 1500) for _ in range(20)]
+    assert sum(r is None for r in out) == 10
+    assert sh.stats.queue_drops == 10
+    # once drained, it accepts again
+    assert sh.offer(1.0, 1500) is not None
+
+
+def test_loss_is_per_segment_and_statistically_right():
+    sh = Shaper(rate=0, delay=0.0, queue_packets=100, loss=0.05, rng=random.Random(1))
+    for _ in range(20000):
+        sh.offer(0.0, 1500)
+    for _ in range(2000):
+        sh.offer(0.0, 64000, segments=10)
+    st = sh.stats
+    frac = st.lost / st.packets_in
+    assert st.packets_in == 40000
+    assert abs(frac - 0.05) < 4 * (0.05 * 0.95 / 20000) ** 0.5 + 0.003
+
+
+def test_jitter_never_reorders():
+    sh = Shaper(rate=0, delay=0.01, queue_packets=100, jitter=0.005, rng=random.Random(2))
+    rel = [sh.offer(i * 0.0001, 100) for i in range(1000)]
+    assert rel == sorted(rel)
+    assert min(rel) >= 0.005
+
+
+def _gso_packet(payload, gso_size, ipv6=False):
+    if ipv6:
+        ip = bytes([0x60]) + bytes(39)
+    else:
+        ip = bytes([0x45]) + bytes(19)
+    tcp = bytes(12) + bytes([0x80]) + bytes(19)  # data offset 8 words = 32 bytes
+    hdr = struct.pack("<BBHHHH", 1, 1 if not ipv6 else 4, len(ip) + 32, gso_size, 0, 0)
+    return hdr + ip + tcp + bytes(payload)
+
+
+def test_gso_segments_and_wire_size():
+    pkt = _gso_packet(14480, 1448)
+    assert segments_and_wire_size(pkt) == (10, 14480 + 10 * 52)
+    pkt6 = _gso_packet(2000, 1428, ipv6=True)
+    assert segments_and_wire_size(pkt6) == (2, 2000 + 2 * 72)
+    plain = bytes(VNET_HDR_LEN) + bytes([0x45]) + bytes(59)
+    assert segments_and_wire_size(plain) == (1, 60)
+
+
+def test_spec_parsing_and_validation():
+    assert parse_duration("100ms") == pytest.approx(0.1)
+    assert parse_duration("250us") == pytest.approx(250e-6)
+    assert parse_rate("1gbit") == 1e9 and parse_rate("100mbit") == 100e6
+    assert parse_loss("0.1%") == pytest.approx(0.001)
+    assert parse_sysctl('net.ipv4.tcp_wmem="4096 16384 33554432"') == (
+        "net.ipv4.tcp_wmem", "4096 16384 33554432")
+    assert LinkSpec(rtt=0.1, rate=100e6).queue_packets == 833  # 1 BDP
+    for bad in (dict(rtt=-0.1), dict(rate=5), dict(rate=-1), dict(loss=1.5), dict(queue=0),
+                dict(backend="x"), dict(jitter=0.2), dict(sysctls={"kernel.foo": "1"}),
+                dict(sysctls={"net.ipv4.tcp_congestion_control": "vegas"})):
+        with pytest.raises(NetemError):
+            LinkSpec(**bad).validate()
+    for text, fn in (("fast", parse_duration), ("-5ms", parse_duration), ("lots", parse_rate),
+                     ("x%", parse_loss), ("novalue", parse_sysctl)):
+        with pytest.raises(NetemError):
+            fn(text)

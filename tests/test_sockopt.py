@@ -1,0 +1,97 @@
+"""Socket actuation against the real kernel, on loopback."""
+
+import socket
+import struct
+
+import pytest
+
+from drsftp import sockopt
+from drsftp.tuning import Decision
+
+
+def _pair(rcvbuf_before=None):
+    lst = socket.socket()
+    if rcvbuf_before:
+        lst.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf_before)
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(1)
+    cli = socket.create_connection(lst.getsockname())
+    srv, _ = lst.accept()
+    lst.close()
+    return cli, srv
+
+
+def test_tcp_info_parses_a_live_socket_and_truncated_buffers():
+    cli, srv = _pair()
+    with cli, srv:
+        cli.sendall(b"x" * 100000)
+        got = 0
+        while got < 100000:
+            got += len(srv.recv(65536))
+        info = sockopt.tcp_info(srv)
+        assert info["state"] == 1  # TCP_ESTABLISHED
+        assert info["bytes_received"] == 100000
+        assert sockopt.tcp_info(cli)["bytes_acked"] >= 100000
+        raw = srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_INFO, sockopt.TCP_INFO_SIZE)
+    # an older kernel returns a prefix: fields past it are absent, not garbage
+    short = sockopt.parse_tcp_info(raw[:104])
+    assert "total_retrans" in short and "bytes_received" not in short
+    assert sockopt.parse_tcp_info(b"") == {}
+
+
+def test_layout_offsets_match_linux_uapi():
+    offsets = {name: off for name, _fmt, off, _size in sockopt._LAYOUT}
+    # include/uapi/linux/tcp.h: tcpi_rto at 8, tcpi_rtt at 68,
+    # tcpi_bytes_acked at 120, tcpi_snd_wnd at 228
+    assert offsets["rto"] == 8 and offsets["rtt"] == 68
+    assert offsets["bytes_acked"] == 120 and offsets["snd_wnd"] == 228
+    blob = bytearray(sockopt.TCP_INFO_SIZE)
+    struct.pack_into("=I", blob, 68, 123456)
+    assert sockopt.parse_tcp_info(bytes(blob))["rtt"] == 123456
+
+
+def test_window_scale_follows_buffer_set_before_the_handshake():
+    cli, srv = _pair(rcvbuf_before=65536)
+    with cli, srv:
+        small = sockopt.tcp_info(srv)["rcv_wscale"]
+    cli, srv = _pair()
+    with cli, srv:
+        large = sockopt.tcp_info(srv)["rcv_wscale"]
+    assert small <= 1 < large  # facts doc item 1: 64 KiB first -> wscale 1
+
+
+def test_actuator_sets_buffer_and_clamp_and_reads_back():
+    limits = sockopt.HostLimits.read()
+    cli, srv = _pair()
+    with cli, srv:
+        act = sockopt.BufferActuator(srv, allow_force=False, limits=limits)
+        act.apply(Decision(rcv_window=256 * 1024, sndbuf=128 * 1024))
+        rcv, snd = act.read_back()
+        assert rcv == 2 * 256 * 1024 and snd == 2 * 128 * 1024  # the kernel doubles
+        clamp = srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP)
+        assert clamp == 256 * 1024
+        assert act.peak_rcvbuf == rcv
+
+
+def test_unforced_buffers_are_capped_and_the_cap_is_reported():
+    limits = sockopt.HostLimits.read()
+    if limits.rmem_max is None:
+        pytest.fail("no /proc/sys/net/core/rmem_max on this machine")
+    cli, srv = _pair()
+    with cli, srv:
+        act = sockopt.BufferActuator(srv, allow_force=False, limits=limits)
+        act.apply(Decision(rcv_window=limits.rmem_max * 4))
+        assert act.read_back()[0] == 2 * limits.rmem_max
+        assert act.capped == ["rmem_max"]
+
+
+def test_forced_buffers_pass_the_cap_when_allowed():
+    limits = sockopt.HostLimits.read()
+    assert limits.can_force, "CI runs as root: SO_RCVBUFFORCE must work here"
+    cli, srv = _pair()
+    with cli, srv:
+        act = sockopt.BufferActuator(srv, allow_force=True, limits=limits)
+        act.apply(Decision(rcv_window=limits.rmem_max * 4))
+        assert act.read_back()[0] == 2 * 4 * limits.rmem_max
+        assert sockopt.host_cap(limits, True, True) is None
+        assert sockopt.host_cap(limits, False, True) == limits.rmem_max

@@ -1,0 +1,207 @@
+"""The DRS controller and the other strategies, with a fake clock."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drsftp.tuning import (
+    DRSConfig,
+    DRSTuning,
+    FixedTuning,
+    PeerReport,
+    Role,
+    Sample,
+    Tuning,
+    create,
+    names,
+    parse_size,
+)
+
+KiB, MiB = 1024, 1024 * 1024
+
+
+class FakeLink:
+    """Feeds a receiver-side DRS controller bytes as a sender with a given
+    per-RTT flight would deliver them, ticking every half RTT."""
+
+    def __init__(self, tuning, rtt=0.1):
+        self.t = 0.0
+        self.bytes = 0
+        self.rtt = rtt
+        self.tuning = tuning
+        tuning.on_sample(Sample(bytes_received=0), now=0.0, rtt=rtt)  # the driver ticks at attach
+
+    def run(self, flight_per_rtt, rtts=1, rtt=None):
+        rtt = rtt or self.rtt
+        for _ in range(int(rtts * 2)):
+            self.t += rtt / 2
+            self.bytes += int(flight_per_rtt / 2)
+            self.tuning.on_sample(Sample(bytes_received=self.bytes), now=self.t, rtt=rtt)
+        return self.tuning.window
+
+
+def receiver(**cfg):
+    return DRSTuning(Role.RECEIVER, DRSConfig(**cfg))
+
+
+def test_slow_start_window_stays_twice_the_doubling_flight():
+    drs = receiver(floor=64 * KiB, cap=256 * MiB)
+    link = FakeLink(drs)
+    flight = 64 * KiB
+    for _ in range(8):
+        window = link.run(flight)
+        assert drs.slow_start
+        assert window >= 1.9 * flight  # never limits a doubling sender
+        flight *= 2
+
+
+def test_additive_phase_uses_headroom_not_doubling():
+    drs = receiver(floor=64 * KiB)
+    link = FakeLink(drs)
+    for flight in (128 * KiB, 256 * KiB, 512 * KiB, 1 * MiB):
+        link.run(flight)
+    for i in range(10):  # additive increase: +1 MSS per RTT
+        window = link.run(1 * MiB + i * 1448)
+    assert not drs.slow_start
+    assert 1.2 * MiB <= window <= 1.35 * MiB
+
+
+def test_window_never_exceeds_cap_or_falls_below_floor():
+    drs = receiver(floor=128 * KiB, cap=2 * MiB)
+    link = FakeLink(drs)
+    assert link.run(0, rtts=3) == 128 * KiB
+    assert link.run(50 * MiB, rtts=3) == 2 * MiB
+
+
+def test_shrinks_gradually_only_after_a_sustained_drop():
+    drs = receiver(floor=64 * KiB, hold_periods=4, shrink_step=0.75)
+    link = FakeLink(drs)
+    for flight in (256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB):
+        link.run(flight)
+    for _ in range(4):
+        peak_window = link.run(2 * MiB)
+    # multiplicative decrease: the flight halves
+    after_one = link.run(1 * MiB)
+    assert after_one == peak_window  # the peak is held for hold_periods
+    windows = [link.run(1 * MiB) for _ in range(12)]
+    assert windows[-1] < peak_window
+    for before, after in zip([after_one] + windows, windows):
+        assert after >= int(before * 0.75) - 1  # at most one step per period
+    assert windows[-1] == pytest.approx(1.25 * MiB, rel=0.07)
+
+
+def test_rtt_inflation_stops_runaway_growth():
+    """Facts doc item 7: a filling queue inflates the RTT; 2x the measurement
+    would keep growing.  The guard holds the window near 2 x rate x min_rtt."""
+    rate = 12.5e6  # bytes/s, 100 Mbit/s
+    drs = receiver(floor=64 * KiB, cap=1 << 30)
+    link = FakeLink(drs, rtt=0.1)
+    link.run(rate * 0.1, rtts=4, rtt=0.1)
+    rtt = 0.1
+    for _ in range(60):  # the queue grows, the RTT inflates to 3x
+        rtt = min(rtt * 1.05, 0.3)
+        link.run(rate * rtt, rtts=1, rtt=rtt)
+    assert drs.window <= 2.6 * rate * 0.1  # ~2 BDP at the base RTT, not 2 x 3 BDP
+
+
+def test_guard_still_allows_growth_when_the_rate_rises():
+    drs = receiver(floor=64 * KiB, cap=1 << 30)
+    link = FakeLink(drs, rtt=0.1)
+    link.run(1 * MiB, rtts=4, rtt=0.1)
+    window_before = drs.window
+    link.run(8 * MiB * 0.2 / 0.1, rtts=4, rtt=0.2)  # inflated RTT, but 8x the rate
+    assert drs.window > window_before
+
+
+def test_peer_reported_cwnd_replaces_the_inference():
+    drs = receiver(floor=64 * KiB)
+    link = FakeLink(drs)
+    link.run(256 * KiB, rtts=2)
+    drs.on_peer_report(PeerReport(cwnd=4 * MiB, rtt=0.1), now=link.t, rtt=0.1)
+    window = link.run(256 * KiB, rtts=1)
+    assert window >= 4 * MiB
+    # a stale report stops counting
+    link.run(256 * KiB, rtts=30)
+    assert drs.window < 4 * MiB
+
+
+def test_peer_rtt_is_preferred_over_local_estimate():
+    drs = receiver()
+    drs.on_peer_report(PeerReport(rtt=0.08), now=0.0, rtt=None)
+    drs.on_sample(Sample(bytes_received=0), now=0.01, rtt=0.5)
+    assert drs.rtt.srtt == pytest.approx(0.08)
+
+
+def test_sender_buffer_follows_the_receivers_window():
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB))
+    d = drs.on_sample(Sample(peer_window=1 * MiB, cwnd_bytes=512 * KiB), now=0.0, rtt=0.1)
+    assert d.sndbuf == int(1.25 * MiB) and d.rcv_window is None
+    drs.on_peer_report(PeerReport(window=8 * MiB), now=0.05, rtt=0.1)
+    d = drs.on_sample(Sample(peer_window=1 * MiB), now=0.1, rtt=0.1)
+    assert d.sndbuf == 10 * MiB
+
+
+def test_garbage_peer_reports_change_nothing():
+    from drsftp.ftp import drscmd
+
+    drs, twin = receiver(floor=64 * KiB), receiver(floor=64 * KiB)
+    link, twin_link = FakeLink(drs), FakeLink(twin)
+    link.run(512 * KiB, rtts=3)
+    twin_link.run(512 * KiB, rtts=3)
+    for bad in ("rtt_us=-1", "cwnd=99999999999999999999", "cwnd=1e9", "x", "rtt_us=61000000",
+                "cwnd=1 cwnd=2", " ".join(f"k{i}=1" for i in range(17))):
+        with pytest.raises(drscmd.DRSArgumentError):
+            drscmd.parse_args(bad)
+    # zero values are ignored rather than believed
+    drs.on_peer_report(drscmd.to_report(drscmd.parse_args("rtt_us=0 cwnd=0")), now=link.t, rtt=0.1)
+    assert link.run(512 * KiB, rtts=5) == twin_link.run(512 * KiB, rtts=5)
+
+
+def test_registry_and_specs():
+    assert {"drs", "kernel", "fixed"} <= set(names())
+    assert type(create("kernel", Role.RECEIVER)) is Tuning
+    fixed = create("fixed:64k", Role.SENDER)
+    assert isinstance(fixed, FixedTuning)
+    assert fixed.before_handshake().rcv_window == 65536 == fixed.before_handshake().sndbuf
+    assert create("drs:8MiB", Role.RECEIVER).config.cap == 8 * MiB
+    assert create("kernel", Role.RECEIVER).on_sample(Sample(), now=0, rtt=0.1).is_empty()
+    for bad in ("nope", "fixed", "fixed:abc", "kernel:1", "fixed:-5", "drs:0"):
+        with pytest.raises(ValueError):
+            create(bad, Role.RECEIVER)
+    assert parse_size("4MiB") == 4 * MiB and parse_size("131072") == 131072
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0.001, 0.5), st.integers(0, 50 * MiB), st.floats(0.0005, 2.0)),
+             min_size=1, max_size=60),
+    st.integers(16 * KiB, 1 * MiB),
+    st.integers(1 * MiB, 256 * MiB),
+)
+def test_property_window_bounded_and_shrinks_gently(steps, floor, cap):
+    """Whatever the byte counts, RTTs and timing: floor <= window <= cap,
+    and no single decision shrinks by more than one step."""
+    drs = receiver(floor=min(floor, cap), cap=cap)
+    t, total, last = 0.0, 0, None
+    for dt, nbytes, rtt in steps:
+        t += dt
+        total += nbytes
+        d = drs.on_sample(Sample(bytes_received=total), now=t, rtt=rtt)
+        assert drs.config.floor <= drs.window <= drs.config.cap
+        if d.rcv_window is not None:
+            if last is not None:
+                assert d.rcv_window >= int(last * drs.config.shrink_step) - 1
+            last = d.rcv_window
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(["rtt", "cwnd", "window", "rate", "bytes"]),
+                       st.one_of(st.none(), st.integers(1, 1 << 40)), max_size=5))
+def test_property_peer_reports_never_break_bounds(fields):
+    kwargs = {k: (v / 1e6 if k == "rtt" and v else v) for k, v in fields.items()}
+    for role in Role:
+        drs = DRSTuning(role, DRSConfig(floor=64 * KiB, cap=32 * MiB))
+        drs.on_peer_report(PeerReport(**kwargs), now=0.0, rtt=0.1)
+        drs.on_sample(Sample(bytes_received=1 << 20, peer_window=1 << 20), now=0.2, rtt=0.1)
+        drs.on_sample(Sample(bytes_received=1 << 21, peer_window=1 << 20), now=0.4, rtt=0.1)
+        assert 64 * KiB <= drs.window <= 32 * MiB
