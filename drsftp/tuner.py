@@ -152,7 +152,9 @@ class SocketTuner:
 
     # -- DRS command payloads ----------------------------------------------
     def report_pairs(self) -> str:
-        """Our measurements as DRS ``key=value`` pairs."""
+        """Our measurements as DRS ``key=value`` pairs, read afresh."""
+        if self.sock is not None:
+            self.last_info = sockopt.tcp_info(self.sock) or self.last_info
         info = self.last_info
         mss = info.get("snd_mss") or 0
         rtt_us = info.get("rtt") if self.role is Role.SENDER else None

@@ -1,0 +1,107 @@
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+PY = sys.executable
+USER, PASSWORD = "tester", "s3cret"
+
+
+def sha256_file(path, offset=0):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        f.seek(offset)
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def make_file(path, size, seed=0):
+    """Deterministic pseudo-random content, fast: a 1 MiB random block
+    with a per-MiB counter, so no two MiB are alike."""
+    block = bytearray(hashlib.sha256(str(seed).encode()).digest() * (1 << 15))
+    with open(path, "wb") as f:
+        written, i = 0, 0
+        while written < size:
+            block[:8] = i.to_bytes(8, "little")
+            n = min(len(block), size - written)
+            f.write(block[:n])
+            written += n
+            i += 1
+    return path
+
+
+def drsftp(*args, timeout=300, **kw):
+    return subprocess.run([PY, "-m", "drsftp", *args], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+class ServerProcess:
+    def __init__(self, root, *extra, cmd=None, ns_prefix=()):
+        self.root = str(root)
+        argv = cmd or [PY, "-m", "drsftp", "serve", "--root", self.root, "--port", "0",
+                       "--user", USER, "--password", PASSWORD, *extra]
+        self.proc = subprocess.Popen([*ns_prefix, *argv], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r":(\d+) ", line)
+        if not m:
+            self.stop()
+            raise RuntimeError(f"server did not start: {line!r} {self.proc.stderr.read()}")
+        self.port = int(m.group(1))
+
+    def url(self, path, host="127.0.0.1"):
+        return f"ftp://{USER}:{PASSWORD}@{host}:{self.port}/{path}"
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def server(tmp_path):
+    root = tmp_path / "srv"
+    root.mkdir()
+    srv = ServerProcess(root)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def big_file(tmp_path_factory):
+    """256 MiB test file and its SHA-256 (made once per session)."""
+    path = tmp_path_factory.mktemp("data") / "big.bin"
+    make_file(path, 256 << 20, seed=1)
+    return str(path), sha256_file(path)
+
+
+def wait_until(pred, timeout=10.0, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return False
+
+
+def link_file(src, dst_dir, name=None):
+    dst = os.path.join(str(dst_dir), name or os.path.basename(src))
+    try:
+        os.link(src, dst)
+    except OSError:
+        import shutil
+
+        shutil.copyfile(src, dst)
+    return dst

@@ -1,0 +1,139 @@
+"""End to end on loopback with a real `drsftp serve` process."""
+
+import ftplib
+import json
+import os
+import socket
+
+from conftest import PASSWORD, USER, drsftp, link_file, make_file, sha256_file
+
+
+def test_get_and_put_256mib_identical(server, big_file, tmp_path):
+    src, digest = big_file
+    link_file(src, server.root)
+    dest = tmp_path / "got.bin"
+    r = drsftp("get", server.url("big.bin"), str(dest), "--json", str(tmp_path / "get.json"))
+    assert r.returncode == 0, r.stderr
+    assert sha256_file(dest) == digest
+    assert not os.path.exists(str(dest) + ".part")
+    report = json.loads((tmp_path / "get.json").read_text())
+    assert report["bytes"] == 256 << 20 and report["mbps"] > 0 and report["drs_peer"] is True
+    for key in ("seconds", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "retransmits",
+                "peak_rcvbuf", "timeline"):
+        assert key in report
+    assert report["timeline"] and {"t", "rate_bps", "rtt_ms", "window", "rcvbuf"} <= set(report["timeline"][0])
+
+    r = drsftp("put", str(dest), server.url("up.bin"), "--json", str(tmp_path / "put.json"))
+    assert r.returncode == 0, r.stderr
+    assert sha256_file(os.path.join(server.root, "up.bin")) == digest
+    assert json.loads((tmp_path / "put.json").read_text())["bytes"] == 256 << 20
+
+
+def test_continue_resumes_an_interrupted_get(server, tmp_path):
+    src = make_file(os.path.join(server.root, "f.bin"), 40 << 20, seed=2)
+    dest = tmp_path / "f.bin"
+    # what an interrupted get leaves: the first part, under DEST.part
+    with open(src, "rb") as fin, open(str(dest) + ".part", "wb") as fout:
+        fout.write(fin.read(13_000_001))
+    r = drsftp("get", server.url("f.bin"), str(dest), "--continue", "--json", str(tmp_path / "j"))
+    assert r.returncode == 0, r.stderr
+    assert sha256_file(dest) == sha256_file(src)
+    report = json.loads((tmp_path / "j").read_text())
+    assert report["resumed_from"] == 13_000_001
+    assert report["bytes"] == (40 << 20) - 13_000_001
+    # already complete: nothing moves
+    r = drsftp("get", server.url("f.bin"), str(dest), "--continue", "--json", str(tmp_path / "j2"))
+    assert r.returncode == 0 and json.loads((tmp_path / "j2").read_text())["bytes"] == 0
+
+
+def test_continue_resumes_an_interrupted_put(server, tmp_path):
+    src = make_file(tmp_path / "u.bin", 30 << 20, seed=3)
+    with open(src, "rb") as fin, open(os.path.join(server.root, "u.bin"), "wb") as fout:
+        fout.write(fin.read(7_777_777))
+    r = drsftp("put", str(src), server.url("u.bin"), "--continue", "--json", str(tmp_path / "j"))
+    assert r.returncode == 0, r.stderr
+    assert sha256_file(os.path.join(server.root, "u.bin")) == sha256_file(src)
+    assert json.loads((tmp_path / "j").read_text())["resumed_from"] == 7_777_777
+
+
+def _session(server):
+    ftp = ftplib.FTP()
+    ftp.connect("127.0.0.1", server.port, timeout=30)
+    ftp.login(USER, PASSWORD)
+    ftp.voidcmd("TYPE I")
+    return ftp
+
+
+def _code(ftp, cmd):
+    try:
+        return ftp.sendcmd(cmd)
+    except ftplib.all_errors as exc:
+        return str(exc)
+
+
+def test_drs_mid_transfer_live_numbers_and_guarded_commands(server, tmp_path):
+    src = make_file(os.path.join(server.root, "g.bin"), 64 << 20, seed=4)
+    ftp = _session(server)
+    assert _code(ftp, "DRS rtt_us=1000").startswith("425 DRS")  # no transfer yet
+    host, port = ftp.makepasv()
+    data = socket.create_connection((host, port))
+    # keep the receive window small so the transfer stays in progress
+    data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    ftp.putcmd("RETR g.bin")
+    assert ftp.getresp().startswith("1")
+    head = b""
+    while len(head) < 1 << 20:
+        head += data.recv((1 << 20) - len(head))
+
+    first = _code(ftp, "DRS rtt_us=1000 wnd=262144 rate=1000000 bytes=1048576")
+    assert first.startswith("200 DRS "), first
+    pairs = dict(kv.split("=") for kv in first.split()[2:])
+    assert int(pairs["bytes"]) >= 1 << 20 and int(pairs["cwnd"]) > 0 and int(pairs["sndbuf"]) > 0
+
+    for cmd in ("PASV", "EPSV", "PORT 127,0,0,1,4,1", "EPRT |1|127.0.0.1|1025|", "RETR g.bin",
+                "STOR other.bin", "APPE other.bin", "LIST", "NLST", "MLSD", "REST 0", "TYPE A"):
+        assert _code(ftp, cmd).startswith("503"), cmd
+    for bad in ("DRS rtt_us=-5", "DRS cwnd=abc", "DRS " + "x=1 " * 20, "DRS rtt_us=99999999999"):
+        assert _code(ftp, bad).startswith("501 DRS"), bad
+    assert _code(ftp, "NOOP").startswith("200")
+
+    # read on, ask again: the numbers are live
+    more = b""
+    while len(more) < 8 << 20:
+        more += data.recv(1 << 20)
+    second = _code(ftp, "DRS")
+    assert int(dict(kv.split("=") for kv in second.split()[2:])["bytes"]) > int(pairs["bytes"])
+
+    rest = bytearray()
+    while chunk := data.recv(1 << 20):
+        rest += chunk
+    data.close()
+    assert ftp.voidresp().startswith("226")
+    got = head + more + bytes(rest)
+    with open(src, "rb") as f:
+        assert got == f.read()  # the transfer is intact after all of the above
+    ftp.quit()
+
+
+def test_abor_stops_a_running_transfer(server):
+    make_file(os.path.join(server.root, "a.bin"), 64 << 20, seed=5)
+    ftp = _session(server)
+    host, port = ftp.makepasv()
+    data = socket.create_connection((host, port))
+    data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    ftp.putcmd("RETR a.bin")
+    assert ftp.getresp().startswith("1")
+    data.recv(65536)
+    ftp.putcmd("ABOR")
+    replies = [ftp.getline()[:3], ftp.getline()[:3]]
+    assert replies == ["426", "226"]
+    data.close()
+    assert ftp.sendcmd("PASV").startswith("227")  # no longer guarded
+    ftp.quit()
+
+
+def test_feat_and_help_advertise_drs(server):
+    ftp = _session(server)
+    assert " DRS" in ftp.sendcmd("FEAT")
+    assert "DRS" in ftp.sendcmd("HELP DRS")
+    ftp.quit()
