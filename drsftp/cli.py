@@ -37,6 +37,8 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a stalled transfer may last")
+    p.add_argument("--max-time", type=float, metavar="SECONDS",
+                   help="stop after this long (ABOR), keep what arrived, exit 28 (as curl)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,7 +117,7 @@ def _cmd_transfer(args) -> int:
     opts = TransferOptions(
         tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
         progress={"auto": None, "always": True, "never": False}[args.progress],
-        use_drs_command=not args.no_drs_command, idle_timeout=args.timeout,
+        use_drs_command=not args.no_drs_command, idle_timeout=args.timeout, max_time=args.max_time,
     )
     if args.command == "get":
         dest = args.dest or os.path.basename(loc.path)
@@ -132,6 +134,9 @@ def _cmd_transfer(args) -> int:
         print(f"{args.command}: {human_bytes(result.bytes)} in {result.seconds:.2f} s = "
               f"{human_bits(result.mbps * 1e6)}; rtt {s.get('rtt_avg_ms')} ms; "
               f"DRS peer: {'yes' if result.drs_peer else 'no'}", file=sys.stderr)
+    if not result.complete:
+        print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
+        return 28
     return 0
 
 

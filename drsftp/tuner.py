@@ -108,7 +108,8 @@ class SocketTuner:
             sample = sockopt.Sample(bytes_received=moved_bytes)
         rtt = sockopt.rtt_from_info(info, receiving) or self.control_rtt
         self.last_info, self.last_rtt = info, rtt
-        self.stats.add_rtt(info.get("rtt", 0) / 1e6 if info.get("rtt") else rtt)
+        # tcpi_rtt is ACK-clocked: meaningful for a sender only
+        self.stats.add_rtt(rtt if receiving else (info.get("rtt", 0) / 1e6 or rtt))
         self.stats.retransmits = info.get("total_retrans", self.stats.retransmits)
         decision = self.tuning.on_sample(sample, now=now, rtt=rtt)
         if not decision.is_empty():
@@ -165,6 +166,7 @@ class SocketTuner:
         return drscmd.format_pairs({
             "rtt_us": rtt_us,
             "cwnd": info.get("snd_cwnd", 0) * mss if self.role is Role.SENDER and mss else None,
+            "inflight": info.get("unacked", 0) * mss if self.role is Role.SENDER and mss else None,
             "wnd": window or (rcvbuf if self.role is Role.RECEIVER else None),
             "rate": self.rate,
             "bytes": info.get("bytes_acked") if self.role is Role.SENDER else info.get("bytes_received"),

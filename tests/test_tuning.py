@@ -70,7 +70,8 @@ def test_window_never_exceeds_cap_or_falls_below_floor():
     drs = receiver(floor=128 * KiB, cap=2 * MiB)
     link = FakeLink(drs)
     assert link.run(0, rtts=3) == 128 * KiB
-    assert link.run(50 * MiB, rtts=3) == 2 * MiB
+    # a flat flight is additive growth: +25 % per RTT until the cap, then stop
+    assert link.run(50 * MiB, rtts=16) == 2 * MiB
 
 
 def test_shrinks_gradually_only_after_a_sustained_drop():
@@ -113,16 +114,30 @@ def test_guard_still_allows_growth_when_the_rate_rises():
     assert drs.window > window_before
 
 
-def test_peer_reported_cwnd_replaces_the_inference():
-    drs = receiver(floor=64 * KiB)
-    link = FakeLink(drs)
-    link.run(256 * KiB, rtts=2)
-    drs.on_peer_report(PeerReport(cwnd=4 * MiB, rtt=0.1), now=link.t, rtt=0.1)
-    window = link.run(256 * KiB, rtts=1)
-    assert window >= 4 * MiB
+def test_peer_reported_cwnd_replaces_the_inference_when_it_binds():
+    # Reno/CUBIC in slow start: in flight == cwnd, doubling every RTT, while
+    # the bytes seen at the receiver lag; the real cwnd replaces the bound.
+    drs, alone = receiver(floor=64 * KiB), receiver(floor=64 * KiB)
+    link, link_alone = FakeLink(drs), FakeLink(alone)
+    cwnd = 32 * KiB
+    for _ in range(8):
+        drs.on_peer_report(PeerReport(cwnd=cwnd, inflight=cwnd, rtt=0.1), now=link.t, rtt=0.1)
+        window = link.run(cwnd // 4, rtts=1)
+        link_alone.run(cwnd // 4, rtts=1)
+        cwnd *= 2
+    assert window >= 4 * MiB > 2 * alone.window
     # a stale report stops counting
     link.run(256 * KiB, rtts=30)
     assert drs.window < 4 * MiB
+
+
+def test_bbr_like_cwnd_far_above_flight_does_not_inflate_the_window():
+    drs = receiver(floor=64 * KiB)
+    link = FakeLink(drs)
+    for _ in range(12):
+        drs.on_peer_report(PeerReport(cwnd=8 * MiB, inflight=1 * MiB, rtt=0.1), now=link.t, rtt=0.1)
+        link.run(1 * MiB, rtts=1)
+    assert 1 * MiB <= drs.window <= 1.4 * MiB  # follows the real flight, not the 8 MiB cap
 
 
 def test_peer_rtt_is_preferred_over_local_estimate():
@@ -134,11 +149,12 @@ def test_peer_rtt_is_preferred_over_local_estimate():
 
 def test_sender_buffer_follows_the_receivers_window():
     drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB))
+    # in flight can never exceed min(cwnd, peer window)
     d = drs.on_sample(Sample(peer_window=1 * MiB, cwnd_bytes=512 * KiB), now=0.0, rtt=0.1)
-    assert d.sndbuf == int(1.25 * MiB) and d.rcv_window is None
+    assert d.sndbuf == int(0.75 * 512 * KiB) and d.rcv_window is None  # kernel doubles: 1.5x
     drs.on_peer_report(PeerReport(window=8 * MiB), now=0.05, rtt=0.1)
     d = drs.on_sample(Sample(peer_window=1 * MiB), now=0.1, rtt=0.1)
-    assert d.sndbuf == 10 * MiB
+    assert d.sndbuf == 6 * MiB
 
 
 def test_garbage_peer_reports_change_nothing():
@@ -205,3 +221,14 @@ def test_property_peer_reports_never_break_bounds(fields):
         drs.on_sample(Sample(bytes_received=1 << 20, peer_window=1 << 20), now=0.2, rtt=0.1)
         drs.on_sample(Sample(bytes_received=1 << 21, peer_window=1 << 20), now=0.4, rtt=0.1)
         assert 64 * KiB <= drs.window <= 32 * MiB
+
+
+def test_growth_is_at_most_the_phase_gain_per_rtt():
+    """A burst released after loss recovery must not look like doubling."""
+    drs = receiver(floor=64 * KiB, cap=1 << 30)
+    link = FakeLink(drs)
+    for flight in (256 * KiB, 512 * KiB, 1 * MiB):
+        link.run(flight)
+    before = drs.window
+    link.run(40 * MiB, rtts=1)  # the out-of-order queue delivered at once
+    assert drs.window <= 2 * before + 1

@@ -1,2 +1,102 @@
-def add_parser(sub):
-    pass
+"""`drsftp bench`: DRS against stock FTP and the other tunings on the emulated WAN."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..netem.errors import NetemError
+from ..netem.spec import parse_duration, parse_loss, parse_rate
+from ..tuning import parse_size
+from . import tunings as T
+
+QUICK_TUNINGS = ["stock-64k", "kernel", "drs"]
+
+
+def _csv(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("bench", help="compare DRS with stock FTP and other tunings on an emulated WAN")
+    p.add_argument("--quick", action="store_true",
+                   help="100 Mbit/s, 100 ms: stock-64k, kernel, drs, once each (a few minutes at most)")
+    p.add_argument("--rtts", default="0.5ms,25ms,50ms,100ms")
+    p.add_argument("--rates", default="100mbit,1gbit")
+    p.add_argument("--losses", default="0,0.1%")
+    p.add_argument("--queue", type=int, help="queue in packets (default 1 BDP, at least 64)")
+    p.add_argument("--tunings", default=",".join(T.TUNINGS), help=f"any of {', '.join(T.TUNINGS)}")
+    p.add_argument("--directions", default="get,put")
+    p.add_argument("--profiles", default="default,tuned", help="default (host as is), tuned (ESnet-style)")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--size", help="file size (default: 12 s at line rate, at least 128 MiB)")
+    p.add_argument("--max-time", type=float, default=60.0, help="cap on one run (slow tunings)")
+    p.add_argument("--force-buffers", action="store_true",
+                   help="let drs/manual/probe-static use SO_*BUFFORCE past rmem_max (root)")
+    p.add_argument("--cc", choices=("bbr", "reno", "cubic"), help="congestion control in the namespaces")
+    p.add_argument("--out", default="bench-results", help="directory for results.json/.csv and plots")
+    p.add_argument("--no-plots", action="store_true")
+    p.set_defaults(func=cmd_bench)
+
+    d = sub.add_parser("datapath", help="loopback data-path speed: drsftp vs vsftpd+curl, 1 GiB each way")
+    d.add_argument("--size", default="1GiB")
+    d.add_argument("--reps", type=int, default=1)
+    d.add_argument("--out", default="bench-results")
+    d.set_defaults(func=cmd_datapath)
+
+
+def cmd_bench(args) -> int:
+    from .report import plot, print_table, write_files
+    from .runner import PROFILES, BenchConfig, run_bench
+
+    if args.quick:
+        paths = [T.Path(rate=100e6, rtt=0.1, queue=args.queue)]
+        tunings, directions, profiles, reps = QUICK_TUNINGS, ["get"], ["default"], 1
+        size = parse_size(args.size) if args.size else 64 << 20
+        max_time = min(args.max_time, 25.0)
+    else:
+        paths = [T.Path(rate=parse_rate(r), rtt=parse_duration(t), loss=parse_loss(loss), queue=args.queue)
+                 for r in _csv(args.rates) for t in _csv(args.rtts) for loss in _csv(args.losses)]
+        tunings, directions, profiles, reps = _csv(args.tunings), _csv(args.directions), _csv(args.profiles), args.reps
+        size = parse_size(args.size) if args.size else None
+        max_time = args.max_time
+    for t in tunings:
+        if t not in T.TUNINGS:
+            raise NetemError(f"unknown tuning {t!r}; choose from {', '.join(T.TUNINGS)}")
+    for pr in profiles:
+        if pr not in PROFILES:
+            raise NetemError(f"unknown profile {pr!r}; choose from {', '.join(PROFILES)}")
+    for d in directions:
+        if d not in ("get", "put"):
+            raise NetemError(f"direction must be get or put, not {d!r}")
+    if reps < 1:
+        raise NetemError("--reps must be at least 1")
+    for p in paths:
+        if p.rate <= 0:
+            raise NetemError("bench rates must be > 0")
+    cfg = BenchConfig(paths=paths, tunings=tunings, directions=directions, profiles=profiles, reps=reps,
+                      size=size, max_time=max_time, force=args.force_buffers, workdir=args.out, cc=args.cc,
+                      log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    env, results = run_bench(cfg)
+    print_table(env, results, tunings)
+    files = write_files(env, results, args.out)
+    shown = list(files.values()) + ([] if args.no_plots else plot(results, args.out))
+    print("results: " + ", ".join(shown))
+    _cleanup_data(args.out)
+    return 1 if results and all(r.get("error") for r in results) else 0
+
+
+def _cleanup_data(outdir: str) -> None:
+    """Keep results and plots; drop the large transfer files."""
+    for sub in ("root", "client"):
+        d = os.path.join(outdir, sub)
+        if os.path.isdir(d):
+            import shutil
+
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def cmd_datapath(args) -> int:
+    from .datapath import run_datapath
+
+    return run_datapath(parse_size(args.size), args.reps, args.out)

@@ -36,6 +36,7 @@ class TransferOptions:
     progress: bool | None = None  # None: only when stderr is a terminal
     use_drs_command: bool = True
     idle_timeout: float = 60.0
+    max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
     connect_timeout: float = 15.0
 
 
@@ -52,6 +53,7 @@ class TransferResult:
     summary: dict
     timeline: list = field(default_factory=list)
     server_last: dict = field(default_factory=dict)
+    complete: bool = True
 
     @property
     def mbps(self) -> float:
@@ -66,6 +68,7 @@ class TransferResult:
             "resumed_from": self.resumed_from,
             "seconds": round(self.seconds, 4),
             "mbps": round(self.mbps, 3),
+            "complete": self.complete,
             "drs_peer": self.drs_peer,
             "drs_replies": self.drs_replies,
             "server_last_report": self.server_last,
@@ -81,7 +84,8 @@ class _Transfer:
     def __init__(self, ctl: ControlConnection, tuner: SocketTuner, opts: TransferOptions,
                  label: str, total: int | None, resumed: int) -> None:
         self.ctl, self.tuner, self.opts = ctl, tuner, opts
-        self.use_drs = opts.use_drs_command and "DRS" in ctl.features
+        # Only a DRS client exchanges measurements; fixed/kernel emulate stock peers.
+        self.use_drs = opts.use_drs_command and opts.tuning.startswith("drs") and "DRS" in ctl.features
         self.moved = 0
         self.resumed = resumed
         self.drs_replies = 0
@@ -89,6 +93,8 @@ class _Transfer:
         self._drs_pending = False
         self._last_drs = 0.0
         self._last_progress = (time.monotonic(), 0)
+        self.started = time.monotonic()
+        self.timed_out = False
         self.view = ProgressView(label, total, opts.progress)
 
     async def open_data(self) -> socket.socket:
@@ -119,6 +125,10 @@ class _Transfer:
                 self.tuner.last_rtt or 0, DRS_MIN_INTERVAL
             ):
                 self._send_drs(now)
+            if self.opts.max_time and now - self.started >= self.opts.max_time:
+                self.timed_out = True
+                io_task.cancel()
+                return
             done = self.progress_bytes()
             if done != self._last_progress[1]:
                 self._last_progress = (now, done)
@@ -214,10 +224,14 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                     f.seek(offset)
                     f.truncate()
                     started = time.monotonic()
+                    xfer.started = started
                     io = asyncio.ensure_future(_receive(sock, f, xfer))
                     await _drive(io, xfer)
                     seconds = time.monotonic() - started
                 sock.close()
+                if xfer.timed_out:
+                    await _abort(ctl, pending)
+                    return _result("get", loc.path, xfer, size, offset, seconds, complete=False)
                 await _finish(pending, f"RETR {loc.path}")
             finally:
                 sock.close()
@@ -262,8 +276,15 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
                         raise FTPError(f"cannot store {loc.path}: {first}", first)
                     tuner.attach(sock)
                     started = time.monotonic()
+                    xfer.started = started
                     io = asyncio.ensure_future(_send(sock, f, offset, total - offset, xfer))
                     await _drive(io, xfer)
+                    if xfer.timed_out:
+                        xfer.moved = xfer.progress_bytes()
+                        seconds = time.monotonic() - started
+                        sock.close()
+                        await _abort(ctl, pending)
+                        return _result("put", loc.path, xfer, total, offset, seconds, complete=False)
                     await _drain(sock, xfer, tuner)
                     seconds = time.monotonic() - started
                     sock.close()
@@ -317,9 +338,10 @@ async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
     except (OSError, ConnectionError) as exc:
         raise FTPError(f"data connection failed: {exc}") from exc
     except asyncio.CancelledError:
-        if ticker.done() and ticker.exception() is not None:
+        if ticker.done() and not ticker.cancelled() and ticker.exception() is not None:
             raise ticker.exception() from None
-        raise
+        if not xfer.timed_out:
+            raise
     finally:
         if not io.done():
             io.cancel()
@@ -331,11 +353,20 @@ async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
                 pass
 
 
+async def _abort(ctl: ControlConnection, pending) -> None:
+    """ABOR (RFC 959 4.1.3): the server answers 426 for the transfer, then 226."""
+    try:
+        abor = ctl.start("ABOR")
+        await asyncio.wait_for(asyncio.gather(pending.final, abor.final, return_exceptions=True), 10)
+    except (FTPError, asyncio.TimeoutError):
+        pass
+
+
 def _already_complete(direction: str, path: str, size: int) -> TransferResult:
     return TransferResult(direction, path, 0, size, size, 0.0, False, 0, {"note": "already complete"})
 
 
-def _result(direction, path, xfer: _Transfer, total, offset, seconds) -> TransferResult:
+def _result(direction, path, xfer: _Transfer, total, offset, seconds, complete=True) -> TransferResult:
     return TransferResult(
         direction=direction,
         path=path,
@@ -348,4 +379,5 @@ def _result(direction, path, xfer: _Transfer, total, offset, seconds) -> Transfe
         summary=xfer.tuner.summary(),
         timeline=xfer.tuner.stats.timeline,
         server_last=xfer.server_last,
+        complete=complete,
     )

@@ -21,6 +21,7 @@ _PAIR = re.compile(r"^([a-z][a-z0-9_]{0,15})=(\d{1,19})$")
 FIELDS = {
     "rtt_us": ("rtt", 1e-6, 60_000_000),  # up to 60 s
     "cwnd": ("cwnd", 1, 1 << 34),  # bytes, up to 16 GiB
+    "inflight": ("inflight", 1, 1 << 34),
     "wnd": ("window", 1, 1 << 34),
     "rate": ("rate", 1, 1 << 40),  # bytes/s, ~8.8 Tbit/s
     "bytes": ("bytes", 1, 1 << 62),

@@ -58,6 +58,7 @@ class PeerReport:
 
     rtt: float | None = None  # seconds, the peer's TCP RTT estimate
     cwnd: int | None = None  # bytes, the peer's congestion window (peer sends)
+    inflight: int | None = None  # bytes the peer has sent and not yet had acked
     window: int | None = None  # bytes, the receive window the peer allows
     rate: float | None = None  # bytes/s the peer measured
     bytes: int | None = None  # cumulative bytes the peer moved

@@ -12,8 +12,9 @@ Departures from the papers, each measured on Linux (docs/DESIGN.md):
 - the measurement is normalised to one smoothed RTT (rate x srtt), so ticks
   need not line up with round trips;
 - a filling bottleneck queue inflates the RTT and, with it, every new
-  measurement; growth is then capped at 2 x rate x min_rtt (the
-  base-RTT BDP), which stops the runaway to a window many times the BDP;
+  measurement; the window is then pulled toward 1.25 x rate x min_rtt (the
+  base-RTT BDP with room for BBR's 1.25x probing), which stops the runaway
+  to a window many times the BDP and drains the standing queue it built;
 - the measurement slides (bytes over the last RTT, every tick) rather than
   tumbling, so the window does not lag a doubling sender;
 - shrinking waits ``hold_periods`` RTTs after the peak and then steps
@@ -37,11 +38,13 @@ class DRSConfig:
     cap: int = 64 * MiB  # administrative maxwnd for one connection
     slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
     steady_gain: float = 1.25  # additive growth: measurement + 25 %
-    sender_gain: float = 1.25  # send buffer over the peer's window
+    sender_gain: float = 0.75  # SO_SNDBUF per byte that can be in flight (kernel doubles: 1.5x)
     growth_seen: float = 1.5  # a period this much above the last = doubling
     hold_periods: int = 4  # keep the peak this many periods before shrinking
     shrink_step: float = 0.75  # shrink by at most this factor per period
-    inflation_limit: float = 1.5  # srtt / min_rtt above this = queue filling
+    inflation_limit: float = 1.25  # RTT / min_rtt above this = queue filling
+    queue_cap_gain: float = 1.25  # then pull the window toward this x rate x min_rtt
+    cwnd_limited: float = 0.8  # peer in flight / peer cwnd above this = cwnd-limited
     peer_report_ttl: float = 2.0  # peer reports older than this many RTTs are stale
     min_period: float = 0.002  # measurement period floor (seconds)
     default_rtt: float = 0.05  # until a sample arrives
@@ -58,10 +61,12 @@ class RTTEstimator:
     def __init__(self) -> None:
         self.srtt: float | None = None
         self.min_rtt: float | None = None
+        self.latest: float | None = None
 
     def update(self, rtt: float | None) -> None:
         if rtt is None or not 0 < rtt < 60:
             return
+        self.latest = rtt
         self.srtt = rtt if self.srtt is None else self.srtt + (rtt - self.srtt) / 8
         self.min_rtt = rtt if self.min_rtt is None else min(self.min_rtt, rtt)
 
@@ -76,6 +81,7 @@ class DRSTuning(Tuning):
         self.window = self.config.floor  # last decision (rcv window or sndbuf)
         self.applied = False
         self.slow_start = True
+        self.queue_seen = False  # the pipe has been full once: no more doubling
         self.measurements: deque[tuple[float, float]] = deque()  # (time, bytes per RTT)
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
         self._last_tick: float | None = None
@@ -120,14 +126,23 @@ class DRSTuning(Tuning):
             t0 = max(t0, now - span)
         rate = max(sample.bytes_received - b0, 0) / (now - t0)
         measured = rate * srtt  # bytes per RTT: lower bound on the sender's cwnd
+        # The sender's own report beats the inference: its bytes in flight
+        # are exact, and when its cwnd is what limits it (Reno/CUBIC), the
+        # cwnd is the real value DRS infers a lower bound of.  A BBR cwnd is
+        # a cap ~2x above its flight, so it is used only when it binds.
+        inflight = self._fresh_peer_value("inflight", now)
         peer_cwnd = self._fresh_peer_value("cwnd", now)
-        if peer_cwnd is not None:
-            measured = float(peer_cwnd)  # the real cwnd, not an inference
+        if inflight:
+            measured = max(measured, float(inflight))
+            if peer_cwnd and inflight >= cfg.cwnd_limited * peer_cwnd:
+                measured = max(measured, float(peer_cwnd))
 
         # slow start: this RTT's flight is well above the one an RTT ago
         recent = self.measurements
         prev = next((m for t, m in reversed(recent) if t <= now - srtt), None)
-        self.slow_start = prev is None or measured >= cfg.growth_seen * prev
+        # Once a queue has been seen the pipe is full: like TCP's ssthresh,
+        # leave slow start for good (a jump after a drain is not doubling).
+        self.slow_start = not self.queue_seen and (prev is None or measured >= cfg.growth_seen * prev)
         recent.append((now, measured))
         while recent and recent[0][0] < now - cfg.hold_periods * srtt:
             recent.popleft()
@@ -136,13 +151,21 @@ class DRSTuning(Tuning):
         target = gain * peak
 
         # Runaway guard (facts doc, item 7): with the RTT far above its
-        # minimum the queue is filling; allow no more than 2 x rate x min_rtt.
-        min_rtt = self.rtt.min_rtt
-        if min_rtt and srtt > cfg.inflation_limit * min_rtt:
-            target = min(target, max(self.window, cfg.slow_start_gain * rate * min_rtt))
-        step = cfg.shrink_step ** min((now - self._last_tick) / srtt, 1.0) if self._last_tick else 1.0
+        # minimum the queue is filling; allow no more than 1.25 x rate x min_rtt.
+        # The latest sample, not srtt: kernel RTTs are smoothed already, and a
+        # second smoothing sees the queue only after slow start overshot.
+        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
+        if min_rtt and max(srtt, latest) > cfg.inflation_limit * min_rtt:
+            self.queue_seen = True
+            # Pull down, not just hold: with a standing queue the flight (and
+            # so the measurement) includes the queue and would justify itself.
+            target = min(target, cfg.queue_cap_gain * rate * min_rtt)
+        # At most one phase's gain of growth and one shrink step per RTT: a
+        # burst of in-order bytes released after loss recovery is no doubling.
+        frac = min((now - self._last_tick) / srtt, 1.0) if self._last_tick else 1.0
         self._last_tick = now
-        return self._emit(self._step(target, step))
+        target = min(target, max(self.window * gain ** frac, cfg.floor))
+        return self._emit(self._step(target, cfg.shrink_step ** frac))
 
     # -- sender -----------------------------------------------------------
     def _sender(self, sample: Sample, now: float) -> Decision:
@@ -150,7 +173,10 @@ class DRSTuning(Tuning):
         peer_window = self._fresh_peer_value("window", now)
         if peer_window is None:
             peer_window = sample.peer_window
-        need = max(peer_window or 0, sample.cwnd_bytes or 0)
+        # In flight can never exceed min(cwnd, peer window): the buffer
+        # holds that plus headroom for data queued behind it.
+        known = [v for v in (peer_window, sample.cwnd_bytes) if v]
+        need = min(known) if known else 0
         if need <= 0:
             return NO_CHANGE if self.applied else self._emit(cfg.floor)
         srtt = self.rtt.srtt or cfg.default_rtt
@@ -169,7 +195,8 @@ class DRSTuning(Tuning):
         return int(min(max(target, cfg.floor), cfg.cap))
 
     def _emit(self, size: int) -> Decision:
-        if self.applied and abs(size - self.window) <= self.config.change_threshold * self.window:
+        at_bound = size in (self.config.floor, self.config.cap) and size != self.window
+        if self.applied and not at_bound and abs(size - self.window) <= self.config.change_threshold * self.window:
             return NO_CHANGE
         self.window, self.applied = size, True
         if self.role is Role.RECEIVER:

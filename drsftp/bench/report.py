@@ -1,0 +1,185 @@
+"""Bench output: the terminal table, JSON/CSV of every run, and plots."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+from collections import defaultdict
+
+from rich.console import Console
+from rich.table import Table
+
+from .tunings import DESCRIPTIONS
+
+
+def _key(r: dict) -> tuple:
+    return (r["profile"], r["rate_bps"], r["rtt_s"], r["loss"], r["direction"])
+
+
+def group(results: list[dict]) -> dict:
+    """{path key: {tuning: [mbps of each run]}} (failed runs left out)."""
+    out: dict = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        if not r.get("error"):
+            out[_key(r)][r["tuning"]].append(r["mbps"])
+    return out
+
+
+def median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def path_label(key: tuple) -> str:
+    profile, rate, rtt, loss, direction = key
+    r = f"{rate / 1e9:g}G" if rate >= 1e9 else f"{rate / 1e6:g}M"
+    return f"{profile} {r} {rtt * 1000:g}ms" + (f" {loss * 100:g}%" if loss else "") + f" {direction}"
+
+
+def print_table(env: dict, results: list[dict], tunings: list[str], console: Console | None = None) -> None:
+    console = console or Console()
+    groups = group(results)
+    present = [t for t in tunings if any(t in g for g in groups.values())]
+    table = Table(title="Throughput, Mbit/s: median [min-max] of the runs", show_lines=False)
+    table.add_column("path (profile rate rtt loss dir)")
+    for t in present:
+        table.add_column(t, justify="right")
+    table.add_column("ceiling", justify="right")
+    ratio = Table(title="Ratios of medians (x stock-64k / x kernel / % of goodput ceiling)")
+    ratio.add_column("path")
+    for t in present:
+        ratio.add_column(t, justify="right")
+    for key, by_t in groups.items():
+        ceiling = next(r["ceiling_mbps"] for r in results if _key(r) == key)
+        row, rrow = [path_label(key)], [path_label(key)]
+        base_stock, base_kernel = median(by_t.get("stock-64k", [])), median(by_t.get("kernel", []))
+        for t in present:
+            xs = by_t.get(t, [])
+            m = median(xs)
+            if m is None:
+                row.append("-")
+                rrow.append("-")
+                continue
+            row.append(f"{m:.1f}" + (f" [{min(xs):.1f}-{max(xs):.1f}]" if len(xs) > 1 else ""))
+            parts = [f"{m / base_stock:.1f}x" if base_stock else "-",
+                     f"{m / base_kernel:.2f}x" if base_kernel else "-",
+                     f"{100 * m / ceiling:.0f}%"]
+            rrow.append(" / ".join(parts))
+        row.append(f"{ceiling:.1f}")
+        table.add_row(*row)
+        ratio.add_row(*rrow)
+    console.print(table)
+    console.print(ratio)
+    mem = Table(title="Peak socket buffer (skmem rb at the receiver / tb at the sender), x BDP")
+    mem.add_column("path")
+    for t in present:
+        mem.add_column(t, justify="right")
+    for key in groups:
+        row = [path_label(key)]
+        for t in present:
+            runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
+            bdp = key[1] / 8 * key[2]
+            rb = max((r.get("peak_rcvbuf") or 0 for r in runs), default=0)
+            tb = max((r.get("peak_sndbuf") or 0 for r in runs), default=0)
+            row.append(f"{rb / bdp:.1f} / {tb / bdp:.1f}" if runs and bdp else "-")
+        mem.add_row(*row)
+    console.print(mem)
+    incomplete = sum(1 for r in results if not r.get("complete") and not r.get("error"))
+    errors = [r for r in results if r.get("error")]
+    notes = [f"kernel {env['kernel']}, {env['machine']}, cc {env['congestion_control']}, "
+             f"buffer FORCE {'used' if env['buffer_force_used'] else 'not used'}"
+             f" (available: {env['buffer_force_available']})",
+             f"host: rmem_max {env['host_sysctls']['net.core.rmem_max']}, wmem_max "
+             f"{env['host_sysctls']['net.core.wmem_max']}, tcp_wmem {env['host_sysctls']['net.ipv4.tcp_wmem']}"]
+    if incomplete:
+        notes.append(f"{incomplete} run(s) hit --max-time: their rate is over the time they ran")
+    for r in errors:
+        notes.append(f"FAILED {r['tuning']} {path_label(_key(r))}: {r['error']}")
+    for line in notes:
+        console.print(line)
+
+
+def write_files(env: dict, results: list[dict], outdir: str) -> dict[str, str]:
+    os.makedirs(outdir, exist_ok=True)
+    paths = {"json": os.path.join(outdir, "results.json"), "csv": os.path.join(outdir, "results.csv")}
+    with open(paths["json"], "w") as f:
+        json.dump({"environment": env, "tunings": DESCRIPTIONS, "runs": results}, f, indent=1)
+    cols = ["profile", "rate_bps", "rtt_s", "loss", "direction", "tuning", "rep", "bytes", "seconds", "mbps",
+            "complete", "ceiling_mbps", "peak_rcvbuf", "peak_sndbuf", "peak_rcv_used", "peak_snd_used",
+            "retransmits", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "client_cpu_s", "server_cpu_s",
+            "probe_size", "error"]
+    with open(paths["csv"], "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in results:
+            w.writerow(r)
+    return paths
+
+
+def plot(results: list[dict], outdir: str) -> list[str]:
+    """Throughput against RTT (a panel per rate) and a DRS-vs-stock timeline."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    ok = [r for r in results if not r.get("error")]
+    rates = sorted({r["rate_bps"] for r in ok})
+    if ok and len({r["rtt_s"] for r in ok}) > 1:
+        fig, axes = plt.subplots(1, len(rates), figsize=(6 * len(rates), 4.5), squeeze=False)
+        for ax, rate in zip(axes[0], rates):
+            sel = [r for r in ok if r["rate_bps"] == rate and r["loss"] == 0 and r["direction"] == "get"]
+            for t in sorted({r["tuning"] for r in sel}):
+                pts = defaultdict(list)
+                for r in sel:
+                    if r["tuning"] == t:
+                        pts[r["rtt_s"] * 1000].append(r["mbps"])
+                xs = sorted(pts)
+                ax.plot(xs, [statistics.median(pts[x]) for x in xs], marker="o", label=t)
+            ax.axhline(rate / 1e6 * 1448 / 1500, color="grey", ls=":", label="goodput ceiling")
+            ax.set_title(f"{rate / 1e6:g} Mbit/s link, get, no loss")
+            ax.set_xlabel("RTT (ms)")
+            ax.set_ylabel("throughput (Mbit/s)")
+            ax.set_yscale("log")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        p = os.path.join(outdir, "throughput_vs_rtt.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        made.append(p)
+    pick = {}
+    for t in ("drs", "stock-64k", "kernel"):
+        cands = [r for r in ok if r["tuning"] == t and r.get("timeline") and r["direction"] == "get"]
+        if cands:
+            pick[t] = max(cands, key=lambda r: (r["rtt_s"], r["rate_bps"]))
+    if pick:
+        fig, axes = plt.subplots(4, 1, figsize=(9, 11), sharex=True)
+        for t, r in pick.items():
+            tl, rtl = r["timeline"], r.get("receiver_timeline") or []
+            ts = [s["t"] for s in tl]
+            axes[0].plot([s["t"] for s in rtl], [(s["rcvbuf"] or 0) / 2 ** 20 for s in rtl], label=f"{t} receiver rcvbuf")
+            axes[0].plot(ts, [(s["peer_window"] or 0) / 2 ** 20 for s in tl], ls="--", label=f"{t} advertised window")
+            axes[1].plot(ts, [(s["in_flight_bytes"] or 0) / 2 ** 20 for s in tl], label=f"{t} in flight")
+            axes[2].plot(ts, [(s["rate_bps"] or 0) / 1e6 for s in tl], label=t)
+            axes[3].plot(ts, [s["rtt_ms"] or 0 for s in tl], label=t)
+        bdp = max(r["rate_bps"] / 8 * r["rtt_s"] for r in pick.values()) / 2 ** 20
+        axes[1].axhline(bdp, color="grey", ls=":", label="BDP")
+        for ax, lab in zip(axes, ("window / buffer (MiB)", "bytes in flight (MiB)", "throughput (Mbit/s)", "RTT (ms)")):
+            ax.set_ylabel(lab)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+        r0 = next(iter(pick.values()))
+        axes[0].set_title(f"One transfer each, {r0['rate_bps'] / 1e6:g} Mbit/s, {r0['rtt_s'] * 1000:g} ms "
+                          f"(sender-side ss samples)")
+        axes[3].set_xlabel("time (s)")
+        fig.tight_layout()
+        p = os.path.join(outdir, "timeline.png")
+        fig.savefig(p, dpi=100)
+        plt.close(fig)
+        made.append(p)
+    return made

@@ -1,0 +1,114 @@
+"""Samples the data connection at both ends with `ss -tmi`, for any peer.
+
+The same numbers for every tuning, stock programs included: socket buffer
+sizes (skmem rb/tb), their use, cwnd, bytes in flight, RTT, retransmits.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+
+_KV = re.compile(r"(\w+):(\S+)")
+_SKMEM = re.compile(r"skmem:\((.*?)\)")
+
+
+def parse_ss(text: str, skip_port: int | None = None) -> list[dict]:
+    """Sockets from `ss -tmiHn` output (header line + indented detail line)."""
+    out, head = [], None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            head = line.split()
+            continue
+        if head is None or len(head) < 4:
+            continue
+        local, peer = head[-2], head[-1]
+        if skip_port and (local.endswith(f":{skip_port}") or peer.endswith(f":{skip_port}")):
+            head = None
+            continue
+        d: dict = {"local": local, "peer": peer}
+        m = _SKMEM.search(line)
+        if m:
+            for part in m.group(1).split(","):
+                k = part.rstrip("0123456789")
+                d["sk_" + k] = int(part[len(k):] or 0)
+        for k, v in _KV.findall(_SKMEM.sub("", line)):
+            if k == "rtt":
+                d["rtt_ms"] = float(v.split("/")[0])
+            elif k == "retrans":
+                d["retrans"] = int(v.split("/")[-1])
+            elif k in ("cwnd", "mss", "unacked", "bytes_acked", "bytes_received", "snd_wnd",
+                       "rcv_space", "bytes_sent"):
+                try:
+                    d[k] = int(v)
+                except ValueError:
+                    pass
+        out.append(d)
+        head = None
+    return out
+
+
+class Sampler:
+    """Polls one namespace every ``interval`` seconds in a thread (bounded)."""
+
+    def __init__(self, ns_prefix: list[str], control_port: int, interval: float = 0.1,
+                 max_samples: int = 20000) -> None:
+        self.cmd = [*ns_prefix, "ss", "-tmiHn", "state", "established"]
+        self.control_port = control_port
+        self.interval = interval
+        self.max_samples = max_samples
+        self.samples: list[tuple[float, list[dict]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.t0 = time.monotonic()
+
+    def __enter__(self) -> "Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and len(self.samples) < self.max_samples:
+            try:
+                text = subprocess.run(self.cmd, capture_output=True, text=True, timeout=5).stdout
+            except (subprocess.TimeoutExpired, OSError):
+                text = ""
+            socks = parse_ss(text, self.control_port)
+            if socks:
+                self.samples.append((time.monotonic() - self.t0, socks))
+            self._stop.wait(self.interval)
+
+    # -- summaries ---------------------------------------------------------
+    def peak(self, key: str) -> int | None:
+        vals = [s.get(key) for _, socks in self.samples for s in socks if s.get(key) is not None]
+        return max(vals) if vals else None
+
+    def timeline(self) -> list[dict]:
+        """One row per sample, for the busiest data socket at that moment."""
+        rows, last = [], None
+        for t, socks in self.samples:
+            s = max(socks, key=lambda d: d.get("bytes_acked", 0) + d.get("bytes_received", 0))
+            moved = s.get("bytes_acked") or s.get("bytes_received") or 0
+            rate = None
+            if last and t > last[0]:
+                rate = (moved - last[1]) * 8 / (t - last[0])
+            last = (t, moved)
+            mss = s.get("mss") or 0
+            rows.append({
+                "t": round(t, 3),
+                "rate_bps": rate,
+                "rtt_ms": s.get("rtt_ms"),
+                "cwnd_bytes": s.get("cwnd", 0) * mss if mss else None,
+                "in_flight_bytes": s.get("unacked", 0) * mss if mss else None,
+                "rcvbuf": s.get("sk_rb"),
+                "sndbuf": s.get("sk_tb"),
+                "peer_window": s.get("snd_wnd"),
+            })
+        return rows

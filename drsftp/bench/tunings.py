@@ -1,0 +1,132 @@
+"""The columns of the bench: how each tuning's server and client are run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+
+PY = sys.executable
+DRSFTP = [PY, "-m", "drsftp"]
+USER, PASSWORD = "bench", "bench"
+PORT = 2121
+
+
+@dataclass(frozen=True)
+class Path:
+    rate: float  # bit/s
+    rtt: float  # s
+    loss: float = 0.0
+    queue: int | None = None
+
+    @property
+    def bdp(self) -> int:
+        return int(self.rate * self.rtt / 8)
+
+    @property
+    def ceiling_mbps(self) -> float:
+        """TCP goodput of the line: 1448 payload bytes per 1500-byte packet
+        (timestamps on), no Ethernet framing on the TUN link."""
+        return self.rate / 1e6 * 1448 / 1500
+
+    def label(self) -> str:
+        rate = f"{self.rate / 1e9:g} Gbit/s" if self.rate >= 1e9 else f"{self.rate / 1e6:g} Mbit/s"
+        loss = f", loss {self.loss * 100:g}%" if self.loss else ""
+        return f"{rate}, {self.rtt * 1000:g} ms{loss}"
+
+
+@dataclass
+class Plan:
+    """Commands for one run of one tuning."""
+
+    server: list[str]
+    client: list[str]
+    kind: str  # "drsftp" | "stock" (ftplib) | "curl"
+    server_ready: str | None = None  # a line the server prints when it listens
+
+
+TUNINGS = ("stock-64k", "kernel", "kernel-vsftpd", "manual", "probe-static", "drs")
+DESCRIPTIONS = {
+    "stock-64k": "static 64 KiB buffers set before the handshake at both ends (old stock FTP)",
+    "kernel": "stock pyftpdlib server + Python ftplib client: buffers never touched (autotuning)",
+    "kernel-vsftpd": "vsftpd server + curl client from Debian: buffers never touched",
+    "manual": "static 2 x BDP from the configured rate and RTT, before the handshake (hand tuning)",
+    "probe-static": "static size from a short RTT/bandwidth probe before the transfer (NLANR-style)",
+    "drs": "drsftp server and client: Dynamic Right-Sizing with the in-band DRS exchange",
+}
+
+
+def available(name: str) -> str | None:
+    """None if the tuning can run here, else why not."""
+    if name == "kernel-vsftpd":
+        missing = [p for p in ("vsftpd", "curl") if not (shutil.which(p) or os.path.exists(f"/usr/sbin/{p}"))]
+        if missing:
+            return f"{' and '.join(missing)} not installed (./run setup installs them as root)"
+    return None
+
+
+def drsftp_server(root: str, host: str, tuning: str, force: bool) -> list[str]:
+    cmd = [*DRSFTP, "serve", "--root", root, "--host", host, "--port", str(PORT),
+           "--user", USER, "--password", PASSWORD, "--tuning", tuning]
+    return cmd + (["--force-buffers"] if force else [])
+
+
+def drsftp_client(direction: str, url: str, local: str, out_json: str, tuning: str, force: bool,
+                  max_time: float) -> list[str]:
+    if direction == "get":
+        cmd = [*DRSFTP, "get", url, local]
+    else:
+        cmd = [*DRSFTP, "put", local, url]
+    cmd += ["--tuning", tuning, "--json", out_json, "--max-time", f"{max_time:g}", "--progress", "never"]
+    return cmd + (["--force-buffers"] if force else [])
+
+
+def plan(name: str, *, direction: str, root: str, host: str, local: str, remote: str, out_json: str,
+         path: Path, force: bool, max_time: float, probe_size: int | None = None,
+         vsftpd_conf: str | None = None) -> Plan:
+    url = f"ftp://{USER}:{PASSWORD}@{host}:{PORT}/{remote}"
+    if name in ("stock-64k", "manual", "probe-static", "drs"):
+        tuning = {
+            "stock-64k": "fixed:64k",
+            "manual": f"fixed:{max(2 * path.bdp, 65536)}",
+            "probe-static": f"fixed:{probe_size or 65536}",
+            "drs": "drs",
+        }[name]
+        fixed_force = force and name != "stock-64k"
+        return Plan(drsftp_server(root, host, tuning, fixed_force),
+                    drsftp_client(direction, url, local, out_json, tuning, fixed_force, max_time), "drsftp")
+    if name == "kernel":
+        server = [PY, "-m", "pyftpdlib", "-i", host, "-p", str(PORT), "-w", "-d", root,
+                  "-u", USER, "-P", PASSWORD]
+        client = [PY, "-m", "drsftp.bench.stockclient", direction, url, local, "--json", out_json,
+                  "--max-time", f"{max_time:g}"]
+        return Plan(server, client, "stock")
+    if name == "kernel-vsftpd":
+        anon = f"ftp://{host}:{PORT}/{'pub/' if direction == 'put' else ''}{remote}"
+        if direction == "get":
+            client = ["curl", "-sS", "-o", local, "--max-time", f"{max_time:g}", "-w", "%{json}", anon]
+        else:
+            client = ["curl", "-sS", "-T", local, "--max-time", f"{max_time:g}", "-w", "%{json}", anon]
+        return Plan(["vsftpd", vsftpd_conf], client, "curl")
+    raise ValueError(f"unknown tuning {name!r}")
+
+
+def vsftpd_config(root: str, host: str, workdir: str) -> str:
+    """An anonymous-only vsftpd for the bench, run as the launching user.
+    Downloads from ROOT, uploads into ROOT/pub."""
+    empty = os.path.join(workdir, "vsftpd-empty")
+    os.makedirs(empty, exist_ok=True)
+    os.makedirs(os.path.join(root, "pub"), exist_ok=True)
+    os.chmod(os.path.join(root, "pub"), 0o777)
+    conf = os.path.join(workdir, "vsftpd.conf")
+    with open(conf, "w") as f:
+        f.write("\n".join([
+            "listen=YES", "listen_ipv6=NO", f"listen_address={host}", f"listen_port={PORT}",
+            "background=NO", "run_as_launching_user=YES", "anonymous_enable=YES", "local_enable=NO",
+            "no_anon_password=YES", f"anon_root={root}", "write_enable=YES", "anon_upload_enable=YES",
+            "anon_other_write_enable=YES", "anon_umask=022", f"secure_chroot_dir={empty}",
+            "seccomp_sandbox=NO", "pasv_enable=YES", "connect_from_port_20=NO", "xferlog_enable=NO",
+            "vsftpd_log_file=/dev/null", "dual_log_enable=NO", "syslog_enable=NO", "",
+        ]))
+    return conf
