@@ -219,10 +219,8 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                 if not first.preliminary:
                     raise FTPError(f"cannot retrieve {loc.path}: {first}", first)
                 tuner.attach(sock)
-                fd = os.open(part, os.O_WRONLY | os.O_CREAT | (0 if offset else os.O_TRUNC), 0o644)
-                with open(fd, "wb", buffering=0, closefd=True) as f:
-                    f.seek(offset)
-                    f.truncate()
+                f = _open_part(part, offset)
+                with f:
                     started = time.monotonic()
                     xfer.started = started
                     io = asyncio.ensure_future(_receive(sock, f, xfer))
@@ -296,6 +294,23 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
             return _result("put", loc.path, xfer, total, offset, seconds)
         finally:
             await ctl.close()
+
+
+def _open_part(part: str, offset: int):
+    """The download file, positioned at ``offset``.  A fresh download never
+    truncates an old file in place: on ext4 (auto_da_alloc) a truncate then
+    rewrite is flushed to disk on close, costing ~0.3 s per GiB."""
+    if not offset:
+        try:
+            os.unlink(part)
+        except FileNotFoundError:
+            pass
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
+    f = open(fd, "wb", buffering=0, closefd=True)
+    if offset and os.fstat(fd).st_size > offset:
+        f.truncate(offset)
+    f.seek(offset)
+    return f
 
 
 async def _receive(sock: socket.socket, f, xfer: _Transfer) -> None:
