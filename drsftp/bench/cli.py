@@ -44,6 +44,11 @@ def add_parser(sub) -> None:
     d.add_argument("--out", default="bench-results")
     d.set_defaults(func=cmd_datapath)
 
+    n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")
+    n.add_argument("--quick", action="store_true")
+    n.add_argument("--out", default="bench-results")
+    n.set_defaults(func=cmd_netemcheck)
+
 
 def cmd_bench(args) -> int:
     from .report import plot, print_table, write_files
@@ -100,3 +105,9 @@ def cmd_datapath(args) -> int:
     from .datapath import run_datapath
 
     return run_datapath(parse_size(args.size), args.reps, args.out)
+
+
+def cmd_netemcheck(args) -> int:
+    from .netemcheck import run_netem_check
+
+    return run_netem_check(args.out, args.quick)
