@@ -37,6 +37,10 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a stalled transfer may last")
+    p.add_argument("--retries", type=int, default=0, metavar="N",
+                   help="after a dropped connection or 4xx reply, reconnect and resume up to N times")
+    p.add_argument("--verify", action="store_true",
+                   help="compare SHA-256 with the server's HASH afterwards (non-zero exit if different)")
     p.add_argument("--max-time", type=float, metavar="SECONDS",
                    help="stop after this long (ABOR), keep what arrived, exit 28 (as curl)")
 
@@ -53,7 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=2121, help="port (0: any free port)")
     s.add_argument("--user")
     s.add_argument("--password")
-    s.add_argument("--anonymous-read", action="store_true", help="allow anonymous download")
+    s.add_argument("--users", metavar="FILE", help="users file with hashed passwords (drsftp passwd)")
+    s.add_argument("--anonymous-read", action="store_true", help="allow anonymous download (never upload)")
+    s.add_argument("--idle-timeout", type=float, default=300.0, help="seconds a session may idle")
+    s.add_argument("--data-timeout", type=float, default=120.0, help="seconds a transfer may stall")
     s.add_argument("--read-only", action="store_true", help="no uploads or changes")
     s.add_argument("--tuning", type=_tuning_arg, default="drs")
     s.add_argument("--force-buffers", action="store_true")
@@ -61,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-connections", type=int, default=256)
     s.add_argument("--max-connections-per-ip", type=int, default=32)
     s.add_argument("--log-file", metavar="FILE")
+    s.add_argument("--tls-cert", metavar="FILE", help="certificate (PEM) for FTPS: AUTH TLS, PROT P")
+    s.add_argument("--tls-key", metavar="FILE", help="private key (PEM; default: in --tls-cert)")
+    s.add_argument("--require-tls", action="store_true", help="refuse plain-text login and data")
+    s.add_argument("--grace", type=float, default=30.0,
+                   help="on SIGTERM, seconds running transfers may take before they are aborted")
+    s.add_argument("--buffer-budget", default="256MiB",
+                   help="socket buffers of all transfers together (DRS shares it by need)")
 
     for name, helptext in (("get", "download ftp://... to DEST"), ("put", "upload SRC to ftp://...")):
         p = sub.add_parser(name, help=helptext)
@@ -71,6 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("src")
             p.add_argument("url")
         _add_transfer_opts(p)
+
+    pw = sub.add_parser("passwd", help="add, change or delete a user in a users file")
+    pw.add_argument("file")
+    pw.add_argument("name")
+    pw.add_argument("--home", help="the user's home (default: the server's --root)")
+    pw.add_argument("--read-only", action="store_true", help="download only")
+    pw.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    pw.add_argument("--delete", action="store_true")
 
     from .netem.cli import add_parser as add_netem
     from .bench.cli import add_parser as add_bench
@@ -89,6 +111,15 @@ def _setup_logging(verbose: int, log_file: str | None = None) -> None:
     logging.getLogger("pyftpdlib").setLevel(logging.WARNING if verbose < 2 else logging.DEBUG)
 
 
+def _size_arg(text: str, what: str) -> int:
+    from .tuning import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise UsageError(f"{what}: {exc}") from exc
+
+
 def _cmd_serve(args) -> int:
     from .server import ServerConfig, serve
     from .server.app import parse_port_range
@@ -98,14 +129,45 @@ def _cmd_serve(args) -> int:
             open(args.log_file, "a").close()
         except OSError as exc:
             raise UsageError(f"cannot write log file {args.log_file}: {exc.strerror}") from exc
+    if args.users and not os.path.exists(args.users):
+        raise UsageError(f"users file not found: {args.users}")
     cfg = ServerConfig(
         root=args.root, user=args.user, password=args.password, host=args.host, port=args.port,
         tuning=args.tuning, force_buffers=args.force_buffers,
         passive_ports=parse_port_range(args.passive_ports) if args.passive_ports else None,
         anonymous_read=args.anonymous_read, max_cons=args.max_connections,
         max_cons_per_ip=args.max_connections_per_ip, write_perm=not args.read_only,
+        buffer_budget=_size_arg(args.buffer_budget, "--buffer-budget"), grace=args.grace,
+        users_file=args.users, idle_timeout=args.idle_timeout, data_timeout=args.data_timeout,
+        tls_cert=args.tls_cert, tls_key=args.tls_key, require_tls=args.require_tls,
     )
     return serve(cfg)
+
+
+def _cmd_passwd(args) -> int:
+    import getpass
+
+    from .server.users import NAME_RE, READ_PERM, WRITE_PERM, UserEntry, hash_password, write_user
+
+    if not NAME_RE.match(args.name):
+        raise UsageError("user names are 1-64 letters, digits, '.', '_' or '-'")
+    if args.delete:
+        write_user(args.file, UserEntry(args.name, "", "", ""), delete=True)
+        print(f"deleted {args.name} from {args.file}")
+        return 0
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass(f"password for {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            raise UsageError("the passwords differ")
+    if len(password) < 8:
+        raise UsageError("use a password of at least 8 characters")
+    home = args.home or "."
+    write_user(args.file, UserEntry(args.name, hash_password(password), home,
+                                    READ_PERM if args.read_only else WRITE_PERM))
+    print(f"{args.name} written to {args.file} (home {home})")
+    return 0
 
 
 def _cmd_transfer(args) -> int:
@@ -118,14 +180,24 @@ def _cmd_transfer(args) -> int:
         tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
         progress={"auto": None, "always": True, "never": False}[args.progress],
         use_drs_command=not args.no_drs_command, idle_timeout=args.timeout, max_time=args.max_time,
+        verify=args.verify,
     )
+    from .client.transfer import with_retries
+
+    if args.retries < 0:
+        raise UsageError("--retries must be 0 or more")
     if args.command == "get":
         dest = args.dest or os.path.basename(loc.path)
         if os.path.isdir(dest):
             dest = os.path.join(dest, os.path.basename(loc.path))
-        result = asyncio.run(get(loc, dest, opts))
+        run = lambda o: get(loc, dest, o)  # noqa: E731
     else:
-        result = asyncio.run(put(args.src, loc, opts))
+        run = lambda o: put(args.src, loc, o)  # noqa: E731
+
+    def on_retry(attempt, delay, exc):
+        print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
+
+    result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result.as_dict(), f, indent=1)
@@ -154,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_serve(args)
         if args.command in ("get", "put"):
             return _cmd_transfer(args)
+        if args.command == "passwd":
+            return _cmd_passwd(args)
         return args.func(args)
     except KeyboardInterrupt:
         print("drsftp: interrupted", file=sys.stderr)

@@ -221,8 +221,28 @@ class BufferActuator:
         return r, s
 
 
+def kernel_memory(d: Decision) -> Decision:
+    """What a decision costs in kernel socket memory (the doubled readback,
+    `ss` skmem rb/tb): a window W sets SO_RCVBUF 0.8 W, read back 1.6 W."""
+    return Decision(
+        rcv_window=None if d.rcv_window is None else int(d.rcv_window * RCVBUF_PER_WINDOW * 2),
+        sndbuf=None if d.sndbuf is None else d.sndbuf * 2,
+    )
+
+
+def from_kernel_memory(m: Decision) -> Decision:
+    return Decision(
+        rcv_window=None if m.rcv_window is None else int(m.rcv_window / (RCVBUF_PER_WINDOW * 2)),
+        sndbuf=None if m.sndbuf is None else m.sndbuf // 2,
+    )
+
+
 def host_cap(limits: HostLimits, allow_force: bool, receiving: bool) -> int | None:
-    """Largest buffer value a setsockopt can obtain here (None: no cap)."""
+    """Largest decision a setsockopt can carry out here (None: no cap): for
+    a receiver the window whose SO_RCVBUF (0.8 W) reaches rmem_max, for a
+    sender the SO_SNDBUF value wmem_max."""
     if allow_force and limits.can_force:
         return None
-    return limits.rmem_max if receiving else limits.wmem_max
+    if receiving:
+        return int(limits.rmem_max / RCVBUF_PER_WINDOW) if limits.rmem_max else None
+    return limits.wmem_max

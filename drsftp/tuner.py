@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from . import sockopt
 from .ftp import drscmd
-from .tuning import DRSTuning, Role, Tuning, create
+from .tuning import Decision, DRSTuning, Role, Tuning, create
+from .tuning.budget import BufferBudget
 
 log = logging.getLogger("drsftp.tuner")
 TIMELINE_LIMIT = 20_000  # samples kept for --json / plots (bounded memory)
@@ -52,6 +53,7 @@ class SocketTuner:
         allow_force: bool = False,
         limits: sockopt.HostLimits | None = None,
         clock=time.monotonic,
+        budget: BufferBudget | None = None,
     ) -> None:
         self.role = role
         self.limits = limits or sockopt.HostLimits.read()
@@ -69,6 +71,9 @@ class SocketTuner:
         self._warned_cap = False
         self._last_rate_sample: tuple[float, int] | None = None
         self.rate = 0.0  # bytes/s over the last tick
+        self.budget = budget
+        self._wanted: Decision | None = None  # the strategy's last decision
+        self._applied: Decision | None = None  # what the budget let through
 
     def _cap_to_host(self) -> None:
         """The per-connection cap cannot exceed what setsockopt can obtain."""
@@ -113,6 +118,16 @@ class SocketTuner:
         self.stats.retransmits = info.get("total_retrans", self.stats.retransmits)
         decision = self.tuning.on_sample(sample, now=now, rtt=rtt)
         if not decision.is_empty():
+            self._wanted = decision
+        if self.budget is not None and self._wanted is not None:
+            # re-checked every tick: a share shrinks when other flows arrive
+            # the budget counts kernel memory, as `ss` shows it
+            granted = self.budget.limit(self, sockopt.kernel_memory(self._wanted))
+            decision = sockopt.from_kernel_memory(granted)
+            if decision == self._applied:
+                decision = Decision()
+        if not decision.is_empty():
+            self._applied = decision
             self.actuator.apply(decision)
             if self.actuator.capped and not self._warned_cap:
                 self._warned_cap = True
@@ -178,6 +193,12 @@ class SocketTuner:
     def on_peer_pairs(self, pairs: dict[str, int]) -> None:
         report = drscmd.to_report(pairs)
         self.tuning.on_peer_report(report, now=self.clock(), rtt=self.last_rtt)
+
+    def close(self) -> None:
+        """The transfer ended: give its share of the budget back."""
+        if self.budget is not None:
+            self.budget.release(self)
+        self.sock = None
 
     def summary(self) -> dict:
         act = self.actuator

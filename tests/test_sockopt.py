@@ -95,4 +95,11 @@ def test_forced_buffers_pass_the_cap_when_allowed():
         act.apply(Decision(rcv_window=limits.rmem_max * 4))
         assert act.read_back()[0] == 2 * int(4 * limits.rmem_max * sockopt.RCVBUF_PER_WINDOW)
         assert sockopt.host_cap(limits, True, True) is None
-        assert sockopt.host_cap(limits, False, True) == limits.rmem_max
+    # unforced: the largest window is the one whose SO_RCVBUF is exactly rmem_max
+    cap = sockopt.host_cap(limits, False, True)
+    assert cap == int(limits.rmem_max / sockopt.RCVBUF_PER_WINDOW)
+    cli, srv = _pair()
+    with cli, srv:
+        act = sockopt.BufferActuator(srv, allow_force=False, limits=limits)
+        act.apply(Decision(rcv_window=cap))
+        assert act.read_back()[0] == 2 * limits.rmem_max and act.capped == []

@@ -151,7 +151,8 @@ def test_sender_buffer_follows_the_receivers_window():
     drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB))
     # in flight can never exceed min(cwnd, peer window)
     d = drs.on_sample(Sample(peer_window=1 * MiB, cwnd_bytes=512 * KiB), now=0.0, rtt=0.1)
-    assert d.sndbuf == int(0.75 * 512 * KiB) and d.rcv_window is None  # kernel doubles: 1.5x
+    assert d.sndbuf == int(0.75 * 512 * KiB)  # kernel doubles: 1.5x
+    assert d.rcv_window == drs.config.ack_buffer  # only ACKs come back: a small buffer
     drs.on_peer_report(PeerReport(window=8 * MiB), now=0.05, rtt=0.1)
     d = drs.on_sample(Sample(peer_window=1 * MiB), now=0.1, rtt=0.1)
     assert d.sndbuf == 6 * MiB

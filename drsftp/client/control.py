@@ -12,11 +12,18 @@ from ..ftp.session import ReplyRouter
 
 
 class FTPError(Exception):
-    """A failure to report as one line to the user."""
+    """A failure to report as one line to the user.
 
-    def __init__(self, message: str, reply: Reply | None = None) -> None:
+    ``transient``: worth a retry (--retries).  By default a 4yz reply is
+    transient and a 5yz reply is not (RFC 959 4.2); with no reply (a lost
+    connection) it is transient unless the caller says otherwise."""
+
+    def __init__(self, message: str, reply: Reply | None = None, *, transient: bool | None = None) -> None:
         super().__init__(message)
         self.reply = reply
+        if transient is None:
+            transient = reply is None or 400 <= reply.code < 500
+        self.transient = transient
 
 
 @dataclass

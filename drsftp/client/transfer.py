@@ -10,6 +10,7 @@ measurements with it (docs/PROTOCOL.md).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import socket
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..ftp import drscmd
-from ..ftp.session import FTPLocation
+from ..ftp.session import FTPLocation, partial_name
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec
 from .control import ControlConnection, FTPError
@@ -37,6 +38,7 @@ class TransferOptions:
     use_drs_command: bool = True
     idle_timeout: float = 60.0
     max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
+    verify: bool = False  # compare SHA-256 with the server's HASH afterwards
     connect_timeout: float = 15.0
 
 
@@ -54,6 +56,7 @@ class TransferResult:
     timeline: list = field(default_factory=list)
     server_last: dict = field(default_factory=dict)
     complete: bool = True
+    sha256: str | None = None
 
     @property
     def mbps(self) -> float:
@@ -69,6 +72,7 @@ class TransferResult:
             "seconds": round(self.seconds, 4),
             "mbps": round(self.mbps, 3),
             "complete": self.complete,
+            "sha256": self.sha256,
             "drs_peer": self.drs_peer,
             "drs_replies": self.drs_replies,
             "server_last_report": self.server_last,
@@ -206,7 +210,8 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                         os.replace(dest, part)
                     break
             if size is not None and offset > size:
-                raise FTPError(f"local file ({offset} B) is larger than the remote one ({size} B)")
+                raise FTPError(f"local file ({offset} B) is larger than the remote one ({size} B)",
+                               transient=False)
         tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers)
         xfer = _Transfer(ctl, tuner, opts, os.path.basename(loc.path), size, offset)
         try:
@@ -224,7 +229,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                     started = time.monotonic()
                     xfer.started = started
                     io = asyncio.ensure_future(_receive(sock, f, xfer))
-                    await _drive(io, xfer)
+                    await _server_says_why(_drive(io, xfer), pending, f"RETR {loc.path}")
                     seconds = time.monotonic() - started
                 sock.close()
                 if xfer.timed_out:
@@ -237,8 +242,11 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
             xfer.view.close()
         if size is not None and offset + xfer.moved != size:
             raise FTPError(f"short transfer: {offset + xfer.moved} of {size} bytes (--continue resumes)")
+        digest = await _verify(ctl, loc.path, part) if opts.verify else None
         os.replace(part, dest)
-        return _result("get", loc.path, xfer, size, offset, seconds)
+        result = _result("get", loc.path, xfer, size, offset, seconds)
+        result.sha256 = digest
+        return result
     finally:
         await ctl.close()
 
@@ -248,7 +256,7 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
     try:
         f = open(src, "rb")
     except OSError as exc:
-        raise FTPError(f"cannot read {src}: {exc.strerror or exc}") from exc
+        raise FTPError(f"cannot read {src}: {exc.strerror or exc}", transient=False) from exc
     with f:
         total = os.fstat(f.fileno()).st_size
         ctl = await _session(loc, opts)
@@ -257,15 +265,21 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
             offset = 0
             if opts.resume:
                 offset = await ctl.size(loc.path) or 0
+                if not offset and "DRS" in ctl.features:
+                    # a drsftp server keeps an unfinished upload under a temporary name
+                    offset = await ctl.size(partial_name(loc.path)) or 0
                 if offset == total:
                     return _already_complete("put", loc.path, total)
                 if offset > total:
-                    raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)")
+                    raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)", transient=False)
             tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
             xfer = _Transfer(ctl, tuner, opts, os.path.basename(src), total, offset)
             try:
                 sock = await xfer.open_data()
                 try:
+                    # The size, so a server can tell an upload cut short from a
+                    # complete one (stream mode ends both by closing).
+                    await ctl.command(f"ALLO {total}")
                     if offset:
                         await ctl.expect(f"REST {offset}", 350, what="resume (REST)")
                     pending = ctl.start(f"STOR {loc.path}")
@@ -276,7 +290,7 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
                     started = time.monotonic()
                     xfer.started = started
                     io = asyncio.ensure_future(_send(sock, f, offset, total - offset, xfer))
-                    await _drive(io, xfer)
+                    await _server_says_why(_drive(io, xfer), pending, f"STOR {loc.path}")
                     if xfer.timed_out:
                         xfer.moved = xfer.progress_bytes()
                         seconds = time.monotonic() - started
@@ -291,7 +305,9 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
                     sock.close()
             finally:
                 xfer.view.close()
-            return _result("put", loc.path, xfer, total, offset, seconds)
+            result = _result("put", loc.path, xfer, total, offset, seconds)
+            result.sha256 = await _verify(ctl, loc.path, src) if opts.verify else None
+            return result
         finally:
             await ctl.close()
 
@@ -311,6 +327,28 @@ def _open_part(part: str, offset: int):
         f.truncate(offset)
     f.seek(offset)
     return f
+
+
+async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: float = 1.0,
+                       max_delay: float = 30.0, on_retry=None) -> TransferResult:
+    """Run ``run(opts)``; after a transient failure (lost connection, 4yz
+    reply, short transfer) reconnect with exponential backoff and resume
+    with REST, up to ``retries`` more times."""
+    from dataclasses import replace
+
+    attempt = 0
+    while True:
+        try:
+            return await run(opts)
+        except FTPError as exc:
+            if not exc.transient or attempt >= retries:
+                raise
+            delay = min(base_delay * 2 ** attempt, max_delay)
+            attempt += 1
+            if on_retry:
+                on_retry(attempt, delay, exc)
+            await asyncio.sleep(delay)
+            opts = replace(opts, resume=True)
 
 
 async def _receive(sock: socket.socket, f, xfer: _Transfer) -> None:
@@ -366,6 +404,46 @@ async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
                 await ticker
             except (asyncio.CancelledError, FTPError):
                 pass
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+async def _verify(ctl: ControlConnection, remote: str, local: str) -> str:
+    """End-to-end check with the HASH command (draft-bryan-ftpext-hash)."""
+    if "HASH" not in ctl.features:
+        raise FTPError("--verify: the server does not offer HASH; the file was not verified", transient=False)
+    await ctl.command("OPTS HASH SHA-256")
+    reply = await ctl.command(f"HASH {remote}", timeout=3600)
+    words = reply.first.split(" ", 3)
+    if reply.code != 213 or len(words) < 3 or words[0].upper() != "SHA-256":
+        raise FTPError(f"--verify: HASH failed: {reply}", reply)
+    theirs = words[2].lower()
+    ours = await asyncio.to_thread(_sha256, local)
+    if ours != theirs:
+        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
+                       transient=False)
+    return ours
+
+
+async def _server_says_why(work, pending, label: str) -> None:
+    """When the data connection fails, the server's final reply (452 disk
+    full, 451, 426...) says why better than ECONNRESET does."""
+    try:
+        await work
+    except FTPError as exc:
+        try:
+            reply = await asyncio.wait_for(asyncio.shield(pending.final), 5)
+        except (asyncio.TimeoutError, FTPError):
+            raise exc from None
+        if reply.code >= 400:
+            raise FTPError(f"{label} failed: {reply}", reply) from exc
+        raise
 
 
 async def _abort(ctl: ControlConnection, pending) -> None:

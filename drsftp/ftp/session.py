@@ -58,6 +58,14 @@ class ReplyRouter:
         return tokens
 
 
+def partial_name(path: str) -> str:
+    """Where a drsftp server keeps an upload until it is complete:
+    ``dir/.NAME.part`` beside ``dir/NAME`` (same directory: the final
+    rename is atomic)."""
+    head, sep, tail = path.rpartition("/")
+    return f"{head}{sep}.{tail}.part"
+
+
 class URLError(ValueError):
     pass
 

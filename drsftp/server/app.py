@@ -6,14 +6,16 @@ import logging
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass
 
-from pyftpdlib.authorizers import DummyAuthorizer
 from pyftpdlib.servers import FTPServer
 
 from .. import sockopt
 from ..tuning import check_spec
-from .handler import DRSFTPHandler
+from ..tuning.budget import BufferBudget
+from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
+from .users import READ_PERM, WRITE_PERM, HashedAuthorizer, UserEntry, UsersFileError, hash_password, read_users
 
 log = logging.getLogger("drsftp.server")
 
@@ -36,6 +38,14 @@ class ServerConfig:
     max_cons: int = 256
     max_cons_per_ip: int = 32
     write_perm: bool = True
+    buffer_budget: int = 256 << 20  # all transfers' buffers together
+    grace: float = 30.0  # seconds running transfers get on SIGTERM
+    users_file: str | None = None
+    idle_timeout: float = 300.0  # control connection without commands
+    data_timeout: float = 120.0  # data connection without progress
+    tls_cert: str | None = None  # FTPS (RFC 4217) when given
+    tls_key: str | None = None
+    require_tls: bool = False  # refuse plain-text login and data
 
 
 def parse_port_range(text: str) -> tuple[int, int]:
@@ -55,21 +65,48 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         check_spec(cfg.tuning)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    if not cfg.user and not cfg.anonymous_read:
-        raise ConfigError("give --user and --password, or --anonymous-read")
+    if not cfg.user and not cfg.anonymous_read and not cfg.users_file:
+        raise ConfigError("give --users FILE, --user and --password, or --anonymous-read")
     if cfg.user and cfg.password is None:
         raise ConfigError("--user needs --password")
-    authorizer = DummyAuthorizer()
+    authorizer = HashedAuthorizer()
     root = os.path.abspath(cfg.root)
-    if cfg.user:
-        authorizer.add_user(cfg.user, cfg.password, root, perm="elradfmwMT" if cfg.write_perm else "elr")
+    try:
+        if cfg.users_file:
+            for entry in read_users(cfg.users_file):
+                if not cfg.write_perm:
+                    entry.perm = READ_PERM
+                authorizer.add_hashed_user(entry)
+        if cfg.user:
+            authorizer.add_hashed_user(
+                UserEntry(cfg.user, hash_password(cfg.password), root, WRITE_PERM if cfg.write_perm else READ_PERM))
+    except (UsersFileError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
     if cfg.anonymous_read:
-        authorizer.add_anonymous(root, perm="elr")  # never anonymous write
-    handler = type("ConfiguredDRSFTPHandler", (DRSFTPHandler,), {})
+        authorizer.add_anonymous(root, perm=READ_PERM)  # never anonymous write
+    base = DRSFTPHandler
+    if cfg.require_tls and not cfg.tls_cert:
+        raise ConfigError("--require-tls needs --tls-cert (and --tls-key)")
+    if cfg.tls_cert:
+        try:
+            base = tls_handler_class()
+        except ImportError as exc:
+            raise ConfigError("FTPS needs pyOpenSSL (pip install pyOpenSSL)") from exc
+    handler = type("ConfiguredDRSFTPHandler", (base,), {})
+    if cfg.tls_cert:
+        handler.certfile, handler.keyfile = cfg.tls_cert, cfg.tls_key or cfg.tls_cert
+        handler.tls_control_required = handler.tls_data_required = cfg.require_tls
+        try:
+            handler.get_ssl_context()
+        except Exception as exc:  # pyOpenSSL raises its own error types
+            raise ConfigError(f"cannot load the TLS certificate or key: {exc}") from exc
     handler.authorizer = authorizer
+    handler.timeout = cfg.idle_timeout
+    handler.dtp_handler = type("ConfiguredDTP", (handler.dtp_handler,), {"timeout": cfg.data_timeout})
     handler.tuning_spec = cfg.tuning
     handler.host_limits = sockopt.HostLimits.read()
     handler.allow_force = cfg.force_buffers and handler.host_limits.can_force
+    handler.buffer_budget = BufferBudget(cfg.buffer_budget)
     if cfg.force_buffers and not handler.allow_force:
         log.warning("--force-buffers: no CAP_NET_ADMIN here; buffers stay capped at rmem_max/wmem_max")
     if cfg.passive_ports:
@@ -84,18 +121,59 @@ def build_server(cfg: ServerConfig) -> FTPServer:
 
 
 def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
+    """Serve until SIGTERM/SIGINT; then stop accepting, let running transfers
+    finish within ``cfg.grace`` seconds, abort the rest (426), exit 0.
+    A second signal aborts at once."""
     server = build_server(cfg)
     host, port = server.socket.getsockname()[:2]
     print(f"drsftp serve: listening on {host}:{port} (tuning {cfg.tuning})", file=ready_stream, flush=True)
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
+    signals = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: signals.append(signum))
+    deadline = None
     try:
-        server.serve_forever(handle_exit=False)
-    except KeyboardInterrupt:
-        pass
+        while True:
+            # one poll at a time: the signal handler only records, never
+            # touches the ioloop from signal context
+            server.ioloop.loop(timeout=0.2, blocking=False)
+            if not signals:
+                continue
+            if deadline is None:
+                deadline = time.monotonic() + cfg.grace
+                server.handler.shutting_down = True
+                server.close()  # the listener only: no new sessions
+            running = _shutdown_step(server)
+            if not running:
+                break
+            if time.monotonic() >= deadline or len(signals) > 1:
+                log.warning("grace period over: aborting %d transfer(s)", len(running))
+                for h in running:
+                    h.abort_for_shutdown()
+                _flush(server, 1.0)
+                break
     finally:
         server.close_all()
     return 0
+
+
+def _sessions(server) -> list[DRSControlMixin]:
+    return [h for h in list(server.ioloop.socket_map.values()) if isinstance(h, DRSControlMixin)]
+
+
+def _shutdown_step(server) -> list[DRSControlMixin]:
+    """Close idle sessions (421); return those whose transfer still runs."""
+    running = []
+    for h in _sessions(server):
+        if h.transfer_running():
+            running.append(h)
+        elif not h._closed and not getattr(h, "_bye_sent", False):
+            h._bye_sent = True
+            h.respond("421 Server shutting down.")
+            h.close_when_done()
+    return running
+
+
+def _flush(server, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and _sessions(server):
+        server.ioloop.loop(timeout=0.05, blocking=False)

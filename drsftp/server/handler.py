@@ -10,16 +10,24 @@
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 from pyftpdlib.handlers import DTPHandler, FTPHandler
+from pyftpdlib.utils import is_ssl_sock
 from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
 from pyftpdlib.handlers.ftp.control import proto_cmds as _stock_cmds
 
 from .. import sockopt
 from ..ftp import drscmd
+from ..ftp.session import partial_name
 from ..tuner import SocketTuner
 from ..tuning import Role
+from ..tuning.budget import BufferBudget
 
 log = logging.getLogger("drsftp.server")
 
@@ -30,6 +38,12 @@ GUARDED = frozenset({
 })
 
 DRS_CMDS = dict(_stock_cmds)  # a copy: pyftpdlib's dict is shared module-wide
+DRS_CMDS["HASH"] = dict(
+    perm="r", auth=True, arg=True,
+    help="Syntax: HASH <SP> file-name (cryptographic hash of a file, draft-bryan-ftpext-hash).",
+)
+HASH_ALGORITHMS = {"SHA-256": "sha256", "SHA-512": "sha512", "SHA-1": "sha1", "MD5": "md5"}
+_hash_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="drsftp-hash")
 DRS_CMDS["DRS"] = dict(
     perm=None,
     auth=True,
@@ -40,7 +54,7 @@ DRS_CMDS["DRS"] = dict(
 RECV_CHUNK = 1 << 20  # one recv_into per MiB: no per-packet Python work
 
 
-class DRSDTPHandler(DTPHandler):
+class DRSDataMixin:
     """Data channel that observes and tunes its socket every tick."""
 
     ac_out_buffer_size = 4 << 20  # bytes per sendfile() call
@@ -49,11 +63,17 @@ class DRSDTPHandler(DTPHandler):
         self.tuner: SocketTuner | None = None
         self._tick_handle = None
         self._recv_buf = None
+        self._expected_send: int | None = None
         super().__init__(sock, cmd_channel)
 
     # -- start tuning when the direction is known ---------------------------
     def push_with_producer(self, producer):
         self._start_tuning(Role.SENDER)
+        try:  # what RETR should deliver, to catch a file shrinking under it
+            f = producer.file
+            self._expected_send = os.fstat(f.fileno()).st_size - f.tell()
+        except (AttributeError, OSError, ValueError):
+            self._expected_send = None
         super().push_with_producer(producer)
 
     def enable_receiving(self, type, cmd):
@@ -65,7 +85,8 @@ class DRSDTPHandler(DTPHandler):
             return
         server = self.cmd_channel
         self.tuner = SocketTuner(
-            server.tuning_spec, role, allow_force=server.allow_force, limits=server.host_limits
+            server.tuning_spec, role, allow_force=server.allow_force, limits=server.host_limits,
+            budget=server.buffer_budget,
         )
         self.tuner.attach(self.socket)
         self._tick()
@@ -83,7 +104,7 @@ class DRSDTPHandler(DTPHandler):
     # -- data path -----------------------------------------------------------
     def handle_read(self):
         """recv_into one large buffer and write it straight to the file."""
-        if self._data_wrapper is not None:  # ASCII mode: stock path
+        if self._data_wrapper is not None or is_ssl_sock(self.socket):  # ASCII or TLS: stock path
             return super().handle_read()
         if self._recv_buf is None:
             self._recv_buf = bytearray(RECV_CHUNK)
@@ -104,16 +125,67 @@ class DRSDTPHandler(DTPHandler):
         except OSError as err:
             from pyftpdlib.handlers.ftp.data import _FileReadWriteError
 
-            raise _FileReadWriteError(err) from err
+            raise _FileReadWriteError(err.errno, err.strerror) from err
 
-    handle_read_event = handle_read
+    def handle_error(self):
+        """Write errors get RFC 959 codes: 452 when storage is full, 451
+        for other local errors (pyftpdlib says 426 for both)."""
+        import sys
+
+        from pyftpdlib.handlers.ftp.data import _FileReadWriteError
+
+        err = sys.exc_info()[1]
+        if isinstance(err, _FileReadWriteError):
+            code = err.errno or getattr(err.__cause__, "errno", None)  # pyftpdlib's own wrap drops it
+            if code in (errno.ENOSPC, errno.EDQUOT):
+                self._resp = ("452 Insufficient storage space; transfer aborted.", log.warning)
+            else:
+                self._resp = (f"451 Local error: {os.strerror(code or errno.EIO)}; transfer aborted.", log.warning)
+            self.transfer_finished = False
+            self.close()
+            return
+        super().handle_error()
+
+    def _finish_upload(self) -> None:
+        """A complete upload is renamed into place before the 226 is sent;
+        an incomplete one stays under its temporary name (resumable)."""
+        target = self.cmd_channel._upload_targets.pop(getattr(self.file_obj, "name", None), None)
+        if target is None or not self.receive or not self.transfer_finished or not self._resp:
+            return
+        if not self._resp[0].startswith("226"):
+            return
+        final, expected = target
+        try:
+            self.file_obj.close()
+            size = os.path.getsize(self.file_obj.name)
+            if expected is not None and size != expected:
+                # Stream mode ends a file by closing the connection (RFC 959
+                # 3.4.1), so a client that died looks done: the size it
+                # announced with ALLO tells the difference.
+                self.transfer_finished = False
+                self._resp = (f"451 Upload incomplete: {size} of {expected} bytes; "
+                              "kept for REST to resume.", log.warning)
+                return
+            os.replace(self.file_obj.name, final)
+        except OSError as exc:
+            self.transfer_finished = False
+            self._resp = (f"451 Cannot move the upload into place: {exc.strerror}.", log.warning)
 
     def close(self):
+        if self._closed:
+            return super().close()
+        if (not self.receive and self.transfer_finished and self._expected_send is not None
+                and self.tot_bytes_sent < self._expected_send and self._resp[:1]
+                and self._resp[0].startswith("226")):
+            self.transfer_finished = False
+            self._resp = ("451 The file shrank during the transfer; transfer aborted.", log.warning)
+        self._finish_upload()
         if self._tick_handle is not None:
             self._tick_handle.cancel()
             self._tick_handle = None
         if self.tuner is not None and not self._closed:
             self.cmd_channel.last_transfer = self.tuner.summary()
+            self.tuner.close()
         super().close()
 
 
@@ -129,9 +201,10 @@ class DRSActiveDTP(ActiveDTP):
         self.cmd_channel.before_handshake(self.socket)
 
 
-class DRSFTPHandler(FTPHandler):
-    proto_cmds = DRS_CMDS
-    dtp_handler = DRSDTPHandler
+class DRSControlMixin:
+    """The control connection: DRS, HASH, the transfer guard, uploads under
+    a temporary name, shutdown.  Mixed into FTPHandler and TLS_FTPHandler."""
+
     passive_dtp = DRSPassiveDTP
     active_dtp = DRSActiveDTP
     banner = "drsftp ready (DRS: dynamic right-sizing available, see FEAT)."
@@ -140,16 +213,48 @@ class DRSFTPHandler(FTPHandler):
     tuning_spec = "drs"
     allow_force = False
     host_limits: sockopt.HostLimits | None = None
+    buffer_budget: BufferBudget | None = None  # shared by all transfers of one server
+    drs_rate = 20.0  # DRS commands per second and connection (token bucket)
+    shutting_down = False  # set on SIGTERM: no new transfers
 
     def __init__(self, conn, server, ioloop=None):
         super().__init__(conn, server, ioloop)
         self._extra_feats = list(self._extra_feats) + ["DRS"]
         self.last_transfer: dict | None = None
+        self._drs_tokens = self.drs_rate
+        self._drs_refill = time.monotonic()
+        self._hash_algo = "SHA-256"
+        self._hash_job = None
+        self._upload_targets: dict[str, tuple] = {}  # temporary path -> (final path, expected size)
+        self._allo: int | None = None  # size announced by ALLO for the next STOR
 
     def before_handshake(self, sock) -> None:
         SocketTuner(
             self.tuning_spec, Role.RECEIVER, allow_force=self.allow_force, limits=self.host_limits
         ).before_handshake(sock)
+
+    # -- over-long lines ---------------------------------------------------------
+    MAX_LINE = 2048
+
+    def collect_incoming_data(self, data):
+        """pyftpdlib answers 500 to a line over 2048 bytes but then keeps
+        collecting, so the line's tail ran as a command of its own (reply
+        desync; command smuggling).  Discard up to the line's end instead."""
+        if getattr(self, "_discarding", False):
+            return
+        self._in_buffer.append(data)
+        self._in_buffer_len += len(data)
+        if self._in_buffer_len > self.MAX_LINE:
+            self.respond_w_warning("500 Command too long.")
+            self._in_buffer, self._in_buffer_len = [], 0
+            self._discarding = True
+
+    def found_terminator(self):
+        if getattr(self, "_discarding", False):
+            self._discarding = False
+            self._in_buffer, self._in_buffer_len = [], 0
+            return
+        super().found_terminator()
 
     # -- transfer guard ------------------------------------------------------
     def transfer_running(self) -> bool:
@@ -161,6 +266,13 @@ class DRSFTPHandler(FTPHandler):
         )
 
     def pre_process_command(self, line, cmd, arg):
+        if self._hash_job is not None and cmd not in ("ABOR", "QUIT", "NOOP", "STAT"):
+            self.respond("503 Bad sequence of commands: HASH is still being computed.")
+            return
+        if self.shutting_down and cmd in GUARDED and not self.transfer_running():
+            self.respond("421 Server shutting down; try again later.")
+            self.close_when_done()
+            return
         if cmd in GUARDED and self.authenticated and self.transfer_running():
             msg = f"Bad sequence of commands: a transfer is running; {cmd} refused (ABOR first)."
             self.respond("503 " + msg)
@@ -168,8 +280,111 @@ class DRSFTPHandler(FTPHandler):
             return
         super().pre_process_command(line, cmd, arg)
 
+    def abort_for_shutdown(self) -> None:
+        """End the running transfer with 426 (RFC 959), then the session."""
+        dc = self.data_channel
+        if dc is not None:
+            dc._resp = ()  # no 226/426 of its own: we say why
+            dc.close()
+        self._out_dtp_queue = self._in_dtp_queue = None
+        self.respond("426 Transfer aborted: server shutting down.")
+        self.respond("421 Server shutting down.")
+        self.close_when_done()
+
+    # -- uploads under a temporary name ----------------------------------------
+    def ftp_STOR(self, file, mode="w"):
+        """STOR writes ``.NAME.part`` and renames it when complete, so an
+        interrupted upload never looks complete; REST + STOR continues the
+        temporary file.  APPE appends to the file itself (mode 'a')."""
+        if "a" in mode:
+            return super().ftp_STOR(file, mode)
+        temp = os.path.join(os.path.dirname(file), os.path.basename(partial_name("/" + os.path.basename(file))))
+        if self._restart_position and not os.path.exists(temp) and os.path.isfile(file):
+            temp = file  # resuming a file some other way: continue it in place
+        expected, self._allo = self._allo, None
+        result = super().ftp_STOR(temp, mode)
+        if result is not None and temp != file:
+            self._upload_targets[temp] = (file, expected)
+        return result
+
+    def ftp_ALLO(self, line):
+        """RFC 959 ALLO: drsftp takes the size as the upload's expected
+        length, so a connection that closes early is not a complete file."""
+        try:
+            size = int(line.split()[0])
+            if size < 0:
+                raise ValueError
+        except (ValueError, IndexError):
+            self.respond("501 ALLO wants a size in bytes.")
+            return
+        self._allo = size
+        self.respond(f"200 ALLO {size} bytes: the upload must be that long.")
+
+    # -- FEAT / OPTS / HASH (draft-bryan-ftpext-hash) ----------------------------
+    def ftp_FEAT(self, line):
+        algos = ";".join(a + ("*" if a == self._hash_algo else "") for a in HASH_ALGORITHMS)
+        self._extra_feats = [f for f in self._extra_feats if not f.startswith("HASH ")] + [f"HASH {algos}"]
+        super().ftp_FEAT(line)
+
+    def ftp_OPTS(self, line):
+        cmd, _, arg = line.partition(" ")
+        if cmd.upper() != "HASH":
+            return super().ftp_OPTS(line)
+        if not arg:
+            self.respond(f"200 {self._hash_algo}")
+        elif arg.strip().upper() in HASH_ALGORITHMS:
+            self._hash_algo = arg.strip().upper()
+            self.respond(f"200 {self._hash_algo}")
+        else:
+            self.respond("501 Unknown hash algorithm.")
+
+    def ftp_HASH(self, path):
+        if not self.fs.isfile(path):
+            self.respond("550 Not a regular file.")
+            return
+        algo, name = self._hash_algo, self.fs.fs2ftp(path)
+
+        def compute():
+            h = hashlib.new(HASH_ALGORITHMS[algo])
+            with open(path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+                size = f.tell()
+            return size, h.hexdigest()
+
+        # Hash in a thread; the ioloop polls for the result and stays free.
+        self._hash_job = _hash_pool.submit(compute)
+        self._poll_hash(algo, name)
+
+    def _poll_hash(self, algo, name):
+        job = self._hash_job
+        if job is None or self._closed:
+            return
+        if not job.done():
+            self.ioloop.call_later(0.02, self._poll_hash, algo, name, _errback=self.handle_error)
+            return
+        self._hash_job = None
+        try:
+            size, digest = job.result()
+        except OSError as exc:
+            self.respond(f"550 Cannot hash: {exc.strerror}.")
+            return
+        self.respond(f"213 {algo} 0-{max(size - 1, 0)} {digest} {name}")
+
     # -- DRS command -----------------------------------------------------------
+    def _drs_allowed(self) -> bool:
+        now = time.monotonic()
+        self._drs_tokens = min(self.drs_rate, self._drs_tokens + (now - self._drs_refill) * self.drs_rate)
+        self._drs_refill = now
+        if self._drs_tokens < 1:
+            return False
+        self._drs_tokens -= 1
+        return True
+
     def ftp_DRS(self, line):
+        if not self._drs_allowed():
+            self.respond(f"503 DRS rate limit: at most {self.drs_rate:g} per second; ignored.")
+            return
         try:
             pairs = drscmd.parse_args(line or "")
         except drscmd.DRSArgumentError as exc:
@@ -182,3 +397,32 @@ class DRSFTPHandler(FTPHandler):
             return
         tuner.on_peer_pairs(pairs)
         self.respond("200 DRS " + (tuner.report_pairs() or "role=0"))
+
+
+def _commands(base: dict) -> dict:
+    cmds = dict(base)  # a copy: pyftpdlib's dicts are shared module-wide
+    cmds.update({k: DRS_CMDS[k] for k in ("DRS", "HASH")})
+    return cmds
+
+
+class DRSDTPHandler(DRSDataMixin, DTPHandler):
+    handle_read_event = DRSDataMixin.handle_read  # plain sockets: skip a dispatch layer
+
+
+class DRSFTPHandler(DRSControlMixin, FTPHandler):
+    proto_cmds = DRS_CMDS
+    dtp_handler = DRSDTPHandler
+
+
+def tls_handler_class():
+    """FTPS (RFC 4217: AUTH TLS, PBSZ, PROT P) classes; needs pyOpenSSL."""
+    from pyftpdlib.handlers import TLS_DTPHandler, TLS_FTPHandler
+
+    class DRSTLSDTPHandler(DRSDataMixin, TLS_DTPHandler):
+        pass
+
+    class DRSTLSFTPHandler(DRSControlMixin, TLS_FTPHandler):
+        proto_cmds = _commands(TLS_FTPHandler.proto_cmds)
+        dtp_handler = DRSTLSDTPHandler
+
+    return DRSTLSFTPHandler

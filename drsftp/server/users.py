@@ -1,0 +1,116 @@
+"""Users file: hashed passwords, per-user home and permissions.
+
+One user per line, colon-separated (``#`` starts a comment):
+
+    NAME:scrypt$N$r$p$SALT$HASH:HOME:PERM
+
+SALT and HASH are base64; HOME is absolute or relative to the file's
+directory; PERM is pyftpdlib's letters (``elr`` read-only, ``elradfmwMT``
+full).  Passwords are never stored in plain text; checks use
+``hmac.compare_digest``.  ``drsftp passwd`` writes the file (mode 0600).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import re
+import secrets
+from dataclasses import dataclass
+
+from pyftpdlib.authorizers import AuthenticationFailed, DummyAuthorizer
+
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+PERM_RE = re.compile(r"^[elradfmwMT]+$")
+READ_PERM, WRITE_PERM = "elr", "elradfmwMT"
+
+
+class UsersFileError(ValueError):
+    pass
+
+
+def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=32)
+    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+    return f"scrypt${n}${r}${p}${b64(salt)}${b64(digest)}"
+
+
+def check_password(stored: str, password: str) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        want = base64.b64decode(digest)
+        got = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p),
+                             dklen=len(want))
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got, want)
+
+
+@dataclass
+class UserEntry:
+    name: str
+    hashed: str
+    home: str
+    perm: str
+
+    def line(self) -> str:
+        return f"{self.name}:{self.hashed}:{self.home}:{self.perm}"
+
+
+def read_users(path: str) -> list[UserEntry]:
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        raise UsersFileError(f"cannot read users file {path}: {exc.strerror}") from exc
+    users, base = [], os.path.dirname(os.path.abspath(path))
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(":")
+        if len(parts) != 4:
+            raise UsersFileError(f"{path}:{no}: want NAME:HASH:HOME:PERM")
+        name, hashed, home, perm = parts
+        if not NAME_RE.match(name) or not hashed.startswith("scrypt$") or not PERM_RE.match(perm):
+            raise UsersFileError(f"{path}:{no}: bad user name, hash or permissions")
+        users.append(UserEntry(name, hashed, home, perm))
+        users[-1].home = os.path.join(base, home) if not os.path.isabs(home) else home
+    return users
+
+
+def write_user(path: str, entry: UserEntry, delete: bool = False) -> None:
+    """Add, replace or delete one user; the file stays mode 0600."""
+    lines = []
+    if os.path.exists(path):
+        with open(path) as f:
+            lines = [ln for ln in f.read().splitlines() if ln.split(":", 1)[0] != entry.name]
+    if not delete:
+        lines.append(entry.line())
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+
+
+class HashedAuthorizer(DummyAuthorizer):
+    """pyftpdlib's authorizer with scrypt-hashed passwords."""
+
+    def add_hashed_user(self, entry: UserEntry) -> None:
+        if not os.path.isdir(entry.home):
+            raise UsersFileError(f"home of {entry.name!r} does not exist: {entry.home}")
+        self.add_user(entry.name, entry.hashed, entry.home, perm=entry.perm)
+
+    def validate_authentication(self, username, password, handler):
+        user = self.user_table.get(username)
+        if username == "anonymous" and user is not None:
+            return  # only present with --anonymous-read, and read-only
+        if user is None or not check_password(user["pwd"], password):
+            raise AuthenticationFailed("Authentication failed.")

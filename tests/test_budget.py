@@ -1,0 +1,57 @@
+"""The server-wide buffer budget: shares in proportion to need."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drsftp.tuning import Decision
+from drsftp.tuning.budget import BufferBudget
+
+MiB = 1 << 20
+
+
+def test_everything_granted_while_the_total_fits():
+    b = BufferBudget(64 * MiB)
+    assert b.limit("a", Decision(rcv_window=8 * MiB)) == Decision(rcv_window=8 * MiB)
+    assert b.limit("b", Decision(sndbuf=16 * MiB)) == Decision(sndbuf=16 * MiB)
+
+
+def test_over_budget_shares_follow_need():
+    b = BufferBudget(30 * MiB)
+    b.limit("small", Decision(rcv_window=10 * MiB))
+    big = b.limit("big", Decision(rcv_window=50 * MiB))
+    assert big.rcv_window == 25 * MiB  # 30 x 50/60
+    small = b.limit("small", Decision(rcv_window=10 * MiB))
+    assert small.rcv_window == 5 * MiB
+    assert b.granted_total() <= 30 * MiB
+    b.release("big")
+    assert b.limit("small", Decision(rcv_window=10 * MiB)).rcv_window == 10 * MiB
+
+
+def test_a_peer_cannot_claim_more_than_its_share():
+    """A hostile peer inflating its need still gets at most the budget, and
+    the honest flow keeps a floor."""
+    b = BufferBudget(16 * MiB, floor=256 * 1024)
+    b.limit("honest", Decision(rcv_window=4 * MiB))
+    greedy = b.limit("greedy", Decision(rcv_window=1 << 40))
+    honest = b.limit("honest", Decision(rcv_window=4 * MiB))
+    assert greedy.rcv_window <= 16 * MiB
+    assert honest.rcv_window >= 256 * 1024
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(1, 1 << 36), st.booleans()), min_size=1, max_size=60),
+       st.integers(1 * MiB, 1 << 30))
+def test_property_grants_never_exceed_budget_plus_floors(events, total):
+    b = BufferBudget(total, floor=64 * 1024)
+    granted = {}
+    for key, want, rcv in events:
+        d = b.limit(key, Decision(rcv_window=want) if rcv else Decision(sndbuf=want))
+        granted[key] = d.rcv_window if rcv else d.sndbuf
+        assert (d.rcv_window or d.sndbuf) <= max(want, 64 * 1024)
+    # re-evaluate everyone at the end (as each flow's next tick does)
+    final = 0
+    for key in granted:
+        f = b._flows[key]
+        d = b.limit(key, Decision(rcv_window=f.rcv or None, sndbuf=f.snd or None))
+        final += (d.rcv_window or 0) + (d.sndbuf or 0)
+    assert final <= total + 2 * 64 * 1024 * len(granted)

@@ -1,0 +1,180 @@
+"""Hostile input, integrity and shutdown against a live server (loopback)."""
+
+import ftplib
+import hashlib
+import json
+import os
+import signal
+import socket
+import time
+
+from conftest import PASSWORD, USER, ServerProcess, drsftp, make_file, sha256_file
+
+
+def _session(port):
+    ftp = ftplib.FTP()
+    ftp.connect("127.0.0.1", port, timeout=30)
+    ftp.login(USER, PASSWORD)
+    ftp.voidcmd("TYPE I")
+    return ftp
+
+
+def _reply(ftp, cmd):
+    try:
+        return ftp.sendcmd(cmd)
+    except ftplib.all_errors as exc:
+        return str(exc)
+
+
+def _start_stalled_retr(ftp, name):
+    """A RETR whose client does not read: the transfer stays running."""
+    host, port = ftp.makepasv()
+    data = socket.create_connection((host, port))
+    data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    ftp.putcmd(f"RETR {name}")
+    assert ftp.getresp().startswith("1")
+    data.recv(65536)
+    return data
+
+
+def test_hash_command_and_verify(server, tmp_path):
+    src = make_file(os.path.join(server.root, "h.bin"), 9_000_001, seed=30)
+    ftp = _session(server.port)
+    assert "HASH SHA-256*" in ftp.sendcmd("FEAT")
+    reply = ftp.sendcmd("HASH h.bin")
+    assert reply == f"213 SHA-256 0-9000000 {sha256_file(src)} /h.bin"
+    assert ftp.sendcmd("OPTS HASH MD5") == "200 MD5"
+    md5 = hashlib.md5(open(src, "rb").read()).hexdigest()
+    assert ftp.sendcmd("HASH h.bin").split()[3] == md5
+    assert _reply(ftp, "HASH missing.bin").startswith("550")
+    assert _reply(ftp, "HASH ../../etc/passwd").startswith("550")
+    assert _reply(ftp, "OPTS HASH CRC-99").startswith("501")
+    ftp.quit()
+    r = drsftp("get", server.url("h.bin"), str(tmp_path / "h"), "--verify", "--json", str(tmp_path / "j"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "j").read_text())["sha256"] == sha256_file(src)
+    r = drsftp("put", str(src), server.url("h2.bin"), "--verify")
+    assert r.returncode == 0, r.stderr
+
+
+def test_verify_fails_loudly_when_the_server_has_no_hash(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    root = tmp_path / "stock"
+    root.mkdir()
+    make_file(root / "s.bin", 1 << 20, seed=31)
+    proc = subprocess.Popen([sys.executable, "-m", "pyftpdlib", "-i", "127.0.0.1", "-p", "0", "-d", str(root),
+                             "-u", USER, "-P", PASSWORD], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        port = None
+        for _ in range(50):
+            m = re.search(r"on [\d.]+:(\d+)", proc.stdout.readline())
+            if m:
+                port = int(m.group(1))
+                break
+        r = drsftp("get", f"ftp://{USER}:{PASSWORD}@127.0.0.1:{port}/s.bin", str(tmp_path / "s"), "--verify")
+        assert r.returncode == 1 and "not verified" in r.stderr and "Traceback" not in r.stderr
+        assert not (tmp_path / "s").exists()  # not presented as complete
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()
+
+
+def test_drs_command_is_rate_limited(server):
+    make_file(os.path.join(server.root, "r.bin"), 32 << 20, seed=32)
+    ftp = _session(server.port)
+    data = _start_stalled_retr(ftp, "r.bin")
+    replies = [_reply(ftp, "DRS rtt_us=1000") for _ in range(60)]
+    assert any(r.startswith("200 DRS") for r in replies)
+    limited = [r for r in replies if r.startswith("503 DRS rate limit")]
+    assert 20 <= len(limited) <= 45, len(limited)
+    time.sleep(0.3)
+    assert _reply(ftp, "DRS").startswith("200 DRS")  # the bucket refills
+    data.close()
+    ftp.close()
+
+
+def test_paths_stay_inside_the_root(server, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    os.symlink(str(tmp_path), os.path.join(server.root, "escape"))
+    ftp = _session(server.port)
+    for path in ("../secret.txt", "/../secret.txt", "../../../../etc/passwd", "escape/secret.txt",
+                 str(outside), "/etc/passwd"):
+        got = []
+        try:
+            ftp.retrbinary(f"RETR {path}", got.append)
+        except ftplib.error_perm as exc:
+            assert str(exc).startswith("550"), (path, exc)
+        assert b"".join(got) != b"secret", path
+        assert _reply(ftp, f"SIZE {path}").startswith("550"), path
+    assert _reply(ftp, "CWD escape").startswith("550")
+    ftp.quit()
+
+
+def test_sigterm_lets_a_running_transfer_finish_then_exits_0(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    src = make_file(root / "g.bin", 24 << 20, seed=33)
+    srv = ServerProcess(root, "--grace", "20")
+    try:
+        ftp = _session(srv.port)
+        idle = _session(srv.port)
+        data = _start_stalled_retr(ftp, "g.bin")
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert srv.proc.poll() is None  # waiting for the transfer
+        try:  # no new sessions
+            socket.create_connection(("127.0.0.1", srv.port), timeout=2).close()
+            refused = False
+        except OSError:
+            refused = True
+        assert refused
+        assert idle.getline().startswith("421")  # idle sessions are told
+        got = bytearray()
+        while chunk := data.recv(1 << 20):
+            got += chunk
+        data.close()
+        assert ftp.getresp().startswith("226")
+        with open(src, "rb") as f:
+            assert len(got) + 65536 >= f.seek(0, 2)  # all but the first recv
+        assert srv.proc.wait(15) == 0
+    finally:
+        srv.stop()
+
+
+def test_sigterm_aborts_with_426_after_the_grace_period(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    make_file(root / "g.bin", 24 << 20, seed=34)
+    srv = ServerProcess(root, "--grace", "1")
+    try:
+        ftp = _session(srv.port)
+        data = _start_stalled_retr(ftp, "g.bin")
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(15) == 0
+        assert ftp.getline().startswith("426")
+        data.close()
+    finally:
+        srv.stop()
+
+
+def test_over_long_line_is_one_500_and_its_tail_never_runs(server):
+    """pyftpdlib ran the tail of an over-long line as a command."""
+    victim = os.path.join(server.root, "victim.bin")
+    make_file(victim, 1000, seed=35)
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    f = s.makefile("rb")
+    f.readline()
+    s.sendall(f"USER {USER}\r\nPASS {PASSWORD}\r\n".encode())
+    f.readline(), f.readline()
+    for pad in (2049, 4096 - len("DELE victim.bin"), 6000):
+        s.sendall(b"NOOP " + b"x" * pad + b"DELE victim.bin\r\n")
+        assert f.readline().startswith(b"500")
+        s.sendall(b"NOOP\r\n")
+        assert f.readline().startswith(b"200")  # in step: exactly one reply each
+    assert os.path.exists(victim)
+    s.close()
