@@ -1,6 +1,8 @@
+import ftplib
 import hashlib
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -105,3 +107,56 @@ def link_file(src, dst_dir, name=None):
 
         shutil.copyfile(src, dst)
     return dst
+
+
+def ftp_session(port, user=USER, password=PASSWORD):
+    """ftplib, logged in, binary."""
+    ftp = ftplib.FTP()
+    ftp.connect("127.0.0.1", port, timeout=30)
+    ftp.login(user, password)
+    ftp.voidcmd("TYPE I")
+    return ftp
+
+
+def reply_of(ftp, cmd):
+    """The reply text, error replies included."""
+    try:
+        return ftp.sendcmd(cmd)
+    except ftplib.all_errors as exc:
+        return str(exc)
+
+
+def start_stalled_retr(ftp, name, first=65536):
+    """A RETR whose client reads ``first`` bytes and then stops (64 KiB
+    receive buffer): the transfer stays running.  Returns (data socket,
+    the bytes read)."""
+    host, port = ftp.makepasv()
+    data = socket.create_connection((host, port))
+    data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    ftp.putcmd(f"RETR {name}")
+    assert ftp.getresp().startswith("1")
+    head = b""
+    while len(head) < first:
+        head += data.recv(first - len(head))
+    return data, head
+
+
+@pytest.fixture
+def stock_server(tmp_path):
+    """A stock pyftpdlib server (no DRS, no HASH): (root, port)."""
+    root = tmp_path / "stock"
+    root.mkdir()
+    proc = subprocess.Popen(
+        [PY, "-m", "pyftpdlib", "-i", "127.0.0.1", "-p", "0", "-w", "-d", str(root), "-u", USER, "-P", PASSWORD],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    port = None
+    for _ in range(50):
+        m = re.search(r"starting FTP server on [\d.]+:(\d+)", proc.stdout.readline())
+        if m:
+            port = int(m.group(1))
+            break
+    assert port, "stock pyftpdlib server did not start"
+    yield root, port
+    proc.terminate()
+    proc.wait(10)
+    proc.stdout.close()

@@ -1,11 +1,9 @@
 """End to end on loopback with a real `drsftp serve` process."""
 
-import ftplib
 import json
 import os
-import socket
 
-from conftest import PASSWORD, USER, drsftp, link_file, make_file, sha256_file
+from conftest import drsftp, ftp_session, link_file, make_file, reply_of, sha256_file, start_stalled_retr
 
 
 def test_get_and_put_256mib_identical(server, big_file, tmp_path):
@@ -56,52 +54,29 @@ def test_continue_resumes_an_interrupted_put(server, tmp_path):
     assert json.loads((tmp_path / "j").read_text())["resumed_from"] == 7_777_777
 
 
-def _session(server):
-    ftp = ftplib.FTP()
-    ftp.connect("127.0.0.1", server.port, timeout=30)
-    ftp.login(USER, PASSWORD)
-    ftp.voidcmd("TYPE I")
-    return ftp
-
-
-def _code(ftp, cmd):
-    try:
-        return ftp.sendcmd(cmd)
-    except ftplib.all_errors as exc:
-        return str(exc)
-
-
 def test_drs_mid_transfer_live_numbers_and_guarded_commands(server, tmp_path):
     src = make_file(os.path.join(server.root, "g.bin"), 64 << 20, seed=4)
-    ftp = _session(server)
-    assert _code(ftp, "DRS rtt_us=1000").startswith("425 DRS")  # no transfer yet
-    host, port = ftp.makepasv()
-    data = socket.create_connection((host, port))
-    # keep the receive window small so the transfer stays in progress
-    data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-    ftp.putcmd("RETR g.bin")
-    assert ftp.getresp().startswith("1")
-    head = b""
-    while len(head) < 1 << 20:
-        head += data.recv((1 << 20) - len(head))
+    ftp = ftp_session(server.port)
+    assert reply_of(ftp, "DRS rtt_us=1000").startswith("425 DRS")  # no transfer yet
+    data, head = start_stalled_retr(ftp, "g.bin", first=1 << 20)
 
-    first = _code(ftp, "DRS rtt_us=1000 wnd=262144 rate=1000000 bytes=1048576")
+    first = reply_of(ftp, "DRS rtt_us=1000 wnd=262144 rate=1000000 bytes=1048576")
     assert first.startswith("200 DRS "), first
     pairs = dict(kv.split("=") for kv in first.split()[2:])
     assert int(pairs["bytes"]) >= 1 << 20 and int(pairs["cwnd"]) > 0 and int(pairs["sndbuf"]) > 0
 
     for cmd in ("PASV", "EPSV", "PORT 127,0,0,1,4,1", "EPRT |1|127.0.0.1|1025|", "RETR g.bin",
                 "STOR other.bin", "APPE other.bin", "LIST", "NLST", "MLSD", "REST 0", "TYPE A"):
-        assert _code(ftp, cmd).startswith("503"), cmd
+        assert reply_of(ftp, cmd).startswith("503"), cmd
     for bad in ("DRS rtt_us=-5", "DRS cwnd=abc", "DRS " + "x=1 " * 20, "DRS rtt_us=99999999999"):
-        assert _code(ftp, bad).startswith("501 DRS"), bad
-    assert _code(ftp, "NOOP").startswith("200")
+        assert reply_of(ftp, bad).startswith("501 DRS"), bad
+    assert reply_of(ftp, "NOOP").startswith("200")
 
     # read on, ask again: the numbers are live
     more = b""
     while len(more) < 8 << 20:
         more += data.recv(1 << 20)
-    second = _code(ftp, "DRS")
+    second = reply_of(ftp, "DRS")
     assert int(dict(kv.split("=") for kv in second.split()[2:])["bytes"]) > int(pairs["bytes"])
 
     rest = bytearray()
@@ -117,13 +92,8 @@ def test_drs_mid_transfer_live_numbers_and_guarded_commands(server, tmp_path):
 
 def test_abor_stops_a_running_transfer(server):
     make_file(os.path.join(server.root, "a.bin"), 64 << 20, seed=5)
-    ftp = _session(server)
-    host, port = ftp.makepasv()
-    data = socket.create_connection((host, port))
-    data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-    ftp.putcmd("RETR a.bin")
-    assert ftp.getresp().startswith("1")
-    data.recv(65536)
+    ftp = ftp_session(server.port)
+    data, _ = start_stalled_retr(ftp, "a.bin")
     ftp.putcmd("ABOR")
     replies = [ftp.getline()[:3], ftp.getline()[:3]]
     assert replies == ["426", "226"]
@@ -133,7 +103,7 @@ def test_abor_stops_a_running_transfer(server):
 
 
 def test_feat_and_help_advertise_drs(server):
-    ftp = _session(server)
+    ftp = ftp_session(server.port)
     assert " DRS" in ftp.sendcmd("FEAT")
     assert "DRS" in ftp.sendcmd("HELP DRS")
     ftp.quit()

@@ -4,16 +4,24 @@ Every loop here is bounded in count and time; every process is ended by PID.
 """
 
 import os
-import signal
-import socket
 import subprocess
-import sys
 import time
 
 import psutil
 import pytest
 
-from conftest import PASSWORD, PY, USER, ServerProcess, drsftp, make_file, sha256_file, wait_until
+from conftest import (
+    PASSWORD,
+    PY,
+    USER,
+    ServerProcess,
+    drsftp,
+    ftp_session,
+    make_file,
+    sha256_file,
+    start_stalled_retr,
+    wait_until,
+)
 from drsftp.netem.link import Link, wait_for_port
 
 PORT = 2121
@@ -42,6 +50,16 @@ def _url(link, name):
     return f"ftp://{USER}:{PASSWORD}@{link.server_addr}:{PORT}/{name}"
 
 
+def _transfer(link, direction, src, root, tmp_path, *flags):
+    """Start a get of root/f.bin or a put of src as root/up.bin; returns
+    (client, final path, the partial file to watch)."""
+    if direction == "get":
+        dest = tmp_path / "f.bin.out"
+        return _client(link, "get", _url(link, "f.bin"), str(dest), *flags), dest, str(dest) + ".part"
+    dest = root / "up.bin"
+    return _client(link, "put", str(src), _url(link, "up.bin"), *flags), dest, str(root / ".up.bin.part")
+
+
 def _kill_data_connections(link):
     """ss -K: destroy the server's established sockets except the control ones."""
     r = link.run("server", ["ss", "-K", "-tn", "state", "established", "(", "sport", "!=", f":{PORT}", ")"],
@@ -60,14 +78,7 @@ def test_retries_survive_a_killed_data_connection(tmp_path, direction):
     src = make_file((root if direction == "get" else tmp_path) / "f.bin", 40 << 20, seed=50)
     with Link(rtt=0.02, rate=100e6) as link:
         _serve(link, root)
-        if direction == "get":
-            dest = tmp_path / "f.bin.out"
-            c = _client(link, "get", _url(link, "f.bin"), str(dest), "--retries", "5")
-            watch = str(dest) + ".part"
-        else:
-            dest = root / "up.bin"
-            c = _client(link, "put", str(src), _url(link, "up.bin"), "--retries", "5")
-            watch = str(root / ".up.bin.part")
+        c, dest, watch = _transfer(link, direction, src, root, tmp_path, "--retries", "5")
         assert _moved(watch, 8 << 20)
         assert _kill_data_connections(link) >= 1
         out, err = c.communicate(timeout=120)
@@ -84,14 +95,7 @@ def test_retries_survive_a_server_restart(tmp_path, direction):
     src = make_file((root if direction == "get" else tmp_path) / "f.bin", 40 << 20, seed=51)
     with Link(rtt=0.02, rate=100e6) as link:
         server = _serve(link, root)
-        if direction == "get":
-            dest = tmp_path / "f.bin.out"
-            c = _client(link, "get", _url(link, "f.bin"), str(dest), "--retries", "6", "--verify")
-            watch = str(dest) + ".part"
-        else:
-            dest = root / "up.bin"
-            c = _client(link, "put", str(src), _url(link, "up.bin"), "--retries", "6", "--verify")
-            watch = str(root / ".up.bin.part")
+        c, dest, watch = _transfer(link, direction, src, root, tmp_path, "--retries", "6", "--verify")
         assert _moved(watch, 8 << 20)
         server.kill()  # a crash, mid-transfer
         server.wait(10)
@@ -186,16 +190,8 @@ def test_a_file_shrinking_under_retr_gets_451(tmp_path):
     path = make_file(root / "s.bin", 32 << 20, seed=54)
     srv = ServerProcess(root)
     try:
-        ftp = ftplib.FTP()
-        ftp.connect("127.0.0.1", srv.port, timeout=30)
-        ftp.login(USER, PASSWORD)
-        ftp.voidcmd("TYPE I")
-        host, port = ftp.makepasv()
-        data = socket.create_connection((host, port))
-        data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-        ftp.putcmd("RETR s.bin")
-        assert ftp.getresp().startswith("1")
-        data.recv(65536)
+        ftp = ftp_session(srv.port)
+        data, _ = start_stalled_retr(ftp, "s.bin")
         os.truncate(path, 4 << 20)
         while data.recv(1 << 20):
             pass

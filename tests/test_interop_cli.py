@@ -6,9 +6,7 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
-import pytest
 
 from conftest import PASSWORD, USER, drsftp, make_file, sha256_file
 
@@ -38,28 +36,6 @@ def test_curl_client_against_drsftp_server(server, tmp_path):
     r = subprocess.run([curl, "-sS", "-o", str(out), server.url("c.bin")], capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert sha256_file(out) == sha256_file(src)
-
-
-@pytest.fixture
-def stock_server(tmp_path):
-    root = tmp_path / "stock"
-    root.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pyftpdlib", "-i", "127.0.0.1", "-p", "0", "-w", "-d", str(root),
-         "-u", USER, "-P", PASSWORD],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    port = None
-    for _ in range(50):
-        line = proc.stdout.readline()
-        m = re.search(r"starting FTP server on [\d.]+:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
-    assert port, "stock pyftpdlib server did not start"
-    yield root, port
-    proc.terminate()
-    proc.wait(10)
-    proc.stdout.close()
 
 
 def test_drsftp_client_against_stock_pyftpdlib(stock_server, tmp_path):

@@ -73,7 +73,7 @@ def test_loss_rate_consistent_with_setting():
         expected = 1 - 0.95 ** 2  # each direction loses 5 %
         sigma = (expected * (1 - expected) / n) ** 0.5
         assert abs(loss - expected) < 4.5 * sigma, loss
-        time.sleep(STATS := 0.7)  # the owner writes counters every 0.5 s
+        time.sleep(0.7)  # the owner writes counters every 0.5 s
         st = link.stats()
         lost = st["c2s"]["lost"] + st["s2c"]["lost"]
         offered = st["c2s"]["packets_in"] + st["s2c"]["packets_in"]

@@ -8,47 +8,31 @@ import signal
 import socket
 import time
 
-from conftest import PASSWORD, USER, ServerProcess, drsftp, make_file, sha256_file
-
-
-def _session(port):
-    ftp = ftplib.FTP()
-    ftp.connect("127.0.0.1", port, timeout=30)
-    ftp.login(USER, PASSWORD)
-    ftp.voidcmd("TYPE I")
-    return ftp
-
-
-def _reply(ftp, cmd):
-    try:
-        return ftp.sendcmd(cmd)
-    except ftplib.all_errors as exc:
-        return str(exc)
-
-
-def _start_stalled_retr(ftp, name):
-    """A RETR whose client does not read: the transfer stays running."""
-    host, port = ftp.makepasv()
-    data = socket.create_connection((host, port))
-    data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-    ftp.putcmd(f"RETR {name}")
-    assert ftp.getresp().startswith("1")
-    data.recv(65536)
-    return data
+from conftest import (
+    PASSWORD,
+    USER,
+    ServerProcess,
+    drsftp,
+    ftp_session,
+    make_file,
+    reply_of,
+    sha256_file,
+    start_stalled_retr,
+)
 
 
 def test_hash_command_and_verify(server, tmp_path):
     src = make_file(os.path.join(server.root, "h.bin"), 9_000_001, seed=30)
-    ftp = _session(server.port)
+    ftp = ftp_session(server.port)
     assert "HASH SHA-256*" in ftp.sendcmd("FEAT")
     reply = ftp.sendcmd("HASH h.bin")
     assert reply == f"213 SHA-256 0-9000000 {sha256_file(src)} /h.bin"
     assert ftp.sendcmd("OPTS HASH MD5") == "200 MD5"
     md5 = hashlib.md5(open(src, "rb").read()).hexdigest()
     assert ftp.sendcmd("HASH h.bin").split()[3] == md5
-    assert _reply(ftp, "HASH missing.bin").startswith("550")
-    assert _reply(ftp, "HASH ../../etc/passwd").startswith("550")
-    assert _reply(ftp, "OPTS HASH CRC-99").startswith("501")
+    assert reply_of(ftp, "HASH missing.bin").startswith("550")
+    assert reply_of(ftp, "HASH ../../etc/passwd").startswith("550")
+    assert reply_of(ftp, "OPTS HASH CRC-99").startswith("501")
     ftp.quit()
     r = drsftp("get", server.url("h.bin"), str(tmp_path / "h"), "--verify", "--json", str(tmp_path / "j"))
     assert r.returncode == 0, r.stderr
@@ -57,42 +41,24 @@ def test_hash_command_and_verify(server, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-def test_verify_fails_loudly_when_the_server_has_no_hash(tmp_path):
-    import re
-    import subprocess
-    import sys
-
-    root = tmp_path / "stock"
-    root.mkdir()
+def test_verify_fails_loudly_when_the_server_has_no_hash(stock_server, tmp_path):
+    root, port = stock_server
     make_file(root / "s.bin", 1 << 20, seed=31)
-    proc = subprocess.Popen([sys.executable, "-m", "pyftpdlib", "-i", "127.0.0.1", "-p", "0", "-d", str(root),
-                             "-u", USER, "-P", PASSWORD], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        port = None
-        for _ in range(50):
-            m = re.search(r"on [\d.]+:(\d+)", proc.stdout.readline())
-            if m:
-                port = int(m.group(1))
-                break
-        r = drsftp("get", f"ftp://{USER}:{PASSWORD}@127.0.0.1:{port}/s.bin", str(tmp_path / "s"), "--verify")
-        assert r.returncode == 1 and "not verified" in r.stderr and "Traceback" not in r.stderr
-        assert not (tmp_path / "s").exists()  # not presented as complete
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        proc.stdout.close()
+    r = drsftp("get", f"ftp://{USER}:{PASSWORD}@127.0.0.1:{port}/s.bin", str(tmp_path / "s"), "--verify")
+    assert r.returncode == 1 and "not verified" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "s").exists()  # not presented as complete
 
 
 def test_drs_command_is_rate_limited(server):
     make_file(os.path.join(server.root, "r.bin"), 32 << 20, seed=32)
-    ftp = _session(server.port)
-    data = _start_stalled_retr(ftp, "r.bin")
-    replies = [_reply(ftp, "DRS rtt_us=1000") for _ in range(60)]
+    ftp = ftp_session(server.port)
+    data, _ = start_stalled_retr(ftp, "r.bin")
+    replies = [reply_of(ftp, "DRS rtt_us=1000") for _ in range(60)]
     assert any(r.startswith("200 DRS") for r in replies)
     limited = [r for r in replies if r.startswith("503 DRS rate limit")]
     assert 20 <= len(limited) <= 45, len(limited)
     time.sleep(0.3)
-    assert _reply(ftp, "DRS").startswith("200 DRS")  # the bucket refills
+    assert reply_of(ftp, "DRS").startswith("200 DRS")  # the bucket refills
     data.close()
     ftp.close()
 
@@ -101,7 +67,7 @@ def test_paths_stay_inside_the_root(server, tmp_path):
     outside = tmp_path / "secret.txt"
     outside.write_text("secret")
     os.symlink(str(tmp_path), os.path.join(server.root, "escape"))
-    ftp = _session(server.port)
+    ftp = ftp_session(server.port)
     for path in ("../secret.txt", "/../secret.txt", "../../../../etc/passwd", "escape/secret.txt",
                  str(outside), "/etc/passwd"):
         got = []
@@ -110,8 +76,8 @@ def test_paths_stay_inside_the_root(server, tmp_path):
         except ftplib.error_perm as exc:
             assert str(exc).startswith("550"), (path, exc)
         assert b"".join(got) != b"secret", path
-        assert _reply(ftp, f"SIZE {path}").startswith("550"), path
-    assert _reply(ftp, "CWD escape").startswith("550")
+        assert reply_of(ftp, f"SIZE {path}").startswith("550"), path
+    assert reply_of(ftp, "CWD escape").startswith("550")
     ftp.quit()
 
 
@@ -121,9 +87,9 @@ def test_sigterm_lets_a_running_transfer_finish_then_exits_0(tmp_path):
     src = make_file(root / "g.bin", 24 << 20, seed=33)
     srv = ServerProcess(root, "--grace", "20")
     try:
-        ftp = _session(srv.port)
-        idle = _session(srv.port)
-        data = _start_stalled_retr(ftp, "g.bin")
+        ftp = ftp_session(srv.port)
+        idle = ftp_session(srv.port)
+        data, _ = start_stalled_retr(ftp, "g.bin")
         srv.proc.send_signal(signal.SIGTERM)
         time.sleep(0.5)
         assert srv.proc.poll() is None  # waiting for the transfer
@@ -152,8 +118,8 @@ def test_sigterm_aborts_with_426_after_the_grace_period(tmp_path):
     make_file(root / "g.bin", 24 << 20, seed=34)
     srv = ServerProcess(root, "--grace", "1")
     try:
-        ftp = _session(srv.port)
-        data = _start_stalled_retr(ftp, "g.bin")
+        ftp = ftp_session(srv.port)
+        data, _ = start_stalled_retr(ftp, "g.bin")
         srv.proc.send_signal(signal.SIGTERM)
         assert srv.proc.wait(15) == 0
         assert ftp.getline().startswith("426")

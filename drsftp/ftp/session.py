@@ -78,9 +78,6 @@ class FTPLocation:
     password: str
     path: str
 
-    def display(self) -> str:
-        return f"ftp://{self.user}@{self.host}:{self.port}{self.path}"
-
 
 def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
     """``ftp://[user[:pass]@]host[:port]/path``; the password may come from
