@@ -143,6 +143,12 @@ class _Transfer:
                              getattr(self.tuner.tuning, "window", None))
             await asyncio.sleep(delay)
 
+    def finish_view(self) -> None:
+        """The last state, then the bar closes (it stays on the terminal)."""
+        self.view.update(self.resumed + self.progress_bytes(), self.tuner.rate * 8, self.tuner.last_rtt,
+                         getattr(self.tuner.tuning, "window", None))
+        self.view.close()
+
     def _send_drs(self, now: float) -> None:
         try:
             token = self.ctl.start(f"DRS {self.tuner.report_pairs()}".rstrip())
@@ -239,7 +245,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
             finally:
                 sock.close()
         finally:
-            xfer.view.close()
+            xfer.finish_view()
         if size is not None and offset + xfer.moved != size:
             raise FTPError(f"short transfer: {offset + xfer.moved} of {size} bytes (--continue resumes)")
         digest = await _verify(ctl, loc.path, part) if opts.verify else None
@@ -304,7 +310,7 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
                 finally:
                     sock.close()
             finally:
-                xfer.view.close()
+                xfer.finish_view()
             result = _result("put", loc.path, xfer, total, offset, seconds)
             result.sha256 = await _verify(ctl, loc.path, src) if opts.verify else None
             return result
