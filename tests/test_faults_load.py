@@ -106,15 +106,15 @@ def test_retries_survive_a_server_restart(tmp_path, direction):
         assert sha256_file(dest) == sha256_file(src)
 
 
-def test_a_link_flap_does_not_lose_data(tmp_path):
+@pytest.mark.parametrize("direction", ["get", "put"])
+def test_a_link_flap_does_not_lose_data(tmp_path, direction):
     root = tmp_path / "srv"
     root.mkdir()
-    src = make_file(root / "f.bin", 40 << 20, seed=52)
+    src = make_file((root if direction == "get" else tmp_path) / "f.bin", 40 << 20, seed=52)
     with Link(rtt=0.02, rate=100e6) as link:
         _serve(link, root)
-        dest = tmp_path / "out.bin"
-        c = _client(link, "get", _url(link, "f.bin"), str(dest), "--retries", "3")
-        assert _moved(str(dest) + ".part", 8 << 20)
+        c, dest, watch = _transfer(link, direction, src, root, tmp_path, "--retries", "3")
+        assert _moved(watch, 8 << 20)
         dev = link.names.dev("server")
         link.run("server", ["ip", "link", "set", "dev", dev, "down"], timeout=10)
         time.sleep(3)

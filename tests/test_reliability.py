@@ -144,3 +144,32 @@ def test_over_long_line_is_one_500_and_its_tail_never_runs(server):
         assert f.readline().startswith(b"200")  # in step: exactly one reply each
     assert os.path.exists(victim)
     s.close()
+
+
+def test_connection_limits_passive_ports_and_timeouts(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    make_file(root / "t.bin", 16 << 20, seed=36)
+    srv = ServerProcess(root, "--max-connections-per-ip", "2", "--passive-ports", "61000-61010",
+                        "--idle-timeout", "1", "--data-timeout", "1")
+    try:
+        a, b = ftp_session(srv.port), ftp_session(srv.port)
+        third = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        assert third.makefile("rb").readline().startswith(b"421")  # too many from this address
+        third.close()
+        assert 61000 <= a.makepasv()[1] <= 61010
+        a.close()
+        # a session idle past --idle-timeout is closed with 421
+        time.sleep(2.0)
+        assert b.getline().startswith("421")
+        b.close()
+        # a transfer stalled past --data-timeout is ended
+        ftp = ftp_session(srv.port)
+        data, _ = start_stalled_retr(ftp, "t.bin")
+        t0 = time.monotonic()
+        reply = ftp.getline()
+        assert reply[:3] in ("421", "426") and time.monotonic() - t0 < 10, reply
+        data.close()
+        ftp.close()
+    finally:
+        srv.stop()
