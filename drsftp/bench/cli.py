@@ -44,6 +44,11 @@ def add_parser(sub) -> None:
     d.add_argument("--out", default="bench-results")
     d.set_defaults(func=cmd_datapath)
 
+    r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
+    r.add_argument("results", nargs="+", help="results.json files of `drsftp bench` runs")
+    r.add_argument("--plots", metavar="DIR", help="also draw the plots of the merged runs into DIR")
+    r.set_defaults(func=cmd_benchreport)
+
     n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")
     n.add_argument("--quick", action="store_true")
     n.add_argument("--out", default="bench-results")
@@ -111,3 +116,25 @@ def cmd_netemcheck(args) -> int:
     from .netemcheck import run_netem_check
 
     return run_netem_check(args.out, args.quick)
+
+
+def cmd_benchreport(args) -> int:
+    import json
+
+    from .report import markdown, plot
+
+    runs, env = [], None
+    for path in args.results:
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise NetemError(f"cannot read {path}: {exc}") from exc
+        env = env or data["environment"]
+        runs += data["runs"]
+    print(markdown(env, runs, list(T.TUNINGS)))
+    if args.plots:
+        os.makedirs(args.plots, exist_ok=True)
+        for p in plot(runs, args.plots):
+            print(f"plot: {p}", file=sys.stderr)
+    return 0

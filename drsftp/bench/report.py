@@ -183,3 +183,54 @@ def plot(results: list[dict], outdir: str) -> list[str]:
         plt.close(fig)
         made.append(p)
     return made
+
+
+def markdown(env: dict, results: list[dict], tunings: list[str]) -> str:
+    """The same three tables as print_table, as Markdown (docs/BENCHMARKS.md)."""
+    groups = group(results)
+    present = [t for t in tunings if any(t in g for g in groups.values())]
+    out = []
+
+    def table(title, header, rows):
+        out.append(f"**{title}**\n")
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "---|" * len(header))
+        out.extend("| " + " | ".join(r) + " |" for r in rows)
+        out.append("")
+
+    rows, ratio_rows, mem_rows = [], [], []
+    for key, by_t in groups.items():
+        ceiling = next(r["ceiling_mbps"] for r in results if _key(r) == key)
+        base_stock, base_kernel = median(by_t.get("stock-64k", [])), median(by_t.get("kernel", []))
+        row, rrow, mrow = [path_label(key)], [path_label(key)], [path_label(key)]
+        bdp = key[1] / 8 * key[2]
+        for t in present:
+            xs = by_t.get(t, [])
+            m = median(xs)
+            runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
+            capped = "*" if any(not r.get("complete") for r in runs) else ""
+            if m is None:
+                row.append("-")
+                rrow.append("-")
+                mrow.append("-")
+                continue
+            row.append(f"{m:.1f}{capped}" + (f" [{min(xs):.1f}-{max(xs):.1f}]" if len(xs) > 1 else ""))
+            rrow.append(" / ".join([f"{m / base_stock:.1f}x" if base_stock else "-",
+                                    f"{m / base_kernel:.2f}x" if base_kernel else "-",
+                                    f"{100 * m / ceiling:.0f}%"]))
+            rb = max((r.get("peak_rcvbuf") or 0 for r in runs), default=0)
+            tb = max((r.get("peak_sndbuf") or 0 for r in runs), default=0)
+            mrow.append(f"{rb / bdp:.1f} / {tb / bdp:.1f}" if bdp else "-")
+        row.append(f"{ceiling:.1f}")
+        rows.append(row)
+        ratio_rows.append(rrow)
+        mem_rows.append(mrow)
+    table("Throughput, Mbit/s: median [min-max]; * = a run hit --max-time", ["path"] + present + ["ceiling"], rows)
+    table("x stock-64k / x kernel / % of goodput ceiling (medians)", ["path"] + present, ratio_rows)
+    table("Peak socket buffer, x BDP: skmem rb at the receiver / tb at the sender", ["path"] + present, mem_rows)
+    out.append(f"Kernel {env['kernel']}, {env['machine']}, congestion control {env['congestion_control']}, "
+               f"buffer FORCE {'used' if env['buffer_force_used'] else 'not used'} "
+               f"(available: {env['buffer_force_available']}); host rmem_max "
+               f"{env['host_sysctls']['net.core.rmem_max']}, wmem_max {env['host_sysctls']['net.core.wmem_max']}, "
+               f"tcp_wmem {env['host_sysctls']['net.ipv4.tcp_wmem']}; {env['date']}.")
+    return "\n".join(out)
