@@ -83,3 +83,58 @@ def test_spec_parsing_and_validation():
                      ("x%", parse_loss), ("novalue", parse_sysctl)):
         with pytest.raises(NetemError):
             fn(text)
+
+
+def _capture_owner(monkeypatch, fail_on=None):
+    """A LinkOwner whose `ip`/`tc` calls are recorded, not run."""
+    from drsftp.netem import owner as owner_mod
+
+    calls = []
+
+    def fake_run(args, check=True, quiet=False):
+        calls.append(args)
+        if fail_on and fail_on in args:
+            raise NetemError("Error: Specified qdisc kind is unknown.")
+
+        class Done:
+            returncode, stdout, stderr = 0, "", ""
+        return Done()
+
+    monkeypatch.setattr(owner_mod, "run", fake_run)
+    return owner_mod, calls
+
+
+def test_tc_backend_builds_netem_on_both_veth_ends(monkeypatch):
+    owner_mod, calls = _capture_owner(monkeypatch)
+    spec = LinkSpec(rtt=0.1, rate=100e6, loss=0.001, jitter=0.001, queue=500, backend="tc").validate()
+    owner_mod.LinkOwner("tcx", spec)._build_tc()
+    veth = [c for c in calls if c[:3] == ["ip", "link", "add"]]
+    assert veth and "veth" in veth[0]
+    qdiscs = [c for c in calls if c[0] == "tc"]
+    assert len(qdiscs) == 2  # one per direction, on each end
+    for q in qdiscs:
+        assert q[q.index("netem") - 1] == "root"
+        assert q[q.index("limit") + 1] == "500"
+        assert q[q.index("delay") + 1:q.index("delay") + 3] == ["50000us", "1000us"]  # half the RTT each way
+        assert q[q.index("loss") + 1] == "0.100000%"
+        assert q[q.index("rate") + 1] == "100000000bit"
+
+
+def test_auto_falls_back_to_tun_and_explicit_tc_fails_clearly(monkeypatch, tmp_path):
+    from drsftp.netem import namespaces as nsmod
+
+    owner_mod, calls = _capture_owner(monkeypatch, fail_on="netem")
+    monkeypatch.setattr(nsmod, "require_root", lambda: None)
+    monkeypatch.setattr(nsmod, "list_namespaces", lambda: [])
+    monkeypatch.setattr(nsmod, "read_state", lambda name: None)
+    monkeypatch.setattr(nsmod, "read_sysctls", lambda ns, keys: {})
+    monkeypatch.setattr(nsmod, "STATE_DIR", str(tmp_path))
+    built = []
+    monkeypatch.setattr(owner_mod.LinkOwner, "_build_tun", lambda self: built.append("tun"))
+    o = owner_mod.LinkOwner("tca", LinkSpec(backend="auto").validate())
+    assert o.build()["backend"] == "tun"
+    assert built == ["tun"]
+    assert any(c[:3] == ["ip", "-n", "drs-tca-c"] and "delete" in c for c in calls)  # half-made veth undone
+    o = owner_mod.LinkOwner("tcb", LinkSpec(backend="tc").validate())
+    with pytest.raises(NetemError, match="tc backend unavailable"):
+        o.build()
