@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
     p.add_argument("--cc", choices=("bbr", "reno", "cubic"), help="congestion control in the namespaces")
     p.add_argument("--out", default="bench-results", help="directory for results.json/.csv and plots")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs already in OUT/results.json and measure only the missing ones "
+                        "(a full matrix takes hours: run it over several sessions)")
     p.set_defaults(func=cmd_bench)
 
     d = sub.add_parser("datapath", help="loopback data-path speed: drsftp vs vsftpd+curl, 1 GiB each way")
@@ -57,7 +60,9 @@ def add_parser(sub) -> None:
 
 def cmd_bench(args) -> int:
     from .report import plot, print_table, write_files
-    from .runner import PROFILES, BenchConfig, run_bench
+    import json
+
+    from .runner import PROFILES, BenchConfig, run_bench, run_key
 
     if args.quick:
         paths = [T.Path(rate=100e6, rtt=0.1, queue=args.queue)]
@@ -84,10 +89,21 @@ def cmd_bench(args) -> int:
     for p in paths:
         if p.rate <= 0:
             raise NetemError("bench rates must be > 0")
+    prior = []
+    saved = os.path.join(args.out, "results.json")
+    if args.resume and os.path.exists(saved):
+        try:
+            with open(saved) as f:
+                prior = [r for r in json.load(f)["runs"] if not r.get("error")]
+        except (OSError, ValueError, KeyError) as exc:
+            raise NetemError(f"--resume: cannot read {saved}: {exc}") from exc
     cfg = BenchConfig(paths=paths, tunings=tunings, directions=directions, profiles=profiles, reps=reps,
                       size=size, max_time=max_time, force=args.force_buffers, workdir=args.out, cc=args.cc,
-                      log=lambda msg: print(msg, file=sys.stderr, flush=True))
+                      log=lambda msg: print(msg, file=sys.stderr, flush=True),
+                      done={run_key(r) for r in prior},
+                      checkpoint=lambda env, new: write_files(env, prior + new, args.out))
     env, results = run_bench(cfg)
+    results = prior + results
     print_table(env, results, tunings)
     files = write_files(env, results, args.out)
     shown = list(files.values()) + ([] if args.no_plots else plot(results, args.out))

@@ -42,11 +42,17 @@ class BenchConfig:
     cc: str | None = None
     interval: float = 0.1
     log: callable = print
+    done: set = field(default_factory=set)  # run keys already measured (--resume)
+    checkpoint: callable = None  # called with the new runs after each path
 
     def file_size(self, path: T.Path) -> int:
         if self.size:
             return self.size
         return max(128 << 20, int(path.rate / 8 * 12))
+
+
+def run_key(r: dict) -> tuple:
+    return (r["profile"], r["rate_bps"], r["rtt_s"], r["loss"], r["tuning"], r["direction"], r["rep"])
 
 
 def environment(cfg: BenchConfig) -> dict:
@@ -88,10 +94,17 @@ def run_bench(cfg: BenchConfig) -> tuple[dict, list[dict]]:
             sysctls["net.ipv4.tcp_congestion_control"] = cfg.cc
         for path in cfg.paths:
             results += _run_path(cfg, profile, sysctls, path, runnable)
+            if cfg.checkpoint:
+                cfg.checkpoint(env, results)  # a stopped session keeps what it measured
     return env, results
 
 
 def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunings: list[str]) -> list[dict]:
+    todo = [(t, d, rep) for t in tunings for d in cfg.directions for rep in range(cfg.reps)
+            if (profile, path.rate, path.rtt, path.loss, t, d, rep) not in cfg.done]
+    if not todo:
+        cfg.log(f"bench: {profile} profile, {path.label()}: measured already (--resume)")
+        return []
     root = os.path.abspath(os.path.join(cfg.workdir, "root"))
     local_dir = os.path.abspath(os.path.join(cfg.workdir, "client"))
     os.makedirs(root, exist_ok=True)
@@ -105,15 +118,13 @@ def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunin
         link_info = {"backend": link.backend, "queue_packets": link.info["spec"]["queue_packets"],
                      "sysctls": link.info["sides"]["server"]["sysctls"]}
         probe = _probe(cfg, link, path, root, local_dir) if "probe-static" in tunings else None
-        for tuning in tunings:
-            for direction in cfg.directions:
-                for rep in range(cfg.reps):
-                    r = _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, probe)
-                    r.update(profile=profile, link=link_info, probe_size=probe, file_size=size)
-                    out.append(r)
-                    state = "" if r.get("complete") else " (stopped at --max-time)"
-                    cfg.log(f"  {tuning:14} {direction} #{rep + 1}: {r['mbps']:8.1f} Mbit/s{state}"
-                            + (f"  ERROR {r['error']}" if r.get("error") else ""))
+        for tuning, direction, rep in todo:
+            r = _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, probe)
+            r.update(profile=profile, link=link_info, probe_size=probe, file_size=size)
+            out.append(r)
+            state = "" if r.get("complete") else " (stopped at --max-time)"
+            cfg.log(f"  {tuning:14} {direction} #{rep + 1}: {r['mbps']:8.1f} Mbit/s{state}"
+                    + (f"  ERROR {r['error']}" if r.get("error") else ""))
     return out
 
 

@@ -1,0 +1,58 @@
+"""The bench's pure parts: ss parsing, --resume bookkeeping, the report."""
+
+import pytest
+
+from drsftp.bench import runner
+from drsftp.bench import tunings as T
+from drsftp.bench.report import group, markdown
+from drsftp.bench.sampler import parse_ss
+
+SS = """0      967259 10.201.0.2:41234 10.201.0.1:50000
+\t skmem:(r0,rb131072,t0,tb3939840,f741,w986395,o0,bl0,d0) bbr wscale:10,10 rto:204 rtt:100.48/0.027 mss:1448 cwnd:866 bytes_sent:127973 bytes_acked:32742 retrans:0/3 unacked:820 snd_wnd:1677336
+0      0 10.201.0.2:2121 10.201.0.1:40000
+\t skmem:(r0,rb131072,t0,tb46080,f0,w0,o0,bl0,d0) cubic rtt:100.5/0.1 mss:1448 cwnd:10
+"""
+
+
+def test_parse_ss_reads_buffers_and_skips_the_control_connection():
+    socks = parse_ss(SS, skip_port=2121)
+    assert len(socks) == 1
+    s = socks[0]
+    assert (s["sk_rb"], s["sk_tb"], s["sk_w"]) == (131072, 3939840, 986395)
+    assert s["rtt_ms"] == pytest.approx(100.48) and s["retrans"] == 3
+    assert s["cwnd"] * s["mss"] == 866 * 1448 and s["unacked"] == 820 and s["snd_wnd"] == 1677336
+
+
+def test_resume_skips_a_path_already_measured_without_bringing_up_a_link(monkeypatch):
+    path = T.Path(rate=100e6, rtt=0.1)
+    cfg = runner.BenchConfig(paths=[path], tunings=["kernel", "drs"], directions=["get"], reps=2,
+                             log=lambda m: None)
+    cfg.done = {("default", path.rate, path.rtt, path.loss, t, "get", rep) for t in ("kernel", "drs") for rep in (0, 1)}
+
+    def no_link(*a, **k):
+        raise AssertionError("a measured path must not bring up a link")
+
+    monkeypatch.setattr(runner, "Link", no_link)
+    assert runner._run_path(cfg, "default", {}, path, ["kernel", "drs"]) == []
+    cfg.done.discard(("default", path.rate, path.rtt, path.loss, "drs", "get", 1))
+    with pytest.raises(AssertionError, match="must not bring up"):
+        runner._run_path(cfg, "default", {}, path, ["kernel", "drs"])  # one run is missing
+
+
+def _run(tuning, mbps, rep=0, rtt=0.1, complete=True):
+    return {"profile": "default", "rate_bps": 100e6, "rtt_s": rtt, "loss": 0.0, "direction": "get",
+            "tuning": tuning, "rep": rep, "mbps": mbps, "complete": complete, "ceiling_mbps": 96.5,
+            "peak_rcvbuf": 2_500_000, "peak_sndbuf": 1_250_000}
+
+
+def test_report_medians_ratios_and_memory():
+    runs = [_run("stock-64k", 6.0, complete=False), _run("kernel", 80.0), _run("drs", 90.0, 0),
+            _run("drs", 94.0, 1), _run("drs", 10.0, 2)]
+    assert group(runs)[("default", 100e6, 0.1, 0.0, "get")]["drs"] == [90.0, 94.0, 10.0]
+    env = {"kernel": "k", "machine": "m", "congestion_control": "bbr", "buffer_force_used": False,
+           "buffer_force_available": True, "date": "d",
+           "host_sysctls": {"net.core.rmem_max": 1, "net.core.wmem_max": 1, "net.ipv4.tcp_wmem": [1, 2, 3]}}
+    text = markdown(env, runs, list(T.TUNINGS))
+    assert "| default 100M 100ms get | 6.0* | 80.0 | 90.0 [10.0-94.0] | 96.5 |" in text
+    assert "15.0x / 1.12x / 93%" in text  # drs median 90 vs 6 and 80, of 96.5
+    assert "2.0 / 1.0" in text  # 2.5 MB and 1.25 MB against a 1.25 MB BDP
