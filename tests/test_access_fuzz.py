@@ -139,9 +139,16 @@ def test_fuzz_control_channel_while_an_honest_transfer_completes(users_server, t
     seen = set()
 
     @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.lists(lines, min_size=1, max_size=6), st.booleans())
-    def fuzz(cmds, logged_in):
-        c = stalled if logged_in else Conn(srv.port)
+    @given(st.lists(lines, min_size=1, max_size=6), st.sampled_from(["anonymous", "idle", "transfer"]))
+    def fuzz(cmds, state):
+        """Not logged in; logged in and idle; in the middle of a transfer."""
+        if state == "transfer":
+            c = stalled
+        else:
+            c = Conn(srv.port)
+            if state == "idle":
+                c.send(b"USER fuzz")
+                assert c.send(b"PASS fuzz-password").startswith(b"230")
         try:
             for cmd in cmds:
                 if cmd.upper().startswith((b"QUIT", b"REIN", b"ABOR", b"USER", b"PASS")) and c is stalled:

@@ -42,7 +42,8 @@ def test_resume_skips_a_path_already_measured_without_bringing_up_a_link(monkeyp
 def _run(tuning, mbps, rep=0, rtt=0.1, complete=True):
     return {"profile": "default", "rate_bps": 100e6, "rtt_s": rtt, "loss": 0.0, "direction": "get",
             "tuning": tuning, "rep": rep, "mbps": mbps, "complete": complete, "ceiling_mbps": 96.5,
-            "peak_rcvbuf": 2_500_000, "peak_sndbuf": 1_250_000}
+            "peak_rcvbuf": 2_500_000, "peak_sndbuf": 1_250_000, "retransmits": 100 * rep,
+            "rtt_avg_ms": 100.0 + rep}
 
 
 def test_report_medians_ratios_and_memory():
@@ -56,3 +57,4 @@ def test_report_medians_ratios_and_memory():
     assert "| default 100M 100ms get | 6.0* | 80.0 | 90.0 [10.0-94.0] | 96.5 |" in text
     assert "15.0x / 1.12x / 93%" in text  # drs median 90 vs 6 and 80, of 96.5
     assert "2.0 / 1.0" in text  # 2.5 MB and 1.25 MB against a 1.25 MB BDP
+    assert "| 0 / 100 | 0 / 100 | 100 / 101 |" in text  # drs: medians of 0/100/200 and 100/101/102

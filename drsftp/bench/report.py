@@ -228,6 +228,16 @@ def markdown(env: dict, results: list[dict], tunings: list[str]) -> str:
     table("Throughput, Mbit/s: median [min-max]; * = a run hit --max-time", ["path"] + present + ["ceiling"], rows)
     table("x stock-64k / x kernel / % of goodput ceiling (medians)", ["path"] + present, ratio_rows)
     table("Peak socket buffer, x BDP: skmem rb at the receiver / tb at the sender", ["path"] + present, mem_rows)
+    loss_rows = []
+    for key in groups:
+        row = [path_label(key)]
+        for t in present:
+            runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
+            retr = median([r.get("retransmits") or 0 for r in runs])
+            rtt = median([r["rtt_avg_ms"] for r in runs if r.get("rtt_avg_ms")])
+            row.append(f"{retr:.0f} / {rtt:.0f}" if runs and rtt is not None else "-")
+        loss_rows.append(row)
+    table("Sender retransmits / average RTT in ms (medians; the queue a tuning builds)", ["path"] + present, loss_rows)
     out.append(f"Kernel {env['kernel']}, {env['machine']}, congestion control {env['congestion_control']}, "
                f"buffer FORCE {'used' if env['buffer_force_used'] else 'not used'} "
                f"(available: {env['buffer_force_available']}); host rmem_max "
