@@ -37,69 +37,6 @@ def path_label(key: tuple) -> str:
     return f"{profile} {r} {rtt * 1000:g}ms" + (f" {loss * 100:g}%" if loss else "") + f" {direction}"
 
 
-def print_table(env: dict, results: list[dict], tunings: list[str], console: Console | None = None) -> None:
-    console = console or Console()
-    groups = group(results)
-    present = [t for t in tunings if any(t in g for g in groups.values())]
-    table = Table(title="Throughput, Mbit/s: median [min-max] of the runs", show_lines=False)
-    table.add_column("path (profile rate rtt loss dir)")
-    for t in present:
-        table.add_column(t, justify="right")
-    table.add_column("ceiling", justify="right")
-    ratio = Table(title="Ratios of medians (x stock-64k / x kernel / % of goodput ceiling)")
-    ratio.add_column("path")
-    for t in present:
-        ratio.add_column(t, justify="right")
-    for key, by_t in groups.items():
-        ceiling = next(r["ceiling_mbps"] for r in results if _key(r) == key)
-        row, rrow = [path_label(key)], [path_label(key)]
-        base_stock, base_kernel = median(by_t.get("stock-64k", [])), median(by_t.get("kernel", []))
-        for t in present:
-            xs = by_t.get(t, [])
-            m = median(xs)
-            if m is None:
-                row.append("-")
-                rrow.append("-")
-                continue
-            row.append(f"{m:.1f}" + (f" [{min(xs):.1f}-{max(xs):.1f}]" if len(xs) > 1 else ""))
-            parts = [f"{m / base_stock:.1f}x" if base_stock else "-",
-                     f"{m / base_kernel:.2f}x" if base_kernel else "-",
-                     f"{100 * m / ceiling:.0f}%"]
-            rrow.append(" / ".join(parts))
-        row.append(f"{ceiling:.1f}")
-        table.add_row(*row)
-        ratio.add_row(*rrow)
-    console.print(table)
-    console.print(ratio)
-    mem = Table(title="Peak socket buffer (skmem rb at the receiver / tb at the sender), x BDP")
-    mem.add_column("path")
-    for t in present:
-        mem.add_column(t, justify="right")
-    for key in groups:
-        row = [path_label(key)]
-        for t in present:
-            runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
-            bdp = key[1] / 8 * key[2]
-            rb = max((r.get("peak_rcvbuf") or 0 for r in runs), default=0)
-            tb = max((r.get("peak_sndbuf") or 0 for r in runs), default=0)
-            row.append(f"{rb / bdp:.1f} / {tb / bdp:.1f}" if runs and bdp else "-")
-        mem.add_row(*row)
-    console.print(mem)
-    incomplete = sum(1 for r in results if not r.get("complete") and not r.get("error"))
-    errors = [r for r in results if r.get("error")]
-    notes = [f"kernel {env['kernel']}, {env['machine']}, cc {env['congestion_control']}, "
-             f"buffer FORCE {'used' if env['buffer_force_used'] else 'not used'}"
-             f" (available: {env['buffer_force_available']})",
-             f"host: rmem_max {env['host_sysctls']['net.core.rmem_max']}, wmem_max "
-             f"{env['host_sysctls']['net.core.wmem_max']}, tcp_wmem {env['host_sysctls']['net.ipv4.tcp_wmem']}"]
-    if incomplete:
-        notes.append(f"{incomplete} run(s) hit --max-time: their rate is over the time they ran")
-    for r in errors:
-        notes.append(f"FAILED {r['tuning']} {path_label(_key(r))}: {r['error']}")
-    for line in notes:
-        console.print(line)
-
-
 def write_files(env: dict, results: list[dict], outdir: str) -> dict[str, str]:
     os.makedirs(outdir, exist_ok=True)
     paths = {"json": os.path.join(outdir, "results.json"), "csv": os.path.join(outdir, "results.csv")}
@@ -185,62 +122,80 @@ def plot(results: list[dict], outdir: str) -> list[str]:
     return made
 
 
-def markdown(env: dict, results: list[dict], tunings: list[str]) -> str:
-    """The same three tables as print_table, as Markdown (docs/BENCHMARKS.md)."""
+def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of the four result tables, for any renderer."""
     groups = group(results)
     present = [t for t in tunings if any(t in g for g in groups.values())]
-    out = []
-
-    def table(title, header, rows):
-        out.append(f"**{title}**\n")
-        out.append("| " + " | ".join(header) + " |")
-        out.append("|" + "---|" * len(header))
-        out.extend("| " + " | ".join(r) + " |" for r in rows)
-        out.append("")
-
-    rows, ratio_rows, mem_rows = [], [], []
+    speed, ratio, memory, queue = [], [], [], []
     for key, by_t in groups.items():
+        label = path_label(key)
         ceiling = next(r["ceiling_mbps"] for r in results if _key(r) == key)
         base_stock, base_kernel = median(by_t.get("stock-64k", [])), median(by_t.get("kernel", []))
-        row, rrow, mrow = [path_label(key)], [path_label(key)], [path_label(key)]
         bdp = key[1] / 8 * key[2]
+        rows = [[label], [label], [label], [label]]
         for t in present:
+            runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
             xs = by_t.get(t, [])
             m = median(xs)
-            runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
-            capped = "*" if any(not r.get("complete") for r in runs) else ""
             if m is None:
-                row.append("-")
-                rrow.append("-")
-                mrow.append("-")
+                for row in rows:
+                    row.append("-")
                 continue
-            row.append(f"{m:.1f}{capped}" + (f" [{min(xs):.1f}-{max(xs):.1f}]" if len(xs) > 1 else ""))
-            rrow.append(" / ".join([f"{m / base_stock:.1f}x" if base_stock else "-",
-                                    f"{m / base_kernel:.2f}x" if base_kernel else "-",
-                                    f"{100 * m / ceiling:.0f}%"]))
+            capped = "*" if any(not r.get("complete") for r in runs) else ""
+            rows[0].append(f"{m:.1f}{capped}" + (f" [{min(xs):.1f}-{max(xs):.1f}]" if len(xs) > 1 else ""))
+            rows[1].append(" / ".join([f"{m / base_stock:.1f}x" if base_stock else "-",
+                                       f"{m / base_kernel:.2f}x" if base_kernel else "-",
+                                       f"{100 * m / ceiling:.0f}%"]))
             rb = max((r.get("peak_rcvbuf") or 0 for r in runs), default=0)
             tb = max((r.get("peak_sndbuf") or 0 for r in runs), default=0)
-            mrow.append(f"{rb / bdp:.1f} / {tb / bdp:.1f}" if bdp else "-")
-        row.append(f"{ceiling:.1f}")
-        rows.append(row)
-        ratio_rows.append(rrow)
-        mem_rows.append(mrow)
-    table("Throughput, Mbit/s: median [min-max]; * = a run hit --max-time", ["path"] + present + ["ceiling"], rows)
-    table("x stock-64k / x kernel / % of goodput ceiling (medians)", ["path"] + present, ratio_rows)
-    table("Peak socket buffer, x BDP: skmem rb at the receiver / tb at the sender", ["path"] + present, mem_rows)
-    loss_rows = []
-    for key in groups:
-        row = [path_label(key)]
-        for t in present:
-            runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
+            rows[2].append(f"{rb / bdp:.1f} / {tb / bdp:.1f}" if bdp else "-")
             retr = median([r.get("retransmits") or 0 for r in runs])
             rtt = median([r["rtt_avg_ms"] for r in runs if r.get("rtt_avg_ms")])
-            row.append(f"{retr:.0f} / {rtt:.0f}" if runs and rtt is not None else "-")
-        loss_rows.append(row)
-    table("Sender retransmits / average RTT in ms (medians; the queue a tuning builds)", ["path"] + present, loss_rows)
-    out.append(f"Kernel {env['kernel']}, {env['machine']}, congestion control {env['congestion_control']}, "
-               f"buffer FORCE {'used' if env['buffer_force_used'] else 'not used'} "
-               f"(available: {env['buffer_force_available']}); host rmem_max "
-               f"{env['host_sysctls']['net.core.rmem_max']}, wmem_max {env['host_sysctls']['net.core.wmem_max']}, "
-               f"tcp_wmem {env['host_sysctls']['net.ipv4.tcp_wmem']}; {env['date']}.")
+            rows[3].append(f"{retr:.0f} / {rtt:.0f}" if rtt is not None else "-")
+        rows[0].append(f"{ceiling:.1f}")
+        for table, row in zip((speed, ratio, memory, queue), rows):
+            table.append(row)
+    header = ["path"] + present
+    return [
+        ("Throughput, Mbit/s: median [min-max]; * = a run hit --max-time", header + ["ceiling"], speed),
+        ("x stock-64k / x kernel / % of goodput ceiling (medians)", header, ratio),
+        ("Peak socket buffer, x BDP: skmem rb at the receiver / tb at the sender", header, memory),
+        ("Sender retransmits / average RTT in ms (medians; the queue a tuning builds)", header, queue),
+    ]
+
+
+def environment_line(env: dict) -> str:
+    return (f"Kernel {env['kernel']}, {env['machine']}, congestion control {env['congestion_control']}, "
+            f"buffer FORCE {'used' if env['buffer_force_used'] else 'not used'} "
+            f"(available: {env['buffer_force_available']}); host rmem_max "
+            f"{env['host_sysctls']['net.core.rmem_max']}, wmem_max {env['host_sysctls']['net.core.wmem_max']}, "
+            f"tcp_wmem {env['host_sysctls']['net.ipv4.tcp_wmem']}; {env['date']}.")
+
+
+def print_table(env: dict, results: list[dict], tunings: list[str], console: Console | None = None) -> None:
+    console = console or Console()
+    for title, header, rows in tables(results, tunings):
+        t = Table(title=title)
+        for i, h in enumerate(header):
+            t.add_column(h, justify="left" if i == 0 else "right")
+        for row in rows:
+            t.add_row(*row)
+        console.print(t)
+    console.print(environment_line(env))
+    incomplete = sum(1 for r in results if not r.get("complete") and not r.get("error"))
+    if incomplete:
+        console.print(f"{incomplete} run(s) hit --max-time: their rate is over the time they ran")
+    for r in results:
+        if r.get("error"):
+            console.print(f"FAILED {r['tuning']} {path_label(_key(r))}: {r['error']}")
+
+
+def markdown(env: dict, results: list[dict], tunings: list[str]) -> str:
+    """The same tables as print_table, as Markdown (docs/BENCHMARKS.md)."""
+    out = []
+    for title, header, rows in tables(results, tunings):
+        out += [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(row) + " |" for row in rows]
+        out.append("")
+    out.append(environment_line(env))
     return "\n".join(out)
