@@ -91,7 +91,7 @@ def _capture_owner(monkeypatch, fail_on=None):
 
     calls = []
 
-    def fake_run(args, check=True, quiet=False):
+    def fake_run(args, check=True):
         calls.append(args)
         if fail_on and fail_on in args:
             raise NetemError("Error: Specified qdisc kind is unknown.")

@@ -43,7 +43,6 @@ class Plan:
     server: list[str]
     client: list[str]
     kind: str  # "drsftp" | "stock" (ftplib) | "curl"
-    server_ready: str | None = None  # a line the server prints when it listens
 
 
 TUNINGS = ("stock-64k", "kernel", "kernel-vsftpd", "manual", "probe-static", "drs")

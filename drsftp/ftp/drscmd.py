@@ -26,8 +26,6 @@ FIELDS = {
     "rate": ("rate", 1, 1 << 40),  # bytes/s, ~8.8 Tbit/s
     "bytes": ("bytes", 1, 1 << 62),
 }
-# Informational keys a peer may send; validated, not used for tuning.
-INFO_KEYS = {"rcvbuf", "sndbuf", "retrans", "acked", "role"}
 
 
 class DRSArgumentError(ValueError):

@@ -11,7 +11,6 @@ started with popen) is gone when the block ends, on error or Ctrl-C too.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import select
 import signal
@@ -160,9 +159,3 @@ def wait_for_port(link: Link, side: str, port: int, timeout: float = 10.0) -> No
             return
         time.sleep(0.05)
     raise NetemError(f"nothing listens on port {port} on the {side} side")
-
-
-def env_for_children() -> dict:
-    env = dict(os.environ)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env

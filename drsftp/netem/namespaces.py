@@ -53,7 +53,7 @@ def check_side(side: str) -> str:
     return side
 
 
-def run(args: list[str], *, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
+def run(args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=30)
     except FileNotFoundError as exc:

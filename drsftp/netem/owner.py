@@ -74,7 +74,7 @@ class LinkOwner:
                 if backend == "tc":
                     raise NetemError(f"tc backend unavailable: {exc}") from exc
                 for side in nsmod.SIDES:  # undo a half-made veth
-                    run(["ip", "-n", n.ns(side), "link", "delete", n.dev(side)], check=False, quiet=True)
+                    run(["ip", "-n", n.ns(side), "link", "delete", n.dev(side)], check=False)
                 backend = "tun"
         if backend == "tun":
             self._build_tun()

@@ -69,7 +69,3 @@ class BufferBudget:
 
     def granted_total(self) -> int:
         return sum(min(f.need, self.share(k)) for k, f in self._flows.items())
-
-    @property
-    def flows(self) -> int:
-        return len(self._flows)
