@@ -233,3 +233,26 @@ def test_growth_is_at_most_the_phase_gain_per_rtt():
     before = drs.window
     link.run(40 * MiB, rtts=1)  # the out-of-order queue delivered at once
     assert drs.window <= 2 * before + 1
+
+
+def test_drs_autostart_leaves_the_start_to_autotuning_then_takes_over():
+    drs = create("drs-autostart", Role.RECEIVER)
+    assert drs.name == "drs-autostart" and drs.config.autotune_slow_start
+    t, total, decisions = 0.0, 0, []
+    drs.on_sample(Sample(bytes_received=0), now=0.0, rtt=0.1)
+    flight = 64 * KiB
+    for _ in range(8):  # doubling: nothing is set, the buffer stays unlocked
+        for _half in range(2):
+            t += 0.05
+            total += flight // 2
+            decisions.append(drs.on_sample(Sample(bytes_received=total), now=t, rtt=0.1))
+        flight *= 2
+    assert all(d.is_empty() for d in decisions)
+    assert drs.window >= 2 * (flight // 4)  # still tracking what it would ask for
+    for _ in range(12):  # the flight stops growing: DRS takes the socket over
+        t += 0.05
+        total += flight // 4
+        d = drs.on_sample(Sample(bytes_received=total), now=t, rtt=0.1)
+        if not d.is_empty():
+            break
+    assert d.rcv_window is not None and drs.applied

@@ -51,6 +51,7 @@ class DRSConfig:
     default_rtt: float = 0.05  # until a sample arrives
     change_threshold: float = 1 / 16  # smaller changes are not worth a syscall
     ack_buffer: int = 16 * KiB  # the direction that carries only ACKs
+    autotune_slow_start: bool = False  # leave the socket to autotuning until growth stops
 
     def __post_init__(self) -> None:
         if not 0 < self.floor <= self.cap:
@@ -84,6 +85,7 @@ class DRSTuning(Tuning):
         self.applied = False
         self.slow_start = True
         self.queue_seen = False  # the pipe has been full once: no more doubling
+        self._growth = (0.0, 0.0)  # (time, flight) of the last 1.25x growth of the flight
         self.measurements: deque[tuple[float, float]] = deque()  # (time, bytes per RTT)
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
         self._last_tick: float | None = None
@@ -121,6 +123,8 @@ class DRSTuning(Tuning):
             hist.popleft()
         t0, b0 = hist[0]
         if now - t0 < span * (1 - 1e-9):
+            if cfg.autotune_slow_start and not self.applied:
+                return NO_CHANGE  # autotuning holds the socket until DRS takes over
             return self._emit(cfg.floor) if not self.applied else NO_CHANGE
         if len(hist) > 2 and hist[1][0] > t0:  # bytes at exactly one RTT ago
             t1, b1 = hist[1]
@@ -171,7 +175,18 @@ class DRSTuning(Tuning):
         frac = min((now - self._last_tick) / srtt, 1.0) if self._last_tick else 1.0
         self._last_tick = now
         target = min(target, max(self.window * gain ** frac, cfg.floor))
-        return self._emit(self._step(target, cfg.shrink_step ** frac))
+        size = self._step(target, cfg.shrink_step ** frac)
+        if measured >= 1.25 * self._growth[1]:
+            self._growth = (now, measured)
+        still_growing = now - self._growth[0] < cfg.hold_periods * srtt
+        if cfg.autotune_slow_start and not self.applied and still_growing and not self.queue_seen:
+            # Setting SO_RCVBUF locks the buffer, and a locked buffer ramps the
+            # advertised window ~1.14x per RTT against ~4x under autotuning
+            # (benchmarks/rcv_ssthresh_ramp.py): follow the sender's doubling
+            # here, take the socket over once slow start ends.
+            self.window = size
+            return NO_CHANGE
+        return self._emit(size)
 
     # -- sender -----------------------------------------------------------
     def _sender(self, sample: Sample, now: float) -> Decision:
@@ -225,13 +240,28 @@ class DRSTuning(Tuning):
         return getattr(self._peer, field)
 
     def describe(self) -> str:
-        return f"drs(cap={self.config.cap})"
+        return f"{self.name}(cap={self.config.cap})"
+
+
+def _config(arg: str | None, **kw) -> DRSConfig:
+    if arg:
+        cap = parse_size(arg)
+        return DRSConfig(cap=cap, floor=min(DRSConfig.floor, cap), **kw)
+    return DRSConfig(**kw)
 
 
 @register("drs")
 def _drs(role: Role, arg: str | None) -> Tuning:
     """``drs`` or ``drs:CAP`` (per-connection cap, e.g. drs:32MiB)."""
-    if arg:
-        cap = parse_size(arg)
-        return DRSTuning(role, DRSConfig(cap=cap, floor=min(DRSConfig.floor, cap)))
-    return DRSTuning(role)
+    return DRSTuning(role, _config(arg))
+
+
+@register("drs-autostart")
+def _drs_autostart(role: Role, arg: str | None) -> Tuning:
+    """DRS that leaves the start to kernel autotuning and takes the socket
+    over once the flight stops growing or a queue appears: a faster ramp
+    (a locked buffer ramps the window ~1.14x per RTT, autotuning ~4x), at
+    the price of autotuning's larger buffer limit meanwhile (BENCHMARKS.md)."""
+    t = DRSTuning(role, _config(arg, autotune_slow_start=True))
+    t.name = "drs-autostart"
+    return t
