@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import sockopt
 from .ftp import drscmd
@@ -81,8 +81,6 @@ class SocketTuner:
             host = sockopt.host_cap(self.limits, self.allow_force, self.role is Role.RECEIVER)
             cfg = self.tuning.config
             if host and host < cfg.cap:
-                from dataclasses import replace
-
                 self.tuning.config = replace(cfg, cap=host, floor=min(cfg.floor, host))
 
     # -- socket lifecycle --------------------------------------------------
@@ -108,9 +106,7 @@ class SocketTuner:
         now = self.clock()
         info = sockopt.tcp_info(self.sock)
         receiving = self.role is Role.RECEIVER
-        sample = sockopt.sample_from_info(info, moved_bytes)
-        if receiving and "bytes_received" not in info:
-            sample = sockopt.Sample(bytes_received=moved_bytes)
+        sample = sockopt.sample_from_info(info, moved_bytes)  # moved_bytes where TCP_INFO lacks them
         rtt = sockopt.rtt_from_info(info, receiving) or self.control_rtt
         self.last_info, self.last_rtt = info, rtt
         # tcpi_rtt is ACK-clocked: meaningful for a sender only

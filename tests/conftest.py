@@ -1,3 +1,4 @@
+import contextlib
 import ftplib
 import hashlib
 import os
@@ -72,13 +73,22 @@ class ServerProcess:
         return self.proc.returncode
 
 
+@contextlib.contextmanager
+def running_server(root, *extra, **kw):
+    """A `drsftp serve` process for the block, stopped (by PID) after it."""
+    srv = ServerProcess(root, *extra, **kw)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
 @pytest.fixture
 def server(tmp_path):
     root = tmp_path / "srv"
     root.mkdir()
-    srv = ServerProcess(root)
-    yield srv
-    srv.stop()
+    with running_server(root) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="session")

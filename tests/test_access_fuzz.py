@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PY, ServerProcess, drsftp, make_file, sha256_file
+from conftest import PY, ServerProcess, drsftp, make_file, running_server, sha256_file
 from drsftp.server.users import check_password, hash_password, read_users
 
 
@@ -212,8 +212,7 @@ def test_ftps_with_require_tls(tmp_path):
     root.mkdir()
     src = make_file(root / "t.bin", 6 << 20, seed=42)
     pem = _self_signed(tmp_path)
-    srv = ServerProcess(root, "--tls-cert", str(pem), "--require-tls")
-    try:
+    with running_server(root, "--tls-cert", str(pem), "--require-tls") as srv:
         plain = ftplib.FTP()
         plain.connect("127.0.0.1", srv.port, timeout=10)
         with pytest.raises(ftplib.error_perm, match="SSL/TLS required"):
@@ -235,8 +234,6 @@ def test_ftps_with_require_tls(tmp_path):
         tls.storbinary("STOR back.bin", io.BytesIO(bytes(got)), blocksize=1 << 20)
         tls.quit()
         assert hashlib_sha(bytes(got)) == sha256_file(src) == sha256_file(root / "back.bin")
-    finally:
-        srv.stop()
     r = drsftp("serve", "--root", str(root), "--user", "a", "--password", "b", "--require-tls")
     assert r.returncode == 2 and "--tls-cert" in r.stderr
 

@@ -3,6 +3,7 @@
 Every loop here is bounded in count and time; every process is ended by PID.
 """
 
+import contextlib
 import os
 import subprocess
 import time
@@ -14,10 +15,10 @@ from conftest import (
     PASSWORD,
     PY,
     USER,
-    ServerProcess,
     drsftp,
     ftp_session,
     make_file,
+    running_server,
     sha256_file,
     start_stalled_retr,
     wait_until,
@@ -60,6 +61,29 @@ def _transfer(link, direction, src, root, tmp_path, *flags):
     return _client(link, "put", str(src), _url(link, "up.bin"), *flags), dest, str(root / ".up.bin.part")
 
 
+@contextlib.contextmanager
+def _fault_case(tmp_path, direction, seed, *flags):
+    """A 40 MiB get or put over a 100 Mbit/s, 20 ms link, 8 MiB into it:
+    yields (link, server process, client, final path, source path)."""
+    root = tmp_path / "srv"
+    root.mkdir()
+    src = make_file((root if direction == "get" else tmp_path) / "f.bin", 40 << 20, seed=seed)
+    with Link(rtt=0.02, rate=100e6) as link:
+        server = _serve(link, root)
+        c, dest, watch = _transfer(link, direction, src, root, tmp_path, *flags)
+        assert _moved(watch, 8 << 20)
+        yield link, server, c, dest, src, root
+        assert not os.path.exists(watch)  # the partial file became the final one
+
+
+def _completes(c, dest, src):
+    """The client ends well and the bytes are identical; returns its stderr."""
+    _, err = c.communicate(timeout=120)
+    assert c.returncode == 0, err
+    assert sha256_file(dest) == sha256_file(src)
+    return err
+
+
 def _kill_data_connections(link):
     """ss -K: destroy the server's established sockets except the control ones."""
     r = link.run("server", ["ss", "-K", "-tn", "state", "established", "(", "sport", "!=", f":{PORT}", ")"],
@@ -73,57 +97,31 @@ def _moved(path, at_least):
 
 @pytest.mark.parametrize("direction", ["get", "put"])
 def test_retries_survive_a_killed_data_connection(tmp_path, direction):
-    root = tmp_path / "srv"
-    root.mkdir()
-    src = make_file((root if direction == "get" else tmp_path) / "f.bin", 40 << 20, seed=50)
-    with Link(rtt=0.02, rate=100e6) as link:
-        _serve(link, root)
-        c, dest, watch = _transfer(link, direction, src, root, tmp_path, "--retries", "5")
-        assert _moved(watch, 8 << 20)
+    with _fault_case(tmp_path, direction, 50, "--retries", "5") as (link, _, c, dest, src, _root):
         assert _kill_data_connections(link) >= 1
-        out, err = c.communicate(timeout=120)
-        assert c.returncode == 0, err
-        assert "retry 1/5" in err
-        assert sha256_file(dest) == sha256_file(src)
-        assert not os.path.exists(watch)
+        assert "retry 1/5" in _completes(c, dest, src)
 
 
 @pytest.mark.parametrize("direction", ["get", "put"])
 def test_retries_survive_a_server_restart(tmp_path, direction):
-    root = tmp_path / "srv"
-    root.mkdir()
-    src = make_file((root if direction == "get" else tmp_path) / "f.bin", 40 << 20, seed=51)
-    with Link(rtt=0.02, rate=100e6) as link:
-        server = _serve(link, root)
-        c, dest, watch = _transfer(link, direction, src, root, tmp_path, "--retries", "6", "--verify")
-        assert _moved(watch, 8 << 20)
+    with _fault_case(tmp_path, direction, 51, "--retries", "6", "--verify") as (link, server, c, dest, src, root):
         server.kill()  # a crash, mid-transfer
         server.wait(10)
         assert not os.path.exists(dest)  # nothing presented as complete
         _serve(link, root)
-        out, err = c.communicate(timeout=120)
-        assert c.returncode == 0, err
-        assert sha256_file(dest) == sha256_file(src)
+        _completes(c, dest, src)
 
 
 @pytest.mark.parametrize("direction", ["get", "put"])
 def test_a_link_flap_does_not_lose_data(tmp_path, direction):
-    root = tmp_path / "srv"
-    root.mkdir()
-    src = make_file((root if direction == "get" else tmp_path) / "f.bin", 40 << 20, seed=52)
-    with Link(rtt=0.02, rate=100e6) as link:
-        _serve(link, root)
-        c, dest, watch = _transfer(link, direction, src, root, tmp_path, "--retries", "3")
-        assert _moved(watch, 8 << 20)
+    with _fault_case(tmp_path, direction, 52, "--retries", "3") as (link, _, c, dest, src, _root):
         dev = link.names.dev("server")
         link.run("server", ["ip", "link", "set", "dev", dev, "down"], timeout=10)
         time.sleep(3)
         link.run("server", ["ip", "link", "set", "dev", dev, "up"], timeout=10)
         link.run("server", ["ip", "addr", "replace", f"{link.server_addr}/32", "peer", f"{link.client_addr}/32",
                             "dev", dev], timeout=10)
-        out, err = c.communicate(timeout=120)
-        assert c.returncode == 0, err
-        assert sha256_file(dest) == sha256_file(src)
+        _completes(c, dest, src)
 
 
 def test_32_concurrent_clients_budget_and_no_leaks(tmp_path):
@@ -167,8 +165,7 @@ def test_interrupted_put_never_appears_complete_and_resumes(tmp_path):
     root = tmp_path / "srv"
     root.mkdir()
     src = make_file(tmp_path / "u.bin", 200 << 20, seed=53)
-    srv = ServerProcess(root, "--tuning", "fixed:8k")
-    try:
+    with running_server(root, "--tuning", "fixed:8k") as srv:
         r = drsftp("put", str(src), srv.url("u.bin"), "--tuning", "fixed:8k", "--max-time", "0.2")
         assert r.returncode == 28, r.stderr
         assert not os.path.exists(root / "u.bin")
@@ -178,8 +175,6 @@ def test_interrupted_put_never_appears_complete_and_resumes(tmp_path):
         assert r.returncode == 0, r.stderr
         assert sha256_file(root / "u.bin") == sha256_file(src)
         assert not os.path.exists(root / ".u.bin.part")
-    finally:
-        srv.stop()
 
 
 def test_a_file_shrinking_under_retr_gets_451(tmp_path):
@@ -188,8 +183,7 @@ def test_a_file_shrinking_under_retr_gets_451(tmp_path):
     root = tmp_path / "srv"
     root.mkdir()
     path = make_file(root / "s.bin", 32 << 20, seed=54)
-    srv = ServerProcess(root)
-    try:
+    with running_server(root) as srv:
         ftp = ftp_session(srv.port)
         data, _ = start_stalled_retr(ftp, "s.bin")
         os.truncate(path, 4 << 20)
@@ -199,8 +193,6 @@ def test_a_file_shrinking_under_retr_gets_451(tmp_path):
         with pytest.raises(ftplib.error_temp, match="451"):
             ftp.voidresp()
         ftp.quit()
-    finally:
-        srv.stop()
 
 
 def test_disk_full_gives_452_and_no_complete_file(tmp_path):
@@ -209,14 +201,11 @@ def test_disk_full_gives_452_and_no_complete_file(tmp_path):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "drs-tmpfs", str(mnt)], check=True, timeout=10)
     try:
         src = make_file(tmp_path / "big.bin", 16 << 20, seed=55)
-        srv = ServerProcess(mnt)
-        try:
+        with running_server(mnt) as srv:
             r = drsftp("put", str(src), srv.url("big.bin"))
             assert r.returncode == 1 and "452" in r.stderr and "Traceback" not in r.stderr, r.stderr
             assert not os.path.exists(mnt / "big.bin")
             assert srv.proc.poll() is None
-        finally:
-            srv.stop()
     finally:
         subprocess.run(["umount", str(mnt)], timeout=10)
 
@@ -227,8 +216,7 @@ def test_a_client_killed_mid_upload_leaves_no_complete_file(tmp_path):
     root = tmp_path / "srv"
     root.mkdir()
     src = make_file(tmp_path / "k.bin", 200 << 20, seed=56)
-    srv = ServerProcess(root, "--tuning", "fixed:8k")
-    try:
+    with running_server(root, "--tuning", "fixed:8k") as srv:
         c = subprocess.Popen([PY, "-m", "drsftp", "put", str(src), srv.url("k.bin"), "--tuning", "fixed:8k"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert _moved(str(root / ".k.bin.part"), 1 << 20)
@@ -240,5 +228,3 @@ def test_a_client_killed_mid_upload_leaves_no_complete_file(tmp_path):
         r = drsftp("put", str(src), srv.url("k.bin"), "--continue")
         assert r.returncode == 0, r.stderr
         assert sha256_file(root / "k.bin") == sha256_file(src)
-    finally:
-        srv.stop()

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 
-from conftest import PASSWORD, USER, drsftp, make_file, sha256_file
+from conftest import PASSWORD, USER, drsftp, make_file, running_server, sha256_file
 
 
 def test_python_ftplib_client_against_drsftp_server(server, tmp_path):
@@ -93,18 +93,13 @@ class socketclosed_port:
 
 
 def test_fixed_tuning_at_both_ends_reproduces_stock_buffers(tmp_path):
-    from conftest import ServerProcess
-
     root = tmp_path / "r"
     root.mkdir()
     make_file(root / "f.bin", 8 << 20, seed=13)
-    srv = ServerProcess(root, "--tuning", "fixed:64k")
-    try:
+    with running_server(root, "--tuning", "fixed:64k") as srv:
         r = drsftp("get", srv.url("f.bin"), str(tmp_path / "f"), "--tuning", "fixed:64k",
                    "--json", str(tmp_path / "j"))
         assert r.returncode == 0, r.stderr
         report = json.loads((tmp_path / "j").read_text())
         assert report["peak_rcvbuf"] == 2 * 65536  # set once, before the handshake, never grown
         assert report["tuning"] == "fixed:65536"
-    finally:
-        srv.stop()

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import PASSWORD, USER, ServerProcess, drsftp, make_file, sha256_file, wait_until
+from conftest import PASSWORD, USER, drsftp, make_file, running_server, sha256_file, wait_until
 from drsftp.netem import namespaces as nsmod
 from drsftp.netem.link import Link
 
@@ -185,8 +185,8 @@ def test_drs_transfer_over_the_link_and_resume_after_a_real_interruption(tmp_pat
     root.mkdir()
     src = make_file(root / "w.bin", 48 << 20, seed=20)
     with Link(rtt=0.05, rate=100e6) as link:
-        srv = ServerProcess(root, "--host", link.server_addr, ns_prefix=link.command("server", [])[:4])
-        try:
+        in_server_ns = link.command("server", [])
+        with running_server(root, "--host", link.server_addr, ns_prefix=in_server_ns) as srv:
             url = f"ftp://{USER}:{PASSWORD}@{link.server_addr}:{srv.port}/w.bin"
             dest = tmp_path / "w.bin"
             cmd = link.command("client", [*drsftp_cmd(), "get", url, str(dest), "--json", str(tmp_path / "j")])
@@ -209,8 +209,6 @@ def test_drs_transfer_over_the_link_and_resume_after_a_real_interruption(tmp_pat
             assert report["rtt_min_ms"] >= 49  # the link's RTT, seen by TCP
             windows = [s["window"] for s in report["timeline"] if s["window"]]
             assert max(windows) > 256 * 1024  # DRS grew the window past its floor
-        finally:
-            srv.stop()
 
 
 def drsftp_cmd():

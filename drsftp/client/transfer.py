@@ -116,8 +116,8 @@ class _Transfer:
 
     def progress_bytes(self) -> int:
         if self.tuner.role is Role.SENDER:
-            acked = self.tuner.last_info.get("bytes_acked")
-            return max(0, (acked or 1) - 1) if acked is not None else self.moved
+            acked = self.tuner.last_info.get("bytes_acked")  # counts the SYN: one more than the data
+            return max(acked - 1, 0) if acked is not None else self.moved
         return self.moved
 
     async def ticker(self, io_task: asyncio.Task) -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
-import sys
 
 from . import namespaces as nsmod
 from .errors import NetemError
@@ -146,6 +144,3 @@ def cmd_status(args) -> int:
                           f"{c['queue_drops']} queue drops, {c['bytes_out']} bytes out")
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(os.EX_USAGE)

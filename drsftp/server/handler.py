@@ -14,6 +14,7 @@ import errno
 import hashlib
 import logging
 import os
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,6 +22,7 @@ from pyftpdlib.handlers import DTPHandler, FTPHandler
 from pyftpdlib.utils import is_ssl_sock
 from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
 from pyftpdlib.handlers.ftp.control import proto_cmds as _stock_cmds
+from pyftpdlib.handlers.ftp.data import _FileReadWriteError  # pyftpdlib's file-error wrapper
 
 from .. import sockopt
 from ..ftp import drscmd
@@ -123,17 +125,11 @@ class DRSDataMixin:
         try:
             self.file_obj.write(memoryview(self._recv_buf)[:n])
         except OSError as err:
-            from pyftpdlib.handlers.ftp.data import _FileReadWriteError
-
             raise _FileReadWriteError(err.errno, err.strerror) from err
 
     def handle_error(self):
         """Write errors get RFC 959 codes: 452 when storage is full, 451
         for other local errors (pyftpdlib says 426 for both)."""
-        import sys
-
-        from pyftpdlib.handlers.ftp.data import _FileReadWriteError
-
         err = sys.exc_info()[1]
         if isinstance(err, _FileReadWriteError):
             code = err.errno or getattr(err.__cause__, "errno", None)  # pyftpdlib's own wrap drops it
