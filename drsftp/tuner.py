@@ -84,12 +84,31 @@ class SocketTuner:
                 self.tuning.config = replace(cfg, cap=host, floor=min(cfg.floor, host))
 
     # -- socket lifecycle --------------------------------------------------
-    def before_handshake(self, sock: socket.socket) -> None:
-        """Call on the socket before connect()/listen(): fixes the window scale."""
-        act = sockopt.BufferActuator(sock, self.allow_force, self.limits)
+    def before_handshake(self, sock: socket.socket, *, reserve_as: object = None) -> None:
+        """Call on the socket before connect()/listen(): fixes the window scale.
+        With a budget, a handshake buffer is first reserved in it under
+        ``reserve_as`` (released by :meth:`after_handshake`); when the budget
+        cannot spare the floor, nothing is set (the kernel default)."""
         decision = self.tuning.before_handshake()
+        if self.budget is not None and reserve_as is not None and decision.rcv_window:
+            # set before the handshake, a value V is held as 2 V (no 0.8 factor)
+            granted = self.budget.reserve(reserve_as, 2 * decision.rcv_window) // 2
+            floor = getattr(getattr(self.tuning, "config", None), "floor", 0)
+            if granted < max(floor, 1):
+                self.budget.release(reserve_as)
+                return
+            decision = replace(decision, rcv_window=granted)
         if not decision.is_empty():
-            act.apply(decision, before_handshake=True)
+            sockopt.BufferActuator(sock, self.allow_force, self.limits).apply(decision, before_handshake=True)
+
+    def after_handshake(self, sock: socket.socket, *, reserved_as: object = None) -> None:
+        """Call once connected (or accepted), before any data flows."""
+        decision = self.tuning.after_handshake()
+        if not decision.is_empty():
+            sockopt.BufferActuator(sock, self.allow_force, self.limits).apply(decision)
+            self._wanted = decision
+        if self.budget is not None and reserved_as is not None:
+            self.budget.release(reserved_as)
 
     def attach(self, sock: socket.socket) -> None:
         """The data connection is established; start observing it."""
@@ -173,7 +192,11 @@ class SocketTuner:
         if not rtt_us and self.last_rtt:
             rtt_us = self.last_rtt * 1e6
         rcvbuf, sndbuf = self.actuator.read_back() if self.actuator else (None, None)
-        window = getattr(self.tuning, "window", None) if self.role is Role.RECEIVER else None
+        window = None
+        if self.role is Role.RECEIVER:
+            # The window offered from now on: the decision, or more where the
+            # buffer binds at rmem_max (the kernel's rcv_ssthresh then).
+            window = max(getattr(self.tuning, "window", 0) or 0, info.get("rcv_ssthresh", 0)) or None
         return drscmd.format_pairs({
             "rtt_us": rtt_us,
             "cwnd": info.get("snd_cwnd", 0) * mss if self.role is Role.SENDER and mss else None,

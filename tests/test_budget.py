@@ -55,3 +55,15 @@ def test_property_grants_never_exceed_budget_plus_floors(events, total):
         d = b.limit(key, Decision(rcv_window=f.rcv or None, sndbuf=f.snd or None))
         final += (d.rcv_window or 0) + (d.sndbuf or 0)
     assert final <= total + 2 * 64 * 1024 * len(granted)
+
+
+def test_reservations_stay_within_what_the_flows_leave():
+    b = BufferBudget(16 * MiB)
+    b.limit("running", Decision(rcv_window=8 * MiB))
+    grants = [b.reserve(("session", i), 64 * MiB) for i in range(6)]
+    assert grants[0] == 4 * MiB  # half of the unclaimed 8 MiB
+    assert all(later <= earlier for earlier, later in zip(grants, grants[1:]))
+    assert 8 * MiB + sum(grants) <= 16 * MiB  # claims made together still fit
+    b.release(("session", 0))
+    assert b.reserve(("session", 0), 1 * MiB) == 1 * MiB  # small claims are granted whole
+    assert b.reserve("full", 0) == 0

@@ -103,3 +103,45 @@ def test_forced_buffers_pass_the_cap_when_allowed():
         act = sockopt.BufferActuator(srv, allow_force=False, limits=limits)
         act.apply(Decision(rcv_window=cap))
         assert act.read_back()[0] == 2 * limits.rmem_max and act.capped == []
+
+
+def test_open_start_lets_a_raised_clamp_lift_rcv_ssthresh_at_once():
+    """The open start's kernel fact (docs/DESIGN.md): rcv_ssthresh, the
+    ceiling of the advertised window, rises with TCP_WINDOW_CLAMP only up to
+    the window already offered.  A large buffer at the handshake offers a
+    large window, so a small lock-and-clamp right after connect() can later
+    be raised at once; a buffer never set offers ~64 KB and stays there."""
+    limits = sockopt.HostLimits.read()
+    big, small, raised = 4 << 20, 256 << 10, 2 << 20
+    results = {}
+    for name, before in (("open", big), ("closed", None)):
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(1)
+        cli = socket.socket()
+        act = sockopt.BufferActuator(cli, allow_force=limits.can_force, limits=limits)
+        if before:
+            act.apply(Decision(rcv_window=before), before_handshake=True)
+        cli.connect(lst.getsockname())
+        srv, _ = lst.accept()
+        with lst, cli, srv:
+            act.apply(Decision(rcv_window=small))
+            act.apply(Decision(rcv_window=raised))
+            results[name] = sockopt.tcp_info(cli)["rcv_ssthresh"]
+    assert results["open"] >= raised * 0.95
+    assert results["closed"] < raised / 4
+
+
+def test_at_rmem_max_the_buffer_binds_not_the_clamp():
+    """Measured: SO_RCVBUF = rmem_max gives ~1.33 x rmem_max of window; a
+    clamp at the decision would cut it to 1.25 x."""
+    limits = sockopt.HostLimits(rmem_max=1 << 20, wmem_max=1 << 20, tcp_rmem=None, tcp_wmem=None,
+                                congestion_control=None, can_force=False)
+    cli, srv = _pair()
+    with cli, srv:
+        act = sockopt.BufferActuator(srv, allow_force=False, limits=limits)
+        at_cap = int(limits.rmem_max / sockopt.RCVBUF_PER_WINDOW)
+        act.apply(Decision(rcv_window=at_cap))
+        assert srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP) == 2 * limits.rmem_max
+        act.apply(Decision(rcv_window=at_cap // 2))  # below the cap the clamp is the window
+        assert srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP) == at_cap // 2

@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from drsftp.tuning import (
+    Decision,
     DRSConfig,
     DRSTuning,
     FixedTuning,
@@ -235,24 +236,67 @@ def test_growth_is_at_most_the_phase_gain_per_rtt():
     assert drs.window <= 2 * before + 1
 
 
-def test_drs_autostart_leaves_the_start_to_autotuning_then_takes_over():
-    drs = create("drs-autostart", Role.RECEIVER)
-    assert drs.name == "drs-autostart" and drs.config.autotune_slow_start
-    t, total, decisions = 0.0, 0, []
-    drs.on_sample(Sample(bytes_received=0), now=0.0, rtt=0.1)
-    flight = 64 * KiB
-    for _ in range(8):  # doubling: nothing is set, the buffer stays unlocked
-        for _half in range(2):
-            t += 0.05
-            total += flight // 2
-            decisions.append(drs.on_sample(Sample(bytes_received=total), now=t, rtt=0.1))
+def test_open_start_offers_the_cap_then_locks_the_floor_before_data():
+    drs = receiver(floor=256 * KiB, cap=32 * MiB)
+    assert drs.before_handshake() == Decision(rcv_window=32 * MiB)
+    assert drs.after_handshake() == Decision(rcv_window=256 * KiB, sndbuf=drs.config.ack_buffer)
+    # the first tick has nothing new to say: the floor is already applied
+    assert drs.on_sample(Sample(bytes_received=0), now=0.0, rtt=0.1).is_empty()
+    # only a receiver opens; off on request
+    assert DRSTuning(Role.SENDER).before_handshake().is_empty()
+    assert DRSTuning(Role.SENDER).after_handshake().is_empty()
+    assert receiver(open_start=False).before_handshake().is_empty()
+    assert receiver(open_start=False).after_handshake().is_empty()
+
+
+def test_a_filling_queue_grows_the_flight_not_the_rate_so_slow_start_ends():
+    """The sender's in-flight bytes double (a queue building) while the
+    delivery rate stays flat: that is a full pipe, not slow start."""
+    drs = receiver(floor=64 * KiB, cap=1 << 30)
+    link = FakeLink(drs)
+    link.run(1 * MiB, rtts=3)
+    inflight = 1 * MiB
+    for _ in range(3):
+        inflight *= 2
+        drs.on_peer_report(PeerReport(inflight=inflight, cwnd=4 * inflight), now=link.t, rtt=None)
+        link.run(1 * MiB)
+        assert not drs.slow_start
+    # while a rate that doubles is slow start
+    fresh = receiver(floor=64 * KiB, cap=1 << 30)
+    fresh_link, flight = FakeLink(fresh), 256 * KiB
+    for _ in range(4):
+        fresh_link.run(flight)
         flight *= 2
-    assert all(d.is_empty() for d in decisions)
-    assert drs.window >= 2 * (flight // 4)  # still tracking what it would ask for
-    for _ in range(12):  # the flight stops growing: DRS takes the socket over
+    assert fresh.slow_start
+
+
+def _sender_run(rate_growth, ticks=8):
+    """A sender whose cwnd grows 1.7x per half RTT (BBR startup) while its
+    acked rate grows by ``rate_growth`` per tick; returns (cwnd, sndbuf)."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    cwnd, acked, per_tick, t, out = 256 * KiB, 0, 128 * KiB, 0.0, []
+    for _ in range(ticks):
+        drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=cwnd, bytes_acked=acked), now=t, rtt=0.1)
+        out.append((cwnd, drs.window))
         t += 0.05
-        total += flight // 4
-        d = drs.on_sample(Sample(bytes_received=total), now=t, rtt=0.1)
-        if not d.is_empty():
-            break
-    assert d.rcv_window is not None and drs.applied
+        cwnd = int(cwnd * 1.7)
+        per_tick = int(per_tick * rate_growth)
+        acked += per_tick
+    return out
+
+
+def test_sender_gives_a_growing_rate_one_tick_of_headroom():
+    # the acked rate is known after one RTT and compared with one RTT earlier
+    grows = _sender_run(rate_growth=1.7)
+    assert all(size >= 0.75 * 1.5 * c - 1 for c, size in grows[4:])
+    # a cwnd growing at a flat rate is a queue filling (BBR): no headroom
+    flat = _sender_run(rate_growth=1.0)
+    assert all(size == int(0.75 * c) for c, size in flat[4:])
+
+
+def test_sender_buffer_is_bounded_by_the_receivers_reported_window():
+    steady = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30, hold_periods=0))
+    steady.on_peer_report(PeerReport(window=1 * MiB), now=0.0, rtt=None)
+    for i in range(4):
+        steady.on_sample(Sample(cwnd_bytes=(8 << 20) * 2 ** i), now=0.05 * i, rtt=0.1)
+    assert steady.window == int(0.75 * MiB)

@@ -112,6 +112,7 @@ class _Transfer:
         except (OSError, asyncio.TimeoutError) as exc:
             sock.close()
             raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+        self.tuner.after_handshake(sock)
         return sock
 
     def progress_bytes(self) -> int:

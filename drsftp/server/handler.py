@@ -67,6 +67,8 @@ class DRSDataMixin:
         self._recv_buf = None
         self._expected_send: int | None = None
         super().__init__(sock, cmd_channel)
+        if self.socket is not None:
+            cmd_channel.after_handshake(self.socket)  # before any data (open start)
 
     # -- start tuning when the direction is known ---------------------------
     def push_with_producer(self, producer):
@@ -190,6 +192,11 @@ class DRSPassiveDTP(PassiveDTP):
         self.cmd_channel.before_handshake(self.socket)  # fixes the window scale
         super().listen(num)
 
+    def close(self):
+        # no connection came (or it did: then this is a no-op)
+        self.cmd_channel.release_handshake_reservation()
+        super().close()
+
 
 class DRSActiveDTP(ActiveDTP):
     def create_socket(self, family, type):
@@ -224,10 +231,23 @@ class DRSControlMixin:
         self._upload_targets: dict[str, tuple] = {}  # temporary path -> (final path, expected size)
         self._allo: int | None = None  # size announced by ALLO for the next STOR
 
+    def _receiver_tuner(self) -> SocketTuner:
+        # The direction is not known before RETR/STOR: size as a receiver;
+        # a sender's first tick shrinks the ACK direction.
+        return SocketTuner(self.tuning_spec, Role.RECEIVER, allow_force=self.allow_force, limits=self.host_limits,
+                           budget=self.buffer_budget)
+
+    # One data connection per session at a time: the session keys the
+    # handshake buffer's reservation in the budget (DRS open start).
     def before_handshake(self, sock) -> None:
-        SocketTuner(
-            self.tuning_spec, Role.RECEIVER, allow_force=self.allow_force, limits=self.host_limits
-        ).before_handshake(sock)
+        self._receiver_tuner().before_handshake(sock, reserve_as=self)
+
+    def after_handshake(self, sock) -> None:
+        self._receiver_tuner().after_handshake(sock, reserved_as=self)
+
+    def release_handshake_reservation(self) -> None:
+        if self.buffer_budget is not None:
+            self.buffer_budget.release(self)
 
     # -- over-long lines ---------------------------------------------------------
     MAX_LINE = 2048

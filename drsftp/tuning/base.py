@@ -76,6 +76,10 @@ class Tuning:
         """Sizes to set before connect()/listen(): they fix the window scale."""
         return NO_CHANGE
 
+    def after_handshake(self) -> Decision:
+        """Sizes to set once connected, before any data flows."""
+        return NO_CHANGE
+
     def on_sample(self, sample: Sample, *, now: float, rtt: float | None) -> Decision:
         """A periodic look at the connection; returns buffers to apply now."""
         return NO_CHANGE

@@ -64,6 +64,18 @@ class BufferBudget:
         # every flow keeps a minimum, but n floors never exceed the budget
         return min(self.floor, self.total // max(len(self._flows), 1))
 
+    def reserve(self, key: object, amount: int) -> int:
+        """A transient claim, such as the handshake buffer of DRS's open
+        start (a limit the kernel holds before any data): at most half of
+        what the flows leave unclaimed, so claims made together stay within
+        the budget.  Returns the amount granted; end it with :meth:`release`."""
+        self._flows.pop(key, None)
+        free = self.total - sum(f.need for f in self._flows.values())
+        grant = max(min(amount, free // 2), 0)
+        if grant:
+            self._flows[key] = _Flow(rcv=grant)
+        return grant
+
     def release(self, key: object) -> None:
         self._flows.pop(key, None)
 

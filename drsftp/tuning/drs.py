@@ -18,7 +18,14 @@ Departures from the papers, each measured on Linux (docs/DESIGN.md):
 - the measurement slides (bytes over the last RTT, every tick) rather than
   tumbling, so the window does not lag a doubling sender;
 - shrinking waits ``hold_periods`` RTTs after the peak and then steps
-  down by at most ``shrink_step`` per RTT.
+  down by at most ``shrink_step`` per RTT;
+- open start: the receiver offers its cap at the handshake and locks a small
+  buffer before the first byte (:meth:`DRSTuning.before_handshake`), because
+  Linux lets a raised TCP_WINDOW_CLAMP lift the window only up to the
+  window already offered;
+- slow start is told by the delivery rate growing, not the flight (a queue
+  grows the flight at a flat rate); the sender gives a growing cwnd one
+  tick of headroom, since the receiver's reports lag a round trip.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ class DRSConfig:
     slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
     steady_gain: float = 1.25  # additive growth: measurement + 25 %
     sender_gain: float = 0.75  # SO_SNDBUF per byte that can be in flight (kernel doubles: 1.5x)
+    sender_growth: float = 1.5  # a growing sender's cwnd headroom: one tick of slow start
     growth_seen: float = 1.5  # a period this much above the last = doubling
     hold_periods: int = 4  # keep the peak this many periods before shrinking
     shrink_step: float = 0.75  # shrink by at most this factor per period
@@ -51,7 +59,7 @@ class DRSConfig:
     default_rtt: float = 0.05  # until a sample arrives
     change_threshold: float = 1 / 16  # smaller changes are not worth a syscall
     ack_buffer: int = 16 * KiB  # the direction that carries only ACKs
-    autotune_slow_start: bool = False  # leave the socket to autotuning until growth stops
+    open_start: bool = True  # offer the cap at the handshake (see before_handshake)
 
     def __post_init__(self) -> None:
         if not 0 < self.floor <= self.cap:
@@ -85,14 +93,37 @@ class DRSTuning(Tuning):
         self.applied = False
         self.slow_start = True
         self.queue_seen = False  # the pipe has been full once: no more doubling
-        self._growth = (0.0, 0.0)  # (time, flight) of the last 1.25x growth of the flight
-        self.measurements: deque[tuple[float, float]] = deque()  # (time, bytes per RTT)
+        self.measurements: deque[tuple] = deque()  # (time, bytes per RTT[, rate])
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
+        self._needs: deque[tuple[float, float]] = deque()  # sender: (time, bytes it may have in flight)
         self._last_tick: float | None = None
         self._peer: PeerReport | None = None
         self._peer_time = float("-inf")
 
     # -- events -----------------------------------------------------------
+    def before_handshake(self) -> Decision:
+        """Open start.  A buffer of ``cap`` at the handshake sets the kernel's
+        first window, window_clamp and rcv_ssthresh from it; the first tick
+        then locks the buffer small and clamps the window.  The kernel never
+        takes back a window it offered, so the sender's slow start runs
+        unthrottled through the first ~cap bytes, and every later clamp
+        raise lifts rcv_ssthresh at once (it is bounded by the offered
+        window).  A buffer locked small from the start instead ramps the
+        window at the kernel's per-segment rcv_ssthresh growth, ~1.14x per
+        RTT at 1 Gbit/s, 100 ms (benchmarks/rcv_ssthresh_ramp.py).  Memory
+        stays DRS-sized: the large buffer is a limit held only until connect()
+        returns (:meth:`after_handshake`), before any data."""
+        cfg = self.config
+        if self.role is Role.RECEIVER and cfg.open_start:
+            return Decision(rcv_window=cfg.cap)
+        return NO_CHANGE
+
+    def after_handshake(self) -> Decision:
+        """Lock the buffer small before the first byte (open start's second half)."""
+        if self.before_handshake().is_empty():
+            return NO_CHANGE
+        return self._emit(self.config.floor)
+
     def on_peer_report(self, report: PeerReport, *, now: float, rtt: float | None) -> None:
         self._peer, self._peer_time = report, now
         self.rtt.update(report.rtt)  # the sender's TCP RTT beats our estimates
@@ -115,22 +146,9 @@ class DRSTuning(Tuning):
         than a tick (a tumbling period would lag up to a whole RTT)."""
         cfg = self.config
         srtt = self.rtt.srtt or cfg.default_rtt
-        hist = self._history
-        hist.append((now, sample.bytes_received))
-        span = max(srtt, cfg.min_period)
-        # keep one entry at least one RTT old, drop the older ones
-        while len(hist) > 2 and hist[1][0] <= now - span:
-            hist.popleft()
-        t0, b0 = hist[0]
-        if now - t0 < span * (1 - 1e-9):
-            if cfg.autotune_slow_start and not self.applied:
-                return NO_CHANGE  # autotuning holds the socket until DRS takes over
+        rate = self._rate(sample.bytes_received, now, max(srtt, cfg.min_period))
+        if rate is None:
             return self._emit(cfg.floor) if not self.applied else NO_CHANGE
-        if len(hist) > 2 and hist[1][0] > t0:  # bytes at exactly one RTT ago
-            t1, b1 = hist[1]
-            b0 += (b1 - b0) * min(max((now - span - t0) / (t1 - t0), 0.0), 1.0)
-            t0 = max(t0, now - span)
-        rate = max(sample.bytes_received - b0, 0) / (now - t0)
         # bytes per RTT: a lower bound on the sender's cwnd.  Below ~10 ms the
         # window must also absorb the reading application's scheduling delay
         # (measured: rate x RTT held 1 Gbit/s at 0.5 ms RTT to 69 % here).
@@ -147,16 +165,20 @@ class DRSTuning(Tuning):
             if peer_cwnd and inflight >= cfg.cwnd_limited * peer_cwnd:
                 measured = max(measured, float(peer_cwnd))
 
-        # slow start: this RTT's flight is well above the one an RTT ago
+        # Slow start: this RTT's delivery rate is well above the one an RTT
+        # ago.  The rate, not the flight: a filling queue grows the flight
+        # (and the RTT) while the rate stays at the bottleneck's; BBR's
+        # "filled pipe" estimate tests the rate the same way
+        # (draft-ietf-ccwg-bbr, Startup).
         recent = self.measurements
-        prev = next((m for t, m in reversed(recent) if t <= now - srtt), None)
+        prev = next((r for t, _, r in reversed(recent) if t <= now - srtt), None)
         # Once a queue has been seen the pipe is full: like TCP's ssthresh,
         # leave slow start for good (a jump after a drain is not doubling).
-        self.slow_start = not self.queue_seen and (prev is None or measured >= cfg.growth_seen * prev)
-        recent.append((now, measured))
+        self.slow_start = not self.queue_seen and (prev is None or rate >= cfg.growth_seen * prev)
+        recent.append((now, measured, rate))
         while recent and recent[0][0] < now - cfg.hold_periods * srtt:
             recent.popleft()
-        peak = max(m for _, m in recent)
+        peak = max(m for _, m, _ in recent)
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
         target = gain * peak
 
@@ -176,16 +198,6 @@ class DRSTuning(Tuning):
         self._last_tick = now
         target = min(target, max(self.window * gain ** frac, cfg.floor))
         size = self._step(target, cfg.shrink_step ** frac)
-        if measured >= 1.25 * self._growth[1]:
-            self._growth = (now, measured)
-        still_growing = now - self._growth[0] < cfg.hold_periods * srtt
-        if cfg.autotune_slow_start and not self.applied and still_growing and not self.queue_seen:
-            # Setting SO_RCVBUF locks the buffer, and a locked buffer ramps the
-            # advertised window ~1.14x per RTT against ~4x under autotuning
-            # (benchmarks/rcv_ssthresh_ramp.py): follow the sender's doubling
-            # here, take the socket over once slow start ends.
-            self.window = size
-            return NO_CHANGE
         return self._emit(size)
 
     # -- sender -----------------------------------------------------------
@@ -194,20 +206,58 @@ class DRSTuning(Tuning):
         peer_window = self._fresh_peer_value("window", now)
         if peer_window is None:
             peer_window = sample.peer_window
+        srtt = self.rtt.srtt or cfg.default_rtt
+        cwnd = sample.cwnd_bytes
+        # Slow start, as the receiver tells it: the acked rate grew this RTT
+        # and no queue inflates the RTT.  Then the cwnd outgrows a buffer
+        # sized from the last tick's cwnd before the next tick (in flight
+        # doubled per RTT in BBR startup here: ~1.4x per tick), and the
+        # receiver's report lags a round trip: allow one tick's growth,
+        # within the window the kernel says the receiver offers.  A cwnd
+        # growing at a flat rate or into a queue (BBR overshooting) gets none.
+        rate = self._rate(sample.bytes_acked, now, max(srtt, cfg.min_period))
+        recent = self.measurements
+        prev = next((r for t, r in reversed(recent) if t <= now - srtt), None)
+        if rate is not None:
+            recent.append((now, rate))
+        while recent and recent[0][0] < now - 2 * srtt:
+            recent.popleft()
+        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
+        queue = min_rtt is not None and latest > cfg.inflation_limit * min_rtt
+        if cwnd and rate and prev and rate >= cfg.growth_seen * prev and not queue:
+            if sample.peer_window:
+                peer_window = max(peer_window or 0, sample.peer_window)
+            cwnd = cfg.sender_growth * cwnd
         # In flight can never exceed min(cwnd, peer window): the buffer
         # holds that plus headroom for data queued behind it.
-        known = [v for v in (peer_window, sample.cwnd_bytes) if v]
+        known = [v for v in (peer_window, cwnd) if v]
         need = min(known) if known else 0
         if need <= 0:
             return NO_CHANGE if self.applied else self._emit(cfg.floor)
-        srtt = self.rtt.srtt or cfg.default_rtt
-        self.measurements.append((now, need))
-        while self.measurements[0][0] < now - cfg.hold_periods * srtt:
-            self.measurements.popleft()
-        target = cfg.sender_gain * max(m for _, m in self.measurements)
+        self._needs.append((now, need))
+        while self._needs[0][0] < now - cfg.hold_periods * srtt:
+            self._needs.popleft()
+        target = cfg.sender_gain * max(m for _, m in self._needs)
         return self._emit(self._step(target, cfg.shrink_step))
 
     # -- helpers ----------------------------------------------------------
+    def _rate(self, total: int, now: float, span: float) -> float | None:
+        """Bytes/s over the last ``span`` seconds of the cumulative ``total``
+        (None until that much history exists), interpolated at the span's start."""
+        hist = self._history
+        hist.append((now, total))
+        # keep one entry at least one span old, drop the older ones
+        while len(hist) > 2 and hist[1][0] <= now - span:
+            hist.popleft()
+        t0, b0 = hist[0]
+        if now - t0 < span * (1 - 1e-9):
+            return None
+        if len(hist) > 2 and hist[1][0] > t0:  # bytes at exactly one span ago
+            t1, b1 = hist[1]
+            b0 += (b1 - b0) * min(max((now - span - t0) / (t1 - t0), 0.0), 1.0)
+            t0 = max(t0, now - span)
+        return max(total - b0, 0) / (now - t0)
+
     def _step(self, target: float, shrink: float) -> int:
         """Clamp to [floor, cap]; grow at once, shrink by at most ``shrink``."""
         cfg = self.config
@@ -254,14 +304,3 @@ def _config(arg: str | None, **kw) -> DRSConfig:
 def _drs(role: Role, arg: str | None) -> Tuning:
     """``drs`` or ``drs:CAP`` (per-connection cap, e.g. drs:32MiB)."""
     return DRSTuning(role, _config(arg))
-
-
-@register("drs-autostart")
-def _drs_autostart(role: Role, arg: str | None) -> Tuning:
-    """DRS that leaves the start to kernel autotuning and takes the socket
-    over once the flight stops growing or a queue appears: a faster ramp
-    (a locked buffer ramps the window ~1.14x per RTT, autotuning ~4x), at
-    the price of autotuning's larger buffer limit meanwhile (BENCHMARKS.md)."""
-    t = DRSTuning(role, _config(arg, autotune_slow_start=True))
-    t.name = "drs-autostart"
-    return t
