@@ -144,7 +144,7 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
         return {}
     try:
         return parse_tcp_info(sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, TCP_INFO_SIZE))
-    except OSError:
+    except (OSError, AttributeError):  # closed, or a TLS wrapper without getsockopt
         return {}
 
 

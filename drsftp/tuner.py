@@ -110,6 +110,14 @@ class SocketTuner:
         if self.budget is not None and reserved_as is not None:
             self.budget.release(reserved_as)
 
+    def note_control_rtt(self, control_sock) -> None:
+        """Take the control connection's smoothed RTT (same path) as a
+        reference for the data connection's first, unreliable samples."""
+        us = sockopt.tcp_info(control_sock).get("rtt") if control_sock is not None else None
+        if us:
+            rtt = us / 1e6
+            self.control_rtt = rtt if self.control_rtt is None else min(self.control_rtt, rtt)
+
     def attach(self, sock: socket.socket) -> None:
         """The data connection is established; start observing it."""
         self.sock = sock
@@ -126,7 +134,13 @@ class SocketTuner:
         info = sockopt.tcp_info(self.sock)
         receiving = self.role is Role.RECEIVER
         sample = sockopt.sample_from_info(info, moved_bytes)  # moved_bytes where TCP_INFO lacks them
-        rtt = sockopt.rtt_from_info(info, receiving) or self.control_rtt
+        rtt = sockopt.rtt_from_info(info, receiving)
+        if rtt is None or (self.control_rtt and rtt < self.control_rtt / 2):
+            # The data connection shares the control connection's path: a
+            # far smaller RTT is an artefact (rcv_rtt's first samples, before
+            # a window of data arrived, read 0.3 ms on a 100 ms path), and as
+            # a min_rtt it would poison DRS's queue guard.
+            rtt = self.control_rtt
         self.last_info, self.last_rtt = info, rtt
         # tcpi_rtt is ACK-clocked: meaningful for a sender only
         self.stats.add_rtt(rtt if receiving else (info.get("rtt", 0) / 1e6 or rtt))

@@ -145,3 +145,29 @@ def test_at_rmem_max_the_buffer_binds_not_the_clamp():
         assert srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP) == 2 * limits.rmem_max
         act.apply(Decision(rcv_window=at_cap // 2))  # below the cap the clamp is the window
         assert srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP) == at_cap // 2
+
+
+def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():
+    """rcv_rtt's first samples on a fresh connection can read 0.3 ms on a
+    100 ms path; as DRS's min_rtt they would end slow start at once.  The
+    control connection shares the path, so its RTT is the reference."""
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning import Role
+
+    cli, srv = _pair()
+    with cli, srv:
+        tuner = SocketTuner("drs", Role.RECEIVER)
+        tuner.note_control_rtt(cli)  # loopback: microseconds
+        assert tuner.control_rtt is not None and tuner.control_rtt < 0.01
+        tuner.control_rtt = 0.1  # as if the path were 100 ms
+        tuner.attach(srv)
+        cli.sendall(b"x" * 200000)
+        got = 0
+        while got < 200000:
+            got += len(srv.recv(65536))
+        srv.sendall(b"y" * 1000)  # both kernel estimates now exist (microseconds)
+        cli.recv(2000)
+        assert 0 < sockopt.rtt_from_info(sockopt.tcp_info(srv), True) < 0.01
+        tuner.tick(got)
+        assert tuner.last_rtt == 0.1
+        assert tuner.tuning.rtt.min_rtt == 0.1

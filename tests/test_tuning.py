@@ -247,6 +247,8 @@ def test_open_start_offers_the_cap_then_locks_the_floor_before_data():
     assert DRSTuning(Role.SENDER).after_handshake().is_empty()
     assert receiver(open_start=False).before_handshake().is_empty()
     assert receiver(open_start=False).after_handshake().is_empty()
+    closed = create("drs-closed", Role.RECEIVER)
+    assert closed.name == "drs-closed" and closed.before_handshake().is_empty()
 
 
 def test_a_filling_queue_grows_the_flight_not_the_rate_so_slow_start_ends():
@@ -300,3 +302,18 @@ def test_sender_buffer_is_bounded_by_the_receivers_reported_window():
     for i in range(4):
         steady.on_sample(Sample(cwnd_bytes=(8 << 20) * 2 ** i), now=0.05 * i, rtt=0.1)
     assert steady.window == int(0.75 * MiB)
+
+
+def test_an_inflated_first_rtt_does_not_end_slow_start():
+    """The first RTT samples of a connection run high (delayed ACKs, the
+    handshake); smoothed into srtt they once read as a queue and ended slow
+    start before it began (put, 1 Gbit/s, 100 ms)."""
+    drs = receiver(floor=64 * KiB, cap=1 << 30)
+    link = FakeLink(drs, rtt=0.16)
+    link.run(64 * KiB, rtts=1, rtt=0.16)
+    flight = 128 * KiB
+    for i in range(6):
+        window = link.run(flight, rtt=0.1)
+        assert drs.slow_start and not drs.queue_seen
+        assert window >= 1.9 * flight
+        flight *= 2

@@ -45,7 +45,7 @@ class Plan:
     kind: str  # "drsftp" | "stock" (ftplib) | "curl"
 
 
-TUNINGS = ("stock-64k", "kernel", "kernel-vsftpd", "manual", "probe-static", "drs")
+TUNINGS = ("stock-64k", "kernel", "kernel-vsftpd", "manual", "probe-static", "drs", "drs-closed")
 DESCRIPTIONS = {
     "stock-64k": "static 64 KiB buffers set before the handshake at both ends (old stock FTP)",
     "kernel": "stock pyftpdlib server + Python ftplib client: buffers never touched (autotuning)",
@@ -53,6 +53,7 @@ DESCRIPTIONS = {
     "manual": "static 2 x BDP from the configured rate and RTT, before the handshake (hand tuning)",
     "probe-static": "static size from a short RTT/bandwidth probe before the transfer (NLANR-style)",
     "drs": "drsftp server and client: Dynamic Right-Sizing with the in-band DRS exchange",
+    "drs-closed": "drs without the open start: right-sized from the first byte, slower ramp",
 }
 
 
@@ -85,12 +86,13 @@ def plan(name: str, *, direction: str, root: str, host: str, local: str, remote:
          path: Path, force: bool, max_time: float, probe_size: int | None = None,
          vsftpd_conf: str | None = None) -> Plan:
     url = f"ftp://{USER}:{PASSWORD}@{host}:{PORT}/{remote}"
-    if name in ("stock-64k", "manual", "probe-static", "drs"):
+    if name in ("stock-64k", "manual", "probe-static", "drs", "drs-closed"):
         tuning = {
             "stock-64k": "fixed:64k",
             "manual": f"fixed:{max(2 * path.bdp, 65536)}",
             "probe-static": f"fixed:{probe_size or 65536}",
             "drs": "drs",
+            "drs-closed": "drs-closed",
         }[name]
         fixed_force = force and name != "stock-64k"
         return Plan(drsftp_server(root, host, tuning, fixed_force),

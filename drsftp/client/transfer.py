@@ -113,6 +113,7 @@ class _Transfer:
             sock.close()
             raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
         self.tuner.after_handshake(sock)
+        self.tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
         return sock
 
     def progress_bytes(self) -> int:

@@ -92,6 +92,7 @@ class DRSDataMixin:
             server.tuning_spec, role, allow_force=server.allow_force, limits=server.host_limits,
             budget=server.buffer_budget,
         )
+        self.tuner.note_control_rtt(server.socket)
         self.tuner.attach(self.socket)
         self._tick()
 

@@ -172,29 +172,34 @@ class DRSTuning(Tuning):
         # (draft-ietf-ccwg-bbr, Startup).
         recent = self.measurements
         prev = next((r for t, _, r in reversed(recent) if t <= now - srtt), None)
-        # Once a queue has been seen the pipe is full: like TCP's ssthresh,
-        # leave slow start for good (a jump after a drain is not doubling).
-        self.slow_start = not self.queue_seen and (prev is None or rate >= cfg.growth_seen * prev)
+        rate_growing = prev is None or rate >= cfg.growth_seen * prev
+        # Runaway guard (facts doc, item 7): an RTT well above its minimum is
+        # a queue filling: the pipe is full.  Like TCP's ssthresh, leave slow
+        # start for good then (a jump after a drain is not doubling).  The
+        # latest sample, not srtt: kernel RTTs are smoothed already, and a
+        # second smoothing both sees a queue late and kept the first, inflated
+        # samples (delayed ACKs, the handshake) long enough to end slow start
+        # before it began (put, 1 Gbit/s, 100 ms).
+        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
+        queue = bool(min_rtt) and latest > cfg.inflation_limit * min_rtt
+        self.queue_seen = self.queue_seen or queue
+        self.slow_start = not self.queue_seen and rate_growing
         recent.append((now, measured, rate))
         while recent and recent[0][0] < now - cfg.hold_periods * srtt:
             recent.popleft()
         peak = max(m for _, m, _ in recent)
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
         target = gain * peak
-
-        # Runaway guard (facts doc, item 7): with the RTT far above its
-        # minimum the queue is filling; allow no more than 1.25 x rate x min_rtt.
-        # The latest sample, not srtt: kernel RTTs are smoothed already, and a
-        # second smoothing sees the queue only after slow start overshot.
-        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
-        if min_rtt and max(srtt, latest) > cfg.inflation_limit * min_rtt:
-            self.queue_seen = True
-            # Pull down, not just hold: with a standing queue the flight (and
-            # so the measurement) includes the queue and would justify itself.
+        if queue:
+            # allow no more than 1.25 x rate x min_rtt.  Pull down, not just
+            # hold: with a standing queue the flight (and so the measurement)
+            # includes the queue and would justify itself.
             target = min(target, cfg.queue_cap_gain * rate * max(min_rtt, cfg.app_delay))
         # At most one phase's gain of growth and one shrink step per RTT: a
         # burst of in-order bytes released after loss recovery is no doubling.
-        frac = min((now - self._last_tick) / srtt, 1.0) if self._last_tick else 1.0
+        # (The smaller of srtt and the latest sample: a second smoothing of
+        # kernel RTTs keeps early, inflated samples for many ticks.)
+        frac = min((now - self._last_tick) / min(srtt, latest), 1.0) if self._last_tick else 1.0
         self._last_tick = now
         target = min(target, max(self.window * gain ** frac, cfg.floor))
         size = self._step(target, cfg.shrink_step ** frac)
@@ -304,3 +309,14 @@ def _config(arg: str | None, **kw) -> DRSConfig:
 def _drs(role: Role, arg: str | None) -> Tuning:
     """``drs`` or ``drs:CAP`` (per-connection cap, e.g. drs:32MiB)."""
     return DRSTuning(role, _config(arg))
+
+
+@register("drs-closed")
+def _drs_closed(role: Role, arg: str | None) -> Tuning:
+    """DRS without the open start: right-sized from the first byte, so the
+    window also holds back slow start's overshoot (fewer losses, a smaller
+    peak buffer), at the price of the locked buffer's slow ramp on long fat
+    paths (docs/BENCHMARKS.md)."""
+    t = DRSTuning(role, _config(arg, open_start=False))
+    t.name = "drs-closed"
+    return t
