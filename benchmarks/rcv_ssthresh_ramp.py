@@ -1,7 +1,8 @@
 """How fast does the receiver's advertised-window ceiling (rcv_ssthresh) grow?
 
-    python benchmarks/rcv_ssthresh_ramp.py drs      # buffer locked by SO_RCVBUF
-    python benchmarks/rcv_ssthresh_ramp.py kernel   # autotuning, buffer unlocked
+    python benchmarks/rcv_ssthresh_ramp.py drs-closed  # buffer locked small by SO_RCVBUF
+    python benchmarks/rcv_ssthresh_ramp.py drs         # the open start
+    python benchmarks/rcv_ssthresh_ramp.py kernel      # autotuning, buffer unlocked
 
 One download over an emulated 1 Gbit/s, 100 ms link (root), sampling the
 client's data socket with `ss -tmi` every 200 ms: rcv_ssthresh, rcv_space,
@@ -18,6 +19,8 @@ from drsftp.netem.link import Link, wait_for_port
 
 
 def main(tuning: str) -> None:
+    if tuning not in ("drs", "drs-closed", "kernel"):
+        sys.exit(f"unknown tuning {tuning!r}; choose from drs, drs-closed, kernel")
     with tempfile.TemporaryDirectory(prefix="drs-ramp-") as root:
         with open(f"{root}/z.bin", "wb") as f:
             f.truncate(800 << 20)

@@ -56,5 +56,10 @@ def test_report_medians_ratios_and_memory():
     text = markdown(env, runs, list(T.TUNINGS))
     assert "| default 100M 100ms get | 6.0* | 80.0 | 90.0 [10.0-94.0] | 96.5 |" in text
     assert "15.0x / 1.12x / 93%" in text  # drs median 90 vs 6 and 80, of 96.5
-    assert "2.0 / 1.0" in text  # 2.5 MB and 1.25 MB against a 1.25 MB BDP
+    assert "2.0 / 1.0 (- / -)" in text  # 2.5 MB and 1.25 MB against a 1.25 MB BDP; no timelines
+    # the median over the transfer: per run over its samples, then over the runs
+    runs[2]["receiver_timeline"] = [{"rcvbuf": v} for v in (1_250_000, 2_500_000, 2_500_000)]
+    runs[3]["receiver_timeline"] = [{"rcvbuf": 625_000}]
+    runs[2]["timeline"] = [{"sndbuf": None}, {"sndbuf": 1_250_000}]
+    assert "2.0 / 1.0 (1.2 / 1.0)" in markdown(env, runs, list(T.TUNINGS))
     assert "| 0 / 100 | 0 / 100 | 100 / 101 |" in text  # drs: medians of 0/100/200 and 100/101/102

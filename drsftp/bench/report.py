@@ -148,7 +148,9 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
                                        f"{100 * m / ceiling:.0f}%"]))
             rb = max((r.get("peak_rcvbuf") or 0 for r in runs), default=0)
             tb = max((r.get("peak_sndbuf") or 0 for r in runs), default=0)
-            rows[2].append(f"{rb / bdp:.1f} / {tb / bdp:.1f}" if bdp else "-")
+            typical = " (%s / %s)" % (_typical(runs, "receiver_timeline", "rcvbuf", bdp),
+                                      _typical(runs, "timeline", "sndbuf", bdp))
+            rows[2].append(f"{rb / bdp:.1f} / {tb / bdp:.1f}{typical}" if bdp else "-")
             retr = median([r.get("retransmits") or 0 for r in runs])
             rtt = median([r["rtt_avg_ms"] for r in runs if r.get("rtt_avg_ms")])
             rows[3].append(f"{retr:.0f} / {rtt:.0f}" if rtt is not None else "-")
@@ -159,9 +161,17 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
     return [
         ("Throughput, Mbit/s: median [min-max]; * = a run hit --max-time", header + ["ceiling"], speed),
         ("x stock-64k / x kernel / % of goodput ceiling (medians)", header, ratio),
-        ("Peak socket buffer, x BDP: skmem rb at the receiver / tb at the sender", header, memory),
+        ("Socket buffer, x BDP: peak skmem rb at the receiver / tb at the sender "
+         "(median over the transfer)", header, memory),
         ("Sender retransmits / average RTT in ms (medians; the queue a tuning builds)", header, queue),
     ]
+
+
+def _typical(runs: list[dict], timeline: str, field: str, bdp: float) -> str:
+    """Median over each run's `ss` samples, median over the runs, x BDP."""
+    per_run = [median([s[field] for s in r.get(timeline) or [] if s.get(field)]) for r in runs]
+    m = median([x for x in per_run if x is not None])
+    return f"{m / bdp:.1f}" if m is not None else "-"
 
 
 def environment_line(env: dict) -> str:
