@@ -74,6 +74,7 @@ class SocketTuner:
         self.budget = budget
         self._wanted: Decision | None = None  # the strategy's last decision
         self._applied: Decision | None = None  # what the budget let through
+        self.handshake_window: int | None = None  # set before the handshake
 
     def _cap_to_host(self) -> None:
         """The per-connection cap cannot exceed what setsockopt can obtain."""
@@ -89,7 +90,7 @@ class SocketTuner:
         With a budget, a handshake buffer is first reserved in it under
         ``reserve_as`` (released by :meth:`after_handshake`); when the budget
         cannot spare the floor, nothing is set (the kernel default)."""
-        decision = self.tuning.before_handshake()
+        decision = self.tuning.before_handshake(rtt=self.control_rtt)
         if self.budget is not None and reserve_as is not None and decision.rcv_window:
             # set before the handshake, a value V is held as 2 V (no 0.8 factor)
             granted = self.budget.reserve(reserve_as, 2 * decision.rcv_window) // 2
@@ -100,6 +101,7 @@ class SocketTuner:
             decision = replace(decision, rcv_window=granted)
         if not decision.is_empty():
             sockopt.BufferActuator(sock, self.allow_force, self.limits).apply(decision, before_handshake=True)
+            self.handshake_window = decision.rcv_window
 
     def after_handshake(self, sock: socket.socket, *, reserved_as: object = None) -> None:
         """Call once connected (or accepted), before any data flows."""
@@ -243,6 +245,7 @@ class SocketTuner:
             "retransmits": self.stats.retransmits,
             "peak_rcvbuf": act.peak_rcvbuf if act else None,
             "peak_sndbuf": act.peak_sndbuf if act else None,
+            "handshake_window": self.handshake_window,  # DRS open start (None: closed)
         }
 
 

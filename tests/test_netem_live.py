@@ -209,6 +209,7 @@ def test_drs_transfer_over_the_link_and_resume_after_a_real_interruption(tmp_pat
             assert report["rtt_min_ms"] >= 49  # the link's RTT, seen by TCP
             windows = [s["window"] for s in report["timeline"] if s["window"]]
             assert max(windows) > 256 * 1024  # DRS grew the window past its floor
+            assert report["handshake_window"] > 1 << 20  # a 50 ms path: the open start
 
 
 def drsftp_cmd():

@@ -105,6 +105,7 @@ class _Transfer:
         host, port = await self.ctl.passive_address()
         sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
         sock.setblocking(False)
+        self.tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
         self.tuner.before_handshake(sock)  # window scale is fixed by this
         try:
             await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
@@ -113,7 +114,6 @@ class _Transfer:
             sock.close()
             raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
         self.tuner.after_handshake(sock)
-        self.tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
         return sock
 
     def progress_bytes(self) -> int:

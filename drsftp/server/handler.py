@@ -235,8 +235,10 @@ class DRSControlMixin:
     def _receiver_tuner(self) -> SocketTuner:
         # The direction is not known before RETR/STOR: size as a receiver;
         # a sender's first tick shrinks the ACK direction.
-        return SocketTuner(self.tuning_spec, Role.RECEIVER, allow_force=self.allow_force, limits=self.host_limits,
-                           budget=self.buffer_budget)
+        tuner = SocketTuner(self.tuning_spec, Role.RECEIVER, allow_force=self.allow_force, limits=self.host_limits,
+                            budget=self.buffer_budget)
+        tuner.note_control_rtt(self.socket)
+        return tuner
 
     # One data connection per session at a time: the session keys the
     # handshake buffer's reservation in the budget (DRS open start).

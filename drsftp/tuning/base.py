@@ -72,8 +72,9 @@ class Tuning:
     def __init__(self, role: Role) -> None:
         self.role = role
 
-    def before_handshake(self) -> Decision:
-        """Sizes to set before connect()/listen(): they fix the window scale."""
+    def before_handshake(self, *, rtt: float | None = None) -> Decision:
+        """Sizes to set before connect()/listen(): they fix the window scale.
+        ``rtt``: the control connection's, when known."""
         return NO_CHANGE
 
     def after_handshake(self) -> Decision:
@@ -163,7 +164,7 @@ class FixedTuning(Tuning):
         super().__init__(role)
         self.size = size
 
-    def before_handshake(self) -> Decision:
+    def before_handshake(self, *, rtt: float | None = None) -> Decision:
         # Both buffers: the receiver's fixes the window (and its scale), the
         # sender's caps the data in flight.
         return Decision(rcv_window=self.size, sndbuf=self.size)

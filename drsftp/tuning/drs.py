@@ -60,6 +60,7 @@ class DRSConfig:
     change_threshold: float = 1 / 16  # smaller changes are not worth a syscall
     ack_buffer: int = 16 * KiB  # the direction that carries only ACKs
     open_start: bool = True  # offer the cap at the handshake (see before_handshake)
+    open_start_min_rtt: float = 0.04  # ... on paths at least this long (control RTT)
 
     def __post_init__(self) -> None:
         if not 0 < self.floor <= self.cap:
@@ -101,7 +102,7 @@ class DRSTuning(Tuning):
         self._peer_time = float("-inf")
 
     # -- events -----------------------------------------------------------
-    def before_handshake(self) -> Decision:
+    def before_handshake(self, *, rtt: float | None = None) -> Decision:
         """Open start.  A buffer of ``cap`` at the handshake sets the kernel's
         first window, window_clamp and rcv_ssthresh from it; the first tick
         then locks the buffer small and clamps the window.  The kernel never
@@ -112,15 +113,23 @@ class DRSTuning(Tuning):
         window at the kernel's per-segment rcv_ssthresh growth, ~1.14x per
         RTT at 1 Gbit/s, 100 ms (benchmarks/rcv_ssthresh_ramp.py).  Memory
         stays DRS-sized: the large buffer is a limit held only until connect()
-        returns (:meth:`after_handshake`), before any data."""
+        returns (:meth:`after_handshake`), before any data.
+
+        Only on paths whose RTT (``rtt``: the control connection's) is at
+        least ``open_start_min_rtt``: the offered window also lets the
+        sender's startup overshoot through, which cost 7% at 100 Mbit/s,
+        25 ms (hundreds of drops at a 1-BDP queue), while the locked ramp
+        costs ~2% there and ~10% at 1 Gbit/s, 50-100 ms (BENCHMARKS.md)."""
         cfg = self.config
-        if self.role is Role.RECEIVER and cfg.open_start:
+        if (self.role is Role.RECEIVER and cfg.open_start and rtt is not None
+                and rtt >= cfg.open_start_min_rtt):
             return Decision(rcv_window=cfg.cap)
         return NO_CHANGE
 
     def after_handshake(self) -> Decision:
-        """Lock the buffer small before the first byte (open start's second half)."""
-        if self.before_handshake().is_empty():
+        """Lock the buffer small before the first byte (the open start's
+        second half; after a closed start it is what the first tick does)."""
+        if self.role is not Role.RECEIVER or not self.config.open_start:
             return NO_CHANGE
         return self._emit(self.config.floor)
 
