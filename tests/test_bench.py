@@ -63,3 +63,22 @@ def test_report_medians_ratios_and_memory():
     runs[2]["timeline"] = [{"sndbuf": None}, {"sndbuf": 1_250_000}]
     assert "2.0 / 1.0 (1.2 / 1.0)" in markdown(env, runs, list(T.TUNINGS))
     assert "| 0 / 100 | 0 / 100 | 100 / 101 |" in text  # drs: medians of 0/100/200 and 100/101/102
+
+
+def test_benchreport_filters_runs_by_direction_loss_rate_and_rtt():
+    import argparse
+
+    from drsftp.bench.cli import _run_filter
+
+    runs = [_run("drs", 90.0), dict(_run("drs", 50.0), direction="put"), dict(_run("drs", 40.0), loss=0.001),
+            dict(_run("drs", 30.0, rtt=0.025)), dict(_run("drs", 900.0), rate_bps=1e9)]
+
+    def kept(**kw):
+        args = argparse.Namespace(**{"direction": None, "loss": None, "rate": None, "rtt": None, **kw})
+        return [r["mbps"] for r in runs if _run_filter(args)(r)]
+
+    assert kept() == [90.0, 50.0, 40.0, 30.0, 900.0]
+    assert kept(direction="put") == [50.0]
+    assert kept(loss="0.1%") == [40.0]
+    assert kept(loss="0", rate="100mbit", rtt="100ms", direction="get") == [90.0]
+    assert kept(rate="1gbit") == [900.0]

@@ -50,6 +50,10 @@ def add_parser(sub) -> None:
     r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
     r.add_argument("results", nargs="+", help="results.json files of `drsftp bench` runs")
     r.add_argument("--plots", metavar="DIR", help="also draw the plots of the merged runs into DIR")
+    r.add_argument("--direction", choices=("get", "put"), help="only runs in this direction")
+    r.add_argument("--loss", help="only runs with this loss (e.g. 0, 0.1%%)")
+    r.add_argument("--rate", help="only runs on this link rate (e.g. 100mbit)")
+    r.add_argument("--rtt", help="only runs with this RTT (e.g. 100ms)")
     r.set_defaults(func=cmd_benchreport)
 
     n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")
@@ -134,6 +138,23 @@ def cmd_netemcheck(args) -> int:
     return run_netem_check(args.out, args.quick)
 
 
+def _run_filter(args):
+    """A predicate for --direction/--loss/--rate/--rtt (values as the bench takes them)."""
+    want = []
+    if args.direction:
+        want.append(lambda r: r["direction"] == args.direction)
+    if args.loss is not None:
+        loss = parse_loss(args.loss)
+        want.append(lambda r: abs(r["loss"] - loss) < 1e-12)
+    if args.rate:
+        rate = parse_rate(args.rate)
+        want.append(lambda r: abs(r["rate_bps"] - rate) < 1)
+    if args.rtt:
+        rtt = parse_duration(args.rtt)
+        want.append(lambda r: abs(r["rtt_s"] - rtt) < 1e-9)
+    return lambda r: all(w(r) for w in want)
+
+
 def cmd_benchreport(args) -> int:
     import json
 
@@ -148,6 +169,10 @@ def cmd_benchreport(args) -> int:
             raise NetemError(f"cannot read {path}: {exc}") from exc
         env = env or data["environment"]
         runs += data["runs"]
+    keep = _run_filter(args)
+    runs = [r for r in runs if keep(r)]
+    if not runs:
+        raise NetemError("no runs match the filters")
     print(markdown(env, runs, list(T.TUNINGS)))
     if args.plots:
         os.makedirs(args.plots, exist_ok=True)
