@@ -242,3 +242,16 @@ def hashlib_sha(b):
     import hashlib
 
     return hashlib.sha256(b).hexdigest()
+
+
+def test_a_nul_byte_in_an_argument_is_a_501_not_a_lost_session(users_server):
+    """pyftpdlib hands path arguments to os.path.realpath, whose ValueError
+    on a NUL byte closed the session (the fuzzer found it mid-transfer)."""
+    srv, _root = users_server
+    c = Conn(srv.port)
+    c.send(b"USER fuzz")
+    assert c.send(b"PASS fuzz-password").startswith(b"230")
+    for cmd in (b"CWD a\x00b", b"RETR f\x00.bin", b"SIZE \x00", b"DRS rtt_us=1\x00"):
+        assert c.send(cmd).startswith(b"501"), cmd
+    assert c.send(b"NOOP").startswith(b"200")
+    c.sock.close()

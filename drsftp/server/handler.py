@@ -297,6 +297,11 @@ class DRSControlMixin:
             self.respond("503 " + msg)
             self.log_cmd(cmd, arg, 503, msg)
             return
+        if arg and "\x00" in arg:
+            # pyftpdlib passes it to os.path.realpath, whose ValueError
+            # closed the session and any transfer in it (the fuzzer found it)
+            self.respond("501 Syntax error in parameters or arguments: NUL byte.")
+            return
         super().pre_process_command(line, cmd, arg)
 
     def abort_for_shutdown(self) -> None:
