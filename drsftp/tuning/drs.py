@@ -94,7 +94,8 @@ class DRSTuning(Tuning):
         self.applied = False
         self.slow_start = True
         self.queue_seen = False  # the pipe has been full once: no more doubling
-        self.measurements: deque[tuple] = deque()  # (time, bytes per RTT[, rate])
+        self.measurements: deque[tuple[float, float, float]] = deque()  # receiver: (time, bytes per RTT, rate)
+        self._rates: deque[tuple[float, float]] = deque()  # sender: (time, acked rate)
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
         self._needs: deque[tuple[float, float]] = deque()  # sender: (time, bytes it may have in flight)
         self._last_tick: float | None = None
@@ -230,7 +231,7 @@ class DRSTuning(Tuning):
         # within the window the kernel says the receiver offers.  A cwnd
         # growing at a flat rate or into a queue (BBR overshooting) gets none.
         rate = self._rate(sample.bytes_acked, now, max(srtt, cfg.min_period))
-        recent = self.measurements
+        recent = self._rates
         prev = next((r for t, r in reversed(recent) if t <= now - srtt), None)
         if rate is not None:
             recent.append((now, rate))
