@@ -105,7 +105,7 @@ class SocketTuner:
 
     def after_handshake(self, sock: socket.socket, *, reserved_as: object = None) -> None:
         """Call once connected (or accepted), before any data flows."""
-        decision = self.tuning.after_handshake()
+        decision = self.tuning.after_handshake(rtt=self.control_rtt)
         if not decision.is_empty():
             sockopt.BufferActuator(sock, self.allow_force, self.limits).apply(decision)
             self._wanted = decision

@@ -77,7 +77,7 @@ class Tuning:
         ``rtt``: the control connection's, when known."""
         return NO_CHANGE
 
-    def after_handshake(self) -> Decision:
+    def after_handshake(self, *, rtt: float | None = None) -> Decision:
         """Sizes to set once connected, before any data flows."""
         return NO_CHANGE
 

@@ -127,10 +127,11 @@ class DRSTuning(Tuning):
             return Decision(rcv_window=cfg.cap)
         return NO_CHANGE
 
-    def after_handshake(self) -> Decision:
-        """Lock the buffer small before the first byte (the open start's
-        second half; after a closed start it is what the first tick does)."""
-        if self.role is not Role.RECEIVER or not self.config.open_start:
+    def after_handshake(self, *, rtt: float | None = None) -> Decision:
+        """Lock the buffer small before the first byte: the open start's
+        second half.  After a closed start nothing: the first tick sets the
+        floor, through the server's budget."""
+        if self.before_handshake(rtt=rtt).is_empty():
             return NO_CHANGE
         return self._emit(self.config.floor)
 
