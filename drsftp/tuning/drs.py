@@ -25,13 +25,7 @@ Departures from the papers, each measured on Linux (docs/DESIGN.md):
   window already offered;
 - slow start is told by the delivery rate growing, not the flight (a queue
   grows the flight at a flat rate); the sender gives a growing cwnd one
-  tick of headroom, since the receiver's reports lag a round trip;
-- both ends allow at most 2 x the best recent delivery rate x min_rtt
-  (:meth:`DRSTuning._rate_cap`): a slow-start sender at most doubles what
-  the last round trip delivered, and more in flight than twice the
-  base-RTT BDP only feeds queues (BBR's cwnd_gain is 2 for that reason).
-  This holds a startup overshoot, let through by the open start, out of
-  both buffers.
+  tick of headroom, since the receiver's reports lag a round trip.
 """
 
 from __future__ import annotations
@@ -58,7 +52,6 @@ class DRSConfig:
     shrink_step: float = 0.75  # shrink by at most this factor per period
     inflation_limit: float = 1.25  # RTT / min_rtt above this = queue filling
     queue_cap_gain: float = 1.25  # then pull the window toward this x rate x min_rtt
-    rate_cap_gain: float = 2.0  # never more than this x the best recent rate x min_rtt (BBR's cwnd_gain)
     cwnd_limited: float = 0.8  # peer in flight / peer cwnd above this = cwnd-limited
     peer_report_ttl: float = 2.0  # peer reports older than this many RTTs are stale
     min_period: float = 0.002  # measurement period floor (seconds)
@@ -213,9 +206,6 @@ class DRSTuning(Tuning):
             # hold: with a standing queue the flight (and so the measurement)
             # includes the queue and would justify itself.
             target = min(target, cfg.queue_cap_gain * rate * max(min_rtt, cfg.app_delay))
-        # the peer's inflight/cwnd may lift the measurement, but never past
-        # twice the bytes a round trip delivered (the DRS paper's rule)
-        target = min(target, cfg.rate_cap_gain * max(r for _, _, r in recent) * horizon)
         # At most one phase's gain of growth and one shrink step per RTT: a
         # burst of in-order bytes released after loss recovery is no doubling.
         # (The smaller of srtt and the latest sample: a second smoothing of
@@ -257,9 +247,6 @@ class DRSTuning(Tuning):
         # In flight can never exceed min(cwnd, peer window): the buffer
         # holds that plus headroom for data queued behind it.
         known = [v for v in (peer_window, cwnd) if v]
-        best_rate = max((r for _, r in recent), default=0)
-        if best_rate > 0:  # (a stalled or unmeasured flow: no evidence)
-            known.append(self._rate_cap(best_rate))
         need = min(known) if known else 0
         if need <= 0:
             return NO_CHANGE if self.applied else self._emit(cfg.floor)
@@ -270,18 +257,6 @@ class DRSTuning(Tuning):
         return self._emit(self._step(target, cfg.shrink_step))
 
     # -- helpers ----------------------------------------------------------
-    def _rate_cap(self, best_rate: float) -> float:
-        """The most either buffer may allow: ``rate_cap_gain`` x the best
-        delivery rate of the last few RTTs x the base RTT.  A slow-start
-        sender at most doubles what the last round trip delivered (the DRS
-        paper's 2x), and more in flight than twice the base-RTT BDP only
-        feeds queues (draft-ietf-ccwg-bbr: cwnd_gain 2).  Without it, a
-        BBR startup overshoot that the open start lets through (2.8 BDP of
-        cwnd at 1 Gbit/s, 100 ms) drove the sender's buffer to 4.9x BDP."""
-        cfg = self.config
-        base = self.rtt.min_rtt or self.rtt.srtt or cfg.default_rtt
-        return cfg.rate_cap_gain * best_rate * max(base, cfg.app_delay)
-
     def _rate(self, total: int, now: float, span: float) -> float | None:
         """Bytes/s over the last ``span`` seconds of the cumulative ``total``
         (None until that much history exists), interpolated at the span's start."""
