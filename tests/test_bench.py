@@ -82,3 +82,20 @@ def test_benchreport_filters_runs_by_direction_loss_rate_and_rtt():
     assert kept(loss="0.1%") == [40.0]
     assert kept(loss="0", rate="100mbit", rtt="100ms", direction="get") == [90.0]
     assert kept(rate="1gbit") == [900.0]
+
+
+def test_plot_of_upload_runs_draws_the_uploads(tmp_path, monkeypatch):
+    """A results file with only put runs plots them (the plot once showed
+    get only, and drew an empty picture for an upload matrix)."""
+    from matplotlib.axes import Axes
+
+    from drsftp.bench.report import plot
+
+    runs = [dict(_run(t, m, rtt=rtt), direction="put") for t, m in (("drs", 90.0), ("kernel", 80.0))
+            for rtt in (0.025, 0.1)]
+    drawn = []
+    real = Axes.plot
+    monkeypatch.setattr(Axes, "plot", lambda ax, *a, **kw: drawn.append(kw.get("label")) or real(ax, *a, **kw))
+    made = plot(runs, str(tmp_path))
+    assert any(p.endswith("throughput_vs_rtt.png") for p in made)
+    assert {"drs", "kernel"} <= set(drawn)

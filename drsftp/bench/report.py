@@ -66,10 +66,12 @@ def plot(results: list[dict], outdir: str) -> list[str]:
     made = []
     ok = [r for r in results if not r.get("error")]
     rates = sorted({r["rate_bps"] for r in ok})
+    # one direction per picture: get where there is any, else put
+    direction = "get" if any(r["direction"] == "get" for r in ok) else "put"
     if ok and len({r["rtt_s"] for r in ok}) > 1:
         fig, axes = plt.subplots(1, len(rates), figsize=(6 * len(rates), 4.5), squeeze=False)
         for ax, rate in zip(axes[0], rates):
-            sel = [r for r in ok if r["rate_bps"] == rate and r["loss"] == 0 and r["direction"] == "get"]
+            sel = [r for r in ok if r["rate_bps"] == rate and r["loss"] == 0 and r["direction"] == direction]
             for t in sorted({r["tuning"] for r in sel}):
                 pts = defaultdict(list)
                 for r in sel:
@@ -78,7 +80,7 @@ def plot(results: list[dict], outdir: str) -> list[str]:
                 xs = sorted(pts)
                 ax.plot(xs, [statistics.median(pts[x]) for x in xs], marker="o", label=t)
             ax.axhline(rate / 1e6 * 1448 / 1500, color="grey", ls=":", label="goodput ceiling")
-            ax.set_title(f"{rate / 1e6:g} Mbit/s link, get, no loss")
+            ax.set_title(f"{rate / 1e6:g} Mbit/s link, {direction}, no loss")
             ax.set_xlabel("RTT (ms)")
             ax.set_ylabel("throughput (Mbit/s)")
             ax.set_yscale("log")
@@ -91,7 +93,7 @@ def plot(results: list[dict], outdir: str) -> list[str]:
         made.append(p)
     pick = {}
     for t in ("drs", "stock-64k", "kernel"):
-        cands = [r for r in ok if r["tuning"] == t and r.get("timeline") and r["direction"] == "get"]
+        cands = [r for r in ok if r["tuning"] == t and r.get("timeline") and r["direction"] == direction]
         if cands:
             pick[t] = max(cands, key=lambda r: (r["rtt_s"], r["rate_bps"]))
     if pick:
