@@ -171,3 +171,31 @@ def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():
         tuner.tick(got)
         assert tuner.last_rtt == 0.1
         assert tuner.tuning.rtt.min_rtt == 0.1
+
+
+def test_server_locks_the_open_start_buffer_after_the_listener_closed(monkeypatch):
+    """pyftpdlib closes the passive listener (releasing the budget's
+    reservation) before it builds the data channel; the tuner that sized the
+    handshake must still lock the buffer then, whatever the control RTT
+    reads by that time."""
+    from drsftp.server.handler import DRSControlMixin
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning.budget import BufferBudget
+
+    rtts = iter([0.1, 0.02])  # a second reading would fall under the 40 ms rule
+    monkeypatch.setattr(SocketTuner, "note_control_rtt", lambda self, sock: setattr(self, "control_rtt", next(rtts)))
+
+    class Session(DRSControlMixin):
+        def __init__(self):  # just what the handshake halves read
+            self.tuning_spec, self.allow_force, self.host_limits = "drs", False, sockopt.HostLimits.read()
+            self.buffer_budget, self.socket, self._handshake_tuner = BufferBudget(64 << 20), None, None
+
+    session = Session()
+    with socket.socket() as sock:
+        session.before_handshake(sock)
+        opened = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        session.release_handshake_reservation()  # the listener closes first
+        session.after_handshake(sock)
+        locked = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    assert opened > 2 * locked  # offered large, then locked at the floor
+    assert session.buffer_budget.reserve(object(), 64 << 20) == 32 << 20  # nothing left reserved

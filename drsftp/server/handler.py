@@ -231,24 +231,30 @@ class DRSControlMixin:
         self._hash_job = None
         self._upload_targets: dict[str, tuple] = {}  # temporary path -> (final path, expected size)
         self._allo: int | None = None  # size announced by ALLO for the next STOR
+        self._handshake_tuner: SocketTuner | None = None  # sized the data socket's handshake
 
-    def _receiver_tuner(self) -> SocketTuner:
+    # One data connection per session at a time: the session keys the
+    # handshake buffer's reservation in the budget (DRS open start), and the
+    # tuner that sized the handshake also locks the buffer after it, so both
+    # halves act on the one decision (a second reading of the control RTT
+    # could fall on the other side of the open start's threshold).
+    def before_handshake(self, sock) -> None:
         # The direction is not known before RETR/STOR: size as a receiver;
         # a sender's first tick shrinks the ACK direction.
         tuner = SocketTuner(self.tuning_spec, Role.RECEIVER, allow_force=self.allow_force, limits=self.host_limits,
                             budget=self.buffer_budget)
         tuner.note_control_rtt(self.socket)
-        return tuner
-
-    # One data connection per session at a time: the session keys the
-    # handshake buffer's reservation in the budget (DRS open start).
-    def before_handshake(self, sock) -> None:
-        self._receiver_tuner().before_handshake(sock, reserve_as=self)
+        tuner.before_handshake(sock, reserve_as=self)
+        self._handshake_tuner = tuner
 
     def after_handshake(self, sock) -> None:
-        self._receiver_tuner().after_handshake(sock, reserved_as=self)
+        tuner, self._handshake_tuner = self._handshake_tuner, None
+        if tuner is not None:
+            tuner.after_handshake(sock, reserved_as=self)
 
     def release_handshake_reservation(self) -> None:
+        # (pyftpdlib closes the listener before it builds the DTP, so this
+        # comes before after_handshake: the tuner stays for it)
         if self.buffer_budget is not None:
             self.buffer_budget.release(self)
 

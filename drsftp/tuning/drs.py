@@ -121,19 +121,18 @@ class DRSTuning(Tuning):
         sender's startup overshoot through, which cost 7% at 100 Mbit/s,
         25 ms (hundreds of drops at a 1-BDP queue), while the locked ramp
         costs ~2% there and ~10% at 1 Gbit/s, 50-100 ms (BENCHMARKS.md)."""
-        cfg = self.config
-        if (self.role is Role.RECEIVER and cfg.open_start and rtt is not None
-                and rtt >= cfg.open_start_min_rtt):
-            return Decision(rcv_window=cfg.cap)
-        return NO_CHANGE
+        return Decision(rcv_window=self.config.cap) if self._opens(rtt) else NO_CHANGE
 
     def after_handshake(self, *, rtt: float | None = None) -> Decision:
         """Lock the buffer small before the first byte: the open start's
         second half.  After a closed start nothing: the first tick sets the
         floor, through the server's budget."""
-        if self.before_handshake(rtt=rtt).is_empty():
-            return NO_CHANGE
-        return self._emit(self.config.floor)
+        return self._emit(self.config.floor) if self._opens(rtt) else NO_CHANGE
+
+    def _opens(self, rtt: float | None) -> bool:
+        cfg = self.config
+        return (self.role is Role.RECEIVER and cfg.open_start and rtt is not None
+                and rtt >= cfg.open_start_min_rtt)
 
     def on_peer_report(self, report: PeerReport, *, now: float, rtt: float | None) -> None:
         self._peer, self._peer_time = report, now
@@ -182,7 +181,7 @@ class DRSTuning(Tuning):
         # "filled pipe" estimate tests the rate the same way
         # (draft-ietf-ccwg-bbr, Startup).
         recent = self.measurements
-        prev = next((r for t, _, r in reversed(recent) if t <= now - srtt), None)
+        prev = _rate_before(recent, now - srtt)
         rate_growing = prev is None or rate >= cfg.growth_seen * prev
         # Runaway guard (facts doc, item 7): an RTT well above its minimum is
         # a queue filling: the pipe is full.  Like TCP's ssthresh, leave slow
@@ -191,8 +190,7 @@ class DRSTuning(Tuning):
         # second smoothing both sees a queue late and kept the first, inflated
         # samples (delayed ACKs, the handshake) long enough to end slow start
         # before it began (put, 1 Gbit/s, 100 ms).
-        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
-        queue = bool(min_rtt) and latest > cfg.inflation_limit * min_rtt
+        queue = self._queue_filling(srtt)
         self.queue_seen = self.queue_seen or queue
         self.slow_start = not self.queue_seen and rate_growing
         recent.append((now, measured, rate))
@@ -201,6 +199,7 @@ class DRSTuning(Tuning):
         peak = max(m for _, m, _ in recent)
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
         target = gain * peak
+        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
         if queue:
             # allow no more than 1.25 x rate x min_rtt.  Pull down, not just
             # hold: with a standing queue the flight (and so the measurement)
@@ -233,14 +232,12 @@ class DRSTuning(Tuning):
         # growing at a flat rate or into a queue (BBR overshooting) gets none.
         rate = self._rate(sample.bytes_acked, now, max(srtt, cfg.min_period))
         recent = self._rates
-        prev = next((r for t, r in reversed(recent) if t <= now - srtt), None)
+        prev = _rate_before(recent, now - srtt)
         if rate is not None:
             recent.append((now, rate))
         while recent and recent[0][0] < now - 2 * srtt:
             recent.popleft()
-        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
-        queue = min_rtt is not None and latest > cfg.inflation_limit * min_rtt
-        if cwnd and rate and prev and rate >= cfg.growth_seen * prev and not queue:
+        if cwnd and rate and prev and rate >= cfg.growth_seen * prev and not self._queue_filling(srtt):
             if sample.peer_window:
                 peer_window = max(peer_window or 0, sample.peer_window)
             cwnd = cfg.sender_growth * cwnd
@@ -257,6 +254,11 @@ class DRSTuning(Tuning):
         return self._emit(self._step(target, cfg.shrink_step))
 
     # -- helpers ----------------------------------------------------------
+    def _queue_filling(self, srtt: float) -> bool:
+        """The latest RTT well above the minimum: a bottleneck queue fills."""
+        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
+        return bool(min_rtt) and latest > self.config.inflation_limit * min_rtt
+
     def _rate(self, total: int, now: float, span: float) -> float | None:
         """Bytes/s over the last ``span`` seconds of the cumulative ``total``
         (None until that much history exists), interpolated at the span's start."""
@@ -307,6 +309,11 @@ class DRSTuning(Tuning):
 
     def describe(self) -> str:
         return f"{self.name}(cap={self.config.cap})"
+
+
+def _rate_before(recent: deque, when: float) -> float | None:
+    """The rate (each entry's last field) of the newest entry at or before ``when``."""
+    return next((e[-1] for e in reversed(recent) if e[0] <= when), None)
 
 
 def _config(arg: str | None, **kw) -> DRSConfig:
