@@ -5,7 +5,7 @@ import pytest
 from drsftp.bench import runner
 from drsftp.bench import tunings as T
 from drsftp.bench.report import group, markdown
-from drsftp.bench.sampler import parse_ss
+from drsftp.bench.sampler import counter_delta, parse_counters, parse_ss
 
 SS = """0      967259 10.201.0.2:41234 10.201.0.1:50000
 \t skmem:(r0,rb131072,t0,tb3939840,f741,w986395,o0,bl0,d0) bbr wscale:10,10 rto:204 rtt:100.48/0.027 mss:1448 cwnd:866 bytes_sent:127973 bytes_acked:32742 retrans:0/3 unacked:820 snd_wnd:1677336
@@ -21,6 +21,25 @@ def test_parse_ss_reads_buffers_and_skips_the_control_connection():
     assert (s["sk_rb"], s["sk_tb"], s["sk_w"]) == (131072, 3939840, 986395)
     assert s["rtt_ms"] == pytest.approx(100.48) and s["retrans"] == 3
     assert s["cwnd"] * s["mss"] == 866 * 1448 and s["unacked"] == 820 and s["snd_wnd"] == 1677336
+
+
+NETSTAT = """TcpExt: SyncookiesSent PruneCalled OfoPruned TCPTimeouts TCPSACKReneging
+TcpExt: 0 3 2 1 0
+IpExt: InNoRoutes InOctets
+IpExt: 0 123456
+Tcp: RtoAlgorithm RtoMin RetransSegs
+Tcp: 1 200 17
+"""
+
+
+def test_kernel_counters_parse_and_only_moved_ones_are_kept():
+    before = parse_counters(NETSTAT)
+    assert before["TcpExt.PruneCalled"] == 3 and before["Tcp.RetransSegs"] == 17
+    assert before["IpExt.InOctets"] == 123456
+    after = dict(before, **{"TcpExt.OfoPruned": 5, "Tcp.RetransSegs": 20})
+    assert counter_delta(before, after) == {"TcpExt.OfoPruned": 3, "Tcp.RetransSegs": 3}
+    assert counter_delta(before, before) == {}
+    assert parse_counters("garbage\nlines here\n") == {}
 
 
 def test_resume_skips_a_path_already_measured_without_bringing_up_a_link(monkeypatch):

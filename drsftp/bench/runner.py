@@ -17,7 +17,7 @@ import psutil
 from ..netem.link import Link, wait_for_port
 from ..sockopt import HostLimits
 from . import tunings as T
-from .sampler import Sampler
+from .sampler import Sampler, counter_delta, parse_counters
 
 # Host profiles.  net.core.rmem_max/wmem_max are global (read-only inside a
 # namespace), so `tuned` raises only the per-namespace TCP limits, as ESnet's
@@ -186,6 +186,7 @@ def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, prob
         srv_ps = psutil.Process(server.pid)
         cpu0 = srv_ps.cpu_times()
         ns = lambda side: link.command(side, [])  # noqa: E731
+        counters0 = {side: _counters(link, side) for side in ("server", "client")}
         with Sampler(ns("server"), T.PORT, cfg.interval) as s_srv, Sampler(ns("client"), T.PORT, cfg.interval) as s_cli:
             client = link.popen("client", plan.client, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             rusage = _wait(client, time.monotonic() + max_time + 90)
@@ -193,6 +194,8 @@ def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, prob
             client.stdout.close()
             client.stderr.close()
         cpu1 = srv_ps.cpu_times()
+        result["tcp_counters"] = {side: counter_delta(counters0[side], _counters(link, side))
+                                  for side in ("server", "client")}
         result["server_cpu_s"] = round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 3)
         result["client_cpu_s"] = round(rusage.ru_utime + rusage.ru_stime, 3)
         result.update(_client_figures(plan.kind, client.returncode, stdout, stderr, out_json, direction))
@@ -228,6 +231,11 @@ def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, prob
             if os.path.exists(up):
                 os.unlink(up)
     return result
+
+
+def _counters(link: Link, side: str) -> dict[str, int]:
+    r = link.run(side, ["cat", "/proc/net/netstat", "/proc/net/snmp"], timeout=10)
+    return parse_counters(r.stdout)
 
 
 def _client_figures(kind, code, stdout, stderr, out_json, direction) -> dict:

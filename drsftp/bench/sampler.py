@@ -52,6 +52,39 @@ def parse_ss(text: str, skip_port: int | None = None) -> list[dict]:
     return out
 
 
+# Kernel counters (/proc/net/netstat, /proc/net/snmp) kept per run: what
+# receive-queue pruning, SACK reneging and timeouts did, which `ss` cannot see.
+TCP_COUNTERS = (
+    "Tcp.RetransSegs", "TcpExt.TCPTimeouts", "TcpExt.TCPLossProbes", "TcpExt.TCPSpuriousRTOs",
+    "TcpExt.TCPFastRetrans", "TcpExt.TCPSlowStartRetrans", "TcpExt.TCPSACKReneging",
+    "TcpExt.PruneCalled", "TcpExt.RcvPruned", "TcpExt.OfoPruned", "TcpExt.TCPRcvCollapsed",
+    "TcpExt.TCPOFOQueue", "TcpExt.TCPOFODrop", "TcpExt.TCPRcvQDrop", "TcpExt.TCPZeroWindowDrop",
+    "TcpExt.TCPWantZeroWindowAdv", "TcpExt.TCPToZeroWindowAdv", "TcpExt.TCPBacklogDrop",
+)
+
+
+def parse_counters(text: str) -> dict[str, int]:
+    """`Group.Name -> value` from /proc/net/netstat or /proc/net/snmp text
+    (each group is a header line of names followed by a line of values)."""
+    out: dict[str, int] = {}
+    lines = text.splitlines()
+    for names, values in zip(lines, lines[1:]):
+        n, v = names.split(), values.split()
+        if len(n) < 2 or len(n) != len(v) or n[0] != v[0] or not n[0].endswith(":"):
+            continue
+        if not all(x.lstrip("-").isdigit() for x in v[1:]) or any(x.lstrip("-").isdigit() for x in n[1:]):
+            continue
+        group = n[0][:-1]
+        for name, value in zip(n[1:], v[1:]):
+            out[f"{group}.{name}"] = int(value)
+    return out
+
+
+def counter_delta(before: dict[str, int], after: dict[str, int], keys=TCP_COUNTERS) -> dict[str, int]:
+    """The counters among ``keys`` that moved between two readings."""
+    return {k: after[k] - before.get(k, 0) for k in keys if k in after and after[k] != before.get(k, 0)}
+
+
 class Sampler:
     """Polls one namespace every ``interval`` seconds in a thread (bounded)."""
 
