@@ -180,16 +180,41 @@ class BufferActuator:
     peak_rcvbuf: int = 0
     peak_sndbuf: int = 0
     capped: list = field(default_factory=list)
+    holding: bool = False  # the receive buffer is held above the decision for an offered window
+    _memory_window: int | None = None  # the window the live receive buffer was last sized for
 
-    def apply(self, decision: Decision, *, before_handshake: bool = False) -> None:
+    def apply(self, decision: Decision, *, before_handshake: bool = False, offered: int | None = None) -> None:
+        """``offered``: the window this socket has already advertised
+        (tcpi_rcv_wnd).  A live receive buffer never shrinks below what holds
+        the offered window: the kernel never takes an offer back, so the
+        sender may still fill it, and after a loss the out-of-order queue
+        holds that flight; a buffer cut below it made the kernel prune that
+        queue and renege on its SACKs (RFC 2018 sec. 8), which cost the sender
+        a retransmission timeout (BENCHMARKS.md, put at 100 Mbit/s, 100 ms).
+        The clamp takes the decision at once; the buffer follows as the
+        offered window drains.  It never grows for an offer, only keeps what
+        it had (the open start's offer is no flight yet)."""
         if decision.rcv_window is not None:
-            value = decision.rcv_window if before_handshake else decision.rcv_window * RCVBUF_PER_WINDOW
-            at_cap = not self._set(socket.SO_RCVBUF, SO_RCVBUFFORCE, value, "rmem_max")
+            window = decision.rcv_window
+            if before_handshake:
+                value = window
+            else:
+                held = self._memory_window
+                if offered and held:
+                    window_memory = max(window, min(offered, held))
+                else:
+                    window_memory = window
+                self._memory_window = window_memory
+                self.holding = window_memory > window
+                value = window_memory * RCVBUF_PER_WINDOW
+            within = self._set(socket.SO_RCVBUF, SO_RCVBUFFORCE, value, "rmem_max")
             if LINUX and not before_handshake:
                 # Without this the live window stays where it was (facts, item 2).
                 # At rmem_max the buffer binds: a clamp at W would cut the
                 # window the buffer gives (measured 1.33 x rmem_max, not 1.25).
-                clamp = 2 * self.limits.rmem_max if at_cap and self.limits else decision.rcv_window
+                rmem_max = self.limits.rmem_max if self.limits else None
+                at_cap = not within and rmem_max and window * RCVBUF_PER_WINDOW >= rmem_max
+                clamp = 2 * rmem_max if at_cap else window
                 try:
                     self.sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, clamp)
                 except OSError as exc:

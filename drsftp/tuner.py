@@ -157,9 +157,11 @@ class SocketTuner:
             decision = sockopt.from_kernel_memory(granted)
             if decision == self._applied:
                 decision = Decision()
+        if decision.is_empty() and self.actuator.holding and self._applied is not None:
+            decision = self._applied  # the buffer follows the offered window down
         if not decision.is_empty():
             self._applied = decision
-            self.actuator.apply(decision)
+            self.actuator.apply(decision, offered=info.get("rcv_wnd"))
             if self.actuator.capped and not self._warned_cap:
                 self._warned_cap = True
                 log.warning(

@@ -147,6 +147,57 @@ def test_at_rmem_max_the_buffer_binds_not_the_clamp():
         assert srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP) == at_cap // 2
 
 
+def test_a_shrinking_receive_buffer_keeps_room_for_the_window_already_offered():
+    """The clamp follows a shrink at once; the buffer keeps the memory the
+    offered window needs (else the kernel prunes out-of-order data and
+    reneges on SACKs), drains with the offer, and never grows for one."""
+    limits = sockopt.HostLimits.read()
+    assert limits.can_force, "CI runs as root: FORCE keeps rmem_max out of this test"
+    KiB = 1024
+    memory = lambda window: 2 * int(window * sockopt.RCVBUF_PER_WINDOW)  # noqa: E731
+    cli, srv = _pair()
+    with cli, srv:
+        act = sockopt.BufferActuator(srv, allow_force=True, limits=limits)
+        clamp = lambda: srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP)  # noqa: E731
+        act.apply(Decision(rcv_window=256 * KiB), offered=3000 * KiB)  # an open start's offer
+        assert act.read_back()[0] == memory(256 * KiB) and not act.holding
+        act.apply(Decision(rcv_window=2048 * KiB), offered=3000 * KiB)
+        assert act.read_back()[0] == memory(2048 * KiB)
+        act.apply(Decision(rcv_window=512 * KiB), offered=1800 * KiB)  # shrink with 1.8 MiB offered
+        assert clamp() == 512 * KiB
+        assert act.read_back()[0] == memory(1800 * KiB) and act.holding
+        act.apply(Decision(rcv_window=512 * KiB), offered=2500 * KiB)  # no growth for an offer
+        assert act.read_back()[0] == memory(1800 * KiB)
+        act.apply(Decision(rcv_window=512 * KiB), offered=900 * KiB)  # the offer drains
+        assert act.read_back()[0] == memory(900 * KiB)
+        act.apply(Decision(rcv_window=512 * KiB), offered=400 * KiB)
+        assert act.read_back()[0] == memory(512 * KiB) and not act.holding
+
+
+def test_tuner_re_applies_a_held_buffer_until_the_offer_drains(monkeypatch):
+    """A strategy that says "no change" still gets its held buffer brought
+    down as the offered window drains."""
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning import Role
+
+    offers = iter([2 << 20, 2 << 20, 1 << 20, 0])
+    real_info = sockopt.tcp_info
+    monkeypatch.setattr(sockopt, "tcp_info", lambda s: dict(real_info(s), rcv_wnd=next(offers)))
+    cli, srv = _pair()
+    with cli, srv:
+        tuner = SocketTuner("fixed:4MiB", Role.RECEIVER, allow_force=True, limits=sockopt.HostLimits.read())
+        assert tuner.allow_force, "CI runs as root: FORCE keeps rmem_max out of this test"
+        tuner.attach(srv)
+        decisions = iter([Decision(rcv_window=3 << 20), Decision(rcv_window=256 << 10), Decision(), Decision()])
+        monkeypatch.setattr(tuner.tuning, "on_sample", lambda sample, *, now, rtt: next(decisions))
+        seen = []
+        for _ in range(4):
+            tuner.tick()
+            seen.append(srv.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+    memory = lambda window: 2 * int(window * sockopt.RCVBUF_PER_WINDOW)  # noqa: E731
+    assert seen == [memory(3 << 20), memory(2 << 20), memory(1 << 20), memory(256 << 10)]
+
+
 def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():
     """rcv_rtt's first samples on a fresh connection can read 0.3 ms on a
     100 ms path; as DRS's min_rtt they would end slow start at once.  The
