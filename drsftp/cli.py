@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--grace", type=float, default=30.0,
                    help="on SIGTERM, seconds running transfers may take before they are aborted")
     s.add_argument("--buffer-budget", default="256MiB",
-                   help="socket buffers of all transfers together (DRS shares it by need)")
+                   help="socket buffers of all transfers together (DRS shares it by need); 'off':"
+                        " no budget, and DRS leaves buffers to kernel autotuning where it reaches further")
 
     for name, helptext in (("get", "download ftp://... to DEST"), ("put", "upload SRC to ftp://...")):
         p = sub.add_parser(name, help=helptext)
@@ -120,6 +121,10 @@ def _size_arg(text: str, what: str) -> int:
         raise UsageError(f"{what}: {exc}") from exc
 
 
+def _budget_arg(text: str) -> int | None:
+    return None if text.strip().lower() == "off" else _size_arg(text, "--buffer-budget")
+
+
 def _cmd_serve(args) -> int:
     from .server import ServerConfig, serve
     from .server.app import parse_port_range
@@ -137,7 +142,7 @@ def _cmd_serve(args) -> int:
         passive_ports=parse_port_range(args.passive_ports) if args.passive_ports else None,
         anonymous_read=args.anonymous_read, max_cons=args.max_connections,
         max_cons_per_ip=args.max_connections_per_ip, write_perm=not args.read_only,
-        buffer_budget=_size_arg(args.buffer_budget, "--buffer-budget"), grace=args.grace,
+        buffer_budget=_budget_arg(args.buffer_budget), grace=args.grace,
         users_file=args.users, idle_timeout=args.idle_timeout, data_timeout=args.data_timeout,
         tls_cert=args.tls_cert, tls_key=args.tls_key, require_tls=args.require_tls,
     )

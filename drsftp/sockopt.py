@@ -182,6 +182,7 @@ class BufferActuator:
     capped: list = field(default_factory=list)
     holding: bool = False  # the receive buffer is held above the decision for an offered window
     _memory_window: int | None = None  # the window the live receive buffer was last sized for
+    clamp_only: bool = False  # receive window by TCP_WINDOW_CLAMP alone: autotuning keeps the buffer
 
     def apply(self, decision: Decision, *, before_handshake: bool = False, offered: int | None = None) -> None:
         """``offered``: the window this socket has already advertised
@@ -194,7 +195,13 @@ class BufferActuator:
         The clamp takes the decision at once; the buffer follows as the
         offered window drains.  It never grows for an offer, only keeps what
         it had (the open start's offer is no flight yet)."""
-        if decision.rcv_window is not None:
+        if decision.rcv_window is not None and self.clamp_only:
+            if LINUX and not before_handshake:
+                try:
+                    self.sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, decision.rcv_window)
+                except OSError as exc:
+                    log.debug("TCP_WINDOW_CLAMP failed: %s", exc)
+        elif decision.rcv_window is not None:
             window = decision.rcv_window
             if before_handshake:
                 value = window
@@ -277,3 +284,17 @@ def host_cap(limits: HostLimits, allow_force: bool, receiving: bool) -> int | No
     if receiving:
         return int(limits.rmem_max / RCVBUF_PER_WINDOW) if limits.rmem_max else None
     return limits.wmem_max
+
+
+def autotuning_reaches_further(limits: HostLimits, allow_force: bool, receiving: bool) -> bool:
+    """True when kernel autotuning may grow this socket's buffer past any
+    setsockopt value here: its limit (tcp_rmem/tcp_wmem max) above what
+    SO_RCVBUF/SO_SNDBUF can hold (2 x rmem_max/wmem_max) and no FORCE.
+    Setting a buffer turns autotuning off for the socket for good (facts
+    doc, item 3), so an adaptive tuning then leaves that buffer alone: on
+    such a host (ESnet-style tcp_rmem/tcp_wmem raised, rmem_max not) DRS
+    locked at rmem_max ran at half autotuning's rate (BENCHMARKS.md)."""
+    if allow_force and limits.can_force:
+        return False
+    auto, cap = (limits.tcp_rmem, limits.rmem_max) if receiving else (limits.tcp_wmem, limits.wmem_max)
+    return bool(auto and len(auto) == 3 and cap and auto[2] > 2 * cap)

@@ -59,6 +59,8 @@ class SocketTuner:
         self.limits = limits or sockopt.HostLimits.read()
         self.allow_force = allow_force and self.limits.can_force
         self.tuning: Tuning = create(spec, role)
+        self.budget = budget
+        self.kernel_owns: str | None = None  # "rcvbuf"/"sndbuf": memory left to kernel autotuning
         self._cap_to_host()
         self.clock = clock
         self.sock: socket.socket | None = None
@@ -71,18 +73,35 @@ class SocketTuner:
         self._warned_cap = False
         self._last_rate_sample: tuple[float, int] | None = None
         self.rate = 0.0  # bytes/s over the last tick
-        self.budget = budget
         self._wanted: Decision | None = None  # the strategy's last decision
         self._applied: Decision | None = None  # what the budget let through
         self.handshake_window: int | None = None  # set before the handshake
 
     def _cap_to_host(self) -> None:
-        """The per-connection cap cannot exceed what setsockopt can obtain."""
-        if isinstance(self.tuning, DRSTuning):
-            host = sockopt.host_cap(self.limits, self.allow_force, self.role is Role.RECEIVER)
-            cfg = self.tuning.config
-            if host and host < cfg.cap:
-                self.tuning.config = replace(cfg, cap=host, floor=min(cfg.floor, host))
+        """The per-connection cap cannot exceed what the actuation can
+        obtain.  Where kernel autotuning reaches further than setsockopt
+        (:func:`sockopt.autotuning_reaches_further`), no buffer of the data
+        direction is set, since setting one stops autotuning for good: a
+        receiver keeps DRS's window by TCP_WINDOW_CLAMP alone and lets the
+        kernel size the memory behind it; a sender, whose only lever is
+        SO_SNDBUF, leaves it to the kernel.  Not under a buffer budget (a
+        server's): the budget bounds kernel memory, which only set buffers
+        keep within it."""
+        if not isinstance(self.tuning, DRSTuning):
+            return
+        receiving = self.role is Role.RECEIVER
+        cfg = self.tuning.config
+        if self.budget is None and sockopt.autotuning_reaches_further(self.limits, self.allow_force, receiving):
+            self.kernel_owns = "rcvbuf" if receiving else "sndbuf"
+            log.info("kernel autotuning may grow the %s past what setsockopt can set here"
+                     " (net.ipv4.%s max > 2 x net.core.%s, no FORCE): %s",
+                     *(("receive buffer", "tcp_rmem", "rmem_max", "clamping the window only") if receiving
+                       else ("send buffer", "tcp_wmem", "wmem_max", "leaving it to the kernel")))
+            host = self.limits.tcp_rmem[2] if receiving else None  # the clamp's memory ceiling
+        else:
+            host = sockopt.host_cap(self.limits, self.allow_force, receiving)
+        if host and host < cfg.cap:
+            self.tuning.config = replace(cfg, cap=host, floor=min(cfg.floor, host))
 
     # -- socket lifecycle --------------------------------------------------
     def before_handshake(self, sock: socket.socket, *, reserve_as: object = None) -> None:
@@ -90,7 +109,9 @@ class SocketTuner:
         With a budget, a handshake buffer is first reserved in it under
         ``reserve_as`` (released by :meth:`after_handshake`); when the budget
         cannot spare the floor, nothing is set (the kernel default)."""
-        decision = self.tuning.before_handshake(rtt=self.control_rtt)
+        if self.kernel_owns == "rcvbuf":
+            return  # no open start: a buffer set now would stop autotuning
+        decision = self._ours(self.tuning.before_handshake(rtt=self.control_rtt))
         if self.budget is not None and reserve_as is not None and decision.rcv_window:
             # set before the handshake, a value V is held as 2 V (no 0.8 factor)
             granted = self.budget.reserve(reserve_as, 2 * decision.rcv_window) // 2
@@ -100,17 +121,25 @@ class SocketTuner:
                 return
             decision = replace(decision, rcv_window=granted)
         if not decision.is_empty():
-            sockopt.BufferActuator(sock, self.allow_force, self.limits).apply(decision, before_handshake=True)
+            self._actuator(sock).apply(decision, before_handshake=True)
             self.handshake_window = decision.rcv_window
 
     def after_handshake(self, sock: socket.socket, *, reserved_as: object = None) -> None:
         """Call once connected (or accepted), before any data flows."""
-        decision = self.tuning.after_handshake(rtt=self.control_rtt)
+        decision = self._ours(self.tuning.after_handshake(rtt=self.control_rtt))
         if not decision.is_empty():
-            sockopt.BufferActuator(sock, self.allow_force, self.limits).apply(decision)
-            self._wanted = decision
+            self._actuator(sock).apply(decision)
+            self._wanted = self._applied = decision
         if self.budget is not None and reserved_as is not None:
             self.budget.release(reserved_as)
+
+    def _ours(self, d: Decision) -> Decision:
+        """The decision without the send buffer left to kernel autotuning."""
+        return replace(d, sndbuf=None) if self.kernel_owns == "sndbuf" else d
+
+    def _actuator(self, sock: socket.socket) -> sockopt.BufferActuator:
+        return sockopt.BufferActuator(sock, self.allow_force, self.limits,
+                                      clamp_only=self.kernel_owns == "rcvbuf")
 
     def note_control_rtt(self, control_sock) -> None:
         """Take the control connection's smoothed RTT (same path) as a
@@ -123,7 +152,7 @@ class SocketTuner:
     def attach(self, sock: socket.socket) -> None:
         """The data connection is established; start observing it."""
         self.sock = sock
-        self.actuator = sockopt.BufferActuator(sock, self.allow_force, self.limits)
+        self.actuator = self._actuator(sock)
         self.actuator.read_back()
         self.started = self.clock()
 
@@ -147,7 +176,7 @@ class SocketTuner:
         # tcpi_rtt is ACK-clocked: meaningful for a sender only
         self.stats.add_rtt(rtt if receiving else (info.get("rtt", 0) / 1e6 or rtt))
         self.stats.retransmits = info.get("total_retrans", self.stats.retransmits)
-        decision = self.tuning.on_sample(sample, now=now, rtt=rtt)
+        decision = self._ours(self.tuning.on_sample(sample, now=now, rtt=rtt))
         if not decision.is_empty():
             self._wanted = decision
         if self.budget is not None and self._wanted is not None:
@@ -157,8 +186,11 @@ class SocketTuner:
             decision = sockopt.from_kernel_memory(granted)
             if decision == self._applied:
                 decision = Decision()
-        if decision.is_empty() and self.actuator.holding and self._applied is not None:
-            decision = self._applied  # the buffer follows the offered window down
+        if decision.is_empty() and self._applied is not None and (
+                self.actuator.holding or self.kernel_owns == "rcvbuf"):
+            # the buffer follows the offered window down; or autotuning,
+            # growing the buffer, raised window_clamp with it (tcp_rcv_space_adjust)
+            decision = self._applied
         if not decision.is_empty():
             self._applied = decision
             self.actuator.apply(decision, offered=info.get("rcv_wnd"))
@@ -215,6 +247,8 @@ class SocketTuner:
             # The window offered from now on: the decision, or more where the
             # buffer binds at rmem_max (the kernel's rcv_ssthresh then).
             window = max(getattr(self.tuning, "window", 0) or 0, info.get("rcv_ssthresh", 0)) or None
+            if self.kernel_owns == "rcvbuf":  # the kernel's window, not an unapplied decision
+                window = info.get("rcv_wnd") or info.get("rcv_ssthresh") or None
         return drscmd.format_pairs({
             "rtt_us": rtt_us,
             "cwnd": info.get("snd_cwnd", 0) * mss if self.role is Role.SENDER and mss else None,
@@ -248,6 +282,7 @@ class SocketTuner:
             "peak_rcvbuf": act.peak_rcvbuf if act else None,
             "peak_sndbuf": act.peak_sndbuf if act else None,
             "handshake_window": self.handshake_window,  # DRS open start (None: closed)
+            "kernel_owns": self.kernel_owns,  # a buffer left to autotuning (host limits)
         }
 
 

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 
+import pytest
 
 from conftest import PASSWORD, USER, drsftp, make_file, running_server, sha256_file
 
@@ -103,3 +104,13 @@ def test_fixed_tuning_at_both_ends_reproduces_stock_buffers(tmp_path):
         report = json.loads((tmp_path / "j").read_text())
         assert report["peak_rcvbuf"] == 2 * 65536  # set once, before the handshake, never grown
         assert report["tuning"] == "fixed:65536"
+
+
+def test_buffer_budget_argument_takes_a_size_or_off():
+    from drsftp.cli import UsageError, _budget_arg
+
+    assert _budget_arg("16MiB") == 16 << 20
+    assert _budget_arg("off") is None and _budget_arg("OFF") is None
+    for bad in ("lots", "0"):
+        with pytest.raises(UsageError, match="--buffer-budget"):
+            _budget_arg(bad)

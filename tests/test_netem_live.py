@@ -14,6 +14,7 @@ import time
 import pytest
 
 from conftest import PASSWORD, USER, drsftp, make_file, running_server, sha256_file, wait_until
+from drsftp import sockopt
 from drsftp.netem import namespaces as nsmod
 from drsftp.netem.link import Link
 
@@ -209,7 +210,21 @@ def test_drs_transfer_over_the_link_and_resume_after_a_real_interruption(tmp_pat
             assert report["rtt_min_ms"] >= 49  # the link's RTT, seen by TCP
             windows = [s["window"] for s in report["timeline"] if s["window"]]
             assert max(windows) > 256 * 1024  # DRS grew the window past its floor
-            assert report["handshake_window"] > 1 << 20  # a 50 ms path: the open start
+            # No budget on a client: where autotuning reaches past rmem_max (here
+            # tcp_rmem max 32 MiB), DRS holds the window by the clamp alone and
+            # sets no buffer, so no open start; with FORCE it sets both.
+            if sockopt.autotuning_reaches_further(sockopt.HostLimits.read(), False, True):
+                assert report["kernel_owns"] == "rcvbuf" and report["handshake_window"] is None
+            else:
+                assert report["handshake_window"] > 1 << 20
+            small = make_file(root / "s.bin", 8 << 20, seed=21)
+            r = link.run("client", [*drsftp_cmd(), "get", url.replace("w.bin", "s.bin"), str(tmp_path / "s.bin"),
+                                    "--force-buffers", "--json", str(tmp_path / "k")], timeout=60)
+            assert r.returncode == 0, r.stderr
+            assert sha256_file(tmp_path / "s.bin") == sha256_file(small)
+            forced = json.loads((tmp_path / "k").read_text())
+            assert forced["kernel_owns"] is None
+            assert forced["handshake_window"] > 1 << 20  # a 50 ms path: the open start
 
 
 def drsftp_cmd():

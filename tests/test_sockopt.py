@@ -1,5 +1,6 @@
 """Socket actuation against the real kernel, on loopback."""
 
+import dataclasses
 import socket
 import struct
 
@@ -198,6 +199,89 @@ def test_tuner_re_applies_a_held_buffer_until_the_offer_drains(monkeypatch):
     assert seen == [memory(3 << 20), memory(2 << 20), memory(1 << 20), memory(256 << 10)]
 
 
+TUNED = dict(rmem_max=4 << 20, wmem_max=4 << 20, tcp_rmem=(4096, 131072, 64 << 20),
+             tcp_wmem=(4096, 65536, 64 << 20), congestion_control="bbr")
+
+
+def test_autotuning_reaching_past_setsockopt_is_detected_per_direction():
+    tuned = sockopt.HostLimits(**TUNED, can_force=False)
+    assert sockopt.autotuning_reaches_further(tuned, False, True)
+    assert sockopt.autotuning_reaches_further(tuned, False, False)
+    forced = sockopt.HostLimits(**TUNED, can_force=True)
+    assert not sockopt.autotuning_reaches_further(forced, True, True)
+    assert sockopt.autotuning_reaches_further(forced, False, True)  # FORCE not allowed by the user
+    stock = sockopt.HostLimits(**dict(TUNED, tcp_rmem=(4096, 131072, 6 << 20), tcp_wmem=(4096, 16384, 4 << 20)),
+                               can_force=False)
+    assert not sockopt.autotuning_reaches_further(stock, False, True)
+    assert not sockopt.autotuning_reaches_further(stock, False, False)
+
+
+@pytest.mark.parametrize("role", ["receiver", "sender"])
+def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monkeypatch, role):
+    """On an ESnet-tuned host without FORCE, any SO_RCVBUF/SO_SNDBUF would
+    lock the buffer below what autotuning reaches: DRS sets only the ACK
+    direction's buffer, at every step.  A receiver still holds its window
+    with TCP_WINDOW_CLAMP, set again each tick: autotuning raises the clamp
+    whenever it grows the buffer (measured on 6.18: 256 KiB -> 23 MB)."""
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning import Role
+
+    calls = []
+    real_set = sockopt.BufferActuator._set
+    monkeypatch.setattr(sockopt.BufferActuator, "_set",
+                        lambda self, opt, force_opt, value, name: calls.append((opt, value))
+                        or real_set(self, opt, force_opt, value, name))
+    r = Role.RECEIVER if role == "receiver" else Role.SENDER
+    clock = [0.0]
+    tuner = SocketTuner("drs", r, limits=sockopt.HostLimits(**TUNED, can_force=False), clock=lambda: clock[0])
+    tuner.control_rtt = 0.1  # a long path: DRS would open-start
+    data_opt, ack_opt = ((socket.SO_RCVBUF, socket.SO_SNDBUF) if r is Role.RECEIVER
+                         else (socket.SO_SNDBUF, socket.SO_RCVBUF))
+    lst = socket.socket()
+    with lst:
+        tuner.before_handshake(lst)
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(1)
+        cli = socket.create_connection(lst.getsockname())
+        srv, _ = lst.accept()
+    mine = srv.getsockopt(socket.SOL_SOCKET, data_opt)
+    sender, receiver = (cli, srv) if r is Role.RECEIVER else (srv, cli)
+    clamps = []
+    with cli, srv:
+        tuner.after_handshake(srv)
+        tuner.attach(srv)
+        for _ in range(6):
+            sender.sendall(b"x" * 2_000_000)  # loopback: enough for autotuning to grow the buffer
+            got = 0
+            while got < 2_000_000:
+                got += len(receiver.recv(1 << 20))
+            clock[0] += 0.1
+            tuner.tick(got)
+            clamps.append((srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP), tuner.tuning.window))
+        grown = srv.getsockopt(socket.SOL_SOCKET, data_opt)
+    assert tuner.summary()["kernel_owns"] == ("rcvbuf" if r is Role.RECEIVER else "sndbuf")
+    assert not [c for c in calls if c[0] == data_opt]
+    assert calls and all(opt == ack_opt for opt, _ in calls)
+    if r is Role.RECEIVER:
+        assert grown > mine  # autotuning still sizes the buffer
+        assert all(clamp == window for clamp, window in clamps), clamps  # DRS window, each tick
+        assert tuner.summary()["handshake_window"] is None  # no open start: it would lock
+
+
+def test_under_a_budget_drs_keeps_setting_buffers_where_autotuning_reaches_further():
+    """A server's budget bounds kernel memory; only set buffers stay in it."""
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning import Role
+    from drsftp.tuning.budget import BufferBudget
+
+    limits = sockopt.HostLimits(**TUNED, can_force=False)
+    for role in (Role.RECEIVER, Role.SENDER):
+        assert SocketTuner("drs", role, limits=limits).kernel_owns is not None
+        tuner = SocketTuner("drs", role, limits=limits, budget=BufferBudget(64 << 20))
+        assert tuner.kernel_owns is None
+        assert tuner.tuning.config.cap == sockopt.host_cap(limits, False, role is Role.RECEIVER)
+
+
 def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():
     """rcv_rtt's first samples on a fresh connection can read 0.3 ms on a
     100 ms path; as DRS's min_rtt they would end slow start at once.  The
@@ -236,9 +320,12 @@ def test_server_locks_the_open_start_buffer_after_the_listener_closed(monkeypatc
     rtts = iter([0.1, 0.02])  # a second reading would fall under the 40 ms rule
     monkeypatch.setattr(SocketTuner, "note_control_rtt", lambda self, sock: setattr(self, "control_rtt", next(rtts)))
 
+    host = sockopt.HostLimits.read()  # with autotuning no further than setsockopt (else no open start)
+    host = dataclasses.replace(host, tcp_rmem=(4096, 131072, 2 * host.rmem_max))
+
     class Session(DRSControlMixin):
         def __init__(self):  # just what the handshake halves read
-            self.tuning_spec, self.allow_force, self.host_limits = "drs", False, sockopt.HostLimits.read()
+            self.tuning_spec, self.allow_force, self.host_limits = "drs", False, host
             self.buffer_budget, self.socket, self._handshake_tuner = BufferBudget(64 << 20), None, None
 
     session = Session()

@@ -38,7 +38,7 @@ class ServerConfig:
     max_cons: int = 256
     max_cons_per_ip: int = 32
     write_perm: bool = True
-    buffer_budget: int = 256 << 20  # all transfers' buffers together
+    buffer_budget: int | None = 256 << 20  # all transfers' buffers together (None: no budget)
     grace: float = 30.0  # seconds running transfers get on SIGTERM
     users_file: str | None = None
     idle_timeout: float = 300.0  # control connection without commands
@@ -106,7 +106,13 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     handler.tuning_spec = cfg.tuning
     handler.host_limits = sockopt.HostLimits.read()
     handler.allow_force = cfg.force_buffers and handler.host_limits.can_force
-    handler.buffer_budget = BufferBudget(cfg.buffer_budget)
+    handler.buffer_budget = BufferBudget(cfg.buffer_budget) if cfg.buffer_budget else None
+    limits = handler.host_limits
+    if handler.buffer_budget and any(sockopt.autotuning_reaches_further(limits, handler.allow_force, r)
+                                     for r in (True, False)):
+        log.info("kernel autotuning here may grow buffers past what setsockopt can set (tcp_rmem/tcp_wmem"
+                 " max > 2 x rmem_max/wmem_max): --buffer-budget keeps transfers within rmem_max/wmem_max;"
+                 " --force-buffers (CAP_NET_ADMIN) or --buffer-budget off lets windows grow past them")
     if cfg.force_buffers and not handler.allow_force:
         log.warning("--force-buffers: no CAP_NET_ADMIN here; buffers stay capped at rmem_max/wmem_max")
     if cfg.passive_ports:

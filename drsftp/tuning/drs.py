@@ -126,8 +126,14 @@ class DRSTuning(Tuning):
     def after_handshake(self, *, rtt: float | None = None) -> Decision:
         """Lock the buffer small before the first byte: the open start's
         second half.  After a closed start nothing: the first tick sets the
-        floor, through the server's budget."""
-        return self._emit(self.config.floor) if self._opens(rtt) else NO_CHANGE
+        floor, through the server's budget.  The receive side only: a
+        server's passive socket learns its direction later, and a send
+        buffer locked now would stay locked where the sender leaves it to
+        kernel autotuning."""
+        if not self._opens(rtt):
+            return NO_CHANGE
+        self._emit(self.config.floor)
+        return Decision(rcv_window=self.config.floor)
 
     def _opens(self, rtt: float | None) -> bool:
         cfg = self.config
