@@ -78,30 +78,37 @@ class SocketTuner:
         self.handshake_window: int | None = None  # set before the handshake
 
     def _cap_to_host(self) -> None:
-        """The per-connection cap cannot exceed what the actuation can
-        obtain.  Where kernel autotuning reaches further than setsockopt
-        (:func:`sockopt.autotuning_reaches_further`), no buffer of the data
-        direction is set, since setting one stops autotuning for good: a
-        receiver keeps DRS's window by TCP_WINDOW_CLAMP alone and lets the
-        kernel size the memory behind it; a sender, whose only lever is
-        SO_SNDBUF, leaves it to the kernel.  Not under a buffer budget (a
-        server's): the budget bounds kernel memory, which only set buffers
-        keep within it."""
+        """Choose who sizes the data direction's buffer, and cap DRS to what
+        that actuation can obtain.  Where kernel autotuning reaches further
+        than setsockopt (:func:`sockopt.autotuning_reaches_further`), no
+        buffer of the data direction is set, since setting one stops
+        autotuning for good: a receiver keeps DRS's window by
+        TCP_WINDOW_CLAMP alone and lets the kernel size the memory behind
+        it; a sender, whose only lever is SO_SNDBUF, leaves it to the
+        kernel.  Under a budget (a server's) only while the budget can hold
+        the most autotuning may grow to (claimed in :meth:`attach`)."""
         if not isinstance(self.tuning, DRSTuning):
             return
         receiving = self.role is Role.RECEIVER
-        cfg = self.tuning.config
-        if self.budget is None and sockopt.autotuning_reaches_further(self.limits, self.allow_force, receiving):
+        self._config0 = self.tuning.config
+        if sockopt.autotuning_reaches_further(self.limits, self.allow_force, receiving) and (
+                self.budget is None or self.budget.can_claim(self._autotuning_max())):
             self.kernel_owns = "rcvbuf" if receiving else "sndbuf"
-            log.info("kernel autotuning may grow the %s past what setsockopt can set here"
-                     " (net.ipv4.%s max > 2 x net.core.%s, no FORCE): %s",
-                     *(("receive buffer", "tcp_rmem", "rmem_max", "clamping the window only") if receiving
-                       else ("send buffer", "tcp_wmem", "wmem_max", "leaving it to the kernel")))
-            host = self.limits.tcp_rmem[2] if receiving else None  # the clamp's memory ceiling
+            self._set_cap(self.limits.tcp_rmem[2] if receiving else None)  # the clamp's memory ceiling
         else:
-            host = sockopt.host_cap(self.limits, self.allow_force, receiving)
+            self.kernel_owns = None
+            self._set_cap(sockopt.host_cap(self.limits, self.allow_force, receiving))
+
+    def _set_cap(self, host: int | None) -> None:
+        cfg = self._config0
         if host and host < cfg.cap:
-            self.tuning.config = replace(cfg, cap=host, floor=min(cfg.floor, host))
+            cfg = replace(cfg, cap=host, floor=min(cfg.floor, host))
+        self.tuning.config = cfg
+
+    def _autotuning_max(self) -> int:
+        """Kernel memory autotuning may give this socket's data direction."""
+        lim = self.limits.tcp_rmem if self.role is Role.RECEIVER else self.limits.tcp_wmem
+        return lim[2]
 
     # -- socket lifecycle --------------------------------------------------
     def before_handshake(self, sock: socket.socket, *, reserve_as: object = None) -> None:
@@ -152,6 +159,15 @@ class SocketTuner:
     def attach(self, sock: socket.socket) -> None:
         """The data connection is established; start observing it."""
         self.sock = sock
+        if self.kernel_owns and self.budget is not None and not self.budget.claim(self, self._autotuning_max()):
+            self.kernel_owns = None  # the budget filled since: set buffers, within a share
+            self._set_cap(sockopt.host_cap(self.limits, self.allow_force, self.role is Role.RECEIVER))
+        if self.kernel_owns:
+            log.info("kernel autotuning may grow the %s past what setsockopt can set here"
+                     " (net.ipv4.%s max > 2 x net.core.%s, no FORCE): %s",
+                     *(("receive buffer", "tcp_rmem", "rmem_max", "clamping the window only")
+                       if self.kernel_owns == "rcvbuf"
+                       else ("send buffer", "tcp_wmem", "wmem_max", "leaving it to the kernel")))
         self.actuator = self._actuator(sock)
         self.actuator.read_back()
         self.started = self.clock()
@@ -179,7 +195,7 @@ class SocketTuner:
         decision = self._ours(self.tuning.on_sample(sample, now=now, rtt=rtt))
         if not decision.is_empty():
             self._wanted = decision
-        if self.budget is not None and self._wanted is not None:
+        if self.budget is not None and self._wanted is not None and not self.kernel_owns:
             # re-checked every tick: a share shrinks when other flows arrive
             # the budget counts kernel memory, as `ss` shows it
             granted = self.budget.limit(self, sockopt.kernel_memory(self._wanted))

@@ -67,3 +67,40 @@ def test_reservations_stay_within_what_the_flows_leave():
     b.release(("session", 0))
     assert b.reserve(("session", 0), 1 * MiB) == 1 * MiB  # small claims are granted whole
     assert b.reserve("full", 0) == 0
+
+
+def test_whole_claims_are_kept_and_the_other_flows_share_the_rest():
+    """A buffer left to kernel autotuning is claimed at its most and kept
+    whole; DRS flows share what the claims leave; a claim that does not fit
+    in half of what is unclaimed is refused (that flow sets its buffers)."""
+    b = BufferBudget(256 * MiB)
+    assert b.claim("auto1", 32 * MiB) and b.claim("auto2", 32 * MiB)
+    assert b.limit("drs", Decision(rcv_window=300 * MiB)).rcv_window == 192 * MiB
+    assert b.share("auto1") == 32 * MiB
+    assert not b.claim("auto3", 32 * MiB)  # the DRS flow's need leaves nothing unclaimed
+    b.release("drs")
+    assert not b.can_claim(97 * MiB) and b.can_claim(96 * MiB)  # half of the 192 MiB left
+    b.release("auto1")
+    assert b.limit("drs", Decision(rcv_window=300 * MiB)).rcv_window == 224 * MiB
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(1, 1 << 34), st.sampled_from(["rcv", "snd", "claim"])),
+                min_size=1, max_size=60),
+       st.integers(1 * MiB, 1 << 30))
+def test_property_claims_and_grants_stay_within_budget_plus_floors(events, total):
+    b = BufferBudget(total, floor=64 * 1024)
+    for key, want, kind in events:
+        if kind == "claim":
+            b.claim(key, want)
+        else:
+            b.limit(key, Decision(rcv_window=want) if kind == "rcv" else Decision(sndbuf=want))
+    final, shared = 0, 0
+    for key, f in list(b._flows.items()):
+        if f.whole:
+            final += f.need
+            continue
+        shared += 1
+        d = b.limit(key, Decision(rcv_window=f.rcv or None, sndbuf=f.snd or None))
+        final += (d.rcv_window or 0) + (d.sndbuf or 0)
+    assert final <= total + 2 * 64 * 1024 * shared

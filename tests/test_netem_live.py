@@ -35,11 +35,13 @@ def _leftovers(name):
 
 
 def _ping(link, count, interval):
-    r = link.run("client", ["ping", "-q", "-c", str(count), "-i", str(interval), "-W", "2",
+    """Loss and the median RTT: one reply delayed by the shared machine's
+    scheduler moves the mean of 20 by a millisecond, not the median."""
+    r = link.run("client", ["ping", "-c", str(count), "-i", str(interval), "-W", "2",
                             link.server_addr], timeout=count * interval + 30)
     loss = float(re.search(r"([\d.]+)% packet loss", r.stdout).group(1)) / 100
-    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)", r.stdout)
-    return loss, (float(m.group(2)) / 1000 if m else None)
+    rtts = sorted(float(x) / 1000 for x in re.findall(r"time=([\d.]+) ms", r.stdout))
+    return loss, (rtts[len(rtts) // 2] if rtts else None)
 
 
 def test_idle_rtt_matches_setting():
@@ -47,9 +49,9 @@ def test_idle_rtt_matches_setting():
         with Link(rtt=rtt, rate=100e6) as link:
             assert link.backend in ("tun", "tc")
             _ping(link, 3, 0.05)  # warm up (neighbour-less p2p, but be fair)
-            loss, avg = _ping(link, 20, 0.05)
+            loss, median = _ping(link, 20, 0.05)
             assert loss == 0
-            assert abs(avg - rtt) <= max(0.001, 0.02 * rtt), (rtt, avg)
+            assert abs(median - rtt) <= max(0.001, 0.02 * rtt), (rtt, median)
 
 
 def test_rate_limited_goodput_close_to_line_rate():
@@ -144,7 +146,8 @@ def test_two_links_at_once_and_cli_exec_status_down():
         for name in ("tla", "tlb"):
             r = drsftp("netem", "exec", name, "client", "--", "ping", "-c", "3", "-i", "0.05", "-q", "10.201.0.2")
             assert r.returncode == 0, r.stderr
-            times[name] = float(re.search(r"= [\d.]+/([\d.]+)/", r.stdout).group(1))
+            # the minimum: the emulated delay; a scheduler hiccup only adds to one reply
+            times[name] = float(re.search(r"= ([\d.]+)/", r.stdout).group(1))
         assert 19 < times["tla"] < 22 and 59 < times["tlb"] < 63
         st = drsftp("netem", "status", "--json")
         links = {e["name"]: e for e in json.loads(st.stdout)}

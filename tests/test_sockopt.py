@@ -268,18 +268,33 @@ def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monke
         assert tuner.summary()["handshake_window"] is None  # no open start: it would lock
 
 
-def test_under_a_budget_drs_keeps_setting_buffers_where_autotuning_reaches_further():
-    """A server's budget bounds kernel memory; only set buffers stay in it."""
+def test_under_a_budget_autotuning_is_left_the_buffer_only_while_the_budget_holds_its_most():
+    """A server's budget bounds kernel memory: a buffer left to autotuning is
+    claimed at tcp_rmem/tcp_wmem max for the transfer; when the budget cannot
+    hold that, DRS sets the buffers within its share, as before."""
     from drsftp.tuner import SocketTuner
     from drsftp.tuning import Role
     from drsftp.tuning.budget import BufferBudget
 
-    limits = sockopt.HostLimits(**TUNED, can_force=False)
+    limits = sockopt.HostLimits(**TUNED, can_force=False)  # autotuning max 64 MiB each way
     for role in (Role.RECEIVER, Role.SENDER):
-        assert SocketTuner("drs", role, limits=limits).kernel_owns is not None
-        tuner = SocketTuner("drs", role, limits=limits, budget=BufferBudget(64 << 20))
-        assert tuner.kernel_owns is None
-        assert tuner.tuning.config.cap == sockopt.host_cap(limits, False, role is Role.RECEIVER)
+        host_cap = sockopt.host_cap(limits, False, role is Role.RECEIVER)
+        small = SocketTuner("drs", role, limits=limits, budget=BufferBudget(64 << 20))
+        assert small.kernel_owns is None and small.tuning.config.cap == host_cap
+
+        budget = BufferBudget(256 << 20)
+        first = SocketTuner("drs", role, limits=limits, budget=budget)
+        second = SocketTuner("drs", role, limits=limits, budget=budget)
+        assert first.kernel_owns and second.kernel_owns  # both could, when made
+        cli, srv = _pair()
+        with cli, srv:
+            first.attach(srv)  # claims 64 MiB of 256
+            assert first.kernel_owns and budget.share(first) == 64 << 20
+            budget.limit("other", Decision(rcv_window=100 << 20))  # fills what is left past a claim
+            second.attach(cli)
+            assert second.kernel_owns is None and second.tuning.config.cap == host_cap
+            first.close()
+            assert first not in budget._flows
 
 
 def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():

@@ -21,6 +21,7 @@ from .base import Decision
 class _Flow:
     rcv: int = 0  # wanted receive window
     snd: int = 0  # wanted send buffer
+    whole: bool = False  # a claim held whole (see BufferBudget.claim), not shared
 
     @property
     def need(self) -> int:
@@ -37,7 +38,9 @@ class BufferBudget:
 
     def limit(self, key: object, decision: Decision) -> Decision:
         """Record what flow ``key`` wants and return what it may have."""
-        flow = self._flows.setdefault(key, _Flow())
+        flow = self._flows.get(key)
+        if flow is None or flow.whole:  # (a claim given up: the flow shares from now on)
+            flow = self._flows[key] = _Flow()
         if decision.rcv_window is not None:
             flow.rcv = decision.rcv_window
         if decision.sndbuf is not None:
@@ -53,12 +56,35 @@ class BufferBudget:
 
     def share(self, key: object) -> int:
         """The most flow ``key`` may hold now: all it needs while the total
-        fits, else the budget split in proportion to need."""
-        wanted = sum(f.need for f in self._flows.values())
-        flow = self._flows.get(key)
-        if flow is None or wanted <= self.total:
-            return self.total
-        return int(self.total * flow.need / wanted)
+        fits, else what the whole claims leave, split in proportion to need."""
+        flows = self._flows
+        pool = self.total - sum(f.need for f in flows.values() if f.whole)
+        wanted = sum(f.need for f in flows.values() if not f.whole)
+        flow = flows.get(key)
+        if flow is not None and flow.whole:
+            return flow.need
+        if flow is None or wanted <= pool:
+            return max(pool, 0)
+        return int(pool * flow.need / wanted)
+
+    def can_claim(self, amount: int) -> bool:
+        return amount <= self._free() // 2
+
+    def claim(self, key: object, amount: int) -> bool:
+        """Hold ``amount`` whole for flow ``key``: a buffer left to kernel
+        autotuning, which the budget could not shrink later, counted at the
+        most autotuning may grow it to.  Granted only when it fits in half
+        of what the flows leave unclaimed (claims made together stay within
+        the budget); the other flows then share the rest.  End it with
+        :meth:`release`."""
+        self._flows.pop(key, None)
+        if not self.can_claim(amount):
+            return False
+        self._flows[key] = _Flow(rcv=amount, whole=True)
+        return True
+
+    def _free(self) -> int:
+        return self.total - sum(f.need for f in self._flows.values())
 
     def _floor(self) -> int:
         # every flow keeps a minimum, but n floors never exceed the budget
@@ -70,8 +96,7 @@ class BufferBudget:
         what the flows leave unclaimed, so claims made together stay within
         the budget.  Returns the amount granted; end it with :meth:`release`."""
         self._flows.pop(key, None)
-        free = self.total - sum(f.need for f in self._flows.values())
-        grant = max(min(amount, free // 2), 0)
+        grant = max(min(amount, self._free() // 2), 0)
         if grant:
             self._flows[key] = _Flow(rcv=grant)
         return grant
