@@ -33,6 +33,7 @@ SO_RCVBUFFORCE = 33
 SO_SNDBUFFORCE = 32
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_WINDOW_CLAMP = getattr(socket, "TCP_WINDOW_CLAMP", 10)
+TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 
 
 def _read_sysctl(name: str) -> list[int] | None:
@@ -183,6 +184,9 @@ class BufferActuator:
     holding: bool = False  # the receive buffer is held above the decision for an offered window
     _memory_window: int | None = None  # the window the live receive buffer was last sized for
     clamp_only: bool = False  # receive window by TCP_WINDOW_CLAMP alone: autotuning keeps the buffer
+    # send buffer by TCP_NOTSENT_LOWAT alone: autotuning keeps the limit, and
+    # the application may queue only this much unsent data past the flight
+    lowat_only: bool = False
 
     def apply(self, decision: Decision, *, before_handshake: bool = False, offered: int | None = None) -> None:
         """``offered``: the window this socket has already advertised
@@ -226,7 +230,13 @@ class BufferActuator:
                     self.sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, clamp)
                 except OSError as exc:
                     log.debug("TCP_WINDOW_CLAMP failed: %s", exc)
-        if decision.sndbuf is not None:
+        if decision.sndbuf is not None and self.lowat_only:
+            if LINUX:
+                try:
+                    self.sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, max(int(decision.sndbuf), 65536))
+                except OSError as exc:
+                    log.debug("TCP_NOTSENT_LOWAT failed: %s", exc)
+        elif decision.sndbuf is not None:
             self._set(socket.SO_SNDBUF, SO_SNDBUFFORCE, decision.sndbuf, "wmem_max")
         self.read_back()
 

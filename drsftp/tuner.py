@@ -84,9 +84,11 @@ class SocketTuner:
         buffer of the data direction is set, since setting one stops
         autotuning for good: a receiver keeps DRS's window by
         TCP_WINDOW_CLAMP alone and lets the kernel size the memory behind
-        it; a sender, whose only lever is SO_SNDBUF, leaves it to the
-        kernel.  Under a budget (a server's) only while the budget can hold
-        the most autotuning may grow to (claimed in :meth:`attach`)."""
+        it; a sender leaves the buffer to the kernel and bounds what the
+        application queues past the flight with TCP_NOTSENT_LOWAT instead
+        (DRS's send-buffer decision as the unsent allowance).  Under a
+        budget (a server's) only while the budget can hold the most
+        autotuning may grow to (claimed in :meth:`attach`)."""
         if not isinstance(self.tuning, DRSTuning):
             return
         receiving = self.role is Role.RECEIVER
@@ -118,7 +120,7 @@ class SocketTuner:
         cannot spare the floor, nothing is set (the kernel default)."""
         if self.kernel_owns == "rcvbuf":
             return  # no open start: a buffer set now would stop autotuning
-        decision = self._ours(self.tuning.before_handshake(rtt=self.control_rtt))
+        decision = self.tuning.before_handshake(rtt=self.control_rtt)
         if self.budget is not None and reserve_as is not None and decision.rcv_window:
             # set before the handshake, a value V is held as 2 V (no 0.8 factor)
             granted = self.budget.reserve(reserve_as, 2 * decision.rcv_window) // 2
@@ -133,20 +135,17 @@ class SocketTuner:
 
     def after_handshake(self, sock: socket.socket, *, reserved_as: object = None) -> None:
         """Call once connected (or accepted), before any data flows."""
-        decision = self._ours(self.tuning.after_handshake(rtt=self.control_rtt))
+        decision = self.tuning.after_handshake(rtt=self.control_rtt)
         if not decision.is_empty():
             self._actuator(sock).apply(decision)
             self._wanted = self._applied = decision
         if self.budget is not None and reserved_as is not None:
             self.budget.release(reserved_as)
 
-    def _ours(self, d: Decision) -> Decision:
-        """The decision without the send buffer left to kernel autotuning."""
-        return replace(d, sndbuf=None) if self.kernel_owns == "sndbuf" else d
-
     def _actuator(self, sock: socket.socket) -> sockopt.BufferActuator:
         return sockopt.BufferActuator(sock, self.allow_force, self.limits,
-                                      clamp_only=self.kernel_owns == "rcvbuf")
+                                      clamp_only=self.kernel_owns == "rcvbuf",
+                                      lowat_only=self.kernel_owns == "sndbuf")
 
     def note_control_rtt(self, control_sock) -> None:
         """Take the control connection's smoothed RTT (same path) as a
@@ -167,7 +166,7 @@ class SocketTuner:
                      " (net.ipv4.%s max > 2 x net.core.%s, no FORCE): %s",
                      *(("receive buffer", "tcp_rmem", "rmem_max", "clamping the window only")
                        if self.kernel_owns == "rcvbuf"
-                       else ("send buffer", "tcp_wmem", "wmem_max", "leaving it to the kernel")))
+                       else ("send buffer", "tcp_wmem", "wmem_max", "bounding unsent data with TCP_NOTSENT_LOWAT")))
         self.actuator = self._actuator(sock)
         self.actuator.read_back()
         self.started = self.clock()
@@ -192,7 +191,7 @@ class SocketTuner:
         # tcpi_rtt is ACK-clocked: meaningful for a sender only
         self.stats.add_rtt(rtt if receiving else (info.get("rtt", 0) / 1e6 or rtt))
         self.stats.retransmits = info.get("total_retrans", self.stats.retransmits)
-        decision = self._ours(self.tuning.on_sample(sample, now=now, rtt=rtt))
+        decision = self.tuning.on_sample(sample, now=now, rtt=rtt)
         if not decision.is_empty():
             self._wanted = decision
         if self.budget is not None and self._wanted is not None and not self.kernel_owns:

@@ -222,7 +222,8 @@ def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monke
     lock the buffer below what autotuning reaches: DRS sets only the ACK
     direction's buffer, at every step.  A receiver still holds its window
     with TCP_WINDOW_CLAMP, set again each tick: autotuning raises the clamp
-    whenever it grows the buffer (measured on 6.18: 256 KiB -> 23 MB)."""
+    whenever it grows the buffer (measured on 6.18: 256 KiB -> 23 MB); a
+    sender bounds its unsent data with TCP_NOTSENT_LOWAT."""
     from drsftp.tuner import SocketTuner
     from drsftp.tuning import Role
 
@@ -246,7 +247,7 @@ def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monke
         srv, _ = lst.accept()
     mine = srv.getsockopt(socket.SOL_SOCKET, data_opt)
     sender, receiver = (cli, srv) if r is Role.RECEIVER else (srv, cli)
-    clamps = []
+    clamps, lowats = [], []
     with cli, srv:
         tuner.after_handshake(srv)
         tuner.attach(srv)
@@ -258,6 +259,7 @@ def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monke
             clock[0] += 0.1
             tuner.tick(got)
             clamps.append((srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP), tuner.tuning.window))
+            lowats.append((srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_NOTSENT_LOWAT), tuner.tuning.window))
         grown = srv.getsockopt(socket.SOL_SOCKET, data_opt)
     assert tuner.summary()["kernel_owns"] == ("rcvbuf" if r is Role.RECEIVER else "sndbuf")
     assert not [c for c in calls if c[0] == data_opt]
@@ -266,6 +268,8 @@ def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monke
         assert grown > mine  # autotuning still sizes the buffer
         assert all(clamp == window for clamp, window in clamps), clamps  # DRS window, each tick
         assert tuner.summary()["handshake_window"] is None  # no open start: it would lock
+    else:  # the unsent data the application may queue: DRS's send-buffer decision
+        assert all(lowat == max(window, 65536) for lowat, window in lowats), lowats
 
 
 def test_under_a_budget_autotuning_is_left_the_buffer_only_while_the_budget_holds_its_most():

@@ -260,6 +260,6 @@ def _client_figures(kind, code, stdout, stderr, out_json, direction) -> dict:
     if kind == "drsftp":
         fig.update(client_report={k: d.get(k) for k in ("tuning", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms",
                                                         "retransmits", "peak_rcvbuf", "peak_sndbuf",
-                                                        "drs_replies")},
+                                                        "drs_replies", "kernel_owns", "handshake_window")},
                    client_timeline=d.get("timeline", []))
     return fig
