@@ -82,6 +82,11 @@ def test_report_medians_ratios_and_memory():
     runs[2]["timeline"] = [{"sndbuf": None}, {"sndbuf": 1_250_000}]
     assert "2.0 / 1.0 (1.2 / 1.0)" in markdown(env, runs, list(T.TUNINGS))
     assert "| 0 / 100 | 0 / 100 | 100 / 101 |" in text  # drs: medians of 0/100/200 and 100/101/102
+    # memory in use (skmem r / w): the median of the runs' peaks; unknown: "-"
+    assert "| - / - | - / - | - / - |" in text
+    for rep, (r_used, w_used) in enumerate(((125_000, 2_500_000), (250_000, 1_250_000), (1_250_000, 0))):
+        runs[2 + rep].update(peak_rcv_used=r_used, peak_snd_used=w_used)
+    assert "| - / - | - / - | 0.2 / 1.0 |" in markdown(env, runs, list(T.TUNINGS))
 
 
 def test_benchreport_filters_runs_by_direction_loss_rate_and_rtt():

@@ -125,16 +125,16 @@ def plot(results: list[dict], outdir: str) -> list[str]:
 
 
 def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(title, header, rows) of the four result tables, for any renderer."""
+    """(title, header, rows) of the five result tables, for any renderer."""
     groups = group(results)
     present = [t for t in tunings if any(t in g for g in groups.values())]
-    speed, ratio, memory, queue = [], [], [], []
+    speed, ratio, memory, used, queue = [], [], [], [], []
     for key, by_t in groups.items():
         label = path_label(key)
         ceiling = next(r["ceiling_mbps"] for r in results if _key(r) == key)
         base_stock, base_kernel = median(by_t.get("stock-64k", [])), median(by_t.get("kernel", []))
         bdp = key[1] / 8 * key[2]
-        rows = [[label], [label], [label], [label]]
+        rows = [[label], [label], [label], [label], [label]]
         for t in present:
             runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
             xs = by_t.get(t, [])
@@ -153,11 +153,15 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
             typical = " (%s / %s)" % (_typical(runs, "receiver_timeline", "rcvbuf", bdp),
                                       _typical(runs, "timeline", "sndbuf", bdp))
             rows[2].append(f"{rb / bdp:.1f} / {tb / bdp:.1f}{typical}" if bdp else "-")
+            # what the queues held, not the limits: `ss` skmem r / w
+            r_used = median([r["peak_rcv_used"] for r in runs if r.get("peak_rcv_used") is not None])
+            w_used = median([r["peak_snd_used"] for r in runs if r.get("peak_snd_used") is not None])
+            rows[3].append(" / ".join(f"{x / bdp:.1f}" if x is not None and bdp else "-" for x in (r_used, w_used)))
             retr = median([r.get("retransmits") or 0 for r in runs])
             rtt = median([r["rtt_avg_ms"] for r in runs if r.get("rtt_avg_ms")])
-            rows[3].append(f"{retr:.0f} / {rtt:.0f}" if rtt is not None else "-")
+            rows[4].append(f"{retr:.0f} / {rtt:.0f}" if rtt is not None else "-")
         rows[0].append(f"{ceiling:.1f}")
-        for table, row in zip((speed, ratio, memory, queue), rows):
+        for table, row in zip((speed, ratio, memory, used, queue), rows):
             table.append(row)
     header = ["path"] + present
     return [
@@ -165,6 +169,8 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
         ("x stock-64k / x kernel / % of goodput ceiling (medians)", header, ratio),
         ("Socket buffer, x BDP: peak skmem rb at the receiver / tb at the sender "
          "(median over the transfer)", header, memory),
+        ("Socket memory in use, x BDP: peak skmem r at the receiver / w at the sender "
+         "(median of the runs' peaks)", header, used),
         ("Sender retransmits / average RTT in ms (medians; the queue a tuning builds)", header, queue),
     ]
 
