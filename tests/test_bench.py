@@ -123,3 +123,16 @@ def test_plot_of_upload_runs_draws_the_uploads(tmp_path, monkeypatch):
     made = plot(runs, str(tmp_path))
     assert any(p.endswith("throughput_vs_rtt.png") for p in made)
     assert {"drs", "kernel"} <= set(drawn)
+
+
+def test_csv_counters_come_from_the_end_that_sees_them():
+    from drsftp.bench.report import csv_counters
+
+    counters = {"server": {"TcpExt.OfoPruned": 2, "TcpExt.TCPTimeouts": 5},
+                "client": {"TcpExt.TCPTimeouts": 1, "TcpExt.TCPSACKReneging": 1, "TcpExt.OfoPruned": 7}}
+    put = csv_counters({"direction": "put", "tcp_counters": counters, "client_report": {"kernel_owns": "sndbuf"}})
+    assert put == {"client_kernel_owns": "sndbuf", "sender_timeouts": 1, "sender_sack_reneging": 1,
+                   "receiver_ofo_pruned": 2, "receiver_prune_called": 0}
+    get = csv_counters({"direction": "get", "tcp_counters": counters})
+    assert (get["sender_timeouts"], get["receiver_ofo_pruned"], get["client_kernel_owns"]) == (5, 7, None)
+    assert csv_counters({"direction": "get"}) == {}

@@ -45,13 +45,34 @@ def write_files(env: dict, results: list[dict], outdir: str) -> dict[str, str]:
     cols = ["profile", "rate_bps", "rtt_s", "loss", "direction", "tuning", "rep", "bytes", "seconds", "mbps",
             "complete", "ceiling_mbps", "peak_rcvbuf", "peak_sndbuf", "peak_rcv_used", "peak_snd_used",
             "retransmits", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "client_cpu_s", "server_cpu_s",
-            "probe_size", "error"]
+            "probe_size", "error", "client_kernel_owns"] + [name for name, _, _ in COUNTER_COLUMNS]
     with open(paths["csv"], "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         for r in results:
-            w.writerow(r)
+            w.writerow(dict(r, **csv_counters(r)))
     return paths
+
+
+# kernel counters per run (runner: tcp_counters), from the end that sees them
+COUNTER_COLUMNS = (
+    ("sender_timeouts", "sender", "TcpExt.TCPTimeouts"),
+    ("sender_sack_reneging", "sender", "TcpExt.TCPSACKReneging"),
+    ("receiver_ofo_pruned", "receiver", "TcpExt.OfoPruned"),
+    ("receiver_prune_called", "receiver", "TcpExt.PruneCalled"),
+)
+
+
+def csv_counters(r: dict) -> dict:
+    counters = r.get("tcp_counters")
+    if not counters:
+        return {}
+    ends = {"sender": "server", "receiver": "client"} if r.get("direction") == "get" else {
+        "sender": "client", "receiver": "server"}
+    out = {"client_kernel_owns": (r.get("client_report") or {}).get("kernel_owns")}
+    for name, end, key in COUNTER_COLUMNS:
+        out[name] = counters.get(ends[end], {}).get(key, 0)
+    return out
 
 
 def plot(results: list[dict], outdir: str) -> list[str]:
