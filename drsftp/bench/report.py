@@ -177,7 +177,7 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
             # what the queues held, not the limits: `ss` skmem r / w
             r_used = median([r["peak_rcv_used"] for r in runs if r.get("peak_rcv_used") is not None])
             w_used = median([r["peak_snd_used"] for r in runs if r.get("peak_snd_used") is not None])
-            rows[3].append(" / ".join(f"{x / bdp:.1f}" if x is not None and bdp else "-" for x in (r_used, w_used)))
+            rows[3].append(" / ".join(_times(x, bdp) for x in (r_used, w_used)))
             retr = median([r.get("retransmits") or 0 for r in runs])
             rtt = median([r["rtt_avg_ms"] for r in runs if r.get("rtt_avg_ms")])
             rows[4].append(f"{retr:.0f} / {rtt:.0f}" if rtt is not None else "-")
@@ -194,6 +194,12 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
          "(median of the runs' peaks)", header, used),
         ("Sender retransmits / average RTT in ms (medians; the queue a tuning builds)", header, queue),
     ]
+
+
+def _times(x: float | None, bdp: float) -> str:
+    if x is None or not bdp:
+        return "-"
+    return f"{x / bdp:.2f}" if x < bdp / 10 else f"{x / bdp:.1f}"
 
 
 def _typical(runs: list[dict], timeline: str, field: str, bdp: float) -> str:
