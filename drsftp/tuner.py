@@ -262,8 +262,6 @@ class SocketTuner:
             # The window offered from now on: the decision, or more where the
             # buffer binds at rmem_max (the kernel's rcv_ssthresh then).
             window = max(getattr(self.tuning, "window", 0) or 0, info.get("rcv_ssthresh", 0)) or None
-            if self.kernel_owns == "rcvbuf":  # the kernel's window, not an unapplied decision
-                window = info.get("rcv_wnd") or info.get("rcv_ssthresh") or None
         return drscmd.format_pairs({
             "rtt_us": rtt_us,
             "cwnd": info.get("snd_cwnd", 0) * mss if self.role is Role.SENDER and mss else None,
