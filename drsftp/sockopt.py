@@ -200,45 +200,40 @@ class BufferActuator:
         offered window drains.  It never grows for an offer, only keeps what
         it had (the open start's offer is no flight yet)."""
         if decision.rcv_window is not None and self.clamp_only:
-            if LINUX and not before_handshake:
-                try:
-                    self.sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, decision.rcv_window)
-                except OSError as exc:
-                    log.debug("TCP_WINDOW_CLAMP failed: %s", exc)
+            if not before_handshake:
+                self._tcp_opt(TCP_WINDOW_CLAMP, decision.rcv_window)
         elif decision.rcv_window is not None:
             window = decision.rcv_window
             if before_handshake:
                 value = window
             else:
                 held = self._memory_window
-                if offered and held:
-                    window_memory = max(window, min(offered, held))
-                else:
-                    window_memory = window
+                window_memory = max(window, min(offered, held)) if offered and held else window
                 self._memory_window = window_memory
                 self.holding = window_memory > window
                 value = window_memory * RCVBUF_PER_WINDOW
             within = self._set(socket.SO_RCVBUF, SO_RCVBUFFORCE, value, "rmem_max")
-            if LINUX and not before_handshake:
+            if not before_handshake:
                 # Without this the live window stays where it was (facts, item 2).
                 # At rmem_max the buffer binds: a clamp at W would cut the
                 # window the buffer gives (measured 1.33 x rmem_max, not 1.25).
                 rmem_max = self.limits.rmem_max if self.limits else None
                 at_cap = not within and rmem_max and window * RCVBUF_PER_WINDOW >= rmem_max
-                clamp = 2 * rmem_max if at_cap else window
-                try:
-                    self.sock.setsockopt(socket.IPPROTO_TCP, TCP_WINDOW_CLAMP, clamp)
-                except OSError as exc:
-                    log.debug("TCP_WINDOW_CLAMP failed: %s", exc)
+                self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap else window)
         if decision.sndbuf is not None and self.lowat_only:
-            if LINUX:
-                try:
-                    self.sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, max(int(decision.sndbuf), 65536))
-                except OSError as exc:
-                    log.debug("TCP_NOTSENT_LOWAT failed: %s", exc)
+            self._tcp_opt(TCP_NOTSENT_LOWAT, max(int(decision.sndbuf), 65536))
         elif decision.sndbuf is not None:
             self._set(socket.SO_SNDBUF, SO_SNDBUFFORCE, decision.sndbuf, "wmem_max")
         self.read_back()
+
+    def _tcp_opt(self, opt: int, value: int) -> None:
+        """A Linux TCP-level option (window clamp, unsent low-water mark)."""
+        if not LINUX:
+            return
+        try:
+            self.sock.setsockopt(socket.IPPROTO_TCP, opt, int(value))
+        except OSError as exc:
+            log.debug("setsockopt(IPPROTO_TCP, %d, %d) failed: %s", opt, value, exc)
 
     def _set(self, opt: int, force_opt: int, value: int, limit_name: str) -> bool:
         """Set a buffer; False when the host's limit cut (or meets) the value."""

@@ -111,8 +111,9 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     if handler.buffer_budget and any(sockopt.autotuning_reaches_further(limits, handler.allow_force, r)
                                      for r in (True, False)):
         log.info("kernel autotuning here may grow buffers past what setsockopt can set (tcp_rmem/tcp_wmem"
-                 " max > 2 x rmem_max/wmem_max): --buffer-budget keeps transfers within rmem_max/wmem_max;"
-                 " --force-buffers (CAP_NET_ADMIN) or --buffer-budget off lets windows grow past them")
+                 " max > 2 x rmem_max/wmem_max): a transfer is left to it only while --buffer-budget can"
+                 " hold that maximum, the others stay within rmem_max/wmem_max; --force-buffers"
+                 " (CAP_NET_ADMIN) lets DRS set larger buffers itself")
     if cfg.force_buffers and not handler.allow_force:
         log.warning("--force-buffers: no CAP_NET_ADMIN here; buffers stay capped at rmem_max/wmem_max")
     if cfg.passive_ports:
