@@ -181,12 +181,12 @@ class BufferActuator:
     peak_rcvbuf: int = 0
     peak_sndbuf: int = 0
     capped: list = field(default_factory=list)
+    # "rcvbuf": the receive window by TCP_WINDOW_CLAMP alone, the buffer
+    # left to autotuning; "sndbuf": the send buffer left to autotuning, the
+    # decision bounding unsent data (TCP_NOTSENT_LOWAT) instead
+    kernel_owns: str | None = None
     holding: bool = False  # the receive buffer is held above the decision for an offered window
     _memory_window: int | None = None  # the window the live receive buffer was last sized for
-    clamp_only: bool = False  # receive window by TCP_WINDOW_CLAMP alone: autotuning keeps the buffer
-    # send buffer by TCP_NOTSENT_LOWAT alone: autotuning keeps the limit, and
-    # the application may queue only this much unsent data past the flight
-    lowat_only: bool = False
 
     def apply(self, decision: Decision, *, before_handshake: bool = False, offered: int | None = None) -> None:
         """``offered``: the window this socket has already advertised
@@ -199,7 +199,7 @@ class BufferActuator:
         The clamp takes the decision at once; the buffer follows as the
         offered window drains.  It never grows for an offer, only keeps what
         it had (the open start's offer is no flight yet)."""
-        if decision.rcv_window is not None and self.clamp_only:
+        if decision.rcv_window is not None and self.kernel_owns == "rcvbuf":
             if not before_handshake:
                 self._tcp_opt(TCP_WINDOW_CLAMP, decision.rcv_window)
         elif decision.rcv_window is not None:
@@ -220,7 +220,7 @@ class BufferActuator:
                 rmem_max = self.limits.rmem_max if self.limits else None
                 at_cap = not within and rmem_max and window * RCVBUF_PER_WINDOW >= rmem_max
                 self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap else window)
-        if decision.sndbuf is not None and self.lowat_only:
+        if decision.sndbuf is not None and self.kernel_owns == "sndbuf":
             self._tcp_opt(TCP_NOTSENT_LOWAT, max(int(decision.sndbuf), 65536))
         elif decision.sndbuf is not None:
             self._set(socket.SO_SNDBUF, SO_SNDBUFFORCE, decision.sndbuf, "wmem_max")

@@ -91,17 +91,20 @@ class SocketTuner:
         autotuning may grow to (claimed in :meth:`attach`)."""
         if not isinstance(self.tuning, DRSTuning):
             return
-        receiving = self.role is Role.RECEIVER
         self._config0 = self.tuning.config
-        if sockopt.autotuning_reaches_further(self.limits, self.allow_force, receiving) and (
-                self.budget is None or self.budget.can_claim(self._autotuning_max())):
+        self._leave_to_kernel(
+            sockopt.autotuning_reaches_further(self.limits, self.allow_force, self.role is Role.RECEIVER)
+            and (self.budget is None or self.budget.can_claim(self._autotuning_max())))
+
+    def _leave_to_kernel(self, kernel: bool) -> None:
+        """Set who owns the data direction's buffer, and DRS's cap to match."""
+        receiving = self.role is Role.RECEIVER
+        if kernel:
             self.kernel_owns = "rcvbuf" if receiving else "sndbuf"
-            self._set_cap(self.limits.tcp_rmem[2] if receiving else None)  # the clamp's memory ceiling
+            host = self.limits.tcp_rmem[2] if receiving else None  # the clamp's memory ceiling
         else:
             self.kernel_owns = None
-            self._set_cap(sockopt.host_cap(self.limits, self.allow_force, receiving))
-
-    def _set_cap(self, host: int | None) -> None:
+            host = sockopt.host_cap(self.limits, self.allow_force, receiving)
         cfg = self._config0
         if host and host < cfg.cap:
             cfg = replace(cfg, cap=host, floor=min(cfg.floor, host))
@@ -143,9 +146,7 @@ class SocketTuner:
             self.budget.release(reserved_as)
 
     def _actuator(self, sock: socket.socket) -> sockopt.BufferActuator:
-        return sockopt.BufferActuator(sock, self.allow_force, self.limits,
-                                      clamp_only=self.kernel_owns == "rcvbuf",
-                                      lowat_only=self.kernel_owns == "sndbuf")
+        return sockopt.BufferActuator(sock, self.allow_force, self.limits, kernel_owns=self.kernel_owns)
 
     def note_control_rtt(self, control_sock) -> None:
         """Take the control connection's smoothed RTT (same path) as a
@@ -159,14 +160,10 @@ class SocketTuner:
         """The data connection is established; start observing it."""
         self.sock = sock
         if self.kernel_owns and self.budget is not None and not self.budget.claim(self, self._autotuning_max()):
-            self.kernel_owns = None  # the budget filled since: set buffers, within a share
-            self._set_cap(sockopt.host_cap(self.limits, self.allow_force, self.role is Role.RECEIVER))
+            self._leave_to_kernel(False)  # the budget filled since: set buffers, within a share
         if self.kernel_owns:
-            log.info("kernel autotuning may grow the %s past what setsockopt can set here"
-                     " (net.ipv4.%s max > 2 x net.core.%s, no FORCE): %s",
-                     *(("receive buffer", "tcp_rmem", "rmem_max", "clamping the window only")
-                       if self.kernel_owns == "rcvbuf"
-                       else ("send buffer", "tcp_wmem", "wmem_max", "bounding unsent data with TCP_NOTSENT_LOWAT")))
+            log.info("kernel autotuning may grow the %s past what setsockopt can set here (no FORCE): %s",
+                     *_KERNEL_OWNS_NOTE[self.kernel_owns])
         self.actuator = self._actuator(sock)
         self.actuator.read_back()
         self.started = self.clock()
@@ -201,14 +198,16 @@ class SocketTuner:
             decision = sockopt.from_kernel_memory(granted)
             if decision == self._applied:
                 decision = Decision()
-        if decision.is_empty() and self._applied is not None and (
+        offered = info.get("rcv_wnd")
+        if decision.is_empty() and self._applied is not None and self._applied.rcv_window is not None and (
                 self.actuator.holding or self.kernel_owns == "rcvbuf"):
-            # the buffer follows the offered window down; or autotuning,
-            # growing the buffer, raised window_clamp with it (tcp_rcv_space_adjust)
-            decision = self._applied
-        if not decision.is_empty():
+            # the receive side again, unchanged: its buffer follows the offered
+            # window down, or autotuning, growing the buffer, raised
+            # window_clamp with it (tcp_rcv_space_adjust)
+            self.actuator.apply(Decision(rcv_window=self._applied.rcv_window), offered=offered)
+        elif not decision.is_empty():
             self._applied = decision
-            self.actuator.apply(decision, offered=info.get("rcv_wnd"))
+            self.actuator.apply(decision, offered=offered)
             if self.actuator.capped and not self._warned_cap:
                 self._warned_cap = True
                 log.warning(
@@ -297,6 +296,13 @@ class SocketTuner:
             "handshake_window": self.handshake_window,  # DRS open start (None: closed)
             "kernel_owns": self.kernel_owns,  # a buffer left to autotuning (host limits)
         }
+
+
+_KERNEL_OWNS_NOTE = {
+    "rcvbuf": ("receive buffer", "net.ipv4.tcp_rmem max > 2 x net.core.rmem_max; clamping the window only"),
+    "sndbuf": ("send buffer", "net.ipv4.tcp_wmem max > 2 x net.core.wmem_max; bounding unsent data"
+               " with TCP_NOTSENT_LOWAT"),
+}
 
 
 def _ms(v: float | None) -> float | None:
