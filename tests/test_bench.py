@@ -52,10 +52,48 @@ def test_resume_skips_a_path_already_measured_without_bringing_up_a_link(monkeyp
         raise AssertionError("a measured path must not bring up a link")
 
     monkeypatch.setattr(runner, "Link", no_link)
-    assert runner._run_path(cfg, "default", {}, path, ["kernel", "drs"]) == []
+    assert runner._run_path(cfg, "default", {}, path, ["kernel", "drs"], []) == []
     cfg.done.discard(("default", path.rate, path.rtt, path.loss, "drs", "get", 1))
     with pytest.raises(AssertionError, match="must not bring up"):
-        runner._run_path(cfg, "default", {}, path, ["kernel", "drs"])  # one run is missing
+        runner._run_path(cfg, "default", {}, path, ["kernel", "drs"], [])  # one run is missing
+
+
+def test_runs_interleave_tunings_so_drift_does_not_land_in_the_ratios():
+    order = runner.run_order(["kernel", "manual", "drs"], ["get", "put"], 3)
+    assert len(order) == len(set(order)) == 18
+    assert order[:3] == [("kernel", "get", 0), ("manual", "get", 0), ("drs", "get", 0)]
+    # each tuning's runs are spread over the whole batch, not bunched together
+    for tuning in ("kernel", "drs"):
+        where = [i for i, (t, _, _) in enumerate(order) if t == tuning]
+        assert where[0] < 3 and where[-1] >= len(order) - 3
+
+
+def test_every_run_is_saved_as_it_ends_so_a_stopped_bench_resumes_there(monkeypatch, tmp_path):
+    path = T.Path(rate=100e6, rtt=0.1)
+    cfg = runner.BenchConfig(paths=[path], tunings=["kernel", "drs"], directions=["get"], reps=2,
+                             size=4096, workdir=str(tmp_path), log=lambda m: None)
+    cfg.done = {("default", path.rate, path.rtt, path.loss, "kernel", "get", 0)}
+
+    class FakeLink:
+        backend = "fake"
+        info = {"spec": {"queue_packets": 64}, "sides": {"server": {"sysctls": {}}}}
+
+        def __init__(self, **kw): pass
+        def __enter__(self): return self
+        def __exit__(self, *exc): return False
+
+    def one_run(cfg_, link, tuning, direction, path_, rep, *rest):
+        if (tuning, rep) == ("drs", 1):
+            raise KeyboardInterrupt  # Ctrl-C during the last run of the batch
+        return {"tuning": tuning, "direction": direction, "rep": rep, "mbps": 1.0, "complete": True}
+
+    monkeypatch.setattr(runner, "Link", FakeLink)
+    monkeypatch.setattr(runner, "_run_one", one_run)
+    saved_lengths, out = [], []
+    with pytest.raises(KeyboardInterrupt):
+        runner._run_path(cfg, "default", {}, path, ["kernel", "drs"], out, lambda: saved_lengths.append(len(out)))
+    assert [(r["tuning"], r["rep"]) for r in out] == [("drs", 0), ("kernel", 1)]
+    assert saved_lengths == [1, 2]  # written after each run, not once per path
 
 
 def _run(tuning, mbps, rep=0, rtt=0.1, complete=True):

@@ -40,8 +40,12 @@ def path_label(key: tuple) -> str:
 def write_files(env: dict, results: list[dict], outdir: str) -> dict[str, str]:
     os.makedirs(outdir, exist_ok=True)
     paths = {"json": os.path.join(outdir, "results.json"), "csv": os.path.join(outdir, "results.csv")}
-    with open(paths["json"], "w") as f:
+    # written after every run: replace, never truncate, so a run stopped
+    # mid-write keeps the file --resume reads
+    tmp = paths["json"] + ".tmp"
+    with open(tmp, "w") as f:
         json.dump({"environment": env, "tunings": DESCRIPTIONS, "runs": results}, f, indent=1)
+    os.replace(tmp, paths["json"])
     cols = ["profile", "rate_bps", "rtt_s", "loss", "direction", "tuning", "rep", "bytes", "seconds", "mbps",
             "complete", "ceiling_mbps", "peak_rcvbuf", "peak_sndbuf", "peak_rcv_used", "peak_snd_used",
             "retransmits", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "client_cpu_s", "server_cpu_s",

@@ -1,6 +1,6 @@
 """Runs the comparison: for each host profile and path, an emulated link;
-for each tuning, direction and repetition, a server and a client in their
-namespaces, sampled at both ends."""
+for each repetition, direction and tuning (interleaved, :func:`run_order`),
+a server and a client in their namespaces, sampled at both ends."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class BenchConfig:
     interval: float = 0.1
     log: callable = print
     done: set = field(default_factory=set)  # run keys already measured (--resume)
-    checkpoint: callable = None  # called with the new runs after each path
+    checkpoint: callable = None  # called with the new runs after each run
 
     def file_size(self, path: T.Path) -> int:
         if self.size:
@@ -93,18 +93,29 @@ def run_bench(cfg: BenchConfig) -> tuple[dict, list[dict]]:
         if cfg.cc:
             sysctls["net.ipv4.tcp_congestion_control"] = cfg.cc
         for path in cfg.paths:
-            results += _run_path(cfg, profile, sysctls, path, runnable)
-            if cfg.checkpoint:
-                cfg.checkpoint(env, results)  # a stopped session keeps what it measured
+            _run_path(cfg, profile, sysctls, path, runnable, results,
+                      lambda: cfg.checkpoint and cfg.checkpoint(env, results))
     return env, results
 
 
-def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunings: list[str]) -> list[dict]:
-    todo = [(t, d, rep) for t in tunings for d in cfg.directions for rep in range(cfg.reps)
-            if (profile, path.rate, path.rtt, path.loss, t, d, rep) not in cfg.done]
+def run_order(tunings: list[str], directions: list[str], reps: int) -> list[tuple[str, str, int]]:
+    """(tuning, direction, rep), interleaved: every tuning's first run, then
+    every tuning's second...  A shared machine's speed drifts over minutes;
+    run tuning after tuning (all of kernel's reps, then all of drs's) and
+    the drift lands in the ratios between tunings, interleaved it lands in
+    each tuning's min-max spread."""
+    return [(t, d, rep) for rep in range(reps) for d in directions for t in tunings]
+
+
+def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunings: list[str],
+              out: list[dict], saved=lambda: None) -> list[dict]:
+    """Measure the missing runs of one path into ``out``, calling ``saved``
+    after each (a stopped session keeps what it measured)."""
+    todo = [run for run in run_order(tunings, cfg.directions, cfg.reps)
+            if (profile, path.rate, path.rtt, path.loss, *run) not in cfg.done]
     if not todo:
         cfg.log(f"bench: {profile} profile, {path.label()}: measured already (--resume)")
-        return []
+        return out
     root = os.path.abspath(os.path.join(cfg.workdir, "root"))
     local_dir = os.path.abspath(os.path.join(cfg.workdir, "client"))
     os.makedirs(root, exist_ok=True)
@@ -112,7 +123,6 @@ def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunin
     size = cfg.file_size(path)
     src = os.path.join(root, "big.bin")
     make_file(src, size)
-    out = []
     cfg.log(f"bench: {profile} profile, {path.label()}, file {size >> 20} MiB")
     with Link(rtt=path.rtt, rate=path.rate, loss=path.loss, queue=path.queue, sysctls=sysctls) as link:
         link_info = {"backend": link.backend, "queue_packets": link.info["spec"]["queue_packets"],
@@ -122,6 +132,7 @@ def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunin
             r = _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, probe)
             r.update(profile=profile, link=link_info, probe_size=probe, file_size=size)
             out.append(r)
+            saved()
             state = "" if r.get("complete") else " (stopped at --max-time)"
             cfg.log(f"  {tuning:14} {direction} #{rep + 1}: {r['mbps']:8.1f} Mbit/s{state}"
                     + (f"  ERROR {r['error']}" if r.get("error") else ""))
