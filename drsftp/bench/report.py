@@ -150,16 +150,16 @@ def plot(results: list[dict], outdir: str) -> list[str]:
 
 
 def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(title, header, rows) of the five result tables, for any renderer."""
+    """(title, header, rows) of the six result tables, for any renderer."""
     groups = group(results)
     present = [t for t in tunings if any(t in g for g in groups.values())]
-    speed, ratio, memory, used, queue = [], [], [], [], []
+    speed, ratio, memory, used, queue, cpu = [], [], [], [], [], []
     for key, by_t in groups.items():
         label = path_label(key)
         ceiling = next(r["ceiling_mbps"] for r in results if _key(r) == key)
         base_stock, base_kernel = median(by_t.get("stock-64k", [])), median(by_t.get("kernel", []))
         bdp = key[1] / 8 * key[2]
-        rows = [[label], [label], [label], [label], [label]]
+        rows = [[label], [label], [label], [label], [label], [label]]
         for t in present:
             runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
             xs = by_t.get(t, [])
@@ -185,8 +185,9 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
             retr = median([r.get("retransmits") or 0 for r in runs])
             rtt = median([r["rtt_avg_ms"] for r in runs if r.get("rtt_avg_ms")])
             rows[4].append(f"{retr:.0f} / {rtt:.0f}" if rtt is not None else "-")
+            rows[5].append(" / ".join(_per_gb(runs, side) for side in ("client_cpu_s", "server_cpu_s")))
         rows[0].append(f"{ceiling:.1f}")
-        for table, row in zip((speed, ratio, memory, used, queue), rows):
+        for table, row in zip((speed, ratio, memory, used, queue, cpu), rows):
             table.append(row)
     header = ["path"] + present
     return [
@@ -197,6 +198,8 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
         ("Socket memory in use, x BDP: peak skmem r at the receiver / w at the sender "
          "(median of the runs' peaks)", header, used),
         ("Sender retransmits / average RTT in ms (medians; the queue a tuning builds)", header, queue),
+        ("CPU seconds per GB moved: client / server process (medians; where a path is CPU-bound, "
+         "this is what sets the rate)", header, cpu),
     ]
 
 
@@ -204,6 +207,11 @@ def _times(x: float | None, bdp: float) -> str:
     if x is None or not bdp:
         return "-"
     return f"{x / bdp:.2f}" if x < bdp / 10 else f"{x / bdp:.1f}"
+
+
+def _per_gb(runs: list[dict], field: str) -> str:
+    m = median([r[field] / (r["bytes"] / 1e9) for r in runs if r.get(field) is not None and r.get("bytes")])
+    return f"{m:.2f}" if m is not None else "-"
 
 
 def _typical(runs: list[dict], timeline: str, field: str, bdp: float) -> str:
