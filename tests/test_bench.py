@@ -125,6 +125,8 @@ def test_report_medians_ratios_and_memory():
     for rep, (r_used, w_used) in enumerate(((125_000, 2_500_000), (250_000, 1_250_000), (1_250_000, 0))):
         runs[2 + rep].update(peak_rcv_used=r_used, peak_snd_used=w_used)
     assert "| - / - | - / - | 0.2 / 1.0 |" in markdown(env, runs, list(T.TUNINGS))
+    assert text.endswith("; d.")  # no commit recorded (older results): none printed
+    assert markdown(dict(env, commit="0123abcd+"), runs, list(T.TUNINGS)).endswith("; d; drsftp 0123abcd+.")
     # CPU per GB moved: each run's seconds over its bytes, median over the runs
     for rep, (cli, srv) in enumerate(((1.5, 0.2), (3.0, 0.4), (6.0, None))):
         runs[2 + rep].update(bytes=1_500_000_000, client_cpu_s=cli, server_cpu_s=srv)

@@ -75,6 +75,37 @@ def test_actuator_sets_buffer_and_clamp_and_reads_back():
         assert act.peak_rcvbuf == rcv
 
 
+def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it():
+    """SO_RCVLOWAT = window / 8 within [64 KiB, 512 KiB], else the default.
+    Raising it on a buffer autotuning owns lifts a smaller window_clamp to
+    it (tcp_set_rcvlowat): at 1/8 of the window it leaves DRS's clamp be."""
+    lowat = lambda s: s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT)  # noqa: E731
+    clamp = lambda s: s.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP)  # noqa: E731
+    cli, srv = _pair()
+    with cli, srv:  # the kernel fact: a clamp below the low-water mark is lifted to it, one above is kept
+        srv.setsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP, 64 * 1024)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 512 * 1024)
+        assert clamp(srv) == 512 * 1024
+        srv.setsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP, 8 << 20)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1 << 20)
+        assert clamp(srv) == 8 << 20
+    cli, srv = _pair()
+    with cli, srv:
+        act = sockopt.BufferActuator(srv, limits=sockopt.HostLimits.read(), kernel_owns="rcvbuf")
+        for window, batch in ((2 << 20, 256 * 1024), (8 << 20, 512 * 1024), (256 * 1024, 1), (1 << 20, 128 * 1024)):
+            act.apply(Decision(rcv_window=window))
+            assert (lowat(srv), clamp(srv), act.read_batch) == (batch, window, batch)
+        act.apply(Decision(rcv_window=1 << 20), before_handshake=True)  # no data yet: nothing to batch
+        assert lowat(srv) == 128 * 1024
+    cli, srv = _pair()
+    with cli, srv:  # a buffer DRS sets: the same batch, within it
+        act = sockopt.BufferActuator(srv, limits=sockopt.HostLimits.read())
+        act.apply(Decision(rcv_window=1 << 20, sndbuf=16 * 1024))
+        assert (lowat(srv), clamp(srv)) == (128 * 1024, 1 << 20)
+        act.apply(Decision(rcv_window=16 * 1024))  # the ACK direction's size: nothing to batch
+        assert lowat(srv) == 1
+
+
 def test_unforced_buffers_are_capped_and_the_cap_is_reported():
     limits = sockopt.HostLimits.read()
     if limits.rmem_max is None:

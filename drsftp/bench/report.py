@@ -226,7 +226,8 @@ def environment_line(env: dict) -> str:
             f"buffer FORCE {'used' if env['buffer_force_used'] else 'not used'} "
             f"(available: {env['buffer_force_available']}); host rmem_max "
             f"{env['host_sysctls']['net.core.rmem_max']}, wmem_max {env['host_sysctls']['net.core.wmem_max']}, "
-            f"tcp_wmem {env['host_sysctls']['net.ipv4.tcp_wmem']}; {env['date']}.")
+            f"tcp_wmem {env['host_sysctls']['net.ipv4.tcp_wmem']}; {env['date']}"
+            + (f"; drsftp {env['commit']}." if env.get("commit") else "."))
 
 
 def print_table(env: dict, results: list[dict], tunings: list[str], console: Console | None = None) -> None:

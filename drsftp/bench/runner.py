@@ -65,7 +65,21 @@ def environment(cfg: BenchConfig) -> dict:
         "buffer_force_available": limits.can_force,
         "buffer_force_used": cfg.force and limits.can_force,
         "congestion_control": cfg.cc or limits.congestion_control,
+        "commit": _commit(),
     }
+
+
+def _commit() -> str | None:
+    """The drsftp code measured: its git commit, "+" if the tree has changes."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the drsftp package
+    try:
+        head = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--", "."], capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+" if dirty else "")
 
 
 def make_file(path: str, size: int) -> None:
