@@ -106,6 +106,35 @@ def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it(
         assert lowat(srv) == 1
 
 
+@pytest.mark.parametrize("clamp,total", [(64 * 1024, 20_000_000), (None, 100_000)])
+def test_a_low_water_mark_above_what_is_coming_does_not_stall_the_reader(clamp, total):
+    """The kernel wakes a reader below SO_RCVLOWAT when the window is about
+    to close (a clamp under the mark) and at EOF (a file under the mark)."""
+    import select
+    import threading
+
+    cli, srv = _pair()
+    with cli, srv:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 512 * 1024)
+        if clamp:
+            srv.setsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP, clamp)
+
+        def send():
+            cli.sendall(b"x" * total)
+            cli.shutdown(socket.SHUT_WR)
+
+        threading.Thread(target=send, daemon=True).start()
+        got = 0
+        while True:
+            ready, _, _ = select.select([srv], [], [], 5.0)
+            assert ready, f"reader never woken: {got} of {total} bytes read"
+            n = len(srv.recv(4 << 20))
+            if n == 0:
+                break
+            got += n
+        assert got == total
+
+
 def test_unforced_buffers_are_capped_and_the_cap_is_reported():
     limits = sockopt.HostLimits.read()
     if limits.rmem_max is None:
