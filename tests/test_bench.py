@@ -94,6 +94,7 @@ def test_every_run_is_saved_as_it_ends_so_a_stopped_bench_resumes_there(monkeypa
         runner._run_path(cfg, "default", {}, path, ["kernel", "drs"], out, lambda: saved_lengths.append(len(out)))
     assert [(r["tuning"], r["rep"]) for r in out] == [("drs", 0), ("kernel", 1)]
     assert saved_lengths == [1, 2]  # written after each run, not once per path
+    assert all("commit" in r for r in out)  # the code each run measured (None outside git)
 
 
 def _run(tuning, mbps, rep=0, rtt=0.1, complete=True):

@@ -49,7 +49,7 @@ def write_files(env: dict, results: list[dict], outdir: str) -> dict[str, str]:
     cols = ["profile", "rate_bps", "rtt_s", "loss", "direction", "tuning", "rep", "bytes", "seconds", "mbps",
             "complete", "ceiling_mbps", "peak_rcvbuf", "peak_sndbuf", "peak_rcv_used", "peak_snd_used",
             "retransmits", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "client_cpu_s", "server_cpu_s",
-            "probe_size", "error", "client_kernel_owns"] + [name for name, _, _ in COUNTER_COLUMNS]
+            "probe_size", "error", "client_kernel_owns"] + [name for name, _, _ in COUNTER_COLUMNS] + ["commit"]
     with open(paths["csv"], "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()

@@ -144,7 +144,7 @@ def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunin
         probe = _probe(cfg, link, path, root, local_dir) if "probe-static" in tunings else None
         for tuning, direction, rep in todo:
             r = _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, probe)
-            r.update(profile=profile, link=link_info, probe_size=probe, file_size=size)
+            r.update(profile=profile, link=link_info, probe_size=probe, file_size=size, commit=_commit())
             out.append(r)
             saved()
             state = "" if r.get("complete") else " (stopped at --max-time)"
