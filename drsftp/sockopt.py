@@ -193,6 +193,7 @@ class BufferActuator:
     # decision bounding unsent data (TCP_NOTSENT_LOWAT) instead
     kernel_owns: str | None = None
     holding: bool = False  # the receive buffer is held above the decision for an offered window
+    batch_reads: bool = True  # set SO_RCVLOWAT from the window
     read_batch: int = 1  # SO_RCVLOWAT as set (1: the kernel's default)
     _memory_window: int | None = None  # the window the live receive buffer was last sized for
 
@@ -210,7 +211,7 @@ class BufferActuator:
         if decision.rcv_window is not None and self.kernel_owns == "rcvbuf":
             if not before_handshake:
                 self._tcp_opt(TCP_WINDOW_CLAMP, decision.rcv_window)
-                self._read_batch(decision.rcv_window)
+                self.set_read_batch(decision.rcv_window)
         elif decision.rcv_window is not None:
             window = decision.rcv_window
             if before_handshake:
@@ -229,14 +230,14 @@ class BufferActuator:
                 rmem_max = self.limits.rmem_max if self.limits else None
                 at_cap = not within and rmem_max and window * RCVBUF_PER_WINDOW >= rmem_max
                 self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap else window)
-                self._read_batch(window)
+                self.set_read_batch(window)
         if decision.sndbuf is not None and self.kernel_owns == "sndbuf":
             self._tcp_opt(TCP_NOTSENT_LOWAT, max(int(decision.sndbuf), 65536))
         elif decision.sndbuf is not None:
             self._set(socket.SO_SNDBUF, SO_SNDBUFFORCE, decision.sndbuf, "wmem_max")
         self.read_back()
 
-    def _read_batch(self, window: int) -> None:
+    def set_read_batch(self, window: int) -> None:
         """SO_RCVLOWAT from the receive window (READ_BATCH_*): fewer, larger
         reads (docs/DESIGN.md, "Reading in batches").  Set after the clamp:
         raising it grows an unlocked buffer and lifts a window_clamp below
@@ -244,7 +245,7 @@ class BufferActuator:
         reaches the clamp just set."""
         value = min(window // READ_BATCH_SHARE, READ_BATCH_MAX)
         value = value if value >= READ_BATCH_MIN else 1
-        if value == self.read_batch or not LINUX:
+        if value == self.read_batch or not self.batch_reads or not LINUX:
             return
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, value)

@@ -54,12 +54,16 @@ class SocketTuner:
         limits: sockopt.HostLimits | None = None,
         clock=time.monotonic,
         budget: BufferBudget | None = None,
+        batch_reads: bool = True,
     ) -> None:
         self.role = role
         self.limits = limits or sockopt.HostLimits.read()
         self.allow_force = allow_force and self.limits.can_force
         self.tuning: Tuning = create(spec, role)
         self.budget = budget
+        # SO_RCVLOWAT (sockopt.READ_BATCH_*); off where the peer may wait for
+        # a reply smaller than the batch, as TLS's close_notify
+        self.batch_reads = batch_reads
         self.kernel_owns: str | None = None  # "rcvbuf"/"sndbuf": memory left to kernel autotuning
         self._cap_to_host()
         self.clock = clock
@@ -146,7 +150,8 @@ class SocketTuner:
             self.budget.release(reserved_as)
 
     def _actuator(self, sock: socket.socket) -> sockopt.BufferActuator:
-        return sockopt.BufferActuator(sock, self.allow_force, self.limits, kernel_owns=self.kernel_owns)
+        return sockopt.BufferActuator(sock, self.allow_force, self.limits, kernel_owns=self.kernel_owns,
+                                      batch_reads=self.batch_reads)
 
     def note_control_rtt(self, control_sock) -> None:
         """Take the control connection's smoothed RTT (same path) as a
@@ -165,6 +170,9 @@ class SocketTuner:
             log.info("kernel autotuning may grow the %s past what setsockopt can set here (no FORCE): %s",
                      *_KERNEL_OWNS_NOTE[self.kernel_owns])
         self.actuator = self._actuator(sock)
+        if self.role is Role.RECEIVER and self._applied is None and self.handshake_window:
+            # a static buffer (fixed): no later decision sets the read batch
+            self.actuator.set_read_batch(self.handshake_window)
         self.actuator.read_back()
         self.started = self.clock()
 

@@ -104,6 +104,19 @@ def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it(
         assert (lowat(srv), clamp(srv)) == (128 * 1024, 1 << 20)
         act.apply(Decision(rcv_window=16 * 1024))  # the ACK direction's size: nothing to batch
         assert lowat(srv) == 1
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning import Role
+
+    # a fixed buffer: its one decision came before the handshake; a TLS data
+    # channel (batch_reads off): a close_notify must wake the reader, however small
+    for batch, expected in ((True, 512 * 1024), (False, 1)):
+        cli, srv = _pair()
+        with cli, srv:
+            tuner = SocketTuner("fixed:4MiB", Role.RECEIVER, batch_reads=batch)
+            tuner.handshake_window = 4 << 20
+            tuner.attach(srv)
+            tuner.tick(0)
+            assert lowat(srv) == expected
 
 
 @pytest.mark.parametrize("clamp,total", [(64 * 1024, 20_000_000), (None, 100_000)])

@@ -90,7 +90,7 @@ class DRSDataMixin:
         server = self.cmd_channel
         self.tuner = SocketTuner(
             server.tuning_spec, role, allow_force=server.allow_force, limits=server.host_limits,
-            budget=server.buffer_budget,
+            budget=server.buffer_budget, batch_reads=not is_ssl_sock(self.socket),
         )
         self.tuner.note_control_rtt(server.socket)
         self.tuner.attach(self.socket)
