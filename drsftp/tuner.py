@@ -149,6 +149,12 @@ class SocketTuner:
         if self.budget is not None and reserved_as is not None:
             self.budget.release(reserved_as)
 
+    @property
+    def static_window(self) -> int | None:
+        """The window set before the handshake when no decision followed it
+        (a fixed buffer): the read batch is sized from it at attach."""
+        return self.handshake_window if self._applied is None else None
+
     def _actuator(self, sock: socket.socket) -> sockopt.BufferActuator:
         return sockopt.BufferActuator(sock, self.allow_force, self.limits, kernel_owns=self.kernel_owns,
                                       batch_reads=self.batch_reads)
@@ -170,9 +176,8 @@ class SocketTuner:
             log.info("kernel autotuning may grow the %s past what setsockopt can set here (no FORCE): %s",
                      *_KERNEL_OWNS_NOTE[self.kernel_owns])
         self.actuator = self._actuator(sock)
-        if self.role is Role.RECEIVER and self._applied is None and self.handshake_window:
-            # a static buffer (fixed): no later decision sets the read batch
-            self.actuator.set_read_batch(self.handshake_window)
+        if self.role is Role.RECEIVER and self.static_window:
+            self.actuator.set_read_batch(self.static_window)  # no later decision will
         self.actuator.read_back()
         self.started = self.clock()
 
@@ -301,7 +306,7 @@ class SocketTuner:
             "retransmits": self.stats.retransmits,
             "peak_rcvbuf": act.peak_rcvbuf if act else None,
             "peak_sndbuf": act.peak_sndbuf if act else None,
-            "handshake_window": self.handshake_window,  # DRS open start (None: closed)
+            "handshake_window": self.handshake_window,  # set before the handshake: DRS open start, fixed; None: none
             "kernel_owns": self.kernel_owns,  # a buffer left to autotuning (host limits)
         }
 

@@ -429,3 +429,47 @@ def test_server_locks_the_open_start_buffer_after_the_listener_closed(monkeypatc
         locked = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
     assert opened > 2 * locked  # offered large, then locked at the floor
     assert session.buffer_budget.reserve(object(), 64 << 20) == 32 << 20  # nothing left reserved
+
+
+@pytest.mark.parametrize("spec,batch", [("fixed:2MiB", 256 * 1024), ("drs", 1)])
+def test_server_data_channel_batches_reads_for_a_fixed_buffer_set_at_the_handshake(spec, batch):
+    """The control connection's tuner sizes the passive socket before the
+    handshake; the data channel's own tuner starts at STOR.  A fixed buffer
+    makes no decision after the handshake, so its window must reach the
+    data channel's tuner for the read batch; DRS's open start locks the
+    floor after the handshake and its ticks set the batch from then on."""
+    from drsftp.server.handler import DRSControlMixin, DRSDataMixin
+    from drsftp.tuning import Role
+
+    class Session(DRSControlMixin):
+        def __init__(self, sock):
+            self.tuning_spec, self.allow_force, self.host_limits = spec, False, sockopt.HostLimits.read()
+            self.buffer_budget, self.socket, self._handshake_tuner = None, sock, None
+
+    class Loop:
+        def call_later(self, *a, **k):
+            return None
+
+    class Data(DRSDataMixin):
+        def __init__(self, sock, session):  # just what _start_tuning reads
+            self.tuner, self._tick_handle, self._closed = None, None, False
+            self.socket, self.cmd_channel, self.ioloop = sock, session, Loop()
+
+        def get_transmitted_bytes(self):
+            return 0
+
+    lst = socket.socket()
+    cli, srv = _pair()  # the control connection (a 0.5 ms control RTT would skip the open start)
+    with lst, cli, srv:
+        session = Session(srv)
+        session.before_handshake(lst)
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(1)
+        data_cli = socket.create_connection(lst.getsockname())
+        data_srv, _ = lst.accept()
+        with data_cli, data_srv:
+            session.after_handshake(data_srv)
+            data = Data(data_srv, session)
+            data._start_tuning(Role.RECEIVER)
+            assert data_srv.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == batch
+            assert data.tuner.summary()["handshake_window"] == (2 << 20 if spec.startswith("fixed") else None)

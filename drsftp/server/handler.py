@@ -93,6 +93,7 @@ class DRSDataMixin:
             budget=server.buffer_budget, batch_reads=not is_ssl_sock(self.socket),
         )
         self.tuner.note_control_rtt(server.socket)
+        self.tuner.handshake_window = getattr(server, "static_window", None)  # a fixed buffer's, set before
         self.tuner.attach(self.socket)
         self._tick()
 
@@ -232,6 +233,7 @@ class DRSControlMixin:
         self._upload_targets: dict[str, tuple] = {}  # temporary path -> (final path, expected size)
         self._allo: int | None = None  # size announced by ALLO for the next STOR
         self._handshake_tuner: SocketTuner | None = None  # sized the data socket's handshake
+        self.static_window: int | None = None  # ... with a fixed buffer, no decision after it
 
     # One data connection per session at a time: the session keys the
     # handshake buffer's reservation in the budget (DRS open start), and the
@@ -249,8 +251,10 @@ class DRSControlMixin:
 
     def after_handshake(self, sock) -> None:
         tuner, self._handshake_tuner = self._handshake_tuner, None
+        self.static_window = None
         if tuner is not None:
             tuner.after_handshake(sock, reserved_as=self)
+            self.static_window = tuner.static_window  # for the data channel's own tuner
 
     def release_handshake_reservation(self) -> None:
         # (pyftpdlib closes the listener before it builds the DTP, so this
