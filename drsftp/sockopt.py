@@ -163,7 +163,6 @@ def sample_from_info(info: dict[str, int], received_fallback: int = 0) -> Sample
         bytes_acked=info.get("bytes_acked", 0),
         cwnd_bytes=info["snd_cwnd"] * mss if "snd_cwnd" in info and mss else None,
         peer_window=info.get("snd_wnd"),
-        out_of_order=info.get("rcv_ooopack"),
         retransmits=info.get("total_retrans"),
     )
 

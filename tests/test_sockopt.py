@@ -33,7 +33,6 @@ def test_tcp_info_parses_a_live_socket_and_truncated_buffers():
         assert info["state"] == 1  # TCP_ESTABLISHED
         assert info["bytes_received"] == 100000
         assert sockopt.tcp_info(cli)["bytes_acked"] >= 100000
-        assert sockopt.sample_from_info(info).out_of_order == 0  # loopback loses nothing (DRS's recovery gain)
         raw = srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_INFO, sockopt.TCP_INFO_SIZE)
     # an older kernel returns a prefix: fields past it are absent, not garbage
     short = sockopt.parse_tcp_info(raw[:104])

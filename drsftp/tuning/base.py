@@ -50,7 +50,6 @@ class Sample:
     cwnd_bytes: int | None = None  # local congestion window (we send)
     peer_window: int | None = None  # window the peer advertises to us
     retransmits: int | None = None
-    out_of_order: int | None = None  # packets that arrived out of order (a hole: loss)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,6 @@ Departures from the papers, each measured on Linux (docs/DESIGN.md):
   tumbling, so the window does not lag a doubling sender;
 - shrinking waits ``hold_periods`` RTTs after the peak and then steps
   down by at most ``shrink_step`` per RTT;
-- after out-of-order arrivals (a loss) the receiver allows 2x again for
-  ``hold_periods`` RTTs, room to send past the hole during recovery;
 - open start: the receiver offers its cap at the handshake and locks a small
   buffer before the first byte (:meth:`DRSTuning.before_handshake`), because
   Linux lets a raised TCP_WINDOW_CLAMP lift the window only up to the
@@ -47,7 +45,6 @@ class DRSConfig:
     cap: int = 64 * MiB  # administrative maxwnd for one connection
     slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
     steady_gain: float = 1.25  # additive growth: measurement + 25 %
-    recovery_gain: float = 2.0  # out-of-order data seen lately: room to send past a hole
     sender_gain: float = 0.75  # SO_SNDBUF per byte that can be in flight (kernel doubles: 1.5x)
     sender_growth: float = 1.5  # a growing sender's cwnd headroom: one tick of slow start
     growth_seen: float = 1.5  # a period this much above the last = doubling
@@ -102,8 +99,6 @@ class DRSTuning(Tuning):
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
         self._needs: deque[tuple[float, float]] = deque()  # sender: (time, bytes it may have in flight)
         self._last_tick: float | None = None
-        self._out_of_order: int | None = None  # receiver: cumulative out-of-order packets
-        self._recovery_until = float("-inf")  # receiver: the recovery gain applies until then
         self._peer: PeerReport | None = None
         self._peer_time = float("-inf")
 
@@ -209,8 +204,6 @@ class DRSTuning(Tuning):
             recent.popleft()
         peak = max(m for _, m, _ in recent)
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
-        if self._recovering(sample, now, srtt) and not queue:
-            gain = max(gain, cfg.recovery_gain)
         target = gain * peak
         min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
         if queue:
@@ -227,19 +220,6 @@ class DRSTuning(Tuning):
         target = min(target, max(self.window * gain ** frac, cfg.floor))
         size = self._step(target, cfg.shrink_step ** frac)
         return self._emit(size)
-
-    def _recovering(self, sample: Sample, now: float, srtt: float) -> bool:
-        """Out-of-order arrivals (a hole: a loss) in the last ``hold_periods``
-        RTTs.  The window counts from the cumulative ACK (RFC 9293 sec.
-        3.8.6), so while the hole's retransmission is in flight the sender
-        may send only what the window holds past it; at 1.25x the
-        measurement the sender stalled, up to 2x keeps it sending through
-        a recovery (a static 2 x BDP buffer's room; BENCHMARKS.md, uploads
-        with 0.1% loss)."""
-        seen, self._out_of_order = self._out_of_order, sample.out_of_order
-        if seen is not None and sample.out_of_order is not None and sample.out_of_order > seen:
-            self._recovery_until = now + self.config.hold_periods * srtt
-        return now < self._recovery_until
 
     # -- sender -----------------------------------------------------------
     def _sender(self, sample: Sample, now: float) -> Decision:
