@@ -4,6 +4,7 @@ a server and a client in their namespaces, sampled at both ends."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -69,6 +70,7 @@ def environment(cfg: BenchConfig) -> dict:
     }
 
 
+@functools.lru_cache(maxsize=1)
 def _commit() -> str | None:
     """The drsftp code measured: its git commit, "+" if the tree has changes."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the drsftp package

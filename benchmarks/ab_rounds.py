@@ -1,0 +1,80 @@
+"""Side-by-side code comparisons (A/B) from `drsftp bench` rounds, and the
+sender-timeline figures BENCHMARKS.md quotes.
+
+    python benchmarks/ab_rounds.py DIR            # DIR/old-N/ and DIR/new-N/ rounds
+    python benchmarks/ab_rounds.py --timeline results.json
+
+An A/B is several rounds, each one `drsftp bench --reps 1 --out DIR/old-N`
+from a git worktree of the code before, then `--out DIR/new-N` from the
+code after (BENCHMARKS.md, session 5).  This merges each side's rounds into
+DIR/old.json and DIR/new.json (the round is the rep), prints each side's
+tables as `drsftp benchreport` does, and each round's drs / kernel ratio.
+
+--timeline: per run, the window the receiver offered (the sender's
+`snd_wnd`, median and 90th percentile, x BDP) and the share of samples in
+which the sender was window-bound (in flight >= 90% of that window).
+"""
+
+import glob
+import json
+import os
+import statistics
+import sys
+
+from drsftp.bench.report import markdown
+from drsftp.bench.tunings import TUNINGS
+
+
+def merge(directory: str, side: str) -> tuple[dict, list[dict]]:
+    env, runs = None, []
+    for i, path in enumerate(sorted(glob.glob(os.path.join(directory, f"{side}-*", "results.json")))):
+        data = json.load(open(path))
+        env = data["environment"]
+        for r in data["runs"]:
+            runs.append(dict(r, rep=i))
+    if env is None:
+        sys.exit(f"no {side}-N/results.json under {directory}")
+    with open(os.path.join(directory, f"{side}.json"), "w") as f:
+        json.dump({"environment": env, "tunings": {}, "runs": runs}, f)
+    return env, runs
+
+
+def round_ratios(runs: list[dict]) -> dict[tuple, list[float]]:
+    by = {(r["rate_bps"], r["rtt_s"], r["loss"], r["direction"], r["rep"], r["tuning"]): r["mbps"] for r in runs}
+    out: dict[tuple, list[float]] = {}
+    for (rate, rtt, loss, direction, rep, tuning), mbps in sorted(by.items()):
+        kernel = by.get((rate, rtt, loss, direction, rep, "kernel"))
+        if tuning == "drs" and kernel:
+            out.setdefault((rate, rtt, loss, direction), []).append(round(mbps / kernel, 3))
+    return out
+
+
+def timeline_figures(path: str) -> None:
+    for r in json.load(open(path))["runs"]:
+        bdp = r["rate_bps"] / 8 * r["rtt_s"]
+        samples = [s for s in r.get("timeline") or [] if s.get("peer_window") and s.get("in_flight_bytes") is not None]
+        if not samples:
+            continue
+        offered = sorted(s["peer_window"] for s in samples)
+        bound = sum(s["in_flight_bytes"] >= 0.9 * s["peer_window"] for s in samples) / len(samples)
+        print(f"{r['rate_bps'] / 1e6:g}M {r['rtt_s'] * 1e3:g}ms loss {r['loss']:g} {r['direction']} {r['tuning']:10}"
+              f" rep {r['rep']}: {r['mbps']:6.1f} Mbit/s, offered window median {statistics.median(offered) / bdp:.2f}"
+              f" p90 {offered[int(0.9 * len(offered))] / bdp:.2f} x BDP, window-bound {100 * bound:.0f}%")
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--timeline":
+        timeline_figures(sys.argv[2])
+        return
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for side in ("old", "new"):
+        env, runs = merge(sys.argv[1], side)
+        print(f"## {side}\n\n{markdown(env, runs, list(TUNINGS))}\n")
+        for key, ratios in round_ratios(runs).items():
+            print(f"drs / kernel per round, {key}: {ratios}")
+        print()
+
+
+if __name__ == "__main__":
+    main()
