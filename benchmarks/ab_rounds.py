@@ -11,8 +11,9 @@ DIR/old.json and DIR/new.json (the round is the rep), prints each side's
 tables as `drsftp benchreport` does, and each round's drs / kernel ratio.
 
 --timeline: per run, the window the receiver offered (the sender's
-`snd_wnd`, median and 90th percentile, x BDP) and the share of samples in
-which the sender was window-bound (in flight >= 90% of that window).
+`snd_wnd`, median and 90th percentile, x BDP), the share of samples in
+which the sender was window-bound (in flight >= 90% of that window), and
+the peaks of bytes in flight and of the offered window.
 """
 
 import glob
@@ -59,7 +60,9 @@ def timeline_figures(path: str) -> None:
         bound = sum(s["in_flight_bytes"] >= 0.9 * s["peer_window"] for s in samples) / len(samples)
         print(f"{r['rate_bps'] / 1e6:g}M {r['rtt_s'] * 1e3:g}ms loss {r['loss']:g} {r['direction']} {r['tuning']:10}"
               f" rep {r['rep']}: {r['mbps']:6.1f} Mbit/s, offered window median {statistics.median(offered) / bdp:.2f}"
-              f" p90 {offered[int(0.9 * len(offered))] / bdp:.2f} x BDP, window-bound {100 * bound:.0f}%")
+              f" p90 {offered[int(0.9 * len(offered))] / bdp:.2f} x BDP, window-bound {100 * bound:.0f}%;"
+              f" peaks: in flight {max(s['in_flight_bytes'] for s in samples) / 1e6:.2f} MB,"
+              f" offered {offered[-1] / 1e6:.2f} MB")
 
 
 def main() -> None:
