@@ -211,7 +211,6 @@ class BufferActuator:
         if decision.rcv_window is not None and self.kernel_owns == "rcvbuf":
             if not before_handshake:
                 self._tcp_opt(TCP_WINDOW_CLAMP, decision.rcv_window)
-                self.set_read_batch(decision.rcv_window)
         elif decision.rcv_window is not None:
             window = decision.rcv_window
             if before_handshake:
@@ -230,7 +229,8 @@ class BufferActuator:
                 rmem_max = self.limits.rmem_max if self.limits else None
                 at_cap = not within and rmem_max and window * RCVBUF_PER_WINDOW >= rmem_max
                 self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap else window)
-                self.set_read_batch(window)
+        if decision.rcv_window is not None and not before_handshake:
+            self.set_read_batch(decision.rcv_window)  # after the clamp
         if decision.sndbuf is not None and self.kernel_owns == "sndbuf":
             self._tcp_opt(TCP_NOTSENT_LOWAT, max(int(decision.sndbuf), 65536))
         elif decision.sndbuf is not None:

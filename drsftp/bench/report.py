@@ -159,7 +159,7 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
         ceiling = next(r["ceiling_mbps"] for r in results if _key(r) == key)
         base_stock, base_kernel = median(by_t.get("stock-64k", [])), median(by_t.get("kernel", []))
         bdp = key[1] / 8 * key[2]
-        rows = [[label], [label], [label], [label], [label], [label]]
+        rows = [[label] for _ in range(6)]
         for t in present:
             runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
             xs = by_t.get(t, [])

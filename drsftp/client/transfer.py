@@ -373,21 +373,14 @@ class _FileSink(asyncio.BufferedProtocol):
         self.view = memoryview(self.buf)
         self.f, self.xfer = f, xfer
         self.done = asyncio.get_running_loop().create_future()
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport) -> None:
-        self.transport = transport
 
     def get_buffer(self, sizehint: int):
         return self.buf
 
     def buffer_updated(self, nbytes: int) -> None:
-        try:
-            self.f.write(self.view[:nbytes])
-        except OSError as exc:  # disk full: end here, with the file's error
-            self._end(exc)
-            self.transport.abort()
-            return
+        # A write error (disk full) closes the transport, and asyncio hands
+        # the OSError to connection_lost: the receive ends with it.
+        self.f.write(self.view[:nbytes])
         self.xfer.moved += nbytes
 
     def eof_received(self) -> bool:

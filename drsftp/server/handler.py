@@ -93,7 +93,7 @@ class DRSDataMixin:
             budget=server.buffer_budget, batch_reads=not is_ssl_sock(self.socket),
         )
         self.tuner.note_control_rtt(server.socket)
-        self.tuner.handshake_window = getattr(server, "static_window", None)  # a fixed buffer's, set before
+        self.tuner.handshake_window = server.static_window  # a fixed buffer's, set before the handshake
         self.tuner.attach(self.socket)
         self._tick()
 
