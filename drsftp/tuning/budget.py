@@ -22,10 +22,15 @@ class _Flow:
     rcv: int = 0  # wanted receive window
     snd: int = 0  # wanted send buffer
     whole: bool = False  # a claim held whole (see BufferBudget.claim), not shared
+    held: int | None = None  # granted now; None: all it needs (claims, reservations)
 
     @property
     def need(self) -> int:
         return self.rcv + self.snd
+
+    @property
+    def holding(self) -> int:
+        return self.need if self.held is None else self.held
 
 
 class BufferBudget:
@@ -37,7 +42,11 @@ class BufferBudget:
         self._flows: dict[object, _Flow] = {}
 
     def limit(self, key: object, decision: Decision) -> Decision:
-        """Record what flow ``key`` wants and return what it may have."""
+        """Record what flow ``key`` wants and return what it may have: its
+        share, and no more than the other flows leave (they give back what
+        is over their own share at their next call, so the grants together
+        stay within the budget at every moment, not only once all have been
+        re-evaluated).  A flow over its share shrinks at once."""
         flow = self._flows.get(key)
         if flow is None or flow.whole:  # (a claim given up: the flow shares from now on)
             flow = self._flows[key] = _Flow()
@@ -45,13 +54,20 @@ class BufferBudget:
             flow.rcv = decision.rcv_window
         if decision.sndbuf is not None:
             flow.snd = decision.sndbuf
-        share = self.share(key)
-        if flow.need <= share:
-            return decision
-        scale = share / flow.need
+        others = sum(f.holding for k, f in self._flows.items() if k is not key)
+        allowed = min(self.share(key), self.total - others)
+        rcv, snd = flow.rcv, flow.snd
+        if flow.need > allowed:
+            scale = max(allowed, 0) / flow.need
+            # a floor never raises a direction past what it asked for (the
+            # ACK direction's small buffer stays small)
+            floor = self._floor()
+            rcv = max(int(rcv * scale), min(floor, rcv))
+            snd = max(int(snd * scale), min(floor, snd))
+        flow.held = rcv + snd
         return Decision(
-            rcv_window=None if decision.rcv_window is None else max(int(flow.rcv * scale), self._floor()),
-            sndbuf=None if decision.sndbuf is None else max(int(flow.snd * scale), self._floor()),
+            rcv_window=rcv if decision.rcv_window is not None or flow.rcv else None,
+            sndbuf=snd if decision.sndbuf is not None or flow.snd else None,
         )
 
     def share(self, key: object) -> int:
@@ -105,4 +121,4 @@ class BufferBudget:
         self._flows.pop(key, None)
 
     def granted_total(self) -> int:
-        return sum(min(f.need, self.share(k)) for k, f in self._flows.items())
+        return sum(f.holding for f in self._flows.values())
