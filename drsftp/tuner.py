@@ -20,6 +20,8 @@ from .tuning.budget import BufferBudget
 
 log = logging.getLogger("drsftp.tuner")
 TIMELINE_LIMIT = 20_000  # samples kept for --json / plots (bounded memory)
+DRAIN_MIN_RATE = 64 * 1024  # bytes/s assumed for a closed socket's queue when the last rate was lower
+DRAIN_MAX = 60.0  # seconds a closed socket's queue stays held in the budget, at most
 
 
 @dataclass
@@ -290,11 +292,34 @@ class SocketTuner:
         report = drscmd.to_report(pairs)
         self.tuning.on_peer_report(report, now=self.clock(), rtt=self.last_rtt)
 
-    def close(self) -> None:
-        """The transfer ended: give its share of the budget back."""
+    def close(self) -> float | None:
+        """The transfer ended: give its share of the budget back.  Call it
+        before the socket is closed.  Data still queued on a sender's
+        socket is the kernel's to send after close() and keeps its memory
+        until acknowledged: that much stays held in the budget (counted as
+        a send buffer of that size, 2x), and the seconds it should take to
+        drain are returned for the driver to call :meth:`release` then."""
+        drain = None
+        if self.budget is not None:
+            queued = self._queued() if self.role is Role.SENDER else 0
+            if queued:
+                self.budget.hold(self, 2 * queued)
+                rtt = self.last_rtt or self.control_rtt or 0.1
+                drain = min(queued / max(self.rate, DRAIN_MIN_RATE) + 2 * rtt, DRAIN_MAX)
+            else:
+                self.budget.release(self)
+        self.sock = None
+        return drain
+
+    def release(self) -> None:
+        """What :meth:`close` kept held has drained: give it back."""
         if self.budget is not None:
             self.budget.release(self)
-        self.sock = None
+
+    def _queued(self) -> int:
+        """Bytes the kernel still holds to send: unsent plus in flight."""
+        info = sockopt.tcp_info(self.sock) if self.sock is not None else {}
+        return info.get("notsent_bytes", 0) + info.get("unacked", 0) * (info.get("snd_mss") or 0)
 
     def summary(self) -> dict:
         act = self.actuator

@@ -107,3 +107,20 @@ def test_property_claims_and_grants_stay_within_budget_plus_floors(events, total
         d = b.limit(key, Decision(rcv_window=f.rcv or None, sndbuf=f.snd or None))
         final += (d.rcv_window or 0) + (d.sndbuf or 0)
     assert final <= total + 2 * 64 * 1024 * shared
+
+
+def test_a_closed_senders_queue_stays_held_until_released():
+    """A socket closed with data queued keeps that memory till the kernel
+    has sent it: held whole (no more than the flow held), others share
+    the rest, release ends it."""
+    b = BufferBudget(16 * MiB)
+    b.limit("sender", Decision(sndbuf=6 * MiB))
+    b.hold("sender", 4 * MiB)
+    assert b.granted_total() == 4 * MiB
+    assert b.limit("next", Decision(rcv_window=16 * MiB)).rcv_window == 12 * MiB
+    b.hold("gone", 1 * MiB)  # a flow the budget no longer has: nothing to hold
+    assert "gone" not in b._flows
+    b.hold("next", 64 * MiB)  # never more than the flow held
+    assert b.share("next") == 12 * MiB
+    b.release("sender")
+    assert b.granted_total() == 12 * MiB

@@ -1,5 +1,6 @@
 """Socket actuation against the real kernel, on loopback."""
 
+import contextlib
 import dataclasses
 import socket
 import struct
@@ -372,6 +373,43 @@ def test_under_a_budget_autotuning_is_left_the_buffer_only_while_the_budget_hold
             assert second.kernel_owns is None and second.tuning.config.cap == host_cap
             first.close()
             assert first not in budget._flows
+
+
+def test_a_sender_closing_with_data_queued_keeps_it_in_the_budget_until_drained():
+    """The kernel sends a closed socket's queue after close(): the server's
+    budget keeps that memory held and the tuner says when to release it;
+    a receiver, or a sender with nothing queued, releases at once."""
+    from drsftp.tuner import DRAIN_MAX, SocketTuner
+    from drsftp.tuning import Role
+    from drsftp.tuning.budget import BufferBudget
+
+    budget = BufferBudget(64 << 20)
+    cli, srv = _pair()
+    with cli, srv:
+        sender = SocketTuner("fixed:1m", Role.SENDER, budget=budget)
+        sender.attach(srv)
+        budget.limit(sender, Decision(sndbuf=8 << 20))  # as its ticks would have
+        srv.setblocking(False)
+        sent = 0
+        with contextlib.suppress(BlockingIOError):
+            while sent < 64 << 20:  # the peer reads nothing: the queue fills
+                sent += srv.send(b"x" * 65536)
+        queued = sender._queued()
+        assert 0 < queued <= sent
+        drain = sender.close()
+        assert drain is not None and 0 < drain <= DRAIN_MAX
+        assert budget.granted_total() == min(2 * queued, 8 << 20)
+        sender.release()
+        assert budget.granted_total() == 0
+
+        idle = SocketTuner("fixed:1m", Role.SENDER, budget=budget)
+        idle.attach(cli)
+        budget.limit(idle, Decision(sndbuf=1 << 20))
+        assert idle.close() is None and budget.granted_total() == 0
+        receiver = SocketTuner("fixed:1m", Role.RECEIVER, budget=budget)
+        receiver.attach(srv)
+        budget.limit(receiver, Decision(rcv_window=1 << 20))
+        assert receiver.close() is None and budget.granted_total() == 0
 
 
 def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():

@@ -185,7 +185,9 @@ class DRSDataMixin:
             self._tick_handle = None
         if self.tuner is not None and not self._closed:
             self.cmd_channel.last_transfer = self.tuner.summary()
-            self.tuner.close()
+            drain = self.tuner.close()  # before the socket closes: it reads the queue
+            if drain:  # the kernel still sends what was queued: held in the budget till then
+                self.ioloop.call_later(drain, self.tuner.release)
         super().close()
 
 

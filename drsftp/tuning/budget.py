@@ -117,6 +117,17 @@ class BufferBudget:
             self._flows[key] = _Flow(rcv=grant)
         return grant
 
+    def hold(self, key: object, amount: int) -> None:
+        """Keep ``amount`` (no more than flow ``key`` holds now) whole until
+        :meth:`release`: memory the kernel still holds for a socket closed
+        with data queued, which it sends after close()."""
+        flow = self._flows.get(key)
+        amount = min(amount, flow.holding) if flow is not None else 0
+        if amount <= 0:
+            self._flows.pop(key, None)
+            return
+        self._flows[key] = _Flow(rcv=amount, whole=True)
+
     def release(self, key: object) -> None:
         self._flows.pop(key, None)
 
