@@ -330,3 +330,13 @@ def autotuning_reaches_further(limits: HostLimits, allow_force: bool, receiving:
         return False
     auto, cap = (limits.tcp_rmem, limits.rmem_max) if receiving else (limits.tcp_wmem, limits.wmem_max)
     return bool(auto and len(auto) == 3 and cap and auto[2] > 2 * cap)
+
+
+def block_with_send_timeout(sock: socket.socket, seconds: float) -> None:
+    """Make ``sock`` blocking, with SO_SNDTIMEO so that a blocked send or
+    sendfile returns (a partial count, or EAGAIN when nothing went) at least
+    every ``seconds``: a thread sending on it can then look for a stop."""
+    sock.setblocking(True)  # clears O_NONBLOCK (settimeout would set it)
+    sec = int(seconds)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                    struct.pack("ll", sec, int((seconds - sec) * 1e6)))

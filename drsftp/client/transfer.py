@@ -2,7 +2,7 @@
 
 The data path is one large receive buffer written straight to the file
 (get: a BufferedProtocol, with SO_RCVLOWAT batching the reads) and
-``sock_sendfile`` (put): no per-packet Python work.  A ticker
+blocking sendfile in a thread (put): no per-packet Python work.  A ticker
 task observes the data socket every fraction of an RTT, applies the tuning
 strategy's decisions and, when the server offers DRS in FEAT, exchanges
 measurements with it (docs/PROTOCOL.md).
@@ -15,9 +15,11 @@ import hashlib
 import logging
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 
+from .. import sockopt
 from ..ftp import drscmd
 from ..ftp.session import FTPLocation, partial_name
 from ..tuner import SocketTuner
@@ -28,6 +30,7 @@ from .progress import ProgressView
 log = logging.getLogger("drsftp.client")
 RECV_CHUNK = 4 << 20
 DRS_MIN_INTERVAL = 0.05  # seconds between DRS commands, at the most one per RTT
+SEND_POLL = 0.2  # seconds a blocked sendfile waits before it looks for a stop (SO_SNDTIMEO)
 
 
 @dataclass
@@ -418,9 +421,42 @@ def _close_data(sock: socket.socket, xfer: _Transfer) -> None:
 
 
 async def _send(sock: socket.socket, f, offset: int, count: int, xfer: _Transfer) -> None:
+    """sendfile(2) from a thread, the socket made blocking: the kernel waits
+    for send-buffer room itself.  asyncio's sock_sendfile instead wakes
+    Python, with two epoll_ctl calls, each time about a third of the send
+    buffer frees: with a buffer DRS keeps near 2 x BDP on a short path that
+    is thousands of wakeups a second (benchmarks/send_path.py).  The thread
+    sends on a duplicate descriptor it closes itself, so a cancelled
+    transfer may close the socket at once; it stops within SEND_POLL."""
     if count > 0:
-        await asyncio.get_running_loop().sock_sendfile(sock, f, offset, count)
+        sockopt.block_with_send_timeout(sock, SEND_POLL)
+        stop = threading.Event()
+        done = asyncio.get_running_loop().run_in_executor(
+            None, _sendfile_until, os.dup(sock.fileno()), f.fileno(), offset, count, stop)
+        done.add_done_callback(lambda d: d.cancelled() or d.exception())  # seen even after a cancel
+        try:
+            await asyncio.shield(done)
+        finally:
+            stop.set()
     xfer.moved = count
+
+
+def _sendfile_until(fd: int, fileno: int, offset: int, count: int, stop: threading.Event) -> int:
+    """Blocking sendfile until ``count`` bytes went, the file ended, or
+    ``stop`` is set (seen at least every SEND_POLL: SO_SNDTIMEO)."""
+    sent = 0
+    try:
+        while sent < count and not stop.is_set():
+            try:
+                n = os.sendfile(fd, fileno, offset + sent, count - sent)
+            except (BlockingIOError, InterruptedError):
+                continue  # SO_SNDTIMEO passed with nothing sent
+            if n == 0:
+                break  # the file shrank: the server's size check (ALLO) tells
+            sent += n
+    finally:
+        os.close(fd)
+    return sent
 
 
 async def _drain(sock: socket.socket, xfer: _Transfer, tuner: SocketTuner, limit: float = 60.0) -> None:
