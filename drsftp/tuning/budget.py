@@ -54,7 +54,7 @@ class BufferBudget:
             flow.rcv = decision.rcv_window
         if decision.sndbuf is not None:
             flow.snd = decision.sndbuf
-        others = sum(f.holding for k, f in self._flows.items() if k is not key)
+        others = sum(f.holding for k, f in self._flows.items() if k != key)
         allowed = min(self.share(key), self.total - others)
         rcv, snd = flow.rcv, flow.snd
         if flow.need > allowed:
