@@ -133,15 +133,22 @@ def _layout():
 
 
 _LAYOUT, TCP_INFO_SIZE = _layout()
+# the whole struct in one call (the tuner reads it every tick): native
+# alignment, as _layout computes it
+_WHOLE = struct.Struct("@" + "".join(fmt for _, fmt, _, _ in _LAYOUT))
+_NAMES = tuple(name for name, _, _, _ in _LAYOUT)
 
 
 def parse_tcp_info(raw: bytes) -> dict[str, int]:
     """Fields of struct tcp_info present in ``raw`` (a length-checked prefix)."""
-    info = {}
-    for name, fmt, off, size in _LAYOUT:
-        if off + size > len(raw):
-            break
-        info[name] = struct.unpack_from("=" + fmt, raw, off)[0]
+    if len(raw) >= _WHOLE.size:
+        info = dict(zip(_NAMES, _WHOLE.unpack_from(raw)))
+    else:
+        info = {}
+        for name, fmt, off, size in _LAYOUT:
+            if off + size > len(raw):
+                break
+            info[name] = struct.unpack_from("=" + fmt, raw, off)[0]
     if "wscale" in info:
         info["snd_wscale"], info["rcv_wscale"] = info["wscale"] & 0xF, info["wscale"] >> 4
     return info

@@ -35,6 +35,10 @@ def test_tcp_info_parses_a_live_socket_and_truncated_buffers():
         assert info["bytes_received"] == 100000
         assert sockopt.tcp_info(cli)["bytes_acked"] >= 100000
         raw = srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_INFO, sockopt.TCP_INFO_SIZE)
+    # the whole struct is read in one call; a prefix field by field: the same values
+    whole, prefix = sockopt.parse_tcp_info(raw), sockopt.parse_tcp_info(raw[:-1])
+    assert len(raw) == sockopt.TCP_INFO_SIZE and whole["bytes_received"] == 100000
+    assert prefix == {k: v for k, v in whole.items() if k != "rcv_wnd"}  # the last field
     # an older kernel returns a prefix: fields past it are absent, not garbage
     short = sockopt.parse_tcp_info(raw[:104])
     assert "total_retrans" in short and "bytes_received" not in short
