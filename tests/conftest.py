@@ -23,6 +23,18 @@ def sha256_file(path, offset=0):
     return h.hexdigest()
 
 
+def tcp_pair(nonblocking: str):
+    """A connected loopback pair (sender, receiver); the end named by
+    ``nonblocking`` ("sender" or "receiver") is made non-blocking, as
+    drsftp's client holds its data socket."""
+    lst = socket.create_server(("127.0.0.1", 0))
+    sender = socket.create_connection(lst.getsockname())
+    receiver, _ = lst.accept()
+    lst.close()
+    {"sender": sender, "receiver": receiver}[nonblocking].setblocking(False)
+    return sender, receiver
+
+
 def make_file(path, size, seed=0):
     """Deterministic pseudo-random content, fast: a 1 MiB random block
     with a per-MiB counter, so no two MiB are alike."""

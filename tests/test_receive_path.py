@@ -4,24 +4,15 @@ import asyncio
 import errno
 import io
 import logging
-import socket
 import threading
 import types
 
 import pytest
 
+from conftest import tcp_pair
 from drsftp.client.transfer import _close_data, _receive
 
 MiB = 1 << 20
-
-
-def _connected():
-    lst = socket.create_server(("127.0.0.1", 0))
-    sender = socket.create_connection(lst.getsockname())
-    receiver, _ = lst.accept()
-    lst.close()
-    receiver.setblocking(False)
-    return sender, receiver
 
 
 def _send(sock, total, close=True):
@@ -47,7 +38,7 @@ def _xfer():
 
 
 def test_every_byte_reaches_the_file_in_order_and_eof_ends_the_receive():
-    sender, receiver = _connected()
+    sender, receiver = tcp_pair("receiver")
     f, xfer = io.BytesIO(), _xfer()
     t = _send(sender, 24 * MiB + 12345)
 
@@ -72,7 +63,7 @@ class _FullDisk(io.BytesIO):
 
 
 def test_a_full_disk_ends_the_receive_with_the_files_error_and_no_loop_noise(caplog):
-    sender, receiver = _connected()
+    sender, receiver = tcp_pair("receiver")
     f, xfer = _FullDisk(), _xfer()
     t = _send(sender, 64 * MiB)
 
@@ -105,7 +96,7 @@ class _Closable(io.BytesIO):
 
 
 def test_a_cancelled_receive_stops_writing_before_its_file_closes():
-    sender, receiver = _connected()
+    sender, receiver = tcp_pair("receiver")
     f, xfer = _Closable(), _xfer()
     t = _send(sender, 256 * MiB)  # bounded: the sender stops at a reset or at 256 MiB
 

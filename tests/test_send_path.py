@@ -3,26 +3,16 @@
 import asyncio
 import hashlib
 import os
-import socket
 import threading
 import time
 import types
 
 import pytest
 
-from conftest import make_file
+from conftest import make_file, tcp_pair
 from drsftp.client.transfer import SEND_POLL, _send
 
 MiB = 1 << 20
-
-
-def _connected():
-    lst = socket.create_server(("127.0.0.1", 0))
-    sender = socket.create_connection(lst.getsockname())
-    receiver, _ = lst.accept()
-    lst.close()
-    sender.setblocking(False)  # as the client's data socket is
-    return sender, receiver
 
 
 def _read_to_eof(sock, timeout=10.0) -> tuple[bytes, int, float]:
@@ -36,7 +26,7 @@ def _read_to_eof(sock, timeout=10.0) -> tuple[bytes, int, float]:
 
 def test_a_send_delivers_the_range_asked_for(tmp_path):
     src = make_file(tmp_path / "s.bin", 24 * MiB, seed=7)
-    sender, receiver = _connected()
+    sender, receiver = tcp_pair("sender")
     offset, count = 3 * MiB + 17, 16 * MiB
     xfer = types.SimpleNamespace(moved=0)
     fds = len(os.listdir("/proc/self/fd"))
@@ -66,7 +56,7 @@ def test_a_cancelled_send_stops_within_the_poll_and_lets_the_socket_close(tmp_pa
     thread sees the stop within SEND_POLL and closes its descriptor, so
     closing the socket closes the connection (the peer gets EOF)."""
     src = make_file(tmp_path / "s.bin", 64 * MiB, seed=8)
-    sender, receiver = _connected()
+    sender, receiver = tcp_pair("sender")
     xfer = types.SimpleNamespace(moved=0)
 
     async def main():
