@@ -194,7 +194,11 @@ def test_drs_transfer_over_the_link_and_resume_after_a_real_interruption(tmp_pat
             url = f"ftp://{USER}:{PASSWORD}@{link.server_addr}:{srv.port}/w.bin"
             dest = tmp_path / "w.bin"
             cmd = link.command("client", [*drsftp_cmd(), "get", url, str(dest), "--json", str(tmp_path / "j")])
-            client = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            # SIGINT at its default, as under a terminal: a shell without job
+            # control starts background jobs (`cmd &`) with SIGINT ignored, and
+            # the client, inheriting that, would rightly ignore the Ctrl-C
+            client = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             assert wait_until(lambda: os.path.exists(str(dest) + ".part")
                               and os.path.getsize(str(dest) + ".part") > 4 << 20, timeout=30)
             client.send_signal(signal.SIGINT)
