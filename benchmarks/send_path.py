@@ -84,7 +84,9 @@ def main() -> None:
     rate = float(sys.argv[1]) if len(sys.argv) > 1 else 1e9
     total = int(float(sys.argv[2])) if len(sys.argv) > 2 else 300_000_000
     with tempfile.NamedTemporaryFile(prefix="drs-send-") as tmp:
-        tmp.write(os.urandom(1 << 20) * (total >> 20))
+        block = os.urandom(1 << 20)
+        for _ in range(total >> 20):  # a MiB at a time: the file, not a copy of it in memory
+            tmp.write(block)
         tmp.flush()
         cells = {(m, b): [] for b in SNDBUFS for m in MODES}
         for _ in range(3):

@@ -431,11 +431,9 @@ async def _send(sock: socket.socket, f, offset: int, count: int, xfer: _Transfer
     if count > 0:
         sockopt.block_with_send_timeout(sock, SEND_POLL)
         stop = threading.Event()
-        done = asyncio.get_running_loop().run_in_executor(
-            None, _sendfile_until, os.dup(sock.fileno()), f.fileno(), offset, count, stop)
-        done.add_done_callback(lambda d: d.cancelled() or d.exception())  # seen even after a cancel
-        try:
-            await asyncio.shield(done)
+        try:  # (a cancel leaves the thread's result to a cancelled future, which drops it)
+            await asyncio.get_running_loop().run_in_executor(
+                None, _sendfile_until, os.dup(sock.fileno()), f.fileno(), offset, count, stop)
         finally:
             stop.set()
     xfer.moved = count
@@ -449,7 +447,7 @@ def _sendfile_until(fd: int, fileno: int, offset: int, count: int, stop: threadi
         while sent < count and not stop.is_set():
             try:
                 n = os.sendfile(fd, fileno, offset + sent, count - sent)
-            except (BlockingIOError, InterruptedError):
+            except BlockingIOError:  # (EINTR is retried by os.sendfile, PEP 475)
                 continue  # SO_SNDTIMEO passed with nothing sent
             if n == 0:
                 break  # the file shrank: the server's size check (ALLO) tells
