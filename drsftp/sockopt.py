@@ -171,6 +171,8 @@ def sample_from_info(info: dict[str, int], received_fallback: int = 0) -> Sample
         cwnd_bytes=info["snd_cwnd"] * mss if "snd_cwnd" in info and mss else None,
         peer_window=info.get("snd_wnd"),
         retransmits=info.get("total_retrans"),
+        out_of_order=info.get("rcv_ooopack"),
+        held_bytes=(info["sacked"] + info["lost"]) * mss if "lost" in info and mss else None,
     )
 
 

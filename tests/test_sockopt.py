@@ -56,6 +56,13 @@ def test_layout_offsets_match_linux_uapi():
     assert sockopt.parse_tcp_info(bytes(blob))["rtt"] == 123456
 
 
+def test_a_sample_carries_holes_and_the_data_held_behind_them():
+    info = {"snd_mss": 1000, "sacked": 3, "lost": 2, "rcv_ooopack": 7, "snd_cwnd": 10, "bytes_received": 5}
+    sample = sockopt.sample_from_info(info)
+    assert sample.held_bytes == 5000 and sample.out_of_order == 7 and sample.cwnd_bytes == 10000
+    assert sockopt.sample_from_info({"snd_mss": 1000}).held_bytes is None  # not reported: unknown
+
+
 def test_window_scale_follows_buffer_set_before_the_handshake():
     cli, srv = _pair(rcvbuf_before=65536)
     with cli, srv:

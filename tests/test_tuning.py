@@ -321,3 +321,60 @@ def test_an_inflated_first_rtt_does_not_end_slow_start():
         assert drs.slow_start and not drs.queue_seen
         assert window >= 1.9 * flight
         flight *= 2
+
+
+def _guarded_receiver_in_loss(ooo_from=None, rtts=40, rate=12.5e6, rtt=0.1):
+    """A receiver at a steady 100 Mbit/s whose RTT reads a standing queue
+    (1.3 x min_rtt, so the queue guard binds), with out-of-order arrivals
+    counted from tick ``ooo_from`` on (None: never).  Returns the windows."""
+    drs = receiver(floor=64 * KiB, cap=1 << 30)
+    drs.on_sample(Sample(bytes_received=0, out_of_order=0), now=0.0, rtt=rtt)
+    t, total, ooo, windows = 0.0, 0, 0, []
+    for i in range(rtts * 2):
+        t += rtt / 2
+        total += int(rate * rtt / 2)
+        if ooo_from is not None and i >= ooo_from:
+            ooo += 3
+        seen = rtt if i < 4 else 1.3 * rtt
+        drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=t, rtt=seen)
+        windows.append(drs.window)
+    return drs, windows
+
+
+def test_loss_recovery_opens_room_past_the_hole_beyond_the_queue_guard():
+    """The window counts from the cumulative ACK: while a hole is repaired
+    the sender needs ~2 BDP past it.  The guard's 1.25 x rate x min_rtt
+    stalled it (BENCHMARKS.md, uploads with loss); out-of-order arrivals
+    open recovery_window x peak rate x min_rtt at once."""
+    bdp = 12.5e6 * 0.1
+    calm, calm_windows = _guarded_receiver_in_loss()
+    assert calm.queue_seen and calm_windows[-1] <= 1.35 * bdp
+    lossy, windows = _guarded_receiver_in_loss(ooo_from=40)
+    assert windows[39] == calm_windows[39]  # the same until the first hole
+    assert windows[40] >= 2.9 * bdp  # at once, not a growth step per RTT
+    assert max(windows) <= 3.05 * bdp  # at the base RTT and mean rate: no growth with the queue
+
+
+def test_recovery_room_shrinks_gently_after_the_last_hole():
+    drs, windows = _guarded_receiver_in_loss(ooo_from=10, rtts=10)
+    room = drs.window
+    t, total = 1.0, drs._history[-1][1]
+    after = []
+    for _ in range(100):  # no new out-of-order arrivals
+        t += 0.05
+        total += int(12.5e6 * 0.05)
+        drs.on_sample(Sample(bytes_received=total, out_of_order=drs._out_of_order), now=t, rtt=0.13)
+        after.append(drs.window)
+    assert after[35] == room  # held for recovery_periods RTTs: the next hole is near
+    for before, now in zip([room] + after, after):
+        assert now >= int(before * 0.75 ** 0.5) - 1  # at most a shrink step per RTT
+    assert after[-1] <= 1.35 * 12.5e6 * 0.1
+
+
+def test_sender_buffer_also_holds_sacked_and_lost_data_within_the_peer_window():
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    d = drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=2 * MiB, held_bytes=1 * MiB), now=0.0, rtt=0.1)
+    assert d.sndbuf == int(0.75 * 3 * MiB)
+    big = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    d = big.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=2 * MiB, held_bytes=8 * MiB), now=0.0, rtt=0.1)
+    assert d.sndbuf == int(0.75 * 4 * MiB)  # never more than the peer lets be outstanding

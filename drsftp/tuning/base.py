@@ -50,6 +50,8 @@ class Sample:
     cwnd_bytes: int | None = None  # local congestion window (we send)
     peer_window: int | None = None  # window the peer advertises to us
     retransmits: int | None = None
+    out_of_order: int | None = None  # packets that arrived past a hole (receiver; a loss)
+    held_bytes: int | None = None  # sent, out of flight, not yet cumulatively acked: SACKed or lost
 
 
 @dataclass(frozen=True)

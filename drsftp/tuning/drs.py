@@ -19,6 +19,10 @@ Departures from the papers, each measured on Linux (docs/DESIGN.md):
   tumbling, so the window does not lag a doubling sender;
 - shrinking waits ``hold_periods`` RTTs after the peak and then steps
   down by at most ``shrink_step`` per RTT;
+- loss recovery: while losses recur (out-of-order arrivals lately) the
+  receiver allows ``recovery_window`` x the base-RTT BDP at the recent
+  delivery rate, whatever the queue guard says, and the sender's buffer
+  also holds the SACKed and lost data (:meth:`DRSTuning._recovery_room`);
 - open start: the receiver offers its cap at the handshake and locks a small
   buffer before the first byte (:meth:`DRSTuning.before_handshake`), because
   Linux lets a raised TCP_WINDOW_CLAMP lift the window only up to the
@@ -45,6 +49,8 @@ class DRSConfig:
     cap: int = 64 * MiB  # administrative maxwnd for one connection
     slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
     steady_gain: float = 1.25  # additive growth: measurement + 25 %
+    recovery_window: float = 3.0  # x rate x min_rtt while losses recur (see _recovery_room)
+    recovery_periods: int = 16  # ... for this many RTTs after the last out-of-order arrival
     sender_gain: float = 0.75  # SO_SNDBUF per byte that can be in flight (kernel doubles: 1.5x)
     sender_growth: float = 1.5  # a growing sender's cwnd headroom: one tick of slow start
     growth_seen: float = 1.5  # a period this much above the last = doubling
@@ -99,6 +105,8 @@ class DRSTuning(Tuning):
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
         self._needs: deque[tuple[float, float]] = deque()  # sender: (time, bytes it may have in flight)
         self._last_tick: float | None = None
+        self._out_of_order: int | None = None  # receiver: cumulative out-of-order packets
+        self._recovery_until = float("-inf")  # receiver: loss recovery's room lasts until then
         self._peer: PeerReport | None = None
         self._peer_time = float("-inf")
 
@@ -218,8 +226,39 @@ class DRSTuning(Tuning):
         frac = min((now - self._last_tick) / min(srtt, latest), 1.0) if self._last_tick else 1.0
         self._last_tick = now
         target = min(target, max(self.window * gain ** frac, cfg.floor))
+        if self._recovering(sample, now, srtt):
+            target = max(target, self._recovery_room(min_rtt or srtt))
         size = self._step(target, cfg.shrink_step ** frac)
         return self._emit(size)
+
+    def _recovering(self, sample: Sample, now: float, srtt: float) -> bool:
+        """Out-of-order arrivals (a hole: a loss) in the last ``recovery_periods`` RTTs."""
+        seen, self._out_of_order = self._out_of_order, sample.out_of_order
+        if seen is not None and sample.out_of_order is not None and sample.out_of_order > seen:
+            self._recovery_until = now + self.config.recovery_periods * srtt
+        return now < self._recovery_until
+
+    def _recovery_room(self, min_rtt: float) -> float:
+        """The window while a hole is repaired.  It counts from the cumulative
+        ACK (RFC 9293 sec. 3.8.6), which stays at the hole until the
+        retransmission arrives: about one RTT to detect the loss (SACK, RFC
+        6675; RACK, RFC 8985) and one more until the sender sees the hole
+        filled, so a sender that keeps sending needs ~2 BDP past the hole,
+        plus its share of the queue.  The guard's 1.25 x rate x min_rtt
+        stalled it (uploads with 0.1% loss at 100 Mbit/s, 50-100 ms:
+        window-bound in 9-20% of samples; BENCHMARKS.md, session 6).
+        Not held to the guard: the data past a hole waits in the receiver,
+        not in the bottleneck's queue, and the room is reckoned at the base
+        RTT and the mean delivery rate of the last ``hold_periods`` RTTs
+        (not the peak: the in-order burst a repaired hole releases reads
+        as twice the line rate), so it does not grow with a queue (no
+        runaway).  It stays ``recovery_periods`` RTTs after the last hole:
+        opened only once a hole is seen, it reached the sender about when
+        the sender had already stalled (one RTT after the loss), and on a
+        path with random loss the next hole comes within a few RTTs."""
+        rates = [r for _, _, r in self.measurements]
+        rate = sum(rates) / len(rates)
+        return self.config.recovery_window * rate * max(min_rtt, self.config.app_delay)
 
     # -- sender -----------------------------------------------------------
     def _sender(self, sample: Sample, now: float) -> Decision:
@@ -248,7 +287,12 @@ class DRSTuning(Tuning):
                 peer_window = max(peer_window or 0, sample.peer_window)
             cwnd = cfg.sender_growth * cwnd
         # In flight can never exceed min(cwnd, peer window): the buffer
-        # holds that plus headroom for data queued behind it.
+        # holds that plus headroom for data queued behind it.  The cwnd
+        # counts only what is in the network; SACKed and lost segments stay
+        # in the buffer too until the cumulative ACK passes them (loss
+        # recovery), within the same peer window.
+        if cwnd and sample.held_bytes:
+            cwnd += sample.held_bytes
         known = [v for v in (peer_window, cwnd) if v]
         need = min(known) if known else 0
         if need <= 0:
