@@ -378,3 +378,21 @@ def test_sender_buffer_also_holds_sacked_and_lost_data_within_the_peer_window():
     big = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
     d = big.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=2 * MiB, held_bytes=8 * MiB), now=0.0, rtt=0.1)
     assert d.sndbuf == int(0.75 * 4 * MiB)  # never more than the peer lets be outstanding
+
+
+def test_recovery_room_follows_the_mean_rate_not_a_repaired_holes_burst():
+    """A repaired hole releases the data held past it at once: one tick reads
+    twice the line rate.  The room is reckoned at the mean rate."""
+    rate, rtt = 12.5e6, 0.1
+    drs = receiver(floor=64 * KiB, cap=1 << 30)
+    t, total, ooo = 0.0, 0, 0
+    drs.on_sample(Sample(bytes_received=0, out_of_order=0), now=t, rtt=rtt)
+    for i in range(60):
+        t += rtt / 2
+        stalled, burst = i % 8 == 4, i % 8 == 5  # a hole, then its release
+        total += int(rate * rtt / 2 * (0 if stalled else 2 if burst else 1))
+        ooo += 40 if stalled else 0
+        drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=t, rtt=rtt)
+        if i > 8:
+            assert drs.window <= 3.3 * rate * rtt
+    assert drs.window >= 2.7 * rate * rtt
