@@ -325,17 +325,19 @@ def test_an_inflated_first_rtt_does_not_end_slow_start():
 
 def _guarded_receiver_in_loss(ooo_from=None, rtts=40, rate=12.5e6, rtt=0.1):
     """A receiver at a steady 100 Mbit/s whose RTT reads a standing queue
-    (1.3 x min_rtt, so the queue guard binds), with out-of-order arrivals
-    counted from tick ``ooo_from`` on (None: never).  Returns the windows."""
+    (1.3 x min_rtt, so the queue guard binds) but for every fourth tick,
+    when BBR has drained it; random loss leaves holes at those ticks from
+    tick ``ooo_from`` on (None: never).  Returns the windows."""
     drs = receiver(floor=64 * KiB, cap=1 << 30)
     drs.on_sample(Sample(bytes_received=0, out_of_order=0), now=0.0, rtt=rtt)
     t, total, ooo, windows = 0.0, 0, 0, []
     for i in range(rtts * 2):
         t += rtt / 2
         total += int(rate * rtt / 2)
-        if ooo_from is not None and i >= ooo_from:
+        drained = i < 4 or i % 4 == 0
+        if ooo_from is not None and i >= ooo_from and drained:
             ooo += 3
-        seen = rtt if i < 4 else 1.3 * rtt
+        seen = rtt if drained else 1.3 * rtt
         drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=t, rtt=seen)
         windows.append(drs.window)
     return drs, windows
@@ -345,13 +347,15 @@ def test_loss_recovery_opens_room_past_the_hole_beyond_the_queue_guard():
     """The window counts from the cumulative ACK: while a hole is repaired
     the sender needs ~2 BDP past it.  The guard's 1.25 x rate x min_rtt
     stalled it (BENCHMARKS.md, uploads with loss); out-of-order arrivals
-    open recovery_window x peak rate x min_rtt at once."""
+    open recovery_window x mean rate x min_rtt at once, and it stays
+    while the guard binds."""
     bdp = 12.5e6 * 0.1
     calm, calm_windows = _guarded_receiver_in_loss()
     assert calm.queue_seen and calm_windows[-1] <= 1.35 * bdp
     lossy, windows = _guarded_receiver_in_loss(ooo_from=40)
     assert windows[39] == calm_windows[39]  # the same until the first hole
     assert windows[40] >= 2.9 * bdp  # at once, not a growth step per RTT
+    assert min(windows[40:]) >= 2.9 * bdp  # also at the ticks where the guard binds
     assert max(windows) <= 3.05 * bdp  # at the base RTT and mean rate: no growth with the queue
 
 
@@ -365,7 +369,7 @@ def test_recovery_room_shrinks_gently_after_the_last_hole():
         total += int(12.5e6 * 0.05)
         drs.on_sample(Sample(bytes_received=total, out_of_order=drs._out_of_order), now=t, rtt=0.13)
         after.append(drs.window)
-    assert after[35] == room  # held for recovery_periods RTTs: the next hole is near
+    assert after[25] == room  # held for recovery_periods RTTs after the last hole: the next is near
     for before, now in zip([room] + after, after):
         assert now >= int(before * 0.75 ** 0.5) - 1  # at most a shrink step per RTT
     assert after[-1] <= 1.35 * 12.5e6 * 0.1
@@ -396,3 +400,18 @@ def test_recovery_room_follows_the_mean_rate_not_a_repaired_holes_burst():
         if i > 8:
             assert drs.window <= 3.3 * rate * rtt
     assert drs.window >= 2.7 * rate * rtt
+
+
+def test_holes_at_a_full_queue_open_no_recovery_room():
+    """Drops at a full bottleneck queue come with an inflated RTT: room past
+    them would let the sender overfill the queue again."""
+    rate, rtt = 12.5e6, 0.1
+    drs = receiver(floor=64 * KiB, cap=1 << 30)
+    t, total, ooo = 0.0, 0, 0
+    drs.on_sample(Sample(bytes_received=0, out_of_order=0), now=t, rtt=rtt)
+    for i in range(40):
+        t += rtt / 2
+        total += int(rate * rtt / 2)
+        ooo += 30 if i >= 8 else 0
+        drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=t, rtt=rtt if i < 8 else 2 * rtt)
+    assert drs.window <= 1.35 * rate * rtt  # the queue guard's, not the recovery room
