@@ -321,3 +321,10 @@ def test_an_inflated_first_rtt_does_not_end_slow_start():
         assert drs.slow_start and not drs.queue_seen
         assert window >= 1.9 * flight
         flight *= 2
+
+
+def test_ticks_follow_half_the_rtt_but_never_faster_than_the_app_delay():
+    drs = receiver()
+    assert drs.tick_interval(rtt=0.1) == pytest.approx(0.05)
+    assert drs.tick_interval(rtt=0.0005) == drs.config.app_delay
+    assert drs.tick_interval(rtt=5.0) == 0.25

@@ -152,8 +152,12 @@ class DRSTuning(Tuning):
         return self._sender(sample, now)
 
     def tick_interval(self, *, rtt: float | None) -> float:
+        """Half an RTT, so the sliding measurement never lags a doubling
+        sender by more than that; never faster than ``app_delay``: below it
+        the window is sized from the application's scheduling delay, not the
+        RTT, and each tick costs both ends CPU (BENCHMARKS.md, session 7)."""
         srtt = self.rtt.srtt or rtt or self.config.default_rtt
-        return min(max(srtt / 2, 0.005), 0.25)
+        return min(max(srtt / 2, self.config.app_delay), 0.25)
 
     # -- receiver ---------------------------------------------------------
     def _receiver(self, sample: Sample, now: float) -> Decision:
