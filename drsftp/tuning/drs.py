@@ -17,8 +17,8 @@ Departures from the papers, each measured on Linux (docs/DESIGN.md):
   to a window many times the BDP and drains the standing queue it built;
 - the measurement slides (bytes over the last RTT, every tick) rather than
   tumbling, so the window does not lag a doubling sender;
-- shrinking waits ``hold_periods`` RTTs after the peak and then steps
-  down by at most ``shrink_step`` per RTT;
+- shrinking waits ``hold_periods`` RTTs (``app_delay`` periods at least)
+  after the peak and then steps down by at most ``shrink_step`` per RTT;
 - open start: the receiver offers its cap at the handshake and locks a small
   buffer before the first byte (:meth:`DRSTuning.before_handshake`), because
   Linux lets a raised TCP_WINDOW_CLAMP lift the window only up to the
@@ -204,7 +204,7 @@ class DRSTuning(Tuning):
         self.queue_seen = self.queue_seen or queue
         self.slow_start = not self.queue_seen and rate_growing
         recent.append((now, measured, rate))
-        while recent and recent[0][0] < now - cfg.hold_periods * srtt:
+        while recent and recent[0][0] < now - cfg.hold_periods * max(srtt, cfg.app_delay):
             recent.popleft()
         peak = max(m for _, m, _ in recent)
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
@@ -258,7 +258,11 @@ class DRSTuning(Tuning):
         if need <= 0:
             return NO_CHANGE if self.applied else self._emit(cfg.floor)
         self._needs.append((now, need))
-        while self._needs[0][0] < now - cfg.hold_periods * srtt:
+        # held over app_delay periods at least: below it the hold would be
+        # shorter than a tick, and the buffer followed each tick's cwnd up
+        # and down (1 Gbit/s, 0.5 ms: 256-550 KB every 10 ms, a setsockopt
+        # and a wakeup of the sending thread each; BENCHMARKS.md, session 7)
+        while self._needs[0][0] < now - cfg.hold_periods * max(srtt, cfg.app_delay):
             self._needs.popleft()
         target = cfg.sender_gain * max(m for _, m in self._needs)
         return self._emit(self._step(target, cfg.shrink_step))
