@@ -211,18 +211,23 @@ class SocketTuner:
             # the budget counts kernel memory, as `ss` shows it
             granted = self.budget.limit(self, sockopt.kernel_memory(self._wanted))
             decision = sockopt.from_kernel_memory(granted)
-            if decision == self._applied:
-                decision = Decision()
-        offered = info.get("rcv_wnd")
-        if decision.is_empty() and self._applied is not None and self._applied.rcv_window is not None and (
+        applied = self._applied or Decision()
+        # only what changed: a sender's decisions carry its constant ACK-side
+        # buffer, and each setsockopt is a syscall per tick
+        decision = Decision(
+            rcv_window=None if decision.rcv_window == applied.rcv_window else decision.rcv_window,
+            sndbuf=None if decision.sndbuf == applied.sndbuf else decision.sndbuf)
+        if decision.rcv_window is None and applied.rcv_window is not None and (
                 self.actuator.holding or self.kernel_owns == "rcvbuf"):
             # the receive side again, unchanged: its buffer follows the offered
             # window down, or autotuning, growing the buffer, raised
             # window_clamp with it (tcp_rcv_space_adjust)
-            self.actuator.apply(Decision(rcv_window=self._applied.rcv_window), offered=offered)
-        elif not decision.is_empty():
-            self._applied = decision
-            self.actuator.apply(decision, offered=offered)
+            decision = replace(decision, rcv_window=applied.rcv_window)
+        if not decision.is_empty():
+            self._applied = Decision(
+                rcv_window=applied.rcv_window if decision.rcv_window is None else decision.rcv_window,
+                sndbuf=applied.sndbuf if decision.sndbuf is None else decision.sndbuf)
+            self.actuator.apply(decision, offered=info.get("rcv_wnd"))
             if self.actuator.capped and not self._warned_cap:
                 self._warned_cap = True
                 log.warning(

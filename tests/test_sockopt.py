@@ -284,6 +284,28 @@ def test_tuner_re_applies_a_held_buffer_until_the_offer_drains(monkeypatch):
     assert seen == [memory(3 << 20), memory(2 << 20), memory(1 << 20), memory(256 << 10)]
 
 
+def test_tuner_applies_only_the_buffers_a_decision_changes(monkeypatch):
+    """A sender's decisions carry its constant ACK-side buffer: setting it
+    again every tick was a syscall per tick for nothing."""
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning import Role
+
+    cli, srv = _pair()
+    with cli, srv:
+        tuner = SocketTuner("fixed:1MiB", Role.SENDER, limits=sockopt.HostLimits.read())
+        tuner.attach(cli)
+        decisions = iter([Decision(rcv_window=16 << 10, sndbuf=256 << 10), Decision(rcv_window=16 << 10, sndbuf=512 << 10),
+                          Decision(rcv_window=16 << 10, sndbuf=512 << 10), Decision(rcv_window=32 << 10, sndbuf=512 << 10)])
+        monkeypatch.setattr(tuner.tuning, "on_sample", lambda sample, *, now, rtt: next(decisions))
+        applied = []
+        monkeypatch.setattr(tuner.actuator, "apply", lambda d, **kw: applied.append(d))
+        for _ in range(4):
+            tuner.tick()
+    assert applied == [Decision(rcv_window=16 << 10, sndbuf=256 << 10), Decision(sndbuf=512 << 10),
+                       Decision(rcv_window=32 << 10)]
+    assert tuner._applied == Decision(rcv_window=32 << 10, sndbuf=512 << 10)
+
+
 TUNED = dict(rmem_max=4 << 20, wmem_max=4 << 20, tcp_rmem=(4096, 131072, 64 << 20),
              tcp_wmem=(4096, 65536, 64 << 20), congestion_control="bbr")
 

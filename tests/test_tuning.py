@@ -415,3 +415,22 @@ def test_holes_at_a_full_queue_open_no_recovery_room():
         ooo += 30 if i >= 8 else 0
         drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=t, rtt=rtt if i < 8 else 2 * rtt)
     assert drs.window <= 1.35 * rate * rtt  # the queue guard's, not the recovery room
+
+
+def test_ticks_follow_half_the_rtt_but_never_faster_than_the_app_delay():
+    drs = receiver()
+    assert drs.tick_interval(rtt=0.1) == pytest.approx(0.05)
+    assert drs.tick_interval(rtt=0.0005) == drs.config.app_delay
+    assert drs.tick_interval(rtt=5.0) == 0.25
+
+
+def test_at_sub_tick_rtts_the_sender_holds_its_buffer_over_app_delay_periods():
+    """At 0.5 ms a hold of 4 RTTs is shorter than a tick: the buffer followed
+    each tick's cwnd up and down, a setsockopt each time."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    sizes = []
+    for i in range(12):
+        cwnd = 700 * KiB if i % 2 == 0 else 350 * KiB
+        d = drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=cwnd), now=0.01 * i, rtt=0.0005)
+        sizes.append(drs.window)
+    assert sizes == [int(0.75 * 700 * KiB)] * 12

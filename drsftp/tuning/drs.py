@@ -17,8 +17,8 @@ Departures from the papers, each measured on Linux (docs/DESIGN.md):
   to a window many times the BDP and drains the standing queue it built;
 - the measurement slides (bytes over the last RTT, every tick) rather than
   tumbling, so the window does not lag a doubling sender;
-- shrinking waits ``hold_periods`` RTTs after the peak and then steps
-  down by at most ``shrink_step`` per RTT;
+- shrinking waits ``hold_periods`` RTTs (``app_delay`` periods at least)
+  after the peak and then steps down by at most ``shrink_step`` per RTT;
 - loss recovery: while losses recur (out-of-order arrivals lately) the
   receiver allows ``recovery_window`` x the base-RTT BDP at the recent
   delivery rate, whatever the queue guard says, and the sender's buffer
@@ -160,8 +160,12 @@ class DRSTuning(Tuning):
         return self._sender(sample, now)
 
     def tick_interval(self, *, rtt: float | None) -> float:
+        """Half an RTT, so the sliding measurement never lags a doubling
+        sender by more than that; never faster than ``app_delay``: below it
+        the window is sized from the application's scheduling delay, not the
+        RTT, and each tick costs both ends CPU (BENCHMARKS.md, session 7)."""
         srtt = self.rtt.srtt or rtt or self.config.default_rtt
-        return min(max(srtt / 2, 0.005), 0.25)
+        return min(max(srtt / 2, self.config.app_delay), 0.25)
 
     # -- receiver ---------------------------------------------------------
     def _receiver(self, sample: Sample, now: float) -> Decision:
@@ -208,7 +212,7 @@ class DRSTuning(Tuning):
         self.queue_seen = self.queue_seen or queue
         self.slow_start = not self.queue_seen and rate_growing
         recent.append((now, measured, rate))
-        while recent and recent[0][0] < now - cfg.hold_periods * srtt:
+        while recent and recent[0][0] < now - cfg.hold_periods * max(srtt, cfg.app_delay):
             recent.popleft()
         peak = max(m for _, m, _ in recent)
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
@@ -304,7 +308,11 @@ class DRSTuning(Tuning):
         if need <= 0:
             return NO_CHANGE if self.applied else self._emit(cfg.floor)
         self._needs.append((now, need))
-        while self._needs[0][0] < now - cfg.hold_periods * srtt:
+        # held over app_delay periods at least: below it the hold would be
+        # shorter than a tick, and the buffer followed each tick's cwnd up
+        # and down (1 Gbit/s, 0.5 ms: 256-550 KB every 10 ms, a setsockopt
+        # and a wakeup of the sending thread each; BENCHMARKS.md, session 7)
+        while self._needs[0][0] < now - cfg.hold_periods * max(srtt, cfg.app_delay):
             self._needs.popleft()
         target = cfg.sender_gain * max(m for _, m in self._needs)
         return self._emit(self._step(target, cfg.shrink_step))
