@@ -212,7 +212,7 @@ class DRSTuning(Tuning):
         self.queue_seen = self.queue_seen or queue
         self.slow_start = not self.queue_seen and rate_growing
         recent.append((now, measured, rate))
-        while recent and recent[0][0] < now - cfg.hold_periods * max(srtt, cfg.app_delay):
+        while recent and recent[0][0] < now - self._hold_span(srtt):
             recent.popleft()
         peak = max(m for _, m, _ in recent)
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
@@ -308,16 +308,20 @@ class DRSTuning(Tuning):
         if need <= 0:
             return NO_CHANGE if self.applied else self._emit(cfg.floor)
         self._needs.append((now, need))
-        # held over app_delay periods at least: below it the hold would be
-        # shorter than a tick, and the buffer followed each tick's cwnd up
-        # and down (1 Gbit/s, 0.5 ms: 256-550 KB every 10 ms, a setsockopt
-        # and a wakeup of the sending thread each; BENCHMARKS.md, session 7)
-        while self._needs[0][0] < now - cfg.hold_periods * max(srtt, cfg.app_delay):
+        while self._needs[0][0] < now - self._hold_span(srtt):
             self._needs.popleft()
         target = cfg.sender_gain * max(m for _, m in self._needs)
         return self._emit(self._step(target, cfg.shrink_step))
 
     # -- helpers ----------------------------------------------------------
+    def _hold_span(self, srtt: float) -> float:
+        """How long a peak is held: ``hold_periods`` RTTs, ``app_delay``
+        periods at least.  Below that the hold was shorter than a tick, and
+        the sender's buffer followed each tick's cwnd up and down (1 Gbit/s,
+        0.5 ms: 256-550 KB and back every 10 ms, a setsockopt and a wakeup
+        of the sending thread each; BENCHMARKS.md, session 7)."""
+        return self.config.hold_periods * max(srtt, self.config.app_delay)
+
     def _queue_filling(self, srtt: float) -> bool:
         """The latest RTT well above the minimum: a bottleneck queue fills."""
         min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
