@@ -431,6 +431,6 @@ def test_at_sub_tick_rtts_the_sender_holds_its_buffer_over_app_delay_periods():
     sizes = []
     for i in range(12):
         cwnd = 700 * KiB if i % 2 == 0 else 350 * KiB
-        d = drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=cwnd), now=0.01 * i, rtt=0.0005)
+        drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=cwnd), now=0.01 * i, rtt=0.0005)
         sizes.append(drs.window)
     assert sizes == [int(0.75 * 700 * KiB)] * 12
