@@ -323,24 +323,33 @@ def test_an_inflated_first_rtt_does_not_end_slow_start():
         flight *= 2
 
 
-def _guarded_receiver_in_loss(ooo_from=None, rtts=40, rate=12.5e6, rtt=0.1):
-    """A receiver at a steady 100 Mbit/s whose RTT reads a standing queue
-    (1.3 x min_rtt, so the queue guard binds) but for every fourth tick,
-    when BBR has drained it; random loss leaves holes at those ticks from
-    tick ``ooo_from`` on (None: never).  Returns the windows."""
+def _lossy_receiver(ticks, step, rate=12.5e6, rtt=0.1):
+    """A receiver fed every half RTT at ``rate`` (100 Mbit/s).  ``step(i)``
+    gives tick i's (delivery as a multiple of the rate, out-of-order packets
+    added, RTT seen).  Returns the receiver and its window after each tick."""
     drs = receiver(floor=64 * KiB, cap=1 << 30)
     drs.on_sample(Sample(bytes_received=0, out_of_order=0), now=0.0, rtt=rtt)
     t, total, ooo, windows = 0.0, 0, 0, []
-    for i in range(rtts * 2):
+    for i in range(ticks):
+        delivered, holes, seen = step(i)
         t += rtt / 2
-        total += int(rate * rtt / 2)
-        drained = i < 4 or i % 4 == 0
-        if ooo_from is not None and i >= ooo_from and drained:
-            ooo += 3
-        seen = rtt if drained else 1.3 * rtt
+        total += int(rate * rtt / 2 * delivered)
+        ooo += holes
         drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=t, rtt=seen)
         windows.append(drs.window)
     return drs, windows
+
+
+def _guarded_receiver_in_loss(ooo_from=None, rtts=40, rtt=0.1):
+    """A steady flow whose RTT reads a standing queue (1.3 x min_rtt, so the
+    queue guard binds) but for every fourth tick, when BBR has drained it;
+    random loss leaves holes at those ticks from tick ``ooo_from`` on
+    (None: never)."""
+    def step(i):
+        drained = i < 4 or i % 4 == 0
+        holes = 3 if ooo_from is not None and i >= ooo_from and drained else 0
+        return 1, holes, rtt if drained else 1.3 * rtt
+    return _lossy_receiver(rtts * 2, step, rtt=rtt)
 
 
 def test_loss_recovery_opens_room_past_the_hole_beyond_the_queue_guard():
@@ -387,34 +396,21 @@ def test_sender_buffer_also_holds_sacked_and_lost_data_within_the_peer_window():
 def test_recovery_room_follows_the_mean_rate_not_a_repaired_holes_burst():
     """A repaired hole releases the data held past it at once: one tick reads
     twice the line rate.  The room is reckoned at the mean rate."""
-    rate, rtt = 12.5e6, 0.1
-    drs = receiver(floor=64 * KiB, cap=1 << 30)
-    t, total, ooo = 0.0, 0, 0
-    drs.on_sample(Sample(bytes_received=0, out_of_order=0), now=t, rtt=rtt)
-    for i in range(60):
-        t += rtt / 2
+    bdp = 12.5e6 * 0.1
+
+    def step(i):
         stalled, burst = i % 8 == 4, i % 8 == 5  # a hole, then its release
-        total += int(rate * rtt / 2 * (0 if stalled else 2 if burst else 1))
-        ooo += 40 if stalled else 0
-        drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=t, rtt=rtt)
-        if i > 8:
-            assert drs.window <= 3.3 * rate * rtt
-    assert drs.window >= 2.7 * rate * rtt
+        return (0 if stalled else 2 if burst else 1), (40 if stalled else 0), 0.1
+    drs, windows = _lossy_receiver(60, step)
+    assert max(windows[9:]) <= 3.3 * bdp
+    assert windows[-1] >= 2.7 * bdp
 
 
 def test_holes_at_a_full_queue_open_no_recovery_room():
     """Drops at a full bottleneck queue come with an inflated RTT: room past
     them would let the sender overfill the queue again."""
-    rate, rtt = 12.5e6, 0.1
-    drs = receiver(floor=64 * KiB, cap=1 << 30)
-    t, total, ooo = 0.0, 0, 0
-    drs.on_sample(Sample(bytes_received=0, out_of_order=0), now=t, rtt=rtt)
-    for i in range(40):
-        t += rtt / 2
-        total += int(rate * rtt / 2)
-        ooo += 30 if i >= 8 else 0
-        drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=t, rtt=rtt if i < 8 else 2 * rtt)
-    assert drs.window <= 1.35 * rate * rtt  # the queue guard's, not the recovery room
+    drs, _ = _lossy_receiver(40, lambda i: (1, 30 if i >= 8 else 0, 0.1 if i < 8 else 0.2))
+    assert drs.window <= 1.35 * 12.5e6 * 0.1  # the queue guard's, not the recovery room
 
 
 def test_ticks_follow_half_the_rtt_but_never_faster_than_the_app_delay():
