@@ -63,7 +63,9 @@ def test_drs_mid_transfer_live_numbers_and_guarded_commands(server, tmp_path):
     first = reply_of(ftp, "DRS rtt_us=1000 wnd=262144 rate=1000000 bytes=1048576")
     assert first.startswith("200 DRS "), first
     pairs = dict(kv.split("=") for kv in first.split()[2:])
-    assert int(pairs["bytes"]) >= 1 << 20 and int(pairs["cwnd"]) > 0 and int(pairs["sndbuf"]) > 0
+    # the client has read 1 MiB; the ACK of its last segments may still be
+    # delayed (RFC 9293 sec. 3.8.6.3), at most its 64 KiB window behind
+    assert int(pairs["bytes"]) >= (1 << 20) - 65536 and int(pairs["cwnd"]) > 0 and int(pairs["sndbuf"]) > 0
 
     for cmd in ("PASV", "EPSV", "PORT 127,0,0,1,4,1", "EPRT |1|127.0.0.1|1025|", "RETR g.bin",
                 "STOR other.bin", "APPE other.bin", "LIST", "NLST", "MLSD", "REST 0", "TYPE A"):
