@@ -7,13 +7,15 @@ sender-timeline figures BENCHMARKS.md quotes.
 An A/B is several rounds, each one `drsftp bench --reps 1 --out DIR/old-N`
 from a git worktree of the code before, then `--out DIR/new-N` from the
 code after (BENCHMARKS.md, session 5).  This merges each side's rounds into
-DIR/old.json and DIR/new.json (the round is the rep), prints each side's
+DIR/old.json and DIR/new.json, and DIR/old.csv and DIR/new.csv (the round
+is the rep; the CSVs are what docs/bench-data keeps), prints each side's
 tables as `drsftp benchreport` does, and each round's drs / kernel ratio.
 
 --timeline: per run, the window the receiver offered (the sender's
 `snd_wnd`, median and 90th percentile, x BDP), the share of samples in
 which the sender was window-bound (in flight >= 90% of that window), and
-the peaks of bytes in flight and of the offered window.
+the peaks of bytes in flight and of the offered window; for the drsftp
+client, how often its tuning decided a new size (the share of its ticks).
 """
 
 import glob
@@ -22,13 +24,14 @@ import os
 import statistics
 import sys
 
-from drsftp.bench.report import markdown
+from drsftp.bench.report import markdown, write_csv
 from drsftp.bench.tunings import TUNINGS
 
 
 def merge(directory: str, side: str) -> tuple[dict, list[dict]]:
     env, runs = None, []
-    for i, path in enumerate(sorted(glob.glob(os.path.join(directory, f"{side}-*", "results.json")))):
+    paths = glob.glob(os.path.join(directory, f"{side}-*", "results.json"))
+    for i, path in enumerate(sorted(paths, key=lambda p: int(os.path.basename(os.path.dirname(p)).split("-")[1]))):
         data = json.load(open(path))
         env = data["environment"]
         for r in data["runs"]:
@@ -37,6 +40,7 @@ def merge(directory: str, side: str) -> tuple[dict, list[dict]]:
         sys.exit(f"no {side}-N/results.json under {directory}")
     with open(os.path.join(directory, f"{side}.json"), "w") as f:
         json.dump({"environment": env, "tunings": {}, "runs": runs}, f)
+    write_csv(runs, os.path.join(directory, f"{side}.csv"))
     return env, runs
 
 
@@ -63,6 +67,10 @@ def timeline_figures(path: str) -> None:
               f" p90 {offered[int(0.9 * len(offered))] / bdp:.2f} x BDP, window-bound {100 * bound:.0f}%;"
               f" peaks: in flight {max(s['in_flight_bytes'] for s in samples) / 1e6:.2f} MB,"
               f" offered {offered[-1] / 1e6:.2f} MB")
+        decided = [c["window"] for c in r.get("client_timeline") or [] if c.get("window")]
+        if len(decided) > 1:
+            changed = sum(a != b for a, b in zip(decided, decided[1:])) / (len(decided) - 1)
+            print(f"    client decisions: {len(decided)} ticks, a new size at {100 * changed:.0f}% of them")
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from . import sockopt
 from .ftp import drscmd
-from .tuning import Decision, DRSTuning, Role, Tuning, create
+from .tuning import NO_CHANGE, Decision, DRSTuning, Role, Tuning, create
 from .tuning.budget import BufferBudget
 
 log = logging.getLogger("drsftp.tuner")
@@ -211,12 +211,10 @@ class SocketTuner:
             # the budget counts kernel memory, as `ss` shows it
             granted = self.budget.limit(self, sockopt.kernel_memory(self._wanted))
             decision = sockopt.from_kernel_memory(granted)
-        applied = self._applied or Decision()
+        applied = self._applied or NO_CHANGE
         # only what changed: a sender's decisions carry its constant ACK-side
         # buffer, and each setsockopt is a syscall per tick
-        decision = Decision(
-            rcv_window=None if decision.rcv_window == applied.rcv_window else decision.rcv_window,
-            sndbuf=None if decision.sndbuf == applied.sndbuf else decision.sndbuf)
+        decision = decision.changes_from(applied)
         if decision.rcv_window is None and applied.rcv_window is not None and (
                 self.actuator.holding or self.kernel_owns == "rcvbuf"):
             # the receive side again, unchanged: its buffer follows the offered
@@ -224,9 +222,7 @@ class SocketTuner:
             # window_clamp with it (tcp_rcv_space_adjust)
             decision = replace(decision, rcv_window=applied.rcv_window)
         if not decision.is_empty():
-            self._applied = Decision(
-                rcv_window=applied.rcv_window if decision.rcv_window is None else decision.rcv_window,
-                sndbuf=applied.sndbuf if decision.sndbuf is None else decision.sndbuf)
+            self._applied = decision.over(applied)
             self.actuator.apply(decision, offered=info.get("rcv_wnd"))
             if self.actuator.capped and not self._warned_cap:
                 self._warned_cap = True

@@ -46,16 +46,21 @@ def write_files(env: dict, results: list[dict], outdir: str) -> dict[str, str]:
     with open(tmp, "w") as f:
         json.dump({"environment": env, "tunings": DESCRIPTIONS, "runs": results}, f, indent=1)
     os.replace(tmp, paths["json"])
+    write_csv(results, paths["csv"])
+    return paths
+
+
+def write_csv(results: list[dict], path: str) -> None:
+    """One row per run: its configuration and figures, without timelines."""
     cols = ["profile", "rate_bps", "rtt_s", "loss", "direction", "tuning", "rep", "bytes", "seconds", "mbps",
             "complete", "ceiling_mbps", "peak_rcvbuf", "peak_sndbuf", "peak_rcv_used", "peak_snd_used",
             "retransmits", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "client_cpu_s", "server_cpu_s",
             "probe_size", "error", "client_kernel_owns"] + [name for name, _, _ in COUNTER_COLUMNS] + ["commit"]
-    with open(paths["csv"], "w", newline="") as f:
+    with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         for r in results:
             w.writerow(dict(r, **csv_counters(r)))
-    return paths
 
 
 # kernel counters per run (runner: tcp_counters), from the end that sees them

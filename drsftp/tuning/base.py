@@ -34,6 +34,17 @@ class Decision:
     def is_empty(self) -> bool:
         return self.rcv_window is None and self.sndbuf is None
 
+    def changes_from(self, applied: Decision) -> Decision:
+        """Only the sizes that differ from ``applied``."""
+        return Decision(*(None if v == old else v for v, old in zip(self._sizes(), applied._sizes())))
+
+    def over(self, applied: Decision) -> Decision:
+        """``applied`` with this decision's sizes set on top."""
+        return Decision(*(old if v is None else v for v, old in zip(self._sizes(), applied._sizes())))
+
+    def _sizes(self) -> tuple[int | None, int | None]:
+        return self.rcv_window, self.sndbuf
+
 
 NO_CHANGE = Decision()
 

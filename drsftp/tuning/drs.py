@@ -240,7 +240,7 @@ class DRSTuning(Tuning):
         RTTs, not counting holes that come with an inflated RTT: those are
         drops at a full bottleneck queue, and room past them would only let
         the sender overfill it again (uploads at 1 Gbit/s, 25 ms, no loss:
-        2,160-3,600 retransmits a transfer instead of 0; BENCHMARKS.md,
+        2,160-3,600 retransmits a transfer instead of 0-900; BENCHMARKS.md,
         session 7)."""
         seen, self._out_of_order = self._out_of_order, sample.out_of_order
         if (seen is not None and sample.out_of_order is not None and sample.out_of_order > seen
@@ -259,8 +259,8 @@ class DRSTuning(Tuning):
         window-bound in 9-20% of samples; BENCHMARKS.md, session 6).
         Not held to the guard: the data past a hole waits in the receiver,
         not in the bottleneck's queue, and the room is reckoned at the base
-        RTT and the mean delivery rate of the last ``hold_periods`` RTTs
-        (not the peak: the in-order burst a repaired hole releases reads
+        RTT and the mean delivery rate over the hold (:meth:`_hold_span`;
+        not the peak: the in-order burst a repaired hole releases reads
         as twice the line rate), so it does not grow with a queue (no
         runaway).  It stays ``recovery_periods`` RTTs after the last hole:
         opened only once a hole is seen, it reached the sender about when
@@ -317,9 +317,10 @@ class DRSTuning(Tuning):
     def _hold_span(self, srtt: float) -> float:
         """How long a peak is held: ``hold_periods`` RTTs, ``app_delay``
         periods at least.  Below that the hold was shorter than a tick, and
-        the sender's buffer followed each tick's cwnd up and down (1 Gbit/s,
-        0.5 ms: 256-550 KB and back every 10 ms, a setsockopt and a wakeup
-        of the sending thread each; BENCHMARKS.md, session 7)."""
+        the sender's buffer followed each tick's cwnd up and down (upload at
+        1 Gbit/s, 0.5 ms: a new size at 64-69% of the ticks, 21-22% with
+        this hold; each a setsockopt and a wakeup of the sending thread;
+        BENCHMARKS.md, session 7)."""
         return self.config.hold_periods * max(srtt, self.config.app_delay)
 
     def _queue_filling(self, srtt: float) -> bool:
