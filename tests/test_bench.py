@@ -183,3 +183,75 @@ def test_csv_counters_come_from_the_end_that_sees_them():
     get = csv_counters({"direction": "get", "tcp_counters": counters})
     assert (get["sender_timeouts"], get["receiver_ofo_pruned"], get["client_kernel_owns"]) == (5, 7, None)
     assert csv_counters({"direction": "get"}) == {}
+
+
+class _FakeDataConn:
+    """The data connection of a stock put whose first sendall waits ``stall``
+    seconds of the fake clock (slow start filling the path)."""
+
+    def __init__(self, clock: list[float], stall: float) -> None:
+        self.clock, self.stall, self.sent = clock, stall, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def sendall(self, buf: bytes) -> None:
+        if not self.sent:
+            self.clock[0] += self.stall
+        self.clock[0] += 0.01
+        self.sent.append(len(buf))
+
+
+def test_stock_put_is_timed_from_the_first_byte_handed_to_the_socket():
+    """ftplib calls back after each block is sent: a clock started there
+    missed the first block's wait (sessions 3-7 timed kernel uploads so)."""
+    import ftplib
+    import io
+
+    from drsftp.bench import stockclient
+
+    clock = [100.0]
+    conn = _FakeDataConn(clock, stall=0.5)
+
+    class FakeFTP(ftplib.FTP):
+        def voidcmd(self, cmd):
+            return "200 ok"
+
+        def transfercmd(self, cmd, rest=None):
+            assert cmd == "STOR up.bin"
+            return conn
+
+        def voidresp(self):
+            clock[0] += 0.05
+            return "226 done"
+
+    meter = stockclient.Meter(clock=lambda: clock[0])
+    data = b"x" * (3 * stockclient.BLOCK + 5)
+    stockclient.store(FakeFTP(), "up.bin", io.BytesIO(data), meter)
+    fig = meter.figures(clock[0])
+    assert conn.sent == [stockclient.BLOCK] * 3 + [5]
+    assert fig["bytes"] == len(data)
+    assert fig["seconds"] == pytest.approx(0.5 + 4 * 0.01 + 0.05)
+    assert fig["first_block_s"] == pytest.approx(0.51)
+
+
+def test_stock_get_is_timed_from_the_first_byte_received_and_stops_at_max_time():
+    from drsftp.bench import stockclient
+
+    clock = [0.0]
+
+    class FakeFTP:
+        def retrbinary(self, cmd, callback, blocksize):
+            for _ in range(10):
+                clock[0] += 1.0
+                callback(b"y" * 1000)
+
+    meter = stockclient.Meter(max_time=3.0, clock=lambda: clock[0])
+    sink = []
+    with pytest.raises(stockclient._Stop):
+        stockclient.retrieve(FakeFTP(), "f", type("F", (), {"write": lambda self, c: sink.append(c)})(), meter)
+    fig = meter.figures(clock[0])
+    assert (fig["bytes"], fig["seconds"], fig["complete"]) == (4000, 3.0, False)

@@ -287,6 +287,8 @@ def _client_figures(kind, code, stdout, stderr, out_json, direction) -> dict:
         return {"error": f"client exit {code}: {stderr.decode(errors='replace').strip()[-300:]}"}
     fig = {"bytes": d["bytes"], "seconds": d["seconds"], "mbps": d.get("mbps", 0.0),
            "complete": d.get("complete", True)}
+    if d.get("first_block_s") is not None:  # stock ftplib: how long its first block took to go
+        fig["first_block_s"] = d["first_block_s"]
     if kind == "drsftp":
         fig.update(client_report={k: d.get(k) for k in ("tuning", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms",
                                                         "retransmits", "peak_rcvbuf", "peak_sndbuf",
