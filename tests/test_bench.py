@@ -8,7 +8,7 @@ from drsftp.bench.report import group, markdown
 from drsftp.bench.sampler import counter_delta, parse_counters, parse_ss
 
 SS = """0      967259 10.201.0.2:41234 10.201.0.1:50000
-\t skmem:(r0,rb131072,t0,tb3939840,f741,w986395,o0,bl0,d0) bbr wscale:10,10 rto:204 rtt:100.48/0.027 mss:1448 cwnd:866 bytes_sent:127973 bytes_acked:32742 retrans:0/3 unacked:820 snd_wnd:1677336
+\t skmem:(r0,rb131072,t0,tb3939840,f741,w986395,o0,bl0,d0) bbr wscale:10,10 rto:204 rtt:100.48/0.027 mss:1448 cwnd:866 bytes_sent:127973 bytes_acked:32742 retrans:0/3 unacked:820 notsent:524288 snd_wnd:1677336
 0      0 10.201.0.2:2121 10.201.0.1:40000
 \t skmem:(r0,rb131072,t0,tb46080,f0,w0,o0,bl0,d0) cubic rtt:100.5/0.1 mss:1448 cwnd:10
 """
@@ -21,6 +21,7 @@ def test_parse_ss_reads_buffers_and_skips_the_control_connection():
     assert (s["sk_rb"], s["sk_tb"], s["sk_w"]) == (131072, 3939840, 986395)
     assert s["rtt_ms"] == pytest.approx(100.48) and s["retrans"] == 3
     assert s["cwnd"] * s["mss"] == 866 * 1448 and s["unacked"] == 820 and s["snd_wnd"] == 1677336
+    assert s["notsent"] == 524288
 
 
 NETSTAT = """TcpExt: SyncookiesSent PruneCalled OfoPruned TCPTimeouts TCPSACKReneging

@@ -42,7 +42,7 @@ def parse_ss(text: str, skip_port: int | None = None) -> list[dict]:
             elif k == "retrans":
                 d["retrans"] = int(v.split("/")[-1])
             elif k in ("cwnd", "mss", "unacked", "bytes_acked", "bytes_received", "snd_wnd",
-                       "rcv_space", "bytes_sent"):
+                       "rcv_space", "bytes_sent", "notsent"):
                 try:
                     d[k] = int(v)
                 except ValueError:
@@ -143,5 +143,9 @@ class Sampler:
                 "rcvbuf": s.get("sk_rb"),
                 "sndbuf": s.get("sk_tb"),
                 "peer_window": s.get("snd_wnd"),
+                # memory in use (skmem w at a sender, r at a receiver) and unsent data
+                "snd_used": s.get("sk_w"),
+                "rcv_used": s.get("sk_r"),
+                "notsent_bytes": s.get("notsent"),
             })
         return rows
