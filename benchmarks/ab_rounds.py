@@ -14,7 +14,9 @@ tables as `drsftp benchreport` does, and each round's drs / kernel ratio.
 --timeline: per run, the window the receiver offered (the sender's
 `snd_wnd`, median and 90th percentile, x BDP), the share of samples in
 which the sender was window-bound (in flight >= 90% of that window), and
-the peaks of bytes in flight and of the offered window; for the drsftp
+the peaks of bytes in flight and of the offered window; the sender's
+memory in use (skmem w) at its peak, split into bytes in flight and unsent
+bytes, and its median (runs sampled since session 8); for the drsftp
 client, how often its tuning decided a new size (the share of its ticks).
 """
 
@@ -67,6 +69,12 @@ def timeline_figures(path: str) -> None:
               f" p90 {offered[int(0.9 * len(offered))] / bdp:.2f} x BDP, window-bound {100 * bound:.0f}%;"
               f" peaks: in flight {max(s['in_flight_bytes'] for s in samples) / 1e6:.2f} MB,"
               f" offered {offered[-1] / 1e6:.2f} MB")
+        used = [s for s in samples if s.get("snd_used")]
+        if used:  # the sender's memory in use (skmem w), split at its peak
+            peak = max(used, key=lambda s: s["snd_used"])
+            print(f"    sender memory in use: peak {peak['snd_used'] / bdp:.2f} x BDP (in flight"
+                  f" {peak['in_flight_bytes'] / bdp:.2f}, unsent {(peak.get('notsent_bytes') or 0) / bdp:.2f}),"
+                  f" median {statistics.median(s['snd_used'] for s in used) / bdp:.2f}")
         decided = [c["window"] for c in r.get("client_timeline") or [] if c.get("window")]
         if len(decided) > 1:
             changed = sum(a != b for a, b in zip(decided, decided[1:])) / (len(decided) - 1)
