@@ -55,7 +55,8 @@ def write_csv(results: list[dict], path: str) -> None:
     cols = ["profile", "rate_bps", "rtt_s", "loss", "direction", "tuning", "rep", "bytes", "seconds", "mbps",
             "complete", "ceiling_mbps", "peak_rcvbuf", "peak_sndbuf", "peak_rcv_used", "peak_snd_used",
             "retransmits", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "client_cpu_s", "server_cpu_s",
-            "probe_size", "error", "client_kernel_owns"] + [name for name, _, _ in COUNTER_COLUMNS] + ["commit"]
+            "probe_size", "error", "client_kernel_owns"] + [name for name, _, _ in COUNTER_COLUMNS] + [
+            "first_block_s", "commit"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
