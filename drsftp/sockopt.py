@@ -34,6 +34,7 @@ SO_SNDBUFFORCE = 32
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_WINDOW_CLAMP = getattr(socket, "TCP_WINDOW_CLAMP", 10)
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
+NOTSENT_MIN = 64 * 1024  # the least unsent data a sender is allowed (one GSO super-packet)
 # SO_RCVLOWAT: wake the reader once this much is queued, not per arriving
 # burst.  A window's 1/8 at most waits unread (the kernel also wakes the
 # reader when the window is about to close, and at EOF: tcp_epollin_ready);
@@ -205,6 +206,7 @@ class BufferActuator:
     batch_reads: bool = True  # set SO_RCVLOWAT from the window
     read_batch: int = 1  # SO_RCVLOWAT as set (1: the kernel's default)
     _memory_window: int | None = None  # the window the live receive buffer was last sized for
+    lowat: int | None = None  # TCP_NOTSENT_LOWAT as set (None: the kernel's, unbounded)
 
     def apply(self, decision: Decision, *, before_handshake: bool = False, offered: int | None = None) -> None:
         """``offered``: the window this socket has already advertised
@@ -240,10 +242,14 @@ class BufferActuator:
                 self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap else window)
         if decision.rcv_window is not None and not before_handshake:
             self.set_read_batch(decision.rcv_window)  # after the clamp
-        if decision.sndbuf is not None and self.kernel_owns == "sndbuf":
-            self._tcp_opt(TCP_NOTSENT_LOWAT, max(int(decision.sndbuf), 65536))
-        elif decision.sndbuf is not None:
+        if decision.sndbuf is not None and self.kernel_owns != "sndbuf":
             self._set(socket.SO_SNDBUF, SO_SNDBUFFORCE, decision.sndbuf, "wmem_max")
+        lowat = decision.notsent
+        if lowat is None and self.kernel_owns == "sndbuf" and self.lowat is None:
+            lowat = decision.sndbuf  # a decision without the unsent figure bounds the unsent data
+        if lowat is not None:
+            self.lowat = max(int(lowat), NOTSENT_MIN)
+            self._tcp_opt(TCP_NOTSENT_LOWAT, self.lowat)
         self.read_back()
 
     def set_read_batch(self, window: int) -> None:
@@ -306,6 +312,7 @@ def kernel_memory(d: Decision) -> Decision:
     return Decision(
         rcv_window=None if d.rcv_window is None else int(d.rcv_window * RCVBUF_PER_WINDOW * 2),
         sndbuf=None if d.sndbuf is None else d.sndbuf * 2,
+        notsent=d.notsent,  # bounded by the send buffer: no memory of its own
     )
 
 
@@ -313,6 +320,7 @@ def from_kernel_memory(m: Decision) -> Decision:
     return Decision(
         rcv_window=None if m.rcv_window is None else int(m.rcv_window / (RCVBUF_PER_WINDOW * 2)),
         sndbuf=None if m.sndbuf is None else m.sndbuf // 2,
+        notsent=m.notsent,
     )
 
 

@@ -210,7 +210,7 @@ class SocketTuner:
             # re-checked every tick: a share shrinks when other flows arrive
             # the budget counts kernel memory, as `ss` shows it
             granted = self.budget.limit(self, sockopt.kernel_memory(self._wanted))
-            decision = sockopt.from_kernel_memory(granted)
+            decision = replace(sockopt.from_kernel_memory(granted), notsent=self._wanted.notsent)
         applied = self._applied or NO_CHANGE
         # only what changed: a sender's decisions carry its constant ACK-side
         # buffer, and each setsockopt is a syscall per tick

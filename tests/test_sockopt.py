@@ -87,6 +87,19 @@ def test_actuator_sets_buffer_and_clamp_and_reads_back():
         assert act.peak_rcvbuf == rcv
 
 
+def test_a_senders_unsent_allowance_is_set_beside_its_buffer_and_kept_when_only_the_buffer_moves():
+    cli, srv = _pair()
+    with cli, srv:
+        act = sockopt.BufferActuator(srv, allow_force=False, limits=sockopt.HostLimits.read())
+        act.apply(Decision(sndbuf=512 * 1024, notsent=200 * 1024))
+        lowat = lambda: srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_NOTSENT_LOWAT)  # noqa: E731
+        assert act.read_back()[1] == 2 * 512 * 1024 and lowat() == 200 * 1024
+        act.apply(Decision(sndbuf=768 * 1024))
+        assert act.read_back()[1] == 2 * 768 * 1024 and lowat() == 200 * 1024
+        act.apply(Decision(notsent=1000))
+        assert lowat() == sockopt.NOTSENT_MIN
+
+
 def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it():
     """SO_RCVLOWAT = window / 8 within [64 KiB, 512 KiB], else the default.
     Raising it on a buffer autotuning owns lifts a smaller window_clamp to
@@ -306,6 +319,26 @@ def test_tuner_applies_only_the_buffers_a_decision_changes(monkeypatch):
     assert tuner._applied == Decision(rcv_window=32 << 10, sndbuf=512 << 10)
 
 
+def test_a_budget_passes_the_unsent_allowance_through(monkeypatch):
+    """The budget bounds memory (the send buffer); the unsent allowance
+    within it is no memory of its own and reaches the socket unchanged."""
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning import Role
+    from drsftp.tuning.budget import BufferBudget
+
+    cli, srv = _pair()
+    with cli, srv:
+        tuner = SocketTuner("drs", Role.SENDER, limits=sockopt.HostLimits.read(), budget=BufferBudget(1 << 20))
+        tuner.attach(cli)
+        monkeypatch.setattr(tuner.tuning, "on_sample", lambda sample, *, now, rtt: Decision(
+            rcv_window=16 << 10, sndbuf=4 << 20, notsent=300 << 10))
+        applied = []
+        monkeypatch.setattr(tuner.actuator, "apply", lambda d, **kw: applied.append(d))
+        tuner.tick()
+    assert applied[0].notsent == 300 << 10
+    assert applied[0].sndbuf < 4 << 20  # the budget's share
+
+
 TUNED = dict(rmem_max=4 << 20, wmem_max=4 << 20, tcp_rmem=(4096, 131072, 64 << 20),
              tcp_wmem=(4096, 65536, 64 << 20), congestion_control="bbr")
 
@@ -366,7 +399,8 @@ def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monke
             clock[0] += 0.1
             tuner.tick(got)
             clamps.append((srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP), tuner.tuning.window))
-            lowats.append((srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_NOTSENT_LOWAT), tuner.tuning.window))
+            lowats.append((srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_NOTSENT_LOWAT),
+                           tuner.tuning.notsent, tuner.tuning.window))
         grown = srv.getsockopt(socket.SOL_SOCKET, data_opt)
     assert tuner.summary()["kernel_owns"] == ("rcvbuf" if r is Role.RECEIVER else "sndbuf")
     assert not [c for c in calls if c[0] == data_opt]
@@ -375,8 +409,9 @@ def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monke
         assert grown > mine  # autotuning still sizes the buffer
         assert all(clamp == window for clamp, window in clamps), clamps  # DRS window, each tick
         assert tuner.summary()["handshake_window"] is None  # no open start: it would lock
-    else:  # the unsent data the application may queue: DRS's send-buffer decision
-        assert all(lowat == max(window, 65536) for lowat, window in lowats), lowats
+    else:  # the unsent data the application may queue: DRS's unsent allowance, within its buffer decision
+        assert all(lowat == max(notsent, 65536) and notsent <= window for lowat, notsent, window in lowats), lowats
+        assert any(notsent < window for _, notsent, window in lowats)  # 40 ms at the acked rate, not the buffer
 
 
 def test_under_a_budget_autotuning_is_left_the_buffer_only_while_the_budget_holds_its_most():

@@ -300,6 +300,41 @@ def test_sender_gives_a_growing_rate_one_tick_of_headroom():
     assert all(size == int(0.75 * c) for c, size in flat[4:])
 
 
+def _sender_ticks(cwnds, acked_per_tick, rtt=0.1):
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    acked, t, out = 0, 0.0, []
+    for cwnd, more in zip(cwnds, acked_per_tick):
+        acked += more
+        drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=cwnd, bytes_acked=acked), now=t, rtt=rtt)
+        out.append((drs.window, drs.notsent))
+        t += rtt / 2
+    return drs, out
+
+
+def test_a_steady_sender_queues_only_its_wakeup_latency_past_the_flight():
+    """The buffer still holds 1.5 x the flight (a writer is woken only when
+    half the queued memory is free), but unsent data past the flight is
+    what the cwnd sends in ``unsent_time``, not half the buffer."""
+    drs, _ = _sender_ticks([2_500_000] * 20, [625_000] * 20)  # 100 Mbit/s, 100 ms, BBR's 2 BDP cwnd
+    assert drs.window == int(0.75 * 2_500_000)
+    assert drs.notsent == pytest.approx(0.02 * 2_500_000 / 0.1, rel=0.02)  # 500 kB, 0.4 BDP
+    short, _ = _sender_ticks([250_000] * 200, [31_250] * 200, rtt=0.0005)  # 1 Gbit/s, 0.5 ms
+    assert short.notsent == short.window  # never more than the buffer decision
+
+
+def test_the_unsent_allowance_follows_the_cwnd_not_a_repaired_holes_burst():
+    """In slow start the cwnd's rate leads the acked rate, which lags a
+    doubling sender; after a repaired hole the cumulative ACK jumps a window
+    at once, a spike in the acked rate that is no faster sending (with it
+    the allowance took the whole buffer: 2.2 BDP unsent at the peak)."""
+    cwnds = [int(256 * KiB * 1.7 ** i) for i in range(8)]
+    _, growing = _sender_ticks(cwnds, [int(128 * KiB * 1.7 ** i) for i in range(8)])
+    assert [n for _, n in growing][2:] == [pytest.approx(0.02 * c / 0.1, rel=0.02) for c in cwnds[2:]]
+    burst = [625_000] * 10 + [3_000_000] + [625_000] * 5  # a hole repaired: 2.4 BDP acked at once
+    _, ticks = _sender_ticks([2_500_000] * 16, burst)
+    assert max(n for _, n in ticks[10:]) == pytest.approx(500_000, rel=0.02)
+
+
 def test_sender_buffer_is_bounded_by_the_receivers_reported_window():
     steady = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30, hold_periods=0))
     steady.on_peer_report(PeerReport(window=1 * MiB), now=0.0, rtt=None)

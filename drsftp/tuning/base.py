@@ -26,13 +26,16 @@ class Decision:
 
     ``rcv_window`` is the receive window to allow (bytes): the actuator sets
     SO_RCVBUF and TCP_WINDOW_CLAMP from it.  ``sndbuf`` is the SO_SNDBUF value.
+    ``notsent`` is the unsent data a sender keeps queued behind its flight
+    (TCP_NOTSENT_LOWAT).
     """
 
     rcv_window: int | None = None
     sndbuf: int | None = None
+    notsent: int | None = None
 
     def is_empty(self) -> bool:
-        return self.rcv_window is None and self.sndbuf is None
+        return self.rcv_window is None and self.sndbuf is None and self.notsent is None
 
     def changes_from(self, applied: Decision) -> Decision:
         """Only the sizes that differ from ``applied``."""
@@ -42,8 +45,8 @@ class Decision:
         """``applied`` with this decision's sizes set on top."""
         return Decision(*(old if v is None else v for v, old in zip(self._sizes(), applied._sizes())))
 
-    def _sizes(self) -> tuple[int | None, int | None]:
-        return self.rcv_window, self.sndbuf
+    def _sizes(self) -> tuple[int | None, int | None, int | None]:
+        return self.rcv_window, self.sndbuf, self.notsent
 
 
 NO_CHANGE = Decision()

@@ -29,7 +29,9 @@ Departures from the papers, each measured on Linux (docs/DESIGN.md):
   window already offered;
 - slow start is told by the delivery rate growing, not the flight (a queue
   grows the flight at a flat rate); the sender gives a growing cwnd one
-  tick of headroom, since the receiver's reports lag a round trip.
+  tick of headroom, since the receiver's reports lag a round trip;
+- the sender's data queued behind the flight is bounded apart from its
+  buffer, at what the cwnd sends in ``unsent_time`` (:meth:`DRSTuning._unsent`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class DRSConfig:
     recovery_periods: int = 16  # ... for this many RTTs after the last out-of-order arrival
     sender_gain: float = 0.75  # SO_SNDBUF per byte that can be in flight (kernel doubles: 1.5x)
     sender_growth: float = 1.5  # a growing sender's cwnd headroom: one tick of slow start
+    unsent_time: float = 0.02  # unsent data past the flight: this many seconds at cwnd / srtt (2 x app_delay)
+    unsent_floor: int = 64 * KiB  # ... and at least this (one GSO super-packet)
     growth_seen: float = 1.5  # a period this much above the last = doubling
     hold_periods: int = 4  # keep the peak this many periods before shrinking
     shrink_step: float = 0.75  # shrink by at most this factor per period
@@ -97,6 +101,7 @@ class DRSTuning(Tuning):
         self.config = config or DRSConfig()
         self.rtt = RTTEstimator()
         self.window = self.config.floor  # last decision (rcv window or sndbuf)
+        self.notsent: int | None = None  # sender: last unsent allowance (TCP_NOTSENT_LOWAT)
         self.applied = False
         self.slow_start = True
         self.queue_seen = False  # the pipe has been full once: no more doubling
@@ -292,6 +297,7 @@ class DRSTuning(Tuning):
             recent.append((now, rate))
         while recent and recent[0][0] < now - 2 * srtt:
             recent.popleft()
+        sent_rate = cwnd / max(srtt, cfg.min_period) if cwnd else None  # before the growth headroom
         if cwnd and rate and prev and rate >= cfg.growth_seen * prev and not self._queue_filling(srtt):
             if sample.peer_window:
                 peer_window = max(peer_window or 0, sample.peer_window)
@@ -310,8 +316,25 @@ class DRSTuning(Tuning):
         self._needs.append((now, need))
         while self._needs[0][0] < now - self._hold_span(srtt):
             self._needs.popleft()
-        target = cfg.sender_gain * max(m for _, m in self._needs)
-        return self._emit(self._step(target, cfg.shrink_step))
+        size = self._step(cfg.sender_gain * max(m for _, m in self._needs), cfg.shrink_step)
+        return self._emit(size, self._unsent(size, sent_rate))
+
+    def _unsent(self, size: int, sent_rate: float | None) -> int:
+        """The unsent data to keep queued behind the flight: ``unsent_time``
+        at the rate the cwnd lets the sender send (cwnd / srtt; BBR's
+        startup paces at about that, and it does not jump when a repaired
+        hole acknowledges a window at once, as the acked rate does), the
+        sending thread's wakeup latency with room: a writer blocked on
+        TCP_NOTSENT_LOWAT wakes when half of it is left.  Never more than
+        the buffer decision.  A send buffer of 1.5 x the flight is what
+        keeps a writer woken on Linux (sk_stream_write_space: free space
+        >= half the queued memory), but past the flight that memory held
+        unsent data the window could not take (uploads at 100 Mbit/s,
+        100 ms with 0.1% loss: 3.7 BDP unsent at the peak; BENCHMARKS.md,
+        session 8)."""
+        if not sent_rate:
+            return size
+        return int(min(size, max(self.config.unsent_time * sent_rate, self.config.unsent_floor)))
 
     # -- helpers ----------------------------------------------------------
     def _hold_span(self, srtt: float) -> float:
@@ -352,17 +375,21 @@ class DRSTuning(Tuning):
             target = max(target, self.window * shrink)
         return int(min(max(target, cfg.floor), cfg.cap))
 
-    def _emit(self, size: int) -> Decision:
+    def _emit(self, size: int, notsent: int | None = None) -> Decision:
         at_bound = size in (self.config.floor, self.config.cap) and size != self.window
-        if self.applied and not at_bound and abs(size - self.window) <= self.config.change_threshold * self.window:
+        same = self.applied and not at_bound and _near(size, self.window, self.config.change_threshold)
+        if same and (notsent is None or _near(notsent, self.notsent, self.config.change_threshold)):
             return NO_CHANGE
-        self.window, self.applied = size, True
+        if not same:
+            self.window = size
+        self.applied = True
         # The other direction of an FTP data connection carries only ACKs:
         # keep its buffer small instead of the kernel default (128 KiB+).
         ack = self.config.ack_buffer
         if self.role is Role.RECEIVER:
-            return Decision(rcv_window=size, sndbuf=ack)
-        return Decision(rcv_window=ack, sndbuf=size)
+            return Decision(rcv_window=self.window, sndbuf=ack)
+        self.notsent = notsent if notsent is not None else self.window
+        return Decision(rcv_window=ack, sndbuf=self.window, notsent=self.notsent)
 
     def _fresh(self, now: float) -> bool:
         srtt = self.rtt.srtt or self.config.default_rtt
@@ -378,6 +405,11 @@ class DRSTuning(Tuning):
 
     def describe(self) -> str:
         return f"{self.name}(cap={self.config.cap})"
+
+
+def _near(value: float, last: float | None, threshold: float) -> bool:
+    """Within ``threshold`` (a fraction) of ``last``: not worth a syscall."""
+    return last is not None and abs(value - last) <= threshold * last
 
 
 def _rate_before(recent: deque, when: float) -> float | None:
