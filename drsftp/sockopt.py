@@ -252,6 +252,13 @@ class BufferActuator:
             self._tcp_opt(TCP_NOTSENT_LOWAT, self.lowat)
         self.read_back()
 
+    def held_memory(self) -> int:
+        """Kernel memory of a receive buffer held above the decision for a
+        window already offered (:meth:`apply`), as `ss` shows it; 0 if none."""
+        if not self.holding or not self._memory_window:
+            return 0
+        return int(self._memory_window * RCVBUF_PER_WINDOW * 2)
+
     def set_read_batch(self, window: int) -> None:
         """SO_RCVLOWAT from the receive window (READ_BATCH_*): fewer, larger
         reads (docs/DESIGN.md, "Reading in batches").  Set after the clamp:

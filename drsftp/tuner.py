@@ -209,7 +209,8 @@ class SocketTuner:
         if self.budget is not None and self._wanted is not None and not self.kernel_owns:
             # re-checked every tick: a share shrinks when other flows arrive
             # the budget counts kernel memory, as `ss` shows it
-            granted = self.budget.limit(self, sockopt.kernel_memory(self._wanted))
+            granted = self.budget.limit(self, sockopt.kernel_memory(self._wanted),
+                                        pinned=self.actuator.held_memory())
             decision = replace(sockopt.from_kernel_memory(granted), notsent=self._wanted.notsent)
         applied = self._applied or NO_CHANGE
         # only what changed: a sender's decisions carry its constant ACK-side

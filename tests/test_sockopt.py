@@ -265,12 +265,13 @@ def test_a_shrinking_receive_buffer_keeps_room_for_the_window_already_offered():
         act.apply(Decision(rcv_window=512 * KiB), offered=1800 * KiB)  # shrink with 1.8 MiB offered
         assert clamp() == 512 * KiB
         assert act.read_back()[0] == memory(1800 * KiB) and act.holding
+        assert act.held_memory() == memory(1800 * KiB)  # what a budget must count for this flow
         act.apply(Decision(rcv_window=512 * KiB), offered=2500 * KiB)  # no growth for an offer
         assert act.read_back()[0] == memory(1800 * KiB)
         act.apply(Decision(rcv_window=512 * KiB), offered=900 * KiB)  # the offer drains
         assert act.read_back()[0] == memory(900 * KiB)
         act.apply(Decision(rcv_window=512 * KiB), offered=400 * KiB)
-        assert act.read_back()[0] == memory(512 * KiB) and not act.holding
+        assert act.read_back()[0] == memory(512 * KiB) and not act.holding and act.held_memory() == 0
 
 
 def test_tuner_re_applies_a_held_buffer_until_the_offer_drains(monkeypatch):

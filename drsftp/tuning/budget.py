@@ -41,12 +41,15 @@ class BufferBudget:
         self.floor = floor
         self._flows: dict[object, _Flow] = {}
 
-    def limit(self, key: object, decision: Decision) -> Decision:
+    def limit(self, key: object, decision: Decision, *, pinned: int = 0) -> Decision:
         """Record what flow ``key`` wants and return what it may have: its
         share, and no more than the other flows leave (they give back what
         is over their own share at their next call, so the grants together
         stay within the budget at every moment, not only once all have been
-        re-evaluated).  A flow over its share shrinks at once."""
+        re-evaluated).  A flow over its share shrinks at once.  ``pinned``:
+        memory the flow holds whatever it is granted (a receive buffer kept
+        for a window already offered, which the kernel never takes back);
+        the other flows' grants leave room for it."""
         flow = self._flows.get(key)
         if flow is None or flow.whole:  # (a claim given up: the flow shares from now on)
             flow = self._flows[key] = _Flow()
@@ -64,7 +67,7 @@ class BufferBudget:
             floor = self._floor()
             rcv = max(int(rcv * scale), min(floor, rcv))
             snd = max(int(snd * scale), min(floor, snd))
-        flow.held = rcv + snd
+        flow.held = max(rcv + snd, pinned)
         return Decision(
             rcv_window=rcv if decision.rcv_window is not None or flow.rcv else None,
             sndbuf=snd if decision.sndbuf is not None or flow.snd else None,
