@@ -244,11 +244,8 @@ class BufferActuator:
             self.set_read_batch(decision.rcv_window)  # after the clamp
         if decision.sndbuf is not None and self.kernel_owns != "sndbuf":
             self._set(socket.SO_SNDBUF, SO_SNDBUFFORCE, decision.sndbuf, "wmem_max")
-        lowat = decision.notsent
-        if lowat is None and self.kernel_owns == "sndbuf" and self.lowat is None:
-            lowat = decision.sndbuf  # a decision without the unsent figure bounds the unsent data
-        if lowat is not None:
-            self.lowat = max(int(lowat), NOTSENT_MIN)
+        if decision.notsent is not None:  # the unsent data behind the flight, on any host
+            self.lowat = max(int(decision.notsent), NOTSENT_MIN)
             self._tcp_opt(TCP_NOTSENT_LOWAT, self.lowat)
         self.read_back()
 
@@ -319,7 +316,6 @@ def kernel_memory(d: Decision) -> Decision:
     return Decision(
         rcv_window=None if d.rcv_window is None else int(d.rcv_window * RCVBUF_PER_WINDOW * 2),
         sndbuf=None if d.sndbuf is None else d.sndbuf * 2,
-        notsent=d.notsent,  # bounded by the send buffer: no memory of its own
     )
 
 
@@ -327,7 +323,6 @@ def from_kernel_memory(m: Decision) -> Decision:
     return Decision(
         rcv_window=None if m.rcv_window is None else int(m.rcv_window / (RCVBUF_PER_WINDOW * 2)),
         sndbuf=None if m.sndbuf is None else m.sndbuf // 2,
-        notsent=m.notsent,
     )
 
 

@@ -211,6 +211,7 @@ class SocketTuner:
             # the budget counts kernel memory, as `ss` shows it
             granted = self.budget.limit(self, sockopt.kernel_memory(self._wanted),
                                         pinned=self.actuator.held_memory())
+            # (the unsent allowance costs no memory of its own: the send buffer bounds it)
             decision = replace(sockopt.from_kernel_memory(granted), notsent=self._wanted.notsent)
         applied = self._applied or NO_CHANGE
         # only what changed: a sender's decisions carry its constant ACK-side
