@@ -16,7 +16,8 @@ tables as `drsftp benchreport` does, and each round's drs / kernel ratio.
 which the sender was window-bound (in flight >= 90% of that window), and
 the peaks of bytes in flight and of the offered window; the sender's
 memory in use (skmem w) at its peak, split into bytes in flight and unsent
-bytes, and its median (runs sampled since session 8); for the drsftp
+bytes, and its median (runs sampled since session 8), and the receiver's
+memory in use (skmem r) at its peak; for the drsftp
 client, how often its tuning decided a new size (the share of its ticks).
 """
 
@@ -70,11 +71,12 @@ def timeline_figures(path: str) -> None:
               f" peaks: in flight {max(s['in_flight_bytes'] for s in samples) / 1e6:.2f} MB,"
               f" offered {offered[-1] / 1e6:.2f} MB")
         used = [s for s in samples if s.get("snd_used")]
-        if used:  # the sender's memory in use (skmem w), split at its peak
+        if used:  # the sender's memory in use (skmem w), split at its peak; the receiver's peak (r)
             peak = max(used, key=lambda s: s["snd_used"])
             print(f"    sender memory in use: peak {peak['snd_used'] / bdp:.2f} x BDP (in flight"
                   f" {peak['in_flight_bytes'] / bdp:.2f}, unsent {(peak.get('notsent_bytes') or 0) / bdp:.2f}),"
-                  f" median {statistics.median(s['snd_used'] for s in used) / bdp:.2f}")
+                  f" median {statistics.median(s['snd_used'] for s in used) / bdp:.2f};"
+                  f" receiver peak {(r.get('peak_rcv_used') or 0) / bdp:.2f}")
         decided = [c["window"] for c in r.get("client_timeline") or [] if c.get("window")]
         if len(decided) > 1:
             changed = sum(a != b for a, b in zip(decided, decided[1:])) / (len(decided) - 1)

@@ -206,7 +206,6 @@ class BufferActuator:
     batch_reads: bool = True  # set SO_RCVLOWAT from the window
     read_batch: int = 1  # SO_RCVLOWAT as set (1: the kernel's default)
     _memory_window: int | None = None  # the window the live receive buffer was last sized for
-    lowat: int | None = None  # TCP_NOTSENT_LOWAT as set (None: the kernel's, unbounded)
 
     def apply(self, decision: Decision, *, before_handshake: bool = False, offered: int | None = None) -> None:
         """``offered``: the window this socket has already advertised
@@ -245,8 +244,7 @@ class BufferActuator:
         if decision.sndbuf is not None and self.kernel_owns != "sndbuf":
             self._set(socket.SO_SNDBUF, SO_SNDBUFFORCE, decision.sndbuf, "wmem_max")
         if decision.notsent is not None:  # the unsent data behind the flight, on any host
-            self.lowat = max(int(decision.notsent), NOTSENT_MIN)
-            self._tcp_opt(TCP_NOTSENT_LOWAT, self.lowat)
+            self._tcp_opt(TCP_NOTSENT_LOWAT, max(int(decision.notsent), NOTSENT_MIN))
         self.read_back()
 
     def held_memory(self) -> int:

@@ -276,19 +276,31 @@ def test_a_filling_queue_grows_the_flight_not_the_rate_so_slow_start_ends():
     assert fresh.slow_start
 
 
-def _sender_run(rate_growth, ticks=8):
-    """A sender whose cwnd grows 1.7x per half RTT (BBR startup) while its
-    acked rate grows by ``rate_growth`` per tick; returns (cwnd, sndbuf)."""
+def _sender_ticks(cwnds, acked_per_tick, rtt=0.1):
+    """A sender sampled every half RTT; returns it and its (sndbuf, unsent) decisions."""
     drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
-    cwnd, acked, per_tick, t, out = 256 * KiB, 0, 128 * KiB, 0.0, []
-    for _ in range(ticks):
-        drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=cwnd, bytes_acked=acked), now=t, rtt=0.1)
-        out.append((cwnd, drs.window))
-        t += 0.05
-        cwnd = int(cwnd * 1.7)
-        per_tick = int(per_tick * rate_growth)
-        acked += per_tick
-    return out
+    acked, t, out = 0, 0.0, []
+    for cwnd, more in zip(cwnds, acked_per_tick):
+        acked += more
+        drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=cwnd, bytes_acked=acked), now=t, rtt=rtt)
+        out.append((drs.window, drs.notsent))
+        t += rtt / 2
+    return drs, out
+
+
+def _startup(rate_growth, ticks=8):
+    """BBR startup as a sender sees it every half RTT: the cwnd grows 1.7x
+    per tick while the acked bytes per tick grow by ``rate_growth``.
+    Returns (cwnds, bytes acked in each tick)."""
+    cwnds = [int(256 * KiB * 1.7 ** i) for i in range(ticks)]
+    return cwnds, [0] + [int(128 * KiB * rate_growth ** i) for i in range(1, ticks)]
+
+
+def _sender_run(rate_growth, ticks=8):
+    """(cwnd, sndbuf decision) at each tick of :func:`_startup`."""
+    cwnds, acked = _startup(rate_growth, ticks)
+    _, out = _sender_ticks(cwnds, acked)
+    return [(cwnd, window) for cwnd, (window, _) in zip(cwnds, out)]
 
 
 def test_sender_gives_a_growing_rate_one_tick_of_headroom():
@@ -298,17 +310,6 @@ def test_sender_gives_a_growing_rate_one_tick_of_headroom():
     # a cwnd growing at a flat rate is a queue filling (BBR): no headroom
     flat = _sender_run(rate_growth=1.0)
     assert all(size == int(0.75 * c) for c, size in flat[4:])
-
-
-def _sender_ticks(cwnds, acked_per_tick, rtt=0.1):
-    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
-    acked, t, out = 0, 0.0, []
-    for cwnd, more in zip(cwnds, acked_per_tick):
-        acked += more
-        drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=cwnd, bytes_acked=acked), now=t, rtt=rtt)
-        out.append((drs.window, drs.notsent))
-        t += rtt / 2
-    return drs, out
 
 
 def test_a_steady_sender_queues_only_its_wakeup_latency_past_the_flight():
@@ -327,8 +328,8 @@ def test_the_unsent_allowance_follows_the_cwnd_not_a_repaired_holes_burst():
     doubling sender; after a repaired hole the cumulative ACK jumps a window
     at once, a spike in the acked rate that is no faster sending (with it
     the allowance took the whole buffer: 2.2 BDP unsent at the peak)."""
-    cwnds = [int(256 * KiB * 1.7 ** i) for i in range(8)]
-    _, growing = _sender_ticks(cwnds, [int(128 * KiB * 1.7 ** i) for i in range(8)])
+    cwnds, acked = _startup(rate_growth=1.7)
+    _, growing = _sender_ticks(cwnds, acked)
     assert [n for _, n in growing][2:] == [pytest.approx(0.02 * c / 0.1, rel=0.02) for c in cwnds[2:]]
     burst = [625_000] * 10 + [3_000_000] + [625_000] * 5  # a hole repaired: 2.4 BDP acked at once
     _, ticks = _sender_ticks([2_500_000] * 16, burst)
