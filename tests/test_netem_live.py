@@ -35,13 +35,12 @@ def _leftovers(name):
 
 
 def _ping(link, count, interval):
-    """Loss and the median RTT: one reply delayed by the shared machine's
-    scheduler moves the mean of 20 by a millisecond, not the median."""
+    """Loss and the sorted RTTs (one reply delayed by the shared machine's
+    scheduler moves the mean of 20 by a millisecond)."""
     r = link.run("client", ["ping", "-c", str(count), "-i", str(interval), "-W", "2",
                             link.server_addr], timeout=count * interval + 30)
     loss = float(re.search(r"([\d.]+)% packet loss", r.stdout).group(1)) / 100
-    rtts = sorted(float(x) / 1000 for x in re.findall(r"time=([\d.]+) ms", r.stdout))
-    return loss, (rtts[len(rtts) // 2] if rtts else None)
+    return loss, sorted(float(x) / 1000 for x in re.findall(r"time=([\d.]+) ms", r.stdout))
 
 
 def test_idle_rtt_matches_setting():
@@ -49,9 +48,14 @@ def test_idle_rtt_matches_setting():
         with Link(rtt=rtt, rate=100e6) as link:
             assert link.backend in ("tun", "tc")
             _ping(link, 3, 0.05)  # warm up (neighbour-less p2p, but be fair)
-            loss, median = _ping(link, 20, 0.05)
-            assert loss == 0
-            assert abs(median - rtt) <= max(0.001, 0.02 * rtt), (rtt, median)
+            loss, rtts = _ping(link, 20, 0.05)
+            assert loss == 0 and len(rtts) == 20
+            # The configured delay is the floor every reply sees: the fastest
+            # reply within 1 ms / 2%.  The userspace forwarder shares 2 cores
+            # with the rest of the suite: the median once read 11.6 ms on the
+            # 10 ms link under CI's load, so it gets 5 ms of slack for that.
+            assert abs(rtts[0] - rtt) <= max(0.001, 0.02 * rtt), (rtt, rtts)
+            assert rtts[len(rtts) // 2] - rtt <= 0.005, (rtt, rtts)
 
 
 def test_rate_limited_goodput_close_to_line_rate():
