@@ -1,0 +1,307 @@
+"""GridFTP extended block mode (MODE E), sans-IO: the block codec and the
+receiver's ledger, shared by the server and the client.
+
+GFD.20 ("GridFTP: Protocol Extensions to FTP for the Grid", Allcock 2003),
+"Extended Block Mode": every block starts with a 17-byte header, an 8-bit
+descriptor, a 64-bit byte count and a 64-bit offset (network byte order).
+Data may arrive on any of N connections in any order; the offset says
+where it goes.  Each connection ends its part of a transfer with EOD; one
+EOF header (count 0) carries in its offset field how many EODs make the
+whole transfer (the EOD count).  A connection stays open for the next
+transfer unless the sender marks it with CLOSE (GridFTP's cached data
+channels); in MODE E the side that sends the data always connects.
+
+Nothing here touches a socket or a file: ``BlockDecoder.feed`` takes bytes
+and returns events; ``ReceiveLedger`` takes the events' offsets and counts
+and says when a transfer is complete or a peer misbehaves.  Drivers move
+the bytes (docs/DESIGN.md, "Extended block mode").
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+HEADER = struct.Struct(">BQQ")  # descriptor, count, offset (GFD.20)
+HEADER_SIZE = HEADER.size  # 17
+MAX_OFFSET = 1 << 62  # keeps offset + count inside a signed 64-bit off_t
+MAX_EOD_COUNT = 1 << 16  # no peer opens more connections than this
+
+
+class Desc(enum.IntFlag):
+    """Descriptor bits (GFD.20, extended block mode; the values GridFTP sends)."""
+
+    NONE = 0
+    CLOSE = 0x04  # the sender closes this connection after this block
+    EOD = 0x08  # no more data on this connection for this transfer
+    RESTART = 0x10  # a restart marker (not sent by drsftp)
+    ERRORS = 0x20  # suspected errors in this block
+    EOF = 0x40  # offset field = the EOD count of the whole transfer
+    EOR = 0x80  # end of record (record structure only: not supported)
+
+
+class BlockError(ValueError):
+    """The peer broke extended block mode's rules; the transfer must end."""
+
+
+def header(desc: Desc | int, count: int, offset: int) -> bytes:
+    return HEADER.pack(int(desc), count, offset)
+
+
+def data_header(offset: int, count: int) -> bytes:
+    return header(Desc.NONE, count, offset)
+
+
+def eod(*, eof_streams: int | None = None, close: bool = False) -> bytes:
+    """The header that ends one connection's part of a transfer; with
+    ``eof_streams`` it is also the transfer's EOF, carrying the EOD count
+    (one header for both, as GridFTP sends them)."""
+    desc = Desc.EOD | (Desc.CLOSE if close else Desc.NONE)
+    if eof_streams is None:
+        return header(desc, 0, 0)
+    return header(desc | Desc.EOF, 0, eof_streams)
+
+
+# -- decoding ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Data:
+    """``data`` belongs at file offset ``offset`` (a view into the fed buffer:
+    write it before the next ``feed``)."""
+
+    offset: int
+    data: memoryview
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfFile:
+    """EOF: the whole transfer is ``eod_count`` EODs, over all connections."""
+
+    eod_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfData:
+    """This connection's part of the transfer is over (EOD); ``close``:
+    the sender closes it next (else it stays cached for the next one)."""
+
+    close: bool
+
+
+Event = Data | EndOfFile | EndOfData
+
+
+class BlockDecoder:
+    """Parses one connection's byte stream into Data and EndOfData events.
+
+    Payload bytes pass through as views (no copy); only a header split
+    across two reads is buffered (at most 16 bytes).  ``max_count`` bounds
+    one block (a hostile count cannot make the receiver wait forever for a
+    block it must buffer: nothing is buffered, but the bound keeps offsets
+    and counts inside 63 bits and a sane size)."""
+
+    def __init__(self, max_count: int = 1 << 40) -> None:
+        self._partial = bytearray()
+        self._offset = 0  # file offset of the next payload byte
+        self._left = 0  # payload bytes left in the current block
+        self._max_count = max_count
+        self.ended = False  # EOD seen: anything more is an error until reset()
+
+    @property
+    def in_block(self) -> bool:
+        return self._left > 0 or bool(self._partial)
+
+    def reset(self) -> None:
+        """A cached connection starts its next transfer."""
+        if self.in_block:
+            raise BlockError("connection reused in the middle of a block")
+        self.ended = False
+
+    def feed(self, buf: bytes | bytearray | memoryview) -> list[Event]:
+        view = memoryview(buf).cast("B")
+        events: list[Event] = []
+        pos, end = 0, len(view)
+        while pos < end:
+            if self._left:
+                n = min(self._left, end - pos)
+                events.append(Data(self._offset, view[pos:pos + n]))
+                self._offset += n
+                self._left -= n
+                pos += n
+                continue
+            if self.ended:
+                raise BlockError("data after EOD on this connection")
+            need = HEADER_SIZE - len(self._partial)
+            take = view[pos:pos + need]
+            pos += len(take)
+            if len(take) < need or self._partial:
+                self._partial += take
+                if len(self._partial) < HEADER_SIZE:
+                    continue
+                raw, self._partial = bytes(self._partial), bytearray()
+            else:
+                raw = bytes(take)
+            events.extend(self._header(*HEADER.unpack(raw)))
+        return events
+
+    def _header(self, desc: int, count: int, offset: int) -> list[Event]:
+        if desc & 0x03:
+            raise BlockError(f"unknown descriptor bits 0x{desc:02x}")
+        flags = Desc(desc)
+        if flags & (Desc.EOR | Desc.RESTART):
+            raise BlockError("record structure and restart-marker blocks are not supported")
+        events: list[Event] = []
+        if flags & Desc.EOF:
+            if count:
+                raise BlockError("an EOF header carries no data")
+            if not 1 <= offset <= MAX_EOD_COUNT:
+                raise BlockError(f"EOD count {offset} out of range")
+            events.append(EndOfFile(offset))
+        elif count:
+            if count > self._max_count or offset + count > MAX_OFFSET:
+                raise BlockError(f"block of {count} bytes at {offset} is out of bounds")
+            self._offset, self._left = offset, count
+        if flags & Desc.EOD:
+            if count:
+                raise BlockError("EOD on a block that carries data")
+            self.ended = True
+            events.append(EndOfData(bool(flags & Desc.CLOSE)))
+        return events
+
+
+# -- the receiver's ledger -----------------------------------------------------------
+
+
+class RangeSet:
+    """Disjoint half-open byte ranges, kept merged and sorted."""
+
+    def __init__(self, ranges: list[tuple[int, int]] | None = None) -> None:
+        self._r: list[tuple[int, int]] = []
+        for a, b in ranges or ():
+            self.add(a, b)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return iter(self._r)
+
+    def __len__(self) -> int:
+        return len(self._r)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RangeSet) and self._r == other._r
+
+    @property
+    def total(self) -> int:
+        return sum(b - a for a, b in self._r)
+
+    def overlaps(self, a: int, b: int) -> bool:
+        return any(x < b and a < y for x, y in self._r)
+
+    def add(self, a: int, b: int) -> None:
+        if b <= a:
+            return
+        out: list[tuple[int, int]] = []
+        for x, y in self._r:
+            if y < a or b < x:
+                out.append((x, y))
+            else:  # touching or overlapping: merge
+                a, b = min(a, x), max(b, y)
+        out.append((a, b))
+        out.sort()
+        self._r = out
+
+    def missing(self, size: int) -> list[tuple[int, int]]:
+        """The gaps in [0, size)."""
+        gaps, at = [], 0
+        for a, b in self._r:
+            if a > at:
+                gaps.append((at, min(a, size)))
+            at = max(at, b)
+            if at >= size:
+                break
+        if at < size:
+            gaps.append((at, size))
+        return [(a, b) for a, b in gaps if b > a]
+
+    def marker(self) -> str:
+        """GridFTP's range-marker text: ``0-1048576,2097152-3145728``."""
+        return ",".join(f"{a}-{b}" for a, b in self._r)
+
+    @classmethod
+    def parse(cls, text: str) -> RangeSet:
+        rs = cls()
+        for part in text.replace(" ", "").split(","):
+            if not part:
+                continue
+            a, sep, b = part.partition("-")
+            if not sep or not a.isdigit() or not b.isdigit() or int(b) < int(a):
+                raise ValueError(f"bad range {part!r}")
+            rs.add(int(a), int(b))
+        return rs
+
+
+class ReceiveLedger:
+    """What a receiver knows of one MODE E transfer across its connections.
+
+    Rules (GFD.20, extended block mode; the hostile-peer bounds are
+    drsftp's, docs/SECURITY.md): a block outside ``[0, limit)`` or over a
+    byte already received is an error (a peer cannot make the receiver
+    write anywhere else or twice); the transfer is complete when EOF came
+    and as many EODs as it announced, and never more EODs than that."""
+
+    def __init__(self, limit: int | None = None, base: RangeSet | None = None) -> None:
+        self.limit = limit  # announced size (ALLO), else the server's limit
+        self.received = RangeSet(list(base or ()))  # already on disk (resume)
+        self.eod_count: int | None = None
+        self.eods = 0
+        self.new_bytes = 0
+
+    def apply(self, event: Event) -> None:
+        """Account one decoded event (Data events by offset and length)."""
+        if isinstance(event, Data):
+            self.data(event.offset, len(event.data))
+        elif isinstance(event, EndOfFile):
+            self.end_of_file(event)
+        else:
+            self.end_of_data()
+
+    def data(self, offset: int, count: int) -> None:
+        end = offset + count
+        if self.limit is not None and end > self.limit:
+            raise BlockError(f"block at {offset}+{count} past the limit of {self.limit} bytes")
+        if self.received.overlaps(offset, end):
+            raise BlockError(f"block at {offset}+{count} overlaps data already received")
+        self.received.add(offset, end)
+        self.new_bytes += count
+
+    def end_of_file(self, event: EndOfFile) -> None:
+        if self.eod_count is not None:
+            raise BlockError("a second EOF")
+        self.eod_count = event.eod_count
+        if self.eods > self.eod_count:
+            raise BlockError(f"{self.eods} EODs for an EOD count of {self.eod_count}")
+
+    def end_of_data(self) -> None:
+        self.eods += 1
+        if self.eod_count is not None and self.eods > self.eod_count:
+            raise BlockError(f"{self.eods} EODs for an EOD count of {self.eod_count}")
+
+    @property
+    def complete(self) -> bool:
+        return self.eod_count is not None and self.eods == self.eod_count
+
+    def size(self) -> int:
+        """The file's length as received (the end of the last range)."""
+        return max((b for _, b in self.received), default=0)
+
+
+# -- the sender's plan -----------------------------------------------------------------
+
+
+def blocks(start: int, end: int, block_size: int) -> list[tuple[int, int]]:
+    """(offset, count) of each block in [start, end)."""
+    if block_size <= 0:
+        raise ValueError("block size must be positive")
+    return [(o, min(block_size, end - o)) for o in range(start, end, block_size)]
