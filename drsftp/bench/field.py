@@ -1,0 +1,411 @@
+"""drsftp beside the field's tools on one emulated link: parallel streams
+and datasets (docs/BENCHMARKS.md, "Against the field").
+
+Every entry is a real program: drsftp's client against `drsftp serve`,
+GridFTP's `globus-url-copy` against `globus-gridftp-server`, lftp against
+`drsftp serve`.  Entries run interleaved (all entries' first repetition,
+then the second...) on the same link, so the ratios are measured side by
+side.  Throughput is the workload's bytes over the client's wall time,
+start-up and log-in included, the same clock for every program.  Both
+ends are sampled with `ss` for the memory all data sockets hold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from ..netem.link import Link, wait_for_port
+from .sampler import Sampler
+from .tunings import Path
+
+PY = sys.executable
+DRSFTP = [PY, "-m", "drsftp"]
+USER, PASSWORD = "bench", "bench"
+DRS_PORT, GRIDFTP_PORT = 2121, 2811
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    files: tuple[tuple[str, int], ...]  # (path relative to the tree, size)
+
+    @property
+    def tree(self) -> bool:
+        return len(self.files) > 1
+
+    @property
+    def bytes(self) -> int:
+        return sum(n for _, n in self.files)
+
+
+def workload(name: str, scale: float = 1.0) -> Workload:
+    """big: one 512 MiB file; small: 200 x 1 MiB; mixed: one 256 MiB file and
+    1,000 x 64 KiB (the datasets issue's three shapes); ``scale`` shrinks
+    sizes and counts for a quick run."""
+    def n(x: int) -> int:
+        return max(1, int(x * scale))
+    if name == "big":
+        return Workload(name, (("big.bin", n(512) * MiB),))
+    if name == "small":
+        return Workload(name, tuple((f"f{i:04d}.bin", MiB) for i in range(n(200))))
+    if name == "mixed":
+        return Workload(name, (("big.bin", n(256) * MiB),)
+                        + tuple((f"s/f{i:04d}.bin", 64 << 10) for i in range(n(1000))))
+    raise ValueError(f"unknown workload {name!r} (big, small, mixed)")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One column: who serves, and the client's command for a workload."""
+
+    name: str
+    server: str  # "drsftp" | "gridftp"
+    client: Callable[[Ctx], list[str]]
+    trees: bool = True  # can move a directory
+    files: bool = True  # can move one file
+    description: str = ""
+
+
+@dataclass
+class Ctx:
+    host: str
+    src: str  # absolute path of the workload on the server side (file or directory)
+    dest: str  # absolute local path (file or directory)
+    workload: Workload
+    path: Path
+    json_out: str
+
+    @property
+    def quarter_2bdp(self) -> int:
+        return max(64 << 10, 2 * self.path.bdp // 4)
+
+
+def _drs_url(ctx: Ctx, tail: str = "") -> str:
+    rel = os.path.basename(ctx.src.rstrip("/"))
+    return f"ftp://{USER}:{PASSWORD}@{ctx.host}:{DRS_PORT}/{rel}{tail}"
+
+
+def _gsi_url(ctx: Ctx) -> str:
+    return f"ftp://{ctx.host}:{GRIDFTP_PORT}{ctx.src}" + ("/" if ctx.workload.tree else "")
+
+
+def _drsftp_get(streams: str) -> Callable[[Ctx], list[str]]:
+    def cmd(ctx: Ctx) -> list[str]:
+        base = [*DRSFTP, "get", "--progress", "never", "--json", ctx.json_out]
+        if streams != "1":
+            base += ["-P", streams]
+        if ctx.workload.tree:
+            return [*base, "-r", "-c", "auto", _drs_url(ctx, "/"), ctx.dest + "/"]
+        return [*base, _drs_url(ctx), ctx.dest]
+    return cmd
+
+
+def _guc(*flags: str, tcp_bs: Callable[[Ctx], str] | None = None) -> Callable[[Ctx], list[str]]:
+    def cmd(ctx: Ctx) -> list[str]:
+        extra = ["-tcp-bs", tcp_bs(ctx)] if tcp_bs else []
+        tree = ["-r", "-cd"] if ctx.workload.tree else []
+        dest = "file://" + ctx.dest + ("/" if ctx.workload.tree else "")
+        return ["globus-url-copy", *tree, *flags, *extra, _gsi_url(ctx), dest]
+    return cmd
+
+
+def _lftp(script: Callable[[Ctx], str]) -> Callable[[Ctx], list[str]]:
+    def cmd(ctx: Ctx) -> list[str]:
+        setup = "set cmd:fail-exit yes; set net:max-retries 2; set xfer:clobber on"
+        return ["lftp", "-c", f"{setup}; open -u {USER},{PASSWORD} ftp://{ctx.host}:{DRS_PORT}; {script(ctx)}"]
+    return cmd
+
+
+ENTRIES: dict[str, Entry] = {e.name: e for e in [
+    Entry("drsftp", "drsftp", _drsftp_get("1"), description="drsftp get, one DRS stream"),
+    *[Entry(f"drsftp-P{n}", "drsftp", _drsftp_get(str(n)), description=f"drsftp get -P {n}: {n} DRS streams")
+      for n in (2, 4, 8)],
+    Entry("drsftp-Pauto", "drsftp", _drsftp_get("auto"),
+          description="drsftp get -P auto: streams chosen while the transfer runs"),
+    Entry("gridftp", "gridftp", _guc(), description="globus-url-copy, defaults (one stream, autotuning)"),
+    Entry("gridftp-p4", "gridftp", _guc("-p", "4", tcp_bs=lambda c: str(c.quarter_2bdp)),
+          description="globus-url-copy -p 4 -tcp-bs 2xBDP/4"),
+    Entry("gridftp-p4-16M", "gridftp", _guc("-p", "4", tcp_bs=lambda c: "16M"),
+          description="globus-url-copy -p 4 -tcp-bs 16M (hand-tuned)"),
+    Entry("gridftp-fast", "gridftp", _guc("-fast", "-pp", "-cc", "8", tcp_bs=lambda c: "16M"), files=False,
+          description="globus-url-copy -r -fast -pp -cc 8 -tcp-bs 16M"),
+    Entry("lftp-pget4", "drsftp", _lftp(lambda c: f"pget -n 4 {os.path.basename(c.src)} -o {c.dest}"),
+          trees=False, description="lftp pget -n 4 against drsftp serve"),
+    Entry("lftp-mirror8", "drsftp", _lftp(lambda c: f"mirror --parallel=8 {os.path.basename(c.src)} {c.dest}"),
+          files=False, description="lftp mirror --parallel=8 against drsftp serve"),
+]}
+
+
+def entry_names(spec: str) -> list[str]:
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [n for n in names if n not in ENTRIES]
+    if unknown:
+        raise ValueError(f"unknown entries {', '.join(unknown)}; known: {', '.join(ENTRIES)}")
+    return names
+
+
+@dataclass
+class FieldConfig:
+    path: Path
+    entries: list[str]
+    workloads: list[str] = field(default_factory=lambda: ["big"])
+    reps: int = 1
+    scale: float = 1.0
+    cc: str | None = None  # congestion control for the namespaces (TCP_CONGESTION)
+    max_time: float = 120.0
+    workdir: str = "/var/tmp/drsftp-field"
+    log: Callable[[str], None] = print
+
+
+def missing_programs(entries: list[str]) -> list[str]:
+    need = set()
+    for name in entries:
+        e = ENTRIES[name]
+        if e.server == "gridftp":
+            need |= {"globus-url-copy", "globus-gridftp-server"}
+        if name.startswith("lftp"):
+            need.add("lftp")
+    return sorted(p for p in need if not (shutil.which(p) or os.path.exists(f"/usr/sbin/{p}")))
+
+
+def _make_tree(root: str, wl: Workload) -> str:
+    """The workload under ROOT/<name>, world-readable (GridFTP's anonymous
+    user reads as nobody); made once, kept between runs."""
+    top = os.path.join(root, wl.name)
+    stamp = os.path.join(root, f".{wl.name}.made")
+    made = ""
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            made = f.read()
+    if made == repr(wl.files):
+        return top if wl.tree else os.path.join(top, wl.files[0][0])
+    shutil.rmtree(top, ignore_errors=True)
+    block = os.urandom(MiB)
+    for rel, size in wl.files:
+        p = os.path.join(top, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            left = size
+            while left > 0:
+                f.write(block[:min(left, MiB)])
+                left -= MiB
+                block = block[1:] + block[:1]  # no two MiB alike
+    for d, _, fs in os.walk(root):
+        os.chmod(d, 0o755)
+        for f in fs:
+            os.chmod(os.path.join(d, f), 0o644)
+    with open(stamp, "w") as f:
+        f.write(repr(wl.files))
+    return top if wl.tree else os.path.join(top, wl.files[0][0])
+
+
+def _hosts_wrap(link: Link, side: str, argv: list[str], workdir: str) -> list[str]:
+    """GridFTP resolves the host's own name, which the namespaces cannot:
+    give the process a hosts file of its own in a private mount namespace
+    (the host's /etc/hosts is never touched)."""
+    hosts = os.path.join(workdir, f"hosts-{side}")
+    me = link.server_addr if side == "server" else link.client_addr
+    with open(hosts, "w") as f:
+        f.write(f"127.0.0.1 localhost\n{me} {socket.gethostname()}\n")
+    script = 'mount --bind "$0" /etc/hosts && exec "$@"'
+    return ["unshare", "-m", "sh", "-c", script, hosts, *argv]
+
+
+def _server_argv(kind: str, link: Link, root: str, workdir: str) -> tuple[list[str], int]:
+    if kind == "drsftp":
+        return [*DRSFTP, "serve", "--root", root, "--host", link.server_addr, "--port", str(DRS_PORT),
+                "--user", USER, "--password", PASSWORD], DRS_PORT
+    argv = ["/usr/sbin/globus-gridftp-server", "-aa", "-anonymous-user", "nobody", "-p", str(GRIDFTP_PORT),
+            "-control-interface", link.server_addr, "-data-interface", link.server_addr,
+            "-fork", "-no-chdir", "-d", "error"]
+    return _hosts_wrap(link, "server", argv, workdir), GRIDFTP_PORT
+
+
+def _sum_peak(sampler: Sampler, key: str) -> int:
+    """The most all data sockets held at once (summed per sample)."""
+    return max((sum(s.get(key) or 0 for s in socks) for _, socks in sampler.samples), default=0)
+
+
+def _check(dest: str, wl: Workload) -> str | None:
+    """None if every file arrived whole (sizes; the big file byte for byte)."""
+    for rel, size in wl.files:
+        p = os.path.join(dest, rel) if wl.tree else dest
+        try:
+            got = os.path.getsize(p)
+        except OSError:
+            return f"{rel} missing"
+        if got != size:
+            return f"{rel}: {got} of {size} bytes"
+    return None
+
+
+def run_one(cfg: FieldConfig, link: Link, entry: Entry, wl: Workload, src: str, rep: int) -> dict:
+    root = os.path.dirname(src.rstrip("/")) if not wl.tree else os.path.dirname(src)
+    dest = os.path.join(cfg.workdir, "dest", f"{entry.name}-{wl.name}")
+    shutil.rmtree(dest, ignore_errors=True)
+    if os.path.exists(dest):
+        os.unlink(dest)
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    if wl.tree:
+        os.makedirs(dest, exist_ok=True)
+    json_out = os.path.join(cfg.workdir, f"{entry.name}-{wl.name}-{rep}.json")
+    ctx = Ctx(link.server_addr, src, dest, wl, cfg.path, json_out)
+    result = {"entry": entry.name, "workload": wl.name, "rep": rep, "bytes": wl.bytes, "files": len(wl.files),
+              "rate_bps": cfg.path.rate, "rtt_s": cfg.path.rtt, "loss": cfg.path.loss, "cc": cfg.cc,
+              "ceiling_mbps": cfg.path.ceiling_mbps, "bdp": cfg.path.bdp, "mbps": 0.0, "complete": False}
+    s_argv, port = _server_argv(entry.server, link, os.path.dirname(src) if entry.server == "drsftp" else root,
+                                cfg.workdir)
+    server = link.popen("server", s_argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(link, "server", port, timeout=15)
+        argv = entry.client(ctx)
+        if entry.server == "gridftp" or argv[0] == "globus-url-copy":
+            argv = _hosts_wrap(link, "client", argv, cfg.workdir)
+        ns = lambda side: link.command(side, [])
+        with Sampler(ns("server"), port) as s_srv, Sampler(ns("client"), port) as s_cli:
+            t0 = time.monotonic()
+            client = link.popen("client", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                out, err = client.communicate(timeout=cfg.max_time)
+            except subprocess.TimeoutExpired:
+                client.kill()
+                out, err = client.communicate()
+                result["error"] = f"over {cfg.max_time:g} s"
+            seconds = time.monotonic() - t0
+        problem = _check(dest, wl)
+        if client.returncode != 0 and "error" not in result:
+            tail = (err or out).decode(errors="replace").strip().splitlines()[-1:] or [""]
+            result["error"] = f"exit {client.returncode}: {tail[0][:200]}"
+        elif problem and "error" not in result:
+            result["error"] = problem
+        result.update(seconds=round(seconds, 3), complete="error" not in result,
+                      mbps=round(wl.bytes * 8 / seconds / 1e6, 1) if "error" not in result else 0.0,
+                      peak_snd_used=_sum_peak(s_srv, "sk_w"), peak_rcv_used=_sum_peak(s_cli, "sk_r"),
+                      peak_snd_buf=_sum_peak(s_srv, "sk_tb"), peak_rcv_buf=_sum_peak(s_cli, "sk_rb"),
+                      streams_max=max((len(socks) for _, socks in s_cli.samples), default=0),
+                      retransmits=max((sum(s.get("retrans") or 0 for s in socks) for _, socks in s_srv.samples),
+                                      default=0))
+        try:
+            with open(json_out) as f:
+                rep_json = json.load(f)
+            result["client_report"] = {k: rep_json.get(k) for k in ("streams", "streams_max", "sessions")
+                                       if k in rep_json}
+        except (OSError, ValueError):
+            pass
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        if server.stderr:
+            server.stderr.close()
+        shutil.rmtree(dest, ignore_errors=True)
+        if os.path.isfile(dest):
+            os.unlink(dest)
+    return result
+
+
+def run_field(cfg: FieldConfig) -> list[dict]:
+    os.makedirs(cfg.workdir, exist_ok=True)
+    os.chmod(cfg.workdir, 0o755)
+    root = os.path.join(cfg.workdir, "root")
+    os.makedirs(root, exist_ok=True)
+    missing = missing_programs(cfg.entries)
+    if missing:
+        raise RuntimeError(f"not installed: {', '.join(missing)} (./run setup installs them as root)")
+    sysctls = {"net.ipv4.tcp_congestion_control": cfg.cc} if cfg.cc else {}
+    results: list[dict] = []
+    wls = [workload(w, cfg.scale) for w in cfg.workloads]
+    srcs = {wl.name: _make_tree(root, wl) for wl in wls}
+    with Link(rtt=cfg.path.rtt, rate=cfg.path.rate, loss=cfg.path.loss, sysctls=sysctls) as link:
+        cfg.log(f"field: {cfg.path.label()}{', ' + cfg.cc if cfg.cc else ''}, link {link.backend}")
+        for rep in range(cfg.reps):
+            for wl in wls:
+                for name in cfg.entries:
+                    e = ENTRIES[name]
+                    if (wl.tree and not e.trees) or (not wl.tree and not e.files):
+                        continue
+                    r = run_one(cfg, link, e, wl, srcs[wl.name], rep)
+                    results.append(r)
+                    cfg.log(f"  {wl.name:6} {name:15} #{rep + 1}: {r['mbps']:7.1f} Mbit/s"
+                            + (f"  ERROR {r['error']}" if r.get("error") else "")
+                            + f"  mem snd {r.get('peak_snd_used', 0) / cfg.path.bdp:.1f} "
+                              f"rcv {r.get('peak_rcv_used', 0) / cfg.path.bdp:.1f} BDP")
+    return results
+
+
+def table(results: list[dict], reference: str = "gridftp-p4-16M") -> str:
+    """Markdown: per workload and entry, the median Mbit/s [min-max], the
+    ratio to the reference entry's median, % of the goodput ceiling, and
+    the peak memory all data sockets held (sender, receiver; in BDP)."""
+    lines = []
+    for wl in dict.fromkeys(r["workload"] for r in results):
+        rows = [r for r in results if r["workload"] == wl]
+        ref = [r["mbps"] for r in rows if r["entry"] == reference and r["complete"]]
+        ref_m = statistics.median(ref) if ref else None
+        ceiling = rows[0]["ceiling_mbps"]
+        bdp = rows[0]["bdp"]
+        lines += [f"**{wl}** ({rows[0]['files']} files, {rows[0]['bytes'] / MiB:.0f} MiB)", "",
+                  f"| entry | Mbit/s | x {reference} | % ceiling | sender mem, BDP | receiver mem, BDP | runs |",
+                  "|---|---|---|---|---|---|---|"]
+        for name in dict.fromkeys(r["entry"] for r in rows):
+            rs = [r for r in rows if r["entry"] == name]
+            ok = [r["mbps"] for r in rs if r["complete"]]
+            if not ok:
+                lines.append(f"| {name} | failed: {rs[0].get('error', '?')} | | | | | 0/{len(rs)} |")
+                continue
+            m = statistics.median(ok)
+            snd = statistics.median(r["peak_snd_used"] / bdp for r in rs if r["complete"])
+            rcv = statistics.median(r["peak_rcv_used"] / bdp for r in rs if r["complete"])
+            ratio = f"{m / ref_m:.2f}" if ref_m else "-"
+            lines.append(f"| {name} | {m:.0f} [{min(ok):.0f}-{max(ok):.0f}] | {ratio} | {100 * m / ceiling:.0f}% "
+                         f"| {snd:.1f} | {rcv:.1f} | {len(ok)}/{len(rs)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from ..netem.spec import parse_duration, parse_loss, parse_rate
+
+    p = argparse.ArgumentParser(prog="drsftp bench-field", description=__doc__.splitlines()[0])
+    p.add_argument("--rtt", default="100ms", help="round-trip time of the emulated link")
+    p.add_argument("--rate", default="1gbit", help="line rate of the emulated link")
+    p.add_argument("--loss", default="0", help="random loss (e.g. 0.1%%)")
+    p.add_argument("--cc", help="congestion control in both namespaces (e.g. cubic)")
+    p.add_argument("--entries", default="drsftp,drsftp-P4,drsftp-Pauto,gridftp-p4-16M,lftp-pget4",
+                   help=f"comma-separated, of: {', '.join(ENTRIES)}")
+    p.add_argument("--workloads", default="big", help="comma-separated, of: big, small, mixed")
+    p.add_argument("--reps", type=int, default=3, help="repetitions, interleaved")
+    p.add_argument("--scale", type=float, default=1.0, help="shrink the workloads (0.25: a quarter)")
+    p.add_argument("--max-time", type=float, default=180.0, help="seconds one run may take")
+    p.add_argument("--out", default="bench-results/field.json", help="where the results go (JSON)")
+    a = p.parse_args(argv)
+    path = Path(rate=parse_rate(a.rate), rtt=parse_duration(a.rtt), loss=parse_loss(a.loss))
+    cfg = FieldConfig(path=path, entries=entry_names(a.entries), workloads=a.workloads.split(","),
+                      reps=a.reps, scale=a.scale, cc=a.cc, max_time=a.max_time)
+    results = run_field(cfg)
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump({"config": {k: v for k, v in asdict(cfg).items() if k != "log"}, "results": results}, f,
+                  indent=1, default=str)
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
