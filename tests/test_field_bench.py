@@ -1,0 +1,100 @@
+"""The field bench: drsftp beside GridFTP and lftp on one emulated link."""
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from drsftp.bench import field
+from drsftp.bench.tunings import Path
+
+
+def test_workloads_have_the_datasets_issue_shapes():
+    big, small, mixed = (field.workload(n) for n in ("big", "small", "mixed"))
+    assert big.files == (("big.bin", 512 << 20),) and not big.tree
+    assert len(small.files) == 200 and {n for _, n in small.files} == {1 << 20}
+    assert mixed.files[0] == ("big.bin", 256 << 20) and len(mixed.files) == 1001
+    assert {n for _, n in mixed.files[1:]} == {64 << 10}
+    assert field.workload("small", 0.1).bytes == 20 << 20
+    with pytest.raises(ValueError, match="unknown workload"):
+        field.workload("huge")
+
+
+def _ctx(wl, tmp_path):
+    path = Path(rate=1e9, rtt=0.1)
+    src = "/data/big/big.bin" if not wl.tree else "/data/small"
+    return field.Ctx("10.201.0.2", src, str(tmp_path / "d"), wl, path, str(tmp_path / "r.json"))
+
+
+def test_gridftp_columns_use_the_flags_the_issue_names(tmp_path):
+    ctx = _ctx(field.workload("big"), tmp_path)
+    argv = field.ENTRIES["gridftp-p4"].client(ctx)
+    # -tcp-bs 2 x BDP / 4 streams: 1 Gbit/s x 100 ms = 12.5 MB, so 6.25 MB a stream
+    assert argv[argv.index("-tcp-bs") + 1] == "6250000" and argv[argv.index("-p") + 1] == "4"
+    assert argv[-2] == "ftp://10.201.0.2:2811/data/big/big.bin"
+    hand = field.ENTRIES["gridftp-p4-16M"].client(ctx)
+    assert hand[hand.index("-tcp-bs") + 1] == "16M"
+    tree = field.ENTRIES["gridftp-fast"].client(_ctx(field.workload("small"), tmp_path))
+    for flag in ("-r", "-cd", "-fast", "-pp"):
+        assert flag in tree
+    assert tree[tree.index("-cc") + 1] == "8" and tree[-1].endswith("/")
+
+
+def test_drsftp_columns_ask_for_streams(tmp_path):
+    ctx = _ctx(field.workload("big"), tmp_path)
+    assert "-P" not in field.ENTRIES["drsftp"].client(ctx)
+    argv = field.ENTRIES["drsftp-Pauto"].client(ctx)
+    assert argv[argv.index("-P") + 1] == "auto" and argv[-2].endswith(":2121/big.bin")
+    assert field.entry_names("drsftp, gridftp-p4") == ["drsftp", "gridftp-p4"]
+    with pytest.raises(ValueError, match="unknown entries"):
+        field.entry_names("drsftp,bbcp")
+
+
+def test_table_reports_ratio_ceiling_share_and_memory_in_bdp():
+    base = {"workload": "big", "files": 1, "bytes": 512 << 20, "ceiling_mbps": 965.3, "bdp": 12_500_000,
+            "complete": True, "peak_rcv_used": 12_500_000}
+    rows = [dict(base, entry="gridftp-p4-16M", mbps=600.0, peak_snd_used=25_000_000),
+            dict(base, entry="gridftp-p4-16M", mbps=620.0, peak_snd_used=25_000_000),
+            dict(base, entry="drsftp-P4", mbps=780.0, peak_snd_used=37_500_000),
+            dict(base, entry="drsftp-P4", mbps=800.0, peak_snd_used=37_500_000),
+            dict(base, entry="lftp-pget4", mbps=0.0, complete=False, error="exit 1: refused")]
+    text = field.table(rows)
+    assert "| drsftp-P4 | 790 [780-800] | 1.30 | 82% | 3.0 | 1.0 | 2/2 |" in text
+    assert "| gridftp-p4-16M | 610 [600-620] | 1.00 | 63% | 2.0 | 1.0 | 2/2 |" in text
+    assert "| lftp-pget4 | failed: exit 1: refused |" in text
+
+
+def test_gridftp_gets_its_own_hosts_file_and_the_hosts_is_untouched(tmp_path):
+    class FakeLink:
+        server_addr, client_addr = "10.201.0.2", "10.201.0.1"
+    before = open("/etc/hosts").read()
+    argv = field._hosts_wrap(FakeLink(), "client", ["globus-url-copy", "a", "b"], str(tmp_path))
+    assert argv[:2] == ["unshare", "-m"] and argv[-3:] == ["globus-url-copy", "a", "b"]
+    hosts = open(tmp_path / "hosts-client").read()
+    assert "10.201.0.1 " in hosts and os.uname().nodename in hosts
+    assert open("/etc/hosts").read() == before
+
+
+@pytest.mark.root
+def test_gridftp_and_drsftp_run_side_by_side_on_a_link():
+    """GridFTP's pair and drsftp on one emulated link: the bench runs the
+    real programs and checks every byte arrived (a small, fast link)."""
+    # GridFTP's anonymous user (nobody) must reach the files: not under
+    # pytest's private tmp_path
+    work = tempfile.mkdtemp(prefix="drs-field-", dir="/var/tmp")
+    try:
+        os.chmod(work, 0o755)
+        cfg = field.FieldConfig(path=Path(rate=200e6, rtt=0.01), entries=["drsftp", "gridftp-p4", "lftp-pget4"],
+                                workloads=["big"], scale=1 / 64, workdir=work, max_time=60, log=lambda s: None)
+        results = field.run_field(cfg)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert [r["entry"] for r in results] == ["drsftp", "gridftp-p4", "lftp-pget4"]
+    for r in results:
+        assert r["complete"], {k: r.get(k) for k in ("entry", "error", "seconds")}
+        assert r["bytes"] == 8 << 20 and r["mbps"] > 0
+        # GridFTP opens its 4 at once; lftp's helpers start as the first
+        # connection runs, and a short file may end before all are up
+        want = {"drsftp": 1, "gridftp-p4": 4, "lftp-pget4": 2}[r["entry"]]
+        assert r["streams_max"] >= want, {k: r.get(k) for k in ("entry", "streams_max")}
