@@ -50,7 +50,7 @@ def add_parser(sub) -> None:
     r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
     r.add_argument("results", nargs="+",
                    help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
-                        "where a later file holds a path and tuning, its runs replace the earlier files'")
+                        "where a later file holds a path, its runs of that path replace the earlier files'")
     r.add_argument("--table", choices=report_tables(),
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
                         "tuning's rate, the others' ratios to it, retransmits, sender memory)")
@@ -71,9 +71,9 @@ def add_parser(sub) -> None:
 
 
 def cmd_bench(args) -> int:
-    from .report import plot, print_table, write_files
     import json
 
+    from .report import plot, print_table, write_files
     from .runner import PROFILES, BenchConfig, run_bench, run_key
 
     if args.quick:

@@ -184,11 +184,12 @@ def read_csv(path: str) -> list[dict]:
 
 
 def merge_latest(sources: list[list[dict]]) -> list[dict]:
-    """Runs of several files; where a later file holds a path and tuning, it replaces the earlier ones'."""
+    """Runs of several files; where a later file holds a path, its runs replace the earlier files' runs
+    of that path (so every ratio divides runs measured side by side)."""
     out: list[dict] = []
     for runs in sources:
-        have = {(_key(r), r["tuning"]) for r in runs}
-        out = [r for r in out if (_key(r), r["tuning"]) not in have] + list(runs)
+        have = {_key(r) for r in runs}
+        out = [r for r in out if _key(r) not in have] + list(runs)
     return out
 
 
@@ -221,8 +222,8 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
                                        f"{100 * m / ceiling:.0f}%"]))
             rb = max((r.get("peak_rcvbuf") or 0 for r in runs), default=0)
             tb = max((r.get("peak_sndbuf") or 0 for r in runs), default=0)
-            typical = " (%s / %s)" % (_typical(runs, "receiver_timeline", "rcvbuf", bdp),
-                                      _typical(runs, "timeline", "sndbuf", bdp))
+            typical = (f" ({_typical(runs, 'receiver_timeline', 'rcvbuf', bdp)}"
+                       f" / {_typical(runs, 'timeline', 'sndbuf', bdp)})")
             rows[2].append(f"{rb / bdp:.1f} / {tb / bdp:.1f}{typical}" if bdp else "-")
             # what the queues held, not the limits: `ss` skmem r / w
             r_used = median([r["peak_rcv_used"] for r in runs if r.get("peak_rcv_used") is not None])
@@ -239,13 +240,13 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
     return [
         ("Throughput, Mbit/s: median [min-max]; * = a run hit --max-time", header + ["ceiling"], speed),
         ("x stock-64k / x kernel / % of goodput ceiling (medians)", header, ratio),
-        ("Socket buffer, x BDP: peak skmem rb at the receiver / tb at the sender "
-         "(median over the transfer)", header, memory),
-        ("Socket memory in use, x BDP: peak skmem r at the receiver / w at the sender "
-         "(median of the runs' peaks)", header, used),
+        (("Socket buffer, x BDP: peak skmem rb at the receiver / tb at the sender "
+          "(median over the transfer)"), header, memory),
+        (("Socket memory in use, x BDP: peak skmem r at the receiver / w at the sender "
+          "(median of the runs' peaks)"), header, used),
         ("Sender retransmits / average RTT in ms (medians; the queue a tuning builds)", header, queue),
-        ("CPU seconds per GB moved: client / server process (medians; where a path is CPU-bound, "
-         "this is what sets the rate)", header, cpu),
+        (("CPU seconds per GB moved: client / server process (medians; where a path is CPU-bound, "
+          "this is what sets the rate)"), header, cpu),
     ]
 
 
