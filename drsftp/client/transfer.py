@@ -425,7 +425,7 @@ async def _send(sock: socket.socket, f, offset: int, count: int, xfer: _Transfer
     for send-buffer room itself.  asyncio's sock_sendfile instead wakes
     Python, with two epoll_ctl calls, each time about a third of the send
     buffer frees: with a buffer DRS keeps near 2 x BDP on a short path that
-    is thousands of wakeups a second (benchmarks/send_path.py).  The thread
+    is thousands of wakeups a second (docs/decisions/0008-asyncio-sock-sendfile.md).  The thread
     sends on a duplicate descriptor it closes itself, so a cancelled
     transfer may close the socket at once; it stops within SEND_POLL."""
     if count > 0:
