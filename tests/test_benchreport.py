@@ -1,5 +1,6 @@
-"""docs/BENCHMARKS.md cannot drift from its data: every table there is what
-the `drsftp benchreport` command above it prints from docs/bench-data."""
+"""docs/BENCHMARKS.md and README.md cannot drift from their data: every
+table there is what the `drsftp benchreport` command above it prints from
+docs/bench-data."""
 
 import pathlib
 import shlex
@@ -11,7 +12,7 @@ from drsftp.bench.tunings import TUNINGS
 from drsftp.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "BENCHMARKS.md"
+DOCS = (ROOT / "docs" / "BENCHMARKS.md", ROOT / "README.md")
 
 
 def quoted_tables(text: str) -> list[tuple[list[str], list[str]]]:
@@ -32,12 +33,14 @@ def quoted_tables(text: str) -> list[tuple[list[str], list[str]]]:
     return out
 
 
-QUOTED = quoted_tables(DOC.read_text())
+QUOTED = [q for doc in DOCS for q in quoted_tables(doc.read_text())]
 
 
-def test_the_doc_quotes_commands_and_their_tables():
-    assert len(QUOTED) >= 10
-    assert all(table for _, table in QUOTED), "a benchreport command in BENCHMARKS.md with no table under it"
+def test_the_docs_quote_commands_and_their_tables():
+    for doc in DOCS:
+        quoted = quoted_tables(doc.read_text())
+        assert quoted, f"{doc.name} quotes no benchreport table"
+        assert all(table for _, table in quoted), f"a benchreport command in {doc.name} with no table under it"
 
 
 @pytest.mark.parametrize("argv,table", QUOTED, ids=[" ".join(a[1:3]) for a, _ in QUOTED])
