@@ -368,8 +368,9 @@ class _FileSink(asyncio.BufferedProtocol):
     """The get data path: the kernel copies into one large buffer that is
     written straight to the file.  A protocol rather than a sock_recv_into
     loop: the socket stays registered with the selector, so a read costs one
-    callback, not a future and two epoll_ctl calls (half the CPU per GB at
-    1 Gbit/s, docs/DESIGN.md), and the ticker runs between reads."""
+    callback, not a future and two epoll_ctl calls
+    (docs/decisions/0009-sock-recv-into-read-loop.md), and the ticker runs
+    between reads."""
 
     def __init__(self, f, xfer: _Transfer) -> None:
         self.buf = bytearray(RECV_CHUNK)

@@ -8,30 +8,15 @@ limits it; once growth is additive, the measurement plus headroom suffices.
 The sender's buffer follows the window the receiver allows (DRS FTP: the
 peers exchange both over the control channel).
 
-Departures from the papers (docs/DESIGN.md#the-drs-controller):
-- the measurement is normalised to one smoothed RTT (rate x srtt), so ticks
-  need not line up with round trips;
-- a filling bottleneck queue inflates the RTT and, with it, every new
-  measurement; the window is then pulled toward 1.25 x rate x min_rtt (the
-  base-RTT BDP with room for BBR's 1.25x probing), which stops the runaway
-  to a window many times the BDP and drains the standing queue it built;
-- the measurement slides (bytes over the last RTT, every tick) rather than
-  tumbling, so the window does not lag a doubling sender;
-- shrinking waits ``hold_periods`` RTTs (``app_delay`` periods at least)
-  after the peak and then steps down by at most ``shrink_step`` per RTT;
-- loss recovery: while losses recur (out-of-order arrivals lately) the
-  receiver allows ``recovery_window`` x the base-RTT BDP at the recent
-  delivery rate, whatever the queue guard says, and the sender's buffer
-  also holds the SACKed and lost data (:meth:`DRSTuning._recovery_room`);
-- open start: the receiver offers its cap at the handshake and locks a small
-  buffer before the first byte (:meth:`DRSTuning.before_handshake`), because
-  Linux lets a raised TCP_WINDOW_CLAMP lift the window only up to the
-  window already offered;
-- slow start is told by the delivery rate growing, not the flight (a queue
-  grows the flight at a flat rate); the sender gives a growing cwnd one
-  tick of headroom, since the receiver's reports lag a round trip;
-- the sender's data queued behind the flight is bounded apart from its
-  buffer, at what the cwnd sends in ``unsent_time`` (:meth:`DRSTuning._unsent`).
+Departures from the papers, each a rule in docs/DESIGN.md#the-drs-controller:
+a sliding measurement normalised to one smoothed RTT; a queue guard that
+pulls the window toward 1.25 x rate x min_rtt when the RTT inflates; slow
+start told by the delivery rate, not the flight; a hold of ``hold_periods``
+RTTs and steps of ``shrink_step`` down; room past a hole while losses recur
+(:meth:`DRSTuning._recovery_room`); the open start
+(:meth:`DRSTuning.before_handshake`); a growing sender's cwnd headroom; and
+the sender's unsent data bounded apart from its buffer
+(:meth:`DRSTuning._unsent`).
 """
 
 from __future__ import annotations
@@ -245,22 +230,14 @@ class DRSTuning(Tuning):
         return now < self._recovery_until
 
     def _recovery_room(self, min_rtt: float) -> float:
-        """The window while a hole is repaired.  It counts from the cumulative
-        ACK (RFC 9293 sec. 3.8.6), which stays at the hole until the
-        retransmission arrives: about one RTT to detect the loss (SACK, RFC
-        6675; RACK, RFC 8985) and one more until the sender sees the hole
-        filled, so a sender that keeps sending needs ~2 BDP past the hole,
-        plus its share of the queue, more than the guard's 1.25 x rate x
-        min_rtt (docs/DESIGN.md#drs-loss-recovery).
-        Not held to the guard: the data past a hole waits in the receiver,
-        not in the bottleneck's queue, and the room is reckoned at the base
-        RTT and the mean delivery rate over the hold (:meth:`_hold_span`;
-        not the peak: the in-order burst a repaired hole releases reads
-        as twice the line rate), so it does not grow with a queue (no
-        runaway).  It stays ``recovery_periods`` RTTs after the last hole:
-        opened only once a hole is seen, it reached the sender about when
-        the sender had already stalled (one RTT after the loss), and on a
-        path with random loss the next hole comes within a few RTTs
+        """The window while a hole is repaired (docs/DESIGN.md#drs-loss-recovery):
+        ``recovery_window`` x the mean delivery rate over the hold x the base
+        RTT.  The window counts from the cumulative ACK (RFC 9293 sec. 3.8.6),
+        which stays at the hole about two RTTs (detection: RFC 6675, RFC 8985;
+        then the repair), so a sender that keeps sending needs ~2 BDP past it
+        plus its share of the queue.  The base RTT and the mean rate (not the
+        peak: a repaired hole's in-order burst reads as twice the line rate)
+        keep it from growing with a queue
         (docs/decisions/0002-recovery-gain.md: a shorter, guarded form)."""
         rates = [r for _, _, r in self.measurements]
         rate = sum(rates) / len(rates)
