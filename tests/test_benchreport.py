@@ -65,3 +65,11 @@ def test_csv_runs_read_back_typed_and_a_later_file_replaces_a_path():
 def test_benchreport_says_so_in_one_line_when_no_run_matches(capsys):
     assert main(["benchreport", str(ROOT / "docs" / "bench-data" / "force-1g-100ms.csv"), "--rtt", "25ms"]) == 1
     assert capsys.readouterr().err.strip() == "drsftp: error: no runs match the filters"
+
+
+def test_benchreport_refuses_a_csv_that_is_not_bench_results_in_one_line(tmp_path, capsys):
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")
+    assert main(["benchreport", str(other)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"drsftp: error: cannot read {other}: not a bench results CSV") and "Traceback" not in err

@@ -168,7 +168,12 @@ def read_csv(path: str) -> list[dict]:
     """The runs of a results CSV (write_csv's columns), typed as in results.json."""
     runs = []
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
+        reader = csv.DictReader(f)
+        missing = [c for c in ("profile", "rate_bps", "rtt_s", "loss", "direction", "tuning", "mbps")
+                   if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"not a bench results CSV (no {', '.join(missing)} column)")
+        for row in reader:
             run: dict = {}
             for name, text in row.items():
                 if text == "" or text is None:
