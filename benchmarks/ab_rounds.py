@@ -1,12 +1,12 @@
 """Side-by-side code comparisons (A/B) from `drsftp bench` rounds, and the
-sender-timeline figures BENCHMARKS.md quotes.
+sender-timeline figures the decision records quote.
 
     python benchmarks/ab_rounds.py DIR            # DIR/old-N/ and DIR/new-N/ rounds
     python benchmarks/ab_rounds.py --timeline results.json
 
 An A/B is several rounds, each one `drsftp bench --reps 1 --out DIR/old-N`
 from a git worktree of the code before, then `--out DIR/new-N` from the
-code after (BENCHMARKS.md, session 5).  This merges each side's rounds into
+code after (docs/BENCHMARKS.md, "How each file was measured").  This merges each side's rounds into
 DIR/old.json and DIR/new.json, and DIR/old.csv and DIR/new.csv (the round
 is the rep; the CSVs are what docs/bench-data keeps), prints each side's
 tables as `drsftp benchreport` does, and each round's drs / kernel ratio.
@@ -16,7 +16,7 @@ tables as `drsftp benchreport` does, and each round's drs / kernel ratio.
 which the sender was window-bound (in flight >= 90% of that window), and
 the peaks of bytes in flight and of the offered window; the sender's
 memory in use (skmem w) at its peak, split into bytes in flight and unsent
-bytes, and its median (runs sampled since session 8), and the receiver's
+bytes, and its median (runs whose timeline has skmem and notsent), and the receiver's
 memory in use (skmem r) at its peak; for the drsftp
 client, how often its tuning decided a new size (the share of its ticks).
 """

@@ -7,15 +7,15 @@ Loopback, no root.  A sender thread paces 64 KiB writes at the rate, as a
 link delivers them; the receiver (this thread, CPU from RUSAGE_THREAD)
 writes what it reads to /dev/null:
 
-- sock_recv_into:  asyncio loop.sock_recv_into, then sleep(0) (drsftp's get
-                   before session 5: a future and two epoll_ctl per read)
+- sock_recv_into:  asyncio loop.sock_recv_into, then sleep(0) (drsftp's old
+                   get: a future and two epoll_ctl per read;
+                   docs/decisions/0009-sock-recv-into-read-loop.md)
 - protocol:        asyncio BufferedProtocol (the socket stays registered)
 - protocol+lowat:  the same with SO_RCVLOWAT 256 KiB / 512 KiB (drsftp now:
                    1/8 of the receive window, within 64-512 KiB)
 - blocking recv:   8 KiB blocking recv_into (ftplib's retrbinary)
 
-Rounds interleave the modes; the figure is the median.  docs/DESIGN.md
-cites it.
+Rounds interleave the modes; the figure is the median.
 """
 
 import asyncio

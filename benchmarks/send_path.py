@@ -8,9 +8,10 @@ as a link drains them); this process sends a file from the page cache
 with SO_SNDBUF set as DRS sets it on a short path (256 KiB) and as a
 large hand-tuned buffer (4 MiB).  CPU is this process's (all threads):
 
-- sock_sendfile:     asyncio loop.sock_sendfile (drsftp's put before
-                     session 6: a wakeup, two epoll_ctl and a callback each
-                     time about a third of the buffer frees)
+- sock_sendfile:     asyncio loop.sock_sendfile (drsftp's old put: a
+                     wakeup, two epoll_ctl and a callback each time about
+                     a third of the buffer frees;
+                     docs/decisions/0008-asyncio-sock-sendfile.md)
 - thread sendfile:   drsftp's put now (drsftp.client.transfer._send: a
                      blocking sendfile in a thread, SO_SNDTIMEO to see a stop)
 - blocking send 8K:  read 8 KiB, sendall (ftplib's storbinary)

@@ -2,8 +2,8 @@
 
     python benchmarks/upload_clock.py results.json [...]
 
-Until session 8 the stock ftplib client timed an upload from its first
-callback, after the first 1 MiB block had gone (BENCHMARKS.md, session 8).
+The stock ftplib client once timed an upload from its first callback,
+after the first 1 MiB block had gone (docs/decisions/0003-upload-clock.md).
 Each `kernel` run now records that block's time (`first_block_s`); this
 prints, per path, the kernel's Mbit/s as measured and as the old clock
 would have read it, drs's, and drs / kernel both ways (medians).

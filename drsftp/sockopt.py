@@ -1,14 +1,16 @@
 """Socket actuation: the one place that calls setsockopt and reads TCP_INFO.
 
-Linux facts this module respects (docs/DESIGN.md, measured here):
+Linux facts this module respects (docs/DESIGN.md#kernel-facts):
 - the window scale is fixed at the handshake from the receive buffer set
-  before connect()/listen(), so a DRS socket sets its cap there (open start);
+  before connect()/listen(), so a DRS socket sets its cap there (open start;
+  #kf-wscale);
 - SO_RCVBUF alone does not grow a live window: TCP_WINDOW_CLAMP must be
   raised with it, and it lifts the window at once only up to the window
-  offered at the handshake;
+  offered at the handshake (#kf-rcvbuf-alone, #kf-clamp-lifts);
 - SO_RCVBUF/SO_SNDBUF are silently capped at rmem_max/wmem_max; the FORCE
-  variants (CAP_NET_ADMIN) are not, and are used only when allowed;
-- the kernel doubles the value set, so read back and report what it holds.
+  variants (CAP_NET_ADMIN) are not, and are used only when allowed (#kf-caps);
+- the kernel doubles the value set, so read back and report what it holds
+  (#kf-doubling).
 Other platforms get SO_RCVBUF/SO_SNDBUF only and no TCP_INFO.
 """
 
@@ -25,9 +27,9 @@ from .tuning import Decision, Sample
 log = logging.getLogger("drsftp.sockopt")
 
 LINUX = sys.platform.startswith("linux")
-# The usable receive window came out near 1.25 x the SO_RCVBUF value set
-# (0.625 x the doubled readback) at 1500-byte MTU (facts doc, item 4): ask
-# for 0.8 x the window and clamp the window itself with TCP_WINDOW_CLAMP.
+# The usable receive window is about 1.25 x the SO_RCVBUF value set
+# (docs/DESIGN.md#kf-doubling): ask for 0.8 x the window and clamp the
+# window itself with TCP_WINDOW_CLAMP.
 RCVBUF_PER_WINDOW = 0.8
 SO_RCVBUFFORCE = 33
 SO_SNDBUFFORCE = 32
@@ -213,8 +215,9 @@ class BufferActuator:
         the offered window: the kernel never takes an offer back, so the
         sender may still fill it, and after a loss the out-of-order queue
         holds that flight; a buffer cut below it made the kernel prune that
-        queue and renege on its SACKs (RFC 2018 sec. 8), which cost the sender
-        a retransmission timeout (BENCHMARKS.md, put at 100 Mbit/s, 100 ms).
+        queue and renege on its SACKs (RFC 2018 sec. 8; docs/DESIGN.md#kf-prune),
+        which costs the sender a retransmission timeout
+        (docs/decisions/0011-receive-buffer-cut-below-offered-window.md).
         The clamp takes the decision at once; the buffer follows as the
         offered window drains.  It never grows for an offer, only keeps what
         it had (the open start's offer is no flight yet)."""
@@ -233,9 +236,10 @@ class BufferActuator:
                 value = window_memory * RCVBUF_PER_WINDOW
             within = self._set(socket.SO_RCVBUF, SO_RCVBUFFORCE, value, "rmem_max")
             if not before_handshake:
-                # Without this the live window stays where it was (facts, item 2).
-                # At rmem_max the buffer binds: a clamp at W would cut the
-                # window the buffer gives (measured 1.33 x rmem_max, not 1.25).
+                # Without this the live window stays where it was
+                # (docs/DESIGN.md#kf-rcvbuf-alone).  At rmem_max the buffer
+                # binds: a clamp at W would cut the window the buffer gives
+                # (docs/DESIGN.md#socket-actuation).
                 rmem_max = self.limits.rmem_max if self.limits else None
                 at_cap = not within and rmem_max and window * RCVBUF_PER_WINDOW >= rmem_max
                 self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap else window)
@@ -256,9 +260,9 @@ class BufferActuator:
 
     def set_read_batch(self, window: int) -> None:
         """SO_RCVLOWAT from the receive window (READ_BATCH_*): fewer, larger
-        reads (docs/DESIGN.md, "Reading in batches").  Set after the clamp:
-        raising it grows an unlocked buffer and lifts a window_clamp below
-        it to it (tcp_set_rcvlowat, measured); at 1/8 of the window it never
+        reads (docs/DESIGN.md#rcvlowat).  Set after the clamp: raising it
+        grows an unlocked buffer and lifts a window_clamp below it to it
+        (docs/DESIGN.md#kf-rcvlowat); at 1/8 of the window it never
         reaches the clamp just set."""
         value = min(window // READ_BATCH_SHARE, READ_BATCH_MAX)
         value = value if value >= READ_BATCH_MIN else 1
@@ -339,10 +343,9 @@ def autotuning_reaches_further(limits: HostLimits, allow_force: bool, receiving:
     """True when kernel autotuning may grow this socket's buffer past any
     setsockopt value here: its limit (tcp_rmem/tcp_wmem max) above what
     SO_RCVBUF/SO_SNDBUF can hold (2 x rmem_max/wmem_max) and no FORCE.
-    Setting a buffer turns autotuning off for the socket for good (facts
-    doc, item 3), so an adaptive tuning then leaves that buffer alone: on
-    such a host (ESnet-style tcp_rmem/tcp_wmem raised, rmem_max not) DRS
-    locked at rmem_max ran at half autotuning's rate (BENCHMARKS.md)."""
+    Setting a buffer turns autotuning off for the socket for good
+    (docs/DESIGN.md#kf-autotuning-off), so an adaptive tuning then leaves
+    that buffer alone (docs/decisions/0006-buffers-locked-at-rmem-max.md)."""
     if allow_force and limits.can_force:
         return False
     auto, cap = (limits.tcp_rmem, limits.rmem_max) if receiving else (limits.tcp_wmem, limits.wmem_max)

@@ -195,9 +195,9 @@ class SocketTuner:
         rtt = sockopt.rtt_from_info(info, receiving)
         if rtt is None or (self.control_rtt and rtt < self.control_rtt / 2):
             # The data connection shares the control connection's path: a
-            # far smaller RTT is an artefact (rcv_rtt's first samples, before
-            # a window of data arrived, read 0.3 ms on a 100 ms path), and as
-            # a min_rtt it would poison DRS's queue guard.
+            # far smaller RTT is an artefact (rcv_rtt's first samples:
+            # docs/DESIGN.md#kf-first-rtt), and as a min_rtt it would poison
+            # DRS's queue guard.
             rtt = self.control_rtt
         self.last_info, self.last_rtt = info, rtt
         # tcpi_rtt is ACK-clocked: meaningful for a sender only

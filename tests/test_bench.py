@@ -208,7 +208,7 @@ class _FakeDataConn:
 
 def test_stock_put_is_timed_from_the_first_byte_handed_to_the_socket():
     """ftplib calls back after each block is sent: a clock started there
-    missed the first block's wait (sessions 3-7 timed kernel uploads so)."""
+    missed the first block's wait (docs/decisions/0003-upload-clock.md)."""
     import ftplib
     import io
 

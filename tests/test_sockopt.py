@@ -70,7 +70,7 @@ def test_window_scale_follows_buffer_set_before_the_handshake():
     cli, srv = _pair()
     with cli, srv:
         large = sockopt.tcp_info(srv)["rcv_wscale"]
-    assert small <= 1 < large  # facts doc item 1: 64 KiB first -> wscale 1
+    assert small <= 1 < large  # docs/DESIGN.md#kf-wscale: 64 KiB first -> wscale 1
 
 
 def test_actuator_sets_buffer_and_clamp_and_reads_back():
@@ -232,8 +232,9 @@ def test_open_start_lets_a_raised_clamp_lift_rcv_ssthresh_at_once():
 
 
 def test_at_rmem_max_the_buffer_binds_not_the_clamp():
-    """Measured: SO_RCVBUF = rmem_max gives ~1.33 x rmem_max of window; a
-    clamp at the decision would cut it to 1.25 x."""
+    """SO_RCVBUF = rmem_max gives ~1.33 x rmem_max of window
+    (docs/DESIGN.md#socket-actuation); a clamp at the decision would cut it
+    to 1.25 x."""
     limits = sockopt.HostLimits(rmem_max=1 << 20, wmem_max=1 << 20, tcp_rmem=None, tcp_wmem=None,
                                 congestion_control=None, can_force=False)
     cli, srv = _pair()

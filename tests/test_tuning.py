@@ -93,7 +93,7 @@ def test_shrinks_gradually_only_after_a_sustained_drop():
 
 
 def test_rtt_inflation_stops_runaway_growth():
-    """Facts doc item 7: a filling queue inflates the RTT; 2x the measurement
+    """docs/DESIGN.md#kf-queue-runaway: a filling queue inflates the RTT; 2x the measurement
     would keep growing.  The guard holds the window near 2 x rate x min_rtt."""
     rate = 12.5e6  # bytes/s, 100 Mbit/s
     drs = receiver(floor=64 * KiB, cap=1 << 30)
@@ -391,7 +391,7 @@ def _guarded_receiver_in_loss(ooo_from=None, rtts=40, rtt=0.1):
 def test_loss_recovery_opens_room_past_the_hole_beyond_the_queue_guard():
     """The window counts from the cumulative ACK: while a hole is repaired
     the sender needs ~2 BDP past it.  The guard's 1.25 x rate x min_rtt
-    stalled it (BENCHMARKS.md, uploads with loss); out-of-order arrivals
+    stalled it (docs/DESIGN.md#drs-loss-recovery); out-of-order arrivals
     open recovery_window x mean rate x min_rtt at once, and it stays
     while the guard binds."""
     bdp = 12.5e6 * 0.1

@@ -48,7 +48,15 @@ def add_parser(sub) -> None:
     d.set_defaults(func=cmd_datapath)
 
     r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
-    r.add_argument("results", nargs="+", help="results.json files of `drsftp bench` runs")
+    r.add_argument("results", nargs="+",
+                   help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
+                        "where a later file holds a path, its runs of that path replace the earlier files'")
+    r.add_argument("--table", choices=report_tables(),
+                   help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
+                        "tuning's rate, the others' ratios to it, retransmits, sender memory)")
+    r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
+    r.add_argument("--base", default="kernel", help="the tuning --table versus divides by")
+    r.add_argument("--profile", help="only runs on this host profile (default, tuned)")
     r.add_argument("--plots", metavar="DIR", help="also draw the plots of the merged runs into DIR")
     r.add_argument("--direction", choices=("get", "put"), help="only runs in this direction")
     r.add_argument("--loss", help="only runs with this loss (e.g. 0, 0.1%%)")
@@ -63,9 +71,9 @@ def add_parser(sub) -> None:
 
 
 def cmd_bench(args) -> int:
-    from .report import plot, print_table, write_files
     import json
 
+    from .report import plot, print_table, write_files
     from .runner import PROFILES, BenchConfig, run_bench, run_key
 
     if args.quick:
@@ -138,9 +146,17 @@ def cmd_netemcheck(args) -> int:
     return run_netem_check(args.out, args.quick)
 
 
+def report_tables() -> list[str]:
+    from .report import TABLES
+
+    return list(TABLES) + ["versus"]
+
+
 def _run_filter(args):
-    """A predicate for --direction/--loss/--rate/--rtt (values as the bench takes them)."""
+    """A predicate for --profile/--direction/--loss/--rate/--rtt (values as the bench takes them)."""
     want = []
+    if getattr(args, "profile", None):
+        want.append(lambda r: r["profile"] == args.profile)
     if args.direction:
         want.append(lambda r: r["direction"] == args.direction)
     if args.loss is not None:
@@ -158,22 +174,29 @@ def _run_filter(args):
 def cmd_benchreport(args) -> int:
     import json
 
-    from .report import markdown, plot
+    from .report import markdown, merge_latest, plot, read_csv
 
-    runs, env = [], None
+    sources, env = [], None
     for path in args.results:
         try:
+            if path.endswith(".csv"):
+                sources.append(read_csv(path))
+                continue
             with open(path) as f:
                 data = json.load(f)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, KeyError) as exc:
             raise NetemError(f"cannot read {path}: {exc}") from exc
         env = env or data["environment"]
-        runs += data["runs"]
+        sources.append(data["runs"])
     keep = _run_filter(args)
-    runs = [r for r in runs if keep(r)]
+    runs = [r for r in merge_latest(sources) if keep(r)]
     if not runs:
         raise NetemError("no runs match the filters")
-    print(markdown(env, runs, list(T.TUNINGS)))
+    tunings = _csv(args.tunings) if getattr(args, "tunings", None) else list(T.TUNINGS)
+    for t in tunings:
+        if t not in T.TUNINGS:
+            raise NetemError(f"unknown tuning {t!r}; choose from {', '.join(T.TUNINGS)}")
+    print(markdown(env, runs, tunings, getattr(args, "table", None), getattr(args, "base", "kernel")))
     if args.plots:
         os.makedirs(args.plots, exist_ok=True)
         for p in plot(runs, args.plots):

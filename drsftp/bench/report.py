@@ -19,12 +19,13 @@ def _key(r: dict) -> tuple:
 
 
 def group(results: list[dict]) -> dict:
-    """{path key: {tuning: [mbps of each run]}} (failed runs left out)."""
+    """{path key: {tuning: [mbps of each run]}} (failed runs left out), the paths in table order:
+    profile, rate, RTT, direction, loss."""
     out: dict = defaultdict(lambda: defaultdict(list))
     for r in results:
         if not r.get("error"):
             out[_key(r)][r["tuning"]].append(r["mbps"])
-    return out
+    return dict(sorted(out.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][4], kv[0][3])))
 
 
 def median(xs: list[float]) -> float | None:
@@ -155,8 +156,53 @@ def plot(results: list[dict], outdir: str) -> list[str]:
     return made
 
 
+# the CSV's columns and their types (write_csv); an empty cell reads as None
+_CSV_TYPES = {"rate_bps": float, "rtt_s": float, "loss": float, "rep": int, "bytes": int, "seconds": float,
+              "mbps": float, "ceiling_mbps": float, "peak_rcvbuf": int, "peak_sndbuf": int,
+              "peak_rcv_used": int, "peak_snd_used": int, "retransmits": int, "rtt_min_ms": float,
+              "rtt_avg_ms": float, "rtt_max_ms": float, "client_cpu_s": float, "server_cpu_s": float,
+              "probe_size": int, "first_block_s": float}
+
+
+def read_csv(path: str) -> list[dict]:
+    """The runs of a results CSV (write_csv's columns), typed as in results.json."""
+    runs = []
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in ("profile", "rate_bps", "rtt_s", "loss", "direction", "tuning", "mbps")
+                   if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"not a bench results CSV (no {', '.join(missing)} column)")
+        for row in reader:
+            run: dict = {}
+            for name, text in row.items():
+                if text == "" or text is None:
+                    run[name] = None
+                elif name in _CSV_TYPES:
+                    run[name] = _CSV_TYPES[name](float(text)) if _CSV_TYPES[name] is int else float(text)
+                elif name == "complete":
+                    run[name] = text == "True"
+                else:
+                    run[name] = text
+            runs.append(run)
+    return runs
+
+
+def merge_latest(sources: list[list[dict]]) -> list[dict]:
+    """Runs of several files; where a later file holds a path, its runs replace the earlier files' runs
+    of that path (so every ratio divides runs measured side by side)."""
+    out: list[dict] = []
+    for runs in sources:
+        have = {_key(r) for r in runs}
+        out = [r for r in out if _key(r) not in have] + list(runs)
+    return out
+
+
+TABLES = ("speed", "ratio", "buffer", "used", "queue", "cpu")
+
+
 def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(title, header, rows) of the six result tables, for any renderer."""
+    """(title, header, rows) of the six result tables (TABLES, in order), for any renderer."""
     groups = group(results)
     present = [t for t in tunings if any(t in g for g in groups.values())]
     speed, ratio, memory, used, queue, cpu = [], [], [], [], [], []
@@ -181,8 +227,8 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
                                        f"{100 * m / ceiling:.0f}%"]))
             rb = max((r.get("peak_rcvbuf") or 0 for r in runs), default=0)
             tb = max((r.get("peak_sndbuf") or 0 for r in runs), default=0)
-            typical = " (%s / %s)" % (_typical(runs, "receiver_timeline", "rcvbuf", bdp),
-                                      _typical(runs, "timeline", "sndbuf", bdp))
+            typical = (f" ({_typical(runs, 'receiver_timeline', 'rcvbuf', bdp)}"
+                       f" / {_typical(runs, 'timeline', 'sndbuf', bdp)})")
             rows[2].append(f"{rb / bdp:.1f} / {tb / bdp:.1f}{typical}" if bdp else "-")
             # what the queues held, not the limits: `ss` skmem r / w
             r_used = median([r["peak_rcv_used"] for r in runs if r.get("peak_rcv_used") is not None])
@@ -199,14 +245,42 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
     return [
         ("Throughput, Mbit/s: median [min-max]; * = a run hit --max-time", header + ["ceiling"], speed),
         ("x stock-64k / x kernel / % of goodput ceiling (medians)", header, ratio),
-        ("Socket buffer, x BDP: peak skmem rb at the receiver / tb at the sender "
-         "(median over the transfer)", header, memory),
-        ("Socket memory in use, x BDP: peak skmem r at the receiver / w at the sender "
-         "(median of the runs' peaks)", header, used),
+        (("Socket buffer, x BDP: peak skmem rb at the receiver / tb at the sender "
+          "(median over the transfer)"), header, memory),
+        (("Socket memory in use, x BDP: peak skmem r at the receiver / w at the sender "
+          "(median of the runs' peaks)"), header, used),
         ("Sender retransmits / average RTT in ms (medians; the queue a tuning builds)", header, queue),
-        ("CPU seconds per GB moved: client / server process (medians; where a path is CPU-bound, "
-         "this is what sets the rate)", header, cpu),
+        (("CPU seconds per GB moved: client / server process (medians; where a path is CPU-bound, "
+          "this is what sets the rate)"), header, cpu),
     ]
+
+
+def versus(results: list[dict], tunings: list[str], base: str = "kernel") -> tuple[list[str], list[list[str]]]:
+    """One compact table: the base tuning's Mbit/s, each other tuning's median over it, and every
+    tuning's retransmits and sender memory in use at its peak (x BDP), all medians over the runs."""
+    groups = group(results)
+    present = [t for t in tunings if any(t in g for g in groups.values())]
+    others = [t for t in present if t != base]
+    names = " / ".join(present)
+    header = ["path", f"{base} Mbit/s"] + [f"{t} / {base}" for t in others] + [
+        f"retransmits, {names}", f"sender memory in use at its peak, x BDP, {names}"]
+    rows = []
+    for key, by_t in groups.items():
+        bdp = key[1] / 8 * key[2]
+        b = median(by_t.get(base, []))
+        row = [path_label(key), f"{b:.1f}" if b is not None else "-"]
+        for t in others:
+            m = median(by_t.get(t, []))
+            row.append(f"{m / b:.2f}x" if m is not None and b else "-")
+        retr, mem = [], []
+        for t in present:
+            runs = [r for r in results if _key(r) == key and r["tuning"] == t and not r.get("error")]
+            x = median([r.get("retransmits") or 0 for r in runs])
+            retr.append(f"{x:,.0f}" if x is not None else "-")
+            mem.append(_times(median([r["peak_snd_used"] for r in runs if r.get("peak_snd_used") is not None]),
+                              bdp))
+        rows.append(row + [" / ".join(retr), " / ".join(mem)])
+    return header, rows
 
 
 def _times(x: float | None, bdp: float) -> str:
@@ -254,12 +328,23 @@ def print_table(env: dict, results: list[dict], tunings: list[str], console: Con
             console.print(f"FAILED {r['tuning']} {path_label(_key(r))}: {r['error']}")
 
 
-def markdown(env: dict, results: list[dict], tunings: list[str]) -> str:
-    """The same tables as print_table, as Markdown (docs/BENCHMARKS.md)."""
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(row) + " |" for row in rows]
+
+
+def markdown(env: dict | None, results: list[dict], tunings: list[str], table: str | None = None,
+             base: str = "kernel") -> str:
+    """The same tables as print_table, as Markdown; with `table` (one of TABLES, or "versus") that
+    table alone, as docs/BENCHMARKS.md quotes it. env is None for runs read from a CSV."""
+    if table == "versus":
+        return "\n".join(markdown_table(*versus(results, tunings, base)))
+    if table is not None:
+        _, header, rows = tables(results, tunings)[TABLES.index(table)]
+        return "\n".join(markdown_table(header, rows))
     out = []
     for title, header, rows in tables(results, tunings):
-        out += [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        out += ["| " + " | ".join(row) + " |" for row in rows]
-        out.append("")
-    out.append(environment_line(env))
+        out += [f"**{title}**", ""] + markdown_table(header, rows) + [""]
+    if env:
+        out.append(environment_line(env))
     return "\n".join(out)

@@ -54,7 +54,8 @@ class Meter:
         return {"bytes": self.bytes, "seconds": seconds, "complete": self.complete,
                 "mbps": self.bytes * 8 / seconds / 1e6 if seconds else 0,
                 # what the clock would have missed had it started once the
-                # first block was through (sessions 3-7: ftplib's callback)
+                # first block was through, as ftplib's callback did
+                # (docs/decisions/0003-upload-clock.md)
                 "first_block_s": (self.first_block - self.t0) if self.first_block is not None else None}
 
 

@@ -368,8 +368,9 @@ class _FileSink(asyncio.BufferedProtocol):
     """The get data path: the kernel copies into one large buffer that is
     written straight to the file.  A protocol rather than a sock_recv_into
     loop: the socket stays registered with the selector, so a read costs one
-    callback, not a future and two epoll_ctl calls (half the CPU per GB at
-    1 Gbit/s, docs/DESIGN.md), and the ticker runs between reads."""
+    callback, not a future and two epoll_ctl calls
+    (docs/decisions/0009-sock-recv-into-read-loop.md), and the ticker runs
+    between reads."""
 
     def __init__(self, f, xfer: _Transfer) -> None:
         self.buf = bytearray(RECV_CHUNK)
@@ -425,7 +426,7 @@ async def _send(sock: socket.socket, f, offset: int, count: int, xfer: _Transfer
     for send-buffer room itself.  asyncio's sock_sendfile instead wakes
     Python, with two epoll_ctl calls, each time about a third of the send
     buffer frees: with a buffer DRS keeps near 2 x BDP on a short path that
-    is thousands of wakeups a second (benchmarks/send_path.py).  The thread
+    is thousands of wakeups a second (docs/decisions/0008-asyncio-sock-sendfile.md).  The thread
     sends on a duplicate descriptor it closes itself, so a cancelled
     transfer may close the socket at once; it stops within SEND_POLL."""
     if count > 0:

@@ -1,6 +1,6 @@
 """One direction of the emulated link, sans-IO.
 
-Order per packet (as netem and the facts doc's emulator): random loss ->
+Order per packet (as netem; docs/NETEM.md): random loss ->
 drop-tail queue served at RATE (each segment charged its on-the-wire IP
 size) -> fixed one-way delay (+ jitter that never reorders).  Release times
 only increase, so the caller keeps a plain FIFO of (release_time, packet).

@@ -3,7 +3,7 @@
 With IFF_VNET_HDR and TUNSETOFFLOAD(CSUM|TSO4|TSO6|TSO_ECN) the kernel hands
 the emulator whole 64 KB TCP super-packets, each behind a 10-byte
 virtio_net_hdr; written to the other TUN unchanged they are delivered as
-such.  This is what lets a Python forwarder carry > 1 Gbit/s (facts doc).
+such.  This is what lets a Python forwarder carry > 1 Gbit/s (docs/DESIGN.md#kf-tun).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
 - The DRS command exchanges measurements (docs/PROTOCOL.md).
 - A running transfer is guarded: stock pyftpdlib runs PASV/EPSV/PORT/EPRT
   or a second RETR mid-transfer and silently closes or corrupts the running
-  data channel (facts doc, pyftpdlib hazards), so those get 503.
+  data channel (docs/DESIGN.md#kf-pyftpdlib), so those get 503
+  (docs/DESIGN.md#transfer-guard).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class DRSDataMixin:
         delay = self.tuner.tick(self.get_transmitted_bytes())
         if delay is not None:
             # The ioloop's call_later, cancelled on close (AsyncChat.call_later
-            # would keep every callback until close: facts doc).
+            # would keep every callback until close: docs/DESIGN.md#kf-pyftpdlib).
             self._tick_handle = self.ioloop.call_later(delay, self._tick, _errback=self.handle_error)
 
     # -- data path -----------------------------------------------------------

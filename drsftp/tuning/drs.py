@@ -8,30 +8,15 @@ limits it; once growth is additive, the measurement plus headroom suffices.
 The sender's buffer follows the window the receiver allows (DRS FTP: the
 peers exchange both over the control channel).
 
-Departures from the papers, each measured on Linux (docs/DESIGN.md):
-- the measurement is normalised to one smoothed RTT (rate x srtt), so ticks
-  need not line up with round trips;
-- a filling bottleneck queue inflates the RTT and, with it, every new
-  measurement; the window is then pulled toward 1.25 x rate x min_rtt (the
-  base-RTT BDP with room for BBR's 1.25x probing), which stops the runaway
-  to a window many times the BDP and drains the standing queue it built;
-- the measurement slides (bytes over the last RTT, every tick) rather than
-  tumbling, so the window does not lag a doubling sender;
-- shrinking waits ``hold_periods`` RTTs (``app_delay`` periods at least)
-  after the peak and then steps down by at most ``shrink_step`` per RTT;
-- loss recovery: while losses recur (out-of-order arrivals lately) the
-  receiver allows ``recovery_window`` x the base-RTT BDP at the recent
-  delivery rate, whatever the queue guard says, and the sender's buffer
-  also holds the SACKed and lost data (:meth:`DRSTuning._recovery_room`);
-- open start: the receiver offers its cap at the handshake and locks a small
-  buffer before the first byte (:meth:`DRSTuning.before_handshake`), because
-  Linux lets a raised TCP_WINDOW_CLAMP lift the window only up to the
-  window already offered;
-- slow start is told by the delivery rate growing, not the flight (a queue
-  grows the flight at a flat rate); the sender gives a growing cwnd one
-  tick of headroom, since the receiver's reports lag a round trip;
-- the sender's data queued behind the flight is bounded apart from its
-  buffer, at what the cwnd sends in ``unsent_time`` (:meth:`DRSTuning._unsent`).
+Departures from the papers, each a rule in docs/DESIGN.md#the-drs-controller:
+a sliding measurement normalised to one smoothed RTT; a queue guard that
+pulls the window toward 1.25 x rate x min_rtt when the RTT inflates; slow
+start told by the delivery rate, not the flight; a hold of ``hold_periods``
+RTTs and steps of ``shrink_step`` down; room past a hole while losses recur
+(:meth:`DRSTuning._recovery_room`); the open start
+(:meth:`DRSTuning.before_handshake`); a growing sender's cwnd headroom; and
+the sender's unsent data bounded apart from its buffer
+(:meth:`DRSTuning._unsent`).
 """
 
 from __future__ import annotations
@@ -117,23 +102,17 @@ class DRSTuning(Tuning):
 
     # -- events -----------------------------------------------------------
     def before_handshake(self, *, rtt: float | None = None) -> Decision:
-        """Open start.  A buffer of ``cap`` at the handshake sets the kernel's
-        first window, window_clamp and rcv_ssthresh from it; the first tick
-        then locks the buffer small and clamps the window.  The kernel never
-        takes back a window it offered, so the sender's slow start runs
-        unthrottled through the first ~cap bytes, and every later clamp
-        raise lifts rcv_ssthresh at once (it is bounded by the offered
-        window).  A buffer locked small from the start instead ramps the
-        window at the kernel's per-segment rcv_ssthresh growth, ~1.14x per
-        RTT at 1 Gbit/s, 100 ms (benchmarks/rcv_ssthresh_ramp.py).  Memory
-        stays DRS-sized: the large buffer is a limit held only until connect()
-        returns (:meth:`after_handshake`), before any data.
-
-        Only on paths whose RTT (``rtt``: the control connection's) is at
-        least ``open_start_min_rtt``: the offered window also lets the
-        sender's startup overshoot through, which cost 7% at 100 Mbit/s,
-        25 ms (hundreds of drops at a 1-BDP queue), while the locked ramp
-        costs ~2% there and ~10% at 1 Gbit/s, 50-100 ms (BENCHMARKS.md)."""
+        """Open start (docs/DESIGN.md#open-start): offer ``cap`` at the
+        handshake, so the kernel's first window, window_clamp and
+        rcv_ssthresh come from it; :meth:`after_handshake` locks the buffer
+        small before any data.  A raised clamp then lifts the window at once
+        up to the offered window (docs/DESIGN.md#kf-clamp-lifts), where a
+        buffer locked small from the start ramps at the kernel's per-segment
+        pace (docs/DESIGN.md#kf-locked-ramp).  Only on paths whose RTT
+        (``rtt``: the control connection's) is at least
+        ``open_start_min_rtt``: the offered window also lets the sender's
+        startup overshoot through, which costs more than the locked ramp on
+        shorter paths."""
         return Decision(rcv_window=self.config.cap) if self._opens(rtt) else NO_CHANGE
 
     def after_handshake(self, *, rtt: float | None = None) -> Decision:
@@ -168,7 +147,7 @@ class DRSTuning(Tuning):
         """Half an RTT, so the sliding measurement never lags a doubling
         sender by more than that; never faster than ``app_delay``: below it
         the window is sized from the application's scheduling delay, not the
-        RTT, and each tick costs both ends CPU (BENCHMARKS.md, session 7)."""
+        RTT, and each tick costs both ends CPU (docs/decisions/0007-five-ms-ticks.md)."""
         srtt = self.rtt.srtt or rtt or self.config.default_rtt
         return min(max(srtt / 2, self.config.app_delay), 0.25)
 
@@ -182,9 +161,9 @@ class DRSTuning(Tuning):
         rate = self._rate(sample.bytes_received, now, max(srtt, cfg.min_period))
         if rate is None:
             return self._emit(cfg.floor) if not self.applied else NO_CHANGE
-        # bytes per RTT: a lower bound on the sender's cwnd.  Below ~10 ms the
-        # window must also absorb the reading application's scheduling delay
-        # (measured: rate x RTT held 1 Gbit/s at 0.5 ms RTT to 69 % here).
+        # bytes per RTT: a lower bound on the sender's cwnd.  Below ``app_delay``
+        # the window must also absorb the reading application's scheduling
+        # delay (docs/DESIGN.md#drs-measure).
         horizon = max(srtt, cfg.app_delay)
         measured = rate * horizon
         # The sender's own report beats the inference: its bytes in flight
@@ -206,13 +185,12 @@ class DRSTuning(Tuning):
         recent = self.measurements
         prev = _rate_before(recent, now - srtt)
         rate_growing = prev is None or rate >= cfg.growth_seen * prev
-        # Runaway guard (facts doc, item 7): an RTT well above its minimum is
-        # a queue filling: the pipe is full.  Like TCP's ssthresh, leave slow
-        # start for good then (a jump after a drain is not doubling).  The
-        # latest sample, not srtt: kernel RTTs are smoothed already, and a
-        # second smoothing both sees a queue late and kept the first, inflated
-        # samples (delayed ACKs, the handshake) long enough to end slow start
-        # before it began (put, 1 Gbit/s, 100 ms).
+        # Runaway guard (docs/DESIGN.md#drs-queue-guard, #kf-queue-runaway): an
+        # RTT well above its minimum is a queue filling: the pipe is full.
+        # Like TCP's ssthresh, leave slow start for good then (a jump after a
+        # drain is not doubling).  The latest sample, not srtt: kernel RTTs
+        # are smoothed already, and a second smoothing sees a queue late and
+        # keeps the first, inflated samples (docs/DESIGN.md#kf-first-rtt).
         queue = self._queue_filling(srtt)
         self.queue_seen = self.queue_seen or queue
         self.slow_start = not self.queue_seen and rate_growing
@@ -244,9 +222,7 @@ class DRSTuning(Tuning):
         """Out-of-order arrivals (a hole: a loss) in the last ``recovery_periods``
         RTTs, not counting holes that come with an inflated RTT: those are
         drops at a full bottleneck queue, and room past them would only let
-        the sender overfill it again (uploads at 1 Gbit/s, 25 ms, no loss:
-        2,160-3,600 retransmits a transfer instead of 0-900; BENCHMARKS.md,
-        session 7)."""
+        the sender overfill it again (docs/decisions/0004-ungated-recovery-room.md)."""
         seen, self._out_of_order = self._out_of_order, sample.out_of_order
         if (seen is not None and sample.out_of_order is not None and sample.out_of_order > seen
                 and not congested):
@@ -254,23 +230,15 @@ class DRSTuning(Tuning):
         return now < self._recovery_until
 
     def _recovery_room(self, min_rtt: float) -> float:
-        """The window while a hole is repaired.  It counts from the cumulative
-        ACK (RFC 9293 sec. 3.8.6), which stays at the hole until the
-        retransmission arrives: about one RTT to detect the loss (SACK, RFC
-        6675; RACK, RFC 8985) and one more until the sender sees the hole
-        filled, so a sender that keeps sending needs ~2 BDP past the hole,
-        plus its share of the queue.  The guard's 1.25 x rate x min_rtt
-        stalled it (uploads with 0.1% loss at 100 Mbit/s, 50-100 ms:
-        window-bound in 9-20% of samples; BENCHMARKS.md, session 6).
-        Not held to the guard: the data past a hole waits in the receiver,
-        not in the bottleneck's queue, and the room is reckoned at the base
-        RTT and the mean delivery rate over the hold (:meth:`_hold_span`;
-        not the peak: the in-order burst a repaired hole releases reads
-        as twice the line rate), so it does not grow with a queue (no
-        runaway).  It stays ``recovery_periods`` RTTs after the last hole:
-        opened only once a hole is seen, it reached the sender about when
-        the sender had already stalled (one RTT after the loss), and on a
-        path with random loss the next hole comes within a few RTTs."""
+        """The window while a hole is repaired (docs/DESIGN.md#drs-loss-recovery):
+        ``recovery_window`` x the mean delivery rate over the hold x the base
+        RTT.  The window counts from the cumulative ACK (RFC 9293 sec. 3.8.6),
+        which stays at the hole about two RTTs (detection: RFC 6675, RFC 8985;
+        then the repair), so a sender that keeps sending needs ~2 BDP past it
+        plus its share of the queue.  The base RTT and the mean rate (not the
+        peak: a repaired hole's in-order burst reads as twice the line rate)
+        keep it from growing with a queue
+        (docs/decisions/0002-recovery-gain.md: a shorter, guarded form)."""
         rates = [r for _, _, r in self.measurements]
         rate = sum(rates) / len(rates)
         return self.config.recovery_window * rate * max(min_rtt, self.config.app_delay)
@@ -285,9 +253,9 @@ class DRSTuning(Tuning):
         cwnd = sample.cwnd_bytes
         # Slow start, as the receiver tells it: the acked rate grew this RTT
         # and no queue inflates the RTT.  Then the cwnd outgrows a buffer
-        # sized from the last tick's cwnd before the next tick (in flight
-        # doubled per RTT in BBR startup here: ~1.4x per tick), and the
-        # receiver's report lags a round trip: allow one tick's growth,
+        # sized from the last tick's cwnd before the next tick, and the
+        # receiver's report lags a round trip (docs/DESIGN.md#drs-sender):
+        # allow one tick's growth,
         # within the window the kernel says the receiver offers.  A cwnd
         # growing at a flat rate or into a queue (BBR overshooting) gets none.
         rate = self._rate(sample.bytes_acked, now, max(srtt, cfg.min_period))
@@ -327,11 +295,10 @@ class DRSTuning(Tuning):
         sending thread's wakeup latency with room: a writer blocked on
         TCP_NOTSENT_LOWAT wakes when half of it is left.  Never more than
         the buffer decision.  A send buffer of 1.5 x the flight is what
-        keeps a writer woken on Linux (sk_stream_write_space: free space
-        >= half the queued memory), but past the flight that memory held
-        unsent data the window could not take (uploads at 100 Mbit/s,
-        100 ms with 0.1% loss: 3.7 BDP unsent at the peak; BENCHMARKS.md,
-        session 8)."""
+        keeps a writer woken on Linux (docs/DESIGN.md#kf-write-space), but
+        past the flight that memory would hold unsent data the window cannot
+        take yet (docs/DESIGN.md#drs-unsent;
+        docs/decisions/0005-acked-rate-unsent-allowance.md)."""
         if not sent_rate:
             return size
         return int(min(size, max(self.config.unsent_time * sent_rate, self.config.unsent_floor)))
@@ -339,11 +306,9 @@ class DRSTuning(Tuning):
     # -- helpers ----------------------------------------------------------
     def _hold_span(self, srtt: float) -> float:
         """How long a peak is held: ``hold_periods`` RTTs, ``app_delay``
-        periods at least.  Below that the hold was shorter than a tick, and
-        the sender's buffer followed each tick's cwnd up and down (upload at
-        1 Gbit/s, 0.5 ms: a new size at 64-69% of the ticks, 21-22% with
-        this hold; each a setsockopt and a wakeup of the sending thread;
-        BENCHMARKS.md, session 7)."""
+        periods at least, so the hold is never shorter than a tick and the
+        sender's buffer does not follow each tick's cwnd up and down
+        (docs/decisions/0007-five-ms-ticks.md)."""
         return self.config.hold_periods * max(srtt, self.config.app_delay)
 
     def _queue_filling(self, srtt: float) -> bool:
@@ -435,7 +400,7 @@ def _drs_closed(role: Role, arg: str | None) -> Tuning:
     """DRS without the open start: right-sized from the first byte, so the
     window also holds back slow start's overshoot (fewer losses, a smaller
     peak buffer), at the price of the locked buffer's slow ramp on long fat
-    paths (docs/BENCHMARKS.md)."""
+    paths (docs/DESIGN.md#open-start)."""
     t = DRSTuning(role, _config(arg, open_start=False))
     t.name = "drs-closed"
     return t
