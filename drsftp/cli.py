@@ -95,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     pw.add_argument("--delete", action="store_true")
 
-    from .netem.cli import add_parser as add_netem
     from .bench.cli import add_parser as add_bench
+    from .netem.cli import add_parser as add_netem
 
     add_netem(sub)
     add_bench(sub)

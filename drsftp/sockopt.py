@@ -230,7 +230,7 @@ class BufferActuator:
                 window_memory = max(window, min(offered, held)) if offered and held else window
                 self._memory_window = window_memory
                 self.holding = window_memory > window
-                value = window_memory * RCVBUF_PER_WINDOW
+                value = int(window_memory * RCVBUF_PER_WINDOW)
             within = self._set(socket.SO_RCVBUF, SO_RCVBUFFORCE, value, "rmem_max")
             if not before_handshake:
                 # Without this the live window stays where it was (facts, item 2).
@@ -238,7 +238,7 @@ class BufferActuator:
                 # window the buffer gives (measured 1.33 x rmem_max, not 1.25).
                 rmem_max = self.limits.rmem_max if self.limits else None
                 at_cap = not within and rmem_max and window * RCVBUF_PER_WINDOW >= rmem_max
-                self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap else window)
+                self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap and rmem_max else window)
         if decision.rcv_window is not None and not before_handshake:
             self.set_read_batch(decision.rcv_window)  # after the clamp
         if decision.sndbuf is not None and self.kernel_owns != "sndbuf":

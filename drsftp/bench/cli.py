@@ -63,15 +63,15 @@ def add_parser(sub) -> None:
 
 
 def cmd_bench(args) -> int:
-    from .report import plot, print_table, write_files
     import json
 
+    from .report import plot, print_table, write_files
     from .runner import PROFILES, BenchConfig, run_bench, run_key
 
     if args.quick:
         paths = [T.Path(rate=100e6, rtt=0.1, queue=args.queue)]
         tunings, directions, profiles, reps = QUICK_TUNINGS, ["get"], ["default"], 1
-        size = parse_size(args.size) if args.size else 64 << 20
+        size: int | None = parse_size(args.size) if args.size else 64 << 20
         max_time = min(args.max_time, 25.0)
     else:
         paths = [T.Path(rate=parse_rate(r), rtt=parse_duration(t), loss=parse_loss(loss), queue=args.queue)
@@ -160,7 +160,8 @@ def cmd_benchreport(args) -> int:
 
     from .report import markdown, plot
 
-    runs, env = [], None
+    runs: list[dict] = []
+    env: dict | None = None
     for path in args.results:
         try:
             with open(path) as f:
@@ -171,7 +172,7 @@ def cmd_benchreport(args) -> int:
         runs += data["runs"]
     keep = _run_filter(args)
     runs = [r for r in runs if keep(r)]
-    if not runs:
+    if not runs or env is None:
         raise NetemError("no runs match the filters")
     print(markdown(env, runs, list(T.TUNINGS)))
     if args.plots:

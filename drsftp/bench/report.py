@@ -132,7 +132,8 @@ def plot(results: list[dict], outdir: str) -> list[str]:
         for t, r in pick.items():
             tl, rtl = r["timeline"], r.get("receiver_timeline") or []
             ts = [s["t"] for s in tl]
-            axes[0].plot([s["t"] for s in rtl], [(s["rcvbuf"] or 0) / 2 ** 20 for s in rtl], label=f"{t} receiver rcvbuf")
+            axes[0].plot([s["t"] for s in rtl], [(s["rcvbuf"] or 0) / 2 ** 20 for s in rtl],
+                         label=f"{t} receiver rcvbuf")
             axes[0].plot(ts, [(s["peer_window"] or 0) / 2 ** 20 for s in tl], ls="--", label=f"{t} advertised window")
             axes[1].plot(ts, [(s["in_flight_bytes"] or 0) / 2 ** 20 for s in tl], label=f"{t} in flight")
             axes[2].plot(ts, [(s["rate_bps"] or 0) / 1e6 for s in tl], label=t)
@@ -159,7 +160,12 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
     """(title, header, rows) of the six result tables, for any renderer."""
     groups = group(results)
     present = [t for t in tunings if any(t in g for g in groups.values())]
-    speed, ratio, memory, used, queue, cpu = [], [], [], [], [], []
+    speed: list[list[str]] = []
+    ratio: list[list[str]] = []
+    memory: list[list[str]] = []
+    used: list[list[str]] = []
+    queue: list[list[str]] = []
+    cpu: list[list[str]] = []
     for key, by_t in groups.items():
         label = path_label(key)
         ceiling = next(r["ceiling_mbps"] for r in results if _key(r) == key)
@@ -181,8 +187,8 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
                                        f"{100 * m / ceiling:.0f}%"]))
             rb = max((r.get("peak_rcvbuf") or 0 for r in runs), default=0)
             tb = max((r.get("peak_sndbuf") or 0 for r in runs), default=0)
-            typical = " (%s / %s)" % (_typical(runs, "receiver_timeline", "rcvbuf", bdp),
-                                      _typical(runs, "timeline", "sndbuf", bdp))
+            typical = (f" ({_typical(runs, 'receiver_timeline', 'rcvbuf', bdp)}"
+                       f" / {_typical(runs, 'timeline', 'sndbuf', bdp)})")
             rows[2].append(f"{rb / bdp:.1f} / {tb / bdp:.1f}{typical}" if bdp else "-")
             # what the queues held, not the limits: `ss` skmem r / w
             r_used = median([r["peak_rcv_used"] for r in runs if r.get("peak_rcv_used") is not None])

@@ -11,7 +11,9 @@ import platform
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -42,9 +44,9 @@ class BenchConfig:
     workdir: str = "bench-results"
     cc: str | None = None
     interval: float = 0.1
-    log: callable = print
-    done: set = field(default_factory=set)  # run keys already measured (--resume)
-    checkpoint: callable = None  # called with the new runs after each run
+    log: Callable[[str], object] = print
+    done: set[tuple[object, ...]] = field(default_factory=set)  # run keys already measured (--resume)
+    checkpoint: Callable[[dict[str, Any], list[dict[str, Any]]], object] | None = None  # after each run
 
     def file_size(self, path: T.Path) -> int:
         if self.size:

@@ -55,7 +55,8 @@ class Meter:
                 "mbps": self.bytes * 8 / seconds / 1e6 if seconds else 0,
                 # what the clock would have missed had it started once the
                 # first block was through (sessions 3-7: ftplib's callback)
-                "first_block_s": (self.first_block - self.t0) if self.first_block is not None else None}
+                "first_block_s": (self.first_block - self.t0)
+                if self.first_block is not None and self.t0 is not None else None}
 
 
 class StartOnRead:

@@ -109,6 +109,8 @@ def plan(name: str, *, direction: str, root: str, host: str, local: str, remote:
             client = ["curl", "-sS", "-o", local, "--max-time", f"{max_time:g}", "-w", "%{json}", anon]
         else:
             client = ["curl", "-sS", "-T", local, "--max-time", f"{max_time:g}", "-w", "%{json}", anon]
+        if vsftpd_conf is None:
+            raise ValueError("kernel-vsftpd needs a vsftpd configuration (vsftpd_config)")
         return Plan(["vsftpd", vsftpd_conf], client, "curl")
     raise ValueError(f"unknown tuning {name!r}")
 

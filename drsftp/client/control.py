@@ -46,10 +46,10 @@ class ControlConnection:
         self._task = asyncio.get_running_loop().create_task(self._read_replies())
 
     @classmethod
-    async def open(cls, host: str, port: int, timeout: float = 15.0) -> "ControlConnection":
+    async def open(cls, host: str, port: int, timeout: float = 15.0) -> ControlConnection:
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise FTPError(f"cannot connect to {host}:{port}: timed out") from exc
         except OSError as exc:
             raise FTPError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from exc
@@ -92,7 +92,7 @@ class ControlConnection:
     async def _wait(self, fut: asyncio.Future, timeout: float | None) -> Reply:
         try:
             return await asyncio.wait_for(asyncio.shield(fut), timeout)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise FTPError("server did not answer in time") from exc
 
     def start(self, line: str) -> Pending:
@@ -156,12 +156,12 @@ class ControlConnection:
         try:
             if not self.writer.is_closing():
                 await asyncio.wait_for(self.command("QUIT"), 2)
-        except (FTPError, asyncio.TimeoutError, OSError, ConnectionError):
+        except (TimeoutError, FTPError, OSError, ConnectionError):
             pass
         self.writer.close()
         try:
             await asyncio.wait_for(self.writer.wait_closed(), 2)
-        except (OSError, asyncio.TimeoutError, ConnectionError):
+        except (TimeoutError, OSError, ConnectionError):
             pass
         self._task.cancel()
 

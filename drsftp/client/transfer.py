@@ -115,7 +115,7 @@ class _Transfer:
         try:
             await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
                                    self.opts.connect_timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             sock.close()
             raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
         self.tuner.after_handshake(sock)
@@ -267,7 +267,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
 async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
     check_spec(opts.tuning)
     try:
-        f = open(src, "rb")
+        f = open(src, "rb")  # noqa: SIM115 (closed by the `with f:` below)
     except OSError as exc:
         raise FTPError(f"cannot read {src}: {exc.strerror or exc}", transient=False) from exc
     with f:
@@ -335,7 +335,7 @@ def _open_part(part: str, offset: int):
         except FileNotFoundError:
             pass
     fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
-    f = open(fd, "wb", buffering=0, closefd=True)
+    f = open(fd, "wb", buffering=0, closefd=True)  # noqa: SIM115 (the caller closes it)
     if offset and os.fstat(fd).st_size > offset:
         f.truncate(offset)
     f.seek(offset)
@@ -464,7 +464,7 @@ async def _drain(sock: socket.socket, xfer: _Transfer, tuner: SocketTuner, limit
     while time.monotonic() < deadline:
         tuner.tick(xfer.moved)
         info = tuner.last_info
-        if not info or info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0:
+        if not info or (info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0):
             return
         await asyncio.sleep(0.005)
 
@@ -476,8 +476,9 @@ async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
     except (OSError, ConnectionError) as exc:
         raise FTPError(f"data connection failed: {exc}") from exc
     except asyncio.CancelledError:
-        if ticker.done() and not ticker.cancelled() and ticker.exception() is not None:
-            raise ticker.exception() from None
+        failure = ticker.exception() if ticker.done() and not ticker.cancelled() else None
+        if failure is not None:
+            raise failure from None
         if not xfer.timed_out:
             raise
     finally:
@@ -524,7 +525,7 @@ async def _server_says_why(work, pending, label: str) -> None:
     except FTPError as exc:
         try:
             reply = await asyncio.wait_for(asyncio.shield(pending.final), 5)
-        except (asyncio.TimeoutError, FTPError):
+        except (TimeoutError, FTPError):
             raise exc from None
         if reply.code >= 400:
             raise FTPError(f"{label} failed: {reply}", reply) from exc
@@ -536,7 +537,7 @@ async def _abort(ctl: ControlConnection, pending) -> None:
     try:
         abor = ctl.start("ABOR")
         await asyncio.wait_for(asyncio.gather(pending.final, abor.final, return_exceptions=True), 10)
-    except (FTPError, asyncio.TimeoutError):
+    except (TimeoutError, FTPError):
         pass
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+from typing import Any
 
 from . import namespaces as nsmod
 from .errors import NetemError
@@ -115,7 +116,7 @@ def cmd_down(args) -> int:
 
 def cmd_status(args) -> int:
     nsmod.require_root()
-    out = []
+    out: list[dict[str, Any]] = []
     for name in sorted(nsmod.our_links_on_host()):
         state = nsmod.read_state(name)
         entry = {"name": name, "alive": bool(state and nsmod.owner_pid_alive(state)), "info": state}

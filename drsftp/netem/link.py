@@ -34,6 +34,7 @@ def start_owner(name: str, spec: LinkSpec, *, detach: bool, timeout: float = 60.
         cmd.append("--pdeathsig")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             start_new_session=detach, text=True)
+    assert proc.stdout is not None and proc.stderr is not None  # (PIPE)
     try:
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         line = proc.stdout.readline() if ready else ""
