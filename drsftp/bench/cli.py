@@ -21,30 +21,30 @@ def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="compare DRS with stock FTP and other tunings on an emulated WAN")
     p.add_argument("--quick", action="store_true",
                    help="100 Mbit/s, 100 ms: stock-64k, kernel, drs, once each (a few minutes at most)")
-    p.add_argument("--rtts", default="0.5ms,25ms,50ms,100ms")
-    p.add_argument("--rates", default="100mbit,1gbit")
-    p.add_argument("--losses", default="0,0.1%")
+    p.add_argument("--rtts", default="0.5ms,25ms,50ms,100ms", help="round-trip times to emulate, comma-separated")
+    p.add_argument("--rates", default="100mbit,1gbit", help="bottleneck rates to emulate, comma-separated")
+    p.add_argument("--losses", default="0,0.1%", help="random loss rates to emulate, comma-separated")
     p.add_argument("--queue", type=int, help="queue in packets (default 1 BDP, at least 64)")
     p.add_argument("--tunings", default=",".join(T.TUNINGS), help=f"any of {', '.join(T.TUNINGS)}")
-    p.add_argument("--directions", default="get,put")
+    p.add_argument("--directions", default="get,put", help="get (download), put (upload) or both")
     p.add_argument("--profiles", default="default,tuned", help="default (host as is), tuned (ESnet-style)")
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=3, help="runs of each tuning on each path (default 3)")
     p.add_argument("--size", help="file size (default: 12 s at line rate, at least 128 MiB)")
     p.add_argument("--max-time", type=float, default=60.0, help="cap on one run (slow tunings)")
     p.add_argument("--force-buffers", action="store_true",
                    help="let drs/manual/probe-static use SO_*BUFFORCE past rmem_max (root)")
     p.add_argument("--cc", choices=("bbr", "reno", "cubic"), help="congestion control in the namespaces")
     p.add_argument("--out", default="bench-results", help="directory for results.json/.csv and plots")
-    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in OUT/results.json and measure only the missing ones "
                         "(a full matrix takes hours: run it over several sessions)")
     p.set_defaults(func=cmd_bench)
 
     d = sub.add_parser("datapath", help="loopback data-path speed: drsftp vs vsftpd+curl, 1 GiB each way")
-    d.add_argument("--size", default="1GiB")
-    d.add_argument("--reps", type=int, default=1)
-    d.add_argument("--out", default="bench-results")
+    d.add_argument("--size", default="1GiB", help="file size (default 1GiB)")
+    d.add_argument("--reps", type=int, default=1, help="runs of each pair and direction")
+    d.add_argument("--out", default="bench-results", help="directory for datapath.json")
     d.set_defaults(func=cmd_datapath)
 
     r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
@@ -57,8 +57,8 @@ def add_parser(sub) -> None:
     r.set_defaults(func=cmd_benchreport)
 
     n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")
-    n.add_argument("--quick", action="store_true")
-    n.add_argument("--out", default="bench-results")
+    n.add_argument("--quick", action="store_true", help="fewer and shorter checks")
+    n.add_argument("--out", default="bench-results", help="directory for the check's JSON")
     n.set_defaults(func=cmd_netemcheck)
 
 

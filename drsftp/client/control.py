@@ -26,6 +26,13 @@ class FTPError(Exception):
         self.transient = transient
 
 
+def os_reason(exc: OSError) -> str:
+    """The reason of an OSError as words, without errno or file name:
+    "read-only file system", "connection refused"."""
+    text = exc.strerror or str(exc) or type(exc).__name__
+    return text[:1].lower() + text[1:]
+
+
 @dataclass
 class Pending:
     verb: str
@@ -52,7 +59,7 @@ class ControlConnection:
         except TimeoutError as exc:
             raise FTPError(f"cannot connect to {host}:{port}: timed out") from exc
         except OSError as exc:
-            raise FTPError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from exc
+            raise FTPError(f"cannot connect to {host}:{port}: {os_reason(exc)}") from exc
         conn = cls(reader, writer, host)
         reply = await conn._wait(conn._greeting.final, timeout)
         if reply.code != 220:
@@ -72,7 +79,8 @@ class ControlConnection:
         except ProtocolError as exc:
             error = FTPError(f"protocol error from server: {exc}")
         except (OSError, asyncio.IncompleteReadError) as exc:
-            error = FTPError(f"control connection lost: {exc}")
+            why = os_reason(exc) if isinstance(exc, OSError) else "the server closed it mid-reply"
+            error = FTPError(f"control connection lost: {why}")
         for token in self.router.fail_all():
             for fut in (token.preliminary, token.final):
                 if not fut.done():
