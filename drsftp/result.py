@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 SCHEMA = 1
 
@@ -57,14 +57,13 @@ class TransferResult:
         for f in dataclasses.fields(self):
             if f.name not in ("extra", "timeline"):
                 d[f.name] = getattr(self, f.name)
-        d["seconds"] = round(self.seconds, 4)
         d["mbps"] = round(self.mbps, 3)
         d.update(self.extra)
         d["timeline"] = self.timeline  # last: the long part
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TransferResult:
+    def from_dict(cls, d: dict[str, Any]) -> Self:
         schema = d.get("schema", SCHEMA)
         if not isinstance(schema, int) or schema > SCHEMA:
             raise ValueError(f"result schema {schema!r} is newer than this drsftp reads ({SCHEMA})")
@@ -76,7 +75,8 @@ class TransferResult:
     def summary_line(self) -> str:
         """One line for the user: ``big.bin: 512.0 MiB in 13.2 s, 325 Mbit/s, RTT 100 ms, DRS with peer``."""
         name = self.path.rstrip("/").rsplit("/", 1)[-1] or self.path
-        parts = [f"{name}: {human_bytes(self.bytes)} in {self.seconds:.1f} s", human_bits(self.mbps * 1e6)]
+        secs = f"{self.seconds:.1f}" if self.seconds >= 10 else f"{self.seconds:.2f}"
+        parts = [f"{name}: {human_bytes(self.bytes)} in {secs} s", human_bits(self.mbps * 1e6)]
         if self.rtt_avg_ms is not None:
             rtt = self.rtt_avg_ms
             parts.append(f"RTT {rtt:.0f} ms" if rtt >= 10 else f"RTT {rtt:.2g} ms")

@@ -13,8 +13,11 @@ import sys
 
 from conftest import drsftp, make_file, sha256_file
 
+from drsftp.bench import tunings as T
+from drsftp.bench.report import legend, path_tables, print_table, verdict
 from drsftp.cli import build_parser
 from drsftp.result import SCHEMA, TransferResult
+from drsftp.tuning import names
 
 
 def _parsers(parser: argparse.ArgumentParser, path: str = "drsftp"):
@@ -107,3 +110,54 @@ def test_result_record_round_trips_and_refuses_newer_schemas():
         assert "newer" in str(exc)
     else:
         raise AssertionError("a newer schema must not read")
+
+
+def _run(tuning, mbps, rtt=0.1, rep=0, complete=True):
+    return {"profile": "default", "rate_bps": 100e6, "rtt_s": rtt, "loss": 0.0, "direction": "get",
+            "tuning": tuning, "rep": rep, "mbps": mbps, "complete": complete, "ceiling_mbps": 96.5,
+            "peak_rcvbuf": 2_500_000, "rtt_avg_ms": 100.0}
+
+
+def test_the_bench_ends_with_who_won_and_by_how_much():
+    order = list(T.TUNINGS)
+    one_path = [_run("stock-64k", 5.0), _run("kernel", 66.0), _run("drs", 69.0), _run("drs", 60.0, rep=1),
+                _run("drs", 75.0, rep=2)]
+    assert verdict(one_path, order) == "drs moved 13.8x stock-64k and 1.05x kernel autotuning on this path."
+    # where kernel is faster on more paths, it is named, with its median ratio over the paths
+    two_paths = [_run("kernel", 80.0), _run("drs", 40.0), _run("kernel", 90.0, rtt=0.05),
+                 _run("drs", 60.0, rtt=0.05), _run("kernel", 10.0, rtt=0.025), _run("drs", 20.0, rtt=0.025)]
+    assert verdict(two_paths, order) == ("kernel was fastest on 2 of 3 paths and moved 1.50x drs"
+                                         " (medians over the paths).")
+    failed = [dict(_run("drs", 0.0), error="boom")]
+    assert verdict(failed, order) == "No run completed, so nothing can be compared."
+    assert "nothing to compare" in verdict([_run("drs", 50.0)], order)
+
+
+def test_the_demo_table_fits_80_columns_and_its_words_are_explained():
+    from rich.console import Console
+
+    runs = [_run("stock-64k", 5.0, complete=False), _run("kernel", 66.0), _run("drs", 69.0)]
+    (title, header, rows), = path_tables(runs, ["stock-64k", "kernel", "drs"])
+    assert title.startswith("get, 100 Mbit/s, RTT 100 ms") and header[:2] == ["tuning", "Mbit/s"]
+    assert rows[2][:5] == ["drs", "69.0", "13.8x", "1.05x", "72%"] and rows[0][1] == "5.0*"
+    console = Console(width=80, record=True)
+    env = {"kernel": "k", "machine": "m", "congestion_control": "cubic", "buffer_force_used": False,
+           "buffer_force_available": False, "date": "d",
+           "host_sysctls": {"net.core.rmem_max": 1, "net.core.wmem_max": 1, "net.ipv4.tcp_wmem": [1, 2, 3]}}
+    print_table(env, runs, ["stock-64k", "kernel", "drs"], console=console, compact=True)
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    table = text.split("Kernel k")[0]
+    assert "drs" in table and "13.8x" in table and "vs kernel" in table  # no cell folded away
+    words = " ".join(legend(runs, ["stock-64k", "kernel", "drs"], full=True))
+    for term in ("ceiling:", "default profile:", "skmem:", "BDP:", "stock-64k:", "kernel:", "drs:"):
+        assert term in words
+
+
+def test_bench_columns_come_from_the_tuning_registry():
+    # every registered strategy but fixed (run at three sizes) and kernel (run as stock programs)
+    assert set(T.DRSFTP_TUNINGS) == set(names()) - {"fixed", "kernel"}
+    assert set(T.TUNINGS) == set(T.BASELINES) | set(T.DRSFTP_TUNINGS) == set(T.DESCRIPTIONS)
+    p = T.plan("drs-closed", direction="get", root="/r", host="h", local="/l", remote="f", out_json="/j",
+               path=T.Path(rate=1e8, rtt=0.1), force=False, max_time=5)
+    assert p.kind == "drsftp" and p.client[p.client.index("--tuning") + 1] == "drs-closed"

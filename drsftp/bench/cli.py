@@ -62,10 +62,19 @@ def add_parser(sub) -> None:
     n.set_defaults(func=cmd_netemcheck)
 
 
+def _bench_extras() -> None:
+    """psutil (and matplotlib, for plots) come with the bench extras only."""
+    try:
+        import psutil  # noqa: F401
+    except ImportError as exc:
+        raise NetemError("the bench needs psutil: pip install 'drsftp[bench]'") from exc
+
+
 def cmd_bench(args) -> int:
     import json
 
-    from .report import plot, print_table, write_files
+    _bench_extras()
+    from .report import plot, print_table, verdict, write_files
     from .runner import PROFILES, BenchConfig, run_bench, run_key
 
     if args.quick:
@@ -108,10 +117,11 @@ def cmd_bench(args) -> int:
                       checkpoint=lambda env, new: write_files(env, prior + new, args.out))
     env, results = run_bench(cfg)
     results = prior + results
-    print_table(env, results, tunings)
+    print_table(env, results, tunings, compact=args.quick)
     files = write_files(env, results, args.out)
     shown = list(files.values()) + ([] if args.no_plots else plot(results, args.out))
     print("results: " + ", ".join(shown))
+    print(verdict(results, tunings))
     _cleanup_data(args.out)
     return 1 if results and all(r.get("error") for r in results) else 0
 
@@ -127,6 +137,7 @@ def _cleanup_data(outdir: str) -> None:
 
 
 def cmd_datapath(args) -> int:
+    _bench_extras()
     from .datapath import run_datapath
 
     return run_datapath(parse_size(args.size), args.reps, args.out)

@@ -124,6 +124,12 @@ class Sampler:
         vals: list[int] = [s[key] for _, socks in self.samples for s in socks if s.get(key) is not None]
         return max(vals) if vals else None
 
+    def moved(self) -> int:
+        """Bytes the busiest data socket has moved, at the latest sample."""
+        if not self.samples:
+            return 0
+        return max(s.get("bytes_acked", 0) + s.get("bytes_received", 0) for s in self.samples[-1][1])
+
     def timeline(self) -> list[dict]:
         """One row per sample, for the busiest data socket at that moment."""
         rows, last = [], None

@@ -17,6 +17,7 @@ import sys
 import time
 
 from ..ftp.session import parse_url
+from ..result import TransferResult
 
 BLOCK = 1 << 20
 
@@ -104,9 +105,12 @@ def main(argv: list[str] | None = None) -> int:
             (retrieve if args.direction == "get" else store)(ftp, loc.path, f, meter)
     except _Stop:
         pass
-    end = time.monotonic()
+    fig = meter.figures(time.monotonic())
+    record = TransferResult(direction=args.direction, path=loc.path, bytes=fig["bytes"], seconds=fig["seconds"],
+                            complete=fig["complete"], tuning="kernel")
+    record.update(first_block_s=fig["first_block_s"])
     with open(args.json, "w") as f:
-        json.dump(meter.figures(end), f)
+        json.dump(record.to_dict(), f)
     try:
         ftp.close()
     except OSError:
