@@ -62,7 +62,7 @@ class HostLimits:
     can_force: bool
 
     @classmethod
-    def read(cls) -> "HostLimits":
+    def read(cls) -> HostLimits:
         r, w = _read_sysctl("net.core.rmem_max"), _read_sysctl("net.core.wmem_max")
         tr, tw = _read_sysctl("net.ipv4.tcp_rmem"), _read_sysctl("net.ipv4.tcp_wmem")
         try:

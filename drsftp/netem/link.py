@@ -79,11 +79,11 @@ class Link:
         self.final_stats: dict | None = None
 
     # -- lifecycle ---------------------------------------------------------
-    def up(self) -> "Link":
+    def up(self) -> Link:
         self._owner, self.info = start_owner(self.name, self.spec, detach=False)
         return self
 
-    def __enter__(self) -> "Link":
+    def __enter__(self) -> Link:
         return self.up()
 
     def __exit__(self, *exc) -> None:
