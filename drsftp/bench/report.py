@@ -282,11 +282,12 @@ def legend(results: list[dict], tunings: list[str], full: bool, width: int = 80)
     lines = [f"{t}: {DESCRIPTIONS.get(t, t)}." for t in present]
     lines += [
         ("x stock-64k, x kernel" if full else "vs 64k, vs kernel") + ": the rate over stock-64k's and kernel's.",
-        "rcvbuf/BDP: the receiver's peak socket buffer over the BDP.",
         "ceiling: the most TCP can carry on the link (1448 payload bytes per 1500-byte packet).",
         "BDP: rate x RTT, the bytes the path holds in flight; * marks a run stopped at --max-time.",
         "default profile: the host's TCP settings as they are (tuned: tcp_rmem/tcp_wmem max 64 MiB).",
     ]
+    if not full:
+        lines.insert(len(present) + 1, "rcvbuf/BDP: the receiver's peak socket buffer over the BDP.")
     if full:
         lines.append("skmem: socket memory as `ss -m` shows it (rb/tb: buffer sizes, r/w: bytes held).")
     return ["Legend:"] + [textwrap.fill(line, width, initial_indent="  ", subsequent_indent="      ")
