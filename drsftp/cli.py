@@ -1,5 +1,6 @@
-"""The `drsftp` command line.  Every failure is one line on stderr and a
-non-zero exit: 1 for a failed operation, 2 for bad usage, 130 for Ctrl-C."""
+"""The `drsftp` command line.  Every failure is one sentence on stderr and a
+non-zero exit: 1 for a failed operation, 2 for bad usage, 28 for a transfer
+stopped at --max-time, 130 for Ctrl-C."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import sys
 
 from . import __version__
 from .tuning import check_spec, names
+
+DESCRIPTION = ("drsftp moves files over FTP, right-sizing TCP buffers to the path while the transfer runs "
+               "(Dynamic Right-Sizing).")
 
 
 class UsageError(Exception):
@@ -34,7 +38,10 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
                    help="use SO_RCVBUFFORCE/SO_SNDBUFFORCE (CAP_NET_ADMIN) past rmem_max/wmem_max")
     p.add_argument("--no-drs-command", action="store_true",
                    help="never send the DRS command (right-size this end alone)")
-    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="live progress bar on stderr (auto: when stderr is a terminal)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print nothing on success (no result line, no progress bar)")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a stalled transfer may last")
     p.add_argument("--retries", type=int, default=0, metavar="N",
@@ -46,28 +53,33 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="drsftp", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"drsftp {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0)
+    parser = argparse.ArgumentParser(prog="drsftp", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"drsftp {__version__}",
+                        help="print the version and exit")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log more on stderr (-vv: also pyftpdlib's debug log)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the FTP server with DRS")
     s.add_argument("--root", required=True, help="directory to serve")
     s.add_argument("--host", "--bind", dest="host", default="127.0.0.1", help="address to listen on")
     s.add_argument("--port", type=int, default=2121, help="port (0: any free port)")
-    s.add_argument("--user")
-    s.add_argument("--password")
+    s.add_argument("--user", help="the one user's name (with --password; see also --users)")
+    s.add_argument("--password", help="the --user's password (visible in ps: prefer --users FILE)")
     s.add_argument("--users", metavar="FILE", help="users file with hashed passwords (drsftp passwd)")
     s.add_argument("--anonymous-read", action="store_true", help="allow anonymous download (never upload)")
     s.add_argument("--idle-timeout", type=float, default=300.0, help="seconds a session may idle")
     s.add_argument("--data-timeout", type=float, default=120.0, help="seconds a transfer may stall")
     s.add_argument("--read-only", action="store_true", help="no uploads or changes")
-    s.add_argument("--tuning", type=_tuning_arg, default="drs")
-    s.add_argument("--force-buffers", action="store_true")
-    s.add_argument("--passive-ports", metavar="LO-HI")
-    s.add_argument("--max-connections", type=int, default=256)
-    s.add_argument("--max-connections-per-ip", type=int, default=32)
-    s.add_argument("--log-file", metavar="FILE")
+    s.add_argument("--tuning", type=_tuning_arg, default="drs",
+                   help=f"buffer tuning of every transfer: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
+    s.add_argument("--force-buffers", action="store_true",
+                   help="use SO_RCVBUFFORCE/SO_SNDBUFFORCE (CAP_NET_ADMIN) past rmem_max/wmem_max")
+    s.add_argument("--passive-ports", metavar="LO-HI", help="port range for passive data connections")
+    s.add_argument("--max-connections", type=int, default=256, help="sessions at once (default 256)")
+    s.add_argument("--max-connections-per-ip", type=int, default=32,
+                   help="sessions at once from one address (default 32)")
+    s.add_argument("--log-file", metavar="FILE", help="also append the log to FILE")
     s.add_argument("--tls-cert", metavar="FILE", help="certificate (PEM) for FTPS: AUTH TLS, PROT P")
     s.add_argument("--tls-key", metavar="FILE", help="private key (PEM; default: in --tls-cert)")
     s.add_argument("--require-tls", action="store_true", help="refuse plain-text login and data")
@@ -80,23 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
     for name, helptext in (("get", "download ftp://... to DEST"), ("put", "upload SRC to ftp://...")):
         p = sub.add_parser(name, help=helptext)
         if name == "get":
-            p.add_argument("url")
-            p.add_argument("dest", nargs="?")
+            p.add_argument("url", help="ftp://[user[:password]@]host[:port]/path")
+            p.add_argument("dest", nargs="?", help="file or directory to write (default: the file's name here)")
         else:
-            p.add_argument("src")
-            p.add_argument("url")
+            p.add_argument("src", help="local file to upload")
+            p.add_argument("url", help="ftp://[user[:password]@]host[:port]/path")
         _add_transfer_opts(p)
 
     pw = sub.add_parser("passwd", help="add, change or delete a user in a users file")
-    pw.add_argument("file")
-    pw.add_argument("name")
+    pw.add_argument("file", help="users file (created if missing)")
+    pw.add_argument("name", help="user name")
     pw.add_argument("--home", help="the user's home (default: the server's --root)")
     pw.add_argument("--read-only", action="store_true", help="download only")
     pw.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
-    pw.add_argument("--delete", action="store_true")
+    pw.add_argument("--delete", action="store_true", help="remove the user")
 
-    from .netem.cli import add_parser as add_netem
     from .bench.cli import add_parser as add_bench
+    from .netem.cli import add_parser as add_netem
 
     add_netem(sub)
     add_bench(sub)
@@ -175,15 +187,16 @@ def _cmd_passwd(args) -> int:
     return 0
 
 
-def _cmd_transfer(args) -> int:
-    from .client import TransferOptions, get, put
-    from .client.progress import human_bits, human_bytes
+def _cmd_transfer(args: argparse.Namespace) -> int:
+    from .client import FTPError, TransferOptions, get, put
+    from .client.control import os_reason
     from .ftp.session import parse_url
 
     loc = parse_url(args.url, args.netrc)
+    progress = {"auto": None, "always": True, "never": False}[args.progress]
     opts = TransferOptions(
         tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
-        progress={"auto": None, "always": True, "never": False}[args.progress],
+        progress=False if args.quiet else progress,
         use_drs_command=not args.no_drs_command, idle_timeout=args.timeout, max_time=args.max_time,
         verify=args.verify,
     )
@@ -204,13 +217,13 @@ def _cmd_transfer(args) -> int:
 
     result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result.as_dict(), f, indent=1)
-    if sys.stderr.isatty() or args.verbose:
-        s = result.summary
-        print(f"{args.command}: {human_bytes(result.bytes)} in {result.seconds:.2f} s = "
-              f"{human_bits(result.mbps * 1e6)}; rtt {s.get('rtt_avg_ms')} ms; "
-              f"DRS peer: {'yes' if result.drs_peer else 'no'}", file=sys.stderr)
+        try:
+            with open(args.json, "w") as f:
+                json.dump(result.to_dict(), f, indent=1)
+        except OSError as exc:
+            raise FTPError(f"cannot write {args.json}: {os_reason(exc)}") from exc
+    if not args.quiet:
+        print(result.summary_line(), file=sys.stderr)
     if not result.complete:
         print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
         return 28
@@ -240,9 +253,20 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, URLError, ConfigError) as exc:
         print(f"drsftp: error: {exc}", file=sys.stderr)
         return 2
-    except (FTPError, NetemError, OSError, ValueError) as exc:
+    except OSError as exc:
+        print(f"drsftp: error: {_os_error_sentence(exc)}", file=sys.stderr)
+        return 1
+    except (FTPError, NetemError, ValueError) as exc:
         print(f"drsftp: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _os_error_sentence(exc: OSError) -> str:
+    """"cannot use /x/y: permission denied", not "[Errno 13] Permission denied: '/x/y'"."""
+    from .client.control import os_reason
+
+    name = exc.filename if isinstance(exc.filename, str) else None
+    return f"cannot use {name}: {os_reason(exc)}" if name else os_reason(exc)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ class HostLimits:
     can_force: bool
 
     @classmethod
-    def read(cls) -> "HostLimits":
+    def read(cls) -> HostLimits:
         r, w = _read_sysctl("net.core.rmem_max"), _read_sysctl("net.core.wmem_max")
         tr, tw = _read_sysctl("net.ipv4.tcp_rmem"), _read_sysctl("net.ipv4.tcp_wmem")
         try:
@@ -233,7 +233,7 @@ class BufferActuator:
                 window_memory = max(window, min(offered, held)) if offered and held else window
                 self._memory_window = window_memory
                 self.holding = window_memory > window
-                value = window_memory * RCVBUF_PER_WINDOW
+                value = int(window_memory * RCVBUF_PER_WINDOW)
             within = self._set(socket.SO_RCVBUF, SO_RCVBUFFORCE, value, "rmem_max")
             if not before_handshake:
                 # Without this the live window stays where it was
@@ -242,7 +242,7 @@ class BufferActuator:
                 # (docs/DESIGN.md#socket-actuation).
                 rmem_max = self.limits.rmem_max if self.limits else None
                 at_cap = not within and rmem_max and window * RCVBUF_PER_WINDOW >= rmem_max
-                self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap else window)
+                self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap and rmem_max else window)
         if decision.rcv_window is not None and not before_handshake:
             self.set_read_batch(decision.rcv_window)  # after the clamp
         if decision.sndbuf is not None and self.kernel_owns != "sndbuf":

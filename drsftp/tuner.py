@@ -107,19 +107,21 @@ class SocketTuner:
         receiving = self.role is Role.RECEIVER
         if kernel:
             self.kernel_owns = "rcvbuf" if receiving else "sndbuf"
-            host = self.limits.tcp_rmem[2] if receiving else None  # the clamp's memory ceiling
+            rmem = self.limits.tcp_rmem
+            host = rmem[2] if receiving and rmem else None  # the clamp's memory ceiling
         else:
             self.kernel_owns = None
             host = sockopt.host_cap(self.limits, self.allow_force, receiving)
         cfg = self._config0
         if host and host < cfg.cap:
             cfg = replace(cfg, cap=host, floor=min(cfg.floor, host))
-        self.tuning.config = cfg
+        if isinstance(self.tuning, DRSTuning):
+            self.tuning.config = cfg
 
     def _autotuning_max(self) -> int:
         """Kernel memory autotuning may give this socket's data direction."""
         lim = self.limits.tcp_rmem if self.role is Role.RECEIVER else self.limits.tcp_wmem
-        return lim[2]
+        return lim[2] if lim else 0
 
     # -- socket lifecycle --------------------------------------------------
     def before_handshake(self, sock: socket.socket, *, reserve_as: object = None) -> None:
@@ -272,7 +274,7 @@ class SocketTuner:
         mss = info.get("snd_mss") or 0
         rtt_us = info.get("rtt") if self.role is Role.SENDER else None
         if not rtt_us and self.last_rtt:
-            rtt_us = self.last_rtt * 1e6
+            rtt_us = int(self.last_rtt * 1e6)
         rcvbuf, sndbuf = self.actuator.read_back() if self.actuator else (None, None)
         window = None
         if self.role is Role.RECEIVER:

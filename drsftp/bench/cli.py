@@ -21,30 +21,30 @@ def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="compare DRS with stock FTP and other tunings on an emulated WAN")
     p.add_argument("--quick", action="store_true",
                    help="100 Mbit/s, 100 ms: stock-64k, kernel, drs, once each (a few minutes at most)")
-    p.add_argument("--rtts", default="0.5ms,25ms,50ms,100ms")
-    p.add_argument("--rates", default="100mbit,1gbit")
-    p.add_argument("--losses", default="0,0.1%")
+    p.add_argument("--rtts", default="0.5ms,25ms,50ms,100ms", help="round-trip times to emulate, comma-separated")
+    p.add_argument("--rates", default="100mbit,1gbit", help="bottleneck rates to emulate, comma-separated")
+    p.add_argument("--losses", default="0,0.1%", help="random loss rates to emulate, comma-separated")
     p.add_argument("--queue", type=int, help="queue in packets (default 1 BDP, at least 64)")
     p.add_argument("--tunings", default=",".join(T.TUNINGS), help=f"any of {', '.join(T.TUNINGS)}")
-    p.add_argument("--directions", default="get,put")
+    p.add_argument("--directions", default="get,put", help="get (download), put (upload) or both")
     p.add_argument("--profiles", default="default,tuned", help="default (host as is), tuned (ESnet-style)")
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=3, help="runs of each tuning on each path (default 3)")
     p.add_argument("--size", help="file size (default: 12 s at line rate, at least 128 MiB)")
     p.add_argument("--max-time", type=float, default=60.0, help="cap on one run (slow tunings)")
     p.add_argument("--force-buffers", action="store_true",
                    help="let drs/manual/probe-static use SO_*BUFFORCE past rmem_max (root)")
     p.add_argument("--cc", choices=("bbr", "reno", "cubic"), help="congestion control in the namespaces")
     p.add_argument("--out", default="bench-results", help="directory for results.json/.csv and plots")
-    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in OUT/results.json and measure only the missing ones "
                         "(a full matrix takes hours: run it over several sessions)")
     p.set_defaults(func=cmd_bench)
 
     d = sub.add_parser("datapath", help="loopback data-path speed: drsftp vs vsftpd+curl, 1 GiB each way")
-    d.add_argument("--size", default="1GiB")
-    d.add_argument("--reps", type=int, default=1)
-    d.add_argument("--out", default="bench-results")
+    d.add_argument("--size", default="1GiB", help="file size (default 1GiB)")
+    d.add_argument("--reps", type=int, default=1, help="runs of each pair and direction")
+    d.add_argument("--out", default="bench-results", help="directory for datapath.json")
     d.set_defaults(func=cmd_datapath)
 
     r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
@@ -65,21 +65,30 @@ def add_parser(sub) -> None:
     r.set_defaults(func=cmd_benchreport)
 
     n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")
-    n.add_argument("--quick", action="store_true")
-    n.add_argument("--out", default="bench-results")
+    n.add_argument("--quick", action="store_true", help="fewer and shorter checks")
+    n.add_argument("--out", default="bench-results", help="directory for the check's JSON")
     n.set_defaults(func=cmd_netemcheck)
+
+
+def _bench_extras() -> None:
+    """psutil (and matplotlib, for plots) come with the bench extras only."""
+    try:
+        import psutil  # noqa: F401
+    except ImportError as exc:
+        raise NetemError("the bench needs psutil: pip install 'drsftp[bench]'") from exc
 
 
 def cmd_bench(args) -> int:
     import json
 
-    from .report import plot, print_table, write_files
+    _bench_extras()
+    from .report import plot, print_table, verdict, write_files
     from .runner import PROFILES, BenchConfig, run_bench, run_key
 
     if args.quick:
         paths = [T.Path(rate=100e6, rtt=0.1, queue=args.queue)]
         tunings, directions, profiles, reps = QUICK_TUNINGS, ["get"], ["default"], 1
-        size = parse_size(args.size) if args.size else 64 << 20
+        size: int | None = parse_size(args.size) if args.size else 64 << 20
         max_time = min(args.max_time, 25.0)
     else:
         paths = [T.Path(rate=parse_rate(r), rtt=parse_duration(t), loss=parse_loss(loss), queue=args.queue)
@@ -116,10 +125,11 @@ def cmd_bench(args) -> int:
                       checkpoint=lambda env, new: write_files(env, prior + new, args.out))
     env, results = run_bench(cfg)
     results = prior + results
-    print_table(env, results, tunings)
+    print_table(env, results, tunings, compact=args.quick)
     files = write_files(env, results, args.out)
     shown = list(files.values()) + ([] if args.no_plots else plot(results, args.out))
     print("results: " + ", ".join(shown))
+    print(verdict(results, tunings))
     _cleanup_data(args.out)
     return 1 if results and all(r.get("error") for r in results) else 0
 
@@ -135,6 +145,7 @@ def _cleanup_data(outdir: str) -> None:
 
 
 def cmd_datapath(args) -> int:
+    _bench_extras()
     from .datapath import run_datapath
 
     return run_datapath(parse_size(args.size), args.reps, args.out)
@@ -176,7 +187,8 @@ def cmd_benchreport(args) -> int:
 
     from .report import markdown, merge_latest, plot, read_csv
 
-    sources, env = [], None
+    sources: list[list[dict]] = []
+    env: dict | None = None
     for path in args.results:
         try:
             if path.endswith(".csv"):

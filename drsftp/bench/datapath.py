@@ -62,6 +62,7 @@ def _run_client(argv: list[str], timeout: float) -> tuple[int, float, float, int
         time.sleep(0.005)
     wall = time.monotonic() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.stdout is not None and proc.stderr is not None  # (PIPE)
     out = proc.stdout.read().decode(errors="replace")
     err = proc.stderr.read().decode(errors="replace")
     proc.stdout.close()
@@ -104,10 +105,10 @@ def run_datapath(size: int, reps: int, outdir: str) -> int:
         }
         if have_vsftpd:
             conf = T.vsftpd_config(root, "127.0.0.1", work)
-            with open(conf) as f:
-                text = f.read().replace(f"listen_port={T.PORT}", f"listen_port={PORT_VS}")
-            with open(conf, "w") as f:
-                f.write(text)
+            with open(conf) as cf:
+                text = cf.read().replace(f"listen_port={T.PORT}", f"listen_port={PORT_VS}")
+            with open(conf, "w") as cf:
+                cf.write(text)
             servers["vsftpd+curl"] = ["vsftpd", conf]
         for pair in pairs:
             port = PORT_DRS if pair == "drsftp" else PORT_VS
@@ -152,18 +153,20 @@ def run_datapath(size: int, reps: int, outdir: str) -> int:
     for col in ("pair", "dir", "MB/s", "client CPU s/GB", "server CPU s/GB", "client RSS MB",
                 "server RSS MB", "vs vsftpd+curl"):
         table.add_column(col, justify="right")
-    best = {}
+    best: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         key = (r["pair"], r["direction"])
         best.setdefault(key, []).append(r)
+    def med(rs: list[dict], k: str) -> float:
+        return sorted(x[k] for x in rs)[len(rs) // 2]
+
     for (pair, d), rs in best.items():
-        mbps = sorted(x["MBps"] for x in rs)[len(rs) // 2]
+        mbps = med(rs, "MBps")
         ref = best.get(("vsftpd+curl", d))
-        ratio = f"{mbps / sorted(x['MBps'] for x in ref)[len(ref) // 2]:.0%}" if ref else "-"
-        med = lambda k: sorted(x[k] for x in rs)[len(rs) // 2]  # noqa: E731
-        table.add_row(pair, d, f"{mbps:.0f}", f"{med('client_cpu_s_per_GB'):.2f}",
-                      f"{med('server_cpu_s_per_GB'):.2f}", f"{med('client_peak_rss_MB'):.0f}",
-                      f"{med('server_peak_rss_MB'):.0f}", ratio)
+        ratio = f"{mbps / med(ref, 'MBps'):.0%}" if ref else "-"
+        table.add_row(pair, d, f"{mbps:.0f}", f"{med(rs, 'client_cpu_s_per_GB'):.2f}",
+                      f"{med(rs, 'server_cpu_s_per_GB'):.2f}", f"{med(rs, 'client_peak_rss_MB'):.0f}",
+                      f"{med(rs, 'server_peak_rss_MB'):.0f}", ratio)
     console.print(table)
     if not any(r["pair"] == "vsftpd+curl" for r in rows):
         console.print("vsftpd or curl missing: no stock pair to compare with (./run setup installs them)")
@@ -172,8 +175,8 @@ def run_datapath(size: int, reps: int, outdir: str) -> int:
             console.print(f"FAILED {r['pair']} {r['direction']}: {r['error']}")
     os.makedirs(outdir, exist_ok=True)
     path = os.path.join(outdir, "datapath.json")
-    with open(path, "w") as f:
-        json.dump({"size": size, "runs": rows}, f, indent=1)
+    with open(path, "w") as out:
+        json.dump({"size": size, "runs": rows}, out, indent=1)
     print(f"results: {path}")
     return 1 if any(r["error"] for r in rows) else 0
 

@@ -185,8 +185,8 @@ def _make_tree(root: str, wl: Workload) -> str:
     stamp = os.path.join(root, f".{wl.name}.made")
     made = ""
     if os.path.exists(stamp):
-        with open(stamp) as f:
-            made = f.read()
+        with open(stamp) as sf:
+            made = sf.read()
     if made == repr(wl.files):
         return top if wl.tree else os.path.join(top, wl.files[0][0])
     shutil.rmtree(top, ignore_errors=True)
@@ -194,18 +194,18 @@ def _make_tree(root: str, wl: Workload) -> str:
     for rel, size in wl.files:
         p = os.path.join(top, rel)
         os.makedirs(os.path.dirname(p), exist_ok=True)
-        with open(p, "wb") as f:
+        with open(p, "wb") as out:
             left = size
             while left > 0:
-                f.write(block[:min(left, MiB)])
+                out.write(block[:min(left, MiB)])
                 left -= MiB
                 block = block[1:] + block[:1]  # no two MiB alike
     for d, _, fs in os.walk(root):
         os.chmod(d, 0o755)
-        for f in fs:
-            os.chmod(os.path.join(d, f), 0o644)
-    with open(stamp, "w") as f:
-        f.write(repr(wl.files))
+        for name in fs:
+            os.chmod(os.path.join(d, name), 0o644)
+    with open(stamp, "w") as sf:
+        sf.write(repr(wl.files))
     return top if wl.tree else os.path.join(top, wl.files[0][0])
 
 
@@ -271,8 +271,7 @@ def run_one(cfg: FieldConfig, link: Link, entry: Entry, wl: Workload, src: str, 
         argv = entry.client(ctx)
         if entry.server == "gridftp" or argv[0] == "globus-url-copy":
             argv = _hosts_wrap(link, "client", argv, cfg.workdir)
-        ns = lambda side: link.command(side, [])
-        with Sampler(ns("server"), port) as s_srv, Sampler(ns("client"), port) as s_cli:
+        with Sampler(link.command("server", []), port) as s_srv, Sampler(link.command("client", []), port) as s_cli:
             t0 = time.monotonic()
             client = link.popen("client", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             try:

@@ -16,13 +16,17 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from ..netem.errors import NetemError
 from ..netem.link import Link, wait_for_port
 
 
 def _ping(link: Link, count: int, interval: float) -> tuple[float, float | None]:
     r = link.run("client", ["ping", "-q", "-c", str(count), "-i", str(interval), "-W", "2", link.server_addr],
                  timeout=count * interval + 30)
-    loss = float(re.search(r"([\d.]+)% packet loss", r.stdout).group(1)) / 100
+    lost = re.search(r"([\d.]+)% packet loss", r.stdout)
+    if lost is None:
+        raise NetemError(f"ping printed no loss figure: {r.stdout.strip()[-200:]!r}")
+    loss = float(lost.group(1)) / 100
     m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)", r.stdout)
     return loss, float(m.group(2)) if m else None
 
@@ -47,6 +51,8 @@ def run_netem_check(outdir: str, quick: bool = False) -> int:
         with Link(rtt=rtt, rate=100e6) as link:
             _ping(link, 3, 0.05)
             _, avg = _ping(link, 30, 0.05)
+            if avg is None:
+                raise NetemError("ping measured no RTT on the emulated link")
             err = abs(avg / 1000 - rtt)
             rows.append(("idle RTT", f"{rtt * 1000:g} ms", f"{avg:.3f} ms",
                          f"{err * 1000:.3f} ms ({'ok' if err <= max(0.001, 0.02 * rtt) else 'OFF'})", link.backend))

@@ -6,8 +6,10 @@ import csv
 import json
 import os
 import statistics
-from collections import defaultdict
+import textwrap
+from collections import Counter, defaultdict
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -133,7 +135,8 @@ def plot(results: list[dict], outdir: str) -> list[str]:
         for t, r in pick.items():
             tl, rtl = r["timeline"], r.get("receiver_timeline") or []
             ts = [s["t"] for s in tl]
-            axes[0].plot([s["t"] for s in rtl], [(s["rcvbuf"] or 0) / 2 ** 20 for s in rtl], label=f"{t} receiver rcvbuf")
+            axes[0].plot([s["t"] for s in rtl], [(s["rcvbuf"] or 0) / 2 ** 20 for s in rtl],
+                         label=f"{t} receiver rcvbuf")
             axes[0].plot(ts, [(s["peer_window"] or 0) / 2 ** 20 for s in tl], ls="--", label=f"{t} advertised window")
             axes[1].plot(ts, [(s["in_flight_bytes"] or 0) / 2 ** 20 for s in tl], label=f"{t} in flight")
             axes[2].plot(ts, [(s["rate_bps"] or 0) / 1e6 for s in tl], label=t)
@@ -205,7 +208,12 @@ def tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str]
     """(title, header, rows) of the six result tables (TABLES, in order), for any renderer."""
     groups = group(results)
     present = [t for t in tunings if any(t in g for g in groups.values())]
-    speed, ratio, memory, used, queue, cpu = [], [], [], [], [], []
+    speed: list[list[str]] = []
+    ratio: list[list[str]] = []
+    memory: list[list[str]] = []
+    used: list[list[str]] = []
+    queue: list[list[str]] = []
+    cpu: list[list[str]] = []
     for key, by_t in groups.items():
         label = path_label(key)
         ceiling = next(r["ceiling_mbps"] for r in results if _key(r) == key)
@@ -310,12 +318,96 @@ def environment_line(env: dict) -> str:
             + (f"; drsftp {env['commit']}." if env.get("commit") else "."))
 
 
-def print_table(env: dict, results: list[dict], tunings: list[str], console: Console | None = None) -> None:
+def path_tables(results: list[dict], tunings: list[str]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) per path, a row per tuning: the demo's view, in 80 columns."""
+    out = []
+    for key, by_t in group(results).items():
+        profile, rate, rtt, loss, direction = key
+        runs = [r for r in results if _key(r) == key and not r.get("error")]
+        ceiling = runs[0]["ceiling_mbps"]
+        bdp = rate / 8 * rtt
+        base_stock, base_kernel = median(by_t.get("stock-64k", [])), median(by_t.get("kernel", []))
+        rows = []
+        for t in [t for t in tunings if t in by_t]:
+            mine = [r for r in runs if r["tuning"] == t]
+            m = median(by_t[t]) or 0.0
+            capped = "*" if any(not r.get("complete") for r in mine) else ""
+            rb = max((r.get("peak_rcvbuf") or 0 for r in mine), default=0)
+            rtt_ms = median([r["rtt_avg_ms"] for r in mine if r.get("rtt_avg_ms")])
+            rows.append([t, f"{m:.1f}{capped}", _ratio(m, base_stock), _ratio(m, base_kernel),
+                         f"{100 * m / ceiling:.0f}%" if ceiling else "-",
+                         f"{rb / bdp:.1f}" if bdp and rb else "-", f"{rtt_ms:.0f}" if rtt_ms else "-"])
+        r_label = f"{rate / 1e9:g} Gbit/s" if rate >= 1e9 else f"{rate / 1e6:g} Mbit/s"
+        title = (f"{direction}, {r_label}, RTT {rtt * 1000:g} ms" + (f", loss {loss * 100:g}%" if loss else "")
+                 + f", {profile} profile (medians)")
+        out.append((title, ["tuning", "Mbit/s", "vs 64k", "vs kernel", "of ceiling", "rcvbuf/BDP", "RTT ms"], rows))
+    return out
+
+
+def _ratio(m: float, base: float | None) -> str:
+    if not base:
+        return "-"
+    return f"{m / base:.1f}x" if m / base >= 10 else f"{m / base:.2f}x"
+
+
+def legend(results: list[dict], tunings: list[str], full: bool, width: int = 80) -> list[str]:
+    """What the tables' words mean, for the tunings that ran."""
+    present = [t for t in tunings if any(r["tuning"] == t for r in results)]
+    lines = [f"{t}: {DESCRIPTIONS.get(t, t)}." for t in present]
+    lines += [
+        ("x stock-64k, x kernel" if full else "vs 64k, vs kernel") + ": the rate over stock-64k's and kernel's.",
+        "ceiling: the most TCP can carry on the link (1448 payload bytes per 1500-byte packet).",
+        "BDP: rate x RTT, the bytes the path holds in flight; * marks a run stopped at --max-time.",
+        "default profile: the host's TCP settings as they are (tuned: tcp_rmem/tcp_wmem max 64 MiB).",
+    ]
+    if not full:
+        lines.insert(len(present) + 1, "rcvbuf/BDP: the receiver's peak socket buffer over the BDP.")
+    if full:
+        lines.append("skmem: socket memory as `ss -m` shows it (rb/tb: buffer sizes, r/w: bytes held).")
+    return ["Legend:"] + [textwrap.fill(line, width, initial_indent="  ", subsequent_indent="      ")
+                          for line in lines]
+
+
+_SPOKEN = {"kernel": "kernel autotuning"}
+
+
+def verdict(results: list[dict], tunings: list[str]) -> str:
+    """One sentence: which tuning was fastest, and by how much, from the medians."""
+    medians = {key: {t: statistics.median(xs) for t, xs in by_t.items() if xs}
+               for key, by_t in group(results).items()}
+    medians = {k: v for k, v in medians.items() if v}
+    if not medians:
+        return "No run completed, so nothing can be compared."
+    order = {t: i for i, t in enumerate(tunings)}
+    wins = Counter(max(by_t, key=lambda t: by_t[t]) for by_t in medians.values())
+    winner = max(wins, key=lambda t: (wins[t], -order.get(t, len(order))))
+    others = sorted({t for by_t in medians.values() for t in by_t} - {winner},
+                    key=lambda t: order.get(t, len(order)))
+    parts = []
+    for t in others:
+        ratios = [by_t[winner] / by_t[t] for by_t in medians.values() if winner in by_t and by_t.get(t)]
+        if ratios:
+            parts.append(f"{_ratio(statistics.median(ratios), 1.0)} {_SPOKEN.get(t, t)}")
+    if not parts:
+        return f"Only {winner} completed a run; there is nothing to compare it with."
+    moved = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    if len(medians) == 1:
+        return f"{winner} moved {moved} on this path."
+    return (f"{winner} was fastest on {wins[winner]} of {len(medians)} paths and moved {moved}"
+            " (medians over the paths).")
+
+
+def print_table(env: dict, results: list[dict], tunings: list[str], console: Console | None = None,
+                compact: bool = False) -> None:
+    """The tables and a legend (the caller ends with :func:`verdict`).  ``compact``: one table per path
+    that fits 80 columns (the demo), else the six full tables, folded by
+    rich where the terminal is narrower."""
     console = console or Console()
-    for title, header, rows in tables(results, tunings):
-        t = Table(title=title)
+    shown = path_tables(results, tunings) if compact else tables(results, tunings)
+    for title, header, rows in shown:
+        t = Table(title=title, box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD)
         for i, h in enumerate(header):
-            t.add_column(h, justify="left" if i == 0 else "right")
+            t.add_column(h, justify="left" if i == 0 else "right", overflow="fold")
         for row in rows:
             t.add_row(*row)
         console.print(t)
@@ -326,6 +418,8 @@ def print_table(env: dict, results: list[dict], tunings: list[str], console: Con
     for r in results:
         if r.get("error"):
             console.print(f"FAILED {r['tuning']} {path_label(_key(r))}: {r['error']}")
+    console.print("\n".join(legend(results, tunings, full=not compact, width=min(console.width, 100))),
+                  highlight=False)
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -11,13 +11,17 @@ import platform
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
 from ..netem.link import Link, wait_for_port
+from ..result import TransferResult
 from ..sockopt import HostLimits
 from . import tunings as T
+from .record import BenchRun
 from .sampler import Sampler, counter_delta, parse_counters
 
 # Host profiles.  net.core.rmem_max/wmem_max are global (read-only inside a
@@ -42,9 +46,9 @@ class BenchConfig:
     workdir: str = "bench-results"
     cc: str | None = None
     interval: float = 0.1
-    log: callable = print
-    done: set = field(default_factory=set)  # run keys already measured (--resume)
-    checkpoint: callable = None  # called with the new runs after each run
+    log: Callable[[str], object] = print
+    done: set[tuple[object, ...]] = field(default_factory=set)  # run keys already measured (--resume)
+    checkpoint: Callable[[dict[str, Any], list[dict[str, Any]]], object] | None = None  # after each run
 
     def file_size(self, path: T.Path) -> int:
         if self.size:
@@ -145,6 +149,7 @@ def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunin
                      "sysctls": link.info["sides"]["server"]["sysctls"]}
         probe = _probe(cfg, link, path, root, local_dir) if "probe-static" in tunings else None
         for tuning, direction, rep in todo:
+            cfg.log(f"  {tuning:14} {direction} #{rep + 1}: running (at most {cfg.max_time:g} s)")
             r = _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, probe)
             r.update(profile=profile, link=link_info, probe_size=probe, file_size=size, commit=_commit())
             out.append(r)
@@ -164,7 +169,7 @@ def _probe(cfg: BenchConfig, link: Link, path: T.Path, root: str, local_dir: str
     except (IndexError, ValueError):
         rtt = path.rtt
     res = _run_one(cfg, link, "drs", "get", path, 0, root, local_dir, os.path.join(root, "big.bin"), None,
-                   tuning_override="kernel", max_time=3.0)
+                   tuning_override="kernel", max_time=3.0, quiet=True)
     rates = [s["rate_bps"] for s in res.get("client_timeline", []) if s.get("rate_bps")]
     rate = max(rates[len(rates) // 2:] or [res["mbps"] * 1e6])
     size = max(65536, int(2 * rate / 8 * rtt))
@@ -172,12 +177,20 @@ def _probe(cfg: BenchConfig, link: Link, path: T.Path, root: str, local_dir: str
     return size
 
 
-def _wait(proc: subprocess.Popen, deadline: float):
+def _wait(proc: subprocess.Popen, deadline: float, every: float = 5.0,
+          on_tick: Callable[[float], object] | None = None):
+    """Reap ``proc`` by ``deadline`` (killed then), calling ``on_tick`` with
+    the seconds gone every ``every`` seconds meanwhile."""
+    start = next_tick = time.monotonic()
+    next_tick += every
     while True:
         pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return rusage
+        if on_tick and time.monotonic() >= next_tick:
+            on_tick(next_tick - start)
+            next_tick += every
         if time.monotonic() > deadline:
             proc.kill()
             pid, status, rusage = os.wait4(proc.pid, 0)
@@ -187,7 +200,8 @@ def _wait(proc: subprocess.Popen, deadline: float):
 
 
 def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, probe,
-             tuning_override=None, max_time=None) -> dict:
+             tuning_override=None, max_time=None, quiet=False) -> dict:
+    """One run as a BenchRun record's dictionary."""
     max_time = max_time or cfg.max_time
     out_json = os.path.join(local_dir, f"{tuning}-{direction}-{rep}.json")
     local = os.path.join(local_dir, "download.bin") if direction == "get" else src
@@ -204,9 +218,9 @@ def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, prob
     for stale in (out_json,):
         if os.path.exists(stale):
             os.unlink(stale)
-    result = {"tuning": tuning, "direction": direction, "rep": rep, "rate_bps": path.rate,
-              "rtt_s": path.rtt, "loss": path.loss, "ceiling_mbps": path.ceiling_mbps,
-              "mbps": 0.0, "bytes": 0, "seconds": 0.0, "complete": False}
+    result = BenchRun(tuning=tuning, direction=direction, path=remote, rep=rep, rate_bps=path.rate,
+                      rtt_s=path.rtt, loss=path.loss, ceiling_mbps=path.ceiling_mbps, bytes=0, seconds=0.0,
+                      complete=False)
     server = link.popen("server", plan.server, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_for_port(link, "server", T.PORT, timeout=15)
@@ -216,18 +230,25 @@ def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, prob
         counters0 = {side: _counters(link, side) for side in ("server", "client")}
         with Sampler(ns("server"), T.PORT, cfg.interval) as s_srv, Sampler(ns("client"), T.PORT, cfg.interval) as s_cli:
             client = link.popen("client", plan.client, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            rusage = _wait(client, time.monotonic() + max_time + 90)
+            sending = s_srv if direction == "get" else s_cli
+
+            def tick(elapsed: float) -> None:
+                moved = sending.moved()
+                cfg.log(f"  {tuning:14} {direction} #{rep + 1}: {elapsed:3.0f} s, {moved / 2**20:.0f} MiB"
+                        f" ({moved * 8 / elapsed / 1e6:.1f} Mbit/s so far)")
+
+            rusage = _wait(client, time.monotonic() + max_time + 90, on_tick=None if quiet else tick)
             stdout, stderr = client.stdout.read(), client.stderr.read()
             client.stdout.close()
             client.stderr.close()
         cpu1 = srv_ps.cpu_times()
-        result["tcp_counters"] = {side: counter_delta(counters0[side], _counters(link, side))
-                                  for side in ("server", "client")}
+        result.tcp_counters = {side: counter_delta(counters0[side], _counters(link, side))
+                               for side in ("server", "client")}
         # vsftpd serves each session from a forked process this one does not
         # follow: its CPU is not measured (a 0 would read as free)
-        result["server_cpu_s"] = (None if tuning == "kernel-vsftpd" else
-                                  round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 3))
-        result["client_cpu_s"] = round(rusage.ru_utime + rusage.ru_stime, 3)
+        result.server_cpu_s = (None if tuning == "kernel-vsftpd" else
+                               round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 3))
+        result.client_cpu_s = round(rusage.ru_utime + rusage.ru_stime, 3)
         result.update(_client_figures(plan.kind, client.returncode, stdout, stderr, out_json, direction))
         sender, receiver = (s_srv, s_cli) if direction == "get" else (s_cli, s_srv)
         rtts = [s["rtt_ms"] for _, socks in sender.samples for s in socks if s.get("rtt_ms")]
@@ -240,7 +261,7 @@ def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, prob
             timeline=sender.timeline(), receiver_timeline=receiver.timeline(),
         )
     except Exception as exc:  # one failed run must not lose the others
-        result["error"] = f"{type(exc).__name__}: {exc}"
+        result.error = f"{type(exc).__name__}: {exc}"
     finally:
         if server.poll() is None:
             server.terminate()
@@ -252,15 +273,15 @@ def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, prob
         err = server.stderr.read().decode(errors="replace").strip() if server.stderr else ""
         if server.stderr:
             server.stderr.close()
-        if result.get("error") and err:
-            result["error"] += f" (server: {err.splitlines()[-1]})"
+        if result.error and err:
+            result.error += f" (server: {err.splitlines()[-1]})"
         if direction == "get" and os.path.exists(local):
             os.unlink(local)
         elif direction == "put":
             up = os.path.join(root, "pub" if tuning == "kernel-vsftpd" else "", remote)
             if os.path.exists(up):
                 os.unlink(up)
-    return result
+    return result.to_dict()
 
 
 def _counters(link: Link, side: str) -> dict[str, int]:
@@ -282,16 +303,17 @@ def _client_figures(kind, code, stdout, stderr, out_json, direction) -> dict:
         return {"bytes": moved, "seconds": seconds, "mbps": moved * 8 / seconds / 1e6, "complete": code == 0}
     try:
         with open(out_json) as f:
-            d = json.load(f)
-    except (OSError, ValueError):
+            t = TransferResult.from_dict(json.load(f))  # the client's own record (drsftp --json, stockclient)
+    except (OSError, ValueError, TypeError):
         return {"error": f"client exit {code}: {stderr.decode(errors='replace').strip()[-300:]}"}
-    fig = {"bytes": d["bytes"], "seconds": d["seconds"], "mbps": d.get("mbps", 0.0),
-           "complete": d.get("complete", True)}
-    if d.get("first_block_s") is not None:  # stock ftplib: how long its first block took to go
-        fig["first_block_s"] = d["first_block_s"]
+    fig: dict = {"bytes": t.bytes, "seconds": t.seconds, "mbps": t.mbps, "complete": t.complete}
+    if t.extra.get("first_block_s") is not None:  # stock ftplib: how long its first block took to go
+        fig["first_block_s"] = t.extra["first_block_s"]
     if kind == "drsftp":
-        fig.update(client_report={k: d.get(k) for k in ("tuning", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms",
-                                                        "retransmits", "peak_rcvbuf", "peak_sndbuf",
-                                                        "drs_replies", "kernel_owns", "handshake_window")},
-                   client_timeline=d.get("timeline", []))
+        fig.update(client_report={"tuning": t.tuning, "rtt_min_ms": t.rtt_min_ms, "rtt_avg_ms": t.rtt_avg_ms,
+                                  "rtt_max_ms": t.rtt_max_ms, "retransmits": t.retransmits,
+                                  "peak_rcvbuf": t.peak_rcvbuf, "peak_sndbuf": t.peak_sndbuf,
+                                  "drs_replies": t.drs_replies, "kernel_owns": t.kernel_owns,
+                                  "handshake_window": t.handshake_window},
+                   client_timeline=t.timeline)
     return fig

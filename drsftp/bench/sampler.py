@@ -6,6 +6,7 @@ sizes (skmem rb/tb), their use, cwnd, bytes in flight, RTT, retransmits.
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import threading
@@ -68,7 +69,7 @@ def parse_counters(text: str) -> dict[str, int]:
     (each group is a header line of names followed by a line of values)."""
     out: dict[str, int] = {}
     lines = text.splitlines()
-    for names, values in zip(lines, lines[1:]):
+    for names, values in itertools.pairwise(lines):
         n, v = names.split(), values.split()
         if len(n) < 2 or len(n) != len(v) or n[0] != v[0] or not n[0].endswith(":"):
             continue
@@ -99,7 +100,7 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.t0 = time.monotonic()
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         self._thread.start()
         return self
 
@@ -120,8 +121,14 @@ class Sampler:
 
     # -- summaries ---------------------------------------------------------
     def peak(self, key: str) -> int | None:
-        vals = [s.get(key) for _, socks in self.samples for s in socks if s.get(key) is not None]
+        vals: list[int] = [s[key] for _, socks in self.samples for s in socks if s.get(key) is not None]
         return max(vals) if vals else None
+
+    def moved(self) -> int:
+        """Bytes the busiest data socket has moved, at the latest sample."""
+        if not self.samples:
+            return 0
+        return max(s.get("bytes_acked", 0) + s.get("bytes_received", 0) for s in self.samples[-1][1])
 
     def timeline(self) -> list[dict]:
         """One row per sample, for the busiest data socket at that moment."""

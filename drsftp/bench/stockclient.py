@@ -17,6 +17,7 @@ import sys
 import time
 
 from ..ftp.session import parse_url
+from ..result import TransferResult
 
 BLOCK = 1 << 20
 
@@ -56,7 +57,8 @@ class Meter:
                 # what the clock would have missed had it started once the
                 # first block was through, as ftplib's callback did
                 # (docs/decisions/0003-upload-clock.md)
-                "first_block_s": (self.first_block - self.t0) if self.first_block is not None else None}
+                "first_block_s": (self.first_block - self.t0)
+                if self.first_block is not None and self.t0 is not None else None}
 
 
 class StartOnRead:
@@ -104,9 +106,12 @@ def main(argv: list[str] | None = None) -> int:
             (retrieve if args.direction == "get" else store)(ftp, loc.path, f, meter)
     except _Stop:
         pass
-    end = time.monotonic()
+    fig = meter.figures(time.monotonic())
+    record = TransferResult(direction=args.direction, path=loc.path, bytes=fig["bytes"], seconds=fig["seconds"],
+                            complete=fig["complete"], tuning="kernel")
+    record.update(first_block_s=fig["first_block_s"])
     with open(args.json, "w") as f:
-        json.dump(meter.figures(end), f)
+        json.dump(record.to_dict(), f)
     try:
         ftp.close()
     except OSError:

@@ -7,6 +7,8 @@ import shutil
 import sys
 from dataclasses import dataclass
 
+from ..tuning import names as registered_tunings
+
 PY = sys.executable
 DRSFTP = [PY, "-m", "drsftp"]
 USER, PASSWORD = "bench", "bench"
@@ -45,16 +47,26 @@ class Plan:
     kind: str  # "drsftp" | "stock" (ftplib) | "curl"
 
 
-TUNINGS = ("stock-64k", "kernel", "kernel-vsftpd", "manual", "probe-static", "drs", "drs-closed")
-DESCRIPTIONS = {
+# The columns.  The registry's strategies (drsftp.tuning) run as drsftp at
+# both ends under their own names, except `fixed`, which the bench runs at
+# three sizes, and `kernel`, which it runs as stock programs (never touching
+# a buffer, as drsftp's `kernel` does not either).
+BASELINES = {
     "stock-64k": "static 64 KiB buffers set before the handshake at both ends (old stock FTP)",
     "kernel": "stock pyftpdlib server + Python ftplib client: buffers never touched (autotuning)",
     "kernel-vsftpd": "vsftpd server + curl client from Debian: buffers never touched",
     "manual": "static 2 x BDP from the configured rate and RTT, before the handshake (hand tuning)",
     "probe-static": "static size from a short RTT/bandwidth probe before the transfer (NLANR-style)",
+}
+FIXED_SIZES = ("stock-64k", "manual", "probe-static")  # drsftp with --tuning fixed:SIZE
+DRSFTP_TUNINGS = tuple(n for n in registered_tunings() if n not in ("fixed", "kernel"))
+TUNINGS = (*BASELINES, *DRSFTP_TUNINGS)
+_DRSFTP_DESCRIPTIONS = {
     "drs": "drsftp server and client: Dynamic Right-Sizing with the in-band DRS exchange",
     "drs-closed": "drs without the open start: right-sized from the first byte, slower ramp",
 }
+DESCRIPTIONS = {**BASELINES, **{n: _DRSFTP_DESCRIPTIONS.get(n, f"drsftp server and client with --tuning {n}")
+                                for n in DRSFTP_TUNINGS}}
 
 
 def available(name: str) -> str | None:
@@ -86,14 +98,12 @@ def plan(name: str, *, direction: str, root: str, host: str, local: str, remote:
          path: Path, force: bool, max_time: float, probe_size: int | None = None,
          vsftpd_conf: str | None = None) -> Plan:
     url = f"ftp://{USER}:{PASSWORD}@{host}:{PORT}/{remote}"
-    if name in ("stock-64k", "manual", "probe-static", "drs", "drs-closed"):
+    if name in FIXED_SIZES or name in DRSFTP_TUNINGS:
         tuning = {
             "stock-64k": "fixed:64k",
             "manual": f"fixed:{max(2 * path.bdp, 65536)}",
             "probe-static": f"fixed:{probe_size or 65536}",
-            "drs": "drs",
-            "drs-closed": "drs-closed",
-        }[name]
+        }.get(name, name)
         fixed_force = force and name != "stock-64k"
         return Plan(drsftp_server(root, host, tuning, fixed_force),
                     drsftp_client(direction, url, local, out_json, tuning, fixed_force, max_time), "drsftp")
@@ -109,6 +119,8 @@ def plan(name: str, *, direction: str, root: str, host: str, local: str, remote:
             client = ["curl", "-sS", "-o", local, "--max-time", f"{max_time:g}", "-w", "%{json}", anon]
         else:
             client = ["curl", "-sS", "-T", local, "--max-time", f"{max_time:g}", "-w", "%{json}", anon]
+        if vsftpd_conf is None:
+            raise ValueError("kernel-vsftpd needs a vsftpd configuration (vsftpd_config)")
         return Plan(["vsftpd", vsftpd_conf], client, "curl")
     raise ValueError(f"unknown tuning {name!r}")
 

@@ -1,4 +1,7 @@
 """The asyncio FTP client with DRS."""
 
-from .control import ControlConnection, FTPError  # noqa: F401
-from .transfer import TransferOptions, TransferResult, get, put  # noqa: F401
+from ..result import TransferResult
+from .control import ControlConnection, FTPError
+from .transfer import TransferOptions, get, put
+
+__all__ = ["ControlConnection", "FTPError", "TransferOptions", "TransferResult", "get", "put"]

@@ -26,6 +26,13 @@ class FTPError(Exception):
         self.transient = transient
 
 
+def os_reason(exc: OSError) -> str:
+    """The reason of an OSError as words, without errno or file name:
+    "read-only file system", "connection refused"."""
+    text = exc.strerror or str(exc) or type(exc).__name__
+    return text[:1].lower() + text[1:]
+
+
 @dataclass
 class Pending:
     verb: str
@@ -46,13 +53,13 @@ class ControlConnection:
         self._task = asyncio.get_running_loop().create_task(self._read_replies())
 
     @classmethod
-    async def open(cls, host: str, port: int, timeout: float = 15.0) -> "ControlConnection":
+    async def open(cls, host: str, port: int, timeout: float = 15.0) -> ControlConnection:
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise FTPError(f"cannot connect to {host}:{port}: timed out") from exc
         except OSError as exc:
-            raise FTPError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from exc
+            raise FTPError(f"cannot connect to {host}:{port}: {os_reason(exc)}") from exc
         conn = cls(reader, writer, host)
         reply = await conn._wait(conn._greeting.final, timeout)
         if reply.code != 220:
@@ -72,7 +79,8 @@ class ControlConnection:
         except ProtocolError as exc:
             error = FTPError(f"protocol error from server: {exc}")
         except (OSError, asyncio.IncompleteReadError) as exc:
-            error = FTPError(f"control connection lost: {exc}")
+            why = os_reason(exc) if isinstance(exc, OSError) else "the server closed it mid-reply"
+            error = FTPError(f"control connection lost: {why}")
         for token in self.router.fail_all():
             for fut in (token.preliminary, token.final):
                 if not fut.done():
@@ -92,7 +100,7 @@ class ControlConnection:
     async def _wait(self, fut: asyncio.Future, timeout: float | None) -> Reply:
         try:
             return await asyncio.wait_for(asyncio.shield(fut), timeout)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise FTPError("server did not answer in time") from exc
 
     def start(self, line: str) -> Pending:
@@ -156,12 +164,12 @@ class ControlConnection:
         try:
             if not self.writer.is_closing():
                 await asyncio.wait_for(self.command("QUIT"), 2)
-        except (FTPError, asyncio.TimeoutError, OSError, ConnectionError):
+        except (TimeoutError, FTPError, OSError, ConnectionError):
             pass
         self.writer.close()
         try:
             await asyncio.wait_for(self.writer.wait_closed(), 2)
-        except (OSError, asyncio.TimeoutError, ConnectionError):
+        except (TimeoutError, OSError, ConnectionError):
             pass
         self._task.cancel()
 

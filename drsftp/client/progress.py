@@ -7,21 +7,7 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-
-def human_bits(bps: float) -> str:
-    for unit in ("bit/s", "kbit/s", "Mbit/s", "Gbit/s"):
-        if bps < 1000 or unit == "Gbit/s":
-            return f"{bps:.1f} {unit}"
-        bps /= 1000
-    return f"{bps:.1f} Gbit/s"
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
+from ..result import human_bits, human_bytes
 
 
 class ProgressView:

@@ -17,14 +17,15 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import sockopt
 from ..ftp import drscmd
 from ..ftp.session import FTPLocation, partial_name
+from ..result import TransferResult
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec
-from .control import ControlConnection, FTPError
+from .control import ControlConnection, FTPError, os_reason
 from .progress import ProgressView
 
 log = logging.getLogger("drsftp.client")
@@ -44,46 +45,6 @@ class TransferOptions:
     max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
     verify: bool = False  # compare SHA-256 with the server's HASH afterwards
     connect_timeout: float = 15.0
-
-
-@dataclass
-class TransferResult:
-    direction: str
-    path: str
-    bytes: int  # moved in this session
-    total_size: int | None
-    resumed_from: int
-    seconds: float
-    drs_peer: bool
-    drs_replies: int
-    summary: dict
-    timeline: list = field(default_factory=list)
-    server_last: dict = field(default_factory=dict)
-    complete: bool = True
-    sha256: str | None = None
-
-    @property
-    def mbps(self) -> float:
-        return self.bytes * 8 / self.seconds / 1e6 if self.seconds > 0 else 0.0
-
-    def as_dict(self) -> dict:
-        d = {
-            "direction": self.direction,
-            "path": self.path,
-            "bytes": self.bytes,
-            "total_size": self.total_size,
-            "resumed_from": self.resumed_from,
-            "seconds": round(self.seconds, 4),
-            "mbps": round(self.mbps, 3),
-            "complete": self.complete,
-            "sha256": self.sha256,
-            "drs_peer": self.drs_peer,
-            "drs_replies": self.drs_replies,
-            "server_last_report": self.server_last,
-        }
-        d.update(self.summary)
-        d["timeline"] = self.timeline
-        return d
 
 
 class _Transfer:
@@ -115,9 +76,10 @@ class _Transfer:
         try:
             await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
                                    self.opts.connect_timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:
             sock.close()
-            raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+            why = os_reason(exc) if isinstance(exc, OSError) and exc.strerror else "timed out"
+            raise FTPError(f"cannot open data connection to {host}:{port}: {why}") from exc
         self.tuner.after_handshake(sock)
         return sock
 
@@ -237,7 +199,10 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                 if not first.preliminary:
                     raise FTPError(f"cannot retrieve {loc.path}: {first}", first)
                 tuner.attach(sock)
-                f = _open_part(part, offset)
+                try:
+                    f = _open_part(part, offset)
+                except OSError as exc:
+                    raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
                 with f:
                     started = time.monotonic()
                     xfer.started = started
@@ -256,7 +221,10 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
         if size is not None and offset + xfer.moved != size:
             raise FTPError(f"short transfer: {offset + xfer.moved} of {size} bytes (--continue resumes)")
         digest = await _verify(ctl, loc.path, part) if opts.verify else None
-        os.replace(part, dest)
+        try:
+            os.replace(part, dest)
+        except OSError as exc:
+            raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
         result = _result("get", loc.path, xfer, size, offset, seconds)
         result.sha256 = digest
         return result
@@ -267,9 +235,9 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
 async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
     check_spec(opts.tuning)
     try:
-        f = open(src, "rb")
+        f = open(src, "rb")  # noqa: SIM115 (closed by the `with f:` below)
     except OSError as exc:
-        raise FTPError(f"cannot read {src}: {exc.strerror or exc}", transient=False) from exc
+        raise FTPError(f"cannot read {src}: {os_reason(exc)}", transient=False) from exc
     with f:
         total = os.fstat(f.fileno()).st_size
         ctl = await _session(loc, opts)
@@ -335,7 +303,7 @@ def _open_part(part: str, offset: int):
         except FileNotFoundError:
             pass
     fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
-    f = open(fd, "wb", buffering=0, closefd=True)
+    f = open(fd, "wb", buffering=0, closefd=True)  # noqa: SIM115 (the caller closes it)
     if offset and os.fstat(fd).st_size > offset:
         f.truncate(offset)
     f.seek(offset)
@@ -465,7 +433,7 @@ async def _drain(sock: socket.socket, xfer: _Transfer, tuner: SocketTuner, limit
     while time.monotonic() < deadline:
         tuner.tick(xfer.moved)
         info = tuner.last_info
-        if not info or info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0:
+        if not info or (info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0):
             return
         await asyncio.sleep(0.005)
 
@@ -475,10 +443,11 @@ async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
     try:
         await io
     except (OSError, ConnectionError) as exc:
-        raise FTPError(f"data connection failed: {exc}") from exc
+        raise FTPError(f"data connection failed: {os_reason(exc)}") from exc
     except asyncio.CancelledError:
-        if ticker.done() and not ticker.cancelled() and ticker.exception() is not None:
-            raise ticker.exception() from None
+        failure = ticker.exception() if ticker.done() and not ticker.cancelled() else None
+        if failure is not None:
+            raise failure from None
         if not xfer.timed_out:
             raise
     finally:
@@ -525,7 +494,7 @@ async def _server_says_why(work, pending, label: str) -> None:
     except FTPError as exc:
         try:
             reply = await asyncio.wait_for(asyncio.shield(pending.final), 5)
-        except (asyncio.TimeoutError, FTPError):
+        except (TimeoutError, FTPError):
             raise exc from None
         if reply.code >= 400:
             raise FTPError(f"{label} failed: {reply}", reply) from exc
@@ -537,16 +506,19 @@ async def _abort(ctl: ControlConnection, pending) -> None:
     try:
         abor = ctl.start("ABOR")
         await asyncio.wait_for(asyncio.gather(pending.final, abor.final, return_exceptions=True), 10)
-    except (FTPError, asyncio.TimeoutError):
+    except (TimeoutError, FTPError):
         pass
 
 
 def _already_complete(direction: str, path: str, size: int) -> TransferResult:
-    return TransferResult(direction, path, 0, size, size, 0.0, False, 0, {"note": "already complete"})
+    r = TransferResult(direction=direction, path=path, bytes=0, seconds=0.0, total_size=size, resumed_from=size)
+    r.update(note="already complete")
+    return r
 
 
-def _result(direction, path, xfer: _Transfer, total, offset, seconds, complete=True) -> TransferResult:
-    return TransferResult(
+def _result(direction: str, path: str, xfer: _Transfer, total: int | None, offset: int, seconds: float,
+            complete: bool = True) -> TransferResult:
+    r = TransferResult(
         direction=direction,
         path=path,
         bytes=xfer.moved,
@@ -555,8 +527,9 @@ def _result(direction, path, xfer: _Transfer, total, offset, seconds, complete=T
         seconds=seconds,
         drs_peer="DRS" in xfer.ctl.features,
         drs_replies=xfer.drs_replies,
-        summary=xfer.tuner.summary(),
+        server_last_report=xfer.server_last,
         timeline=xfer.tuner.stats.timeline,
-        server_last=xfer.server_last,
         complete=complete,
     )
+    r.update(xfer.tuner.summary())
+    return r

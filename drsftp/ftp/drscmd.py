@@ -11,6 +11,7 @@ from a transfer's final reply arriving at the same time.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..tuning import PeerReport
 
@@ -53,7 +54,7 @@ def parse_args(arg: str) -> dict[str, int]:
 
 
 def to_report(pairs: dict[str, int]) -> PeerReport:
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for key, (field, scale, _bound) in FIELDS.items():
         if key in pairs and pairs[key] > 0:
             kwargs[field] = pairs[key] * scale if scale != 1 else pairs[key]

@@ -106,7 +106,7 @@ def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
     return FTPLocation(parts.hostname, port, user, password or "", path)
 
 
-def _netrc_lookup(host: str, netrc_file: str | None):
+def _netrc_lookup(host: str, netrc_file: str | None) -> tuple[str, str | None, str | None] | None:
     path = netrc_file or os.path.join(os.path.expanduser("~"), ".netrc")
     if not os.path.exists(path):
         return None

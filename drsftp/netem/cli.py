@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+from typing import Any
 
 from . import namespaces as nsmod
 from .errors import NetemError
@@ -23,7 +24,8 @@ def add_parser(sub) -> None:
     up.add_argument("--queue", type=int, help="drop-tail queue in packets (default: 1 BDP, at least 64)")
     up.add_argument("--loss", default="0", help="random loss per packet, e.g. 0.1%%")
     up.add_argument("--jitter", default="0", help="uniform delay variation, never reorders, e.g. 1ms")
-    up.add_argument("--backend", choices=("auto", "tc", "tun"), default="auto")
+    up.add_argument("--backend", choices=("auto", "tc", "tun"), default="auto",
+                    help="tc (netem qdiscs), tun (drsftp's own shaper) or auto: tc where it works")
     up.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE",
                     help="set on both sides, e.g. net.ipv4.tcp_wmem=\"4096 16384 33554432\"")
     up.add_argument("--cc", choices=("bbr", "cubic", "reno"), help="congestion control on both sides")
@@ -32,18 +34,18 @@ def add_parser(sub) -> None:
     up.set_defaults(func=cmd_up)
 
     ex = nsub.add_parser("exec", help="run a command on one side: exec NAME client|server -- CMD ...")
-    ex.add_argument("name")
-    ex.add_argument("side", choices=nsmod.SIDES)
-    ex.add_argument("argv", nargs=argparse.REMAINDER)
+    ex.add_argument("name", help="the link's name")
+    ex.add_argument("side", choices=nsmod.SIDES, help="which end's namespace")
+    ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command and its arguments")
     ex.set_defaults(func=cmd_exec)
 
     down = nsub.add_parser("down", help="remove a link (or --all of them, crashed ones too)")
-    down.add_argument("name", nargs="?")
-    down.add_argument("--all", action="store_true")
+    down.add_argument("name", nargs="?", help="the link's name")
+    down.add_argument("--all", action="store_true", help="every drsftp link, crashed ones too")
     down.set_defaults(func=cmd_down)
 
     st = nsub.add_parser("status", help="list links, their settings, sysctls and counters")
-    st.add_argument("--json", action="store_true")
+    st.add_argument("--json", action="store_true", help="print the links as JSON")
     st.set_defaults(func=cmd_status)
 
 
@@ -115,7 +117,7 @@ def cmd_down(args) -> int:
 
 def cmd_status(args) -> int:
     nsmod.require_root()
-    out = []
+    out: list[dict[str, Any]] = []
     for name in sorted(nsmod.our_links_on_host()):
         state = nsmod.read_state(name)
         entry = {"name": name, "alive": bool(state and nsmod.owner_pid_alive(state)), "info": state}

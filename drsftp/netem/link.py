@@ -34,6 +34,7 @@ def start_owner(name: str, spec: LinkSpec, *, detach: bool, timeout: float = 60.
         cmd.append("--pdeathsig")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             start_new_session=detach, text=True)
+    assert proc.stdout is not None and proc.stderr is not None  # (PIPE)
     try:
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         line = proc.stdout.readline() if ready else ""
@@ -78,11 +79,11 @@ class Link:
         self.final_stats: dict | None = None
 
     # -- lifecycle ---------------------------------------------------------
-    def up(self) -> "Link":
+    def up(self) -> Link:
         self._owner, self.info = start_owner(self.name, self.spec, detach=False)
         return self
 
-    def __enter__(self) -> "Link":
+    def __enter__(self) -> Link:
         return self.up()
 
     def __exit__(self, *exc) -> None:

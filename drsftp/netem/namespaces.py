@@ -188,8 +188,8 @@ def ns_exec_prefix(ns: str) -> list[str]:
     return ["ip", "netns", "exec", ns]
 
 
-def read_sysctls(ns: str, keys: list[str]) -> dict[str, str]:
-    out = {}
+def read_sysctls(ns: str, keys: list[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
     for key in keys:
         proc = run(ns_exec_prefix(ns) + ["sysctl", "-n", key], check=False)
         out[key] = " ".join(proc.stdout.split()) if proc.returncode == 0 else None

@@ -45,7 +45,7 @@ class LinkOwner:
     def __init__(self, name: str, spec: LinkSpec) -> None:
         self.names = Names(name)
         self.spec = spec
-        self.backend = None
+        self.backend: str | None = None
         self.made_ns: list[str] = []
         self.tun_fds: list[int] = []
         self.rng = random.Random(spec.seed)
@@ -171,7 +171,7 @@ class LinkOwner:
 
     def _forward(self) -> None:
         fd_c, fd_s = self.tun_fds
-        routes = {
+        routes: dict[int, tuple[int, Shaper, deque[tuple[float, bytes]]]] = {
             fd_c: (fd_s, self.shapers["c2s"], deque()),
             fd_s: (fd_c, self.shapers["s2c"], deque()),
         }
@@ -217,7 +217,7 @@ class LinkOwner:
             timer.close()
 
     def stats(self) -> dict:
-        out = {"backend": self.backend, "write_errors": self.write_errors, "time": time.time()}
+        out: dict[str, object] = {"backend": self.backend, "write_errors": self.write_errors, "time": time.time()}
         for direction, shaper in self.shapers.items():
             out[direction] = shaper.stats.as_dict()
         return out

@@ -53,12 +53,11 @@ class Shaper:
         st = self.stats
         st.packets_in += segments
         st.bytes_in += wire_bytes
-        if self.loss:
-            # A super-packet is lost whole with probability p: the expected
-            # segment loss rate stays p, in fewer, larger events (docs/NETEM.md).
-            if self.rng.random() < self.loss:
-                st.lost += segments
-                return None
+        # A super-packet is lost whole with probability p: the expected
+        # segment loss rate stays p, in fewer, larger events (docs/NETEM.md).
+        if self.loss and self.rng.random() < self.loss:
+            st.lost += segments
+            return None
         depart = now
         if self.rate:
             backlog = self.backlog(now)

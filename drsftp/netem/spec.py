@@ -50,7 +50,7 @@ class LinkSpec:
     sysctls: dict = field(default_factory=dict)  # applied on both sides
     seed: int | None = None
 
-    def validate(self) -> "LinkSpec":
+    def validate(self) -> LinkSpec:
         if not 0 <= self.rtt <= 10:
             raise NetemError(f"rtt must be between 0 and 10 s, not {self.rtt}")
         if self.rate < 0 or (self.rate != 0 and self.rate < 10e3):
@@ -59,7 +59,7 @@ class LinkSpec:
             raise NetemError("rate above 100 Gbit/s is not emulated")
         if not 0 <= self.loss <= 1:
             raise NetemError(f"loss must lie between 0 and 100%, not {self.loss * 100:g}%")
-        if self.jitter < 0 or self.jitter > self.rtt / 2 + 1e-12 and self.jitter > 0:
+        if self.jitter < 0 or (self.jitter > self.rtt / 2 + 1e-12 and self.jitter > 0):
             raise NetemError("jitter must be >= 0 and at most half the RTT")
         if self.queue is not None and not 1 <= self.queue <= 1_000_000:
             raise NetemError(f"queue must be 1..1000000 packets, not {self.queue}")

@@ -79,7 +79,8 @@ def build_server(cfg: ServerConfig) -> FTPServer:
                 authorizer.add_hashed_user(entry)
         if cfg.user:
             authorizer.add_hashed_user(
-                UserEntry(cfg.user, hash_password(cfg.password), root, WRITE_PERM if cfg.write_perm else READ_PERM))
+                UserEntry(cfg.user, hash_password(cfg.password or ""), root,
+                          WRITE_PERM if cfg.write_perm else READ_PERM))
     except (UsersFileError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc
     if cfg.anonymous_read:

@@ -1,6 +1,6 @@
 """Buffer-tuning strategies behind one interface (sans-IO)."""
 
-from .base import (  # noqa: F401
+from .base import (
     NO_CHANGE,
     Decision,
     FixedTuning,
@@ -14,4 +14,22 @@ from .base import (  # noqa: F401
     parse_size,
     register,
 )
-from .drs import DRSConfig, DRSTuning, RTTEstimator  # noqa: F401
+from .drs import DRSConfig, DRSTuning, RTTEstimator
+
+__all__ = [
+    "NO_CHANGE",
+    "DRSConfig",
+    "DRSTuning",
+    "Decision",
+    "FixedTuning",
+    "PeerReport",
+    "RTTEstimator",
+    "Role",
+    "Sample",
+    "Tuning",
+    "check_spec",
+    "create",
+    "names",
+    "parse_size",
+    "register",
+]

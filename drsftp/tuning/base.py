@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 class Role(enum.Enum):
@@ -112,13 +112,14 @@ class Tuning:
         return self.name
 
 
-_REGISTRY: dict[str, Callable[[Role, str | None], Tuning]] = {}
+_Factory = Callable[[Role, str | None], Tuning]
+_REGISTRY: dict[str, _Factory] = {}
 
 
-def register(name: str) -> Callable:
+def register(name: str) -> Callable[[_Factory], _Factory]:
     """Class decorator: make a strategy available as ``--tuning NAME[:ARG]``."""
 
-    def wrap(factory: Callable[[Role, str | None], Tuning]):
+    def wrap(factory: _Factory) -> _Factory:
         _REGISTRY[name] = factory
         return factory
 
@@ -146,7 +147,7 @@ def parse_size(text: str) -> int:
 
 def check_spec(spec: str) -> str:
     """Validate a tuning spec without building it; returns it normalised."""
-    name, _, arg = spec.partition(":")
+    name = spec.partition(":")[0]
     if name not in _REGISTRY:
         raise ValueError(f"unknown tuning {name!r}; choose from {', '.join(names())}")
     create(spec, Role.RECEIVER)
@@ -165,7 +166,7 @@ def create(spec: str, role: Role) -> Tuning:
 register("kernel")(lambda role, arg: _no_arg(Tuning, "kernel", role, arg))
 
 
-def _no_arg(cls, name, role, arg):
+def _no_arg(cls: type[Tuning], name: str, role: Role, arg: str | None) -> Tuning:
     if arg:
         raise ValueError(f"tuning {name!r} takes no argument")
     return cls(role)

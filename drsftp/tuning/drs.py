@@ -22,9 +22,10 @@ the sender's unsent data bounded apart from its buffer
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Reversible
 from dataclasses import dataclass
 
-from .base import Decision, NO_CHANGE, PeerReport, Role, Sample, Tuning, parse_size, register
+from .base import NO_CHANGE, Decision, PeerReport, Role, Sample, Tuning, parse_size, register
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -201,7 +202,7 @@ class DRSTuning(Tuning):
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
         target = gain * peak
         min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
-        if queue:
+        if queue and min_rtt:  # (queue: a minimum RTT is known)
             # allow no more than 1.25 x rate x min_rtt.  Pull down, not just
             # hold: with a standing queue the flight (and so the measurement)
             # includes the queue and would justify itself.
@@ -250,7 +251,7 @@ class DRSTuning(Tuning):
         if peer_window is None:
             peer_window = sample.peer_window
         srtt = self.rtt.srtt or cfg.default_rtt
-        cwnd = sample.cwnd_bytes
+        cwnd: float | None = sample.cwnd_bytes
         # Slow start, as the receiver tells it: the acked rate grew this RTT
         # and no queue inflates the RTT.  Then the cwnd outgrows a buffer
         # sized from the last tick's cwnd before the next tick, and the
@@ -314,7 +315,7 @@ class DRSTuning(Tuning):
     def _queue_filling(self, srtt: float) -> bool:
         """The latest RTT well above the minimum: a bottleneck queue fills."""
         min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
-        return bool(min_rtt) and latest > self.config.inflation_limit * min_rtt
+        return bool(min_rtt and latest > self.config.inflation_limit * min_rtt)
 
     def _rate(self, total: int, now: float, span: float) -> float | None:
         """Bytes/s over the last ``span`` seconds of the cumulative ``total``
@@ -324,7 +325,7 @@ class DRSTuning(Tuning):
         # keep one entry at least one span old, drop the older ones
         while len(hist) > 2 and hist[1][0] <= now - span:
             hist.popleft()
-        t0, b0 = hist[0]
+        t0, b0 = hist[0][0], float(hist[0][1])
         if now - t0 < span * (1 - 1e-9):
             return None
         if len(hist) > 2 and hist[1][0] > t0:  # bytes at exactly one span ago
@@ -366,7 +367,8 @@ class DRSTuning(Tuning):
     def _fresh_peer_value(self, field: str, now: float) -> float | None:
         if self._peer is None or not self._fresh(now):
             return None
-        return getattr(self._peer, field)
+        value: float | None = getattr(self._peer, field)
+        return value
 
     def describe(self) -> str:
         return f"{self.name}(cap={self.config.cap})"
@@ -377,12 +379,12 @@ def _near(value: float, last: float | None, threshold: float) -> bool:
     return last is not None and abs(value - last) <= threshold * last
 
 
-def _rate_before(recent: deque, when: float) -> float | None:
+def _rate_before(recent: Reversible[tuple[float, ...]], when: float) -> float | None:
     """The rate (each entry's last field) of the newest entry at or before ``when``."""
     return next((e[-1] for e in reversed(recent) if e[0] <= when), None)
 
 
-def _config(arg: str | None, **kw) -> DRSConfig:
+def _config(arg: str | None, **kw: bool) -> DRSConfig:
     if arg:
         cap = parse_size(arg)
         return DRSConfig(cap=cap, floor=min(DRSConfig.floor, cap), **kw)

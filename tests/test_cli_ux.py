@@ -1,0 +1,163 @@
+"""The command line as a newcomer meets it: help on every option, one result
+line per transfer (none with -q), errors as one plain sentence, and the
+bench's closing sentence on what won."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+from conftest import drsftp, make_file, sha256_file
+
+from drsftp.bench import tunings as T
+from drsftp.bench.report import legend, path_tables, print_table, verdict
+from drsftp.cli import build_parser
+from drsftp.result import SCHEMA, TransferResult
+from drsftp.tuning import names
+
+
+def _parsers(parser: argparse.ArgumentParser, path: str = "drsftp"):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_every_argument_of_every_subcommand_has_help() -> None:
+    missing = []
+    seen = 0
+    for path, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            seen += 1
+            if not action.help or action.help == argparse.SUPPRESS:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+    assert seen > 80  # the walk reached the subcommands
+    assert not missing, "no help text: " + ", ".join(missing)
+
+
+def test_description_is_a_whole_sentence() -> None:
+    desc = build_parser().description
+    assert desc and desc.endswith(".") and desc.count("(") == desc.count(")") and len(desc.split()) >= 8
+    out = subprocess.run([sys.executable, "-m", "drsftp", "--help"], capture_output=True, text=True, timeout=30).stdout
+    assert " ".join(desc.split()) in " ".join(out.split())
+
+
+RESULT_LINE = re.compile(r"^(?P<name>[\w.-]+): (?P<size>[\d.]+ (B|KiB|MiB|GiB)) in [\d.]+ s, [\d.]+ (k|M|G)?bit/s, "
+                         r"RTT [\d.]+ ms, DRS (with peer|at this end only)$")
+
+
+def test_get_and_put_print_one_result_line_without_a_terminal(server, tmp_path):
+    src = make_file(tmp_path / "up.bin", 3 << 20, seed=21)
+    r = drsftp("put", str(src), server.url("up.bin"))  # stderr is a pipe: no terminal
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    m = RESULT_LINE.match(lines[0])
+    assert m and m["name"] == "up.bin" and m["size"] == "3.0 MiB", lines[0]
+    r = drsftp("get", server.url("up.bin"), str(tmp_path / "down.bin"), "--json", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and RESULT_LINE.match(r.stderr.strip()), r.stderr
+    assert "DRS with peer" in r.stderr and r.stdout == ""
+    assert sha256_file(tmp_path / "down.bin") == sha256_file(src)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["schema"] == SCHEMA and report["bytes"] == 3 << 20 and report["direction"] == "get"
+    assert TransferResult.from_dict(report).summary_line() == r.stderr.strip()
+
+
+def test_quiet_prints_nothing_on_success(server, tmp_path):
+    src = make_file(tmp_path / "q.bin", 1 << 20, seed=22)
+    for args in (("put", str(src), server.url("q.bin"), "-q"),
+                 ("get", server.url("q.bin"), str(tmp_path / "q2.bin"), "--quiet", "--progress", "always")):
+        r = drsftp(*args)
+        assert r.returncode == 0 and r.stderr == "" and r.stdout == "", (args, r.stderr)
+    assert sha256_file(tmp_path / "q2.bin") == sha256_file(src)
+
+
+def test_an_unwritable_destination_is_one_plain_sentence(server, tmp_path):
+    make_file(os.path.join(server.root, "big.bin"), 1 << 20, seed=23)
+    blocker = tmp_path / "afile"
+    blocker.write_text("a regular file, so nothing can be created under it (root or not)")
+    dest = blocker / "big.bin"
+    r = drsftp("get", server.url("big.bin"), str(dest), "-q")
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"drsftp: error: cannot write {dest}: not a directory", r.stderr
+    r = drsftp("get", server.url("big.bin"), str(tmp_path / "d.bin"), "--json", str(blocker / "r.json"))
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[-1] == f"drsftp: error: cannot write {blocker / 'r.json'}: not a directory"
+    assert "Errno" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_result_record_round_trips_and_refuses_newer_schemas():
+    r = TransferResult(direction="put", path="/d/big.bin", bytes=512 << 20, seconds=13.2, tuning="drs(cap=1)",
+                       drs_peer=True, drs_replies=40, rtt_avg_ms=100.4)
+    r.update(kernel_owns="rcvbuf", first_block_s=0.5)  # a field, and a figure without one
+    assert r.summary_line() == "big.bin: 512.0 MiB in 13.2 s, 325 Mbit/s, RTT 100 ms, DRS with peer"
+    d = json.loads(json.dumps(r.to_dict()))
+    assert d["schema"] == SCHEMA and d["first_block_s"] == 0.5 and d["mbps"] == round(r.mbps, 3)
+    back = TransferResult.from_dict(d)
+    assert back == r
+    d["schema"] = SCHEMA + 1
+    try:
+        TransferResult.from_dict(d)
+    except ValueError as exc:
+        assert "newer" in str(exc)
+    else:
+        raise AssertionError("a newer schema must not read")
+
+
+def _run(tuning, mbps, rtt=0.1, rep=0, complete=True):
+    return {"profile": "default", "rate_bps": 100e6, "rtt_s": rtt, "loss": 0.0, "direction": "get",
+            "tuning": tuning, "rep": rep, "mbps": mbps, "complete": complete, "ceiling_mbps": 96.5,
+            "peak_rcvbuf": 2_500_000, "rtt_avg_ms": 100.0}
+
+
+def test_the_bench_ends_with_who_won_and_by_how_much():
+    order = list(T.TUNINGS)
+    one_path = [_run("stock-64k", 5.0), _run("kernel", 66.0), _run("drs", 69.0), _run("drs", 60.0, rep=1),
+                _run("drs", 75.0, rep=2)]
+    assert verdict(one_path, order) == "drs moved 13.8x stock-64k and 1.05x kernel autotuning on this path."
+    # where kernel is faster on more paths, it is named, with its median ratio over the paths
+    two_paths = [_run("kernel", 80.0), _run("drs", 40.0), _run("kernel", 90.0, rtt=0.05),
+                 _run("drs", 60.0, rtt=0.05), _run("kernel", 10.0, rtt=0.025), _run("drs", 20.0, rtt=0.025)]
+    assert verdict(two_paths, order) == ("kernel was fastest on 2 of 3 paths and moved 1.50x drs"
+                                         " (medians over the paths).")
+    failed = [dict(_run("drs", 0.0), error="boom")]
+    assert verdict(failed, order) == "No run completed, so nothing can be compared."
+    assert "nothing to compare" in verdict([_run("drs", 50.0)], order)
+
+
+def test_the_demo_table_fits_80_columns_and_its_words_are_explained():
+    from rich.console import Console
+
+    runs = [_run("stock-64k", 5.0, complete=False), _run("kernel", 66.0), _run("drs", 69.0)]
+    (title, header, rows), = path_tables(runs, ["stock-64k", "kernel", "drs"])
+    assert title.startswith("get, 100 Mbit/s, RTT 100 ms") and header[:2] == ["tuning", "Mbit/s"]
+    assert rows[2][:5] == ["drs", "69.0", "13.8x", "1.05x", "72%"] and rows[0][1] == "5.0*"
+    console = Console(width=80, record=True)
+    env = {"kernel": "k", "machine": "m", "congestion_control": "cubic", "buffer_force_used": False,
+           "buffer_force_available": False, "date": "d",
+           "host_sysctls": {"net.core.rmem_max": 1, "net.core.wmem_max": 1, "net.ipv4.tcp_wmem": [1, 2, 3]}}
+    print_table(env, runs, ["stock-64k", "kernel", "drs"], console=console, compact=True)
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    table = text.split("Kernel k")[0]
+    assert "drs" in table and "13.8x" in table and "vs kernel" in table  # no cell folded away
+    words = " ".join(legend(runs, ["stock-64k", "kernel", "drs"], full=True))
+    for term in ("ceiling:", "default profile:", "skmem:", "BDP:", "stock-64k:", "kernel:", "drs:"):
+        assert term in words
+
+
+def test_bench_columns_come_from_the_tuning_registry():
+    # every registered strategy but fixed (run at three sizes) and kernel (run as stock programs)
+    assert set(T.DRSFTP_TUNINGS) == set(names()) - {"fixed", "kernel"}
+    assert set(T.TUNINGS) == set(T.BASELINES) | set(T.DRSFTP_TUNINGS) == set(T.DESCRIPTIONS)
+    p = T.plan("drs-closed", direction="get", root="/r", host="h", local="/l", remote="f", out_json="/j",
+               path=T.Path(rate=1e8, rtt=0.1), force=False, max_time=5)
+    assert p.kind == "drsftp" and p.client[p.client.index("--tuning") + 1] == "drs-closed"
