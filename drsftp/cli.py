@@ -43,6 +43,12 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
                    help="compare SHA-256 with the server's HASH afterwards (non-zero exit if different)")
     p.add_argument("--max-time", type=float, metavar="SECONDS",
                    help="stop after this long (ABOR), keep what arrived, exit 28 (as curl)")
+    p.add_argument("--tls", action="store_true",
+                   help="FTPS: AUTH TLS, then control and data encrypted (ftps:// URLs: implicit TLS)")
+    p.add_argument("--ca-file", metavar="FILE",
+                   help="trust the CA certificates in FILE (PEM) instead of the system store")
+    p.add_argument("--insecure", action="store_true",
+                   help="do not check the server's TLS certificate or name (says so on stderr)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,7 +191,7 @@ def _cmd_transfer(args) -> int:
         tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
         progress={"auto": None, "always": True, "never": False}[args.progress],
         use_drs_command=not args.no_drs_command, idle_timeout=args.timeout, max_time=args.max_time,
-        verify=args.verify,
+        verify=args.verify, tls=args.tls, ca_file=args.ca_file, insecure=args.insecure,
     )
     from .client.transfer import with_retries
 
