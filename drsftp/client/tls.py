@@ -68,7 +68,7 @@ def failure_sentence(exc: Exception, host: str) -> str:
     """One sentence for a failed TLS handshake."""
     if isinstance(exc, ssl.SSLCertVerificationError):
         why = (exc.verify_message or str(exc)).rstrip(".")
-        if why.lower().startswith("hostname mismatch"):
+        if "mismatch" in why.lower():  # hostname or IP address
             why = f"it is not valid for the name {host}"
         return (f"TLS certificate of {host} not trusted: {why} "
                 "(--ca-file names the CA that signed it; --insecure skips the check)")
