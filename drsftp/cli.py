@@ -58,29 +58,36 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the FTP server with DRS")
-    s.add_argument("--root", required=True, help="directory to serve")
-    s.add_argument("--host", "--bind", dest="host", default="127.0.0.1", help="address to listen on")
-    s.add_argument("--port", type=int, default=2121, help="port (0: any free port)")
+    # Defaults live in drsftp.server.config.DEFAULTS: an option not given
+    # (None) leaves the --config file's value in force.
+    s.add_argument("--config", metavar="FILE",
+                   help="TOML file of these options (keys with _ for -); options given here override it")
+    s.add_argument("--root", help="directory to serve")
+    s.add_argument("--host", "--bind", dest="host", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=int, help="port (default 2121; 0: any free port)")
     s.add_argument("--user")
     s.add_argument("--password")
     s.add_argument("--users", metavar="FILE", help="users file with hashed passwords (drsftp passwd)")
-    s.add_argument("--anonymous-read", action="store_true", help="allow anonymous download (never upload)")
-    s.add_argument("--idle-timeout", type=float, default=300.0, help="seconds a session may idle")
-    s.add_argument("--data-timeout", type=float, default=120.0, help="seconds a transfer may stall")
-    s.add_argument("--read-only", action="store_true", help="no uploads or changes")
-    s.add_argument("--tuning", type=_tuning_arg, default="drs")
-    s.add_argument("--force-buffers", action="store_true")
+    s.add_argument("--anonymous-read", action="store_true", default=None,
+                   help="allow anonymous download (never upload)")
+    s.add_argument("--idle-timeout", type=float, help="seconds a session may idle (default 300)")
+    s.add_argument("--data-timeout", type=float, help="seconds a transfer may stall (default 120)")
+    s.add_argument("--read-only", action="store_true", default=None, help="no uploads or changes")
+    s.add_argument("--tuning", type=_tuning_arg)
+    s.add_argument("--force-buffers", action="store_true", default=None)
     s.add_argument("--passive-ports", metavar="LO-HI")
-    s.add_argument("--max-connections", type=int, default=256)
-    s.add_argument("--max-connections-per-ip", type=int, default=32)
-    s.add_argument("--log-file", metavar="FILE")
+    s.add_argument("--max-connections", type=int, help="default 256")
+    s.add_argument("--max-connections-per-ip", type=int, help="default 32")
+    s.add_argument("--log-file", metavar="FILE",
+                   help="transfer log (one line per login and per transfer) and warnings; default stderr")
+    s.add_argument("--log-format", choices=("text", "json"), help="transfer log lines: text (default) or json")
     s.add_argument("--tls-cert", metavar="FILE", help="certificate (PEM) for FTPS: AUTH TLS, PROT P")
     s.add_argument("--tls-key", metavar="FILE", help="private key (PEM; default: in --tls-cert)")
-    s.add_argument("--require-tls", action="store_true", help="refuse plain-text login and data")
-    s.add_argument("--grace", type=float, default=30.0,
-                   help="on SIGTERM, seconds running transfers may take before they are aborted")
-    s.add_argument("--buffer-budget", default="256MiB",
-                   help="socket buffers of all transfers together (DRS shares it by need); 'off':"
+    s.add_argument("--require-tls", action="store_true", default=None, help="refuse plain-text login and data")
+    s.add_argument("--grace", type=float,
+                   help="on SIGTERM, seconds running transfers may take before they are aborted (default 30)")
+    s.add_argument("--buffer-budget",
+                   help="socket buffers of all transfers together (default 256MiB; DRS shares it by need); 'off':"
                         " no budget, and DRS leaves buffers to kernel autotuning where it reaches further")
 
     for name, helptext in (("get", "download ftp://... to DEST"), ("put", "upload SRC to ftp://...")):
@@ -133,25 +140,31 @@ def _budget_arg(text: str) -> int | None:
 
 def _cmd_serve(args) -> int:
     from .server import ServerConfig, serve
+    from .server import config as server_config
     from .server.app import parse_port_range
+    from .server.translog import configure as configure_log
 
-    if args.log_file:
+    given = {key: getattr(args, key) for key in server_config.KEYS}
+    o = server_config.merge(server_config.load(args.config) if args.config else {}, given, args.config)
+    if o["log_file"]:
         try:
-            open(args.log_file, "a").close()
+            open(o["log_file"], "a").close()
         except OSError as exc:
-            raise UsageError(f"cannot write log file {args.log_file}: {exc.strerror}") from exc
-    if args.users and not os.path.exists(args.users):
-        raise UsageError(f"users file not found: {args.users}")
+            raise UsageError(f"cannot write log file {o['log_file']}: {exc.strerror}") from exc
+    if o["users"] and not os.path.exists(o["users"]):
+        raise UsageError(f"users file not found: {o['users']}")
+    budget = o["buffer_budget"]
     cfg = ServerConfig(
-        root=args.root, user=args.user, password=args.password, host=args.host, port=args.port,
-        tuning=args.tuning, force_buffers=args.force_buffers,
-        passive_ports=parse_port_range(args.passive_ports) if args.passive_ports else None,
-        anonymous_read=args.anonymous_read, max_cons=args.max_connections,
-        max_cons_per_ip=args.max_connections_per_ip, write_perm=not args.read_only,
-        buffer_budget=_budget_arg(args.buffer_budget), grace=args.grace,
-        users_file=args.users, idle_timeout=args.idle_timeout, data_timeout=args.data_timeout,
-        tls_cert=args.tls_cert, tls_key=args.tls_key, require_tls=args.require_tls,
+        root=o["root"], user=o["user"], password=o["password"], host=o["host"], port=o["port"],
+        tuning=o["tuning"], force_buffers=o["force_buffers"],
+        passive_ports=parse_port_range(o["passive_ports"]) if o["passive_ports"] else None,
+        anonymous_read=o["anonymous_read"], max_cons=o["max_connections"],
+        max_cons_per_ip=o["max_connections_per_ip"], write_perm=not o["read_only"],
+        buffer_budget=budget if isinstance(budget, int) else _budget_arg(budget), grace=o["grace"],
+        users_file=o["users"], idle_timeout=o["idle_timeout"], data_timeout=o["data_timeout"],
+        tls_cert=o["tls_cert"], tls_key=o["tls_key"], require_tls=o["require_tls"],
     )
+    configure_log(o["log_file"], o["log_format"])
     return serve(cfg)
 
 
@@ -226,7 +239,7 @@ def _cmd_transfer(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    _setup_logging(args.verbose, getattr(args, "log_file", None))
+    _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
     from .client.control import FTPError
     from .ftp.session import URLError
     from .netem.errors import NetemError

@@ -66,6 +66,14 @@ def partial_name(path: str) -> str:
     return f"{head}{sep}.{tail}.part"
 
 
+def final_name(path: str) -> str:
+    """The name :func:`partial_name` stands for (``path`` if it is none)."""
+    head, sep, tail = path.rpartition("/")
+    if tail.startswith(".") and tail.endswith(".part") and len(tail) > len("..part"):
+        return f"{head}{sep}{tail[1:-len('.part')]}"
+    return path
+
+
 class URLError(ValueError):
     pass
 

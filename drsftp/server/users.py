@@ -108,6 +108,13 @@ class HashedAuthorizer(DummyAuthorizer):
             raise UsersFileError(f"home of {entry.name!r} does not exist: {entry.home}")
         self.add_user(entry.name, entry.hashed, entry.home, perm=entry.perm)
 
+    # A user a reload (SIGHUP) removed keeps no rights in a session still open.
+    def has_perm(self, username, perm, path=None):
+        return username in self.user_table and super().has_perm(username, perm, path)
+
+    def get_perms(self, username):
+        return self.user_table[username]["perm"] if username in self.user_table else ""
+
     def validate_authentication(self, username, password, handler):
         user = self.user_table.get(username)
         if username == "anonymous" and user is not None:
