@@ -21,6 +21,8 @@ class Certs:
     expired: Path
     wrong_name: Path  # valid, but for other.example only
     other_ca: Path  # a CA that signed none of them
+    self_signed: Path  # cert + key, its own CA, for localhost / 127.0.0.1
+    self_signed_cert: Path  # the same certificate alone (what a client's --ca-file names)
 
 
 def _pem_key(key) -> bytes:
@@ -62,17 +64,35 @@ def _leaf(ca_cert, ca_key, names: list[str], ips: list[str], *, days_from: int, 
     return cert.public_bytes(serialization.Encoding.PEM) + _pem_key(key)
 
 
+def _self_signed():
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    sans = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
+
+
 def make_certs(d: Path) -> Certs:
     d.mkdir(parents=True, exist_ok=True)
     ca_cert, ca_key = _ca("drsftp test CA")
     other_cert, _ = _ca("drsftp other CA")
+    ss_cert, ss_key = _self_signed()
     files = {
         "ca.pem": ca_cert.public_bytes(serialization.Encoding.PEM),
         "other-ca.pem": other_cert.public_bytes(serialization.Encoding.PEM),
         "good.pem": _leaf(ca_cert, ca_key, ["localhost"], ["127.0.0.1"], days_from=-1, days_to=30),
         "expired.pem": _leaf(ca_cert, ca_key, ["localhost"], ["127.0.0.1"], days_from=-30, days_to=-1),
         "wrong-name.pem": _leaf(ca_cert, ca_key, ["other.example"], [], days_from=-1, days_to=30),
+        "self-signed.pem": ss_cert + ss_key,
+        "cert.pem": ss_cert,
     }
     for name, data in files.items():
         (d / name).write_bytes(data)
-    return Certs(d / "ca.pem", d / "good.pem", d / "expired.pem", d / "wrong-name.pem", d / "other-ca.pem")
+    return Certs(d / "ca.pem", d / "good.pem", d / "expired.pem", d / "wrong-name.pem", d / "other-ca.pem",
+                 d / "self-signed.pem", d / "cert.pem")
