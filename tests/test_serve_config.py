@@ -200,10 +200,17 @@ def test_done_when_tls_get_from_a_configured_server_is_identical_and_clear_text_
         srv.stop()
 
 
-def test_contrib_example_config_is_valid():
+def test_contrib_example_config_and_unit_are_valid(tmp_path):
     values = server_config.load(str(REPO / "contrib" / "drsftp.toml"))
-    assert values["require_tls"] is True and values["root"].startswith("/")
+    assert values["require_tls"] is True and values["root"] == "/srv/drsftp"
     unit = (REPO / "contrib" / "drsftp.service").read_text()
-    for line in ("NoNewPrivileges=yes", "ProtectSystem=strict", "Restart=on-failure", "PrivateTmp=yes",
-                 "ExecReload=/bin/kill -HUP $MAINPID", "--config /etc/drsftp/drsftp.toml"):
-        assert line in unit, line
+    for line in ("User=drsftp", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/srv/drsftp",
+                 "Restart=on-failure", "PrivateTmp=yes", "ExecReload=/bin/kill -HUP $MAINPID",
+                 "ExecStart=/usr/local/bin/drsftp serve --config /etc/drsftp/drsftp.toml"):
+        assert line in unit.splitlines(), line
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze (systemd) checks the unit"
+    check = tmp_path / "drsftp.service"  # the same unit with a command that exists here
+    check.write_text(unit.replace("ExecStart=/usr/local/bin/drsftp", "ExecStart=/bin/true"))
+    r = subprocess.run([analyze, "verify", str(check)], check=False, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
