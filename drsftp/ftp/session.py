@@ -94,7 +94,7 @@ def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
     ``ftps://`` is implicit FTPS, port 990 unless given."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("ftp", "ftps"):
-        raise URLError(f"not an ftp:// or ftps:// URL: {url!r}")
+        raise URLError(f"not an ftp:// URL: {url!r} (want ftp:// or ftps://)")
     if not parts.hostname:
         raise URLError(f"URL has no host: {url!r}")
     try:
