@@ -5,9 +5,12 @@ against FTPS, for drsftp's client, curl and lftp, each against one
     python benchmarks/tls_cost.py              # 256 MiB, get and put, 1 round (~1 min)
     python benchmarks/tls_cost.py 512 3        # MiB per transfer, rounds (median)
 
-CPU is the client process's (getrusage of children) plus the server's
-(psutil), in CPU seconds per GB moved.  Loopback, no root; the machine's
-other load shows in the figures: compare rows of one run only.
+Each figure is one whole client run: process start, login, TLS handshakes
+and the transfer (a Python client's start costs ~0.3 s of CPU: use 1 GiB
+or more so it weighs little).  CPU is the client process's (getrusage of
+children) plus the server's (psutil), in CPU seconds per GB moved.
+Loopback, no root; the machine's other load shows in the figures: compare
+rows of one run only.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def _client_cmd(tool: str, tls: bool, direction: str, port: int, ca: Path, local
         flags = ["--ssl-reqd", "--cacert", str(ca)] if tls else []
         return (["curl", "-sS", *flags, "-o", str(local), url] if direction == "get"
                 else ["curl", "-sS", *flags, "-T", str(local), url])
-    ssl = [f"set ftp:ssl-force {'true' if tls else 'false'}", f"set ftp:ssl-allow {'true' if tls else 'false'}",
+    ssl = ["set xfer:clobber true", f"set ftp:ssl-force {'true' if tls else 'false'}", f"set ftp:ssl-allow {'true' if tls else 'false'}",
            "set ftp:ssl-protect-data true", f"set ssl:ca-file {ca}"]
     op = f"get {remote} -o {local}" if direction == "get" else f"put {local} -o {remote}"
     return ["lftp", "-c", "; ".join([*ssl, f"open -u {USER},{PASSWORD} -p {port} 127.0.0.1", op, "bye"])]
@@ -101,7 +104,8 @@ def main(argv: list[str]) -> int:
         finally:
             proc.terminate()
             proc.wait(10)
-    print(f"loopback, {mib} MiB per transfer, median of {rounds}; server: drsftp serve (DRS)")
+    print(f"loopback, {mib} MiB per transfer, median of {rounds}; server: drsftp serve (DRS);"
+          " whole client runs (start, login, handshakes, transfer)")
     print(f"{'dir':4} {'client':7} {'mode':6} {'Mbit/s':>8} {'CPU s/GB':>9}")
     for d, tool, mode, rate, cpu in rows:
         print(f"{d:4} {tool:7} {mode:6} {rate:8.0f} {cpu:9.2f}")
