@@ -125,7 +125,8 @@ def test_text_log_goes_to_stderr_and_quotes_what_could_forge_a_line(tmp_path):
             ftp.storbinary("STOR evil x=1 transfer.bin", f)
         ftp.quit()
         srv.proc.terminate()
-        err = srv.proc.communicate(timeout=10)[1]
+        srv.proc.wait(10)
+        err = srv.stderr_text()
     finally:
         srv.stop()
     lines = [ln for ln in err.splitlines() if " transfer " in ln]
@@ -214,3 +215,14 @@ def test_contrib_example_config_and_unit_are_valid(tmp_path):
     check.write_text(unit.replace("ExecStart=/usr/local/bin/drsftp", "ExecStart=/bin/true"))
     r = subprocess.run([analyze, "verify", str(check)], check=False, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+
+
+def test_log_lines_are_one_line_whatever_the_file_name():
+    from drsftp.server import translog
+
+    rec = translog.transfer_record(0.0, "192.0.2.1:5", "u", "put", '/a\nb "c".bin', 10, 0.5, False, True, False)
+    text = translog.format_text(rec)
+    assert "\n" not in text and r'path="/a\nb \"c\".bin"' in text
+    assert text.startswith("1970-01-01T00:00:00.000Z transfer peer=192.0.2.1:5 user=u direction=put ")
+    assert text.endswith(" bytes=10 seconds=0.5 rate=0.0Mbit/s drs_peer=no complete=yes tls=no")
+    assert json.loads(translog.format_json(rec))["path"] == '/a\nb "c".bin'

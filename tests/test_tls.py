@@ -221,7 +221,8 @@ def test_a_server_without_auth_tls_is_refused_before_the_password(tmp_path):
     try:
         r = drsftp("put", "--tls", str(root / "x.bin"), srv.url("y.bin"))
         srv.proc.terminate()
-        server_log = srv.proc.communicate(timeout=10)[1]
+        srv.proc.wait(10)
+        server_log = srv.stderr_text()
     finally:
         srv.stop()
     assert r.returncode == 1
