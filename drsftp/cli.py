@@ -65,19 +65,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--root", help="directory to serve")
     s.add_argument("--host", "--bind", dest="host", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, help="port (default 2121; 0: any free port)")
-    s.add_argument("--user")
-    s.add_argument("--password")
+    s.add_argument("--user", help="one user, home --root (a users file is better: --users)")
+    s.add_argument("--password", help="--user's password (hashed at start; visible in ps: prefer --users)")
     s.add_argument("--users", metavar="FILE", help="users file with hashed passwords (drsftp passwd)")
     s.add_argument("--anonymous-read", action="store_true", default=None,
                    help="allow anonymous download (never upload)")
     s.add_argument("--idle-timeout", type=float, help="seconds a session may idle (default 300)")
     s.add_argument("--data-timeout", type=float, help="seconds a transfer may stall (default 120)")
     s.add_argument("--read-only", action="store_true", default=None, help="no uploads or changes")
-    s.add_argument("--tuning", type=_tuning_arg)
-    s.add_argument("--force-buffers", action="store_true", default=None)
-    s.add_argument("--passive-ports", metavar="LO-HI")
-    s.add_argument("--max-connections", type=int, help="default 256")
-    s.add_argument("--max-connections-per-ip", type=int, help="default 32")
+    s.add_argument("--tuning", type=_tuning_arg, help=f"buffer tuning of every transfer: {', '.join(names())}"
+                   " (default drs)")
+    s.add_argument("--force-buffers", action="store_true", default=None,
+                   help="use SO_RCVBUFFORCE/SO_SNDBUFFORCE (CAP_NET_ADMIN) past rmem_max/wmem_max")
+    s.add_argument("--passive-ports", metavar="LO-HI", help="data ports to listen on, e.g. 60000-60100")
+    s.add_argument("--max-connections", type=int, help="sessions at once (default 256)")
+    s.add_argument("--max-connections-per-ip", type=int, help="sessions at once from one address (default 32)")
     s.add_argument("--log-file", metavar="FILE",
                    help="transfer log (one line per login and per transfer) and warnings; default stderr")
     s.add_argument("--log-format", choices=("text", "json"), help="transfer log lines: text (default) or json")
@@ -108,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     pw.add_argument("--delete", action="store_true")
 
-    from .netem.cli import add_parser as add_netem
     from .bench.cli import add_parser as add_bench
+    from .netem.cli import add_parser as add_netem
 
     add_netem(sub)
     add_bench(sub)
@@ -171,7 +173,14 @@ def _cmd_serve(args) -> int:
 def _cmd_passwd(args) -> int:
     import getpass
 
-    from .server.users import NAME_RE, READ_PERM, WRITE_PERM, UserEntry, hash_password, write_user
+    from .server.users import (
+        NAME_RE,
+        READ_PERM,
+        WRITE_PERM,
+        UserEntry,
+        hash_password,
+        write_user,
+    )
 
     if not NAME_RE.match(args.name):
         raise UsageError("user names are 1-64 letters, digits, '.', '_' or '-'")
@@ -214,9 +223,9 @@ def _cmd_transfer(args) -> int:
         dest = args.dest or os.path.basename(loc.path)
         if os.path.isdir(dest):
             dest = os.path.join(dest, os.path.basename(loc.path))
-        run = lambda o: get(loc, dest, o)  # noqa: E731
+        run = lambda o: get(loc, dest, o)
     else:
-        run = lambda o: put(args.src, loc, o)  # noqa: E731
+        run = lambda o: put(args.src, loc, o)
 
     def on_retry(attempt, delay, exc):
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)

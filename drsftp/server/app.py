@@ -16,7 +16,15 @@ from ..tuning import check_spec
 from ..tuning.budget import BufferBudget
 from . import translog
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
-from .users import READ_PERM, WRITE_PERM, HashedAuthorizer, UserEntry, UsersFileError, hash_password, read_users
+from .users import (
+    READ_PERM,
+    WRITE_PERM,
+    HashedAuthorizer,
+    UserEntry,
+    UsersFileError,
+    hash_password,
+    read_users,
+)
 
 log = logging.getLogger("drsftp.server")
 
