@@ -50,6 +50,12 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
                    help="compare SHA-256 with the server's HASH afterwards (non-zero exit if different)")
     p.add_argument("--max-time", type=float, metavar="SECONDS",
                    help="stop after this long (ABOR), keep what arrived, exit 28 (as curl)")
+    p.add_argument("--tls", action="store_true",
+                   help="FTPS: AUTH TLS, then control and data encrypted (ftps:// URLs: implicit TLS)")
+    p.add_argument("--ca-file", metavar="FILE",
+                   help="trust the CA certificates in FILE (PEM) instead of the system store")
+    p.add_argument("--insecure", action="store_true",
+                   help="do not check the server's TLS certificate or name (says so on stderr)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,32 +67,38 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the FTP server with DRS")
-    s.add_argument("--root", required=True, help="directory to serve")
-    s.add_argument("--host", "--bind", dest="host", default="127.0.0.1", help="address to listen on")
-    s.add_argument("--port", type=int, default=2121, help="port (0: any free port)")
-    s.add_argument("--user", help="the one user's name (with --password; see also --users)")
-    s.add_argument("--password", help="the --user's password (visible in ps: prefer --users FILE)")
+    # Defaults live in drsftp.server.config.DEFAULTS: an option not given
+    # (None) leaves the --config file's value in force.
+    s.add_argument("--config", metavar="FILE",
+                   help="TOML file of these options (keys with _ for -); options given here override it")
+    s.add_argument("--root", help="directory to serve")
+    s.add_argument("--host", "--bind", dest="host", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=int, help="port (default 2121; 0: any free port)")
+    s.add_argument("--user", help="one user, home --root (a users file is better: --users)")
+    s.add_argument("--password", help="--user's password (hashed at start; visible in ps: prefer --users)")
     s.add_argument("--users", metavar="FILE", help="users file with hashed passwords (drsftp passwd)")
-    s.add_argument("--anonymous-read", action="store_true", help="allow anonymous download (never upload)")
-    s.add_argument("--idle-timeout", type=float, default=300.0, help="seconds a session may idle")
-    s.add_argument("--data-timeout", type=float, default=120.0, help="seconds a transfer may stall")
-    s.add_argument("--read-only", action="store_true", help="no uploads or changes")
-    s.add_argument("--tuning", type=_tuning_arg, default="drs",
-                   help=f"buffer tuning of every transfer: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
-    s.add_argument("--force-buffers", action="store_true",
+    s.add_argument("--anonymous-read", action="store_true", default=None,
+                   help="allow anonymous download (never upload)")
+    s.add_argument("--idle-timeout", type=float, help="seconds a session may idle (default 300)")
+    s.add_argument("--data-timeout", type=float, help="seconds a transfer may stall (default 120)")
+    s.add_argument("--read-only", action="store_true", default=None, help="no uploads or changes")
+    s.add_argument("--tuning", type=_tuning_arg, help=f"buffer tuning of every transfer: {', '.join(names())}"
+                   " (default drs)")
+    s.add_argument("--force-buffers", action="store_true", default=None,
                    help="use SO_RCVBUFFORCE/SO_SNDBUFFORCE (CAP_NET_ADMIN) past rmem_max/wmem_max")
-    s.add_argument("--passive-ports", metavar="LO-HI", help="port range for passive data connections")
-    s.add_argument("--max-connections", type=int, default=256, help="sessions at once (default 256)")
-    s.add_argument("--max-connections-per-ip", type=int, default=32,
-                   help="sessions at once from one address (default 32)")
-    s.add_argument("--log-file", metavar="FILE", help="also append the log to FILE")
+    s.add_argument("--passive-ports", metavar="LO-HI", help="data ports to listen on, e.g. 60000-60100")
+    s.add_argument("--max-connections", type=int, help="sessions at once (default 256)")
+    s.add_argument("--max-connections-per-ip", type=int, help="sessions at once from one address (default 32)")
+    s.add_argument("--log-file", metavar="FILE",
+                   help="transfer log (one line per login and per transfer) and warnings; default stderr")
+    s.add_argument("--log-format", choices=("text", "json"), help="transfer log lines: text (default) or json")
     s.add_argument("--tls-cert", metavar="FILE", help="certificate (PEM) for FTPS: AUTH TLS, PROT P")
     s.add_argument("--tls-key", metavar="FILE", help="private key (PEM; default: in --tls-cert)")
-    s.add_argument("--require-tls", action="store_true", help="refuse plain-text login and data")
-    s.add_argument("--grace", type=float, default=30.0,
-                   help="on SIGTERM, seconds running transfers may take before they are aborted")
-    s.add_argument("--buffer-budget", default="256MiB",
-                   help="socket buffers of all transfers together (DRS shares it by need); 'off':"
+    s.add_argument("--require-tls", action="store_true", default=None, help="refuse plain-text login and data")
+    s.add_argument("--grace", type=float,
+                   help="on SIGTERM, seconds running transfers may take before they are aborted (default 30)")
+    s.add_argument("--buffer-budget",
+                   help="socket buffers of all transfers together (default 256MiB; DRS shares it by need); 'off':"
                         " no budget, and DRS leaves buffers to kernel autotuning where it reaches further")
 
     for name, helptext in (("get", "download ftp://... to DEST"), ("put", "upload SRC to ftp://...")):
@@ -139,32 +151,45 @@ def _budget_arg(text: str) -> int | None:
 
 def _cmd_serve(args) -> int:
     from .server import ServerConfig, serve
+    from .server import config as server_config
     from .server.app import parse_port_range
+    from .server.translog import configure as configure_log
 
-    if args.log_file:
+    given = {key: getattr(args, key) for key in server_config.KEYS}
+    o = server_config.merge(server_config.load(args.config) if args.config else {}, given, args.config)
+    if o["log_file"]:
         try:
-            open(args.log_file, "a").close()
+            open(o["log_file"], "a").close()
         except OSError as exc:
-            raise UsageError(f"cannot write log file {args.log_file}: {exc.strerror}") from exc
-    if args.users and not os.path.exists(args.users):
-        raise UsageError(f"users file not found: {args.users}")
+            raise UsageError(f"cannot write log file {o['log_file']}: {exc.strerror}") from exc
+    if o["users"] and not os.path.exists(o["users"]):
+        raise UsageError(f"users file not found: {o['users']}")
+    budget = o["buffer_budget"]
     cfg = ServerConfig(
-        root=args.root, user=args.user, password=args.password, host=args.host, port=args.port,
-        tuning=args.tuning, force_buffers=args.force_buffers,
-        passive_ports=parse_port_range(args.passive_ports) if args.passive_ports else None,
-        anonymous_read=args.anonymous_read, max_cons=args.max_connections,
-        max_cons_per_ip=args.max_connections_per_ip, write_perm=not args.read_only,
-        buffer_budget=_budget_arg(args.buffer_budget), grace=args.grace,
-        users_file=args.users, idle_timeout=args.idle_timeout, data_timeout=args.data_timeout,
-        tls_cert=args.tls_cert, tls_key=args.tls_key, require_tls=args.require_tls,
+        root=o["root"], user=o["user"], password=o["password"], host=o["host"], port=o["port"],
+        tuning=o["tuning"], force_buffers=o["force_buffers"],
+        passive_ports=parse_port_range(o["passive_ports"]) if o["passive_ports"] else None,
+        anonymous_read=o["anonymous_read"], max_cons=o["max_connections"],
+        max_cons_per_ip=o["max_connections_per_ip"], write_perm=not o["read_only"],
+        buffer_budget=budget if isinstance(budget, int) else _budget_arg(budget), grace=o["grace"],
+        users_file=o["users"], idle_timeout=o["idle_timeout"], data_timeout=o["data_timeout"],
+        tls_cert=o["tls_cert"], tls_key=o["tls_key"], require_tls=o["require_tls"],
     )
+    configure_log(o["log_file"], o["log_format"])
     return serve(cfg)
 
 
 def _cmd_passwd(args) -> int:
     import getpass
 
-    from .server.users import NAME_RE, READ_PERM, WRITE_PERM, UserEntry, hash_password, write_user
+    from .server.users import (
+        NAME_RE,
+        READ_PERM,
+        WRITE_PERM,
+        UserEntry,
+        hash_password,
+        write_user,
+    )
 
     if not NAME_RE.match(args.name):
         raise UsageError("user names are 1-64 letters, digits, '.', '_' or '-'")
@@ -198,7 +223,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
         progress=False if args.quiet else progress,
         use_drs_command=not args.no_drs_command, idle_timeout=args.timeout, max_time=args.max_time,
-        verify=args.verify,
+        verify=args.verify, tls=args.tls, ca_file=args.ca_file, insecure=args.insecure,
     )
     from .client.transfer import with_retries
 
@@ -208,9 +233,9 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         dest = args.dest or os.path.basename(loc.path)
         if os.path.isdir(dest):
             dest = os.path.join(dest, os.path.basename(loc.path))
-        run = lambda o: get(loc, dest, o)  # noqa: E731
+        run = lambda o: get(loc, dest, o)
     else:
-        run = lambda o: put(args.src, loc, o)  # noqa: E731
+        run = lambda o: put(args.src, loc, o)
 
     def on_retry(attempt, delay, exc):
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
@@ -233,7 +258,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    _setup_logging(args.verbose, getattr(args, "log_file", None))
+    _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
     from .client.control import FTPError
     from .ftp.session import URLError
     from .netem.errors import NetemError

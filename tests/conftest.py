@@ -6,6 +6,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -60,13 +61,19 @@ class ServerProcess:
         self.root = str(root)
         argv = cmd or [PY, "-m", "drsftp", "serve", "--root", self.root, "--port", "0",
                        "--user", USER, "--password", PASSWORD, *extra]
+        # stderr to a file: the server logs every login and transfer there,
+        # and a pipe nobody reads would fill and stall it
+        self._stderr = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen([*ns_prefix, *argv], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=self._stderr, text=True)
         line = self.proc.stdout.readline()
         m = re.search(r":(\d+) ", line)
         if not m:
+            self.proc.terminate()
+            self.proc.wait(10)
+            err = self.stderr_text()
             self.stop()
-            raise RuntimeError(f"server did not start: {line!r} {self.proc.stderr.read()}")
+            raise RuntimeError(f"server did not start: {line!r} {err}")
         self.port = int(m.group(1))
 
     def url(self, path, host="127.0.0.1"):
@@ -81,8 +88,13 @@ class ServerProcess:
                 self.proc.kill()
                 self.proc.wait()
         self.proc.stdout.close()
-        self.proc.stderr.close()
+        self._stderr.close()
         return self.proc.returncode
+
+    def stderr_text(self) -> str:
+        """What the server wrote to stderr so far."""
+        self._stderr.seek(0)
+        return self._stderr.read()
 
 
 @contextlib.contextmanager

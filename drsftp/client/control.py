@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from dataclasses import dataclass, field
 
-from ..ftp.replies import ProtocolError, Reply, ReplyParser, parse_epsv, parse_feat, parse_pasv
+from ..ftp.replies import (
+    ProtocolError,
+    Reply,
+    ReplyParser,
+    parse_epsv,
+    parse_feat,
+    parse_pasv,
+)
 from ..ftp.session import ReplyRouter
+from .tls import ClientTLS, failure_sentence
 
 
 class FTPError(Exception):
@@ -46,6 +55,7 @@ class ControlConnection:
         self.parser = ReplyParser()
         self.router = ReplyRouter()
         self.features: set[str] = set()
+        self.tls: ClientTLS | None = None  # set once the control connection is encrypted
         self._closed = False
         greeting = Pending("GREETING")
         self.router.sent("GREETING", greeting)
@@ -53,19 +63,60 @@ class ControlConnection:
         self._task = asyncio.get_running_loop().create_task(self._read_replies())
 
     @classmethod
-    async def open(cls, host: str, port: int, timeout: float = 15.0) -> ControlConnection:
+    async def open(cls, host: str, port: int, timeout: float = 15.0,
+                   tls: ClientTLS | None = None) -> ControlConnection:
+        """Connect and read the greeting; with ``tls.implicit`` (ftps://)
+        TLS starts with the first byte."""
+        ssl_args: dict = {}
+        if tls is not None and tls.implicit:
+            ssl_args = {"ssl": tls.context, "server_hostname": host, "ssl_handshake_timeout": timeout}
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, **ssl_args), timeout)
         except TimeoutError as exc:
             raise FTPError(f"cannot connect to {host}:{port}: timed out") from exc
+        except ssl.SSLError as exc:
+            raise FTPError(failure_sentence(exc, host), transient=False) from exc
         except OSError as exc:
             raise FTPError(f"cannot connect to {host}:{port}: {os_reason(exc)}") from exc
         conn = cls(reader, writer, host)
+        if ssl_args:
+            conn._encrypted(tls)
         reply = await conn._wait(conn._greeting.final, timeout)
         if reply.code != 220:
             await conn.close()
             raise FTPError(f"server refused the session: {reply}", reply)
         return conn
+
+    async def secure(self, tls: ClientTLS, timeout: float = 15.0) -> None:
+        """Explicit FTPS (RFC 4217 sec. 4): AUTH TLS, then the handshake.
+        A refusal is an error: the password never goes in clear text
+        after --tls was asked for."""
+        if tls.implicit:
+            return
+        reply = await self.command("AUTH TLS", timeout)
+        if reply.code != 234:
+            raise FTPError(f"{self.host} refused AUTH TLS ({reply}); not logging in without encryption",
+                           reply, transient=False)
+        try:
+            await self.writer.start_tls(tls.context, server_hostname=self.host, ssl_handshake_timeout=timeout)
+        except ssl.SSLError as exc:
+            raise FTPError(failure_sentence(exc, self.host), transient=False) from exc
+        except (TimeoutError, OSError) as exc:
+            raise FTPError(f"TLS handshake with {self.host} failed: {exc or 'timed out'}") from exc
+        self._encrypted(tls)
+
+    def _encrypted(self, tls: ClientTLS) -> None:
+        self.tls = tls
+        tls.reuse_sessions_of(self.tls_session)
+
+    def tls_session(self) -> ssl.SSLSession | None:
+        obj = self.writer.get_extra_info("ssl_object")
+        return obj.session if obj is not None else None
+
+    async def protect_data(self) -> None:
+        """PBSZ 0, PROT P (RFC 4217 sec. 8-9): data connections in TLS too."""
+        await self.expect("PBSZ 0", 200, what="PBSZ 0 (FTPS)")
+        await self.expect("PROT P", 200, what="PROT P (encrypted data connections)")
 
     async def _read_replies(self) -> None:
         error: Exception = FTPError("control connection closed by the server")

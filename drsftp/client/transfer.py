@@ -26,7 +26,9 @@ from ..result import TransferResult
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec
 from .control import ControlConnection, FTPError, os_reason
+from .dataconn import open_data_socket, send_tls, start_data
 from .progress import ProgressView
+from .tls import client_tls
 
 log = logging.getLogger("drsftp.client")
 RECV_CHUNK = 4 << 20
@@ -45,6 +47,9 @@ class TransferOptions:
     max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
     verify: bool = False  # compare SHA-256 with the server's HASH afterwards
     connect_timeout: float = 15.0
+    tls: bool = False  # explicit FTPS: AUTH TLS, PBSZ 0, PROT P (RFC 4217)
+    ca_file: str | None = None  # trust these CAs instead of the system store
+    insecure: bool = False  # no certificate or name check (said on stderr)
 
 
 class _Transfer:
@@ -68,23 +73,10 @@ class _Transfer:
         self.data_transport: asyncio.Transport | None = None  # get: the socket's reader
 
     async def open_data(self) -> socket.socket:
-        host, port = await self.ctl.passive_address()
-        sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
-        sock.setblocking(False)
-        self.tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
-        self.tuner.before_handshake(sock)  # window scale is fixed by this
-        try:
-            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
-                                   self.opts.connect_timeout)
-        except (OSError, TimeoutError) as exc:
-            sock.close()
-            why = os_reason(exc) if isinstance(exc, OSError) and exc.strerror else "timed out"
-            raise FTPError(f"cannot open data connection to {host}:{port}: {why}") from exc
-        self.tuner.after_handshake(sock)
-        return sock
+        return await open_data_socket(self.ctl, self.tuner, self.opts.connect_timeout)
 
     def progress_bytes(self) -> int:
-        if self.tuner.role is Role.SENDER:
+        if self.tuner.role is Role.SENDER and self.ctl.tls is None:  # (TLS: acked counts its records too)
             acked = self.tuner.last_info.get("bytes_acked")  # counts the SYN: one more than the data
             return max(acked - 1, 0) if acked is not None else self.moved
         return self.moved
@@ -145,10 +137,19 @@ class _Transfer:
 
 
 async def _session(loc: FTPLocation, opts: TransferOptions) -> ControlConnection:
-    ctl = await ControlConnection.open(loc.host, loc.port, opts.connect_timeout)
+    tls = None
+    if opts.tls or loc.implicit_tls:
+        tls = client_tls(opts.ca_file, opts.insecure, implicit=loc.implicit_tls)
+        if opts.insecure:
+            log.warning("--insecure: the server's TLS certificate is not checked")
+    ctl = await ControlConnection.open(loc.host, loc.port, opts.connect_timeout, tls)
     try:
+        if tls is not None:
+            await ctl.secure(tls, opts.connect_timeout)
         await ctl.feat()
         await ctl.login(loc.user, loc.password)
+        if tls is not None:
+            await ctl.protect_data()
         await ctl.expect("TYPE I", 200, what="binary mode (TYPE I)")
     except BaseException:
         await ctl.close()
@@ -187,7 +188,9 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
             if size is not None and offset > size:
                 raise FTPError(f"local file ({offset} B) is larger than the remote one ({size} B)",
                                transient=False)
-        tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers)
+        # SO_RCVLOWAT batching off over TLS: a close_notify is smaller than a batch
+        tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers,
+                            batch_reads=ctl.tls is None)
         xfer = _Transfer(ctl, tuner, opts, os.path.basename(loc.path), size, offset)
         try:
             sock = await xfer.open_data()
@@ -206,7 +209,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                 with f:
                     started = time.monotonic()
                     xfer.started = started
-                    io = asyncio.ensure_future(_receive(sock, f, xfer))
+                    io = asyncio.ensure_future(_receive(sock, f, xfer, ctl.tls, ctl.host))
                     await _server_says_why(_drive(io, xfer), pending, f"RETR {loc.path}")
                     seconds = time.monotonic() - started
                 _close_data(sock, xfer)
@@ -270,12 +273,15 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
                     tuner.attach(sock)
                     started = time.monotonic()
                     xfer.started = started
-                    io = asyncio.ensure_future(_send(sock, f, offset, total - offset, xfer))
+                    if ctl.tls is not None:
+                        io = asyncio.ensure_future(send_tls(sock, f, offset, total - offset, xfer, ctl.tls, ctl.host))
+                    else:
+                        io = asyncio.ensure_future(_send(sock, f, offset, total - offset, xfer))
                     await _server_says_why(_drive(io, xfer), pending, f"STOR {loc.path}")
                     if xfer.timed_out:
                         xfer.moved = xfer.progress_bytes()
                         seconds = time.monotonic() - started
-                        sock.close()
+                        _close_data(sock, xfer)
                         await _abort(ctl, pending)
                         return _result("put", loc.path, xfer, total, offset, seconds, complete=False)
                     await _drain(sock, xfer, tuner)
@@ -283,7 +289,7 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
                     sock.close()
                     await _finish(pending, f"STOR {loc.path}")
                 finally:
-                    sock.close()
+                    _close_data(sock, xfer)
             finally:
                 xfer.finish_view()
             result = _result("put", loc.path, xfer, total, offset, seconds)
@@ -340,14 +346,17 @@ class _FileSink(asyncio.BufferedProtocol):
     (docs/decisions/0009-sock-recv-into-read-loop.md), and the ticker runs
     between reads."""
 
-    def __init__(self, f, xfer: _Transfer) -> None:
+    def __init__(self, f, xfer: _Transfer, keep_open: bool = True) -> None:
         self.buf = bytearray(RECV_CHUNK)
         self.view = memoryview(self.buf)
         self.f, self.xfer = f, xfer
+        self.keep_open = keep_open
         self.done = asyncio.get_running_loop().create_future()
 
     def get_buffer(self, sizehint: int):
-        return self.buf
+        # A memoryview, not the bytearray: asyncio's TLS transport fills the
+        # rest of the buffer through slices of it (a bytearray slice is a copy).
+        return self.view
 
     def buffer_updated(self, nbytes: int) -> None:
         # A write error (disk full) closes the transport, and asyncio hands
@@ -357,7 +366,9 @@ class _FileSink(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         self._end(None)
-        return True  # the caller closes the socket, after the ticker's last look
+        # The caller closes the socket, after the ticker's last look.  A TLS
+        # transport answers the close_notify and closes its own duplicate.
+        return self.keep_open
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._end(exc)
@@ -371,9 +382,8 @@ class _FileSink(asyncio.BufferedProtocol):
             self.done.set_exception(exc)
 
 
-async def _receive(sock: socket.socket, f, xfer: _Transfer) -> None:
-    transport, sink = await asyncio.get_running_loop().create_connection(
-        lambda: _FileSink(f, xfer), sock=sock)
+async def _receive(sock: socket.socket, f, xfer: _Transfer, tls=None, host: str = "") -> None:
+    transport, sink = await start_data(sock, lambda: _FileSink(f, xfer, keep_open=tls is None), tls, host)
     try:
         await sink.done
     finally:

@@ -66,6 +66,14 @@ def partial_name(path: str) -> str:
     return f"{head}{sep}.{tail}.part"
 
 
+def final_name(path: str) -> str:
+    """The name :func:`partial_name` stands for (``path`` if it is none)."""
+    head, sep, tail = path.rpartition("/")
+    if tail.startswith(".") and tail.endswith(".part") and len(tail) > len("..part"):
+        return f"{head}{sep}{tail[1:-len('.part')]}"
+    return path
+
+
 class URLError(ValueError):
     pass
 
@@ -77,18 +85,20 @@ class FTPLocation:
     user: str
     password: str
     path: str
+    implicit_tls: bool = False  # ftps://: TLS from the first byte (implicit FTPS)
 
 
 def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
     """``ftp://[user[:pass]@]host[:port]/path``; the password may come from
-    ~/.netrc (or ``netrc_file``); a missing user means anonymous."""
+    ~/.netrc (or ``netrc_file``); a missing user means anonymous.
+    ``ftps://`` is implicit FTPS, port 990 unless given."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "ftp":
-        raise URLError(f"not an ftp:// URL: {url!r}")
+    if parts.scheme not in ("ftp", "ftps"):
+        raise URLError(f"not an ftp:// URL: {url!r} (want ftp:// or ftps://)")
     if not parts.hostname:
         raise URLError(f"URL has no host: {url!r}")
     try:
-        port = parts.port or 21
+        port = parts.port or (990 if parts.scheme == "ftps" else 21)
     except ValueError as exc:
         raise URLError(f"bad port in {url!r}") from exc
     path = urllib.parse.unquote(parts.path)
@@ -103,7 +113,7 @@ def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
             password = entry[2]
     if user is None:
         user, password = "anonymous", password or "drsftp@"
-    return FTPLocation(parts.hostname, port, user, password or "", path)
+    return FTPLocation(parts.hostname, port, user, password or "", path, implicit_tls=parts.scheme == "ftps")
 
 
 def _netrc_lookup(host: str, netrc_file: str | None) -> tuple[str, str | None, str | None] | None:

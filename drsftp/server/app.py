@@ -14,8 +14,17 @@ from pyftpdlib.servers import FTPServer
 from .. import sockopt
 from ..tuning import check_spec
 from ..tuning.budget import BufferBudget
+from . import translog
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
-from .users import READ_PERM, WRITE_PERM, HashedAuthorizer, UserEntry, UsersFileError, hash_password, read_users
+from .users import (
+    READ_PERM,
+    WRITE_PERM,
+    HashedAuthorizer,
+    UserEntry,
+    UsersFileError,
+    hash_password,
+    read_users,
+)
 
 log = logging.getLogger("drsftp.server")
 
@@ -69,22 +78,7 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         raise ConfigError("give --users FILE, --user and --password, or --anonymous-read")
     if cfg.user and cfg.password is None:
         raise ConfigError("--user needs --password")
-    authorizer = HashedAuthorizer()
-    root = os.path.abspath(cfg.root)
-    try:
-        if cfg.users_file:
-            for entry in read_users(cfg.users_file):
-                if not cfg.write_perm:
-                    entry.perm = READ_PERM
-                authorizer.add_hashed_user(entry)
-        if cfg.user:
-            authorizer.add_hashed_user(
-                UserEntry(cfg.user, hash_password(cfg.password or ""), root,
-                          WRITE_PERM if cfg.write_perm else READ_PERM))
-    except (UsersFileError, ValueError) as exc:
-        raise ConfigError(str(exc)) from exc
-    if cfg.anonymous_read:
-        authorizer.add_anonymous(root, perm=READ_PERM)  # never anonymous write
+    authorizer = _authorizer(cfg)
     base = DRSFTPHandler
     if cfg.require_tls and not cfg.tls_cert:
         raise ConfigError("--require-tls needs --tls-cert (and --tls-key)")
@@ -128,6 +122,56 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     return server
 
 
+def _authorizer(cfg: ServerConfig, password_hash: str | None = None) -> HashedAuthorizer:
+    """The users: the users file, --user, --anonymous-read.  ``password_hash``:
+    --user's, kept from the first build (a reload re-reads the file only)."""
+    authorizer = HashedAuthorizer()
+    root = os.path.abspath(cfg.root)
+    try:
+        if cfg.users_file:
+            for entry in read_users(cfg.users_file):
+                if not cfg.write_perm:
+                    entry.perm = READ_PERM
+                authorizer.add_hashed_user(entry)
+        if cfg.user:
+            authorizer.add_hashed_user(UserEntry(cfg.user, password_hash or hash_password(cfg.password), root,
+                                                 WRITE_PERM if cfg.write_perm else READ_PERM))
+    except (UsersFileError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
+    if cfg.anonymous_read:
+        authorizer.add_anonymous(root, perm=READ_PERM)  # never anonymous write
+    return authorizer
+
+
+def reload(server: FTPServer, cfg: ServerConfig) -> list[str]:
+    """SIGHUP: re-read the users file and the TLS certificate and key.
+    New logins and TLS handshakes use them; running sessions and transfers
+    go on (a session keeps the TLS context it started with).  Whatever
+    fails to load keeps its old version; returns what was reloaded."""
+    handler = server.handler
+    done = []
+    if cfg.users_file:
+        try:
+            old = handler.authorizer
+            keep = old.user_table.get(cfg.user, {}).get("pwd") if cfg.user else None
+            handler.authorizer = _authorizer(cfg, keep)
+            done.append(f"users file {cfg.users_file} ({len(handler.authorizer.user_table)} users)")
+        except ConfigError as exc:
+            log.error("reload: kept the old users: %s", exc)
+    if cfg.tls_cert:
+        old_ctx = handler.ssl_context
+        handler.ssl_context = None  # pyftpdlib builds it anew from certfile/keyfile
+        from OpenSSL import SSL
+
+        try:
+            handler.get_ssl_context()
+            done.append(f"TLS certificate {cfg.tls_cert}")
+        except (SSL.Error, OSError, ValueError) as exc:
+            handler.ssl_context = old_ctx
+            log.error("reload: kept the old TLS certificate: cannot load %s: %s", cfg.tls_cert, exc)
+    return done
+
+
 def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
     """Serve until SIGTERM/SIGINT; then stop accepting, let running transfers
     finish within ``cfg.grace`` seconds, abort the rest (426), exit 0.
@@ -136,14 +180,20 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
     host, port = server.socket.getsockname()[:2]
     print(f"drsftp serve: listening on {host}:{port} (tuning {cfg.tuning})", file=ready_stream, flush=True)
     signals = []
+    reloads = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: signals.append(signum))
+    signal.signal(signal.SIGHUP, lambda signum, frame: reloads.append(signum))
     deadline = None
     try:
         while True:
-            # one poll at a time: the signal handler only records, never
-            # touches the ioloop from signal context
+            # one poll at a time: the signal handlers only record, never
+            # touch the ioloop from signal context
             server.ioloop.loop(timeout=0.2, blocking=False)
+            if reloads:
+                reloads.clear()
+                for what in reload(server, cfg):
+                    translog.emit(translog.reload_record(time.time(), what))
             if not signals:
                 continue
             if deadline is None:

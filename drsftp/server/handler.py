@@ -31,6 +31,7 @@ from ..ftp.session import partial_name
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.budget import BufferBudget
+from .translog import TransferLogMixin
 
 log = logging.getLogger("drsftp.server")
 
@@ -446,7 +447,7 @@ class DRSDTPHandler(DRSDataMixin, DTPHandler):
     handle_read_event = DRSDataMixin.handle_read  # plain sockets: skip a dispatch layer
 
 
-class DRSFTPHandler(DRSControlMixin, FTPHandler):
+class DRSFTPHandler(TransferLogMixin, DRSControlMixin, FTPHandler):
     proto_cmds = DRS_CMDS
     dtp_handler = DRSDTPHandler
 
@@ -458,7 +459,7 @@ def tls_handler_class():
     class DRSTLSDTPHandler(DRSDataMixin, TLS_DTPHandler):
         pass
 
-    class DRSTLSFTPHandler(DRSControlMixin, TLS_FTPHandler):
+    class DRSTLSFTPHandler(TransferLogMixin, DRSControlMixin, TLS_FTPHandler):
         proto_cmds = _commands(TLS_FTPHandler.proto_cmds)
         dtp_handler = DRSTLSDTPHandler
 

@@ -35,7 +35,7 @@ class UsersFileError(ValueError):
 def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
     salt = secrets.token_bytes(16)
     digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=32)
-    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+    b64 = lambda b: base64.b64encode(b).decode()
     return f"scrypt${n}${r}${p}${b64(salt)}${b64(digest)}"
 
 
@@ -107,6 +107,13 @@ class HashedAuthorizer(DummyAuthorizer):
         if not os.path.isdir(entry.home):
             raise UsersFileError(f"home of {entry.name!r} does not exist: {entry.home}")
         self.add_user(entry.name, entry.hashed, entry.home, perm=entry.perm)
+
+    # A user a reload (SIGHUP) removed keeps no rights in a session still open.
+    def has_perm(self, username, perm, path=None):
+        return username in self.user_table and super().has_perm(username, perm, path)
+
+    def get_perms(self, username):
+        return self.user_table[username]["perm"] if username in self.user_table else ""
 
     def validate_authentication(self, username, password, handler):
         user = self.user_table.get(username)

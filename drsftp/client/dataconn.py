@@ -1,0 +1,125 @@
+"""Data connections: the one place a client data connection is opened.
+
+Two steps, because a TLS data connection's handshake must wait until the
+transfer command is sent (vsftpd accepts the connection, and starts TLS
+on it, only then):
+
+1. :func:`open_data_socket`: passive address, buffers sized before the
+   handshake (the window scale is fixed then), TCP connect.
+2. :func:`start_data`: after the 1yz reply, the asyncio transport for the
+   data, in TLS when the control connection is (PROT P), resuming its
+   session (RFC 4217 sec. 10).
+
+Over TLS the bytes go through the TLS layer in Python, so the plain
+read/write path serves both directions (no sendfile, no SO_RCVLOWAT
+batching: a TLS close_notify is smaller than a batch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+from .control import ControlConnection, FTPError
+from .tls import ClientTLS, failure_sentence
+
+TLS_WRITE_CHUNK = 1 << 20  # bytes read from the file per transport.write
+TLS_HIGH_WATER = 4 << 20  # plaintext queued in the transport before a put waits
+TLS_SHUTDOWN = 10.0  # seconds a closing TLS data connection waits for the peer's close_notify
+
+
+async def open_data_socket(ctl: ControlConnection, tuner, timeout: float) -> socket.socket:
+    """A connected data socket, tuned by ``tuner`` before and after the
+    handshake.  The address is the control connection's host (a PASV
+    address could point elsewhere: RFC 2577 sec. 5)."""
+    host, port = await ctl.passive_address()
+    sock = socket.socket(ctl.family(), socket.SOCK_STREAM)
+    sock.setblocking(False)
+    tuner.note_control_rtt(ctl.writer.get_extra_info("socket"))
+    tuner.before_handshake(sock)  # window scale is fixed by this
+    try:
+        await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)), timeout)
+    except (TimeoutError, OSError) as exc:
+        sock.close()
+        raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+    tuner.after_handshake(sock)
+    return sock
+
+
+async def start_data(sock: socket.socket, protocol_factory, tls: ClientTLS | None, host: str,
+                     timeout: float = 30.0):
+    """(transport, protocol) over ``sock``; with ``tls`` the TLS handshake
+    runs here, checked as the control connection's, resuming its session.
+    A TLS transport gets a duplicate descriptor: closing it leaves
+    ``sock`` open for the tuner's last TCP_INFO, and the caller closes
+    ``sock`` as for a plain connection."""
+    loop = asyncio.get_running_loop()
+    if tls is None:
+        return await loop.create_connection(protocol_factory, sock=sock)
+    try:
+        return await loop.create_connection(
+            protocol_factory, sock=sock.dup(), ssl=tls.context, server_hostname=host,
+            ssl_handshake_timeout=timeout, ssl_shutdown_timeout=TLS_SHUTDOWN)
+    except ConnectionError as exc:
+        raise FTPError(f"TLS handshake on the data connection failed: {exc}") from exc
+    except OSError as exc:  # ssl.SSLError is an OSError
+        raise FTPError(failure_sentence(exc, host), transient=False) from exc
+
+
+class FlowProtocol(asyncio.Protocol):
+    """Write side of a TLS put: waits while the transport's buffer is full."""
+
+    def __init__(self) -> None:
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self.lost: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport) -> None:
+        transport.set_write_buffer_limits(high=TLS_HIGH_WATER)
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._can_write.set()
+        if not self.lost.done():
+            if exc is None:
+                self.lost.set_result(None)
+            else:
+                self.lost.set_exception(exc)
+                self.lost.exception()  # retrieved: a finished put never awaits it
+
+    async def writable(self) -> None:
+        await self._can_write.wait()
+        if self.lost.done():
+            self.lost.result()  # the error it was lost with
+            raise ConnectionResetError("data connection closed by the server")
+
+
+async def send_tls(sock: socket.socket, f, offset: int, count: int, xfer, tls: ClientTLS, host: str) -> None:
+    """The put data path over TLS: file chunks through the TLS transport;
+    ``xfer.moved`` counts the plaintext handed over.  Ends with the
+    close_notify sent (RFC 4217 sec. 10: the data is complete)."""
+    transport, proto = await start_data(sock, FlowProtocol, tls, host)
+    xfer.data_transport = transport
+    pos, end = offset, offset + count
+    loop = asyncio.get_running_loop()
+    while pos < end:
+        await proto.writable()
+        chunk = await loop.run_in_executor(None, _pread, f.fileno(), min(TLS_WRITE_CHUNK, end - pos), pos)
+        if not chunk:
+            break  # the file shrank: the server's size check (ALLO) tells
+        transport.write(chunk)
+        pos += len(chunk)
+        xfer.moved = pos - offset
+    await proto.writable()
+    transport.close()  # flushes, then close_notify
+
+
+def _pread(fd: int, n: int, pos: int) -> bytes:
+    import os
+
+    return os.pread(fd, n, pos)

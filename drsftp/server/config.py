@@ -1,0 +1,104 @@
+"""`drsftp serve --config FILE`: the standing server's TOML file.
+
+Keys are the long options of `drsftp serve` with ``_`` for ``-``
+(``root``, ``port``, ``users``, ``tls_cert``, ``require_tls``,
+``log_file``...); options given on the command line override the file.
+Relative paths in the file are taken from the file's directory.  An
+unknown key, a wrong type or a missing root is one error naming the key
+and its line, raised before the server listens.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from typing import Any
+
+from .app import ConfigError
+
+# key -> (accepted types, what to call them in an error)
+_INT, _FLOAT, _STR, _BOOL = ((int,), "an integer"), ((int, float), "a number"), ((str,), "a string"), \
+    ((bool,), "true or false")
+KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "root": _STR, "host": _STR, "port": _INT, "user": _STR, "password": _STR, "users": _STR,
+    "anonymous_read": _BOOL, "idle_timeout": _FLOAT, "data_timeout": _FLOAT, "read_only": _BOOL,
+    "tuning": _STR, "force_buffers": _BOOL, "passive_ports": _STR, "max_connections": _INT,
+    "max_connections_per_ip": _INT, "log_file": _STR, "log_format": _STR, "tls_cert": _STR,
+    "tls_key": _STR, "require_tls": _BOOL, "grace": _FLOAT,
+    "buffer_budget": ((str, int), "a size such as \"256MiB\", a number of bytes, or \"off\""),
+}
+PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file")
+
+# What `drsftp serve` uses for a key neither the file nor the command line sets.
+DEFAULTS: dict[str, Any] = {
+    "host": "127.0.0.1", "port": 2121, "user": None, "password": None, "users": None,
+    "anonymous_read": False, "idle_timeout": 300.0, "data_timeout": 120.0, "read_only": False,
+    "tuning": "drs", "force_buffers": False, "passive_ports": None, "max_connections": 256,
+    "max_connections_per_ip": 32, "log_file": None, "log_format": "text", "tls_cert": None,
+    "tls_key": None, "require_tls": False, "grace": 30.0, "buffer_budget": "256MiB",
+}
+LOG_FORMATS = ("text", "json")
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def key_line(text: str, key: str) -> int | None:
+    """The line that sets ``key`` (tomllib reports no line for a key)."""
+    pattern = re.compile(rf"""^\s*(?:{re.escape(key)}|"{re.escape(key)}"|'{re.escape(key)}')\s*[=.\[]""")
+    for no, line in enumerate(text.splitlines(), 1):
+        if pattern.match(line) or line.strip() in (f"[{key}]", f"[[{key}]]"):
+            return no
+    return None
+
+
+def check(data: dict[str, Any], text: str, path: str) -> dict[str, Any]:
+    """The file's settings, checked: keys known, types right."""
+    for key, value in data.items():
+        where = f"{path}:{key_line(text, key) or '?'}"
+        if key not in KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r} (keys are the long options of drsftp serve,"
+                              " with _ for -)")
+        types, want = KEYS[key]
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            raise ConfigError(f"{where}: {key} must be {want}, not {_type_name(value)}")
+        if key == "log_format" and value not in LOG_FORMATS:
+            raise ConfigError(f"{where}: log_format must be \"text\" or \"json\", not {value!r}")
+    return data
+
+
+def load(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    values = check(data, text, path)
+    base = os.path.dirname(os.path.abspath(path))
+    for key in PATH_KEYS:
+        if key in values and not os.path.isabs(values[key]):
+            values[key] = os.path.join(base, values[key])
+    return values
+
+
+def merge(file_values: dict[str, Any], cli_values: dict[str, Any], path: str | None) -> dict[str, Any]:
+    """Defaults, then the file, then what the command line gave (None: not given)."""
+    merged = dict(DEFAULTS)
+    merged.update(file_values)
+    merged.update({k: v for k, v in cli_values.items() if v is not None})
+    if not merged.get("root"):
+        raise ConfigError(f"{path}: root is missing (the directory to serve)" if path
+                          else "give --root DIR (the directory to serve) or --config FILE")
+    if merged["log_format"] not in LOG_FORMATS:
+        raise ConfigError(f"--log-format must be text or json, not {merged['log_format']!r}")
+    return merged
