@@ -43,6 +43,10 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
                    help="compare SHA-256 with the server's HASH afterwards (non-zero exit if different)")
     p.add_argument("--max-time", type=float, metavar="SECONDS",
                    help="stop after this long (ABOR), keep what arrived, exit 28 (as curl)")
+    p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
+                   help="data streams, 1-64, or 'auto' (chosen and changed while the transfer runs):"
+                        " extended block mode where the server lists PARALLEL, else for a get N"
+                        " sessions on byte ranges (a put then runs one stream); default 1")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -188,9 +192,17 @@ def _cmd_transfer(args) -> int:
         verify=args.verify,
     )
     from .client.transfer import with_retries
+    from .client import parallel
 
     if args.retries < 0:
         raise UsageError("--retries must be 0 or more")
+    try:
+        streams = parallel.parse_parallel(args.parallel)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if streams != 1:
+        get = lambda loc, dest, o: parallel.get(loc, dest, o, streams)  # noqa: E731
+        put = lambda src, loc, o: parallel.put(src, loc, o, streams)  # noqa: E731
     if args.command == "get":
         dest = args.dest or os.path.basename(loc.path)
         if os.path.isdir(dest):
@@ -210,7 +222,8 @@ def _cmd_transfer(args) -> int:
         s = result.summary
         print(f"{args.command}: {human_bytes(result.bytes)} in {result.seconds:.2f} s = "
               f"{human_bits(result.mbps * 1e6)}; rtt {s.get('rtt_avg_ms')} ms; "
-              f"DRS peer: {'yes' if result.drs_peer else 'no'}", file=sys.stderr)
+              f"DRS peer: {'yes' if result.drs_peer else 'no'}"
+              + (f"; {s['streams']} streams ({s['mode']})" if "streams" in s else ""), file=sys.stderr)
     if not result.complete:
         print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
         return 28
