@@ -253,10 +253,14 @@ async def _usable(ctl: ControlConnection, loc: FTPLocation, opts: TransferOption
 
 async def verify(ctl: ControlConnection, remote: str, local: str) -> str:
     """SHA-256 of the whole file against the server's: HASH
-    (draft-bryan-ftpext-hash) or, on GridFTP servers, CKSM SHA256."""
-    if "HASH" in ctl.features or "CKSM" not in ctl.features:
+    (draft-bryan-ftpext-hash) or, on GridFTP servers, CKSM SHA256 (which
+    GridFTP lists in FEAT only after login: it is tried)."""
+    if "HASH" in ctl.features:
         return await transfer._verify(ctl, remote, local)
     reply = await ctl.command(f"CKSM SHA256 0 -1 {remote}", timeout=3600)
+    if reply.code in (500, 502, 504):
+        raise FTPError("--verify: the server offers neither HASH nor CKSM SHA256; the file was not verified",
+                       reply, transient=False)
     theirs = reply.first.strip().lower()
     if reply.code != 213 or len(theirs) != 64:
         raise FTPError(f"--verify: CKSM failed: {reply}", reply)
