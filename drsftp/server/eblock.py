@@ -149,6 +149,7 @@ class Stream(_Channel):
         self.pending = b""  # header bytes not yet sent
         self.pos = self.left = 0  # payload of the current block
         self.eod_queued = self.done = self.retire = False
+        self.used = False  # carried a transfer before (125 "reusing")
 
     def start(self, static_window: int | None) -> None:
         """Connected: tune it from now on (per-stream DRS)."""
@@ -167,6 +168,7 @@ class Stream(_Channel):
             self._tick_handle = self.ioloop.call_later(delay, self._tick, _errback=self.handle_error)
 
     def new_transfer(self) -> None:
+        self.used = True
         self.pending, self.pos, self.left = b"", 0, 0
         self.eod_queued = self.done = False
         if self.role is Role.RECEIVER:
@@ -457,6 +459,7 @@ class Receive(_Job):
         if n == 0:
             return s.lost("426 Data connection closed before its end of data (EOD); transfer aborted.")
         self.members.add(s)
+        s.used = True
         s.moved += n
         self.touch()
         close = False
@@ -804,7 +807,7 @@ class ESession:
             h.respond(f"550 {exc.strerror}.")
             return
         self.job = Receive(self, fd, temp, path, expected, rest)
-        h.respond("125 Beginning transfer; reusing existing data connection." if cached
+        h.respond("125 Beginning transfer; reusing existing data connection." if any(s.used for s in cached)
                   else "150 Beginning transfer.")
         for s in cached:
             s.new_transfer()
