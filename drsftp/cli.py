@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--passive-ports", metavar="LO-HI")
     s.add_argument("--max-connections", type=int, default=256)
     s.add_argument("--max-connections-per-ip", type=int, default=32)
+    s.add_argument("--max-streams", type=int, default=64, metavar="N",
+                   help="MODE E data connections per session (default 64)")
+    s.add_argument("--max-streams-total", type=int, default=256, metavar="N",
+                   help="MODE E data connections of all sessions together (default 256)")
     s.add_argument("--log-file", metavar="FILE")
     s.add_argument("--tls-cert", metavar="FILE", help="certificate (PEM) for FTPS: AUTH TLS, PROT P")
     s.add_argument("--tls-key", metavar="FILE", help="private key (PEM; default: in --tls-cert)")
@@ -149,6 +153,7 @@ def _cmd_serve(args) -> int:
         buffer_budget=_budget_arg(args.buffer_budget), grace=args.grace,
         users_file=args.users, idle_timeout=args.idle_timeout, data_timeout=args.data_timeout,
         tls_cert=args.tls_cert, tls_key=args.tls_key, require_tls=args.require_tls,
+        max_streams=args.max_streams, max_streams_total=args.max_streams_total,
     )
     return serve(cfg)
 

@@ -21,8 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pyftpdlib.handlers import DTPHandler, FTPHandler
 from pyftpdlib.utils import is_ssl_sock
 from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
-from pyftpdlib.handlers.ftp.control import proto_cmds as _stock_cmds
-from pyftpdlib.handlers.ftp.data import _FileReadWriteError  # pyftpdlib's file-error wrapper
 
 from .. import sockopt
 from ..ftp import drscmd
@@ -30,6 +28,9 @@ from ..ftp.session import partial_name
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.budget import BufferBudget
+from .compat import STOCK_COMMANDS as _stock_cmds
+from .compat import FileReadWriteError as _FileReadWriteError
+from .ecommands import EModeCommands, with_eblock_commands
 
 log = logging.getLogger("drsftp.server")
 
@@ -39,7 +40,7 @@ GUARDED = frozenset({
     "LIST", "NLST", "MLSD", "REST", "TYPE", "MODE", "STRU", "REIN",
 })
 
-DRS_CMDS = dict(_stock_cmds)  # a copy: pyftpdlib's dict is shared module-wide
+DRS_CMDS = with_eblock_commands(_stock_cmds)  # a copy: pyftpdlib's dict is shared module-wide
 DRS_CMDS["HASH"] = dict(
     perm="r", auth=True, arg=True,
     help="Syntax: HASH <SP> file-name (cryptographic hash of a file, draft-bryan-ftpext-hash).",
@@ -438,14 +439,14 @@ class DRSControlMixin:
 def _commands(base: dict) -> dict:
     cmds = dict(base)  # a copy: pyftpdlib's dicts are shared module-wide
     cmds.update({k: DRS_CMDS[k] for k in ("DRS", "HASH")})
-    return cmds
+    return with_eblock_commands(cmds)
 
 
 class DRSDTPHandler(DRSDataMixin, DTPHandler):
     handle_read_event = DRSDataMixin.handle_read  # plain sockets: skip a dispatch layer
 
 
-class DRSFTPHandler(DRSControlMixin, FTPHandler):
+class DRSFTPHandler(EModeCommands, DRSControlMixin, FTPHandler):
     proto_cmds = DRS_CMDS
     dtp_handler = DRSDTPHandler
 
@@ -457,7 +458,7 @@ def tls_handler_class():
     class DRSTLSDTPHandler(DRSDataMixin, TLS_DTPHandler):
         pass
 
-    class DRSTLSFTPHandler(DRSControlMixin, TLS_FTPHandler):
+    class DRSTLSFTPHandler(EModeCommands, DRSControlMixin, TLS_FTPHandler):
         proto_cmds = _commands(TLS_FTPHandler.proto_cmds)
         dtp_handler = DRSTLSDTPHandler
 

@@ -1,0 +1,194 @@
+"""MODE E commands of the control connection (GFD.20), dispatched to the
+session's ESession (eblock.py).  In MODE S every command here falls
+through to the stream-mode handler unchanged."""
+
+from __future__ import annotations
+
+from ..ftp import drscmd
+from .compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts
+from .eblock import ESession, Limits, StreamCount
+
+EBLOCK_CMDS = {
+    "DCAU": {"perm": None, "auth": True, "arg": True,
+             "help": "Syntax: DCAU <SP> N (data channel authentication: none, GFD.20)."},
+    "SBUF": {"perm": None, "auth": True, "arg": True,
+             "help": "Syntax: SBUF <SP> size (per-stream TCP buffer cap, GFD.20)."},
+    "SITE CLIENTINFO": {"perm": None, "auth": True, "arg": None,
+                        "help": "Syntax: SITE CLIENTINFO <SP> key=value;... (accepted)."},
+}
+MAX_SBUF = 1 << 31
+
+
+class EModeCommands(EPortHooks):
+    """Mixed in before DRSControlMixin: MODE, OPTS RETR, PORT/PASV, REST,
+    RETR/STOR/MLSD, ABOR and DRS go to the MODE E data path while MODE E
+    is in force."""
+
+    eblock_limits = Limits()
+    eblock_count = StreamCount()  # replaced per server by build_server
+
+    def __init__(self, conn, server, ioloop=None):
+        self.eblock = None
+        super().__init__(conn, server, ioloop)
+        self.eblock = ESession(self)
+
+    def close(self):
+        if getattr(self, "eblock", None) is not None:
+            self.eblock.close()
+        super().close()
+
+    def handle_timeout(self):
+        if self.eblock is not None and self.eblock.busy:  # a MODE E transfer is no idle session
+            from .compat import restart_idle_timer
+            restart_idle_timer(self)
+            return
+        super().handle_timeout()
+
+    def transfer_running(self) -> bool:
+        return (self.eblock is not None and self.eblock.busy) or super().transfer_running()
+
+    def abort_for_shutdown(self) -> None:
+        if self.eblock is not None and self.eblock.busy:
+            self.eblock.abort(None)
+            self.respond("426 Transfer aborted: server shutting down.")
+            self.respond("421 Server shutting down.")
+            self.close_when_done()
+            return
+        super().abort_for_shutdown()
+
+    # -- hooks from EPortHooks -------------------------------------------------
+    def data_address_hook(self, ip, port) -> bool:
+        if not self.eblock.active:
+            return False
+        self.eblock.port(ip, port)
+        return True
+
+    def passive_hook(self, extmode) -> bool:
+        if not self.eblock.active:
+            return False
+        self.eblock.passive(extmode)
+        return True
+
+    # -- commands ----------------------------------------------------------------
+    def ftp_FEAT(self, line):
+        feats = extra_features(self)
+        for f in ("PARALLEL", "DCAU"):
+            if f not in feats:
+                feats.append(f)
+        super().ftp_FEAT(line)
+
+    def ftp_MODE(self, line):
+        if not self.eblock.mode(line):
+            super().ftp_MODE(line)
+
+    def ftp_OPTS(self, line):
+        cmd, _, arg = line.strip().partition(" ")
+        if cmd.upper() == "RETR":
+            self.eblock.opts_retr(arg)
+            return
+        super().ftp_OPTS(line)
+
+    def ftp_REST(self, line):
+        if self.eblock.active:
+            self.eblock.restart(line)
+            return
+        super().ftp_REST(line)
+
+    def ftp_RETR(self, file):
+        if self.eblock.active:
+            return self.eblock.retr(file)
+        return super().ftp_RETR(file)
+
+    def ftp_STOR(self, file, mode="w"):
+        if not self.eblock.active:
+            return super().ftp_STOR(file, mode)
+        if "a" in mode:
+            self.respond("504 APPE is not available in MODE E (STOR with REST ranges resumes).")
+            return None
+        expected, self._allo = getattr(self, "_allo", None), None
+        return self.eblock.stor(file, expected)
+
+    def ftp_STOU(self, line):
+        if self.eblock.active:
+            self.respond("504 STOU is not available in MODE E.")
+            return None
+        return super().ftp_STOU(line)
+
+    def ftp_MLSD(self, path):
+        if not self.eblock.active:
+            return super().ftp_MLSD(path)
+        if not self.fs.isdir(path):
+            self.respond("501 No such directory.")
+            return None
+        try:
+            listing = self.run_as_current_user(self.fs.listdir, path)
+        except OSError as err:
+            self.respond(f"550 {err.strerror}.")
+            return None
+        perms = self.authorizer.get_perms(self.username)
+        self.eblock.send_bytes(b"".join(self.fs.format_mlsx(path, listing, perms, mlst_facts(self))), "MLSD")
+        return path
+
+    def ftp_LIST(self, path):
+        if self.eblock.active:
+            self.respond("504 LIST/NLST in MODE E: use MLSD.")
+            return None
+        return super().ftp_LIST(path)
+
+    def ftp_NLST(self, path):
+        if self.eblock.active:
+            self.respond("504 LIST/NLST in MODE E: use MLSD.")
+            return None
+        return super().ftp_NLST(path)
+
+    def ftp_ABOR(self, line):
+        if self.eblock.abort():
+            self.respond("226 ABOR command successful.")
+            return
+        super().ftp_ABOR(line)
+
+    def ftp_DCAU(self, line):
+        """Data channel authentication (GFD.20): drsftp has none to offer."""
+        if line.strip().upper() == "N":
+            self.respond("200 DCAU N.")
+        else:
+            self.respond("504 Only DCAU N (no data channel authentication) is available.")
+
+    def ftp_SBUF(self, line):
+        """SBUF <size>: each stream's buffer at most this (DRS's cap; the
+        static size under --tuning fixed)."""
+        try:
+            size = int(line.strip())
+            if not 4096 <= size <= MAX_SBUF:
+                raise ValueError
+        except ValueError:
+            self.respond(f"501 SBUF wants a size in bytes, 4096-{MAX_SBUF}.")
+            return
+        self.eblock.sbuf = size
+        self.respond(f"200 SBUF {size}.")
+
+    def ftp_SITE_CLIENTINFO(self, line):
+        self.respond("200 OK.")
+
+    def ftp_DRS(self, line):
+        if self.eblock.busy:
+            if not self._drs_allowed():
+                self.respond(f"503 DRS rate limit: at most {self.drs_rate:g} per second; ignored.")
+                return
+            try:
+                pairs = drscmd.parse_args(line or "")
+            except drscmd.DRSArgumentError as exc:
+                self.respond(f"501 DRS {exc}.")
+                return
+            self.respond("200 " + self.eblock.drs(pairs))
+            return
+        super().ftp_DRS(line)
+
+
+def with_eblock_commands(cmds: dict) -> dict:
+    out = dict(cmds)
+    out.update(EBLOCK_CMDS)
+    return out
+
+
+__all__ = ["EBLOCK_CMDS", "STOCK_COMMANDS", "EModeCommands", "with_eblock_commands"]
