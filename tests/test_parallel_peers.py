@@ -134,9 +134,9 @@ def throttled_server(tmp_path):
         proc.stdout.close()
 
 
-def _get(url, dest, *extra):
+def _get(url, dest, *extra, parallel="4"):
     out = dest + ".json"
-    r = drsftp("get", "-P", "4", url, dest, "--json", out, "--progress", "never", *extra, timeout=120)
+    r = drsftp("get", "-P", parallel, url, dest, "--json", out, "--progress", "never", *extra, timeout=120)
     assert r.returncode == 0, r.stderr
     with open(out) as f:
         return json.load(f), r
@@ -225,6 +225,23 @@ def test_mode_e_empty_file_both_ways(gridftp, tmp_path):
     assert os.path.getsize(tmp_path / "e.out") == 0
 
 
+@pytest.mark.parametrize("parallel", ["4", "auto"])
+def test_mode_e_get_and_put_with_drsftp_serve(server, tmp_path, parallel):
+    src = make_file(tmp_path / "up.bin", SIZE, seed=12)
+    out = str(tmp_path / "put.json")
+    r = drsftp("put", "-P", parallel, str(src), server.url("up.bin"), "--json", out, "--progress", "never",
+               "--verify", timeout=120)
+    assert r.returncode == 0, r.stderr
+    with open(out) as f:
+        d = json.load(f)
+    assert d["drs_peer"] and d["sha256"] == sha256_file(src)
+    _check_streams(d, SIZE, "E", 4 if parallel == "4" else d["streams"])
+    dest = str(tmp_path / "back.bin")
+    d, _ = _get(server.url("up.bin"), dest, "--verify", parallel=parallel)
+    _check_streams(d, SIZE, "E", 4 if parallel == "4" else d["streams"])
+    assert sha256_file(dest) == sha256_file(src) == d["sha256"]
+
+
 HELD = [(0, 5_000_000), (10_000_000, 12_000_000), (SIZE - 1_000_000, SIZE)]
 
 
@@ -241,9 +258,13 @@ def _partial(dest, src, held, size=SIZE):
         json.dump({"size": size, "mtime": None, "ranges": [list(r) for r in held]}, f)
 
 
-@pytest.mark.parametrize("peer", ["gridftp", "stock"])
+@pytest.mark.parametrize("peer", ["gridftp", "stock", "drsftp"])
 def test_continue_fetches_only_the_missing_ranges(peer, request, tmp_path):
-    if peer == "gridftp":
+    if peer == "drsftp":
+        srv = request.getfixturevalue("server")
+        src = make_file(os.path.join(srv.root, "f.bin"), SIZE, seed=9)
+        url, mode = srv.url("f.bin"), "E"
+    elif peer == "gridftp":
         d_, port = request.getfixturevalue("gridftp")
         src = make_file(os.path.join(d_, "f.bin"), SIZE, seed=9)
         os.chmod(src, 0o644)

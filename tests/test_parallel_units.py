@@ -149,3 +149,12 @@ def test_auto_backs_off_after_a_failed_probe_and_respects_the_bounds():
     assert run(ctl, [50e6])[-1] is Action.ADD
     assert run(ctl, [100e6] * 2)[-1] is Action.HOLD  # kept: doubled the sum
     assert set(run(ctl, [100e6] * 10)) == {Action.HOLD}  # at max_streams
+
+
+def test_auto_undoes_a_change_the_driver_could_not_make():
+    ctl = StreamController(StreamsConfig(start=2, settle=2, max_backoff=8))
+    assert run(ctl, [80e6] * 2)[-1] is Action.ADD
+    ctl.refused(Action.ADD)  # e.g. no range left worth a session
+    assert ctl.streams == 2
+    assert run(ctl, [80e6] * 7) == [Action.HOLD] * 7  # waits the longest backoff
+    assert run(ctl, [80e6])[-1] is Action.ADD

@@ -70,7 +70,7 @@ class Stream:
     sock: socket.socket
     tuner: SocketTuner
     bytes: int = 0
-    blocks: int = 0
+    blocks: int | None = None  # sent (put); a receiver sees fragments, not blocks
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     retire: bool = False  # -P auto: end after the current block
@@ -554,7 +554,7 @@ class ModeEPut(_ModeE):
                     raise OSError("the local file shrank")
                 sent += n
                 stream.bytes += n
-            stream.blocks += 1
+            stream.blocks = (stream.blocks or 0) + 1
         if self.stop.is_set():
             return
         count = self.queue.finish()

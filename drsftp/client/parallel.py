@@ -43,6 +43,7 @@ from .transfer import (
 log = logging.getLogger("drsftp.client")
 MAX_STREAMS = 64
 AUTO_MAX = 16  # -P auto stays at or below this many streams
+AUTO_FIXED = 4  # -P auto's streams where they cannot change (GridFTP's usual -p 4)
 SAVE_EVERY = 1.0  # seconds between resume-record writes
 TICK = 0.25
 
@@ -85,6 +86,11 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
         try:
             controller = _controller(streams)
             n = controller.streams if controller else streams
+            if streams is None and "PARALLEL" in ctl.features and "DRS" not in ctl.features:
+                # the sender (server) chooses its streams at RETR: only a
+                # drsftp server takes DRS streams=N while it runs
+                log.info("-P auto: the server cannot change its streams during a get: %d streams", AUTO_FIXED)
+                controller, n = None, AUTO_FIXED
             if "PARALLEL" in ctl.features:
                 driver = ModeEGet(ctl, opts, n, loc.path, fd, size, held)
                 mode = "E"
@@ -192,8 +198,11 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
                 action = controller.update((moved - ctl_moved) / (now - last_ctl), samples)
                 interval = StreamController.interval(rtt)
                 last_ctl, ctl_moved = now, moved
-                if action is Action.ADD and driver.add_stream() or action is Action.REMOVE and driver.remove_stream():
-                    changes.append({"t": round(now - started, 3), "streams": controller.streams})
+                if action is not Action.HOLD:
+                    if (driver.add_stream() if action is Action.ADD else driver.remove_stream()):
+                        changes.append({"t": round(now - started, 3), "streams": controller.streams})
+                    else:
+                        controller.refused(action)
             last_moved, last_tick = moved, now
         try:
             await run

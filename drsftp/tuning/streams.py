@@ -102,6 +102,18 @@ class StreamController:
         self.streams += 1
         return self._changed(Action.ADD)
 
+    def refused(self, action: Action) -> None:
+        """The driver could not apply ``action`` (no range left to share, a
+        server that cannot change its streams): undo it, probe no sooner
+        than after the longest backoff."""
+        if action is Action.ADD:
+            self.streams -= 1
+        elif action is Action.REMOVE:
+            self.streams += 1
+        self._baseline = None
+        self._backoff = self.config.max_backoff
+        self._changed(Action.HOLD)
+
     def _give_back(self) -> Action:
         c = self.config
         self._baseline = None
