@@ -7,6 +7,18 @@ from drsftp.client.modee import BlockQueue, block_size
 from drsftp.client.parallel import parse_parallel
 from drsftp.client.rangeplan import MIN_STEAL, RangePlan, ResumeRecord
 from drsftp.ftp.eblock import RangeSet
+from drsftp.ftp.flow import (
+    Accepted,
+    FlowError,
+    Marker,
+    Refused,
+    State,
+    TransferDone,
+    TransferEnded,
+    TransferFlow,
+    TransferStarted,
+)
+from drsftp.ftp.replies import Reply
 from drsftp.tuning.streams import Action, StreamController, StreamSample, StreamsConfig
 
 MiB = 1 << 20
@@ -158,3 +170,58 @@ def test_auto_undoes_a_change_the_driver_could_not_make():
     assert ctl.streams == 2
     assert run(ctl, [80e6] * 7) == [Action.HOLD] * 7  # waits the longest backoff
     assert run(ctl, [80e6])[-1] is Action.ADD
+
+
+# -- the transfer flow (sans-IO command sequence) -----------------------------------
+
+def R(code, text="x"):
+    return Reply(code, (text,))
+
+
+def test_flow_mode_e_get_sequence_and_markers():
+    f = TransferFlow()
+    for line, reply in (("TYPE I", R(200)), ("MODE E", R(200)), ("OPTS RETR Parallelism=4,4,4;", R(200))):
+        assert f.send(line) == line.encode() + b"\r\n"
+        assert isinstance(f.receive(line.split()[0], reply), Accepted)
+    assert f.state is State.READY
+    f.send("PORT 127,0,0,1,4,1")
+    f.receive("PORT", R(200))
+    f.send("REST 0-100,200-300")
+    f.receive("REST", R(350))
+    assert f.state is State.RESTARTED
+    f.send("RETR /f")
+    assert isinstance(f.receive("RETR", R(150)), TransferStarted)
+    assert isinstance(f.receive("RETR", R(111, "Range Marker 0-1000")), Marker)
+    f.send("DRS streams=2")  # allowed only while the transfer runs
+    assert isinstance(f.receive("RETR", R(226)), TransferDone) and f.state is State.READY
+
+
+def test_flow_refuses_what_the_state_does_not_allow():
+    f = TransferFlow()
+    for line in ("RETR /f", "REST 100", "ABOR", "DRS rate=1"):
+        with pytest.raises(FlowError):
+            f.send(line)
+    f.send("EPSV")
+    f.receive("EPSV", R(229, "(|||5000|)"))
+    f.send("REST 100")
+    f.receive("REST", R(350))
+    with pytest.raises(FlowError):
+        f.send("PASV")  # REST must be followed by the transfer command (RFC 959 5.4)
+
+
+def test_flow_a_refused_or_cut_transfer_returns_to_ready():
+    f = TransferFlow()
+    f.send("PASV")
+    f.receive("PASV", R(227))
+    f.send("RETR /nope")
+    assert isinstance(f.receive("RETR", R(550)), Refused) and f.state is State.READY
+    with pytest.raises(FlowError):
+        f.send("RETR /nope")  # the data address is spent
+    f.send("PASV")
+    f.receive("PASV", R(227))
+    f.send("RETR /f")
+    f.receive("RETR", R(150))
+    assert isinstance(f.receive("RETR", R(426)), TransferEnded) and f.state is State.READY
+    # a refused parameter leaves the state as it was
+    f.send("MODE E")
+    assert isinstance(f.receive("MODE", R(501)), Refused) and f.state is State.READY

@@ -44,10 +44,12 @@ from ..ftp.eblock import (
     data_header,
     eod,
 )
+from ..ftp.flow import TransferDone
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
+from .flowctl import FlowControl
 from .transfer import DRS_MIN_INTERVAL, RECV_CHUNK, SEND_POLL, TransferOptions
 
 log = logging.getLogger("drsftp.client")
@@ -138,7 +140,8 @@ class _ModeE:
         token.final.add_done_callback(self._on_drs_reply)
 
     def report_pairs(self) -> str:
-        """Sums over the live streams (rtt_us: the least), ``streams=N``."""
+        """Sums over the live streams (rtt_us: the least); a sender adds
+        ``streams=N``."""
         live = [s for s in self.streams if s.ended is None] or self.streams[:1]
         sums: dict[str, int] = {}
         rtts = []
@@ -151,7 +154,11 @@ class _ModeE:
                     sums[k] = sums.get(k, 0) + v
         if rtts:
             sums["rtt_us"] = min(rtts)
-        sums["streams"] = len(live)
+        # a drsftp server sending (RETR) takes streams=N as the number to run
+        # (EBLOCK contract): a receiver sends it only to change it
+        # (request_streams), as a sender it is the number running
+        if self.role is Role.SENDER:
+            sums["streams"] = len(live)
         return drscmd.format_pairs(sums)
 
     def request_streams(self, n: int) -> None:
@@ -280,23 +287,21 @@ class ModeEGet(_ModeE):
         return self.use_drs
 
     async def run(self) -> None:
-        ctl, n = self.ctl, self.want
-        await ctl.expect("MODE E", 200, what="extended block mode (MODE E)")
-        await ctl.expect(f"OPTS RETR Parallelism={n},{n},{n};", 200, what="OPTS RETR Parallelism")
-        listener = _listener(ctl, self.new_tuner())
+        fc, n = FlowControl(self.ctl), self.want
+        await fc.step("MODE E", "extended block mode (MODE E)")
+        await fc.step(f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism")
+        listener = _listener(self.ctl, self.new_tuner())
         accept = None
         try:
-            await _port(ctl, listener)
+            await _port(fc, listener)
             if self.ledger.received.total:
-                await ctl.expect(f"REST {self.ledger.received.marker()}", 350, what="restart (REST ranges)")
-            pending = ctl.start(f"RETR {self.path}")
+                await fc.step(f"REST {self.ledger.received.marker()}", "restart (REST ranges)")
+            pending = fc.start_transfer(f"RETR {self.path}")
             accept = asyncio.ensure_future(self._accept(listener))
-            first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
-            if not first.preliminary:
-                raise FTPError(f"cannot retrieve {self.path}: {first}", first)
+            await fc.started(pending, f"cannot retrieve {self.path}")
             await self._until_complete(pending)
             reply = await asyncio.wait_for(asyncio.shield(pending.final), 60)
-            if reply.code not in (226, 250):
+            if not isinstance(fc.ended(pending, reply), TransferDone):
                 raise FTPError(f"RETR {self.path} failed: {reply}", reply)
             if self.ledger.received.missing(self.size):
                 raise FTPError(f"short transfer: {self.ledger.received.total} of {self.size} bytes"
@@ -360,14 +365,14 @@ def _listener(ctl: ControlConnection, tuner: SocketTuner) -> socket.socket:
     return sock
 
 
-async def _port(ctl: ControlConnection, listener: socket.socket) -> None:
+async def _port(fc: FlowControl, listener: socket.socket) -> None:
     """PORT (RFC 959 4.1.2) for IPv4, EPRT (RFC 2428 2) for IPv6."""
     host, port = listener.getsockname()[:2]
     if listener.family == socket.AF_INET6:
-        await ctl.expect(f"EPRT |2|{host}|{port}|", 200, what="active mode (EPRT)")
+        await fc.step(f"EPRT |2|{host}|{port}|", "active mode (EPRT)")
     else:
         h = host.replace(".", ",")
-        await ctl.expect(f"PORT {h},{port >> 8},{port & 255}", 200, what="active mode (PORT)")
+        await fc.step(f"PORT {h},{port >> 8},{port & 255}", "active mode (PORT)")
 
 
 # -- put --------------------------------------------------------------------------
@@ -442,24 +447,22 @@ class ModeEPut(_ModeE):
         return True
 
     async def run(self) -> None:
-        ctl = self.ctl
-        await ctl.expect("MODE E", 200, what="extended block mode (MODE E)")
-        self.address = await ctl.passive_address()
+        fc = FlowControl(self.ctl)
+        await fc.step("MODE E", "extended block mode (MODE E)")
+        self.address = await fc.passive_address()
         try:
-            await ctl.expect(f"ALLO {self.total}", 200, 202, what="ALLO")
-            pending = ctl.start(f"STOR {self.path}")
+            await fc.step(f"ALLO {self.total}", "ALLO")
+            pending = fc.start_transfer(f"STOR {self.path}")
             await asyncio.gather(*(self._connect() for _ in range(self.want)))
             if not self.streams:
                 raise FTPError(f"cannot open a data connection to {self.address[0]}:{self.address[1]}")
-            first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
-            if not first.preliminary:
-                raise FTPError(f"cannot store {self.path}: {first}", first)
+            await fc.started(pending, f"cannot store {self.path}")
             await self._until_sent(pending)
             for s in self.streams:
                 await _drain(s)
                 s.sock.close()
             reply = await asyncio.wait_for(asyncio.shield(pending.final), 120)
-            if reply.code not in (226, 250):
+            if not isinstance(fc.ended(pending, reply), TransferDone):
                 raise FTPError(f"STOR {self.path} failed: {reply}", reply)
         finally:
             self.done = True

@@ -17,13 +17,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import time
 from dataclasses import replace
 
+from ..ftp.flow import State
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
+from .flowctl import FlowControl
 from .rangeplan import Assignment, RangePlan
 from .transfer import RECV_CHUNK, TransferOptions, _drive, _session, _Transfer
 
@@ -114,7 +117,7 @@ class RangedGet:
         self.loc, self.fd, self.plan = loc, fd, plan
         # per stream: no bar of its own, no deadline of its own (the driver's)
         self.opts = replace(opts, progress=False, max_time=None)
-        self.spare = [ctl]  # idle control connections
+        self.spare = [FlowControl(ctl)]  # idle control connections
         self.want = streams
         self.controller = controller
         self.stats: list[StreamStats] = []
@@ -211,42 +214,41 @@ class RangedGet:
 
     async def _worker(self, w: int) -> None:
         stats = self.stats[w]
-        ctl = self.spare.pop() if self.spare else None
+        fc = self.spare.pop() if self.spare else None
         try:
             while w not in self.retired:
                 asg = self.plan.take(w)
                 if asg is None:
                     break
                 try:
-                    if ctl is None:
-                        ctl = await _session(self.loc, self.opts)
-                        self.ctls.append(ctl)
-                    settled = await self._fetch(ctl, asg, stats)
+                    if fc is None:
+                        fc = FlowControl(await _session(self.loc, self.opts))
+                        self.ctls.append(fc.ctl)
+                    settled = await self._fetch(fc, asg, stats)
                 finally:
                     self.plan.release(w)
                 if not settled:
-                    await ctl.close()
-                    ctl = None
+                    await fc.ctl.close()
+                    fc = None
         finally:
             stats.ended = time.monotonic()
-            if ctl is not None:
-                self.spare.append(ctl)
+            if fc is not None:
+                self.spare.append(fc)
 
-    async def _fetch(self, ctl: ControlConnection, asg: Assignment, stats: StreamStats) -> bool:
+    async def _fetch(self, fc: FlowControl, asg: Assignment, stats: StreamStats) -> bool:
         """One range over one data connection.  Returns whether the control
         connection is in step again (ready for the next range)."""
+        ctl = fc.ctl
         tuner = SocketTuner(self.opts.tuning, Role.RECEIVER, allow_force=self.opts.force_buffers)
         stats.tuner = tuner
         xfer = _Transfer(ctl, tuner, self.opts, self.loc.path, None, 0)
-        sock = await xfer.open_data()
+        sock = await _open_data(fc, tuner, self.opts.connect_timeout)
         transport = None
         try:
             if asg.pos:
-                await ctl.expect(f"REST {asg.pos}", 350, what="ranged get (REST)")
-            pending = ctl.start(f"RETR {self.loc.path}")
-            first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
-            if not first.preliminary:
-                raise FTPError(f"cannot retrieve {self.loc.path}: {first}", first)
+                await fc.step(f"REST {asg.pos}", "ranged get (REST)")
+            pending = fc.start_transfer(f"RETR {self.loc.path}")
+            await fc.started(pending, f"cannot retrieve {self.loc.path}")
             tuner.attach(sock)
             stats.ranges += 1
             transport, sink = await asyncio.get_running_loop().create_connection(
@@ -262,25 +264,42 @@ class RangedGet:
             if transport is not None:
                 transport.abort()
             sock.close()
-        return await _settle(ctl, pending)
+        return await _settle(fc, pending)
 
 
 async def _wait(fut: asyncio.Future) -> None:
     await fut
 
 
-async def _settle(ctl: ControlConnection, pending) -> bool:
+async def _settle(fc: FlowControl, pending) -> bool:
     """The data connection is closed: the RETR ends with 226 (all sent
     before the close), 426 or 451 (cut short), whichever; without a reply,
     ABOR (RFC 959 4.1.3).  False: the session is out of step."""
     try:
-        await asyncio.wait_for(asyncio.shield(pending.final), SETTLE_TIMEOUT)
-        return True
+        fc.ended(pending, await asyncio.wait_for(asyncio.shield(pending.final), SETTLE_TIMEOUT))
+        return fc.flow.state is State.READY
     except (TimeoutError, FTPError):
         pass
     try:
-        abor = ctl.start("ABOR")
+        abor = fc.start_transfer("ABOR")
         await asyncio.wait_for(asyncio.gather(pending.final, abor.final), SETTLE_TIMEOUT)
-        return True
+        fc.ended(pending, pending.final.result())
+        return fc.flow.state is State.READY
     except (TimeoutError, FTPError):
         return False
+
+
+async def _open_data(fc: FlowControl, tuner: SocketTuner, timeout: float) -> socket.socket:
+    """A passive data connection, tuned before and after its handshake."""
+    host, port = await fc.passive_address()
+    sock = socket.socket(fc.ctl.family(), socket.SOCK_STREAM)
+    sock.setblocking(False)
+    tuner.note_control_rtt(fc.ctl.writer.get_extra_info("socket"))
+    tuner.before_handshake(sock)  # window scale is fixed by this
+    try:
+        await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)), timeout)
+    except (OSError, TimeoutError) as exc:
+        sock.close()
+        raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+    tuner.after_handshake(sock)
+    return sock
