@@ -1,0 +1,83 @@
+"""-P auto's drivers: a scripted controller's ADD and REMOVE open and end
+ranged sessions, and connect and retire MODE E streams mid-transfer (the
+EOD count covers every stream used); every file byte-identical."""
+
+import asyncio
+import json
+import os
+
+import pytest
+from conftest import PASSWORD, USER, make_file, sha256_file
+from test_parallel_peers import throttled_server  # noqa: F401 (fixture)
+
+from drsftp.client import parallel
+from drsftp.client.transfer import TransferOptions
+from drsftp.ftp.session import parse_url
+from drsftp.tuning.streams import Action, StreamController
+
+MiB = 1 << 20
+
+
+class Scripted:
+    """Returns the given actions, one per interval, then HOLD."""
+
+    def __init__(self, actions, start=2):
+        self.streams, self.actions, self.refusals = start, list(actions), []
+
+    def update(self, goodput, samples):
+        assert goodput >= 0 and all(s.rtt is None or s.rtt > 0 for s in samples)
+        action = self.actions.pop(0) if self.actions else Action.HOLD
+        self.streams += {Action.ADD: 1, Action.REMOVE: -1}.get(action, 0)
+        return action
+
+    def refused(self, action):
+        self.refusals.append(action)
+        self.streams -= {Action.ADD: 1, Action.REMOVE: -1}.get(action, 0)
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    made = []
+
+    def factory(actions, interval):
+        monkeypatch.setattr(parallel, "_controller", lambda streams: made.append(Scripted(actions)) or made[-1])
+        monkeypatch.setattr(StreamController, "interval", staticmethod(lambda rtt: interval))
+        monkeypatch.setattr(parallel, "TICK", interval / 2)
+        return made
+
+    return factory
+
+
+def _opts():
+    return TransferOptions(progress=False, use_drs_command=True, idle_timeout=30)
+
+
+def test_auto_ranged_opens_and_ends_sessions(throttled_server, scripted, tmp_path):  # noqa: F811
+    root, port = throttled_server  # 2 MB/s per connection: 12 MiB take ~3 s on 2 streams
+    src = make_file(root / "f.bin", 12 * MiB, seed=20)
+    made = scripted([Action.HOLD, Action.ADD, Action.ADD, Action.HOLD, Action.REMOVE], interval=0.3)
+    loc = parse_url(f"ftp://{USER}:{PASSWORD}@127.0.0.1:{port}/f.bin")
+    dest = str(tmp_path / "out.bin")
+    result = asyncio.run(parallel.get(loc, dest, _opts(), None))
+    d = result.as_dict()
+    assert [c["streams"] for c in d["stream_changes"]] == [3, 4, 3] and not made[0].refusals
+    assert d["streams"] >= 4 and d["mode"] == "ranged" and d["parallel"] == "auto"
+    assert sum(s["bytes"] for s in d["per_stream"]) == 12 * MiB
+    assert sha256_file(dest) == sha256_file(src)
+    json.dumps(d)  # the JSON the CLI writes
+
+
+def test_auto_mode_e_put_connects_and_retires_streams(server, scripted, tmp_path):
+    src = make_file(tmp_path / "up.bin", 48 * MiB, seed=21)
+    made = scripted([Action.ADD, Action.ADD, Action.REMOVE], interval=0.005)
+    loc = parse_url(server.url("up.bin"))
+    opts = _opts()
+    opts.tuning = "fixed:256K"  # a slower loopback put: the script runs before it ends
+    result = asyncio.run(parallel.put(str(src), loc, opts, None))
+    d = result.as_dict()
+    done = [c["streams"] for c in d["stream_changes"]]
+    assert done and done == [3, 4, 3][:len(done)], (done, made[0].refusals)
+    # every stream used, the retired one too (the server counted its EOD)
+    assert d["streams"] == 2 + min(len(done), 2)
+    assert sum(s["bytes"] for s in d["per_stream"]) == 48 * MiB
+    assert sha256_file(os.path.join(server.root, "up.bin")) == sha256_file(src)
