@@ -287,6 +287,8 @@ class ModeEGet(_ModeE):
         return self.use_drs
 
     async def run(self) -> None:
+        if self.size and not self.ledger.received.missing(self.size):
+            return  # the .part holds it all already (--continue)
         fc, n = FlowControl(self.ctl), self.want
         await fc.step("MODE E", "extended block mode (MODE E)")
         await fc.step(f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism")
