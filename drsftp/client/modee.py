@@ -50,7 +50,8 @@ from ..tuning import Role
 from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
 from .flowctl import FlowControl
-from .transfer import DRS_MIN_INTERVAL, RECV_CHUNK, SEND_POLL, TransferOptions
+from .rangeplan import read_chunk
+from .transfer import DRS_MIN_INTERVAL, SEND_POLL, TransferOptions
 
 log = logging.getLogger("drsftp.client")
 MAX_BLOCK = 4 << 20
@@ -208,7 +209,7 @@ class _BlockSink(asyncio.BufferedProtocol):
     def __init__(self, owner: ModeEGet, stream: Stream) -> None:
         self.owner, self.stream = owner, stream
         self.decoder = BlockDecoder(max_count=owner.ledger.limit or (1 << 40))
-        self.buf = bytearray(RECV_CHUNK)
+        self.buf = bytearray(read_chunk(owner.want))
         self.view = memoryview(self.buf)
         self.transport: asyncio.Transport | None = None
 

@@ -27,8 +27,8 @@ from ..tuning import Role
 from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
 from .flowctl import FlowControl
-from .rangeplan import Assignment, RangePlan
-from .transfer import RECV_CHUNK, TransferOptions, _drive, _session, _Transfer
+from .rangeplan import Assignment, RangePlan, read_chunk
+from .transfer import TransferOptions, _drive, _session, _Transfer
 
 log = logging.getLogger("drsftp.client")
 SETTLE_TIMEOUT = 10.0  # seconds for the RETR's final reply after the data connection closed
@@ -63,7 +63,7 @@ class _RangeSink(asyncio.BufferedProtocol):
 
     def __init__(self, fd: int, plan: RangePlan, asg: Assignment, xfer: _Transfer, stats: StreamStats) -> None:
         self.fd, self.plan, self.asg, self.xfer, self.stats = fd, plan, asg, xfer, stats
-        self.buf = bytearray(RECV_CHUNK)
+        self.buf = bytearray(read_chunk(len(plan.active)))
         self.view = memoryview(self.buf)
         self.done = asyncio.get_running_loop().create_future()
         self.transport: asyncio.Transport | None = None

@@ -123,6 +123,12 @@ class RangePlan:
             asg.end = asg.pos
 
 
+def read_chunk(streams: int) -> int:
+    """Each stream's read buffer: 4 MiB (the single stream's) up to 4
+    streams, then less, at least 1 MiB (64 streams: 64 MiB in all)."""
+    return max(1 << 20, min(4 << 20, (16 << 20) // max(streams, 1)))
+
+
 def _align(n: int) -> int:
     return n - n % ALIGN if n % ALIGN and n - n % ALIGN > 0 else n
 
