@@ -68,6 +68,9 @@ def test_auto_ranged_opens_and_ends_sessions(throttled_server, scripted, tmp_pat
     assert d["streams"] >= 4 and d["mode"] == "ranged" and d["parallel"] == "auto"
     assert sum(s["bytes"] for s in d["per_stream"]) == 12 * MiB
     assert sha256_file(dest) == sha256_file(src)
+    line = [row["bytes"] for row in d["timeline"]]  # the summed timeline, every quarter second
+    assert len(line) >= 4 and line == sorted(line) and line[-1] <= 12 * MiB
+    assert 1 <= max(row["streams"] for row in d["timeline"]) <= 4  # data connections reading at each tick
     json.dumps(d)  # the JSON the CLI writes
 
 

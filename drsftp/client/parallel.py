@@ -20,6 +20,7 @@ import asyncio
 import logging
 import os
 import time
+from dataclasses import dataclass, field
 
 from ..ftp.eblock import RangeSet
 from ..ftp.session import FTPLocation
@@ -46,6 +47,7 @@ AUTO_MAX = 16  # -P auto stays at or below this many streams
 AUTO_FIXED = 4  # -P auto's streams where they cannot change (GridFTP's usual -p 4)
 SAVE_EVERY = 1.0  # seconds between resume-record writes
 TICK = 0.25
+TIMELINE_LIMIT = 20_000  # timeline rows kept (bounded memory)
 
 
 def parse_parallel(text: str) -> int | None:
@@ -104,13 +106,12 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
             save()
             view = ProgressView(os.path.basename(loc.path), size, opts.progress)
             try:
-                seconds, timed_out, changes = await _monitor(driver, controller, opts, view, held.total, save)
+                out = await _monitor(driver, controller, opts, view, held.total, save)
             finally:
                 view.close()
                 save()
-            if timed_out:
-                return _result("get", loc.path, driver, size, held.total, seconds, mode, streams, changes,
-                               complete=False)
+            if out.timed_out:
+                return _result("get", loc.path, driver, size, held.total, out, mode, streams)
             missing = driver.held.missing(size)
             if missing:
                 raise FTPError(f"short transfer: {size - sum(b - a for a, b in missing)} of {size} bytes"
@@ -118,7 +119,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
             os.ftruncate(fd, size)
         finally:
             os.close(fd)
-        result = _result("get", loc.path, driver, size, held.total, seconds, mode, streams, changes)
+        result = _result("get", loc.path, driver, size, held.total, out, mode, streams)
         if opts.verify:
             ctl = await _usable(ctl, loc, opts)
             result.sha256 = await verify(ctl, loc.path, part)
@@ -152,12 +153,11 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
             driver = ModeEPut(ctl, opts, n, loc.path, f, total)
             view = ProgressView(os.path.basename(src), total, opts.progress)
             try:
-                seconds, timed_out, changes = await _monitor(driver, controller, opts, view, 0, None)
+                out = await _monitor(driver, controller, opts, view, 0, None)
             finally:
                 view.close()
-            result = _result("put", loc.path, driver, total, 0, seconds, "E", streams, changes,
-                             complete=not timed_out)
-            if opts.verify and not timed_out:
+            result = _result("put", loc.path, driver, total, 0, out, "E", streams)
+            if opts.verify and not out.timed_out:
                 ctl = await _usable(ctl, loc, opts)
                 result.sha256 = await verify(ctl, loc.path, src)
             return result
@@ -165,18 +165,24 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
             await ctl.close()
 
 
+@dataclass
+class Outcome:
+    seconds: float = 0.0
+    timed_out: bool = False
+    changes: list[dict] = field(default_factory=list)  # -P auto: when the stream count changed
+    timeline: list[dict] = field(default_factory=list)  # every TICK: the sum over the streams
+
+
 async def _monitor(driver, controller: StreamController | None, opts: TransferOptions, view: ProgressView,
-                   resumed: int, save) -> tuple[float, bool, list]:
-    """Run the driver; meanwhile show progress, write the resume record,
-    stop at --max-time, and apply -P auto.  Returns (seconds, timed out,
-    the stream-count changes)."""
+                   resumed: int, save) -> Outcome:
+    """Run the driver; meanwhile show progress, keep a timeline, write the
+    resume record, stop at --max-time, and apply -P auto."""
+    out = Outcome()
     started = time.monotonic()
     run = asyncio.ensure_future(driver.run())
     last_save = last_ctl = started
     last_moved, last_tick, rate, ctl_moved = 0, started, 0.0, 0
-    changes: list[dict] = []
     interval = StreamController.interval(None)
-    timed_out = False
     try:
         while not run.done():
             await asyncio.wait([run], timeout=TICK)
@@ -187,11 +193,14 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
             samples = driver.samples()
             rtt = min((s.rtt for s in samples if s.rtt), default=None)
             view.update(resumed + moved, rate * 8, rtt, None)
+            if len(out.timeline) < TIMELINE_LIMIT:
+                out.timeline.append({"t": round(now - started, 4), "bytes": moved, "rate_bps": round(rate * 8),
+                                     "streams": len(samples), "rtt_ms": round(rtt * 1000, 3) if rtt else None})
             if save is not None and now - last_save >= SAVE_EVERY:
                 save()
                 last_save = now
             if opts.max_time and now - started >= opts.max_time and not run.done():
-                timed_out = True
+                out.timed_out = True
                 run.cancel()
                 break
             if controller is not None and now - last_ctl >= interval:
@@ -200,20 +209,21 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
                 last_ctl, ctl_moved = now, moved
                 if action is not Action.HOLD:
                     if (driver.add_stream() if action is Action.ADD else driver.remove_stream()):
-                        changes.append({"t": round(now - started, 3), "streams": controller.streams})
+                        out.changes.append({"t": round(now - started, 3), "streams": controller.streams})
                     else:
                         controller.refused(action)
             last_moved, last_tick = moved, now
         try:
             await run
         except asyncio.CancelledError:
-            if not timed_out:
+            if not out.timed_out:
                 raise
     finally:
         if not run.done():
             run.cancel()
             await asyncio.gather(run, return_exceptions=True)
-    return time.monotonic() - started, timed_out, changes
+    out.seconds = time.monotonic() - started
+    return out
 
 
 def _held(part: str, size: int, mtime: str | None) -> RangeSet:
@@ -280,12 +290,12 @@ async def verify(ctl: ControlConnection, remote: str, local: str) -> str:
     return ours
 
 
-def _result(direction: str, path: str, driver, total: int, resumed: int, seconds: float, mode: str,
-            streams: int | None, changes: list, complete: bool = True) -> TransferResult:
+def _result(direction: str, path: str, driver, total: int, resumed: int, out: Outcome, mode: str,
+            streams: int | None) -> TransferResult:
     summary = driver.summary()
     summary.update({"mode": mode, "parallel": "auto" if streams is None else streams,
-                    "streams": len(summary["per_stream"]), "stream_changes": changes})
+                    "streams": len(summary["per_stream"]), "stream_changes": out.changes})
     return TransferResult(
         direction=direction, path=path, bytes=driver.moved, total_size=total, resumed_from=resumed,
-        seconds=seconds, drs_peer="DRS" in driver.ctl.features, drs_replies=driver.drs_replies,
-        summary=summary, server_last=driver.server_last, complete=complete)
+        seconds=out.seconds, drs_peer="DRS" in driver.ctl.features, drs_replies=driver.drs_replies,
+        summary=summary, timeline=out.timeline, server_last=driver.server_last, complete=not out.timed_out)
