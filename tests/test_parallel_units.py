@@ -99,6 +99,18 @@ def test_block_queue_the_last_stream_carries_the_eof_with_every_eod():
     assert q.finish() == 2  # the last: EOF, EOD count 2
 
 
+def test_block_queue_a_stream_that_could_not_connect():
+    q = BlockQueue([(0, 2 * MiB)], MiB)
+    assert q.join() and q.join()  # the second is still connecting
+    assert q.next() and q.next() and q.next() is None
+    assert q.finish() is None  # the first: EOD only, the EOF is owed to the second
+    assert q.leave()  # which never connected: nobody can send the EOF now (an error)
+    q2 = BlockQueue([(0, 2 * MiB)], MiB)
+    assert q2.join() and q2.join()
+    assert not q2.leave()  # left before anyone finished: the first will send the EOF
+    assert q2.next() and q2.next() and q2.finish() == 1
+
+
 def test_block_queue_empty_file_still_gets_one_stream():
     q = BlockQueue([], MiB)
     assert q.join() and not q.join()

@@ -105,6 +105,18 @@ class _ModeE:
         self._drs_pending = False
         self._last_drs = 0.0
         self.done = False
+        self._tasks: set[asyncio.Task] = set()
+
+    def spawn(self, coro) -> None:
+        """A background task, referenced until it ends (the loop keeps only
+        weak references)."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
 
     @property
     def moved(self) -> int:
@@ -124,8 +136,8 @@ class _ModeE:
         """The stream's tuner, every fraction of an RTT, while it runs."""
         while stream.ended is None and not self.done:
             delay = stream.tuner.tick(stream.bytes) or 0.1
-            if self.use_drs and stream is self.streams[0]:
-                self._maybe_send_drs()
+            if self.use_drs and stream is next((s for s in self.streams if s.ended is None), None):
+                self._maybe_send_drs()  # one exchange per session, from the first live stream's ticks
             await asyncio.sleep(delay)
 
     def _maybe_send_drs(self) -> None:
@@ -278,14 +290,18 @@ class ModeEGet(_ModeE):
             self.complete.set_result(None)
 
     def add_stream(self) -> bool:
-        self.want += 1
-        self.request_streams(self.want)
-        return self.use_drs
+        return self._ask(self.want + 1)
 
     def remove_stream(self) -> bool:
-        self.want = max(1, self.want - 1)
-        self.request_streams(self.want)
-        return self.use_drs
+        return self.want > 1 and self._ask(self.want - 1)
+
+    def _ask(self, n: int) -> bool:
+        """Only a drsftp server (DRS) changes its streams during a RETR."""
+        if not self.use_drs:
+            return False
+        self.want = n
+        self.request_streams(n)
+        return True
 
     async def run(self) -> None:
         if self.size and not self.ledger.received.missing(self.size):
@@ -311,6 +327,9 @@ class ModeEGet(_ModeE):
                                " (--continue resumes)")
         finally:
             self.done = True
+            self.cancel_tasks()
+            if self.complete.done() and not self.complete.cancelled():
+                self.complete.exception()  # (raised above if it mattered)
             if accept is not None:
                 accept.cancel()
             listener.close()
@@ -328,8 +347,9 @@ class ModeEGet(_ModeE):
                     raise FTPError(f"RETR {self.path} failed: {reply}", reply)
             if time.monotonic() - self._last_data > self.opts.idle_timeout:
                 raise FTPError(f"data connections stalled for {self.opts.idle_timeout:.0f} s")
-            await asyncio.wait([self.complete, pending.final], timeout=0.5,
-                               return_when=asyncio.FIRST_COMPLETED)
+            # (a 226 may come before the last blocks are read: then wait on data alone)
+            await asyncio.wait([self.complete] + ([] if pending.final.done() else [pending.final]),
+                               timeout=0.5, return_when=asyncio.FIRST_COMPLETED)
         self.complete.result()
 
     async def _accept(self, listener: socket.socket) -> None:
@@ -349,7 +369,7 @@ class ModeEGet(_ModeE):
             self.streams.append(stream)
             transport, _ = await loop.create_connection(lambda s=stream: _BlockSink(self, s), sock=conn)
             self.transports.append(transport)
-            asyncio.ensure_future(self.tick(stream))
+            self.spawn(self.tick(stream))
 
 
 def _listener(ctl: ControlConnection, tuner: SocketTuner) -> socket.socket:
@@ -402,10 +422,13 @@ class BlockQueue:
             self.joined += 1
             return True
 
-    def leave(self) -> None:
-        """A stream that joined could not connect."""
+    def leave(self) -> bool:
+        """A stream that joined could not connect.  True if the others have
+        all finished meanwhile, none of them with the EOF (it was owed to
+        this one): the transfer cannot end cleanly."""
         with self._lock:
             self.joined -= 1
+            return 0 < self.finished == self.joined
 
     def next(self) -> tuple[int, int] | None:
         with self._lock:
@@ -430,6 +453,8 @@ class ModeEPut(_ModeE):
         self.path, self.f, self.total = path, f, total
         self.queue = BlockQueue([(0, total)] if total else [], block_size(total, streams))
         self.threads: list[asyncio.Future] = []
+        self.connecting = 0  # streams joined, not yet connected
+        self.late_failure: FTPError | None = None
         self.stop = threading.Event()
         self.address: tuple[str, int] | None = None
 
@@ -439,7 +464,7 @@ class ModeEPut(_ModeE):
     def add_stream(self) -> bool:
         if self.address is None or self.queue.empty:
             return False
-        asyncio.ensure_future(self._connect())
+        self.spawn(self._late_connect())
         return True
 
     def remove_stream(self) -> bool:
@@ -470,6 +495,7 @@ class ModeEPut(_ModeE):
         finally:
             self.done = True
             self.stop.set()
+            self.cancel_tasks()
             for s in self.streams:
                 s.sock.close()
 
@@ -480,7 +506,9 @@ class ModeEPut(_ModeE):
             for t in self.threads:
                 if t.done() and t.exception() is not None:
                     raise FTPError(f"data connection failed: {t.exception()}") from t.exception()
-            if not live:
+            if self.late_failure is not None:
+                raise self.late_failure
+            if not live and not self.connecting:
                 return
             if pending.final.done() and (pending.final.exception() or pending.final.result().code >= 400):
                 reply = None if pending.final.exception() else pending.final.result()
@@ -490,11 +518,28 @@ class ModeEPut(_ModeE):
                 last_progress = (time.monotonic(), moved)
             elif time.monotonic() - last_progress[0] > self.opts.idle_timeout:
                 raise FTPError(f"data connections stalled for {self.opts.idle_timeout:.0f} s")
-            await asyncio.wait(live, timeout=0.5)
+            if live:
+                await asyncio.wait(live, timeout=0.5)
+            else:
+                await asyncio.sleep(0.05)  # a stream still connecting
 
     async def _connect(self) -> None:
         if not self.queue.join():
             return
+        self.connecting += 1
+        try:
+            await self._connect_joined()
+        finally:
+            self.connecting -= 1
+
+    async def _late_connect(self) -> None:
+        """-P auto's extra stream (a failure that matters is late_failure)."""
+        try:
+            await self._connect()
+        except FTPError:
+            pass
+
+    async def _connect_joined(self) -> None:
         host, port = self.address
         sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
         sock.setblocking(False)
@@ -505,9 +550,9 @@ class ModeEPut(_ModeE):
                                    self.opts.connect_timeout)
         except (TimeoutError, OSError) as exc:
             sock.close()
-            self.queue.leave()
-            if not self.streams:
-                raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+            if self.queue.leave() or not self.streams:
+                self.late_failure = FTPError(f"cannot open data connection to {host}:{port}: {exc}")
+                raise self.late_failure from exc
             log.info("one more data connection failed: %s", exc)
             return
         tuner.after_handshake(sock)
@@ -519,7 +564,7 @@ class ModeEPut(_ModeE):
         self.threads.append(fut)
         threading.Thread(target=self._send_thread, args=(stream, fut, asyncio.get_running_loop()),
                          daemon=True, name=f"drsftp-put-{stream.index}").start()
-        asyncio.ensure_future(self.tick(stream))
+        self.spawn(self.tick(stream))
 
     def _send_thread(self, stream: Stream, fut: asyncio.Future, loop: asyncio.AbstractEventLoop) -> None:
         exc: Exception | None = None
