@@ -47,7 +47,9 @@ def test_a_finished_worker_steals_the_second_half_of_the_largest_range_left():
 def test_no_steal_below_twice_the_minimum():
     plan = RangePlan(3 * MIN_STEAL)
     plan.take(0)
+    assert plan.can_take()  # 3 x MIN_STEAL ahead of worker 0: half of it can go
     plan.advance(0, 2 * MIN_STEAL)
+    assert not plan.can_take()
     assert plan.take(1) is None  # one MIN_STEAL left: not worth a session
 
 

@@ -142,7 +142,7 @@ class RangedGet:
         return out
 
     def add_stream(self) -> bool:
-        return self.start_worker()
+        return self.plan.can_take() and self.start_worker()
 
     def remove_stream(self) -> bool:
         return self.retire_one()
@@ -158,9 +158,6 @@ class RangedGet:
     @property
     def moved(self) -> int:
         return sum(s.bytes for s in self.stats)
-
-    def running(self) -> int:
-        return sum(1 for w, t in self.tasks.items() if not t.done() and w not in self.retired)
 
     def start_worker(self) -> bool:
         w = len(self.stats)

@@ -77,6 +77,13 @@ class RangePlan:
             self._free += [(a, mid), (mid, b)]
             self._free.sort()
 
+    def can_take(self) -> bool:
+        """Would :meth:`take` give a new worker a range now?"""
+        if self._free:
+            return True
+        victim = max(self.active.values(), key=lambda s: s.left, default=None)
+        return victim is not None and victim.left >= 2 * self.min_steal
+
     def take(self, worker: int) -> Assignment | None:
         """The next range for ``worker`` (which has none), or None: all
         ranges are done or too small to share."""
