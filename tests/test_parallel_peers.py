@@ -68,8 +68,8 @@ def gridftp():
             proc.stdout.close()
 
 
-@pytest.fixture
-def vsftpd(tmp_path):
+@contextlib.contextmanager
+def _vsftpd(tmp_path, *extra):
     """vsftpd, anonymous, as this user, on loopback: (dir, port).  It does
     not chroot: URLs name files by their absolute path."""
     assert os.path.exists(VSFTPD), f"{VSFTPD} is missing (Debian: vsftpd)"
@@ -83,13 +83,19 @@ def vsftpd(tmp_path):
         "run_as_launching_user=YES", "anonymous_enable=YES", "local_enable=NO", "no_anon_password=YES",
         f"anon_root={root}", f"secure_chroot_dir={empty}", "seccomp_sandbox=NO", "pasv_enable=YES",
         "connect_from_port_20=NO", "xferlog_enable=NO", "vsftpd_log_file=/dev/null", "dual_log_enable=NO",
-        "syslog_enable=NO", ""]))
+        "syslog_enable=NO", *extra, ""]))
     proc = subprocess.Popen([VSFTPD, str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_until(lambda: _listening(port), 10), "vsftpd did not start"
         yield root, port
     finally:
         _stop(proc)
+
+
+@pytest.fixture
+def vsftpd(tmp_path):
+    with _vsftpd(tmp_path) as v:
+        yield v
 
 
 def _listening(port):
@@ -164,6 +170,17 @@ def test_ranged_get_from_vsftpd(vsftpd, tmp_path):
     dest = str(tmp_path / "out.bin")
     d, _ = _get(f"ftp://127.0.0.1:{port}{src}", dest)
     _check_streams(d, SIZE, "ranged")
+    assert sha256_file(dest) == sha256_file(src)
+
+
+def test_ranged_get_with_fewer_sessions_than_asked(tmp_path):
+    """vsftpd allows 2 sessions per address (max_per_ip): -P 4 runs on 2."""
+    with _vsftpd(tmp_path, "max_per_ip=2") as (root, port):
+        src = make_file(root / "f.bin", SIZE, seed=13)
+        dest = str(tmp_path / "out.bin")
+        d, r = _get(f"ftp://127.0.0.1:{port}{src}", dest)
+    assert d["mode"] == "ranged" and d["streams"] == 2 and d["bytes"] == SIZE
+    assert r.stderr.count("refused another session") == 1
     assert sha256_file(dest) == sha256_file(src)
 
 

@@ -127,6 +127,7 @@ class RangedGet:
         self.ctl = ctl
         self.ctls: list[ControlConnection] = []  # opened here, closed here
         self.first_error: BaseException | None = None
+        self.refused_sessions = 0
         self.drs_replies = 0
         self.server_last: dict = {}
 
@@ -148,7 +149,7 @@ class RangedGet:
         return self.retire_one()
 
     def summary(self) -> dict:
-        rows = [s.as_dict() for s in self.stats]
+        rows = [s.as_dict() for s in self.stats if s.ranges]  # (not a worker that got no session)
         rtts = [r["rtt_min_ms"] for r in rows if r["rtt_min_ms"] is not None]
         avgs = [r["rtt_avg_ms"] for r in rows if r["rtt_avg_ms"] is not None]
         return {"tuning": self.opts.tuning, "rtt_min_ms": min(rtts) if rtts else None,
@@ -219,8 +220,9 @@ class RangedGet:
                     break
                 try:
                     if fc is None:
-                        fc = FlowControl(await _session(self.loc, self.opts))
-                        self.ctls.append(fc.ctl)
+                        fc = await self._open_session(w)
+                        if fc is None:
+                            return  # the server takes no more sessions: fewer streams
                     settled = await self._fetch(fc, asg, stats)
                 finally:
                     self.plan.release(w)
@@ -231,6 +233,23 @@ class RangedGet:
             stats.ended = time.monotonic()
             if fc is not None:
                 self.spare.append(fc)
+
+    async def _open_session(self, w: int) -> FlowControl | None:
+        """Another control session; None when the server refuses it while
+        other sessions run (a per-address limit: vsftpd's max_per_ip,
+        pyftpdlib's max_cons_per_ip answer 421)."""
+        try:
+            ctl = await _session(self.loc, self.opts)
+        except FTPError as exc:
+            others = any(not t.done() for i, t in self.tasks.items() if i != w)
+            if not others:
+                raise
+            if not self.refused_sessions:
+                log.warning("the server refused another session (%s): fewer streams", exc)
+            self.refused_sessions += 1
+            return None
+        self.ctls.append(ctl)
+        return FlowControl(ctl)
 
     async def _fetch(self, fc: FlowControl, asg: Assignment, stats: StreamStats) -> bool:
         """One range over one data connection.  Returns whether the control
