@@ -90,7 +90,7 @@ class _Channel:
     def __init__(self, ioloop, sock: socket.socket) -> None:
         self.ioloop = ioloop
         self.socket = sock
-        self._fd = sock.fileno()
+        self._fileno = sock.fileno()
         self._events: int | None = None
         self.closed = False
 
@@ -98,9 +98,9 @@ class _Channel:
         if self.closed or events == self._events:
             return
         if self._events is None:
-            self.ioloop.register(self._fd, self, events)
+            self.ioloop.register(self._fileno, self, events)
         else:
-            self.ioloop.modify(self._fd, events)
+            self.ioloop.modify(self._fileno, events)
         self._events = events
 
     def readable(self) -> bool:
@@ -127,7 +127,7 @@ class _Channel:
             return
         self.closed = True
         if self._events is not None:
-            self.ioloop.unregister(self._fd)
+            self.ioloop.unregister(self._fileno)
         self.socket.close()
 
 
@@ -261,7 +261,7 @@ class Listener(_Channel):
             sock.close()
             return
         sock.setblocking(False)
-        self.handshake.after_handshake(sock)
+        self.handshake.after_handshake(sock, reserved_as=self)  # the reservation ends: its own tuner claims
         stream = Stream(s, sock, Role.RECEIVER)
         s.streams.append(stream)
         stream.start(self.handshake.static_window)
