@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
 from conftest import PASSWORD, USER, make_file, running_server, sha256_file
@@ -429,3 +430,47 @@ def test_drs_streams_during_retr(root, start, asked):
     assert rx.ledger.eod_count == rx.conns == max(start, asked)
     assert rx.closes == max(start - asked, 0)
     assert bytes(rx.buf) == data
+
+
+def test_sbuf_sizes_streams_and_drs_sums_them(root):
+    """SBUF is the static size under --tuning fixed (each stream's receive
+    buffer reads back twice it); DRS during a MODE E STOR sums the
+    streams' numbers and says how many there are."""
+    sizes = {}
+    for sbuf in (None, 98304):
+        with running_server(root, "--tuning", "fixed:64k") as srv:
+            ctl = Ctl(srv.port)
+            if sbuf:
+                assert ctl.cmd(f"SBUF {sbuf}")[0] == "200"
+            port = put_mode_e(ctl, f"s{sbuf}.bin", allo=20)
+            a, b = stream(port), stream(port)
+            a.sendall(block(0, b"a" * 10))
+            b.sendall(block(10, b"b" * 10))
+            for _ in range(100):  # until the server has accepted both (bounded)
+                code, text = ctl.cmd("DRS")
+                if "streams=2" in text:
+                    break
+                time.sleep(0.05)
+            assert code == "200" and "streams=2" in text, text
+            pairs = dict(p.split("=") for p in text.split()[2:])
+            sizes[sbuf] = int(pairs["rcvbuf"])
+            a.sendall(header(Desc.EOD, 0, 0))
+            b.sendall(header(Desc.EOD | Desc.EOF, 0, 2))
+            assert ctl.final()[0] == "226"
+    assert sizes == {None: 2 * 2 * 65536, 98304: 2 * 2 * 98304}
+
+
+def test_sigterm_during_a_mode_e_transfer(root):
+    import signal
+    with running_server(root, "--grace", "1") as srv:
+        ctl = Ctl(srv.port)
+        port = put_mode_e(ctl, "term.bin", allo=100)
+        s = stream(port)
+        s.sendall(block(0, b"t" * 50))
+        assert ctl.cmd("NOOP")[0] == "200"  # the block is in
+        srv.proc.send_signal(signal.SIGTERM)
+        code, text, _ = ctl.final()
+        assert code == "426", text
+        assert ctl.reply()[0] == "421"
+        assert srv.proc.wait(15) == 0
+    assert (root / ".term.bin.part").read_bytes()[:50] == b"t" * 50

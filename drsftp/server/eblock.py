@@ -827,7 +827,10 @@ class ESession:
             return None
         if "streams" in pairs and isinstance(job, Send):
             job.set_streams(max(1, min(pairs["streams"], self.limits.per_session)))
-        tuned = [s for s in job.members if s.tuner is not None and not s.closed]
+        streams = set(job.members)
+        if isinstance(job, Receive):  # every open stream may carry this STOR's blocks
+            streams.update(s for s in self.streams if s.role is Role.RECEIVER)
+        tuned = [s for s in streams if s.tuner is not None and not s.closed]
         if tuned:
             share = {k: pairs[k] // len(tuned) for k in DRS_SHARED if k in pairs}
             for s in tuned:
@@ -845,7 +848,7 @@ class ESession:
                 if k in mine:
                     sums[k] = sums.get(k, 0) + mine[k]
         values: dict[str, float | int | None] = {"rtt_us": min(rtts) if rtts else None, **sums}
-        values["streams"] = sum(1 for s in job.members if not s.closed)
+        values["streams"] = sum(1 for s in streams if not s.closed)
         return "DRS " + drscmd.format_pairs(values)
 
     def close(self) -> None:
