@@ -474,3 +474,31 @@ def test_sigterm_during_a_mode_e_transfer(root):
         assert ctl.reply()[0] == "421"
         assert srv.proc.wait(15) == 0
     assert (root / ".term.bin.part").read_bytes()[:50] == b"t" * 50
+
+
+def test_globus_verify_checksum_with_cksm(root, tmp_path):
+    out = tmp_path / "v.bin"
+    with running_server(root) as srv:
+        r = guc("-dbg", "-verify-checksum", "-p", "2", url(srv, "big.bin"), f"file://{out}")
+        assert r.returncode == 0, r.stderr
+        assert "CKSM MD5 0 -1 /big.bin" in r.log
+        r = guc("-dbg", "-verify-checksum", "-p", "2", f"file://{out}", url(srv, "v.bin"))
+        assert r.returncode == 0, r.stderr
+        assert "CKSM MD5 0 -1 /v.bin" in r.log
+    assert (root / "v.bin").read_bytes() == (root / "big.bin").read_bytes()
+
+
+def test_cksm_command(root):
+    import hashlib
+    import zlib
+    data = (root / "big.bin").read_bytes()
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        assert " CKSM MD5;ADLER32;SHA1;SHA256;SHA512;\r\n" in ctl.cmd("FEAT")[1]
+        assert ctl.cmd("CKSM MD5 0 -1 /big.bin") == ("213", f"213 {hashlib.md5(data).hexdigest()}\r\n")
+        assert ctl.cmd("CKSM SHA256 100 1000 big.bin")[1].split()[1] == hashlib.sha256(data[100:1100]).hexdigest()
+        assert ctl.cmd("CKSM ADLER32 0 -1 big.bin")[1].split()[1] == f"{zlib.adler32(data):08x}"
+        assert ctl.cmd("CKSM CRC7 0 -1 big.bin")[0] == "501"
+        assert ctl.cmd("CKSM MD5 0 -5 big.bin")[0] == "501"
+        assert ctl.cmd("CKSM MD5 0 -1 nothing")[0] == "550"
+        assert ctl.cmd("CKSM MD5 0 -1 ../../../../etc/passwd")[0] == "550"
