@@ -502,3 +502,23 @@ def test_cksm_command(root):
         assert ctl.cmd("CKSM MD5 0 -5 big.bin")[0] == "501"
         assert ctl.cmd("CKSM MD5 0 -1 nothing")[0] == "550"
         assert ctl.cmd("CKSM MD5 0 -1 ../../../../etc/passwd")[0] == "550"
+
+
+def test_retr_stream_closed_by_client_ends_with_426(root):
+    with running_server(root, "--data-timeout", "30") as srv:
+        ctl = Ctl(srv.port)
+        lst = socket.create_server(("127.0.0.1", 0))
+        lst.settimeout(10)
+        p = lst.getsockname()[1]
+        assert ctl.cmd("MODE E")[0] == "200"
+        assert ctl.cmd("OPTS RETR Parallelism=2,2,2;")[0] == "200"
+        assert ctl.cmd(f"PORT 127,0,0,1,{p >> 8},{p & 255}")[0] == "200"
+        assert ctl.cmd("RETR big.bin")[0] == "150"
+        a, _ = lst.accept()
+        b, _ = lst.accept()
+        a.recv(1000)
+        a.close()  # unread data: a reset
+        code, text, _ = ctl.final()
+        assert code == "426" and "timed out" not in text, text  # the loss ended it, not the data timeout
+        b.close()
+        assert ctl.cmd("NOOP")[0] == "200"

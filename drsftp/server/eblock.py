@@ -203,10 +203,12 @@ class Stream(_Channel):
             return
         except OSError:
             peek = b""
-        if peek:
-            self.want(0)
+        if not peek:
+            self.lost("426 Data connection closed by the peer; transfer aborted.")
+        elif isinstance(job, Send) and self in job.members and not self.done:
+            self.want(self.ioloop.WRITE)  # a receiver has nothing to say on it: keep sending
         else:
-            self.close()
+            self.want(0)
 
     def handle_close(self) -> None:
         self.lost("426 Data connection lost; transfer aborted.")
