@@ -522,3 +522,50 @@ def test_retr_stream_closed_by_client_ends_with_426(root):
         assert code == "426" and "timed out" not in text, text  # the loss ended it, not the data timeout
         b.close()
         assert ctl.cmd("NOOP")[0] == "200"
+
+
+def test_every_stream_is_a_flow_in_the_buffer_budget(root):
+    """Each MODE E stream has its own tuner, counted in --buffer-budget."""
+    from drsftp.server.app import ServerConfig, build_server
+    from drsftp.tuner import SocketTuner
+
+    server = build_server(ServerConfig(root=str(root), user=USER, password=PASSWORD, port=0))
+    budget = server.handler.buffer_budget
+    stop = threading.Event()
+
+    def run():
+        while not stop.is_set():
+            server.ioloop.loop(timeout=0.05, blocking=False)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        ctl = Ctl(server.socket.getsockname()[1])
+        port = put_mode_e(ctl, "budget.bin", allo=30)
+        streams = [stream(port) for _ in range(3)]
+        for i, s in enumerate(streams):
+            s.sendall(block(10 * i, b"q" * 10))
+
+        def tuner_flows():
+            return [k for k in list(budget._flows) if isinstance(k, SocketTuner)]
+
+        for _ in range(200):  # bounded: until each stream's first tick
+            if len(tuner_flows()) >= 3:
+                break
+            time.sleep(0.02)
+        assert len(tuner_flows()) == 3
+        for s in streams[:-1]:
+            s.sendall(header(Desc.EOD, 0, 0))
+        streams[-1].sendall(header(Desc.EOD | Desc.EOF, 0, 3))
+        assert ctl.final()[0] == "226"
+        assert ctl.cmd("MODE S")[0] == "200"  # drops the cached streams: their flows end
+        for _ in range(200):
+            if not tuner_flows():
+                break
+            time.sleep(0.02)
+        assert tuner_flows() == []
+    finally:
+        stop.set()
+        t.join(10)
+        server.close_all()
+    assert (root / "budget.bin").read_bytes() == b"q" * 30
