@@ -569,3 +569,17 @@ def test_every_stream_is_a_flow_in_the_buffer_budget(root):
         t.join(10)
         server.close_all()
     assert (root / "budget.bin").read_bytes() == b"q" * 30
+
+
+def test_retr_to_a_closed_port_answers_425(root):
+    lst = socket.create_server(("127.0.0.1", 0))
+    p = lst.getsockname()[1]
+    lst.close()  # nobody listens there now
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        assert ctl.cmd("MODE E")[0] == "200"
+        assert ctl.cmd(f"PORT 127,0,0,1,{p >> 8},{p & 255}")[0] == "200"
+        assert ctl.cmd("RETR big.bin")[0] == "150"
+        code, text, _ = ctl.final()
+        assert code == "425", text
+        assert ctl.cmd("NOOP")[0] == "200"

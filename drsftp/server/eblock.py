@@ -211,7 +211,10 @@ class Stream(_Channel):
             self.want(0)
 
     def handle_close(self) -> None:
-        self.lost("426 Data connection lost; transfer aborted.")
+        if self.connecting:
+            self.lost("425 Cannot open data connection.")
+        else:
+            self.lost("426 Data connection lost; transfer aborted.")
 
     def lost(self, reply: str) -> None:
         """The connection failed or the peer closed it."""
