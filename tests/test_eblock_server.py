@@ -583,3 +583,17 @@ def test_retr_to_a_closed_port_answers_425(root):
         code, text, _ = ctl.final()
         assert code == "425", text
         assert ctl.cmd("NOOP")[0] == "200"
+
+
+def test_quit_during_a_transfer_waits_for_its_final_reply(root):
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        port = put_mode_e(ctl, "q.bin", allo=8)
+        s = stream(port)
+        s.sendall(block(0, b"quit"))
+        assert ctl.cmd("QUIT")[0] == "221"
+        s.sendall(block(4, b"late") + header(Desc.EOD | Desc.EOF, 0, 1))
+        code, text, _ = ctl.final()
+        assert code == "226", text
+        assert ctl.f.readline() == b""  # then the session closes
+    assert (root / "q.bin").read_bytes() == b"quitlate"

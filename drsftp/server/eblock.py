@@ -567,6 +567,7 @@ class ESession:
         self.job: _Job | None = None
         self.rest: RangeSet | None = None  # REST ranges for the next transfer
         self.sbuf: int | None = None  # SBUF: per-stream buffer cap
+        self.quit_pending = False  # QUIT came during a transfer: close after its final reply
 
     @property
     def data_timeout(self) -> float:
@@ -639,6 +640,8 @@ class ESession:
     def transfer_ended(self) -> None:
         from .compat import restart_idle_timer
         restart_idle_timer(self.h)
+        if self.quit_pending:  # after the final reply, which follows this call (RFC 959, QUIT)
+            self.h.ioloop.call_later(0, self.h.close_when_done, _errback=self.h.handle_error)
 
     # -- commands ----------------------------------------------------------
     def mode(self, arg: str) -> bool:

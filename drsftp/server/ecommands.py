@@ -59,6 +59,15 @@ class EModeCommands(EPortHooks):
             return
         super().abort_for_shutdown()
 
+    def ftp_QUIT(self, line):
+        """RFC 959: during a transfer the session stays open for its
+        final reply, then closes."""
+        if self.eblock is not None and self.eblock.busy:
+            self.eblock.quit_pending = True
+            self.respond("221 Goodbye: closing after the running transfer.")
+            return
+        super().ftp_QUIT(line)
+
     # -- hooks from EPortHooks -------------------------------------------------
     def data_address_hook(self, ip, port) -> bool:
         if not self.eblock.active:
