@@ -94,9 +94,12 @@ def test_globus_recursive_mlsd_over_mode_e(root, tmp_path):
         r = guc("-dbg", "-r", "-cd", "-fast", "-p", "2", url(srv, "d/"), f"file://{tmp_path}/copy/")
         assert r.returncode == 0, r.stderr
         assert "MLSD /d/" in r.log
-    assert files_under(tmp_path / "copy") == files_under(d)
+        # and back up, pipelined (-pp): MKD, then STORs over the cached streams
+        r = guc("-dbg", "-r", "-cd", "-fast", "-pp", "-p", "2", f"file://{tmp_path}/copy/", url(srv, "up/"))
+        assert r.returncode == 0, r.stderr
+    assert files_under(tmp_path / "copy") == files_under(d) == files_under(root / "up")
     for f in files_under(d):
-        assert (tmp_path / "copy" / f).read_bytes() == (d / f).read_bytes()
+        assert (tmp_path / "copy" / f).read_bytes() == (d / f).read_bytes() == (root / "up" / f).read_bytes()
 
 
 # -- a raw MODE E client ------------------------------------------------------------------
