@@ -48,16 +48,18 @@ def files_under(path):
 # -- globus-url-copy ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fast", [False, True])
-def test_globus_get_put_parallel(root, tmp_path, fast):
-    flags = ["-p", "4"] + (["-fast"] if fast else [])
+@pytest.mark.parametrize("flags", [["-p", "4"], ["-p", "4", "-fast"], ["-p", "4", "-tcp-bs", "1M"]])
+def test_globus_get_put_parallel(root, tmp_path, flags):
     out = tmp_path / "out.bin"
     with running_server(root) as srv:
-        r = guc(*flags, url(srv, "big.bin"), f"file://{out}")
+        r = guc("-dbg", *flags, url(srv, "big.bin"), f"file://{out}")
         assert r.returncode == 0, r.stderr
+        assert "OPTS RETR Parallelism=4,4,4;" in r.log and "MODE E" in r.log
         assert sha256_file(out) == sha256_file(root / "big.bin")
-        r = guc(*flags, f"file://{out}", url(srv, "up.bin"))
+        r = guc("-dbg", *flags, f"file://{out}", url(srv, "up.bin"))
         assert r.returncode == 0, r.stderr
+        if "-tcp-bs" in flags:  # FEAT lists SBUF: the client sizes the streams with it
+            assert "200 SBUF 1048576." in r.log
     assert sha256_file(root / "up.bin") == sha256_file(out)
     assert not os.path.exists(root / ".up.bin.part")
 

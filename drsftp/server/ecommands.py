@@ -84,7 +84,7 @@ class EModeCommands(EPortHooks):
     # -- commands ----------------------------------------------------------------
     def ftp_FEAT(self, line):
         feats = extra_features(self)
-        for f in ("PARALLEL", "DCAU", cksm.FEAT_LINE):
+        for f in ("PARALLEL", "DCAU", "SBUF", cksm.FEAT_LINE):
             if f not in feats:
                 feats.append(f)
         super().ftp_FEAT(line)
