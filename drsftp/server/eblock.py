@@ -61,6 +61,7 @@ class Limits:
     per_server: int = 256  # streams all sessions together may hold open
     max_file: int = 1 << 44  # an upload's limit without ALLO (16 TiB)
     max_block: int = 64 << 20  # bytes one block header may announce
+    max_ranges: int = 65536  # disjoint ranges an upload may hold (the ledger's memory)
 
 
 class StreamCount:
@@ -472,6 +473,8 @@ class Receive(_Job):
             for ev in s.decoder.feed(memoryview(self.buf)[:n]):
                 if isinstance(ev, Data):
                     self.ledger.data(ev.offset, len(ev.data))  # bounds and overlap first
+                    if len(self.ledger.received) > self.session.limits.max_ranges:
+                        raise BlockError(f"more than {self.session.limits.max_ranges} disjoint ranges")
                     self._write(ev.offset, ev.data)
                 elif isinstance(ev, EndOfFile):
                     self.ledger.end_of_file(ev)
