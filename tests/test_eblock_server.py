@@ -564,6 +564,15 @@ def test_every_stream_is_a_flow_in_the_buffer_budget(root):
             s.sendall(header(Desc.EOD, 0, 0))
         streams[-1].sendall(header(Desc.EOD | Desc.EOF, 0, 3))
         assert ctl.final()[0] == "226"
+        # a RETR's two outgoing streams likewise
+        rx = Receiver(SIZE)
+        rx.gate.set()
+        assert ctl.cmd("OPTS RETR Parallelism=2,2,2;")[0] == "200"
+        assert ctl.cmd(rx.port_cmd)[0] == "200"
+        assert ctl.cmd("RETR big.bin")[0] == "150"
+        rx.accept(2)
+        assert ctl.final()[0] == "226"
+        rx.join()
         assert ctl.cmd("MODE S")[0] == "200"  # drops the cached streams: their flows end
         for _ in range(200):
             if not tuner_flows():

@@ -183,7 +183,7 @@ class Stream(_Channel):
                 return self.lost(f"425 Cannot open data connection: {os.strerror(err)}.")
             self.connecting = False
             hs, self.handshake = self.handshake, None
-            hs.after_handshake(self.socket)
+            hs.after_handshake(self.socket, reserved_as=hs)  # ends the handshake's reservation
             self.start(hs.static_window)
         job = self.session.job
         if isinstance(job, Send) and self in job.members and not self.done:
