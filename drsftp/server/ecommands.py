@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from ..ftp import drscmd
 from . import cksm
-from .compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts
-from .eblock import ESession, Limits, StreamCount
+from .compat import (
+    STOCK_COMMANDS,
+    EPortHooks,
+    extra_features,
+    mlst_facts,
+    restart_idle_timer,
+)
+from .eblock import Limits, StreamCount
+from .esession import ESession
 
 EBLOCK_CMDS = {
     "DCAU": {"perm": None, "auth": True, "arg": True,
@@ -42,7 +49,6 @@ class EModeCommands(EPortHooks):
 
     def handle_timeout(self):
         if self.eblock is not None and self.eblock.busy:  # a MODE E transfer is no idle session
-            from .compat import restart_idle_timer
             restart_idle_timer(self)
             return
         super().handle_timeout()
