@@ -612,3 +612,34 @@ def test_quit_during_a_transfer_waits_for_its_final_reply(root):
         assert code == "226", text
         assert ctl.f.readline() == b""  # then the session closes
     assert (root / "q.bin").read_bytes() == b"quitlate"
+
+
+def test_mode_e_streams_are_refused_under_prot_p(root, tmp_path):
+    """MODE E streams are clear text: never with PROT P (RFC 4217), in
+    either order of MODE E and PROT P."""
+    import ftplib
+    import ssl
+
+    from test_access_fuzz import _self_signed
+
+    pem = _self_signed(tmp_path)
+    with running_server(root, "--tls-cert", str(pem)) as srv:
+        ctx = ssl.create_default_context(cafile=str(pem))
+        ctx.check_hostname = False
+        tls = ftplib.FTP_TLS(context=ctx)
+        tls.connect("127.0.0.1", srv.port, timeout=10)
+        tls.login(USER, PASSWORD)
+        tls.voidcmd("TYPE I")
+        assert tls.sendcmd("MODE E").startswith("200")
+        tls.prot_p()
+        with pytest.raises(ftplib.error_perm, match="^534"):
+            tls.sendcmd("PASV")
+        with pytest.raises(ftplib.error_perm, match="^534"):
+            tls.sendcmd("PORT 127,0,0,1,200,1")
+        with pytest.raises(ftplib.error_perm, match="^504"):
+            tls.sendcmd("MODE E")
+        assert tls.sendcmd("MODE S").startswith("200")
+        got = bytearray()
+        tls.retrbinary("RETR big.bin", got.extend)  # stream mode under TLS still works
+        assert bytes(got) == (root / "big.bin").read_bytes()
+        tls.quit()

@@ -157,8 +157,17 @@ class ESession:
             self.parallelism = n
             self.h.respond("200 OPTS Command Successful.")
 
+    def _clear_text_refused(self) -> bool:
+        """MODE E streams are clear text: not under PROT P (RFC 4217)."""
+        if data_protected(self.h):
+            self.h.respond("534 MODE E data connections are not encrypted: MODE S for PROT P.")
+            return True
+        return False
+
     def port(self, ip: str, port: int) -> None:
         h = self.h
+        if self._clear_text_refused():
+            return
         if not h.permit_foreign_addresses and ip != plain_ip(h.remote_ip):
             h.respond(f"501 Rejected data connection to foreign address {ip}:{port}.")
             return
@@ -171,6 +180,8 @@ class ESession:
 
     def passive(self, extmode: bool) -> None:
         h = self.h
+        if self._clear_text_refused():
+            return
         self.drop_streams()
         self.port_addr = None
         local_ip = h.socket.getsockname()[0]
