@@ -329,6 +329,8 @@ def test_mode_e_commands(root):
         assert ctl.cmd("OPTS RETR Parallelism=0,0,0;")[0] == "501"
         assert ctl.cmd("OPTS RETR Parallelism=65,65,65;")[0] == "501"
         assert ctl.cmd("RETR big.bin")[0] == "425"  # no PORT yet
+        assert ctl.cmd("PORT 10,9,8,7,200,1")[0] == "501"  # another host (RFC 2577: no bounce)
+        assert ctl.cmd("PORT 127,0,0,1,0,80")[0] == "501"  # a privileged port
         ctl.pasv()
         assert ctl.cmd("RETR big.bin")[0] == "425"  # the sender connects: not after PASV
         assert ctl.cmd("REST 10-5")[0] == "501"
