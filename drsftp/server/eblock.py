@@ -183,6 +183,7 @@ class Stream(_Channel):
                 return self.lost(f"425 Cannot open data connection: {os.strerror(err)}.")
             self.connecting = False
             hs, self.handshake = self.handshake, None
+            assert hs is not None  # set by ESession.connect with connecting
             hs.after_handshake(self.socket, reserved_as=hs)  # ends the handshake's reservation
             self.start(hs.static_window)
         job = self.session.job
@@ -224,7 +225,7 @@ class Stream(_Channel):
         if isinstance(job, Receive):
             member = self in job.members and not self.decoder.ended
         self.close()
-        if member:
+        if member and job is not None:
             job.fail(reply)
 
     def close(self) -> None:
@@ -284,6 +285,8 @@ class Listener(_Channel):
 
 class Job:
     """One RETR/STOR/MLSD in MODE E: its streams, its data timeout."""
+
+    role: Role  # the server's end: its streams of this role carry the transfer
 
     def __init__(self, session: ESession) -> None:
         self.session = session

@@ -326,16 +326,16 @@ class ESession:
         streams = set(job.members)
         if isinstance(job, Receive):  # every open stream may carry this STOR's blocks
             streams.update(s for s in self.streams if s.role is Role.RECEIVER)
-        tuned = [s for s in streams if s.tuner is not None and not s.closed]
-        if tuned:
-            share = {k: pairs[k] // len(tuned) for k in DRS_SHARED if k in pairs}
-            for s in tuned:
-                s.tuner.on_peer_pairs({**pairs, **share})
+        tuners = [s.tuner for s in streams if s.tuner is not None and not s.closed]
+        if tuners:
+            share = {k: pairs[k] // len(tuners) for k in DRS_SHARED if k in pairs}
+            for t in tuners:
+                t.on_peer_pairs({**pairs, **share})
         sums: dict[str, int] = {}
         rtts = []
-        for s in tuned:
+        for t in tuners:
             try:
-                mine = drscmd.parse_args(s.tuner.report_pairs())
+                mine = drscmd.parse_args(t.report_pairs())
             except drscmd.DRSArgumentError:
                 continue
             if "rtt_us" in mine:
