@@ -645,3 +645,21 @@ def test_mode_e_streams_are_refused_under_prot_p(root, tmp_path):
         tls.retrbinary("RETR big.bin", got.extend)  # stream mode under TLS still works
         assert bytes(got) == (root / "big.bin").read_bytes()
         tls.quit()
+
+
+def test_markers_during_a_stor(root):
+    """112 Perf Marker and 111 Range Marker come while a STOR runs, not
+    only before its 226."""
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        port = put_mode_e(ctl, "m.bin", allo=2000)
+        s = stream(port)
+        s.sendall(block(1000, b"m" * 1000))
+        code, text = ctl.reply()  # the periodic markers, with the transfer still running
+        assert code == "112" and "Stripe Bytes Transferred: 1000\r\n" in text, text
+        assert ctl.reply() == ("111", "111 Range Marker 1000-2000\r\n")
+        s.sendall(block(0, b"n" * 1000) + header(Desc.EOD | Desc.EOF, 0, 1))
+        code, text, markers = ctl.final()
+        assert code == "226", text
+        assert "111 Range Marker 0-2000\r\n" in markers
+    assert (root / "m.bin").read_bytes() == b"n" * 1000 + b"m" * 1000
