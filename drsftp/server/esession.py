@@ -182,9 +182,12 @@ class ESession:
         h = self.h
         if self._clear_text_refused():
             return
+        local_ip = h.socket.getsockname()[0]
+        if not extmode and ":" in local_ip and not local_ip.startswith("::ffff:"):
+            h.respond("425 PASV carries IPv4 addresses only: use EPSV.")
+            return
         self.drop_streams()
         self.port_addr = None
-        local_ip = h.socket.getsockname()[0]
         ports = list(h.passive_ports) if h.passive_ports else [0]
         sock = None
         for p in ports[:200]:  # bounded: a full range answers 425
@@ -204,7 +207,7 @@ class ESession:
         if extmode:
             h.respond(f"229 Entering extended passive mode (|||{port}|).")
         else:
-            ip = h.masquerade_address or local_ip
+            ip = h.masquerade_address or plain_ip(local_ip)
             h.respond(f"227 Entering Passive Mode ({ip.replace('.', ',')},{port >> 8},{port & 255}).")
 
     def restart(self, arg: str) -> None:
