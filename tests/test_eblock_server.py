@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
 from conftest import PASSWORD, USER, make_file, running_server, sha256_file
@@ -47,16 +48,18 @@ def files_under(path):
 # -- globus-url-copy ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fast", [False, True])
-def test_globus_get_put_parallel(root, tmp_path, fast):
-    flags = ["-p", "4"] + (["-fast"] if fast else [])
+@pytest.mark.parametrize("flags", [["-p", "4"], ["-p", "4", "-fast"], ["-p", "4", "-tcp-bs", "1M"]])
+def test_globus_get_put_parallel(root, tmp_path, flags):
     out = tmp_path / "out.bin"
     with running_server(root) as srv:
-        r = guc(*flags, url(srv, "big.bin"), f"file://{out}")
+        r = guc("-dbg", *flags, url(srv, "big.bin"), f"file://{out}")
         assert r.returncode == 0, r.stderr
+        assert "OPTS RETR Parallelism=4,4,4;" in r.log and "MODE E" in r.log
         assert sha256_file(out) == sha256_file(root / "big.bin")
-        r = guc(*flags, f"file://{out}", url(srv, "up.bin"))
+        r = guc("-dbg", *flags, f"file://{out}", url(srv, "up.bin"))
         assert r.returncode == 0, r.stderr
+        if "-tcp-bs" in flags:  # FEAT lists SBUF: the client sizes the streams with it
+            assert "200 SBUF 1048576." in r.log
     assert sha256_file(root / "up.bin") == sha256_file(out)
     assert not os.path.exists(root / ".up.bin.part")
 
@@ -93,9 +96,12 @@ def test_globus_recursive_mlsd_over_mode_e(root, tmp_path):
         r = guc("-dbg", "-r", "-cd", "-fast", "-p", "2", url(srv, "d/"), f"file://{tmp_path}/copy/")
         assert r.returncode == 0, r.stderr
         assert "MLSD /d/" in r.log
-    assert files_under(tmp_path / "copy") == files_under(d)
+        # and back up, pipelined (-pp): MKD, then STORs over the cached streams
+        r = guc("-dbg", "-r", "-cd", "-fast", "-pp", "-p", "2", f"file://{tmp_path}/copy/", url(srv, "up/"))
+        assert r.returncode == 0, r.stderr
+    assert files_under(tmp_path / "copy") == files_under(d) == files_under(root / "up")
     for f in files_under(d):
-        assert (tmp_path / "copy" / f).read_bytes() == (d / f).read_bytes()
+        assert (tmp_path / "copy" / f).read_bytes() == (d / f).read_bytes() == (root / "up" / f).read_bytes()
 
 
 # -- a raw MODE E client ------------------------------------------------------------------
@@ -197,6 +203,7 @@ HOSTILE = {
                                 + header(Desc.EOD, 0, 0), "451"),
     "EOF twice": (None, lambda: header(Desc.EOF, 0, 2) + header(Desc.EOF, 0, 2), "451"),
     "unknown descriptor": (None, lambda: header(0x01, 0, 0), "451"),
+    "too fragmented": (None, lambda: b"".join(block(2 * i, b"f") for i in range(70000)), "451"),
 }
 
 
@@ -225,7 +232,7 @@ def test_hostile_blocks_get_a_clear_reply(root, case):
     assert not os.path.exists(root / "evil.bin")  # never renamed into place
     assert set(after) - set(before) <= {"srv/.evil.bin.part", "srv/honest.bin"}
     part = root / ".evil.bin.part"
-    assert not part.exists() or part.stat().st_size <= 100  # nothing past what was accepted
+    assert not part.exists() or part.stat().st_size <= 2 * 65536  # nothing past what was accepted
 
 
 def test_no_eod_ends_with_426_and_keeps_the_part(root):
@@ -322,6 +329,8 @@ def test_mode_e_commands(root):
         assert ctl.cmd("OPTS RETR Parallelism=0,0,0;")[0] == "501"
         assert ctl.cmd("OPTS RETR Parallelism=65,65,65;")[0] == "501"
         assert ctl.cmd("RETR big.bin")[0] == "425"  # no PORT yet
+        assert ctl.cmd("PORT 10,9,8,7,200,1")[0] == "501"  # another host (RFC 2577: no bounce)
+        assert ctl.cmd("PORT 127,0,0,1,0,80")[0] == "501"  # a privileged port
         ctl.pasv()
         assert ctl.cmd("RETR big.bin")[0] == "425"  # the sender connects: not after PASV
         assert ctl.cmd("REST 10-5")[0] == "501"
@@ -429,3 +438,228 @@ def test_drs_streams_during_retr(root, start, asked):
     assert rx.ledger.eod_count == rx.conns == max(start, asked)
     assert rx.closes == max(start - asked, 0)
     assert bytes(rx.buf) == data
+
+
+def test_sbuf_sizes_streams_and_drs_sums_them(root):
+    """SBUF is the static size under --tuning fixed (each stream's receive
+    buffer reads back twice it); DRS during a MODE E STOR sums the
+    streams' numbers and says how many there are."""
+    sizes = {}
+    for sbuf in (None, 98304):
+        with running_server(root, "--tuning", "fixed:64k") as srv:
+            ctl = Ctl(srv.port)
+            if sbuf:
+                assert ctl.cmd(f"SBUF {sbuf}")[0] == "200"
+            port = put_mode_e(ctl, f"s{sbuf}.bin", allo=20)
+            a, b = stream(port), stream(port)
+            a.sendall(block(0, b"a" * 10))
+            b.sendall(block(10, b"b" * 10))
+            for _ in range(100):  # until the server has accepted both (bounded)
+                code, text = ctl.cmd("DRS")
+                if "streams=2" in text:
+                    break
+                time.sleep(0.05)
+            assert code == "200" and "streams=2" in text, text
+            pairs = dict(p.split("=") for p in text.split()[2:])
+            sizes[sbuf] = int(pairs["rcvbuf"])
+            a.sendall(header(Desc.EOD, 0, 0))
+            b.sendall(header(Desc.EOD | Desc.EOF, 0, 2))
+            assert ctl.final()[0] == "226"
+    assert sizes == {None: 2 * 2 * 65536, 98304: 2 * 2 * 98304}
+
+
+def test_sigterm_during_a_mode_e_transfer(root):
+    import signal
+    with running_server(root, "--grace", "1") as srv:
+        ctl = Ctl(srv.port)
+        port = put_mode_e(ctl, "term.bin", allo=100)
+        s = stream(port)
+        s.sendall(block(0, b"t" * 50))
+        assert ctl.cmd("NOOP")[0] == "200"  # the block is in
+        srv.proc.send_signal(signal.SIGTERM)
+        code, text, _ = ctl.final()
+        assert code == "426", text
+        assert ctl.reply()[0] == "421"
+        assert srv.proc.wait(15) == 0
+    assert (root / ".term.bin.part").read_bytes()[:50] == b"t" * 50
+
+
+def test_globus_verify_checksum_with_cksm(root, tmp_path):
+    out = tmp_path / "v.bin"
+    with running_server(root) as srv:
+        r = guc("-dbg", "-verify-checksum", "-p", "2", url(srv, "big.bin"), f"file://{out}")
+        assert r.returncode == 0, r.stderr
+        assert "CKSM MD5 0 -1 /big.bin" in r.log
+        r = guc("-dbg", "-verify-checksum", "-p", "2", f"file://{out}", url(srv, "v.bin"))
+        assert r.returncode == 0, r.stderr
+        assert "CKSM MD5 0 -1 /v.bin" in r.log
+    assert (root / "v.bin").read_bytes() == (root / "big.bin").read_bytes()
+
+
+def test_cksm_command(root):
+    import hashlib
+    import zlib
+    data = (root / "big.bin").read_bytes()
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        assert " CKSM MD5;ADLER32;SHA1;SHA256;SHA512;\r\n" in ctl.cmd("FEAT")[1]
+        assert ctl.cmd("CKSM MD5 0 -1 /big.bin") == ("213", f"213 {hashlib.md5(data).hexdigest()}\r\n")
+        assert ctl.cmd("CKSM SHA256 100 1000 big.bin")[1].split()[1] == hashlib.sha256(data[100:1100]).hexdigest()
+        assert ctl.cmd("CKSM ADLER32 0 -1 big.bin")[1].split()[1] == f"{zlib.adler32(data):08x}"
+        assert ctl.cmd("CKSM CRC7 0 -1 big.bin")[0] == "501"
+        assert ctl.cmd("CKSM MD5 0 -5 big.bin")[0] == "501"
+        assert ctl.cmd("CKSM MD5 0 -1 nothing")[0] == "550"
+        assert ctl.cmd("CKSM MD5 0 -1 ../../../../etc/passwd")[0] == "550"
+
+
+def test_retr_stream_closed_by_client_ends_with_426(root):
+    with running_server(root, "--data-timeout", "30") as srv:
+        ctl = Ctl(srv.port)
+        lst = socket.create_server(("127.0.0.1", 0))
+        lst.settimeout(10)
+        p = lst.getsockname()[1]
+        assert ctl.cmd("MODE E")[0] == "200"
+        assert ctl.cmd("OPTS RETR Parallelism=2,2,2;")[0] == "200"
+        assert ctl.cmd(f"PORT 127,0,0,1,{p >> 8},{p & 255}")[0] == "200"
+        assert ctl.cmd("RETR big.bin")[0] == "150"
+        a, _ = lst.accept()
+        b, _ = lst.accept()
+        a.recv(1000)
+        a.close()  # unread data: a reset
+        code, text, _ = ctl.final()
+        assert code == "426" and "timed out" not in text, text  # the loss ended it, not the data timeout
+        b.close()
+        assert ctl.cmd("NOOP")[0] == "200"
+
+
+def test_every_stream_is_a_flow_in_the_buffer_budget(root):
+    """Each MODE E stream has its own tuner, counted in --buffer-budget."""
+    from drsftp.server.app import ServerConfig, build_server
+    from drsftp.tuner import SocketTuner
+
+    server = build_server(ServerConfig(root=str(root), user=USER, password=PASSWORD, port=0))
+    budget = server.handler.buffer_budget
+    stop = threading.Event()
+
+    def run():
+        while not stop.is_set():
+            server.ioloop.loop(timeout=0.05, blocking=False)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        ctl = Ctl(server.socket.getsockname()[1])
+        port = put_mode_e(ctl, "budget.bin", allo=30)
+        streams = [stream(port) for _ in range(3)]
+        for i, s in enumerate(streams):
+            s.sendall(block(10 * i, b"q" * 10))
+
+        def tuner_flows():
+            return [k for k in list(budget._flows) if isinstance(k, SocketTuner)]
+
+        for _ in range(200):  # bounded: until each stream's first tick
+            if len(tuner_flows()) >= 3:
+                break
+            time.sleep(0.02)
+        assert len(tuner_flows()) == 3
+        for s in streams[:-1]:
+            s.sendall(header(Desc.EOD, 0, 0))
+        streams[-1].sendall(header(Desc.EOD | Desc.EOF, 0, 3))
+        assert ctl.final()[0] == "226"
+        # a RETR's two outgoing streams likewise
+        rx = Receiver(SIZE)
+        rx.gate.set()
+        assert ctl.cmd("OPTS RETR Parallelism=2,2,2;")[0] == "200"
+        assert ctl.cmd(rx.port_cmd)[0] == "200"
+        assert ctl.cmd("RETR big.bin")[0] == "150"
+        rx.accept(2)
+        assert ctl.final()[0] == "226"
+        rx.join()
+        assert ctl.cmd("MODE S")[0] == "200"  # drops the cached streams: their flows end
+        for _ in range(200):
+            if not tuner_flows():
+                break
+            time.sleep(0.02)
+        assert tuner_flows() == []
+    finally:
+        stop.set()
+        t.join(10)
+        server.close_all()
+    assert (root / "budget.bin").read_bytes() == b"q" * 30
+
+
+def test_retr_to_a_closed_port_answers_425(root):
+    lst = socket.create_server(("127.0.0.1", 0))
+    p = lst.getsockname()[1]
+    lst.close()  # nobody listens there now
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        assert ctl.cmd("MODE E")[0] == "200"
+        assert ctl.cmd(f"PORT 127,0,0,1,{p >> 8},{p & 255}")[0] == "200"
+        assert ctl.cmd("RETR big.bin")[0] == "150"
+        code, text, _ = ctl.final()
+        assert code == "425", text
+        assert ctl.cmd("NOOP")[0] == "200"
+
+
+def test_quit_during_a_transfer_waits_for_its_final_reply(root):
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        port = put_mode_e(ctl, "q.bin", allo=8)
+        s = stream(port)
+        s.sendall(block(0, b"quit"))
+        assert ctl.cmd("QUIT")[0] == "221"
+        s.sendall(block(4, b"late") + header(Desc.EOD | Desc.EOF, 0, 1))
+        code, text, _ = ctl.final()
+        assert code == "226", text
+        assert ctl.f.readline() == b""  # then the session closes
+    assert (root / "q.bin").read_bytes() == b"quitlate"
+
+
+def test_mode_e_streams_are_refused_under_prot_p(root, tmp_path):
+    """MODE E streams are clear text: never with PROT P (RFC 4217), in
+    either order of MODE E and PROT P."""
+    import ftplib
+    import ssl
+
+    from test_access_fuzz import _self_signed
+
+    pem = _self_signed(tmp_path)
+    with running_server(root, "--tls-cert", str(pem)) as srv:
+        ctx = ssl.create_default_context(cafile=str(pem))
+        ctx.check_hostname = False
+        tls = ftplib.FTP_TLS(context=ctx)
+        tls.connect("127.0.0.1", srv.port, timeout=10)
+        tls.login(USER, PASSWORD)
+        tls.voidcmd("TYPE I")
+        assert tls.sendcmd("MODE E").startswith("200")
+        tls.prot_p()
+        with pytest.raises(ftplib.error_perm, match="^534"):
+            tls.sendcmd("PASV")
+        with pytest.raises(ftplib.error_perm, match="^534"):
+            tls.sendcmd("PORT 127,0,0,1,200,1")
+        with pytest.raises(ftplib.error_perm, match="^504"):
+            tls.sendcmd("MODE E")
+        assert tls.sendcmd("MODE S").startswith("200")
+        got = bytearray()
+        tls.retrbinary("RETR big.bin", got.extend)  # stream mode under TLS still works
+        assert bytes(got) == (root / "big.bin").read_bytes()
+        tls.quit()
+
+
+def test_markers_during_a_stor(root):
+    """112 Perf Marker and 111 Range Marker come while a STOR runs, not
+    only before its 226."""
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        port = put_mode_e(ctl, "m.bin", allo=2000)
+        s = stream(port)
+        s.sendall(block(1000, b"m" * 1000))
+        code, text = ctl.reply()  # the periodic markers, with the transfer still running
+        assert code == "112" and "Stripe Bytes Transferred: 1000\r\n" in text, text
+        assert ctl.reply() == ("111", "111 Range Marker 1000-2000\r\n")
+        s.sendall(block(0, b"n" * 1000) + header(Desc.EOD | Desc.EOF, 0, 1))
+        code, text, markers = ctl.final()
+        assert code == "226", text
+        assert "111 Range Marker 0-2000\r\n" in markers
+    assert (root / "m.bin").read_bytes() == b"n" * 1000 + b"m" * 1000

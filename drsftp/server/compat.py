@@ -20,8 +20,11 @@ __all__ = [
     "FileReadWriteError",
     "clear_pending_transfer",
     "current_type",
+    "data_channel_open",
     "data_protected",
     "extra_features",
+    "line_buffer_add",
+    "line_buffer_clear",
     "mlst_facts",
     "pending_transfer",
     "restart_idle_timer",
@@ -90,6 +93,22 @@ def extra_features(handler) -> list:
 def mlst_facts(handler) -> list:
     """The MLST facts chosen with OPTS MLST (RFC 3659)."""
     return handler._current_facts
+
+
+def data_channel_open(dtp) -> bool:
+    """A stream-mode data channel is connected and not yet closed."""
+    return dtp._initialized and not dtp._closed
+
+
+def line_buffer_add(handler, data: bytes) -> int:
+    """Append to the command line being collected; returns its length."""
+    handler._in_buffer.append(data)
+    handler._in_buffer_len += len(data)
+    return handler._in_buffer_len
+
+
+def line_buffer_clear(handler) -> None:
+    handler._in_buffer, handler._in_buffer_len = [], 0
 
 
 def set_final_reply(dtp, reply: str | None, logfun=None) -> None:

@@ -1,9 +1,9 @@
 """MODE E (GridFTP extended block mode, GFD.20) data path of ``drsftp serve``.
 
-The control handler (handler.py) dispatches MODE E commands here; this
-module runs N data connections ("streams") on pyftpdlib's ioloop with
-dispatchers of its own and moves bytes only: the block codec and the
-receiver's ledger are sans-IO (drsftp/ftp/eblock.py).
+The control connection's MODE E state (esession.py) starts transfers
+here; this module runs N data connections ("streams") on pyftpdlib's
+ioloop with dispatchers of its own and moves bytes only: the block codec
+and the receiver's ledger are sans-IO (drsftp/ftp/eblock.py).
 
 Rules (GFD.20, extended block mode; docs/EBLOCK.md):
 - the sender connects: RETR/MLSD after PORT/EPRT connect N streams
@@ -26,8 +26,8 @@ import os
 import socket
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..ftp import drscmd
 from ..ftp.eblock import (
     BlockDecoder,
     BlockError,
@@ -38,9 +38,11 @@ from ..ftp.eblock import (
     data_header,
     eod,
 )
-from ..ftp.session import partial_name
 from ..tuner import SocketTuner
 from ..tuning import Role
+
+if TYPE_CHECKING:
+    from .esession import ESession
 
 log = logging.getLogger("drsftp.server")
 
@@ -48,8 +50,6 @@ RECV_CHUNK = 1 << 20  # one recv_into per MiB
 SEND_CHUNK = 4 << 20  # bytes per sendfile() call
 BLOCK_MIN, BLOCK_MAX = 256 << 10, 4 << 20  # block sizes the sender picks from
 MARKER_INTERVAL = 2.0  # seconds between 112/111 markers during STOR
-DRS_SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans")
-DRS_SHARED = ("bytes", "rate", "wnd", "inflight", "cwnd")  # the peer's sums, split over our streams
 _LOST = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT, errno.ECONNABORTED)
 
 
@@ -61,6 +61,7 @@ class Limits:
     per_server: int = 256  # streams all sessions together may hold open
     max_file: int = 1 << 44  # an upload's limit without ALLO (16 TiB)
     max_block: int = 64 << 20  # bytes one block header may announce
+    max_ranges: int = 65536  # disjoint ranges an upload may hold (the ledger's memory)
 
 
 class StreamCount:
@@ -79,7 +80,7 @@ class StreamCount:
         self.open = max(self.open - 1, 0)
 
 
-def _plain_ip(ip: str) -> str:
+def plain_ip(ip: str) -> str:
     return ip.removeprefix("::ffff:")
 
 
@@ -90,7 +91,7 @@ class _Channel:
     def __init__(self, ioloop, sock: socket.socket) -> None:
         self.ioloop = ioloop
         self.socket = sock
-        self._fd = sock.fileno()
+        self._fileno = sock.fileno()
         self._events: int | None = None
         self.closed = False
 
@@ -98,9 +99,9 @@ class _Channel:
         if self.closed or events == self._events:
             return
         if self._events is None:
-            self.ioloop.register(self._fd, self, events)
+            self.ioloop.register(self._fileno, self, events)
         else:
-            self.ioloop.modify(self._fd, events)
+            self.ioloop.modify(self._fileno, events)
         self._events = events
 
     def readable(self) -> bool:
@@ -127,7 +128,7 @@ class _Channel:
             return
         self.closed = True
         if self._events is not None:
-            self.ioloop.unregister(self._fd)
+            self.ioloop.unregister(self._fileno)
         self.socket.close()
 
 
@@ -182,7 +183,8 @@ class Stream(_Channel):
                 return self.lost(f"425 Cannot open data connection: {os.strerror(err)}.")
             self.connecting = False
             hs, self.handshake = self.handshake, None
-            hs.after_handshake(self.socket)
+            assert hs is not None  # set by ESession.connect with connecting
+            hs.after_handshake(self.socket, reserved_as=hs)  # ends the handshake's reservation
             self.start(hs.static_window)
         job = self.session.job
         if isinstance(job, Send) and self in job.members and not self.done:
@@ -203,13 +205,18 @@ class Stream(_Channel):
             return
         except OSError:
             peek = b""
-        if peek:
-            self.want(0)
+        if not peek:
+            self.lost("426 Data connection closed by the peer; transfer aborted.")
+        elif isinstance(job, Send) and self in job.members and not self.done:
+            self.want(self.ioloop.WRITE)  # a receiver has nothing to say on it: keep sending
         else:
-            self.close()
+            self.want(0)
 
     def handle_close(self) -> None:
-        self.lost("426 Data connection lost; transfer aborted.")
+        if self.connecting:
+            self.lost("425 Cannot open data connection.")
+        else:
+            self.lost("426 Data connection lost; transfer aborted.")
 
     def lost(self, reply: str) -> None:
         """The connection failed or the peer closed it."""
@@ -218,7 +225,7 @@ class Stream(_Channel):
         if isinstance(job, Receive):
             member = self in job.members and not self.decoder.ended
         self.close()
-        if member:
+        if member and job is not None:
             job.fail(reply)
 
     def close(self) -> None:
@@ -261,7 +268,7 @@ class Listener(_Channel):
             sock.close()
             return
         sock.setblocking(False)
-        self.handshake.after_handshake(sock)
+        self.handshake.after_handshake(sock, reserved_as=self)  # the reservation ends: its own tuner claims
         stream = Stream(s, sock, Role.RECEIVER)
         s.streams.append(stream)
         stream.start(self.handshake.static_window)
@@ -276,8 +283,10 @@ class Listener(_Channel):
 # -- transfers -----------------------------------------------------------------
 
 
-class _Job:
+class Job:
     """One RETR/STOR/MLSD in MODE E: its streams, its data timeout."""
+
+    role: Role  # the server's end: its streams of this role carry the transfer
 
     def __init__(self, session: ESession) -> None:
         self.session = session
@@ -348,7 +357,7 @@ class BytesSource:
         pass
 
 
-class Send(_Job):
+class Send(Job):
     role = Role.SENDER
 
     def __init__(self, session: ESession, source, ranges: list[tuple[int, int]], streams: int) -> None:
@@ -437,7 +446,7 @@ class Send(_Job):
                     s.want(self.session.h.ioloop.WRITE)
 
 
-class Receive(_Job):
+class Receive(Job):
     role = Role.RECEIVER
 
     def __init__(self, session: ESession, fd: int, temp: str, final: str, expected: int | None,
@@ -467,6 +476,8 @@ class Receive(_Job):
             for ev in s.decoder.feed(memoryview(self.buf)[:n]):
                 if isinstance(ev, Data):
                     self.ledger.data(ev.offset, len(ev.data))  # bounds and overlap first
+                    if len(self.ledger.received) > self.session.limits.max_ranges:
+                        raise BlockError(f"more than {self.session.limits.max_ranges} disjoint ranges")
                     self._write(ev.offset, ev.data)
                 elif isinstance(ev, EndOfFile):
                     self.ledger.end_of_file(ev)
@@ -542,313 +553,3 @@ class Receive(_Job):
 
 class _Incomplete(Exception):
     pass
-
-
-# -- the session ---------------------------------------------------------------
-
-
-class ESession:
-    """MODE E state of one control connection."""
-
-    def __init__(self, handler) -> None:
-        self.h = handler
-        self.limits: Limits = handler.eblock_limits
-        self.count: StreamCount = handler.eblock_count
-        self.active = False  # MODE E in force
-        self.parallelism = 1  # streams for RETR (OPTS RETR Parallelism)
-        self.port_addr: tuple[str, int] | None = None  # PORT/EPRT: where to connect
-        self.listener: Listener | None = None  # PASV/EPSV
-        self.streams: list[Stream] = []  # open streams, both directions (cached)
-        self.job: _Job | None = None
-        self.rest: RangeSet | None = None  # REST ranges for the next transfer
-        self.sbuf: int | None = None  # SBUF: per-stream buffer cap
-
-    @property
-    def data_timeout(self) -> float:
-        return getattr(self.h.dtp_handler, "timeout", 120.0) or 120.0
-
-    @property
-    def busy(self) -> bool:
-        return self.job is not None
-
-    # -- tuners ------------------------------------------------------------
-    def new_tuner(self, role: Role) -> SocketTuner:
-        h = self.h
-        spec = h.tuning_spec
-        if self.sbuf and spec.startswith("fixed"):
-            spec = f"fixed:{self.sbuf}"  # SBUF: the static size under --tuning fixed
-        tuner = SocketTuner(spec, role, allow_force=h.allow_force, limits=h.host_limits, budget=h.buffer_budget)
-        if self.sbuf:
-            tuner.cap_size(self.sbuf)
-        tuner.note_control_rtt(h.socket)
-        return tuner
-
-    # -- streams -----------------------------------------------------------
-    def refuse(self, ip: str) -> str | None:
-        """Why an accepted data connection is refused, or None."""
-        if _plain_ip(ip) != _plain_ip(self.h.remote_ip):
-            return "not the control connection's address"
-        if len(self.streams) >= self.limits.per_session:
-            return f"more than {self.limits.per_session} streams in one session"
-        if not self.count.take(self.limits.per_server):
-            return f"more than {self.limits.per_server} streams on this server"
-        return None
-
-    def connect(self) -> Stream | None:
-        """A new outgoing stream to the PORT/EPRT address (connecting)."""
-        if self.port_addr is None or len(self.streams) >= self.limits.per_session:
-            return None
-        if not self.count.take(self.limits.per_server):
-            return None
-        ip, port = self.port_addr
-        sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        stream = Stream(self, sock, Role.SENDER)
-        stream.connecting = True
-        self.streams.append(stream)
-        stream.handshake = self.new_tuner(Role.SENDER)
-        stream.handshake.before_handshake(sock, reserve_as=stream.handshake)  # fixes the window scale
-        try:
-            sock.bind((self.h.socket.getsockname()[0], 0))  # the control connection's address
-        except OSError:
-            pass
-        err = sock.connect_ex((ip, port))
-        if err not in (0, errno.EINPROGRESS):
-            stream.close()
-            return None
-        stream.want(self.h.ioloop.WRITE)
-        return stream
-
-    def stream_closed(self, s: Stream) -> None:
-        if s in self.streams:
-            self.streams.remove(s)
-            self.count.give()
-
-    def drop_streams(self) -> None:
-        for s in list(self.streams):
-            s.close()
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
-
-    def transfer_ended(self) -> None:
-        from .compat import restart_idle_timer
-        restart_idle_timer(self.h)
-
-    # -- commands ----------------------------------------------------------
-    def mode(self, arg: str) -> bool:
-        """MODE E / MODE S; False: not ours (the stock handler answers)."""
-        mode = arg.strip().upper()
-        if mode == "E":
-            from .compat import data_protected
-            if data_protected(self.h):
-                self.h.respond("504 MODE E data connections are not encrypted: not with PROT P.")
-                return True
-            self.active = True
-            self.h.respond("200 Mode set to E.")
-            return True
-        if mode == "S":
-            self.active = False
-            self.rest = None
-            self.drop_streams()
-        return False
-
-    def opts_retr(self, arg: str) -> None:
-        """``OPTS RETR Parallelism=N,N,N;`` (GFD.20): the first number."""
-        n = None
-        for opt in arg.split(";"):
-            key, _, value = opt.strip().partition("=")
-            if key.strip().lower() == "parallelism":
-                try:
-                    n = int(value.split(",")[0])
-                except ValueError:
-                    n = 0
-        if n is None:
-            self.h.respond("501 OPTS RETR wants Parallelism=N,N,N;")
-        elif not 1 <= n <= self.limits.per_session:
-            self.h.respond(f"501 Parallelism must be 1-{self.limits.per_session}.")
-        else:
-            self.parallelism = n
-            self.h.respond("200 OPTS Command Successful.")
-
-    def port(self, ip: str, port: int) -> None:
-        h = self.h
-        if not h.permit_foreign_addresses and ip != _plain_ip(h.remote_ip):
-            h.respond(f"501 Rejected data connection to foreign address {ip}:{port}.")
-            return
-        if not h.permit_privileged_ports and port < 1024:
-            h.respond(f'501 PORT against the privileged port "{port}" refused.')
-            return
-        self.drop_streams()
-        self.port_addr = (ip, port)
-        h.respond("200 PORT Command successful.")
-
-    def passive(self, extmode: bool) -> None:
-        h = self.h
-        self.drop_streams()
-        self.port_addr = None
-        local_ip = h.socket.getsockname()[0]
-        ports = list(h.passive_ports) if h.passive_ports else [0]
-        sock = None
-        for p in ports[:200]:  # bounded: a full range answers 425
-            sock = socket.socket(h.socket.family, socket.SOCK_STREAM)
-            try:
-                sock.bind((local_ip, p))
-                break
-            except OSError:
-                sock.close()
-                sock = None
-        if sock is None:
-            h.respond("425 Can't open data channel: no free passive port.")
-            return
-        sock.setblocking(False)
-        self.listener = Listener(self, sock)
-        port = sock.getsockname()[1]
-        if extmode:
-            h.respond(f"229 Entering extended passive mode (|||{port}|).")
-        else:
-            ip = h.masquerade_address or local_ip
-            h.respond(f"227 Entering Passive Mode ({ip.replace('.', ',')},{port >> 8},{port & 255}).")
-
-    def restart(self, arg: str) -> None:
-        """REST in MODE E: the ranges the receiver already holds (GFD.20);
-        a plain number n is the range 0-n."""
-        text = arg.strip()
-        try:
-            ranges = RangeSet([(0, int(text))]) if text.isdigit() else RangeSet.parse(text)
-            if not len(ranges) and text not in ("0", ""):
-                raise ValueError
-            if any(b > self.limits.max_file for _, b in ranges) or len(ranges) > 4096:
-                raise ValueError
-        except ValueError:
-            self.h.respond("501 REST wants a byte count or ranges such as 0-1048576,2097152-3145728.")
-            return
-        self.rest = ranges
-        self.h.respond(f"350 Restart markers accepted: {ranges.marker() or '0-0'}.")
-
-    def _check_transfer(self) -> bool:
-        from .compat import current_type
-        if current_type(self.h) != "i":
-            self.h.respond("504 MODE E moves binary data only: send TYPE I first.")
-            return False
-        return True
-
-    def retr(self, path: str) -> None:
-        if not self._check_transfer():
-            return
-        rest, self.rest = self.rest, None
-        try:
-            f = self.h.fs.open(path, "rb")
-            source = FileSource(f)
-        except OSError as exc:
-            self.h.respond(f"550 {exc.strerror}.")
-            return
-        size = source.size
-        ranges = rest.missing(size) if rest is not None else [(0, size)]
-        if rest is not None and any(b > size for _, b in rest):
-            source.close()
-            self.h.respond(f"554 REST ranges past the end of the file ({size} bytes).")
-            return
-        self._send(source, ranges, "RETR")
-
-    def send_bytes(self, data: bytes, cmd: str) -> None:
-        """A listing (MLSD) over MODE E streams."""
-        self.rest = None
-        self._send(BytesSource(data), [(0, len(data))], cmd)
-
-    def _send(self, source, ranges, cmd: str) -> None:
-        h = self.h
-        cached = [s for s in self.streams if s.role is Role.SENDER]
-        if not cached and self.port_addr is None:
-            source.close()
-            if self.listener is not None:
-                h.respond(f"425 MODE E data flows from the connecting side: {cmd} needs PORT or EPRT.")
-            else:
-                h.respond("425 Use PORT or EPRT first.")
-            return
-        job = Send(self, source, ranges, len(cached) or self.parallelism)
-        self.job = job
-        if cached:
-            h.respond("125 Beginning transfer; reusing existing data connection.")
-            streams = cached
-        else:
-            h.respond("150 Beginning transfer.")
-            streams = [s for s in (self.connect() for _ in range(self.parallelism)) if s is not None]
-            if not streams:
-                job.fail("425 Cannot open data connection.")
-                return
-        for s in streams:
-            s.new_transfer()
-            job.members.add(s)
-            if not s.connecting:
-                s.want(h.ioloop.WRITE)
-
-    def stor(self, path: str, expected: int | None) -> None:
-        h = self.h
-        if not self._check_transfer():
-            return
-        rest, self.rest = self.rest, None
-        cached = [s for s in self.streams if s.role is Role.RECEIVER]
-        if not cached and self.listener is None:
-            if self.port_addr is not None:
-                h.respond("425 MODE E data flows from the connecting side: STOR needs PASV or EPSV.")
-            else:
-                h.respond("425 Use PASV or EPSV first.")
-            return
-        temp = os.path.join(os.path.dirname(path), os.path.basename(partial_name("/" + os.path.basename(path))))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        if rest is None:
-            flags |= os.O_TRUNC
-        elif not os.path.exists(temp) and os.path.isfile(path):
-            temp = path  # resuming a file some other way: continue it in place
-        try:
-            fd = os.open(temp, flags, 0o666)
-        except OSError as exc:
-            h.respond(f"550 {exc.strerror}.")
-            return
-        self.job = Receive(self, fd, temp, path, expected, rest)
-        h.respond("125 Beginning transfer; reusing existing data connection." if any(s.used for s in cached)
-                  else "150 Beginning transfer.")
-        for s in cached:
-            s.new_transfer()
-            s.want(h.ioloop.READ)
-
-    def abort(self, reply: str | None = "426 Transfer aborted via ABOR.") -> bool:
-        if self.job is None:
-            return False
-        self.job.fail(reply)
-        return True
-
-    def drs(self, pairs: dict[str, int]) -> str | None:
-        """DRS during a MODE E transfer: per-session sums (docs/PROTOCOL.md);
-        ``streams=N`` asks the sender (RETR) for N streams."""
-        job = self.job
-        if job is None:
-            return None
-        if "streams" in pairs and isinstance(job, Send):
-            job.set_streams(max(1, min(pairs["streams"], self.limits.per_session)))
-        tuned = [s for s in job.members if s.tuner is not None and not s.closed]
-        if tuned:
-            share = {k: pairs[k] // len(tuned) for k in DRS_SHARED if k in pairs}
-            for s in tuned:
-                s.tuner.on_peer_pairs({**pairs, **share})
-        sums: dict[str, int] = {}
-        rtts = []
-        for s in tuned:
-            try:
-                mine = drscmd.parse_args(s.tuner.report_pairs())
-            except drscmd.DRSArgumentError:
-                continue
-            if "rtt_us" in mine:
-                rtts.append(mine["rtt_us"])
-            for k in DRS_SUMMED:
-                if k in mine:
-                    sums[k] = sums.get(k, 0) + mine[k]
-        values: dict[str, float | int | None] = {"rtt_us": min(rtts) if rtts else None, **sums}
-        values["streams"] = sum(1 for s in job.members if not s.closed)
-        return "DRS " + drscmd.format_pairs(values)
-
-    def close(self) -> None:
-        if self.job is not None:
-            self.job.fail(None)
-        self.drop_streams()

@@ -5,14 +5,24 @@ through to the stream-mode handler unchanged."""
 from __future__ import annotations
 
 from ..ftp import drscmd
-from .compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts
-from .eblock import ESession, Limits, StreamCount
+from . import cksm
+from .compat import (
+    STOCK_COMMANDS,
+    EPortHooks,
+    extra_features,
+    mlst_facts,
+    restart_idle_timer,
+)
+from .eblock import Limits, StreamCount
+from .esession import ESession
 
 EBLOCK_CMDS = {
     "DCAU": {"perm": None, "auth": True, "arg": True,
              "help": "Syntax: DCAU <SP> N (data channel authentication: none, GFD.20)."},
     "SBUF": {"perm": None, "auth": True, "arg": True,
              "help": "Syntax: SBUF <SP> size (per-stream TCP buffer cap, GFD.20)."},
+    "CKSM": {"perm": None, "auth": True, "arg": True,
+             "help": "Syntax: CKSM <SP> algorithm offset length path (checksum, GridFTP)."},
     "SITE CLIENTINFO": {"perm": None, "auth": True, "arg": None,
                         "help": "Syntax: SITE CLIENTINFO <SP> key=value;... (accepted)."},
 }
@@ -39,7 +49,6 @@ class EModeCommands(EPortHooks):
 
     def handle_timeout(self):
         if self.eblock is not None and self.eblock.busy:  # a MODE E transfer is no idle session
-            from .compat import restart_idle_timer
             restart_idle_timer(self)
             return
         super().handle_timeout()
@@ -55,6 +64,15 @@ class EModeCommands(EPortHooks):
             self.close_when_done()
             return
         super().abort_for_shutdown()
+
+    def ftp_QUIT(self, line):
+        """RFC 959: during a transfer the session stays open for its
+        final reply, then closes."""
+        if self.eblock is not None and self.eblock.busy:
+            self.eblock.quit_pending = True
+            self.respond("221 Goodbye: closing after the running transfer.")
+            return
+        super().ftp_QUIT(line)
 
     # -- hooks from EPortHooks -------------------------------------------------
     def data_address_hook(self, ip, port) -> bool:
@@ -72,7 +90,7 @@ class EModeCommands(EPortHooks):
     # -- commands ----------------------------------------------------------------
     def ftp_FEAT(self, line):
         feats = extra_features(self)
-        for f in ("PARALLEL", "DCAU"):
+        for f in ("PARALLEL", "DCAU", "SBUF", cksm.FEAT_LINE):
             if f not in feats:
                 feats.append(f)
         super().ftp_FEAT(line)
@@ -166,6 +184,39 @@ class EModeCommands(EPortHooks):
             return
         self.eblock.sbuf = size
         self.respond(f"200 SBUF {size}.")
+
+    def ftp_CKSM(self, line):
+        """Hashed in the HASH command's thread pool; the session waits
+        for it as for HASH (handler.py)."""
+        try:
+            alg, offset, length, name = cksm.parse(line)
+        except ValueError as exc:
+            self.respond(f"501 {exc}.")
+            return
+        path = self.fs.ftp2fs(name)
+        if not self.fs.validpath(path) or not self.authorizer.has_perm(self.username, "r", path):
+            self.respond("550 Not enough privileges.")
+            return
+        if not self.fs.isfile(path):
+            self.respond("550 Not a regular file.")
+            return
+        from .handler import _hash_pool
+
+        self._hash_job = _hash_pool.submit(cksm.checksum, path, alg, offset, length)
+        self._poll_cksm()
+
+    def _poll_cksm(self):
+        job = self._hash_job
+        if job is None or self._closed:
+            return
+        if not job.done():
+            self.ioloop.call_later(0.02, self._poll_cksm, _errback=self.handle_error)
+            return
+        self._hash_job = None
+        try:
+            self.respond(f"213 {job.result()}")
+        except OSError as exc:
+            self.respond(f"550 Cannot checksum: {exc.strerror}.")
 
     def ftp_SITE_CLIENTINFO(self, line):
         self.respond("200 OK.")
