@@ -57,19 +57,23 @@ def _opts():
 
 
 def test_auto_ranged_opens_and_ends_sessions(throttled_server, scripted, tmp_path):  # noqa: F811
-    root, port = throttled_server  # 2 MB/s per connection: 12 MiB take ~3 s on 2 streams
-    src = make_file(root / "f.bin", 12 * MiB, seed=20)
+    # 2 MB/s per connection after a first burst (the socket buffers): ~3 s
+    root, port = throttled_server
+    src = make_file(root / "f.bin", 24 * MiB, seed=20)
     made = scripted([Action.HOLD, Action.ADD, Action.ADD, Action.HOLD, Action.REMOVE], interval=0.3)
     loc = parse_url(f"ftp://{USER}:{PASSWORD}@127.0.0.1:{port}/f.bin")
     dest = str(tmp_path / "out.bin")
     result = asyncio.run(parallel.get(loc, dest, _opts(), None))
     d = result.as_dict()
-    assert [c["streams"] for c in d["stream_changes"]] == [3, 4, 3] == made[0].applied
-    assert d["streams"] >= 4 and d["mode"] == "ranged" and d["parallel"] == "auto"
-    assert sum(s["bytes"] for s in d["per_stream"]) == 12 * MiB
+    done = [c["streams"] for c in d["stream_changes"]]
+    # ADD, ADD, REMOVE as scripted; an ADD is refused (undone) when no range
+    # is left worth a session
+    assert done == made[0].applied and done[0] == 3 and done[-2:] == [done[-2], done[-2] - 1], done
+    assert d["streams"] == 2 + (len(done) - 1) and d["mode"] == "ranged" and d["parallel"] == "auto"
+    assert sum(s["bytes"] for s in d["per_stream"]) == 24 * MiB
     assert sha256_file(dest) == sha256_file(src)
     line = [row["bytes"] for row in d["timeline"]]  # the summed timeline, every quarter second
-    assert len(line) >= 4 and line == sorted(line) and line[-1] <= 12 * MiB
+    assert len(line) >= 4 and line == sorted(line) and line[-1] <= 24 * MiB
     assert 1 <= max(row["streams"] for row in d["timeline"]) <= 4  # data connections reading at each tick
     json.dumps(d)  # the JSON the CLI writes
 
