@@ -56,6 +56,10 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
                    help="trust the CA certificates in FILE (PEM) instead of the system store")
     p.add_argument("--insecure", action="store_true",
                    help="do not check the server's TLS certificate or name (says so on stderr)")
+    p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
+                   help="data streams, 1-64, or 'auto' (chosen and changed while the transfer runs):"
+                        " extended block mode where the server lists PARALLEL, else for a get N"
+                        " sessions on byte ranges (a put then runs one stream); default 1")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--passive-ports", metavar="LO-HI", help="data ports to listen on, e.g. 60000-60100")
     s.add_argument("--max-connections", type=int, help="sessions at once (default 256)")
     s.add_argument("--max-connections-per-ip", type=int, help="sessions at once from one address (default 32)")
+    s.add_argument("--max-streams", type=int, metavar="N",
+                   help="MODE E data connections per session (default 64)")
+    s.add_argument("--max-streams-total", type=int, metavar="N",
+                   help="MODE E data connections of all sessions together (default 256)")
     s.add_argument("--log-file", metavar="FILE",
                    help="transfer log (one line per login and per transfer) and warnings; default stderr")
     s.add_argument("--log-format", choices=("text", "json"), help="transfer log lines: text (default) or json")
@@ -174,6 +182,7 @@ def _cmd_serve(args) -> int:
         buffer_budget=budget if isinstance(budget, int) else _budget_arg(budget), grace=o["grace"],
         users_file=o["users"], idle_timeout=o["idle_timeout"], data_timeout=o["data_timeout"],
         tls_cert=o["tls_cert"], tls_key=o["tls_key"], require_tls=o["require_tls"],
+        max_streams=o["max_streams"], max_streams_total=o["max_streams_total"],
     )
     configure_log(o["log_file"], o["log_format"])
     return serve(cfg)
@@ -226,9 +235,23 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         verify=args.verify, tls=args.tls, ca_file=args.ca_file, insecure=args.insecure,
     )
     from .client.transfer import with_retries
+    from .client import parallel
 
     if args.retries < 0:
         raise UsageError("--retries must be 0 or more")
+    try:
+        streams = parallel.parse_parallel(args.parallel)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if streams != 1:
+        if args.tls or loc.implicit_tls:
+            raise UsageError("parallel streams (-P) do not run over FTPS yet; use -P 1 with --tls")
+
+        def get(loc, dest, o):
+            return parallel.get(loc, dest, o, streams)
+
+        def put(src, loc, o):
+            return parallel.put(src, loc, o, streams)
     if args.command == "get":
         dest = args.dest or os.path.basename(loc.path)
         if os.path.isdir(dest):

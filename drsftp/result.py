@@ -85,6 +85,9 @@ class TransferResult:
             parts.append("DRS with peer" if self.drs_replies else "DRS at this end only")
         elif tuning:
             parts.append(f"tuning {tuning}")
+        streams = self.extra.get("streams")
+        if isinstance(streams, int) and streams > 1:
+            parts.append(f"{streams} streams ({self.extra.get('mode', 'parallel')})")
         if self.resumed_from:
             parts.append(f"resumed at {human_bytes(self.resumed_from)}")
         if self.extra.get("note"):

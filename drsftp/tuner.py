@@ -67,6 +67,7 @@ class SocketTuner:
         # a reply smaller than the batch, as TLS's close_notify
         self.batch_reads = batch_reads
         self.kernel_owns: str | None = None  # "rcvbuf"/"sndbuf": memory left to kernel autotuning
+        self.size_cap: int | None = None  # a ceiling set by the peer (GridFTP's SBUF)
         self._cap_to_host()
         self.clock = clock
         self.sock: socket.socket | None = None
@@ -113,10 +114,17 @@ class SocketTuner:
             self.kernel_owns = None
             host = sockopt.host_cap(self.limits, self.allow_force, receiving)
         cfg = self._config0
-        if host and host < cfg.cap:
-            cfg = replace(cfg, cap=host, floor=min(cfg.floor, host))
+        for cap in (host, self.size_cap):
+            if cap and cap < cfg.cap:
+                cfg = replace(cfg, cap=cap, floor=min(cfg.floor, cap))
         if isinstance(self.tuning, DRSTuning):
             self.tuning.config = cfg
+
+    def cap_size(self, size: int) -> None:
+        """Cap DRS's buffer decisions at ``size`` bytes (SBUF, GFD.20)."""
+        self.size_cap = size
+        if isinstance(self.tuning, DRSTuning):
+            self._leave_to_kernel(self.kernel_owns is not None)
 
     def _autotuning_max(self) -> int:
         """Kernel memory autotuning may give this socket's data direction."""

@@ -28,6 +28,11 @@ FIELDS = {
     "bytes": ("bytes", 1, 1 << 62),
 }
 
+# keys that are no PeerReport field, with their bounds
+EXTRA_BOUNDS = {
+    "streams": 1 << 16,  # MODE E: streams in use; from a client, the streams it asks for (docs/PROTOCOL.md)
+}
+
 
 class DRSArgumentError(ValueError):
     """Malformed or absurd DRS arguments (reply 501)."""
@@ -46,7 +51,7 @@ def parse_args(arg: str) -> dict[str, int]:
         key, value = m.group(1), int(m.group(2))
         if key in pairs:
             raise DRSArgumentError(f"duplicate key {key!r}")
-        bound = FIELDS.get(key, (None, 1, 1 << 62))[2]
+        bound = FIELDS.get(key, (None, 1, EXTRA_BOUNDS.get(key, 1 << 62)))[2]
         if value > bound:
             raise DRSArgumentError(f"{key}={value} is out of range (max {bound})")
         pairs[key] = value

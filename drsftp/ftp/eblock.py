@@ -19,6 +19,7 @@ the bytes (docs/DESIGN.md, "Extended block mode").
 
 from __future__ import annotations
 
+import bisect
 import enum
 import struct
 from collections.abc import Iterator
@@ -197,20 +198,22 @@ class RangeSet:
         return sum(b - a for a, b in self._r)
 
     def overlaps(self, a: int, b: int) -> bool:
-        return any(x < b and a < y for x, y in self._r)
+        # O(log n): of the ranges starting before b, only the last can reach past a
+        i = bisect.bisect_left(self._r, (b,))
+        return i > 0 and self._r[i - 1][1] > a
 
     def add(self, a: int, b: int) -> None:
+        """Add [a, b), merged with every range it touches or overlaps
+        (O(log n) search: a hostile peer's many small blocks stay cheap)."""
         if b <= a:
             return
-        out: list[tuple[int, int]] = []
-        for x, y in self._r:
-            if y < a or b < x:
-                out.append((x, y))
-            else:  # touching or overlapping: merge
-                a, b = min(a, x), max(b, y)
-        out.append((a, b))
-        out.sort()
-        self._r = out
+        lo = bisect.bisect_left(self._r, (a,))
+        if lo > 0 and self._r[lo - 1][1] >= a:
+            lo -= 1
+        hi = bisect.bisect_right(self._r, (b, float("inf")))
+        if lo < hi:
+            a, b = min(a, self._r[lo][0]), max(b, self._r[hi - 1][1])
+        self._r[lo:hi] = [(a, b)]
 
     def missing(self, size: int) -> list[tuple[int, int]]:
         """The gaps in [0, size)."""

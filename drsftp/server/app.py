@@ -15,6 +15,7 @@ from .. import sockopt
 from ..tuning import check_spec
 from ..tuning.budget import BufferBudget
 from . import translog
+from .eblock import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
 from .users import (
     READ_PERM,
@@ -55,6 +56,8 @@ class ServerConfig:
     tls_cert: str | None = None  # FTPS (RFC 4217) when given
     tls_key: str | None = None
     require_tls: bool = False  # refuse plain-text login and data
+    max_streams: int = 64  # MODE E streams per session (docs/EBLOCK.md)
+    max_streams_total: int = 256  # MODE E streams of all sessions together
 
 
 def parse_port_range(text: str) -> tuple[int, int]:
@@ -99,6 +102,10 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     handler.timeout = cfg.idle_timeout
     handler.dtp_handler = type("ConfiguredDTP", (handler.dtp_handler,), {"timeout": cfg.data_timeout})
     handler.tuning_spec = cfg.tuning
+    if not 1 <= cfg.max_streams <= cfg.max_streams_total:
+        raise ConfigError("--max-streams must be at least 1 and at most --max-streams-total")
+    handler.eblock_limits = Limits(per_session=cfg.max_streams, per_server=cfg.max_streams_total)
+    handler.eblock_count = StreamCount()
     handler.host_limits = sockopt.HostLimits.read()
     handler.allow_force = cfg.force_buffers and handler.host_limits.can_force
     handler.buffer_budget = BufferBudget(cfg.buffer_budget) if cfg.buffer_budget else None

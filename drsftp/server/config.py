@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "tuning": "drs", "force_buffers": False, "passive_ports": None, "max_connections": 256,
     "max_connections_per_ip": 32, "log_file": None, "log_format": "text", "tls_cert": None,
     "tls_key": None, "require_tls": False, "grace": 30.0, "buffer_budget": "256MiB",
+    "max_streams": 64, "max_streams_total": 256,
 }
 LOG_FORMATS = ("text", "json")
 

@@ -20,10 +20,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from pyftpdlib.handlers import DTPHandler, FTPHandler
-from pyftpdlib.utils import is_ssl_sock
 from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
-from pyftpdlib.handlers.ftp.control import proto_cmds as _stock_cmds
-from pyftpdlib.handlers.ftp.data import _FileReadWriteError  # pyftpdlib's file-error wrapper
+from pyftpdlib.utils import is_ssl_sock
 
 from .. import sockopt
 from ..ftp import drscmd
@@ -31,6 +29,10 @@ from ..ftp.session import partial_name
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.budget import BufferBudget
+from . import compat
+from .compat import STOCK_COMMANDS as _stock_cmds
+from .compat import FileReadWriteError as _FileReadWriteError
+from .ecommands import EModeCommands, with_eblock_commands
 from .translog import TransferLogMixin
 
 log = logging.getLogger("drsftp.server")
@@ -41,7 +43,7 @@ GUARDED = frozenset({
     "LIST", "NLST", "MLSD", "REST", "TYPE", "MODE", "STRU", "REIN",
 })
 
-DRS_CMDS = dict(_stock_cmds)  # a copy: pyftpdlib's dict is shared module-wide
+DRS_CMDS = with_eblock_commands(_stock_cmds)  # a copy: pyftpdlib's dict is shared module-wide
 DRS_CMDS["HASH"] = dict(
     perm="r", auth=True, arg=True,
     help="Syntax: HASH <SP> file-name (cryptographic hash of a file, draft-bryan-ftpext-hash).",
@@ -228,7 +230,7 @@ class DRSControlMixin:
 
     def __init__(self, conn, server, ioloop=None):
         super().__init__(conn, server, ioloop)
-        self._extra_feats = list(self._extra_feats) + ["DRS"]
+        compat.extra_features(self).append("DRS")
         self.last_transfer: dict | None = None
         self._drs_tokens = self.drs_rate
         self._drs_refill = time.monotonic()
@@ -275,28 +277,22 @@ class DRSControlMixin:
         desync; command smuggling).  Discard up to the line's end instead."""
         if getattr(self, "_discarding", False):
             return
-        self._in_buffer.append(data)
-        self._in_buffer_len += len(data)
-        if self._in_buffer_len > self.MAX_LINE:
+        if compat.line_buffer_add(self, data) > self.MAX_LINE:
             self.respond_w_warning("500 Command too long.")
-            self._in_buffer, self._in_buffer_len = [], 0
+            compat.line_buffer_clear(self)
             self._discarding = True
 
     def found_terminator(self):
         if getattr(self, "_discarding", False):
             self._discarding = False
-            self._in_buffer, self._in_buffer_len = [], 0
+            compat.line_buffer_clear(self)
             return
         super().found_terminator()
 
     # -- transfer guard ------------------------------------------------------
     def transfer_running(self) -> bool:
         dc = self.data_channel
-        return (
-            (dc is not None and dc._initialized and not dc._closed)
-            or self._out_dtp_queue is not None
-            or self._in_dtp_queue is not None
-        )
+        return (dc is not None and compat.data_channel_open(dc)) or compat.pending_transfer(self)
 
     def pre_process_command(self, line, cmd, arg):
         if self._hash_job is not None and cmd not in ("ABOR", "QUIT", "NOOP", "STAT"):
@@ -322,9 +318,9 @@ class DRSControlMixin:
         """End the running transfer with 426 (RFC 959), then the session."""
         dc = self.data_channel
         if dc is not None:
-            dc._resp = ()  # no 226/426 of its own: we say why
+            compat.set_final_reply(dc, None)  # no 226/426 of its own: we say why
             dc.close()
-        self._out_dtp_queue = self._in_dtp_queue = None
+        compat.clear_pending_transfer(self)
         self.respond("426 Transfer aborted: server shutting down.")
         self.respond("421 Server shutting down.")
         self.close_when_done()
@@ -337,7 +333,7 @@ class DRSControlMixin:
         if "a" in mode:
             return super().ftp_STOR(file, mode)
         temp = os.path.join(os.path.dirname(file), os.path.basename(partial_name("/" + os.path.basename(file))))
-        if self._restart_position and not os.path.exists(temp) and os.path.isfile(file):
+        if compat.restart_position(self) and not os.path.exists(temp) and os.path.isfile(file):
             temp = file  # resuming a file some other way: continue it in place
         expected, self._allo = self._allo, None
         result = super().ftp_STOR(temp, mode)
@@ -361,7 +357,8 @@ class DRSControlMixin:
     # -- FEAT / OPTS / HASH (draft-bryan-ftpext-hash) ----------------------------
     def ftp_FEAT(self, line):
         algos = ";".join(a + ("*" if a == self._hash_algo else "") for a in HASH_ALGORITHMS)
-        self._extra_feats = [f for f in self._extra_feats if not f.startswith("HASH ")] + [f"HASH {algos}"]
+        feats = compat.extra_features(self)
+        feats[:] = [f for f in feats if not f.startswith("HASH ")] + [f"HASH {algos}"]
         super().ftp_FEAT(line)
 
     def ftp_OPTS(self, line):
@@ -440,14 +437,14 @@ class DRSControlMixin:
 def _commands(base: dict) -> dict:
     cmds = dict(base)  # a copy: pyftpdlib's dicts are shared module-wide
     cmds.update({k: DRS_CMDS[k] for k in ("DRS", "HASH")})
-    return cmds
+    return with_eblock_commands(cmds)
 
 
 class DRSDTPHandler(DRSDataMixin, DTPHandler):
     handle_read_event = DRSDataMixin.handle_read  # plain sockets: skip a dispatch layer
 
 
-class DRSFTPHandler(TransferLogMixin, DRSControlMixin, FTPHandler):
+class DRSFTPHandler(TransferLogMixin, EModeCommands, DRSControlMixin, FTPHandler):
     proto_cmds = DRS_CMDS
     dtp_handler = DRSDTPHandler
 
@@ -459,7 +456,7 @@ def tls_handler_class():
     class DRSTLSDTPHandler(DRSDataMixin, TLS_DTPHandler):
         pass
 
-    class DRSTLSFTPHandler(TransferLogMixin, DRSControlMixin, TLS_FTPHandler):
+    class DRSTLSFTPHandler(TransferLogMixin, EModeCommands, DRSControlMixin, TLS_FTPHandler):
         proto_cmds = _commands(TLS_FTPHandler.proto_cmds)
         dtp_handler = DRSTLSDTPHandler
 

@@ -1,0 +1,633 @@
+"""Parallel transfers in extended block mode (GFD.20), against servers that
+list PARALLEL in FEAT (globus-gridftp-server, drsftp serve).
+
+In MODE E the side that sends the data connects (docs/PARALLEL.md):
+
+* get: ``MODE E``, ``OPTS RETR Parallelism=N,N,N;``, ``PORT``/``EPRT`` to a
+  listener on the control connection's local address, (``REST a-b,c-d``:
+  the ranges already held), ``RETR``; the server connects N streams.  Each
+  is decoded by :class:`~drsftp.ftp.eblock.BlockDecoder` and checked by one
+  :class:`~drsftp.ftp.eblock.ReceiveLedger` before a byte is written
+  (pwrite at the block's offset); complete when EOF came and as many EODs
+  as it counts, and the server said 226.
+* put: ``MODE E``, ``EPSV``/``PASV``, ``ALLO size``, ``STOR``; the client
+  connects N streams, each pulling the next block from one shared queue
+  (sendfile from a thread per stream), ending with EOD|CLOSE, and the last
+  to finish with EOF carrying the EOD count of every stream used.
+
+Every stream has its own SocketTuner.  Against a server that offers DRS the
+DRS command carries per-session sums over the streams plus ``streams=N``
+(the minimum RTT), and the peer's rate and window are divided by the
+number of streams before each tuner takes them (EBLOCK contract).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .. import sockopt
+from ..ftp import drscmd
+from ..ftp.eblock import (
+    BlockDecoder,
+    BlockError,
+    Data,
+    EndOfData,
+    EndOfFile,
+    RangeSet,
+    ReceiveLedger,
+    data_header,
+    eod,
+)
+from ..ftp.flow import TransferDone
+from ..tuner import SocketTuner
+from ..tuning import Role
+from ..tuning.streams import StreamSample
+from .control import ControlConnection, FTPError
+from .flowctl import FlowControl
+from .rangeplan import read_chunk
+from .transfer import DRS_MIN_INTERVAL, SEND_POLL, TransferOptions
+
+log = logging.getLogger("drsftp.client")
+MAX_BLOCK = 4 << 20
+MIN_BLOCK = 256 << 10
+ACCEPT_LIMIT = 256  # data connections one RETR may open, at most (a hostile server's flood)
+
+
+def block_size(total: int, streams: int) -> int:
+    """Blocks of 256 KiB-4 MiB, about 8 per stream: small enough that the
+    last blocks spread over the streams, large enough to cost little."""
+    return max(MIN_BLOCK, min(MAX_BLOCK, total // max(streams * 8, 1) // 65536 * 65536))
+
+
+@dataclass
+class Stream:
+    """One data connection's state and figures."""
+
+    index: int
+    sock: socket.socket
+    tuner: SocketTuner
+    bytes: int = 0
+    blocks: int | None = None  # sent (put); a receiver sees fragments, not blocks
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    retire: bool = False  # -P auto: end after the current block
+
+    def sample(self) -> StreamSample:
+        st = self.tuner.stats
+        return StreamSample(self.tuner.last_rtt, st.rtt_min, st.retransmits)
+
+    def as_dict(self) -> dict:
+        s = self.tuner.summary()
+        secs = (self.ended or time.monotonic()) - self.started
+        return {"stream": self.index, "bytes": self.bytes, "blocks": self.blocks, "seconds": round(secs, 4),
+                "mbps": round(self.bytes * 8 / secs / 1e6, 3) if secs > 0 else 0.0,
+                "rtt_min_ms": s["rtt_min_ms"], "rtt_avg_ms": s["rtt_avg_ms"], "retransmits": s["retransmits"],
+                "peak_rcvbuf": s["peak_rcvbuf"], "peak_sndbuf": s["peak_sndbuf"]}
+
+
+class _ModeE:
+    """What get and put share: the streams, their tuners, the DRS sums."""
+
+    role: Role
+
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
+        self.ctl, self.opts, self.want = ctl, opts, streams
+        self.streams: list[Stream] = []
+        self.use_drs = (opts.use_drs_command and opts.tuning.startswith("drs") and "DRS" in ctl.features)
+        self.drs_replies = 0
+        self.server_last: dict = {}
+        self._drs_pending = False
+        self._last_drs = 0.0
+        self.done = False
+        self._tasks: set[asyncio.Task] = set()
+
+    def spawn(self, coro) -> None:
+        """A background task, referenced until it ends (the loop keeps only
+        weak references)."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    @property
+    def moved(self) -> int:
+        return sum(s.bytes for s in self.streams)
+
+    def samples(self) -> list[StreamSample]:
+        return [s.sample() for s in self.streams if s.ended is None]
+
+    def new_tuner(self) -> SocketTuner:
+        # no read batching: a cached MODE E connection ends with a 17-byte
+        # EOD and stays open, below any SO_RCVLOWAT
+        tuner = SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers, batch_reads=False)
+        tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
+        return tuner
+
+    async def tick(self, stream: Stream) -> None:
+        """The stream's tuner, every fraction of an RTT, while it runs."""
+        while stream.ended is None and not self.done:
+            delay = stream.tuner.tick(stream.bytes) or 0.1
+            if self.use_drs and stream is next((s for s in self.streams if s.ended is None), None):
+                self._maybe_send_drs()  # one exchange per session, from the first live stream's ticks
+            await asyncio.sleep(delay)
+
+    def _maybe_send_drs(self) -> None:
+        now = time.monotonic()
+        rtt = min((s.tuner.last_rtt for s in self.streams if s.tuner.last_rtt), default=None)
+        if self._drs_pending or now - self._last_drs < max(rtt or 0, DRS_MIN_INTERVAL):
+            return
+        try:
+            token = self.ctl.start(f"DRS {self.report_pairs()}".rstrip())
+        except FTPError:
+            return
+        self._drs_pending, self._last_drs = True, now
+        token.final.add_done_callback(self._on_drs_reply)
+
+    def report_pairs(self) -> str:
+        """Sums over the live streams (rtt_us: the least); a sender adds
+        ``streams=N``."""
+        live = [s for s in self.streams if s.ended is None] or self.streams[:1]
+        sums: dict[str, int] = {}
+        rtts = []
+        for s in live:
+            pairs = drscmd.parse_args(s.tuner.report_pairs())
+            for k, v in pairs.items():
+                if k == "rtt_us":
+                    rtts.append(v)
+                else:
+                    sums[k] = sums.get(k, 0) + v
+        if rtts:
+            sums["rtt_us"] = min(rtts)
+        # a drsftp server sending (RETR) takes streams=N as the number to run
+        # (EBLOCK contract): a receiver sends it only to change it
+        # (request_streams), as a sender it is the number running
+        if self.role is Role.SENDER:
+            sums["streams"] = len(live)
+        return drscmd.format_pairs(sums)
+
+    def request_streams(self, n: int) -> None:
+        """Ask a drsftp server (the sender) to run ``n`` streams from now on."""
+        if self.use_drs:
+            try:
+                self.ctl.start(f"DRS streams={n}").final.add_done_callback(lambda f: f.exception())
+            except FTPError:
+                pass
+
+    def _on_drs_reply(self, fut: asyncio.Future) -> None:
+        self._drs_pending = False
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        reply = fut.result()
+        if reply.code != 200:
+            self.use_drs = reply.code not in (500, 502)
+            return
+        pairs = drscmd.parse_reply_text(reply.first)
+        self.drs_replies += 1
+        self.server_last = pairs
+        live = [s for s in self.streams if s.ended is None]
+        if not live:
+            return
+        share = dict(pairs)
+        for k in ("rate", "wnd", "cwnd", "inflight", "bytes"):
+            if k in share:
+                share[k] //= len(live)
+        for s in live:
+            s.tuner.on_peer_pairs(share)
+
+    def summary(self) -> dict:
+        rows = [s.as_dict() for s in self.streams]
+        rtts = [r["rtt_min_ms"] for r in rows if r["rtt_min_ms"] is not None]
+        avgs = [r["rtt_avg_ms"] for r in rows if r["rtt_avg_ms"] is not None]
+        return {"tuning": self.streams[0].tuner.tuning.describe() if self.streams else self.opts.tuning,
+                "rtt_min_ms": min(rtts) if rtts else None,
+                "rtt_avg_ms": round(sum(avgs) / len(avgs), 3) if avgs else None,
+                "retransmits": sum(r["retransmits"] or 0 for r in rows),
+                "per_stream": rows}
+
+
+# -- get --------------------------------------------------------------------------
+
+
+class _BlockSink(asyncio.BufferedProtocol):
+    def __init__(self, owner: ModeEGet, stream: Stream) -> None:
+        self.owner, self.stream = owner, stream
+        self.decoder = BlockDecoder(max_count=owner.ledger.limit or (1 << 40))
+        self.buf = bytearray(read_chunk(owner.want))
+        self.view = memoryview(self.buf)
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int):
+        return self.buf
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            for ev in self.decoder.feed(self.view[:nbytes]):
+                if isinstance(ev, Data):
+                    n = len(ev.data)
+                    self.owner.ledger.data(ev.offset, n)  # bounds and overlap, before the write
+                    data, at = ev.data, ev.offset
+                    while data:
+                        w = os.pwrite(self.owner.fd, data, at)
+                        data, at = data[w:], at + w
+                    self.stream.bytes += n
+                elif isinstance(ev, EndOfFile):
+                    self.owner.ledger.end_of_file(ev)
+                elif isinstance(ev, EndOfData):
+                    self.owner.ledger.end_of_data()
+                    self.stream.ended = time.monotonic()
+        except (BlockError, OSError) as exc:
+            self.owner.fail(FTPError(f"extended block mode: {exc}", transient=False))
+            return
+        self.owner.progress()
+
+    def eof_received(self) -> bool:
+        if not self.decoder.ended and not self.owner.ledger.complete:
+            self.owner.fail(FTPError("a data connection closed before its EOD"))
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None and not self.decoder.ended:
+            self.owner.fail(FTPError(f"data connection failed: {exc}"))
+
+
+class ModeEGet(_ModeE):
+    role = Role.RECEIVER
+
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int, path: str, fd: int,
+                 size: int, held: RangeSet) -> None:
+        super().__init__(ctl, opts, streams)
+        self.path, self.fd, self.size = path, fd, size
+        self.ledger = ReceiveLedger(limit=size, base=held)
+        self.complete = asyncio.get_running_loop().create_future()
+        self.transports: list[asyncio.BaseTransport] = []
+        self._last_data = time.monotonic()
+
+    @property
+    def held(self) -> RangeSet:
+        return self.ledger.received
+
+    def fail(self, exc: Exception) -> None:
+        if not self.complete.done():
+            self.complete.set_exception(exc)
+        for t in self.transports:
+            t.abort()
+
+    def progress(self) -> None:
+        self._last_data = time.monotonic()
+        if self.ledger.complete and not self.complete.done():
+            self.complete.set_result(None)
+
+    def add_stream(self) -> bool:
+        return self._ask(self.want + 1)
+
+    def remove_stream(self) -> bool:
+        return self.want > 1 and self._ask(self.want - 1)
+
+    def _ask(self, n: int) -> bool:
+        """Only a drsftp server (DRS) changes its streams during a RETR."""
+        if not self.use_drs:
+            return False
+        self.want = n
+        self.request_streams(n)
+        return True
+
+    async def run(self) -> None:
+        if self.size and not self.ledger.received.missing(self.size):
+            return  # the .part holds it all already (--continue)
+        fc, n = FlowControl(self.ctl), self.want
+        await fc.step("MODE E", "extended block mode (MODE E)")
+        await fc.step(f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism")
+        listener = _listener(self.ctl, self.new_tuner())
+        accept = None
+        try:
+            await _port(fc, listener)
+            if self.ledger.received.total:
+                await fc.step(f"REST {self.ledger.received.marker()}", "restart (REST ranges)")
+            pending = fc.start_transfer(f"RETR {self.path}")
+            accept = asyncio.ensure_future(self._accept(listener))
+            await fc.started(pending, f"cannot retrieve {self.path}")
+            await self._until_complete(pending)
+            reply = await asyncio.wait_for(asyncio.shield(pending.final), 60)
+            if not isinstance(fc.ended(pending, reply), TransferDone):
+                raise FTPError(f"RETR {self.path} failed: {reply}", reply)
+            if self.ledger.received.missing(self.size):
+                raise FTPError(f"short transfer: {self.ledger.received.total} of {self.size} bytes"
+                               " (--continue resumes)")
+        finally:
+            self.done = True
+            self.cancel_tasks()
+            if self.complete.done() and not self.complete.cancelled():
+                self.complete.exception()  # (raised above if it mattered)
+            if accept is not None:
+                accept.cancel()
+            listener.close()
+            for t in self.transports:
+                t.abort()
+            for s in self.streams:
+                s.ended = s.ended or time.monotonic()
+
+    async def _until_complete(self, pending) -> None:
+        """EOF and all EODs, or the server's error, or a stall."""
+        while not self.complete.done():
+            if pending.final.done():
+                reply = pending.final.result() if pending.final.exception() is None else None
+                if reply is None or reply.code >= 400:
+                    raise FTPError(f"RETR {self.path} failed: {reply}", reply)
+            if time.monotonic() - self._last_data > self.opts.idle_timeout:
+                raise FTPError(f"data connections stalled for {self.opts.idle_timeout:.0f} s")
+            # (a 226 may come before the last blocks are read: then wait on data alone)
+            await asyncio.wait([self.complete] + ([] if pending.final.done() else [pending.final]),
+                               timeout=0.5, return_when=asyncio.FIRST_COMPLETED)
+        self.complete.result()
+
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        peer = self.ctl.writer.get_extra_info("peername")[0]
+        for _ in range(ACCEPT_LIMIT):
+            conn, addr = await loop.sock_accept(listener)
+            if addr[0] != peer:  # only the server we talk to sends (RFC 2577 sec. 5)
+                log.warning("refused a data connection from %s (the server is %s)", addr[0], peer)
+                conn.close()
+                continue
+            tuner = self.new_tuner()
+            tuner.before_handshake(listener)  # (what the listener had: the window scale is fixed)
+            tuner.after_handshake(conn)
+            tuner.attach(conn)
+            stream = Stream(len(self.streams), conn, tuner)
+            self.streams.append(stream)
+            transport, _ = await loop.create_connection(lambda s=stream: _BlockSink(self, s), sock=conn)
+            self.transports.append(transport)
+            self.spawn(self.tick(stream))
+
+
+def _listener(ctl: ControlConnection, tuner: SocketTuner) -> socket.socket:
+    """A listener on the control connection's local address (inside a
+    network namespace that is the address the server reaches us on)."""
+    local = ctl.writer.get_extra_info("sockname")[0]
+    sock = socket.socket(ctl.family(), socket.SOCK_STREAM)
+    try:
+        sock.bind((local, 0))
+        tuner.before_handshake(sock)  # accepted sockets inherit the window scale
+        sock.listen(64)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def _port(fc: FlowControl, listener: socket.socket) -> None:
+    """PORT (RFC 959 4.1.2) for IPv4, EPRT (RFC 2428 2) for IPv6."""
+    host, port = listener.getsockname()[:2]
+    if listener.family == socket.AF_INET6:
+        await fc.step(f"EPRT |2|{host}|{port}|", "active mode (EPRT)")
+    else:
+        h = host.replace(".", ",")
+        await fc.step(f"PORT {h},{port >> 8},{port & 255}", "active mode (PORT)")
+
+
+# -- put --------------------------------------------------------------------------
+
+
+class BlockQueue:
+    """The blocks still to send, shared by the sending threads; it also
+    decides which stream's EOD carries the EOF (the last to finish) and
+    the EOD count (every stream that joined)."""
+
+    def __init__(self, ranges: list[tuple[int, int]], block: int) -> None:
+        self._blocks = [(o, min(block, b - o)) for a, b in ranges for o in range(a, b, block)]
+        self._blocks.reverse()  # pop() from the end: lowest offset first
+        self._lock = threading.Lock()
+        self.joined = 0
+        self.finished = 0
+
+    def join(self) -> bool:
+        """A stream is about to connect; False once nothing is left to send
+        (the first always joins: an empty file still needs its EOF)."""
+        with self._lock:
+            if not self._blocks and self.joined:
+                return False
+            self.joined += 1
+            return True
+
+    def leave(self) -> bool:
+        """A stream that joined could not connect.  True if the others have
+        all finished meanwhile, none of them with the EOF (it was owed to
+        this one): the transfer cannot end cleanly."""
+        with self._lock:
+            self.joined -= 1
+            return 0 < self.finished == self.joined
+
+    def next(self) -> tuple[int, int] | None:
+        with self._lock:
+            return self._blocks.pop() if self._blocks else None
+
+    def finish(self) -> int | None:
+        """This stream is done: the EOD count if it is the last one."""
+        with self._lock:
+            self.finished += 1
+            return self.joined if self.finished == self.joined and not self._blocks else None
+
+    @property
+    def empty(self) -> bool:
+        return not self._blocks
+
+
+class ModeEPut(_ModeE):
+    role = Role.SENDER
+
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int, path: str, f, total: int) -> None:
+        super().__init__(ctl, opts, streams)
+        self.path, self.f, self.total = path, f, total
+        self.queue = BlockQueue([(0, total)] if total else [], block_size(total, streams))
+        self.threads: list[asyncio.Future] = []
+        self.connecting = 0  # streams joined, not yet connected
+        self.late_failure: FTPError | None = None
+        self.stop = threading.Event()
+        self.address: tuple[str, int] | None = None
+
+    def samples(self) -> list[StreamSample]:
+        return [s.sample() for s in self.streams if s.ended is None and not s.retire]
+
+    def add_stream(self) -> bool:
+        if self.address is None or self.queue.empty:
+            return False
+        self.spawn(self._late_connect())
+        return True
+
+    def remove_stream(self) -> bool:
+        live = [s for s in self.streams if s.ended is None and not s.retire]
+        if len(live) <= 1:
+            return False
+        live[-1].retire = True
+        return True
+
+    async def run(self) -> None:
+        fc = FlowControl(self.ctl)
+        await fc.step("MODE E", "extended block mode (MODE E)")
+        self.address = await fc.passive_address()
+        try:
+            await fc.step(f"ALLO {self.total}", "ALLO")
+            pending = fc.start_transfer(f"STOR {self.path}")
+            await asyncio.gather(*(self._connect() for _ in range(self.want)))
+            if not self.streams:
+                raise FTPError(f"cannot open a data connection to {self.address[0]}:{self.address[1]}")
+            await fc.started(pending, f"cannot store {self.path}")
+            await self._until_sent(pending)
+            for s in self.streams:
+                await _drain(s)
+                s.sock.close()
+            reply = await asyncio.wait_for(asyncio.shield(pending.final), 120)
+            if not isinstance(fc.ended(pending, reply), TransferDone):
+                raise FTPError(f"STOR {self.path} failed: {reply}", reply)
+        finally:
+            self.done = True
+            self.stop.set()
+            self.cancel_tasks()
+            for s in self.streams:
+                s.sock.close()
+
+    async def _until_sent(self, pending) -> None:
+        last_progress = (time.monotonic(), -1)
+        while True:
+            live = [t for t in self.threads if not t.done()]
+            for t in self.threads:
+                if t.done() and t.exception() is not None:
+                    raise FTPError(f"data connection failed: {t.exception()}") from t.exception()
+            if self.late_failure is not None:
+                raise self.late_failure
+            if not live and not self.connecting:
+                return
+            if pending.final.done() and (pending.final.exception() or pending.final.result().code >= 400):
+                reply = None if pending.final.exception() else pending.final.result()
+                raise FTPError(f"STOR {self.path} failed: {reply}", reply)
+            moved = self.moved
+            if moved != last_progress[1]:
+                last_progress = (time.monotonic(), moved)
+            elif time.monotonic() - last_progress[0] > self.opts.idle_timeout:
+                raise FTPError(f"data connections stalled for {self.opts.idle_timeout:.0f} s")
+            if live:
+                await asyncio.wait(live, timeout=0.5)
+            else:
+                await asyncio.sleep(0.05)  # a stream still connecting
+
+    async def _connect(self) -> None:
+        if not self.queue.join():
+            return
+        self.connecting += 1
+        try:
+            await self._connect_joined()
+        finally:
+            self.connecting -= 1
+
+    async def _late_connect(self) -> None:
+        """-P auto's extra stream (a failure that matters is late_failure)."""
+        try:
+            await self._connect()
+        except FTPError:
+            pass
+
+    async def _connect_joined(self) -> None:
+        host, port = self.address
+        sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
+        sock.setblocking(False)
+        tuner = self.new_tuner()
+        tuner.before_handshake(sock)
+        try:
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
+                                   self.opts.connect_timeout)
+        except (TimeoutError, OSError) as exc:
+            sock.close()
+            if self.queue.leave() or not self.streams:
+                self.late_failure = FTPError(f"cannot open data connection to {host}:{port}: {exc}")
+                raise self.late_failure from exc
+            log.info("one more data connection failed: %s", exc)
+            return
+        tuner.after_handshake(sock)
+        tuner.attach(sock)
+        stream = Stream(len(self.streams), sock, tuner)
+        self.streams.append(stream)
+        sockopt.block_with_send_timeout(sock, SEND_POLL)
+        fut = asyncio.get_running_loop().create_future()
+        self.threads.append(fut)
+        threading.Thread(target=self._send_thread, args=(stream, fut, asyncio.get_running_loop()),
+                         daemon=True, name=f"drsftp-put-{stream.index}").start()
+        self.spawn(self.tick(stream))
+
+    def _send_thread(self, stream: Stream, fut: asyncio.Future, loop: asyncio.AbstractEventLoop) -> None:
+        exc: Exception | None = None
+        try:
+            self._send_blocks(stream)
+        except Exception as e:  # noqa: BLE001 (handed to the event loop, which reports it)
+            exc = e
+        stream.ended = time.monotonic()
+
+        def done() -> None:
+            if fut.done():
+                return
+            if exc is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(exc)
+                fut.exception()  # read by _until_sent; never "never retrieved"
+
+        loop.call_soon_threadsafe(done)
+
+    def _send_blocks(self, stream: Stream) -> None:
+        sock, fileno = stream.sock, self.f.fileno()
+        while not self.stop.is_set():
+            block = None if stream.retire else self.queue.next()
+            if block is None:
+                break
+            offset, count = block
+            _send_all(sock, data_header(offset, count), self.stop, more=True)
+            sent = 0
+            while sent < count:
+                if self.stop.is_set():
+                    return
+                try:
+                    n = os.sendfile(sock.fileno(), fileno, offset + sent, count - sent)
+                except BlockingIOError:
+                    continue  # SO_SNDTIMEO passed with nothing sent
+                if n == 0:
+                    raise OSError("the local file shrank")
+                sent += n
+                stream.bytes += n
+            stream.blocks = (stream.blocks or 0) + 1
+        if self.stop.is_set():
+            return
+        count = self.queue.finish()
+        _send_all(sock, eod(eof_streams=count, close=True), self.stop)
+
+
+def _send_all(sock: socket.socket, data: bytes, stop: threading.Event, more: bool = False) -> None:
+    view = memoryview(data)
+    flags = socket.MSG_MORE if more else 0  # the header goes out with its payload
+    while view and not stop.is_set():
+        try:
+            n = sock.send(view, flags)
+        except BlockingIOError:
+            continue  # SO_SNDTIMEO passed
+        view = view[n:]
+
+
+async def _drain(stream: Stream, limit: float = 60.0) -> None:
+    """Until the peer acknowledged what the stream sent."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        info = sockopt.tcp_info(stream.sock)
+        if not info or info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0:
+            return
+        await asyncio.sleep(0.005)

@@ -1,0 +1,303 @@
+"""`drsftp get/put -P N|auto`: one file over N data streams.
+
+Chooses the data plane from the server's FEAT (docs/PARALLEL.md): extended
+block mode where it lists PARALLEL (:mod:`.modee`), else N stream-mode
+sessions on REST ranges for a get (:mod:`.ranged`) and one stream for a
+put (stream-mode FTP has no safe parallel upload: a STOR at an offset
+truncates or appends, depending on the server).
+
+A get writes ``DEST.part`` at the offsets it receives and keeps beside it
+``DEST.part.ranges`` (:mod:`.rangeplan`): the remote size and MDTM and the
+ranges held, rewritten every second and when the transfer stops;
+``--continue`` fetches only the gaps.  The monitor here sums progress,
+enforces --max-time and, under ``-P auto``, applies the stream
+controller's decisions (:mod:`drsftp.tuning.streams`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..ftp.eblock import RangeSet
+from ..ftp.session import FTPLocation
+from ..tuning import check_spec
+from ..tuning.streams import Action, StreamController, StreamsConfig
+from . import transfer
+from .control import ControlConnection, FTPError
+from .modee import ModeEGet, ModeEPut
+from .progress import ProgressView
+from .ranged import RangedGet
+from .rangeplan import RangePlan, ResumeRecord, drop_record, load_record, save_record
+from .transfer import (
+    TransferOptions,
+    TransferResult,
+    _already_complete,
+    _announce,
+    _session,
+    _sha256,
+)
+
+log = logging.getLogger("drsftp.client")
+MAX_STREAMS = 64
+AUTO_MAX = 16  # -P auto stays at or below this many streams
+AUTO_FIXED = 4  # -P auto's streams where they cannot change (GridFTP's usual -p 4)
+SAVE_EVERY = 1.0  # seconds between resume-record writes
+TICK = 0.25
+TIMELINE_LIMIT = 20_000  # timeline rows kept (bounded memory)
+
+
+def parse_parallel(text: str) -> int | None:
+    """``N`` (1-64) or ``auto`` (None)."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"-P takes a number of streams (1-{MAX_STREAMS}) or 'auto', not {text!r}") from None
+    if not 1 <= n <= MAX_STREAMS:
+        raise ValueError(f"-P takes 1 to {MAX_STREAMS} streams, not {n}")
+    return n
+
+
+def _controller(streams: int | None) -> StreamController | None:
+    return StreamController(StreamsConfig(max_streams=AUTO_MAX)) if streams is None else None
+
+
+async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None) -> TransferResult:
+    check_spec(opts.tuning)
+    part = dest + ".part"
+    ctl = await _session(loc, opts)
+    try:
+        _announce(ctl, opts)
+        size = await ctl.size(loc.path)
+        if size is None:
+            log.warning("the server gives no SIZE for %s: one stream", loc.path)
+            await ctl.close()
+            return await transfer.get(loc, dest, opts)
+        mtime = await _mdtm(ctl, loc.path)
+        held = RangeSet()
+        if opts.resume:
+            if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
+                return _already_complete("get", loc.path, size)
+            held = _held(part, size, mtime)
+        fd = _open_part(part, fresh=not held.total)
+        try:
+            controller = _controller(streams)
+            n = controller.streams if controller else streams
+            if streams is None and "PARALLEL" in ctl.features and "DRS" not in ctl.features:
+                # the sender (server) chooses its streams at RETR: only a
+                # drsftp server takes DRS streams=N while it runs
+                log.info("-P auto: the server cannot change its streams during a get: %d streams", AUTO_FIXED)
+                controller, n = None, AUTO_FIXED
+            if "PARALLEL" in ctl.features:
+                driver = ModeEGet(ctl, opts, n, loc.path, fd, size, held)
+                mode = "E"
+            else:
+                driver = RangedGet(loc, ctl, fd, RangePlan(size, held), opts, n, controller)
+                mode = "ranged"
+
+            def save() -> None:
+                save_record(part, ResumeRecord(size, mtime, driver.held))
+
+            save()
+            view = ProgressView(os.path.basename(loc.path), size, opts.progress)
+            try:
+                out = await _monitor(driver, controller, opts, view, held.total, save)
+            finally:
+                view.close()
+                save()
+            if out.timed_out:
+                return _result("get", loc.path, driver, size, held.total, out, mode, streams)
+            missing = driver.held.missing(size)
+            if missing:
+                raise FTPError(f"short transfer: {size - sum(b - a for a, b in missing)} of {size} bytes"
+                               " (--continue resumes)")
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+        result = _result("get", loc.path, driver, size, held.total, out, mode, streams)
+        if opts.verify:
+            ctl = await _usable(ctl, loc, opts)
+            result.sha256 = await verify(ctl, loc.path, part)
+        os.replace(part, dest)
+        drop_record(part)
+        return result
+    finally:
+        await ctl.close()
+
+
+async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None) -> TransferResult:
+    check_spec(opts.tuning)
+    try:
+        f = open(src, "rb")  # noqa: ASYNC230, SIM115 (closed by the with below)
+    except OSError as exc:
+        raise FTPError(f"cannot read {src}: {exc.strerror or exc}", transient=False) from exc
+    with f:
+        total = os.fstat(f.fileno()).st_size
+        ctl = await _session(loc, opts)
+        try:
+            _announce(ctl, opts)
+            if "PARALLEL" not in ctl.features or opts.resume:
+                why = ("--continue resumes an upload on one stream" if "PARALLEL" in ctl.features else
+                       "the server has no extended block mode (PARALLEL); stream-mode FTP has no safe"
+                       " parallel upload")
+                log.info("put -P: %s: one stream", why)
+                await ctl.close()
+                return await transfer.put(src, loc, opts)
+            controller = _controller(streams)
+            n = controller.streams if controller else streams
+            driver = ModeEPut(ctl, opts, n, loc.path, f, total)
+            view = ProgressView(os.path.basename(src), total, opts.progress)
+            try:
+                out = await _monitor(driver, controller, opts, view, 0, None)
+            finally:
+                view.close()
+            result = _result("put", loc.path, driver, total, 0, out, "E", streams)
+            if opts.verify and not out.timed_out:
+                ctl = await _usable(ctl, loc, opts)
+                result.sha256 = await verify(ctl, loc.path, src)
+            return result
+        finally:
+            await ctl.close()
+
+
+@dataclass
+class Outcome:
+    seconds: float = 0.0
+    timed_out: bool = False
+    changes: list[dict] = field(default_factory=list)  # -P auto: when the stream count changed
+    timeline: list[dict] = field(default_factory=list)  # every TICK: the sum over the streams
+
+
+async def _monitor(driver, controller: StreamController | None, opts: TransferOptions, view: ProgressView,
+                   resumed: int, save) -> Outcome:
+    """Run the driver; meanwhile show progress, keep a timeline, write the
+    resume record, stop at --max-time, and apply -P auto."""
+    out = Outcome()
+    started = time.monotonic()
+    run = asyncio.ensure_future(driver.run())
+    last_save = last_ctl = started
+    last_moved, last_tick, rate, ctl_moved = 0, started, 0.0, 0
+    interval = StreamController.interval(None)
+    try:
+        while not run.done():
+            await asyncio.wait([run], timeout=TICK)
+            now = time.monotonic()
+            moved = driver.moved
+            if now - last_tick > 0:
+                rate = (moved - last_moved) / (now - last_tick)
+            samples = driver.samples()
+            rtt = min((s.rtt for s in samples if s.rtt), default=None)
+            view.update(resumed + moved, rate * 8, rtt, None)
+            if len(out.timeline) < TIMELINE_LIMIT:
+                out.timeline.append({"t": round(now - started, 4), "bytes": moved, "rate_bps": round(rate * 8),
+                                     "streams": len(samples), "rtt_ms": round(rtt * 1000, 3) if rtt else None})
+            if save is not None and now - last_save >= SAVE_EVERY:
+                save()
+                last_save = now
+            if opts.max_time and now - started >= opts.max_time and not run.done():
+                out.timed_out = True
+                run.cancel()
+                break
+            if controller is not None and now - last_ctl >= interval:
+                action = controller.update((moved - ctl_moved) / (now - last_ctl), samples)
+                interval = StreamController.interval(rtt)
+                last_ctl, ctl_moved = now, moved
+                if action is not Action.HOLD:
+                    if (driver.add_stream() if action is Action.ADD else driver.remove_stream()):
+                        out.changes.append({"t": round(now - started, 3), "streams": controller.streams})
+                    else:
+                        controller.refused(action)
+            last_moved, last_tick = moved, now
+        try:
+            await run
+        except asyncio.CancelledError:
+            if not out.timed_out:
+                raise
+    finally:
+        if not run.done():
+            run.cancel()
+            await asyncio.gather(run, return_exceptions=True)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def _held(part: str, size: int, mtime: str | None) -> RangeSet:
+    """What an earlier get left in ``part``: its record's ranges if the
+    record describes this remote file; with no record, a single-stream
+    get's prefix; a record of another file: nothing."""
+    if not os.path.exists(part):
+        return RangeSet()
+    record = load_record(part)
+    if record is None:
+        return RangeSet([(0, min(os.path.getsize(part), size))])
+    if not record.matches(size, mtime):
+        log.warning("%s is from another version of the file (size or MDTM differs): starting over", part)
+        return RangeSet()
+    have = os.path.getsize(part)
+    return RangeSet([(a, min(b, have)) for a, b in record.held if a < have])
+
+
+def _open_part(part: str, fresh: bool) -> int:
+    """The .part file for writes at offsets (a fresh one replaces any old
+    file rather than truncating it in place: transfer._open_part)."""
+    if fresh:
+        drop_record(part)
+        try:
+            os.unlink(part)
+        except FileNotFoundError:
+            pass
+    return os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
+
+
+async def _mdtm(ctl: ControlConnection, path: str) -> str | None:
+    """The remote modification time (RFC 3659 3), to tell a changed file."""
+    if "MDTM" not in ctl.features:
+        return None
+    reply = await ctl.command(f"MDTM {path}")
+    return reply.first.strip() if reply.code == 213 else None
+
+
+async def _usable(ctl: ControlConnection, loc: FTPLocation, opts: TransferOptions) -> ControlConnection:
+    """The session for the checks after a transfer (a new one if the
+    transfer's had to be dropped)."""
+    if not ctl._closed and not ctl.writer.is_closing():
+        return ctl
+    return await _session(loc, opts)
+
+
+async def verify(ctl: ControlConnection, remote: str, local: str) -> str:
+    """SHA-256 of the whole file against the server's: HASH
+    (draft-bryan-ftpext-hash) or, on GridFTP servers, CKSM SHA256 (which
+    GridFTP lists in FEAT only after login: it is tried)."""
+    if "HASH" in ctl.features:
+        return await transfer._verify(ctl, remote, local)
+    reply = await ctl.command(f"CKSM SHA256 0 -1 {remote}", timeout=3600)
+    if reply.code in (500, 502, 504):
+        raise FTPError("--verify: the server offers neither HASH nor CKSM SHA256; the file was not verified",
+                       reply, transient=False)
+    theirs = reply.first.strip().lower()
+    if reply.code != 213 or len(theirs) != 64:
+        raise FTPError(f"--verify: CKSM failed: {reply}", reply)
+    ours = await asyncio.to_thread(_sha256, local)
+    if ours != theirs:
+        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
+                       transient=False)
+    return ours
+
+
+def _result(direction: str, path: str, driver, total: int, resumed: int, out: Outcome, mode: str,
+            streams: int | None) -> TransferResult:
+    summary = driver.summary()
+    summary.update({"mode": mode, "parallel": "auto" if streams is None else streams,
+                    "streams": len(summary["per_stream"]), "stream_changes": out.changes})
+    r = TransferResult(
+        direction=direction, path=path, bytes=driver.moved, total_size=total, resumed_from=resumed,
+        seconds=out.seconds, drs_peer="DRS" in driver.ctl.features, drs_replies=driver.drs_replies,
+        server_last_report=driver.server_last, timeline=out.timeline, complete=not out.timed_out)
+    r.update(summary)
+    return r

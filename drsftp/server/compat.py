@@ -1,0 +1,116 @@
+"""The one place drsftp touches pyftpdlib's private names (pyftpdlib>=2.0,<3).
+
+pyftpdlib has no public API for these; a major release may rename them,
+so every use goes through here and the dependency is pinned to the major
+version (pyproject.toml).  Each helper says what it stands for.
+"""
+
+from __future__ import annotations
+
+from pyftpdlib.handlers.ftp.control import (
+    proto_cmds as STOCK_COMMANDS,  # the stock command table
+)
+from pyftpdlib.handlers.ftp.data import (
+    _FileReadWriteError as FileReadWriteError,  # file-error wrapper
+)
+
+__all__ = [
+    "STOCK_COMMANDS",
+    "EPortHooks",
+    "FileReadWriteError",
+    "clear_pending_transfer",
+    "current_type",
+    "data_channel_open",
+    "data_protected",
+    "extra_features",
+    "line_buffer_add",
+    "line_buffer_clear",
+    "mlst_facts",
+    "pending_transfer",
+    "restart_idle_timer",
+    "restart_position",
+    "set_final_reply",
+]
+
+
+class EPortHooks:
+    """PORT/EPRT and PASV/EPSV end in pyftpdlib's ``_make_eport`` and
+    ``_make_epasv`` after their arguments are parsed; a handler that
+    defines ``data_address_hook(ip, port)`` / ``passive_hook(extmode)``
+    returning True takes the command over (MODE E)."""
+
+    def _make_eport(self, ip, port):
+        if not self.data_address_hook(ip, port):
+            super()._make_eport(ip, port)
+
+    def _make_epasv(self, extmode=False):
+        if not self.passive_hook(extmode):
+            super()._make_epasv(extmode)
+
+
+def pending_transfer(handler) -> bool:
+    """A RETR/STOR is queued waiting for its stream-mode data connection."""
+    return handler._out_dtp_queue is not None or handler._in_dtp_queue is not None
+
+
+def clear_pending_transfer(handler) -> None:
+    handler._out_dtp_queue = handler._in_dtp_queue = None
+
+
+def restart_position(handler, value: int | None = None) -> int:
+    """REST's offset for the next stream-mode transfer (set it with ``value``)."""
+    if value is not None:
+        handler._restart_position = value
+    return handler._restart_position
+
+
+def current_type(handler) -> str:
+    """'i' (TYPE I) or 'a' (TYPE A)."""
+    return handler._current_type
+
+
+def data_protected(handler) -> bool:
+    """PROT P is in force (RFC 4217): data channels must be TLS."""
+    return bool(getattr(handler, "_prot", False))
+
+
+def restart_idle_timer(handler) -> None:
+    """Restart the control connection's idle timer (pyftpdlib stops it
+    while its own data channel runs; MODE E streams are not that)."""
+    idler = handler._idler
+    if idler is not None and not idler.cancelled:
+        idler.cancel()
+    if handler.timeout:
+        handler._idler = handler.ioloop.call_later(handler.timeout, handler.handle_timeout,
+                                                    _errback=handler.handle_error)
+
+
+def extra_features(handler) -> list:
+    """The session's list of extra FEAT lines (mutable)."""
+    return handler._extra_feats
+
+
+def mlst_facts(handler) -> list:
+    """The MLST facts chosen with OPTS MLST (RFC 3659)."""
+    return handler._current_facts
+
+
+def data_channel_open(dtp) -> bool:
+    """A stream-mode data channel is connected and not yet closed."""
+    return dtp._initialized and not dtp._closed
+
+
+def line_buffer_add(handler, data: bytes) -> int:
+    """Append to the command line being collected; returns its length."""
+    handler._in_buffer.append(data)
+    handler._in_buffer_len += len(data)
+    return handler._in_buffer_len
+
+
+def line_buffer_clear(handler) -> None:
+    handler._in_buffer, handler._in_buffer_len = [], 0
+
+
+def set_final_reply(dtp, reply: str | None, logfun=None) -> None:
+    """The reply a stream-mode data channel sends when it closes (None: none)."""
+    dtp._resp = () if reply is None else (reply, logfun)

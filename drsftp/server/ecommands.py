@@ -1,0 +1,245 @@
+"""MODE E commands of the control connection (GFD.20), dispatched to the
+session's ESession (eblock.py).  In MODE S every command here falls
+through to the stream-mode handler unchanged."""
+
+from __future__ import annotations
+
+from ..ftp import drscmd
+from . import cksm
+from .compat import (
+    STOCK_COMMANDS,
+    EPortHooks,
+    extra_features,
+    mlst_facts,
+    restart_idle_timer,
+)
+from .eblock import Limits, StreamCount
+from .esession import ESession
+
+EBLOCK_CMDS = {
+    "DCAU": {"perm": None, "auth": True, "arg": True,
+             "help": "Syntax: DCAU <SP> N (data channel authentication: none, GFD.20)."},
+    "SBUF": {"perm": None, "auth": True, "arg": True,
+             "help": "Syntax: SBUF <SP> size (per-stream TCP buffer cap, GFD.20)."},
+    "CKSM": {"perm": None, "auth": True, "arg": True,
+             "help": "Syntax: CKSM <SP> algorithm offset length path (checksum, GridFTP)."},
+    "SITE CLIENTINFO": {"perm": None, "auth": True, "arg": None,
+                        "help": "Syntax: SITE CLIENTINFO <SP> key=value;... (accepted)."},
+}
+MAX_SBUF = 1 << 31
+
+
+class EModeCommands(EPortHooks):
+    """Mixed in before DRSControlMixin: MODE, OPTS RETR, PORT/PASV, REST,
+    RETR/STOR/MLSD, ABOR and DRS go to the MODE E data path while MODE E
+    is in force."""
+
+    eblock_limits = Limits()
+    eblock_count = StreamCount()  # replaced per server by build_server
+
+    def __init__(self, conn, server, ioloop=None):
+        self.eblock = None
+        super().__init__(conn, server, ioloop)
+        self.eblock = ESession(self)
+
+    def close(self):
+        if getattr(self, "eblock", None) is not None:
+            self.eblock.close()
+        super().close()
+
+    def handle_timeout(self):
+        if self.eblock is not None and self.eblock.busy:  # a MODE E transfer is no idle session
+            restart_idle_timer(self)
+            return
+        super().handle_timeout()
+
+    def transfer_running(self) -> bool:
+        return (self.eblock is not None and self.eblock.busy) or super().transfer_running()
+
+    def abort_for_shutdown(self) -> None:
+        if self.eblock is not None and self.eblock.busy:
+            self.eblock.abort(None)
+            self.respond("426 Transfer aborted: server shutting down.")
+            self.respond("421 Server shutting down.")
+            self.close_when_done()
+            return
+        super().abort_for_shutdown()
+
+    def ftp_QUIT(self, line):
+        """RFC 959: during a transfer the session stays open for its
+        final reply, then closes."""
+        if self.eblock is not None and self.eblock.busy:
+            self.eblock.quit_pending = True
+            self.respond("221 Goodbye: closing after the running transfer.")
+            return
+        super().ftp_QUIT(line)
+
+    # -- hooks from EPortHooks -------------------------------------------------
+    def data_address_hook(self, ip, port) -> bool:
+        if not self.eblock.active:
+            return False
+        self.eblock.port(ip, port)
+        return True
+
+    def passive_hook(self, extmode) -> bool:
+        if not self.eblock.active:
+            return False
+        self.eblock.passive(extmode)
+        return True
+
+    # -- commands ----------------------------------------------------------------
+    def ftp_FEAT(self, line):
+        feats = extra_features(self)
+        for f in ("PARALLEL", "DCAU", "SBUF", cksm.FEAT_LINE):
+            if f not in feats:
+                feats.append(f)
+        super().ftp_FEAT(line)
+
+    def ftp_MODE(self, line):
+        if not self.eblock.mode(line):
+            super().ftp_MODE(line)
+
+    def ftp_OPTS(self, line):
+        cmd, _, arg = line.strip().partition(" ")
+        if cmd.upper() == "RETR":
+            self.eblock.opts_retr(arg)
+            return
+        super().ftp_OPTS(line)
+
+    def ftp_REST(self, line):
+        if self.eblock.active:
+            self.eblock.restart(line)
+            return
+        super().ftp_REST(line)
+
+    def ftp_RETR(self, file):
+        if self.eblock.active:
+            return self.eblock.retr(file)
+        return super().ftp_RETR(file)
+
+    def ftp_STOR(self, file, mode="w"):
+        if not self.eblock.active:
+            return super().ftp_STOR(file, mode)
+        if "a" in mode:
+            self.respond("504 APPE is not available in MODE E (STOR with REST ranges resumes).")
+            return None
+        expected, self._allo = getattr(self, "_allo", None), None
+        return self.eblock.stor(file, expected)
+
+    def ftp_STOU(self, line):
+        if self.eblock.active:
+            self.respond("504 STOU is not available in MODE E.")
+            return None
+        return super().ftp_STOU(line)
+
+    def ftp_MLSD(self, path):
+        if not self.eblock.active:
+            return super().ftp_MLSD(path)
+        if not self.fs.isdir(path):
+            self.respond("501 No such directory.")
+            return None
+        try:
+            listing = self.run_as_current_user(self.fs.listdir, path)
+        except OSError as err:
+            self.respond(f"550 {err.strerror}.")
+            return None
+        perms = self.authorizer.get_perms(self.username)
+        self.eblock.send_bytes(b"".join(self.fs.format_mlsx(path, listing, perms, mlst_facts(self))), "MLSD")
+        return path
+
+    def ftp_LIST(self, path):
+        if self.eblock.active:
+            self.respond("504 LIST/NLST in MODE E: use MLSD.")
+            return None
+        return super().ftp_LIST(path)
+
+    def ftp_NLST(self, path):
+        if self.eblock.active:
+            self.respond("504 LIST/NLST in MODE E: use MLSD.")
+            return None
+        return super().ftp_NLST(path)
+
+    def ftp_ABOR(self, line):
+        if self.eblock.abort():
+            self.respond("226 ABOR command successful.")
+            return
+        super().ftp_ABOR(line)
+
+    def ftp_DCAU(self, line):
+        """Data channel authentication (GFD.20): drsftp has none to offer."""
+        if line.strip().upper() == "N":
+            self.respond("200 DCAU N.")
+        else:
+            self.respond("504 Only DCAU N (no data channel authentication) is available.")
+
+    def ftp_SBUF(self, line):
+        """SBUF <size>: each stream's buffer at most this (DRS's cap; the
+        static size under --tuning fixed)."""
+        try:
+            size = int(line.strip())
+            if not 4096 <= size <= MAX_SBUF:
+                raise ValueError
+        except ValueError:
+            self.respond(f"501 SBUF wants a size in bytes, 4096-{MAX_SBUF}.")
+            return
+        self.eblock.sbuf = size
+        self.respond(f"200 SBUF {size}.")
+
+    def ftp_CKSM(self, line):
+        """Hashed in the HASH command's thread pool; the session waits
+        for it as for HASH (handler.py)."""
+        try:
+            alg, offset, length, name = cksm.parse(line)
+        except ValueError as exc:
+            self.respond(f"501 {exc}.")
+            return
+        path = self.fs.ftp2fs(name)
+        if not self.fs.validpath(path) or not self.authorizer.has_perm(self.username, "r", path):
+            self.respond("550 Not enough privileges.")
+            return
+        if not self.fs.isfile(path):
+            self.respond("550 Not a regular file.")
+            return
+        from .handler import _hash_pool
+
+        self._hash_job = _hash_pool.submit(cksm.checksum, path, alg, offset, length)
+        self._poll_cksm()
+
+    def _poll_cksm(self):
+        job = self._hash_job
+        if job is None or self._closed:
+            return
+        if not job.done():
+            self.ioloop.call_later(0.02, self._poll_cksm, _errback=self.handle_error)
+            return
+        self._hash_job = None
+        try:
+            self.respond(f"213 {job.result()}")
+        except OSError as exc:
+            self.respond(f"550 Cannot checksum: {exc.strerror}.")
+
+    def ftp_SITE_CLIENTINFO(self, line):
+        self.respond("200 OK.")
+
+    def ftp_DRS(self, line):
+        if self.eblock.busy:
+            if not self._drs_allowed():
+                self.respond(f"503 DRS rate limit: at most {self.drs_rate:g} per second; ignored.")
+                return
+            try:
+                pairs = drscmd.parse_args(line or "")
+            except drscmd.DRSArgumentError as exc:
+                self.respond(f"501 DRS {exc}.")
+                return
+            self.respond("200 " + self.eblock.drs(pairs))
+            return
+        super().ftp_DRS(line)
+
+
+def with_eblock_commands(cmds: dict) -> dict:
+    out = dict(cmds)
+    out.update(EBLOCK_CMDS)
+    return out
+
+
+__all__ = ["EBLOCK_CMDS", "STOCK_COMMANDS", "EModeCommands", "with_eblock_commands"]

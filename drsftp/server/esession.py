@@ -1,0 +1,356 @@
+"""MODE E state of one control connection: the commands' side of the
+extended block data path (eblock.py).  ecommands.py dispatches MODE,
+OPTS RETR, PORT/PASV, REST, RETR/STOR/MLSD, ABOR and DRS here while MODE E
+is in force (GFD.20; docs/EBLOCK.md)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+
+from ..ftp import drscmd
+from ..ftp.eblock import RangeSet
+from ..ftp.session import partial_name
+from ..tuner import SocketTuner
+from ..tuning import Role
+from .compat import current_type, data_protected, restart_idle_timer
+from .eblock import (
+    BytesSource,
+    FileSource,
+    Job,
+    Limits,
+    Listener,
+    Receive,
+    Send,
+    Stream,
+    StreamCount,
+    plain_ip,
+)
+
+DRS_SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans")
+DRS_SHARED = ("bytes", "rate", "wnd", "inflight", "cwnd")  # the peer's sums, split over our streams
+
+
+class ESession:
+    """MODE E state of one control connection."""
+
+    def __init__(self, handler) -> None:
+        self.h = handler
+        self.limits: Limits = handler.eblock_limits
+        self.count: StreamCount = handler.eblock_count
+        self.active = False  # MODE E in force
+        self.parallelism = 1  # streams for RETR (OPTS RETR Parallelism)
+        self.port_addr: tuple[str, int] | None = None  # PORT/EPRT: where to connect
+        self.listener: Listener | None = None  # PASV/EPSV
+        self.streams: list[Stream] = []  # open streams, both directions (cached)
+        self.job: Job | None = None
+        self.rest: RangeSet | None = None  # REST ranges for the next transfer
+        self.sbuf: int | None = None  # SBUF: per-stream buffer cap
+        self.quit_pending = False  # QUIT came during a transfer: close after its final reply
+
+    @property
+    def data_timeout(self) -> float:
+        return getattr(self.h.dtp_handler, "timeout", 120.0) or 120.0
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None
+
+    # -- tuners ------------------------------------------------------------
+    def new_tuner(self, role: Role) -> SocketTuner:
+        h = self.h
+        spec = h.tuning_spec
+        if self.sbuf and spec.startswith("fixed"):
+            spec = f"fixed:{self.sbuf}"  # SBUF: the static size under --tuning fixed
+        tuner = SocketTuner(spec, role, allow_force=h.allow_force, limits=h.host_limits, budget=h.buffer_budget)
+        if self.sbuf:
+            tuner.cap_size(self.sbuf)
+        tuner.note_control_rtt(h.socket)
+        return tuner
+
+    # -- streams -----------------------------------------------------------
+    def refuse(self, ip: str) -> str | None:
+        """Why an accepted data connection is refused, or None."""
+        if plain_ip(ip) != plain_ip(self.h.remote_ip):
+            return "not the control connection's address"
+        if len(self.streams) >= self.limits.per_session:
+            return f"more than {self.limits.per_session} streams in one session"
+        if not self.count.take(self.limits.per_server):
+            return f"more than {self.limits.per_server} streams on this server"
+        return None
+
+    def connect(self) -> Stream | None:
+        """A new outgoing stream to the PORT/EPRT address (connecting)."""
+        if self.port_addr is None or len(self.streams) >= self.limits.per_session:
+            return None
+        if not self.count.take(self.limits.per_server):
+            return None
+        ip, port = self.port_addr
+        sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        stream = Stream(self, sock, Role.SENDER)
+        stream.connecting = True
+        self.streams.append(stream)
+        stream.handshake = self.new_tuner(Role.SENDER)
+        stream.handshake.before_handshake(sock, reserve_as=stream.handshake)  # fixes the window scale
+        try:
+            sock.bind((self.h.socket.getsockname()[0], 0))  # the control connection's address
+        except OSError:
+            pass
+        err = sock.connect_ex((ip, port))
+        if err not in (0, errno.EINPROGRESS):
+            stream.close()
+            return None
+        stream.want(self.h.ioloop.WRITE)
+        return stream
+
+    def stream_closed(self, s: Stream) -> None:
+        if s in self.streams:
+            self.streams.remove(s)
+            self.count.give()
+
+    def drop_streams(self) -> None:
+        for s in list(self.streams):
+            s.close()
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+
+    def transfer_ended(self) -> None:
+        restart_idle_timer(self.h)
+        if self.quit_pending:  # after the final reply, which follows this call (RFC 959, QUIT)
+            self.h.ioloop.call_later(0, self.h.close_when_done, _errback=self.h.handle_error)
+
+    # -- commands ----------------------------------------------------------
+    def mode(self, arg: str) -> bool:
+        """MODE E / MODE S; False: not ours (the stock handler answers)."""
+        mode = arg.strip().upper()
+        if mode == "E":
+            if data_protected(self.h):
+                self.h.respond("504 MODE E data connections are not encrypted: not with PROT P.")
+                return True
+            self.active = True
+            self.h.respond("200 Mode set to E.")
+            return True
+        if mode == "S":
+            self.active = False
+            self.rest = None
+            self.drop_streams()
+        return False
+
+    def opts_retr(self, arg: str) -> None:
+        """``OPTS RETR Parallelism=N,N,N;`` (GFD.20): the first number."""
+        n = None
+        for opt in arg.split(";"):
+            key, _, value = opt.strip().partition("=")
+            if key.strip().lower() == "parallelism":
+                try:
+                    n = int(value.split(",")[0])
+                except ValueError:
+                    n = 0
+        if n is None:
+            self.h.respond("501 OPTS RETR wants Parallelism=N,N,N;")
+        elif not 1 <= n <= self.limits.per_session:
+            self.h.respond(f"501 Parallelism must be 1-{self.limits.per_session}.")
+        else:
+            self.parallelism = n
+            self.h.respond("200 OPTS Command Successful.")
+
+    def _clear_text_refused(self) -> bool:
+        """MODE E streams are clear text: not under PROT P (RFC 4217)."""
+        if data_protected(self.h):
+            self.h.respond("534 MODE E data connections are not encrypted: MODE S for PROT P.")
+            return True
+        return False
+
+    def port(self, ip: str, port: int) -> None:
+        h = self.h
+        if self._clear_text_refused():
+            return
+        if not h.permit_foreign_addresses and ip != plain_ip(h.remote_ip):
+            h.respond(f"501 Rejected data connection to foreign address {ip}:{port}.")
+            return
+        if not h.permit_privileged_ports and port < 1024:
+            h.respond(f'501 PORT against the privileged port "{port}" refused.')
+            return
+        self.drop_streams()
+        self.port_addr = (ip, port)
+        h.respond("200 PORT Command successful.")
+
+    def passive(self, extmode: bool) -> None:
+        h = self.h
+        if self._clear_text_refused():
+            return
+        local_ip = h.socket.getsockname()[0]
+        if not extmode and ":" in local_ip and not local_ip.startswith("::ffff:"):
+            h.respond("425 PASV carries IPv4 addresses only: use EPSV.")
+            return
+        self.drop_streams()
+        self.port_addr = None
+        ports = list(h.passive_ports) if h.passive_ports else [0]
+        sock = None
+        for p in ports[:200]:  # bounded: a full range answers 425
+            sock = socket.socket(h.socket.family, socket.SOCK_STREAM)
+            try:
+                sock.bind((local_ip, p))
+                break
+            except OSError:
+                sock.close()
+                sock = None
+        if sock is None:
+            h.respond("425 Can't open data channel: no free passive port.")
+            return
+        sock.setblocking(False)
+        self.listener = Listener(self, sock)
+        port = sock.getsockname()[1]
+        if extmode:
+            h.respond(f"229 Entering extended passive mode (|||{port}|).")
+        else:
+            ip = h.masquerade_address or plain_ip(local_ip)
+            h.respond(f"227 Entering Passive Mode ({ip.replace('.', ',')},{port >> 8},{port & 255}).")
+
+    def restart(self, arg: str) -> None:
+        """REST in MODE E: the ranges the receiver already holds (GFD.20);
+        a plain number n is the range 0-n."""
+        text = arg.strip()
+        try:
+            ranges = RangeSet([(0, int(text))]) if text.isdigit() else RangeSet.parse(text)
+            if not len(ranges) and text not in ("0", ""):
+                raise ValueError
+            if any(b > self.limits.max_file for _, b in ranges) or len(ranges) > 4096:
+                raise ValueError
+        except ValueError:
+            self.h.respond("501 REST wants a byte count or ranges such as 0-1048576,2097152-3145728.")
+            return
+        self.rest = ranges
+        self.h.respond(f"350 Restart markers accepted: {ranges.marker() or '0-0'}.")
+
+    def _check_transfer(self) -> bool:
+        if current_type(self.h) != "i":
+            self.h.respond("504 MODE E moves binary data only: send TYPE I first.")
+            return False
+        return True
+
+    def retr(self, path: str) -> None:
+        if not self._check_transfer():
+            return
+        rest, self.rest = self.rest, None
+        try:
+            f = self.h.fs.open(path, "rb")
+            source = FileSource(f)
+        except OSError as exc:
+            self.h.respond(f"550 {exc.strerror}.")
+            return
+        size = source.size
+        ranges = rest.missing(size) if rest is not None else [(0, size)]
+        if rest is not None and any(b > size for _, b in rest):
+            source.close()
+            self.h.respond(f"554 REST ranges past the end of the file ({size} bytes).")
+            return
+        self._send(source, ranges, "RETR")
+
+    def send_bytes(self, data: bytes, cmd: str) -> None:
+        """A listing (MLSD) over MODE E streams."""
+        self.rest = None
+        self._send(BytesSource(data), [(0, len(data))], cmd)
+
+    def _send(self, source, ranges, cmd: str) -> None:
+        h = self.h
+        cached = [s for s in self.streams if s.role is Role.SENDER]
+        if not cached and self.port_addr is None:
+            source.close()
+            if self.listener is not None:
+                h.respond(f"425 MODE E data flows from the connecting side: {cmd} needs PORT or EPRT.")
+            else:
+                h.respond("425 Use PORT or EPRT first.")
+            return
+        job = Send(self, source, ranges, len(cached) or self.parallelism)
+        self.job = job
+        if cached:
+            h.respond("125 Beginning transfer; reusing existing data connection.")
+            streams = cached
+        else:
+            h.respond("150 Beginning transfer.")
+            streams = [s for s in (self.connect() for _ in range(self.parallelism)) if s is not None]
+            if not streams:
+                job.fail("425 Cannot open data connection.")
+                return
+        for s in streams:
+            s.new_transfer()
+            job.members.add(s)
+            if not s.connecting:
+                s.want(h.ioloop.WRITE)
+
+    def stor(self, path: str, expected: int | None) -> None:
+        h = self.h
+        if not self._check_transfer():
+            return
+        rest, self.rest = self.rest, None
+        cached = [s for s in self.streams if s.role is Role.RECEIVER]
+        if not cached and self.listener is None:
+            if self.port_addr is not None:
+                h.respond("425 MODE E data flows from the connecting side: STOR needs PASV or EPSV.")
+            else:
+                h.respond("425 Use PASV or EPSV first.")
+            return
+        temp = os.path.join(os.path.dirname(path), os.path.basename(partial_name("/" + os.path.basename(path))))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        if rest is None:
+            flags |= os.O_TRUNC
+        elif not os.path.exists(temp) and os.path.isfile(path):
+            temp = path  # resuming a file some other way: continue it in place
+        try:
+            fd = os.open(temp, flags, 0o666)
+        except OSError as exc:
+            h.respond(f"550 {exc.strerror}.")
+            return
+        self.job = Receive(self, fd, temp, path, expected, rest)
+        h.respond("125 Beginning transfer; reusing existing data connection." if any(s.used for s in cached)
+                  else "150 Beginning transfer.")
+        for s in cached:
+            s.new_transfer()
+            s.want(h.ioloop.READ)
+
+    def abort(self, reply: str | None = "426 Transfer aborted via ABOR.") -> bool:
+        if self.job is None:
+            return False
+        self.job.fail(reply)
+        return True
+
+    def drs(self, pairs: dict[str, int]) -> str | None:
+        """DRS during a MODE E transfer: per-session sums (docs/PROTOCOL.md);
+        ``streams=N`` asks the sender (RETR) for N streams."""
+        job = self.job
+        if job is None:
+            return None
+        if "streams" in pairs and isinstance(job, Send):
+            job.set_streams(max(1, min(pairs["streams"], self.limits.per_session)))
+        streams = set(job.members)
+        if isinstance(job, Receive):  # every open stream may carry this STOR's blocks
+            streams.update(s for s in self.streams if s.role is Role.RECEIVER)
+        tuners = [s.tuner for s in streams if s.tuner is not None and not s.closed]
+        if tuners:
+            share = {k: pairs[k] // len(tuners) for k in DRS_SHARED if k in pairs}
+            for t in tuners:
+                t.on_peer_pairs({**pairs, **share})
+        sums: dict[str, int] = {}
+        rtts = []
+        for t in tuners:
+            try:
+                mine = drscmd.parse_args(t.report_pairs())
+            except drscmd.DRSArgumentError:
+                continue
+            if "rtt_us" in mine:
+                rtts.append(mine["rtt_us"])
+            for k in DRS_SUMMED:
+                if k in mine:
+                    sums[k] = sums.get(k, 0) + mine[k]
+        values: dict[str, float | int | None] = {"rtt_us": min(rtts) if rtts else None, **sums}
+        values["streams"] = sum(1 for s in streams if not s.closed)
+        return "DRS " + drscmd.format_pairs(values)
+
+    def close(self) -> None:
+        if self.job is not None:
+            self.job.fail(None)
+        self.drop_streams()
