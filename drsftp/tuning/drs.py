@@ -39,7 +39,16 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from .base import Decision, NO_CHANGE, PeerReport, Role, Sample, Tuning, parse_size, register
+from .base import (
+    NO_CHANGE,
+    Decision,
+    PeerReport,
+    Role,
+    Sample,
+    Tuning,
+    parse_size,
+    register,
+)
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -71,6 +80,8 @@ class DRSConfig:
     ack_buffer: int = 16 * KiB  # the direction that carries only ACKs
     open_start: bool = True  # offer the cap at the handshake (see before_handshake)
     open_start_min_rtt: float = 0.04  # ... on paths at least this long (control RTT)
+    cpu_floor: int = 4 * MiB  # receive window at least this on short paths (see _cpu_floor)
+    cpu_floor_rtt: float = 0.01  # ... paths whose min RTT is below this
 
     def __post_init__(self) -> None:
         if not 0 < self.floor <= self.cap:
@@ -237,8 +248,17 @@ class DRSTuning(Tuning):
         target = min(target, max(self.window * gain ** frac, cfg.floor))
         if self._recovering(sample, now, srtt, congested=queue):
             target = max(target, self._recovery_room(min_rtt or srtt))
-        size = self._step(target, cfg.shrink_step ** frac)
+        size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac)
         return self._emit(size)
+
+    def _cpu_floor(self) -> int:
+        """Below ``cpu_floor_rtt`` the right-sized window is small (rate x
+        ``app_delay``) and the peer's sender and this reader wake for small
+        chunks; a few MiB there cost little memory and save both ends CPU
+        (docs/DESIGN.md, "A window floor on short paths").  Longer paths
+        keep DRS's window: their memory is what DRS saves."""
+        min_rtt = self.rtt.min_rtt
+        return self.config.cpu_floor if min_rtt is not None and min_rtt < self.config.cpu_floor_rtt else 0
 
     def _recovering(self, sample: Sample, now: float, srtt: float, *, congested: bool) -> bool:
         """Out-of-order arrivals (a hole: a loss) in the last ``recovery_periods``
