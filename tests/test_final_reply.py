@@ -308,3 +308,32 @@ def test_lftp_pget_never_stalls(tmp_path, parts):
             stalls = [ln for ln in p.stderr.splitlines() if "Timeout" in ln or "timed out" in ln]
             assert not stalls, (run, stalls)
             assert filecmp.cmp(src, dst, shallow=False) and sha256_file(dst) == digest, run
+
+
+def test_port_connection_serves_one_transfer(ctl, srv):
+    """After a PORT transfer ends, a RETR without a new PORT/PASV gets 425
+    (pyftpdlib keeps the used connector: it answered 150 and waited)."""
+    lst = socket.create_server(("127.0.0.1", 0))
+    lst.settimeout(TIMEOUT)
+    port = lst.getsockname()[1]
+    assert ctl.cmd(f"PORT 127,0,0,1,{port >> 8},{port & 255}").startswith("200")
+    data, _ = lst.accept()
+    lst.close()
+    assert ctl.cmd(f"REST {SIZE - 10}").startswith("350")
+    ctl.send("RETR f.bin")
+    assert len(read_all(data)) == 10
+    data.close()
+    assert ctl.final().startswith("226")
+    assert ctl.cmd("RETR f.bin").startswith("425")
+    ctl.usable()
+
+
+def test_port_to_nobody_then_retr(ctl):
+    """PORT to a closed port: PORT gets 425; the RETR after it gets 425 too,
+    not a 150 that waits for the connection that failed."""
+    lst = socket.create_server(("127.0.0.1", 0))
+    port = lst.getsockname()[1]
+    lst.close()
+    assert ctl.cmd(f"PORT 127,0,0,1,{port >> 8},{port & 255}").startswith("425")
+    assert ctl.cmd("RETR f.bin").startswith("425")
+    ctl.usable()

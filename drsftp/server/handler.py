@@ -374,9 +374,12 @@ class DRSControlMixin:
 
     # -- one final reply per transfer command (RFC 959 4.2, 5.4) ------------------
     def data_path_open(self) -> bool:
-        """A data connection is open or being made (PASV listening, PORT connecting)."""
-        return (self.data_channel is not None or self._dtp_acceptor is not None
-                or self._dtp_connector is not None)
+        """A data connection is open or being made: PASV listening, PORT
+        connecting.  (pyftpdlib keeps a PORT's connector after it connected
+        and a timed-out listener after it closed.)"""
+        acc, con = self._dtp_acceptor, self._dtp_connector
+        return (self.data_channel is not None or (acc is not None and not acc._closed)
+                or (con is not None and not con._closed and not con.connected))
 
     def fail_queued_transfer(self, reply: str) -> bool:
         """A transfer command answered 150 whose data connection will not
@@ -419,8 +422,7 @@ class DRSControlMixin:
             dc.close()
             self.data_channel = None
         if pending:
-            self.fail_queued_transfer("426 Transfer aborted via ABOR.")
-            if self._last_response[:3] != "426":
+            if not self.fail_queued_transfer("426 Transfer aborted via ABOR."):
                 self.respond("426 Transfer aborted via ABOR.", logfun=log.info)
             self.respond("226 ABOR command successful.")
         elif had_path:
