@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -219,11 +220,11 @@ def _table(rows: list[dict], size: int) -> Table:
         groups.setdefault((r["server"], r["client"], r["direction"]), []).append(r)
 
     def med(rs, k):
-        return sorted(x[k] for x in rs)[len(rs) // 2]
+        return statistics.median(x[k] for x in rs)
 
     def span(rs, k, fmt):
         v = sorted(x[k] for x in rs)
-        return f"{v[len(v) // 2]:{fmt}}" + (f" [{v[0]:{fmt}}-{v[-1]:{fmt}}]" if len(v) > 1 else "")
+        return f"{med(rs, k):{fmt}}" + (f" [{v[0]:{fmt}}-{v[-1]:{fmt}}]" if len(v) > 1 else "")
 
     for (server, client, d), rs in groups.items():
         ref = groups.get((server, "curl", d))
