@@ -397,7 +397,7 @@ def test_loss_recovery_opens_room_past_the_hole_beyond_the_queue_guard():
     bdp = 12.5e6 * 0.1
     calm, calm_windows = _guarded_receiver_in_loss()
     assert calm.queue_seen and calm_windows[-1] <= 1.35 * bdp
-    lossy, windows = _guarded_receiver_in_loss(ooo_from=40)
+    _lossy, windows = _guarded_receiver_in_loss(ooo_from=40)
     assert windows[39] == calm_windows[39]  # the same until the first hole
     assert windows[40] >= 2.9 * bdp  # at once, not a growth step per RTT
     assert min(windows[40:]) >= 2.9 * bdp  # also at the ticks where the guard binds
@@ -405,7 +405,7 @@ def test_loss_recovery_opens_room_past_the_hole_beyond_the_queue_guard():
 
 
 def test_recovery_room_shrinks_gently_after_the_last_hole():
-    drs, windows = _guarded_receiver_in_loss(ooo_from=10, rtts=10)
+    drs, _windows = _guarded_receiver_in_loss(ooo_from=10, rtts=10)
     room = drs.window
     t, total = 1.0, drs._history[-1][1]
     after = []
@@ -437,7 +437,7 @@ def test_recovery_room_follows_the_mean_rate_not_a_repaired_holes_burst():
     def step(i):
         stalled, burst = i % 8 == 4, i % 8 == 5  # a hole, then its release
         return (0 if stalled else 2 if burst else 1), (40 if stalled else 0), 0.1
-    drs, windows = _lossy_receiver(60, step)
+    _drs, windows = _lossy_receiver(60, step)
     assert max(windows[9:]) <= 3.3 * bdp
     assert windows[-1] >= 2.7 * bdp
 
@@ -466,3 +466,40 @@ def test_at_sub_tick_rtts_the_sender_holds_its_buffer_over_app_delay_periods():
         drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=cwnd), now=0.01 * i, rtt=0.0005)
         sizes.append(drs.window)
     assert sizes == [int(0.75 * 700 * KiB)] * 12
+
+
+def _steady_window(rtt, rate, **cfg):
+    """The receive window after 4 s of a flat ``rate`` (bytes/s) at ``rtt``."""
+    drs = receiver(**cfg)
+    link = FakeLink(drs, rtt=rtt)
+    return link.run(rate * rtt, rtts=4 / rtt)
+
+
+def test_short_paths_get_the_cpu_floor():
+    """0.5 ms, 200 Mbit/s: DRS alone sizes 25 MB/s x 10 ms (app_delay) x 1.25
+    = 312 KB; the floor keeps the window at 4 MiB (the sender's writes and
+    this reader's batches large: docs/DESIGN.md)."""
+    rate = 25e6
+    alone = _steady_window(0.0005, rate, cpu_floor_rtt=0.0)  # the floor switched off
+    assert 250e3 <= alone <= 512 * KiB
+    assert _steady_window(0.0005, rate) == DRSConfig.cpu_floor == 4 * MiB
+    # loopback's rates: DRS's own window is above the floor already
+    assert _steady_window(0.0001, 1e9) > 4 * MiB
+
+
+@pytest.mark.parametrize(("rtt", "rate", "upper"), [
+    (0.010, 12.5e6, 256 * KiB),  # 10 ms, 100 Mbit/s: at the threshold, not below it
+    (0.025, 12.5e6, 512 * KiB),  # 25 ms, 100 Mbit/s: BDP 312 KB
+    (0.100, 12.5e6, 2 * MiB),  # 100 ms, 100 Mbit/s: BDP 1.25 MB
+])
+def test_long_paths_keep_the_drs_window(rtt, rate, upper):
+    """The floor must not raise memory where DRS saves it: at 10 ms and
+    beyond the window is DRS's (~1.25 BDP), far under 4 MiB."""
+    window = _steady_window(rtt, rate)
+    assert window == _steady_window(rtt, rate, cpu_floor_rtt=0.0)
+    assert window <= upper < DRSConfig.cpu_floor
+
+
+def test_fast_long_paths_are_above_the_floor_anyway():
+    """1 Gbit/s x 100 ms = 12.5 MB: DRS's window there is 3x the floor."""
+    assert _steady_window(0.100, 125e6, cap=256 * MiB) >= 12.5e6

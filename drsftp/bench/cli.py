@@ -41,7 +41,8 @@ def add_parser(sub) -> None:
                         "(a full matrix takes hours: run it over several sessions)")
     p.set_defaults(func=cmd_bench)
 
-    d = sub.add_parser("datapath", help="loopback data-path speed: drsftp vs vsftpd+curl, 1 GiB each way")
+    d = sub.add_parser("datapath", help="loopback data path: drsftp serve and vsftpd with drsftp and curl"
+                                        " clients, 1 GiB each way, CPU at both ends")
     d.add_argument("--size", default="1GiB", help="file size (default 1GiB)")
     d.add_argument("--reps", type=int, default=1, help="runs of each pair and direction")
     d.add_argument("--out", default="bench-results", help="directory for datapath.json")

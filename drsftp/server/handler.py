@@ -43,6 +43,9 @@ GUARDED = frozenset({
     "LIST", "NLST", "MLSD", "REST", "TYPE", "MODE", "STRU", "REIN",
 })
 
+# Commands that move data over the data connection (RFC 959 4.1.3).
+TRANSFER_CMDS = frozenset({"RETR", "STOR", "APPE", "STOU", "LIST", "NLST", "MLSD"})
+
 DRS_CMDS = with_eblock_commands(_stock_cmds)  # a copy: pyftpdlib's dict is shared module-wide
 DRS_CMDS["HASH"] = dict(
     perm="r", auth=True, arg=True,
@@ -50,12 +53,12 @@ DRS_CMDS["HASH"] = dict(
 )
 HASH_ALGORITHMS = {"SHA-256": "sha256", "SHA-512": "sha512", "SHA-1": "sha1", "MD5": "md5"}
 _hash_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="drsftp-hash")
-DRS_CMDS["DRS"] = dict(
-    perm=None,
-    auth=True,
-    arg=None,
-    help="Syntax: DRS [<SP> key=value ...] (exchange right-sizing measurements).",
-)
+DRS_CMDS["DRS"] = {
+    "perm": None,
+    "auth": True,
+    "arg": None,
+    "help": "Syntax: DRS [<SP> key=value ...] (exchange right-sizing measurements).",
+}
 
 RECV_CHUNK = 1 << 20  # one recv_into per MiB: no per-packet Python work
 
@@ -70,6 +73,7 @@ class DRSDataMixin:
         self._tick_handle = None
         self._recv_buf = None
         self._expected_send: int | None = None
+        self._send_end = 0
         super().__init__(sock, cmd_channel)
         if self.socket is not None:
             cmd_channel.after_handshake(self.socket)  # before any data (open start)
@@ -79,7 +83,8 @@ class DRSDataMixin:
         self._start_tuning(Role.SENDER)
         try:  # what RETR should deliver, to catch a file shrinking under it
             f = producer.file
-            self._expected_send = os.fstat(f.fileno()).st_size - f.tell()
+            self._send_end = os.fstat(f.fileno()).st_size
+            self._expected_send = self._send_end - f.tell()
         except (AttributeError, OSError, ValueError):
             self._expected_send = None
         super().push_with_producer(producer)
@@ -167,13 +172,32 @@ class DRSDataMixin:
                 # 3.4.1), so a client that died looks done: the size it
                 # announced with ALLO tells the difference.
                 self.transfer_finished = False
-                self._resp = (f"451 Upload incomplete: {size} of {expected} bytes; "
-                              "kept for REST to resume.", log.warning)
+                self._resp = ((f"451 Upload incomplete: {size} of {expected} bytes; "
+                              "kept for REST to resume."), log.warning)
                 return
             os.replace(self.file_obj.name, final)
         except OSError as exc:
             self.transfer_finished = False
             self._resp = (f"451 Cannot move the upload into place: {exc.strerror}.", log.warning)
+
+    def handle_close(self):
+        if not self._initialized:  # an idle data connection the peer closed: no command to answer
+            self._resp = ()
+            self.close()
+            return
+        super().handle_close()
+
+    def _short_send_reply(self) -> tuple | None:
+        """RETR ended before the bytes it owes: the file shrank under it
+        (451) or the client closed the data connection first (426, RFC 959
+        4.2); pyftpdlib says 226 when the close comes inside sendfile."""
+        try:
+            shrank = os.fstat(self.file_obj.fileno()).st_size < self._send_end
+        except (AttributeError, OSError, ValueError):
+            shrank = False
+        if shrank:
+            return ("451 The file shrank during the transfer; transfer aborted.", log.warning)
+        return (f"426 Connection closed; transfer aborted after {self.tot_bytes_sent} bytes.", log.info)
 
     def close(self):
         if self._closed:
@@ -182,7 +206,7 @@ class DRSDataMixin:
                 and self.tot_bytes_sent < self._expected_send and self._resp[:1]
                 and self._resp[0].startswith("226")):
             self.transfer_finished = False
-            self._resp = ("451 The file shrank during the transfer; transfer aborted.", log.warning)
+            self._resp = self._short_send_reply()
         self._finish_upload()
         if self._tick_handle is not None:
             self._tick_handle.cancel()
@@ -205,11 +229,30 @@ class DRSPassiveDTP(PassiveDTP):
         self.cmd_channel.release_handshake_reservation()
         super().close()
 
+    def handle_accepted(self, sock, addr):
+        super().handle_accepted(sock, addr)
+        if self._closed and self.cmd_channel.data_channel is None:  # reset before it was accepted
+            self.cmd_channel.fail_queued_transfer("425 Can't open data connection: it closed at once.")
+
+    def handle_timeout(self):
+        # 421 only answers a transfer command waiting for this connection;
+        # with none waiting it would be read as the reply to the next command.
+        self.close()
+        self.cmd_channel.fail_queued_transfer("421 Passive data channel timed out.")
+
 
 class DRSActiveDTP(ActiveDTP):
     def create_socket(self, family, type):
         super().create_socket(family, type)
         self.cmd_channel.before_handshake(self.socket)
+
+    def handle_close(self):  # connect failed: PORT got its 425; a queued transfer gets one too
+        super().handle_close()
+        self.cmd_channel.fail_queued_transfer("425 Can't open data connection.")
+
+    def handle_timeout(self):
+        super().handle_timeout()
+        self.cmd_channel.fail_queued_transfer("425 Can't open data connection: timed out.")
 
 
 class DRSControlMixin:
@@ -324,6 +367,64 @@ class DRSControlMixin:
         self.respond("426 Transfer aborted: server shutting down.")
         self.respond("421 Server shutting down.")
         self.close_when_done()
+
+    # -- one final reply per transfer command (RFC 959 4.2, 5.4) ------------------
+    def data_path_open(self) -> bool:
+        """A data connection is open or being made: PASV listening, PORT
+        connecting.  (pyftpdlib keeps a PORT's connector after it connected
+        and a timed-out listener after it closed.)"""
+        acc, con = self._dtp_acceptor, self._dtp_connector
+        return (self.data_channel is not None or (acc is not None and not acc._closed)
+                or (con is not None and not con._closed and not con.connected))
+
+    def fail_queued_transfer(self, reply: str) -> bool:
+        """A transfer command answered 150 whose data connection will not
+        come gets ``reply`` as its final reply; True if one was waiting."""
+        out, inq = self._out_dtp_queue, self._in_dtp_queue
+        if out is None and inq is None:
+            return False
+        self._out_dtp_queue = self._in_dtp_queue = None
+        f = out[2] if out is not None else inq[0]
+        if f is not None:
+            self._upload_targets.pop(getattr(f, "name", None), None)
+            f.close()
+        self.respond(reply)
+        return True
+
+    def process_command(self, cmd, *args, **kwargs):
+        # Without a data connection open or being made, a transfer command
+        # would answer 150 and wait forever (the client closed its data
+        # connection, or never opened one): 425 is its final reply.
+        if cmd in TRANSFER_CMDS and self.authenticated and not self.data_path_open():
+            self._restart_position = 0  # REST applies to this command only
+            msg = "Can't open data connection: none is open (PASV/EPSV/PORT/EPRT first)."
+            self.respond("425 " + msg)
+            self.log_cmd(cmd, args[0] if args else "", 425, msg)
+            return
+        super().process_command(cmd, *args, **kwargs)
+
+    def ftp_ABOR(self, line):
+        """RFC 959 4.1.3: a transfer command still without its final reply
+        gets 426, then ABOR gets 226; otherwise ABOR gets 225.  (pyftpdlib
+        sends a lone 225 for a transfer that has moved no byte yet, which
+        left that command without a reply.)"""
+        dc = self.data_channel
+        pending = self._out_dtp_queue is not None or self._in_dtp_queue is not None
+        had_path = self.data_path_open()
+        self._shutdown_connecting_dtp()
+        if dc is not None:
+            pending = pending or (dc._initialized and not dc._closed)
+            dc._resp = ()  # its reply is the 426 below
+            dc.close()
+            self.data_channel = None
+        if pending:
+            if not self.fail_queued_transfer("426 Transfer aborted via ABOR."):
+                self.respond("426 Transfer aborted via ABOR.", logfun=log.info)
+            self.respond("226 ABOR command successful.")
+        elif had_path:
+            self.respond("225 ABOR command successful; data channel closed.")
+        else:
+            self.respond("225 No transfer to abort.")
 
     # -- uploads under a temporary name ----------------------------------------
     def ftp_STOR(self, file, mode="w"):

@@ -57,6 +57,8 @@ class DRSConfig:
     ack_buffer: int = 16 * KiB  # the direction that carries only ACKs
     open_start: bool = True  # offer the cap at the handshake (see before_handshake)
     open_start_min_rtt: float = 0.04  # ... on paths at least this long (control RTT)
+    cpu_floor: int = 4 * MiB  # receive window at least this on short paths (see _cpu_floor)
+    cpu_floor_rtt: float = 0.01  # ... paths whose min RTT is below this
 
     def __post_init__(self) -> None:
         if not 0 < self.floor <= self.cap:
@@ -216,8 +218,19 @@ class DRSTuning(Tuning):
         target = min(target, max(self.window * gain ** frac, cfg.floor))
         if self._recovering(sample, now, srtt, congested=queue):
             target = max(target, self._recovery_room(min_rtt or srtt))
-        size = self._step(target, cfg.shrink_step ** frac)
+        size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac)
         return self._emit(size)
+
+    def _cpu_floor(self) -> int:
+        """Below ``cpu_floor_rtt`` the right-sized window is rate x
+        ``app_delay`` (312 KB at 200 Mbit/s), too small for read batching
+        (SO_RCVLOWAT: 1/8 of the window, none under a 512 KiB window, the
+        full 512 KiB from 4 MiB), so this reader wakes per burst; 4 MiB cost
+        little memory there and cut its CPU by a third (docs/DESIGN.md, "A
+        window floor on short paths").  Longer paths keep DRS's window:
+        their memory is what DRS saves."""
+        min_rtt = self.rtt.min_rtt
+        return self.config.cpu_floor if min_rtt is not None and min_rtt < self.config.cpu_floor_rtt else 0
 
     def _recovering(self, sample: Sample, now: float, srtt: float, *, congested: bool) -> bool:
         """Out-of-order arrivals (a hole: a loss) in the last ``recovery_periods``
