@@ -64,7 +64,7 @@ def test_auto_ranged_opens_and_ends_sessions(throttled_server, scripted, tmp_pat
     loc = parse_url(f"ftp://{USER}:{PASSWORD}@127.0.0.1:{port}/f.bin")
     dest = str(tmp_path / "out.bin")
     result = asyncio.run(parallel.get(loc, dest, _opts(), None))
-    d = result.as_dict()
+    d = result.to_dict()
     done = [c["streams"] for c in d["stream_changes"]]
     # ADD, ADD, REMOVE as scripted; an ADD is refused (undone) when no range
     # is left worth a session
@@ -85,7 +85,7 @@ def test_auto_mode_e_put_connects_and_retires_streams(server, scripted, tmp_path
     opts = _opts()
     opts.tuning = "fixed:256K"  # a slower loopback put: the script runs before it ends
     result = asyncio.run(parallel.put(str(src), loc, opts, None))
-    d = result.as_dict()
+    d = result.to_dict()
     done = [c["streams"] for c in d["stream_changes"]]
     # the first ADD comes 5 ms in, with blocks left; a later one is refused
     # once every block is taken (the driver cannot add a stream then)

@@ -56,6 +56,11 @@ class EModeCommands(EPortHooks):
     def transfer_running(self) -> bool:
         return (self.eblock is not None and self.eblock.busy) or super().transfer_running()
 
+    def data_path_open(self) -> bool:
+        """In MODE E the session's own streams are the data path, and
+        ESession answers a transfer without them (docs/EBLOCK.md)."""
+        return (self.eblock is not None and self.eblock.active) or super().data_path_open()
+
     def abort_for_shutdown(self) -> None:
         if self.eblock is not None and self.eblock.busy:
             self.eblock.abort(None)
