@@ -25,7 +25,7 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "anonymous_read": _BOOL, "idle_timeout": _FLOAT, "data_timeout": _FLOAT, "read_only": _BOOL,
     "tuning": _STR, "force_buffers": _BOOL, "passive_ports": _STR, "max_connections": _INT,
     "max_connections_per_ip": _INT, "log_file": _STR, "log_format": _STR, "tls_cert": _STR,
-    "tls_key": _STR, "require_tls": _BOOL, "grace": _FLOAT,
+    "tls_key": _STR, "require_tls": _BOOL, "grace": _FLOAT, "max_streams": _INT, "max_streams_total": _INT,
     "buffer_budget": ((str, int), "a size such as \"256MiB\", a number of bytes, or \"off\""),
 }
 PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file")

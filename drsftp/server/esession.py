@@ -63,7 +63,11 @@ class ESession:
         spec = h.tuning_spec
         if self.sbuf and spec.startswith("fixed"):
             spec = f"fixed:{self.sbuf}"  # SBUF: the static size under --tuning fixed
-        tuner = SocketTuner(spec, role, allow_force=h.allow_force, limits=h.host_limits, budget=h.buffer_budget)
+        # No read low-water mark (SO_RCVLOWAT): a MODE E stream stays open
+        # after its EOD, so a transfer's last bytes below the mark would wait
+        # for data that never comes (stream mode ends with a FIN instead).
+        tuner = SocketTuner(spec, role, allow_force=h.allow_force, limits=h.host_limits, budget=h.buffer_budget,
+                            batch_reads=False)
         if self.sbuf:
             tuner.cap_size(self.sbuf)
         tuner.note_control_rtt(h.socket)
