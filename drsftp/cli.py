@@ -77,15 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="socket buffers of all transfers together (DRS shares it by need); 'off':"
                         " no budget, and DRS leaves buffers to kernel autotuning where it reaches further")
 
-    for name, helptext in (("get", "download ftp://... to DEST"), ("put", "upload SRC to ftp://...")):
+    from .client.jobcli import add_dataset_opts, add_ls_parser
+
+    for name, helptext, paths in (("get", "download ftp://... to DEST", "URL [URL ...] [DEST]"),
+                                  ("put", "upload SRC to ftp://...", "SRC [SRC ...] URL")):
         p = sub.add_parser(name, help=helptext)
-        if name == "get":
-            p.add_argument("url")
-            p.add_argument("dest", nargs="?")
-        else:
-            p.add_argument("src")
-            p.add_argument("url")
+        p.add_argument("paths", nargs="+", metavar=paths)
         _add_transfer_opts(p)
+        add_dataset_opts(p)
+    add_ls_parser(sub)
 
     pw = sub.add_parser("passwd", help="add, change or delete a user in a users file")
     pw.add_argument("file")
@@ -177,16 +177,25 @@ def _cmd_passwd(args) -> int:
 
 def _cmd_transfer(args) -> int:
     from .client import TransferOptions, get, put
+    from .client.jobcli import run_job, wants_job
     from .client.progress import human_bits, human_bytes
     from .ftp.session import parse_url
 
-    loc = parse_url(args.url, args.netrc)
+    if args.command == "put" and len(args.paths) < 2:
+        raise UsageError("put needs SRC and URL")
+    if not wants_job(args):
+        args.url = args.paths[0] if args.command == "get" else args.paths[1]
+        args.dest = args.paths[1] if args.command == "get" and len(args.paths) > 1 else None
+        args.src = args.paths[0]
     opts = TransferOptions(
         tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
         progress={"auto": None, "always": True, "never": False}[args.progress],
         use_drs_command=not args.no_drs_command, idle_timeout=args.timeout, max_time=args.max_time,
         verify=args.verify,
     )
+    if wants_job(args):
+        return run_job(args, opts)
+    loc = parse_url(args.url, args.netrc)
     from .client.transfer import with_retries
 
     if args.retries < 0:
@@ -222,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _setup_logging(args.verbose, getattr(args, "log_file", None))
     from .client.control import FTPError
+    from .client.jobcli import JobUsageError
     from .ftp.session import URLError
     from .netem.errors import NetemError
     from .server import ConfigError
@@ -233,11 +243,15 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_transfer(args)
         if args.command == "passwd":
             return _cmd_passwd(args)
+        if args.command == "ls":
+            from .client.jobcli import run_ls
+
+            return run_ls(args)
         return args.func(args)
     except KeyboardInterrupt:
         print("drsftp: interrupted", file=sys.stderr)
         return 130
-    except (UsageError, URLError, ConfigError) as exc:
+    except (UsageError, URLError, ConfigError, JobUsageError) as exc:
         print(f"drsftp: error: {exc}", file=sys.stderr)
         return 2
     except (FTPError, NetemError, OSError, ValueError) as exc:
