@@ -79,10 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .client.jobcli import add_dataset_opts, add_ls_parser
 
-    for name, helptext, paths in (("get", "download ftp://... to DEST", "URL [URL ...] [DEST]"),
-                                  ("put", "upload SRC to ftp://...", "SRC [SRC ...] URL")):
+    for name, helptext, paths in (("get", "download ftp://... to DEST", "URL ... [DEST]"),
+                                  ("put", "upload SRC to ftp://...", "SRC ... URL")):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("paths", nargs="+", metavar=paths)
+        p.add_argument("paths", nargs="+", metavar="PATH", help=paths)
         _add_transfer_opts(p)
         add_dataset_opts(p)
     add_ls_parser(sub)

@@ -299,10 +299,15 @@ class GetTail:
 
     async def finish(self, mtime: float | None) -> TransferResult:
         await self.sess.final(self.st.transfer, f"RETR {self.remote}")
+        # The 226 says the file was sent whole (stream mode: RFC 959 sec.
+        # 3.4.1); a size other than the listing's is a file that changed
+        # since the walk.  Its time is then not the listing's either.
         got = self.offset + self.xfer.moved
-        if self.size is not None and got != self.size:
-            raise FTPError(f"short transfer: {got} of {self.size} bytes")
+        changed = self.size is not None and got != self.size
         os.replace(self.part, self.local)
-        if mtime is not None:
+        if mtime is not None and not changed:
             os.utime(self.local, (mtime, mtime))
-        return _result("get", self.remote, self.xfer, self.size, self.offset, self.seconds)
+        res = _result("get", self.remote, self.xfer, got, self.offset, self.seconds)
+        if changed:
+            res.summary["note"] = f"changed during the copy: listed {self.size} B, got {got} B"
+        return res
