@@ -1,0 +1,138 @@
+"""A hostile server's listings never make `drsftp get -r` write outside
+DEST: names with '..', '/', NUL, CR/LF, '.', duplicates, directory loops
+and endless depth (an in-process fake server on loopback)."""
+
+import asyncio
+import os
+import threading
+import uuid
+
+from drsftp.client.dataset import MAX_DEPTH, JobOptions, run_get
+from drsftp.client.transfer import TransferOptions
+from drsftp.ftp.session import parse_url
+
+
+class FakeFTP:
+    """Just enough FTP for a get -r: MLST, MLSD and RETR from a table."""
+
+    def __init__(self, listings):
+        self.listings = listings  # path -> MLSD body (bytes); other paths list `deep_forever`
+        self.retrieved = []
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        assert self.ready.wait(10)
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._session, "127.0.0.1", 0))
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.ready.set()
+        self.loop.run_forever()
+
+    def stop(self):
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+    async def _session(self, reader, writer):
+        def say(text):
+            writer.write(text.encode("utf-8", "surrogateescape") + b"\r\n")
+
+        say("220 fake")
+        passive = None
+        for _ in range(100000):  # bounded
+            raw = await reader.readline()
+            if not raw:
+                break
+            line = raw.decode("utf-8", "surrogateescape").rstrip("\r\n")
+            verb, _, arg = line.partition(" ")
+            verb = verb.upper()
+            if verb == "USER":
+                say("331 pass")
+            elif verb == "PASS":
+                say("230 in")
+            elif verb == "FEAT":
+                say("211-Features:\r\n MLST type*;size*;modify*;unique*;\r\n211 End")
+            elif verb in ("TYPE", "OPTS"):
+                say("200 ok")
+            elif verb == "MLST":
+                say(f"250-Listing {arg}\r\n type=dir; {arg}\r\n250 End")
+            elif verb == "EPSV":
+                conn = asyncio.get_running_loop().create_future()
+
+                async def accept(r, w, conn=conn):
+                    conn.set_result(w)
+
+                passive = (await asyncio.start_server(accept, "127.0.0.1", 0), conn)
+                say(f"229 Entering Extended Passive Mode (|||{passive[0].sockets[0].getsockname()[1]}|)")
+            elif verb in ("MLSD", "RETR") and passive is not None:
+                srv, conn = passive
+                say("150 here it comes")
+                w = await asyncio.wait_for(conn, 10)
+                if verb == "MLSD":
+                    body = self.listings.get(arg, b"type=dir; deep\r\n")
+                else:
+                    self.retrieved.append(arg)
+                    body = b"EVIL"
+                w.write(body)
+                await w.drain()
+                w.close()
+                srv.close()
+                passive = None
+                say("226 done")
+            elif verb == "QUIT":
+                say("221 bye")
+                break
+            else:
+                say("502 no")
+            await writer.drain()
+        writer.close()
+
+
+def test_hostile_listing_cannot_write_outside_dest(tmp_path):
+    abs_target = f"/tmp/drs-escape-{uuid.uuid4().hex}"
+    listing = "\r\n".join([
+        "type=file;size=4; ../escape1",
+        f"type=file;size=4; {abs_target}",
+        "type=file;size=4; a/../../escape2",
+        "type=file;size=4; sub/x",
+        "type=dir; ..",
+        "type=dir; .",
+        "type=dir; ../../up",
+        "type=file;size=4; nul\x00name",
+        "type=file;size=4; ok.txt",
+        "type=file;size=4; ok.txt",  # listed twice
+        "type=file;size=4; ..ok",  # an ordinary name
+        "type=dir;unique=L1; loop",
+        "type=dir; deep",
+        "",
+    ]).encode()
+    fake = FakeFTP({
+        "/d": listing,
+        "/d/loop": b"type=dir;unique=L1; loop\r\ntype=file;size=4; in_loop\r\n",  # itself again
+    })
+    dest = tmp_path / "a" / "b" / "dest"
+    try:
+        loc = parse_url(f"ftp://u:p@127.0.0.1:{fake.port}/d")
+        res = asyncio.run(asyncio.wait_for(
+            run_get([(loc, True)], str(dest), TransferOptions(use_drs_command=False),
+                    JobOptions(recursive=True, sessions=2)), 120))
+    finally:
+        fake.stop()
+    # every file written is inside DEST, and only the safe names were written
+    written = set()
+    for dirpath, _, files in os.walk(tmp_path):
+        for name in files:
+            written.add(os.path.relpath(os.path.join(dirpath, name), tmp_path))
+    assert written == {"a/b/dest/ok.txt", "a/b/dest/..ok", "a/b/dest/loop/in_loop"}
+    assert not os.path.exists(abs_target)
+    assert not any("escape" in p or "up" == os.path.basename(p) for p in fake.retrieved)
+    # the unsafe names were reported, not followed; the endless chain stopped at the limit
+    errors = [o.error for o in res.outcomes if o.status == "failed"]
+    assert sum("unsafe name" in e for e in errors) >= 7
+    assert any(f"deeper than {MAX_DEPTH}" in e for e in errors)
+    depth = max(len(os.path.relpath(d, dest).split(os.sep)) for d, _, _ in os.walk(dest))
+    assert depth == MAX_DEPTH
+    assert res.count("ok") == 3
