@@ -45,6 +45,7 @@ class JobOptions:
     retries: int = 0
     verbose: int = 0
     progress: bool | None = None
+    pipeline: bool = True  # False: each command waits for the previous reply (for comparison)
 
 
 @dataclass
@@ -125,6 +126,7 @@ class Job:
         if self.spare:
             return self.spare.pop()
         sess = await RemoteSession.open(self.loc, self.topts)
+        sess.pipeline = self.jopts.pipeline
         self.rtt = self.rtt or sess.rtt
         return sess
 
@@ -450,7 +452,7 @@ async def _get_worker(job: Job, wid: int) -> None:
             lines = ((f"REST {offset}",) if offset else ()) + (f"RETR {remote}",)
             try:
                 for _attempt in range(2):
-                    if offset:  # a resumed file waits for the previous 226: REST's 350 is checked first
+                    if offset or not job.jopts.pipeline:  # a resumed file waits for the previous 226
                         tail = await _finish_tail(job, tail, sess, wid)
                     st = sess.start(*lines)
                     prev, tail = tail, None

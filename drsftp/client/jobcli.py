@@ -40,6 +40,8 @@ def add_dataset_opts(p: argparse.ArgumentParser) -> None:
                    help="with --sync: compare SHA-256 (HASH) of same-size files instead of times")
     p.add_argument("--delete", action="store_true",
                    help="delete what the destination holds beyond the source (only with this flag)")
+    p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
+                   help="send each command after the previous reply (to measure what pipelining saves)")
 
 
 def add_ls_parser(sub) -> None:
@@ -52,7 +54,7 @@ def add_ls_parser(sub) -> None:
 
 def wants_job(args) -> bool:
     return bool(args.recursive or len(args.paths) > 2 or args.sync or args.delete
-                or args.sessions != 4)
+                or args.sessions != 4 or not args.pipeline)
 
 
 def _parse_src_url(url: str, netrc: str | None) -> tuple[FTPLocation, bool]:
@@ -74,7 +76,8 @@ def run_job(args, topts) -> int:
     if len(args.paths) < 2:
         raise JobUsageError(f"{args.command} needs a source and a destination")
     jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, delete=args.delete,
-                       resume=args.resume, sessions=args.sessions, retries=args.retries, verbose=args.verbose,
+                       resume=args.resume, sessions=args.sessions, pipeline=args.pipeline, retries=args.retries,
+                       verbose=args.verbose,
                        progress={"auto": None, "always": True, "never": False}[args.progress])
     *srcs, dest = args.paths
     if args.command == "get":

@@ -65,6 +65,7 @@ class RemoteSession:
     def __init__(self, ctl: ControlConnection, opts: TransferOptions) -> None:
         self.ctl, self.opts = ctl, opts
         self.passive_verb: str | None = None  # learned from the first data command
+        self.pipeline = True  # False: one command at a time (to measure what pipelining saves)
         self.mlsd = "MLST" in ctl.features
         self.peer = ctl.writer.get_extra_info("peername")[0]
 
@@ -89,7 +90,7 @@ class RemoteSession:
         ``lines[-1]`` together (once the passive verb is known)."""
         verb = self.passive_verb or "EPSV"
         passive = self.ctl.start(verb)
-        pipelined = self.passive_verb is not None
+        pipelined = self.passive_verb is not None and self.pipeline
         if not pipelined:
             return Started(passive, None, False, tuple(lines))  # type: ignore[arg-type]
         extra = tuple(self.ctl.start(x) for x in lines[:-1])
