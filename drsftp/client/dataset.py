@@ -420,15 +420,39 @@ def _apply_local(job: Job, s: Source, p: Plan) -> None:
 
 
 async def _get_worker(job: Job, wid: int) -> None:
-    """One session's loop: the next file's commands go out once the current
-    file's data has ended, before its 226 is read (remote.py)."""
+    """One session's loop.  The next file's commands go out when the
+    current file's 226 arrives: the server has ended the transfer (it
+    answers once the last data is in its socket), while the last round
+    trips of data are still on their way to us (remote.py)."""
     sess: RemoteSession | None = None
-    tail = None  # (item, GetTail) awaiting its 226
+    ahead: tuple[_Item, object] | None = None  # the next file, its commands sent
+
+    def lines_of(item: _Item) -> tuple[str, ...]:
+        remote = job.paths(item)[0]
+        off = item.t.resume_from
+        return ((f"REST {off}",) if off else ()) + (f"RETR {remote}",)
+
+    def send_ahead(reply) -> None:
+        nonlocal ahead
+        if ahead is not None or reply.code != 226 or not job.jopts.pipeline or not job.may_run(wid):
+            return
+        if not job.queue or job.queue[-1].check or sess is None or sess.ctl._closed:
+            return
+        item = job.queue.pop()
+        try:
+            ahead = (item, sess.start(*lines_of(item)))
+        except ERRORS:
+            job.queue.append(item)
+
     try:
-        while job.may_run(wid):
-            item = job.queue.pop() if job.queue else None
-            if item is None:
-                break
+        while True:
+            if ahead is not None:
+                (item, st), ahead = ahead, None
+            else:
+                item = job.queue.pop() if job.queue and job.may_run(wid) else None
+                if item is None:
+                    break
+                st = None
             if sess is None:
                 try:
                     sess = await job.session()
@@ -436,62 +460,42 @@ async def _get_worker(job: Job, wid: int) -> None:
                     job.queue.append(item)
                     raise FTPError(f"cannot open a session: {exc}") from exc
             remote, local = job.paths(item)
-            if item.check:
-                tail = await _finish_tail(job, tail, sess, wid)
-                try:
+            try:
+                if item.check:
                     if await _same_digest(sess, remote, local):
                         job.finished(item, Outcome(local, "skipped"))
                         continue
-                except ERRORS as exc:
-                    job.retry_or_fail(item, exc)
-                    if _broken(exc):
-                        await sess.close()
-                        sess = None
-                    continue
-            offset = item.t.resume_from
-            lines = ((f"REST {offset}",) if offset else ()) + (f"RETR {remote}",)
-            try:
+                    item.check = False
+                lines = lines_of(item)
                 for _attempt in range(2):
-                    if offset or not job.jopts.pipeline:  # a resumed file waits for the previous 226
-                        tail = await _finish_tail(job, tail, sess, wid)
-                    st = sess.start(*lines)
-                    prev, tail = tail, None
-                    await _finish_tail(job, prev, sess, wid)
+                    st = st or sess.start(*lines)
                     try:
-                        t = await sess.get_data(st, lines, remote, local, item.t.size, offset,
-                                                on_xfer=lambda x: job.active.__setitem__(wid, x))
+                        t = await sess.get_data(st, lines, remote, local, item.t.size, item.t.resume_from,
+                                                on_xfer=lambda x: job.active.__setitem__(wid, x),
+                                                on_final=send_ahead)
                     except _Retry:
-                        continue  # its 503 was drained; the previous 226 is in: send again
-                    tail = (item, t)
+                        st = None  # its 503s are read: send the pair again
+                        continue
                     break
                 else:
                     raise FTPError(f"RETR {remote}: the server kept answering 503", transient=False)
+                job.active.pop(wid, None)
+                job.finished(item, Outcome(local, "ok", await t.finish(item.t.mtime)))
             except ERRORS as exc:
                 job.active.pop(wid, None)
                 job.retry_or_fail(item, exc)
                 if _broken(exc):
+                    if ahead is not None:
+                        job.queue.append(ahead[0])
+                        ahead = None
                     await sess.close()
                     sess = None
-        tail = await _finish_tail(job, tail, sess, wid)
     finally:
         job.active.pop(wid, None)
-        if sess is not None:
-            job.spare.append(sess) if not sess.ctl._closed else None
-
-
-async def _finish_tail(job: Job, tail, sess, wid: int):
-    """Read the 226 of the file whose data ended; record it."""
-    if tail is None:
-        return
-    item, t = tail
-    if job.active.get(wid) is t.xfer:
-        job.active.pop(wid)  # its bytes count once: in the outcome
-    try:
-        res = await t.finish(item.t.mtime)
-        job.finished(item, Outcome(t.local, "ok", res))
-    except ERRORS as exc:
-        job.retry_or_fail(item, exc)
-    return
+        if ahead is not None:
+            job.queue.append(ahead[0])
+        if sess is not None and not sess.ctl._closed:
+            job.spare.append(sess)
 
 
 # -- put --------------------------------------------------------------------------------

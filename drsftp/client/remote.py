@@ -38,7 +38,6 @@ from .transfer import (
     TransferOptions,
     TransferResult,
     _close_data,
-    _drain,
     _drive,
     _open_part,
     _receive,
@@ -205,9 +204,10 @@ class RemoteSession:
 
     # -- files ------------------------------------------------------------------
     async def get_data(self, st: Started, lines: tuple[str, ...], remote: str, local: str,
-                       size: int | None, offset: int, on_xfer=None) -> GetTail:
-        """The data of one get, up to its EOF; the 226 is awaited by
-        GetTail.finish, after the next file's commands went out."""
+                       size: int | None, offset: int, on_xfer=None, on_final=None) -> GetTail:
+        """The data of one get, up to its EOF.  ``on_final(reply)`` runs as
+        the transfer's final reply arrives, often before the EOF: the
+        caller sends the next file's commands then."""
         opts = self.opts
         tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers)
         xfer = _Transfer(self.ctl, tuner, opts, os.path.basename(local), size, offset)
@@ -218,6 +218,9 @@ class RemoteSession:
         except (FTPError, _Retry):
             await self._drain_tokens(st)
             raise
+        if on_final is not None:
+            st.transfer.final.add_done_callback(
+                lambda fut: on_final(fut.result()) if not fut.cancelled() and fut.exception() is None else None)
         try:
             await self._check_rest(st)
             await self.preliminary(st, f"cannot retrieve {remote}")
@@ -272,7 +275,9 @@ class RemoteSession:
             started = xfer.started = time.monotonic()
             io = asyncio.ensure_future(_send(sock, f, offset, size - offset, xfer))
             await _server_says_why(_drive(io, xfer), st.transfer, f"STOR {remote}")
-            await _drain(sock, xfer, tuner)
+            # No wait for the last ACK (as a single put does, to time the
+            # transfer alone): the kernel delivers what it holds after close,
+            # and the 226 says the server has it all.
             seconds = time.monotonic() - started
         finally:
             sock.close()
