@@ -258,3 +258,13 @@ def test_json_record_per_file_reuses_the_single_file_fields(tree_server, tmp_pat
     single = set(json.loads(j1.read_text())) - {"timeline"}
     rec = job_records(j2)["files"][0]
     assert single <= set(rec), single - set(rec)
+
+
+def test_auto_sessions_and_the_job_bar(tree_server, tmp_path):
+    srv, root = tree_server
+    out = tmp_path / "out"
+    r = drsftp("get", "-r", "-c", "auto", "--progress", "always", srv.url("data/"), str(out))
+    assert r.returncode == 0, r.stderr
+    assert_same_tree(root / "data", out)
+    assert "23/23 files" in r.stderr  # the job's bar, in its last state
+    assert "rtt" in r.stderr and " x0 " not in r.stderr  # sessions: the most that ran

@@ -225,6 +225,7 @@ class Job:
 
     async def run_queue(self, worker_fn) -> None:
         self.queue.reverse()  # pop() from the end: files in planned order
+        self._worker_fn = worker_fn
         monitor = asyncio.ensure_future(self.monitor())
         try:
             self.spawn(worker_fn)
@@ -270,13 +271,17 @@ class Job:
             if self.auto is not None and now >= next_auto:
                 self.allowed = self.auto.update(rate)
                 next_auto = now + AUTO_INTERVAL
+                self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
             last_t, last_b = now, moved
             self.view.update(files_done=self.files_done, files_total=self.files_total, done=moved,
                              total=self.bytes_total, rate_bps=rate * 8, sessions=len(self.workers), rtt=self.rtt)
 
     def show(self) -> None:
+        """The bar's last state: the job's mean rate and most sessions."""
+        seconds = time.monotonic() - self.started
         self.view.update(files_done=self.files_done, files_total=self.files_total, done=self.moved_now(),
-                         total=self.bytes_total, rate_bps=0.0, sessions=len(self.workers), rtt=self.rtt)
+                         total=self.bytes_total, rate_bps=self.moved_now() * 8 / max(seconds, 1e-6),
+                         sessions=self.result.sessions_max, rtt=self.rtt)
 
     def finished(self, item: _Item, outcome: Outcome) -> None:
         self.files_done += 1
