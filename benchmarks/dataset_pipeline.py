@@ -10,8 +10,8 @@ the time per file in RTTs.
 """
 
 import argparse
+import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -19,9 +19,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from conftest import PASSWORD, USER, make_file, running_server  # noqa: E402
+from conftest import PASSWORD, USER, make_file, running_server
 
-from drsftp.netem.link import Link  # noqa: E402
+from drsftp.netem.link import Link
 
 
 def main() -> None:
@@ -45,18 +45,20 @@ def main() -> None:
                 for flags in ([], ["--no-pipeline"]):
                     out = os.path.join(tmp, "out")
                     shutil.rmtree(out, ignore_errors=True)
-                    cmd = link.command("client", [sys.executable, "-m", "drsftp", "-v", "get", "-r", "-c", str(n),
-                                                  "--progress", "never", *flags, url, out])
+                    j = os.path.join(tmp, "job.json")
+                    cmd = link.command("client", [sys.executable, "-m", "drsftp", "get", "-r", "-c", str(n),
+                                                  "--progress", "never", "--json", j, *flags, url, out])
                     t0 = time.monotonic()
                     r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
                     wall = time.monotonic() - t0
-                    m = re.search(r"in ([\d.]+) s", r.stderr.splitlines()[-1] if r.stderr else "")
-                    job = float(m.group(1)) if m else float("nan")
-                    ok = r.returncode == 0 and len(os.listdir(out)) == args.files
+                    if r.returncode != 0:
+                        print(f"-c {n} {flags}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+                        continue
+                    with open(j) as f:
+                        job = json.load(f)["seconds"]
                     per = job / args.files * n / args.rtt
                     print(f"-c {n} {'no pipeline' if flags else 'pipelined  '}: job {job:.2f} s (wall {wall:.2f} s),"
-                          f" {args.files / job:.1f} files/s, {per:.2f} RTT per file per session"
-                          f"{'' if ok else ' FAILED: ' + r.stderr[-300:]}")
+                          f" {args.files / job:.1f} files/s, {per:.2f} RTT per file per session")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -268,3 +268,20 @@ def test_auto_sessions_and_the_job_bar(tree_server, tmp_path):
     assert_same_tree(root / "data", out)
     assert "23/23 files" in r.stderr  # the job's bar, in its last state
     assert "rtt" in r.stderr and " x0 " not in r.stderr  # sessions: the most that ran
+
+
+def test_put_skips_local_names_that_cannot_be_sent_and_read_only_server_fails_cleanly(tree_server, tmp_path):
+    srv, root = tree_server
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "good.txt").write_text("ok")
+    with open(os.path.join(os.fsencode(src), b"bad\xff.txt"), "wb") as f:  # not UTF-8
+        f.write(b"x")
+    (src / "cr\rlf").write_text("x")
+    r = drsftp("put", "-r", str(src) + "/", srv.url("names"))
+    assert r.returncode == 1 and "2 of 3 entries failed" in r.stderr and "Traceback" not in r.stderr
+    assert os.listdir(root / "names") == ["good.txt"]
+    with running_server(root, "--read-only") as ro:
+        r = drsftp("put", "-r", str(src) + "/", ro.url("names/sub"))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("drsftp: ")

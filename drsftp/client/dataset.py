@@ -273,6 +273,9 @@ class Job:
                 next_auto = now + AUTO_INTERVAL
                 self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
             last_t, last_b = now, moved
+            rtts = [x.tuner.last_rtt for x in self.active.values() if getattr(x, "tuner", None) and x.tuner.last_rtt]
+            if rtts:
+                self.rtt = min(rtts)  # the data connections' own measure (TCP_INFO)
             self.view.update(files_done=self.files_done, files_total=self.files_total, done=moved,
                              total=self.bytes_total, rate_bps=rate * 8, sessions=len(self.workers), rtt=self.rtt)
 
@@ -504,6 +507,14 @@ async def _get_worker(job: Job, wid: int) -> None:
 
 
 # -- put --------------------------------------------------------------------------------
+def _sendable(name: str) -> bool:
+    try:
+        check_name(name)
+    except UnsafePath:
+        return False
+    return True
+
+
 def local_source_tree(root: str, report) -> dict[Rel, Stat]:
     """A local directory to upload.  A symlink is followed only to a file
     inside ``root``; others are reported and left out."""
@@ -513,6 +524,10 @@ def local_source_tree(root: str, report) -> dict[Rel, Stat]:
         rel_dir = tuple(p for p in os.path.relpath(dirpath, root).split(os.sep) if p != ".")
         for d in list(dirnames):
             full = os.path.join(dirpath, d)
+            if not _sendable(d):
+                dirnames.remove(d)
+                report(full, "name cannot be sent (not UTF-8, or CR/LF); skipped")
+                continue
             if os.path.islink(full):
                 dirnames.remove(d)
                 report(full, "symlink to a directory; skipped")
@@ -520,6 +535,9 @@ def local_source_tree(root: str, report) -> dict[Rel, Stat]:
             tree[rel_dir + (d,)] = Stat(is_dir=True)
         for name in filenames:
             full = os.path.join(dirpath, name)
+            if not _sendable(name):
+                report(full, "name cannot be sent (not UTF-8, or CR/LF); skipped")
+                continue
             try:
                 if os.path.islink(full):
                     real = os.path.realpath(full)
