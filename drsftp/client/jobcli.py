@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
 import time
 import urllib.parse
@@ -66,8 +67,27 @@ def _parse_src_url(url: str, netrc: str | None) -> tuple[FTPLocation, bool]:
     return parse_url(url, netrc), url.endswith(("/", "/."))
 
 
+class _Once(logging.Filter):
+    """Each distinct message once: a job tunes hundreds of data connections
+    and would repeat the same host note for each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if msg in self.seen:
+            return False
+        self.seen.add(msg)
+        return True
+
+
 def run_job(args, topts) -> int:
     from .dataset import JobOptions, run_get, run_put
+
+    for name in ("drsftp.tuner", "drsftp.client"):
+        logging.getLogger(name).addFilter(_Once())
 
     if args.checksum and not args.sync:
         raise JobUsageError("--checksum goes with --sync")
