@@ -369,7 +369,8 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
             if entry is None:
                 job.fail(loc.path, "no such file or directory on the server")
                 continue
-            name = check_name(posixpath.basename(loc.path.rstrip("/")) or "root")
+            base = posixpath.basename(loc.path.rstrip("/"))
+            name = check_name(base) if base not in ("", ".") else "ftp-root"
             if entry.type == DIR and not jopts.recursive:
                 job.fail(loc.path, "is a directory (use -r)")
                 continue
