@@ -15,8 +15,9 @@ from drsftp.ftp.session import parse_url
 class FakeFTP:
     """Just enough FTP for a get -r: MLST, MLSD and RETR from a table."""
 
-    def __init__(self, listings):
+    def __init__(self, listings, busy=()):
         self.listings = listings  # path -> MLSD body (bytes); other paths list `deep_forever`
+        self.busy = set(busy)  # paths whose first RETR gets 450
         self.retrieved = []
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
@@ -67,6 +68,12 @@ class FakeFTP:
 
                 passive = (await asyncio.start_server(accept, "127.0.0.1", 0), conn)
                 say(f"229 Entering Extended Passive Mode (|||{passive[0].sockets[0].getsockname()[1]}|)")
+            elif verb == "RETR" and arg in self.busy and passive is not None:
+                self.busy.discard(arg)
+                self.retrieved.append(arg)
+                passive[0].close()
+                passive = None
+                say("450 busy, try later")
             elif verb in ("MLSD", "RETR") and passive is not None:
                 srv, conn = passive
                 say("150 here it comes")
@@ -136,3 +143,20 @@ def test_hostile_listing_cannot_write_outside_dest(tmp_path):
     depth = max(len(os.path.relpath(d, dest).split(os.sep)) for d, _, _ in os.walk(dest))
     assert depth == MAX_DEPTH
     assert res.count("ok") == 3
+
+
+def test_a_transient_reply_is_retried_with_retries_and_counted_without(tmp_path):
+    listing = b"type=file;size=4; a\r\ntype=file;size=4; b\r\ntype=file;size=4; c\r\n"
+    for retries, failed in ((0, ["b"]), (1, [])):
+        fake = FakeFTP({"/d": listing}, busy={"/d/b"})
+        dest = tmp_path / f"r{retries}"
+        try:
+            loc = parse_url(f"ftp://u:p@127.0.0.1:{fake.port}/d")
+            res = asyncio.run(asyncio.wait_for(
+                run_get([(loc, True)], str(dest), TransferOptions(use_drs_command=False),
+                        JobOptions(recursive=True, sessions=1, retries=retries)), 60))
+        finally:
+            fake.stop()
+        assert sorted(os.path.basename(o.path) for o in res.outcomes if o.status == "failed") == failed
+        assert sorted(os.listdir(dest)) == sorted({"a", "b", "c"} - set(failed))
+        assert fake.retrieved.count("/d/b") == 1 + retries
