@@ -315,8 +315,15 @@ def sha256_file(path: str) -> str:
 
 
 async def remote_sha256(sess: RemoteSession, path: str) -> str | None:
+    """The server's SHA-256 of a file: HASH (draft-bryan-ftpext-hash), or
+    GridFTP's CKSM (GFD.20 era; ``213 <hex>``) where HASH is missing."""
     if "HASH" not in sess.ctl.features:
-        return None
+        if "CKSM" not in sess.ctl.features:
+            return None
+        reply = await sess.ctl.command(f"CKSM SHA256 0 -1 {path}", timeout=3600)
+        digest = reply.first.strip().lower()
+        ok = reply.code == 213 and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
+        return digest if ok else None
     await sess.ctl.command("OPTS HASH SHA-256")
     reply = await sess.ctl.command(f"HASH {path}", timeout=3600)
     words = reply.first.split(" ", 3)
@@ -328,7 +335,7 @@ async def remote_sha256(sess: RemoteSession, path: str) -> str | None:
 async def _same_digest(sess: RemoteSession, remote: str, local: str) -> bool:
     theirs = await remote_sha256(sess, remote)
     if theirs is None:
-        raise FTPError("--checksum: the server does not offer HASH (SHA-256)", transient=False)
+        raise FTPError("--checksum: the server offers no SHA-256 (HASH or CKSM)", transient=False)
     return theirs == await asyncio.to_thread(sha256_file, local)
 
 
