@@ -3,6 +3,7 @@ DEST: names with '..', '/', NUL, CR/LF, '.', duplicates, directory loops
 and endless depth (an in-process fake server on loopback)."""
 
 import asyncio
+import hashlib
 import os
 import threading
 import uuid
@@ -18,6 +19,7 @@ class FakeFTP:
     def __init__(self, listings, busy=()):
         self.listings = listings  # path -> MLSD body (bytes); other paths list `deep_forever`
         self.busy = set(busy)  # paths whose first RETR gets 450
+        self.cksm = []  # CKSM arguments seen (every file's content is b"EVIL")
         self.retrieved = []
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
@@ -55,7 +57,10 @@ class FakeFTP:
             elif verb == "PASS":
                 say("230 in")
             elif verb == "FEAT":
-                say("211-Features:\r\n MLST type*;size*;modify*;unique*;\r\n211 End")
+                say("211-Features:\r\n MLST type*;size*;modify*;unique*;\r\n CKSM SHA256\r\n211 End")
+            elif verb == "CKSM":
+                self.cksm.append(arg)
+                say("213 " + hashlib.sha256(b"EVIL").hexdigest())
             elif verb in ("TYPE", "OPTS"):
                 say("200 ok")
             elif verb == "MLST":
@@ -160,3 +165,23 @@ def test_a_transient_reply_is_retried_with_retries_and_counted_without(tmp_path)
         assert sorted(os.path.basename(o.path) for o in res.outcomes if o.status == "failed") == failed
         assert sorted(os.listdir(dest)) == sorted({"a", "b", "c"} - set(failed))
         assert fake.retrieved.count("/d/b") == 1 + retries
+
+
+def test_checksum_sync_uses_gridftp_cksm_where_there_is_no_hash(tmp_path):
+    listing = b"type=file;size=4;modify=20200101000000; same\r\ntype=file;size=4;modify=20200101000000; diff\r\n"
+    dest = tmp_path / "d"
+    dest.mkdir()
+    (dest / "same").write_bytes(b"EVIL")
+    (dest / "diff").write_bytes(b"GOOD")  # same size, newer: only a digest tells
+    fake = FakeFTP({"/d": listing})
+    try:
+        loc = parse_url(f"ftp://u:p@127.0.0.1:{fake.port}/d")
+        res = asyncio.run(asyncio.wait_for(
+            run_get([(loc, True)], str(dest), TransferOptions(use_drs_command=False),
+                    JobOptions(recursive=True, sessions=1, sync=True, checksum=True)), 60))
+    finally:
+        fake.stop()
+    assert sorted(fake.cksm) == ["SHA256 0 -1 /d/diff", "SHA256 0 -1 /d/same"]
+    assert fake.retrieved == ["/d/diff"]
+    assert (dest / "diff").read_bytes() == b"EVIL"
+    assert {os.path.basename(o.path): o.status for o in res.outcomes} == {"same": "skipped", "diff": "ok"}
