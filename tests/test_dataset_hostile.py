@@ -16,10 +16,12 @@ from drsftp.ftp.session import parse_url
 class FakeFTP:
     """Just enough FTP for a get -r: MLST, MLSD and RETR from a table."""
 
-    def __init__(self, listings, busy=()):
+    def __init__(self, listings, busy=(), lag=0.0):
         self.listings = listings  # path -> MLSD body (bytes); other paths list `deep_forever`
         self.busy = set(busy)  # paths whose first RETR gets 450
         self.cksm = []  # CKSM arguments seen (every file's content is b"EVIL")
+        self.lag = lag  # seconds a 229 waits, and a data connection stays open after its 226
+        self.events = []  # ("recv", line), ("send", reply), ("eof", path), in the order they happened
         self.retrieved = []
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
@@ -35,21 +37,45 @@ class FakeFTP:
         self.loop.run_forever()
 
     def stop(self):
-        self.loop.call_soon_threadsafe(self.server.close)
+        async def shutdown():
+            self.server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
+        self.loop.close()
 
     async def _session(self, reader, writer):
         def say(text):
+            self.events.append(("send", text))
             writer.write(text.encode("utf-8", "surrogateescape") + b"\r\n")
 
+        lines = asyncio.Queue()
+
+        async def read_lines():
+            for _ in range(100000):  # bounded
+                raw = await reader.readline()
+                line = raw.decode("utf-8", "surrogateescape").rstrip("\r\n") if raw else None
+                self.events.append(("recv", line))
+                await lines.put(line)
+                if line is None:
+                    return
+
+        def close_data(w, path):
+            self.events.append(("eof", path))
+            w.close()
+
+        reading = asyncio.ensure_future(read_lines())
         say("220 fake")
         passive = None
         for _ in range(100000):  # bounded
-            raw = await reader.readline()
-            if not raw:
+            line = await lines.get()
+            if line is None:
                 break
-            line = raw.decode("utf-8", "surrogateescape").rstrip("\r\n")
             verb, _, arg = line.partition(" ")
             verb = verb.upper()
             if verb == "USER":
@@ -72,6 +98,7 @@ class FakeFTP:
                     conn.set_result(w)
 
                 passive = (await asyncio.start_server(accept, "127.0.0.1", 0), conn)
+                await asyncio.sleep(self.lag)
                 say(f"229 Entering Extended Passive Mode (|||{passive[0].sockets[0].getsockname()[1]}|)")
             elif verb == "RETR" and arg in self.busy and passive is not None:
                 self.busy.discard(arg)
@@ -90,16 +117,17 @@ class FakeFTP:
                     body = b"EVIL"
                 w.write(body)
                 await w.drain()
-                w.close()
                 srv.close()
                 passive = None
-                say("226 done")
+                say("226 done")  # then the data ends, self.lag later (as a sender whose data is in flight)
+                asyncio.get_running_loop().call_later(self.lag, close_data, w, arg)
             elif verb == "QUIT":
                 say("221 bye")
                 break
             else:
                 say("502 no")
             await writer.drain()
+        reading.cancel()
         writer.close()
 
 
@@ -185,3 +213,32 @@ def test_checksum_sync_uses_gridftp_cksm_where_there_is_no_hash(tmp_path):
     assert fake.retrieved == ["/d/diff"]
     assert (dest / "diff").read_bytes() == b"EVIL"
     assert {os.path.basename(o.path): o.status for o in res.outcomes} == {"same": "skipped", "diff": "ok"}
+
+
+def test_commands_are_pipelined_and_the_next_file_starts_at_the_226(tmp_path):
+    listing = b"".join(b"type=file;size=4; f%d\r\n" % i for i in range(4))
+    orders = {}
+    for pipeline in (True, False):
+        fake = FakeFTP({"/d": listing}, lag=0.15)
+        try:
+            loc = parse_url(f"ftp://u:p@127.0.0.1:{fake.port}/d")
+            res = asyncio.run(asyncio.wait_for(
+                run_get([(loc, True)], str(tmp_path / str(pipeline)), TransferOptions(use_drs_command=False),
+                        JobOptions(recursive=True, sessions=1, pipeline=pipeline)), 60))
+        finally:
+            fake.stop()
+        assert res.count("ok") == 4
+        orders[pipeline] = [e for e in fake.events if e[0] != "send" or e[1][:3] in ("229", "226")]
+    ev = orders[True]
+    for i in (1, 2, 3):  # the files after the first: the session knows EPSV by then
+        retr = ev.index(("recv", f"RETR /d/f{i}"))
+        epsv = max(j for j in range(retr) if ev[j] == ("recv", "EPSV"))
+        # RETR was sent with EPSV, before the 229 answered it
+        assert ev[epsv + 1] == ("recv", f"RETR /d/f{i}"), ev[epsv:retr + 1]
+        # and both went out at the previous file's 226, before its data had ended
+        assert ev.index(("eof", f"/d/f{i - 1}")) > retr
+    ev = orders[False]
+    for i in (1, 2, 3):
+        retr = ev.index(("recv", f"RETR /d/f{i}"))
+        assert ev[retr - 1][1].startswith("229")  # one command at a time
+        assert ev.index(("eof", f"/d/f{i - 1}")) < retr
