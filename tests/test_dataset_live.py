@@ -6,9 +6,12 @@ import asyncio
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 
 import pytest
-from conftest import drsftp, make_file, running_server
+from conftest import drsftp, make_file, running_server, wait_until
 from dataset_util import assert_same_tree, by_status, job_records, make_tree
 
 from drsftp.client import dataset
@@ -285,3 +288,35 @@ def test_put_skips_local_names_that_cannot_be_sent_and_read_only_server_fails_cl
         r = drsftp("put", "-r", str(src) + "/", ro.url("names/sub"))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("drsftp: ")
+
+
+def test_ctrl_c_then_sync_moves_only_what_is_missing(tmp_path):
+    root = tmp_path / "srv"
+    (root / "big").mkdir(parents=True)
+    for i in range(3):
+        make_file(root / "big" / f"f{i}", 96 << 20, seed=i)
+    out = tmp_path / "out"
+    with running_server(root) as srv:
+        p = subprocess.Popen([sys.executable, "-m", "drsftp", "get", "-r", "-c", "2", srv.url("big/"), str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            assert wait_until(lambda: any(n.endswith(".part") for n in os.listdir(out)) if out.exists()
+                              else False, timeout=30, step=0.005)
+            p.send_signal(signal.SIGINT)
+            assert p.wait(30) == 130
+            assert p.stderr.read().strip() == "drsftp: interrupted"
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stderr.close()
+        parts = {n[:-5]: os.path.getsize(out / n) for n in os.listdir(out) if n.endswith(".part")}
+        assert parts  # cut short
+        j = tmp_path / "j.json"
+        r = drsftp("get", "-r", "--sync", srv.url("big/"), str(out), "--json", str(j))
+        assert r.returncode == 0, r.stderr
+    assert_same_tree(root / "big", out)
+    recs = {os.path.basename(f["path"]): f for f in job_records(j)["files"]}
+    for name, size in parts.items():
+        assert recs[name]["resumed_from"] == size and recs[name]["bytes"] == (96 << 20) - size
+    assert sum(f["bytes"] or 0 for f in recs.values() if f["status"] == "ok") < 3 * (96 << 20)

@@ -301,6 +301,15 @@ class Job:
         self.finished(item, Outcome(self.paths(item)[1], "failed", error=str(exc)))
 
 
+def _check_cancelled() -> None:
+    """Python 3.11's wait_for returns a result that arrived together with
+    a cancel and drops the cancel (gh-86296, fixed in 3.12); the task
+    still counts it, so a worker stops here on Ctrl-C."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 def _broken(exc: BaseException) -> bool:
     """The session is unusable after this (the connection is gone)."""
     return isinstance(exc, (FTPError, asyncio.TimeoutError)) and getattr(exc, "reply", None) is None
@@ -462,6 +471,7 @@ async def _get_worker(job: Job, wid: int) -> None:
 
     try:
         while True:
+            _check_cancelled()
             if ahead is not None:
                 (item, st), ahead = ahead, None
             else:
@@ -496,6 +506,7 @@ async def _get_worker(job: Job, wid: int) -> None:
                 else:
                     raise FTPError(f"RETR {remote}: the server kept answering 503", transient=False)
                 job.active.pop(wid, None)
+                _check_cancelled()
                 job.finished(item, Outcome(local, "ok", await t.finish(item.t.mtime)))
             except ERRORS as exc:
                 job.active.pop(wid, None)
@@ -651,6 +662,7 @@ async def _put_worker(job: Job, wid: int) -> None:
     sess: RemoteSession | None = None
     try:
         while job.may_run(wid):
+            _check_cancelled()
             item = job.queue.pop() if job.queue else None
             if item is None:
                 break
