@@ -157,6 +157,7 @@ class Job:
             sess = await self.session()
             try:
                 while todo or pending:
+                    _check_cancelled()
                     if not todo:
                         wake.clear()
                         await wake.wait()
