@@ -320,3 +320,16 @@ def test_ctrl_c_then_sync_moves_only_what_is_missing(tmp_path):
     for name, size in parts.items():
         assert recs[name]["resumed_from"] == size and recs[name]["bytes"] == (96 << 20) - size
     assert sum(f["bytes"] or 0 for f in recs.values() if f["status"] == "ok") < 3 * (96 << 20)
+
+
+def test_more_sessions_than_the_server_allows_runs_on_those_it_took(tmp_path):
+    root = tmp_path / "srv"
+    make_tree(root / "data", depth=2, files=12)
+    out = tmp_path / "out"
+    with running_server(root, "--max-connections-per-ip", "3") as srv:
+        r = drsftp("get", "-r", "-c", "8", srv.url("data/"), str(out), "--json", str(tmp_path / "j.json"))
+    assert r.returncode == 0, r.stderr
+    assert_same_tree(root / "data", out)
+    rec = job_records(tmp_path / "j.json")
+    assert len(by_status(rec)["ok"]) == 9 + 12 + 2
+    assert rec["sessions_max"] <= 3  # the count came down to what the server took

@@ -185,7 +185,7 @@ async def _get_worker(job: Job, wid: int) -> None:
                     if ahead is not None:
                         job.queue.append(ahead[0])
                         ahead = None
-                    await sess.close()
+                    await job.drop(sess)
                     sess = None
     finally:
         job.active.pop(wid, None)
@@ -312,7 +312,7 @@ async def _put_worker(job: Job, wid: int) -> None:
                 job.active.pop(wid, None)
                 job.retry_or_fail(item, exc)
                 if broken(exc):
-                    await sess.close()
+                    await job.drop(sess)
                     sess = None
     finally:
         job.active.pop(wid, None)

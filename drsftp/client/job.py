@@ -111,6 +111,7 @@ class Job:
         self.workers: dict[int, asyncio.Task] = {}
         self.spare: list[RemoteSession] = []
         self.rtt: float | None = None
+        self.live = 0  # sessions open now
         self.started = time.monotonic()  # the job's time counts its walk and plan
 
     # -- sessions ---------------------------------------------------------------
@@ -119,12 +120,18 @@ class Job:
             return self.spare.pop()
         sess = await RemoteSession.open(self.loc, self.topts)
         sess.pipeline = self.jopts.pipeline
+        self.live += 1
+        self.result.sessions_max = max(self.result.sessions_max, self.live)
         self.rtt = self.rtt or sess.rtt
         return sess
 
+    async def drop(self, sess: RemoteSession) -> None:
+        self.live -= 1
+        await sess.close()
+
     async def close_spare(self) -> None:
-        await asyncio.gather(*(s.close() for s in self.spare), return_exceptions=True)
-        self.spare.clear()
+        spare, self.spare = self.spare, []
+        await asyncio.gather(*(self.drop(s) for s in spare), return_exceptions=True)
 
     def record(self, outcome: Outcome) -> None:
         self.result.outcomes.append(outcome)
@@ -228,6 +235,10 @@ class Job:
                     task = self.workers.pop(wid)
                     if not task.cancelled() and task.exception() is not None and self.queue:
                         exc = task.exception()
+                        # the server takes no more sessions (421, refused): run with those it took
+                        self.allowed = max(1, len(self.workers))
+                        if self.auto is not None:
+                            self.auto.maximum = self.allowed
                         if not self.workers:
                             for item in reversed(self.queue):
                                 self.fail(self.paths(item)[1], f"not transferred: {exc}")
@@ -245,7 +256,6 @@ class Job:
             while wid in self.workers:
                 wid += 1
             self.workers[wid] = asyncio.ensure_future(worker_fn(wid))
-        self.result.sessions_max = max(self.result.sessions_max, len(self.workers))
 
     def may_run(self, wid: int) -> bool:
         return wid < self.allowed
@@ -270,7 +280,7 @@ class Job:
             if rtts:
                 self.rtt = min(rtts)  # the data connections' own measure (TCP_INFO)
             self.view.update(files_done=self.files_done, files_total=self.files_total, done=moved,
-                             total=self.bytes_total, rate_bps=rate * 8, sessions=len(self.workers), rtt=self.rtt)
+                             total=self.bytes_total, rate_bps=rate * 8, sessions=self.live, rtt=self.rtt)
 
     def show(self) -> None:
         """The bar's last state: the job's mean rate and most sessions."""

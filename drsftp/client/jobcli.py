@@ -116,7 +116,8 @@ def run_job(args, topts) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"direction": result.direction, "seconds": round(result.seconds, 4),
-                       "bytes": result.bytes, "files": [o.as_dict() for o in result.outcomes]}, f, indent=1)
+                       "bytes": result.bytes, "sessions_max": result.sessions_max,
+                       "files": [o.as_dict() for o in result.outcomes]}, f, indent=1)
     failed = result.count("failed")
     if sys.stderr.isatty() or args.verbose:
         print(result.summary_line(), file=sys.stderr)
