@@ -218,9 +218,14 @@ class RemoteSession:
         except (FTPError, _Retry):
             await self._drain_tokens(st)
             raise
-        if on_final is not None:
-            st.transfer.final.add_done_callback(
-                lambda fut: on_final(fut.result()) if not fut.cancelled() and fut.exception() is None else None)
+        def final_arrived(fut: asyncio.Future) -> None:
+            # The server has ended this transfer: no more DRS reports for it
+            # (the next file's transfer may start before our EOF).
+            xfer.use_drs = False
+            if on_final is not None and not fut.cancelled() and fut.exception() is None:
+                on_final(fut.result())
+
+        st.transfer.final.add_done_callback(final_arrived)
         try:
             await self._check_rest(st)
             await self.preliminary(st, f"cannot retrieve {remote}")
