@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import drsftp, make_file, running_server, wait_until
+from conftest import drsftp, make_file, running_server, sha256_file, wait_until
 from dataset_util import assert_same_tree, by_status, job_records, make_tree
 
 from drsftp.client import dataset
@@ -333,3 +333,17 @@ def test_more_sessions_than_the_server_allows_runs_on_those_it_took(tmp_path):
     rec = job_records(tmp_path / "j.json")
     assert len(by_status(rec)["ok"]) == 9 + 12 + 2
     assert rec["sessions_max"] <= 3  # the count came down to what the server took
+
+
+def test_verify_checks_every_file_of_a_job(tree_server, tmp_path):
+    srv, _ = tree_server
+    j = tmp_path / "v.json"
+    r = drsftp("get", "-r", "--verify", srv.url("data/sub/"), str(tmp_path / "out"), "--json", str(j))
+    assert r.returncode == 0, r.stderr
+    ok = [f for f in job_records(j)["files"] if f["status"] == "ok"]
+    assert len(ok) == 13 and all(f["sha256"] == sha256_file(f["path"]) for f in ok)
+    r = drsftp("put", "-r", "--verify", str(tmp_path / "out") + "/", srv.url("v"), "--json", str(j))
+    assert r.returncode == 0, r.stderr
+    assert all(f["sha256"] for f in job_records(j)["files"] if f["status"] == "ok")
+    r = drsftp("get", "-r", "--max-time", "5", srv.url("data/sub/"), str(tmp_path / "o2"))
+    assert r.returncode == 2 and "--max-time" in r.stderr

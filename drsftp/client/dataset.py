@@ -31,6 +31,7 @@ from .job import (
     broken,
     check_cancelled,
     same_digest,
+    verify,
 )
 from .localtree import local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
@@ -131,6 +132,8 @@ async def _get_worker(job: Job, wid: int) -> None:
         nonlocal ahead
         if ahead is not None or reply.code != 226 or not job.jopts.pipeline or not job.may_run(wid):
             return
+        if job.topts.verify:
+            return  # the HASH of this file goes first
         if not job.queue or job.queue[-1].check or sess is None or sess.ctl._closed:
             return
         item = job.queue.pop()
@@ -177,7 +180,10 @@ async def _get_worker(job: Job, wid: int) -> None:
                     raise FTPError(f"RETR {remote}: the server kept answering 503", transient=False)
                 job.active.pop(wid, None)
                 check_cancelled()
-                job.finished(item, Outcome(local, "ok", await t.finish(item.t.mtime)))
+                res = await t.finish(item.t.mtime)
+                if job.topts.verify:
+                    res.sha256 = await verify(sess, remote, local)
+                job.finished(item, Outcome(local, "ok", res))
             except ERRORS as exc:
                 job.active.pop(wid, None)
                 job.retry_or_fail(item, exc)
@@ -307,6 +313,8 @@ async def _put_worker(job: Job, wid: int) -> None:
                     res = await sess.put_file(local, remote, f, size, 0, os.fstat(f.fileno()).st_mtime,
                                               on_xfer=lambda x: job.active.__setitem__(wid, x))
                 job.active.pop(wid, None)
+                if job.topts.verify:
+                    res.sha256 = await verify(sess, remote, local)
                 job.finished(item, Outcome(remote, "ok", res))
             except ERRORS as exc:
                 job.active.pop(wid, None)

@@ -344,6 +344,18 @@ async def remote_sha256(sess: RemoteSession, path: str) -> str | None:
     return words[2].lower()
 
 
+async def verify(sess: RemoteSession, remote: str, local: str) -> str:
+    """--verify in a job: the file's SHA-256 here equals the server's."""
+    theirs = await remote_sha256(sess, remote)
+    if theirs is None:
+        raise FTPError("--verify: the server offers no SHA-256 (HASH or CKSM)", transient=False)
+    ours = await asyncio.to_thread(sha256_file, local)
+    if ours != theirs:
+        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
+                       transient=False)
+    return ours
+
+
 async def same_digest(sess: RemoteSession, remote: str, local: str) -> bool:
     theirs = await remote_sha256(sess, remote)
     if theirs is None:

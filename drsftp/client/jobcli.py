@@ -93,6 +93,8 @@ def run_job(args, topts) -> int:
         raise JobUsageError("--checksum goes with --sync")
     if args.retries < 0:
         raise JobUsageError("--retries must be 0 or more")
+    if args.max_time is not None:
+        raise JobUsageError("--max-time applies to a single file, not to -r, several sources or --sync")
     if len(args.paths) < 2:
         raise JobUsageError(f"{args.command} needs a source and a destination")
     jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, delete=args.delete,
