@@ -246,7 +246,8 @@ def test_bad_usage_is_one_line(tree_server, tmp_path):
     for argv in (["get", "-r", "-c", "0", srv.url("data"), str(tmp_path)],
                  ["get", "-r", "--checksum", srv.url("data"), str(tmp_path)],
                  ["put", "-r", str(tmp_path / "nope"), srv.url("x/")],
-                 ["get", "-r", srv.url("data"), srv.url("x")]):
+                 ["get", "-r", srv.url("data"), srv.url("x")],
+                 ["get", srv.url("data/plain.txt"), srv.url("x")]):
         r = drsftp(*argv)
         assert r.returncode in (1, 2), argv
         assert "Traceback" not in r.stderr, (argv, r.stderr)

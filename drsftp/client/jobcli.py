@@ -54,8 +54,9 @@ def add_ls_parser(sub) -> None:
 
 
 def wants_job(args) -> bool:
+    two_urls = args.command == "get" and len(args.paths) == 2 and args.paths[1].startswith("ftp://")
     return bool(args.recursive or len(args.paths) > 2 or args.sync or args.delete
-                or args.sessions != 4 or not args.pipeline)
+                or args.sessions != 4 or not args.pipeline or two_urls)
 
 
 def _parse_src_url(url: str, netrc: str | None) -> tuple[FTPLocation, bool]:
