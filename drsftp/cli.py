@@ -109,15 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="socket buffers of all transfers together (default 256MiB; DRS shares it by need); 'off':"
                         " no budget, and DRS leaves buffers to kernel autotuning where it reaches further")
 
-    for name, helptext in (("get", "download ftp://... to DEST"), ("put", "upload SRC to ftp://...")):
+    from .client.jobcli import add_dataset_opts, add_ls_parser
+
+    for name, helptext, paths in (("get", "download ftp://... to DEST", "URL ... [DEST]"),
+                                  ("put", "upload SRC to ftp://...", "SRC ... URL")):
         p = sub.add_parser(name, help=helptext)
-        if name == "get":
-            p.add_argument("url", help="ftp://[user[:password]@]host[:port]/path")
-            p.add_argument("dest", nargs="?", help="file or directory to write (default: the file's name here)")
-        else:
-            p.add_argument("src", help="local file to upload")
-            p.add_argument("url", help="ftp://[user[:password]@]host[:port]/path")
+        p.add_argument("paths", nargs="+", metavar="PATH", help=paths)
         _add_transfer_opts(p)
+        add_dataset_opts(p)
+    add_ls_parser(sub)
 
     pw = sub.add_parser("passwd", help="add, change or delete a user in a users file")
     pw.add_argument("file", help="users file (created if missing)")
@@ -224,9 +224,15 @@ def _cmd_passwd(args) -> int:
 def _cmd_transfer(args: argparse.Namespace) -> int:
     from .client import FTPError, TransferOptions, get, put
     from .client.control import os_reason
+    from .client.jobcli import run_job, wants_job
     from .ftp.session import parse_url
 
-    loc = parse_url(args.url, args.netrc)
+    if args.command == "put" and len(args.paths) < 2:
+        raise UsageError("put needs SRC and URL")
+    if not wants_job(args):
+        args.url = args.paths[0] if args.command == "get" else args.paths[1]
+        args.dest = args.paths[1] if args.command == "get" and len(args.paths) > 1 else None
+        args.src = args.paths[0]
     progress = {"auto": None, "always": True, "never": False}[args.progress]
     opts = TransferOptions(
         tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
@@ -234,6 +240,14 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         use_drs_command=not args.no_drs_command, idle_timeout=args.timeout, max_time=args.max_time,
         verify=args.verify, tls=args.tls, ca_file=args.ca_file, insecure=args.insecure,
     )
+    if wants_job(args):
+        if args.tls or any(p.startswith("ftps://") for p in args.paths):
+            raise UsageError("directories and several files do not run over FTPS yet; copy one file at a time"
+                             " with --tls")
+        if args.parallel != "1":
+            raise UsageError("-P applies to one file; a directory or several files run -c sessions")
+        return run_job(args, opts)
+    loc = parse_url(args.url, args.netrc)
     from .client.transfer import with_retries
     from .client import parallel
 
@@ -283,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
     from .client.control import FTPError
+    from .client.jobcli import JobUsageError
     from .ftp.session import URLError
     from .netem.errors import NetemError
     from .server import ConfigError
@@ -294,11 +309,15 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_transfer(args)
         if args.command == "passwd":
             return _cmd_passwd(args)
+        if args.command == "ls":
+            from .client.jobcli import run_ls
+
+            return run_ls(args)
         return args.func(args)
     except KeyboardInterrupt:
         print("drsftp: interrupted", file=sys.stderr)
         return 130
-    except (UsageError, URLError, ConfigError) as exc:
+    except (UsageError, URLError, ConfigError, JobUsageError) as exc:
         print(f"drsftp: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -1,0 +1,341 @@
+"""Dataset jobs: `drsftp get -r`, `put -r`, several sources in one call,
+`--sync`, and `drsftp ls`.  Walk the source (and the destination), plan
+(drsftp.client.plan), then run the plan on the job's sessions
+(drsftp.client.job).
+
+Every local name is built from checked components (drsftp.ftp.safepath):
+nothing a server lists can make the client write outside DEST.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import posixpath
+import stat as statmod
+from dataclasses import replace
+
+from ..ftp.listing import DIR, FILE, Entry
+from ..ftp.safepath import check_name, local_path, remote_join
+from ..ftp.session import FTPLocation
+from .control import FTPError
+from .job import (
+    ERRORS,
+    MAX_DEPTH,
+    Item,
+    Job,
+    JobOptions,
+    JobResult,
+    Outcome,
+    Source,
+    broken,
+    check_cancelled,
+    same_digest,
+    verify,
+)
+from .localtree import local_source_tree, local_tree
+from .plan import Plan, Rel, Stat, plan
+from .remote import RemoteSession, _Retry
+from .transfer import TransferOptions
+
+__all__ = ["MAX_DEPTH", "Job", "JobOptions", "JobResult", "run_get", "run_ls", "run_put"]
+
+
+async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: TransferOptions,
+                  jopts: JobOptions) -> JobResult:
+    """``urls``: (location, contents) for each source, all on one server;
+    ``contents`` (a trailing slash) copies a directory's contents into
+    DEST rather than DEST/NAME."""
+    loc0 = urls[0][0]
+    job = Job("get", loc0, topts, jopts)
+    try:
+        sess = await job.session()
+        dest_is_dir = os.path.isdir(dest) or len(urls) > 1 or dest.endswith("/")
+        for loc, contents in urls:
+            entry = await sess.stat(loc.path)
+            if entry is None:
+                job.fail(loc.path, "no such file or directory on the server")
+                continue
+            base = posixpath.basename(loc.path.rstrip("/"))
+            name = check_name(base) if base not in ("", ".") else "ftp-root"
+            if entry.type == DIR and not jopts.recursive:
+                job.fail(loc.path, "is a directory (use -r)")
+                continue
+            if entry.type == DIR:
+                local = dest if contents or not os.path.isdir(dest) and len(urls) == 1 else os.path.join(dest, name)
+            else:
+                local = os.path.join(dest, name) if dest_is_dir else dest
+            job.sources.append(Source(loc.path, local, DIR if entry.type == DIR else FILE, entry))
+        job.spare.append(sess)
+        if dest_is_dir and job.sources:
+            os.makedirs(dest, exist_ok=True)
+        dirs = [(i, s.remote) for i, s in enumerate(job.sources) if s.kind == DIR]
+        trees = await job.walk_remote(dirs) if dirs else {}
+        for i, s in enumerate(job.sources):
+            if s.kind == DIR:
+                source = trees[i]
+                have, partial = local_tree(s.local)
+                os.makedirs(s.local, exist_ok=True)
+            else:
+                e = s.entry
+                source = {(): Stat(e.size, e.mtime)}
+                have, partial = {}, {}
+                if os.path.lexists(s.local):
+                    st = os.lstat(s.local)
+                    have[()] = Stat(st.st_size, st.st_mtime, statmod.S_ISDIR(st.st_mode))
+                if os.path.isfile(s.local + ".part"):
+                    partial[()] = os.path.getsize(s.local + ".part")
+            p = plan(source, have, sync=jopts.sync, checksum=jopts.checksum, delete=jopts.delete,
+                     resume=jopts.resume, partial=partial)
+            _apply_local(job, s, p)
+            job.enqueue(i, p)
+        await job.run_queue(lambda wid: _get_worker(job, wid))
+    finally:
+        job.view.close()
+        await job.close_spare()
+    return job.result
+
+
+def _apply_local(job: Job, s: Source, p: Plan) -> None:
+    for rel, why in p.conflicts:
+        job.fail(local_path(s.local, rel), why)
+    for rel in p.mkdirs:
+        os.makedirs(local_path(s.local, rel), exist_ok=True)
+    for rel in p.skipped:
+        job.record(Outcome(local_path(s.local, rel) if rel else s.local, "skipped"))
+    for rel in p.deletes:
+        path = local_path(s.local, rel)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+            job.record(Outcome(path, "deleted"))
+        except OSError as exc:
+            job.fail(path, f"cannot delete: {exc.strerror or exc}")
+
+
+async def _get_worker(job: Job, wid: int) -> None:
+    """One session's loop.  The next file's commands go out when the
+    current file's 226 arrives: the server has ended the transfer (it
+    answers once the last data is in its socket), while the last round
+    trips of data are still on their way to us (remote.py)."""
+    sess: RemoteSession | None = None
+    ahead: tuple[Item, object] | None = None  # the next file, its commands sent
+
+    def lines_of(item: Item) -> tuple[str, ...]:
+        remote = job.paths(item)[0]
+        off = item.t.resume_from
+        return ((f"REST {off}",) if off else ()) + (f"RETR {remote}",)
+
+    def send_ahead(reply) -> None:
+        nonlocal ahead
+        if ahead is not None or reply.code != 226 or not job.jopts.pipeline or not job.may_run(wid):
+            return
+        if job.topts.verify:
+            return  # the HASH of this file goes first
+        if not job.queue or job.queue[-1].check or sess is None or sess.ctl._closed:
+            return
+        item = job.queue.pop()
+        try:
+            ahead = (item, sess.start(*lines_of(item)))
+        except ERRORS:
+            job.queue.append(item)
+
+    try:
+        while True:
+            check_cancelled()
+            if ahead is not None:
+                (item, st), ahead = ahead, None
+            else:
+                item = job.queue.pop() if job.queue and job.may_run(wid) else None
+                if item is None:
+                    break
+                st = None
+            if sess is None:
+                try:
+                    sess = await job.session()
+                except ERRORS as exc:
+                    job.queue.append(item)
+                    raise FTPError(f"cannot open a session: {exc}") from exc
+            remote, local = job.paths(item)
+            try:
+                if item.check:
+                    if await same_digest(sess, remote, local):
+                        job.finished(item, Outcome(local, "skipped"))
+                        continue
+                    item.check = False
+                lines = lines_of(item)
+                for _attempt in range(2):
+                    st = st or sess.start(*lines)
+                    try:
+                        t = await sess.get_data(st, lines, remote, local, item.t.size, item.t.resume_from,
+                                                on_xfer=lambda x: job.active.__setitem__(wid, x),
+                                                on_final=send_ahead)
+                    except _Retry:
+                        st = None  # its 503s are read: send the pair again
+                        continue
+                    break
+                else:
+                    raise FTPError(f"RETR {remote}: the server kept answering 503", transient=False)
+                job.active.pop(wid, None)
+                check_cancelled()
+                res = await t.finish(item.t.mtime)
+                if job.topts.verify:
+                    res.sha256 = await verify(sess, remote, local)
+                job.finished(item, Outcome(local, "ok", res))
+            except ERRORS as exc:
+                job.active.pop(wid, None)
+                job.retry_or_fail(item, exc)
+                if broken(exc):
+                    if ahead is not None:
+                        job.queue.append(ahead[0])
+                        ahead = None
+                    await job.drop(sess)
+                    sess = None
+    finally:
+        job.active.pop(wid, None)
+        if ahead is not None:
+            job.queue.append(ahead[0])
+        if sess is not None and not sess.ctl._closed:
+            job.spare.append(sess)
+
+
+async def run_put(srcs: list[str], loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> JobResult:
+    job = Job("put", loc, topts, jopts)
+    try:
+        sess = await job.session()
+        base = loc.path
+        target = await sess.stat(base)
+        base_is_dir = (target is not None and target.type == DIR) or len(srcs) > 1 or base.endswith("/")
+        for src in srcs:
+            contents = src.endswith("/")
+            name = check_name(os.path.basename(os.path.normpath(src)))
+            if os.path.isdir(src):
+                if not jopts.recursive:
+                    job.fail(src, "is a directory (use -r)")
+                    continue
+                remote = base if contents or (target is None and len(srcs) == 1) else remote_join(base, (name,))
+                job.sources.append(Source(remote, src, DIR))
+            elif os.path.isfile(src):
+                remote = remote_join(base, (name,)) if base_is_dir else base
+                job.sources.append(Source(remote, src, FILE))
+            else:
+                job.fail(src, "no such file or directory")
+        if base_is_dir and target is None and job.sources:
+            reply = await sess.ctl.command(f"MKD {base.rstrip('/')}")
+            if reply.code != 257:
+                raise FTPError(f"cannot make {base}: {reply}", reply)
+        # what the server holds already, for --sync and --delete
+        have: dict[int, dict[Rel, Stat]] = {}
+        walk = []
+        for i, s in enumerate(job.sources):
+            e = await sess.stat(s.remote)
+            if s.kind == DIR and e is not None and e.type == DIR and (jopts.sync or jopts.delete):
+                walk.append((i, s.remote))
+            elif e is not None:
+                have[i] = {(): Stat(e.size, e.mtime, e.type == DIR)}
+            s.entry = e
+        job.spare.append(sess)
+        if walk:
+            have.update(await job.walk_remote(walk))
+        sess = await job.session()
+        for i, s in enumerate(job.sources):
+            if s.kind == DIR:
+                source = local_source_tree(s.local, job.fail)
+                dest = have.get(i, {}) if s.entry is not None and s.entry.type == DIR else {}
+                p = plan(source, dest, sync=jopts.sync, checksum=jopts.checksum, delete=jopts.delete)
+                if s.entry is None:
+                    p.mkdirs.insert(0, ())
+            else:
+                st = os.stat(s.local)
+                p = plan({(): Stat(st.st_size, st.st_mtime)}, have.get(i, {}), sync=jopts.sync,
+                         checksum=jopts.checksum)
+            await _apply_remote(job, sess, s, p)
+            job.enqueue(i, p)
+        job.spare.append(sess)
+        await job.run_queue(lambda wid: _put_worker(job, wid))
+    finally:
+        job.view.close()
+        await job.close_spare()
+    return job.result
+
+
+async def _apply_remote(job: Job, sess: RemoteSession, s: Source, p: Plan) -> None:
+    """Directories made and entries deleted on the server, the commands
+    pipelined (their replies come in order, RFC 959)."""
+    for rel, why in p.conflicts:
+        job.fail(remote_join(s.remote, rel), why)
+    mkd = [(rel, sess.ctl.start(f"MKD {remote_join(s.remote, rel)}")) for rel in p.mkdirs]
+    for rel, token in mkd:
+        reply = await sess.ctl._wait(token.final, 60)
+        if reply.code != 257:
+            job.fail(remote_join(s.remote, rel), f"cannot make directory: {reply}")
+    for rel in p.skipped:
+        job.record(Outcome(remote_join(s.remote, rel), "skipped"))
+    dels = []
+    for rel in p.deletes:
+        path = remote_join(s.remote, rel)
+        dels.append((path, sess.ctl.start(f"DELE {path}")))
+    for path, token in dels:
+        reply = await sess.ctl._wait(token.final, 60)
+        if reply.code == 550:
+            reply = await sess.ctl.command(f"RMD {path}")  # a directory (its children went first)
+        if reply.code in (250, 200):
+            job.record(Outcome(path, "deleted"))
+        else:
+            job.fail(path, f"cannot delete: {reply}")
+
+
+async def _put_worker(job: Job, wid: int) -> None:
+    sess: RemoteSession | None = None
+    try:
+        while job.may_run(wid):
+            check_cancelled()
+            item = job.queue.pop() if job.queue else None
+            if item is None:
+                break
+            if sess is None:
+                try:
+                    sess = await job.session()
+                except ERRORS as exc:
+                    job.queue.append(item)
+                    raise FTPError(f"cannot open a session: {exc}") from exc
+            s = job.sources[item.src]
+            local = s.local if s.kind == FILE else local_path(s.local, item.t.rel)
+            remote = s.remote if s.kind == FILE else remote_join(s.remote, item.t.rel)
+            try:
+                if item.check and await same_digest(sess, remote, local):
+                    job.finished(item, Outcome(remote, "skipped"))
+                    continue
+                with await asyncio.to_thread(open, local, "rb") as f:
+                    size = os.fstat(f.fileno()).st_size
+                    res = await sess.put_file(local, remote, f, size, 0, os.fstat(f.fileno()).st_mtime,
+                                              on_xfer=lambda x: job.active.__setitem__(wid, x))
+                job.active.pop(wid, None)
+                if job.topts.verify:
+                    res.sha256 = await verify(sess, remote, local)
+                job.finished(item, Outcome(remote, "ok", res))
+            except ERRORS as exc:
+                job.active.pop(wid, None)
+                job.retry_or_fail(item, exc)
+                if broken(exc):
+                    await job.drop(sess)
+                    sess = None
+    finally:
+        job.active.pop(wid, None)
+        if sess is not None and not sess.ctl._closed:
+            job.spare.append(sess)
+
+
+async def run_ls(loc: FTPLocation, topts: TransferOptions) -> list[Entry]:
+    sess = await RemoteSession.open(loc, topts)
+    try:
+        entry = await sess.stat(loc.path)
+        if entry is None:
+            raise FTPError(f"{loc.path}: no such file or directory on the server", transient=False)
+        if entry.type != DIR:
+            return [replace(entry, name=posixpath.basename(loc.path))]
+        return sorted(await sess.listing(loc.path), key=lambda e: e.name)
+    finally:
+        await sess.close()

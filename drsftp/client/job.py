@@ -1,0 +1,365 @@
+"""The engine of dataset jobs: N sessions sharing one queue of files
+(-c N, or -c auto: drsftp.client.concurrency), the directory walk on the
+same sessions, per-file outcomes, the job's bar (drsftp.client.jobview).
+A file that fails is reported and skipped; the rest go on."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import dataclass, field, replace
+
+from ..ftp.listing import DIR, FILE, LINK, Entry
+from ..ftp.safepath import UnsafePath, check_name, local_path, remote_join
+from ..ftp.session import FTPLocation
+from .concurrency import AutoConcurrency
+from .control import FTPError
+from .jobview import JobView
+from .plan import Plan, Rel, Stat, Transfer
+from .progress import human_bits, human_bytes
+from .remote import RemoteSession
+from .transfer import TransferOptions, TransferResult
+
+MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
+AUTO_INTERVAL = 1.0  # seconds between -c auto's goodput measurements
+ERRORS = (FTPError, OSError, UnsafePath, UnicodeError, asyncio.TimeoutError)
+
+
+@dataclass
+class JobOptions:
+    recursive: bool = False
+    sync: bool = False
+    checksum: bool = False
+    delete: bool = False
+    resume: bool = False
+    sessions: int | None = 4  # None: -c auto
+    retries: int = 0
+    verbose: int = 0
+    progress: bool | None = None
+    pipeline: bool = True  # False: each command waits for the previous reply (for comparison)
+
+
+@dataclass
+class Source:
+    remote: str  # server path of the file or directory
+    local: str  # local path it maps to
+    kind: str = FILE
+    entry: Entry | None = None
+
+
+@dataclass
+class Outcome:
+    path: str  # destination path
+    status: str  # ok, failed, skipped, deleted
+    result: TransferResult | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict:
+        d = {"path": self.path, "status": self.status, "error": self.error}
+        if self.result is not None:
+            r = self.result.as_dict()
+            r.pop("timeline", None)
+            d.update(r, path=self.path, remote=self.result.path)
+        return d
+
+
+@dataclass
+class JobResult:
+    direction: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    seconds: float = 0.0
+    sessions_max: int = 0
+
+    @property
+    def bytes(self) -> int:
+        return sum(o.result.bytes for o in self.outcomes if o.result is not None)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    def summary_line(self) -> str:
+        rate = self.bytes * 8 / self.seconds if self.seconds > 0 else 0.0
+        return (f"{self.direction}: {self.count('ok')} files, {human_bytes(self.bytes)} in {self.seconds:.2f} s"
+                f" = {human_bits(rate)}; {self.count('skipped')} skipped, {self.count('deleted')} deleted,"
+                f" {self.count('failed')} failed; up to {self.sessions_max} sessions")
+
+
+@dataclass
+class Item:
+    src: int  # index into the job's sources
+    t: Transfer
+    check: bool = False  # --checksum: compare digests first
+    tries: int = 0
+
+
+class Job:
+    def __init__(self, direction: str, loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> None:
+        self.direction, self.loc, self.jopts = direction, loc, jopts
+        self.topts = replace(topts, progress=False)
+        self.result = JobResult(direction)
+        self.view = JobView(direction, jopts.progress, jopts.verbose)
+        self.sources: list[Source] = []
+        self.queue: list[Item] = []
+        self.active: dict[int, object] = {}  # worker -> its running _Transfer
+        self.done_bytes = 0
+        self.files_total = 0
+        self.files_done = 0
+        self.bytes_total = 0
+        self.allowed = jopts.sessions or 4
+        self.auto = AutoConcurrency() if jopts.sessions is None else None
+        self.workers: dict[int, asyncio.Task] = {}
+        self.spare: list[RemoteSession] = []
+        self.rtt: float | None = None
+        self.live = 0  # sessions open now
+        self.started = time.monotonic()  # the job's time counts its walk and plan
+
+    # -- sessions ---------------------------------------------------------------
+    async def session(self) -> RemoteSession:
+        if self.spare:
+            return self.spare.pop()
+        sess = await RemoteSession.open(self.loc, self.topts)
+        sess.pipeline = self.jopts.pipeline
+        self.live += 1
+        self.result.sessions_max = max(self.result.sessions_max, self.live)
+        self.rtt = self.rtt or sess.rtt
+        return sess
+
+    async def drop(self, sess: RemoteSession) -> None:
+        self.live -= 1
+        await sess.close()
+
+    async def close_spare(self) -> None:
+        spare, self.spare = self.spare, []
+        await asyncio.gather(*(self.drop(s) for s in spare), return_exceptions=True)
+
+    def record(self, outcome: Outcome) -> None:
+        self.result.outcomes.append(outcome)
+        r = outcome.result
+        self.view.file_line(outcome.status, outcome.path, r.bytes if r else 0, r.seconds if r else 0.0,
+                            outcome.error)
+
+    def fail(self, path: str, error: str) -> None:
+        self.record(Outcome(path, "failed", error=error))
+
+    # -- walking ----------------------------------------------------------------------
+    async def walk_remote(self, roots: list[tuple[int, str]]) -> dict[int, dict[Rel, Stat]]:
+        """Every source directory's tree, listed on up to N sessions at once."""
+        trees: dict[int, dict[Rel, Stat]] = {i: {} for i, _ in roots}
+        todo: list[tuple[int, str, Rel]] = [(i, path, ()) for i, path in roots]
+        seen: set[str] = set()
+        pending = 0
+        wake = asyncio.Event()
+
+        async def lister() -> None:
+            nonlocal pending
+            sess = await self.session()
+            try:
+                while todo or pending:
+                    check_cancelled()
+                    if not todo:
+                        wake.clear()
+                        await wake.wait()
+                        continue
+                    i, root, rel = todo.pop()
+                    pending += 1
+                    try:
+                        entries = await sess.listing(remote_join(root, rel))
+                    except ERRORS as exc:
+                        self.fail(remote_join(root, rel), f"cannot list: {exc}")
+                        entries = []
+                        if isinstance(exc, FTPError) and exc.reply is None:
+                            raise
+                    finally:
+                        pending -= 1
+                        wake.set()
+                    for e in entries:
+                        try:
+                            child = rel + (check_name(e.name),)
+                        except UnsafePath as exc:
+                            self.fail(f"{root}/{'/'.join(rel)}", f"server sent {exc}; skipped")
+                            continue
+                        if child in trees[i]:
+                            continue  # a name listed twice
+                        if e.type == DIR:
+                            if e.unique and (e.unique in seen):
+                                self.view.file_line("skipped", remote_join(root, child), 0, 0,
+                                                    "a directory seen before (a loop); skipped")
+                                continue
+                            if e.unique:
+                                seen.add(e.unique)
+                            if len(child) > MAX_DEPTH:
+                                self.fail(remote_join(root, child), f"deeper than {MAX_DEPTH} levels; skipped")
+                                continue
+                            trees[i][child] = Stat(is_dir=True)
+                            todo.append((i, root, child))
+                            wake.set()
+                        elif e.type == FILE:
+                            trees[i][child] = Stat(e.size, e.mtime)
+                        elif self.jopts.verbose:
+                            what = "symlink" if e.type == LINK else "special file"
+                            self.view.file_line("skipped", remote_join(root, child), 0, 0, f"{what}; skipped")
+            finally:
+                self.spare.append(sess)
+
+        n = min(max(1, self.allowed), max(1, len(roots)) * 4)
+        results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if len(errors) == n:
+            raise errors[0]
+        return trees
+
+    # -- running ------------------------------------------------------------------------
+    def enqueue(self, i: int, p: Plan) -> None:
+        self.queue.extend(Item(i, t) for t in p.transfers)
+        self.queue.extend(Item(i, t, check=True) for t in p.checks)
+        self.files_total += len(p.transfers) + len(p.checks)
+        self.bytes_total += p.total_bytes + sum(t.size or 0 for t in p.checks)
+
+    def paths(self, item: Item) -> tuple[str, str]:
+        """(remote, local) of an item."""
+        s = self.sources[item.src]
+        if s.kind == FILE:
+            return s.remote, s.local
+        return remote_join(s.remote, item.t.rel), local_path(s.local, item.t.rel)
+
+    async def run_queue(self, worker_fn) -> None:
+        self.queue.reverse()  # pop() from the end: files in planned order
+        self._worker_fn = worker_fn
+        monitor = asyncio.ensure_future(self.monitor())
+        try:
+            self.spawn(worker_fn)
+            while self.workers:
+                done, _ = await asyncio.wait(list(self.workers.values()), return_when=asyncio.FIRST_COMPLETED)
+                for wid in [w for w, t in self.workers.items() if t in done]:
+                    task = self.workers.pop(wid)
+                    if not task.cancelled() and task.exception() is not None and self.queue:
+                        exc = task.exception()
+                        # the server takes no more sessions (421, refused): run with those it took
+                        self.allowed = max(1, len(self.workers))
+                        if self.auto is not None:
+                            self.auto.maximum = self.allowed
+                        if not self.workers:
+                            for item in reversed(self.queue):
+                                self.fail(self.paths(item)[1], f"not transferred: {exc}")
+                            self.queue.clear()
+                self.spawn(worker_fn)
+        finally:
+            monitor.cancel()
+            self.result.seconds = time.monotonic() - self.started
+            self.show()
+
+    def spawn(self, worker_fn) -> None:
+        want = min(self.allowed, len(self.queue) + len(self.workers))
+        wid = 0
+        while len(self.workers) < want:
+            while wid in self.workers:
+                wid += 1
+            self.workers[wid] = asyncio.ensure_future(worker_fn(wid))
+
+    def may_run(self, wid: int) -> bool:
+        return wid < self.allowed
+
+    def moved_now(self) -> int:
+        return self.done_bytes + sum(getattr(x, "moved", 0) for x in self.active.values())
+
+    async def monitor(self) -> None:
+        last_t, last_b = time.monotonic(), self.moved_now()
+        next_auto = last_t + AUTO_INTERVAL
+        rate = 0.0
+        for _ in range(10 ** 7):  # bounded: cancelled when the queue is done
+            await asyncio.sleep(0.2)
+            now, moved = time.monotonic(), self.moved_now()
+            rate = 0.7 * rate + 0.3 * (moved - last_b) / max(now - last_t, 1e-6)
+            if self.auto is not None and now >= next_auto:
+                self.allowed = self.auto.update(rate)
+                next_auto = now + AUTO_INTERVAL
+                self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
+            last_t, last_b = now, moved
+            rtts = [x.tuner.last_rtt for x in self.active.values() if getattr(x, "tuner", None) and x.tuner.last_rtt]
+            if rtts:
+                self.rtt = min(rtts)  # the data connections' own measure (TCP_INFO)
+            self.view.update(files_done=self.files_done, files_total=self.files_total, done=moved,
+                             total=self.bytes_total, rate_bps=rate * 8, sessions=self.live, rtt=self.rtt)
+
+    def show(self) -> None:
+        """The bar's last state: the job's mean rate and most sessions."""
+        seconds = time.monotonic() - self.started
+        self.view.update(files_done=self.files_done, files_total=self.files_total, done=self.moved_now(),
+                         total=self.bytes_total, rate_bps=self.moved_now() * 8 / max(seconds, 1e-6),
+                         sessions=self.result.sessions_max, rtt=self.rtt)
+
+    def finished(self, item: Item, outcome: Outcome) -> None:
+        self.files_done += 1
+        if outcome.result is not None:
+            self.done_bytes += outcome.result.bytes
+        self.record(outcome)
+
+    def retry_or_fail(self, item: Item, exc: BaseException) -> None:
+        transient = isinstance(exc, FTPError) and exc.transient
+        if transient and item.tries < self.jopts.retries:
+            item.tries += 1
+            self.queue.append(item)
+            return
+        self.finished(item, Outcome(self.paths(item)[1], "failed", error=str(exc)))
+
+
+def check_cancelled() -> None:
+    """Python 3.11's wait_for returns a result that arrived together with
+    a cancel and drops the cancel (gh-86296, fixed in 3.12); the task
+    still counts it, so a worker stops here on Ctrl-C."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
+def broken(exc: BaseException) -> bool:
+    """The session is unusable after this (the connection is gone)."""
+    return isinstance(exc, (FTPError, asyncio.TimeoutError)) and getattr(exc, "reply", None) is None
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+async def remote_sha256(sess: RemoteSession, path: str) -> str | None:
+    """The server's SHA-256 of a file: HASH (draft-bryan-ftpext-hash), or
+    GridFTP's CKSM (GFD.20 era; ``213 <hex>``) where HASH is missing."""
+    if "HASH" not in sess.ctl.features:
+        if "CKSM" not in sess.ctl.features:
+            return None
+        reply = await sess.ctl.command(f"CKSM SHA256 0 -1 {path}", timeout=3600)
+        digest = reply.first.strip().lower()
+        ok = reply.code == 213 and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
+        return digest if ok else None
+    await sess.ctl.command("OPTS HASH SHA-256")
+    reply = await sess.ctl.command(f"HASH {path}", timeout=3600)
+    words = reply.first.split(" ", 3)
+    if reply.code != 213 or len(words) < 3 or words[0].upper() != "SHA-256":
+        return None
+    return words[2].lower()
+
+
+async def verify(sess: RemoteSession, remote: str, local: str) -> str:
+    """--verify in a job: the file's SHA-256 here equals the server's."""
+    theirs = await remote_sha256(sess, remote)
+    if theirs is None:
+        raise FTPError("--verify: the server offers no SHA-256 (HASH or CKSM)", transient=False)
+    ours = await asyncio.to_thread(sha256_file, local)
+    if ours != theirs:
+        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
+                       transient=False)
+    return ours
+
+
+async def same_digest(sess: RemoteSession, remote: str, local: str) -> bool:
+    theirs = await remote_sha256(sess, remote)
+    if theirs is None:
+        raise FTPError("--checksum: the server offers no SHA-256 (HASH or CKSM)", transient=False)
+    return theirs == await asyncio.to_thread(sha256_file, local)
+
+

@@ -1,0 +1,148 @@
+"""The command line of dataset jobs: `get`/`put` with -r, several sources,
+--sync, -c; and `ls`.  drsftp.cli hands these over here."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import time
+import urllib.parse
+
+from ..ftp.listing import DIR, LINK
+from ..ftp.session import FTPLocation, parse_url
+
+
+class JobUsageError(ValueError):
+    pass
+
+
+def _sessions_arg(text: str) -> int | None:
+    if text == "auto":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError("-c takes 1-64 or auto")
+    return n
+
+
+def add_dataset_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-r", "--recursive", action="store_true", help="copy directories and what they hold")
+    p.add_argument("-c", "--sessions", type=_sessions_arg, default=4, metavar="N",
+                   help="sessions moving different files at once (1-64, or auto); default 4")
+    p.add_argument("--sync", action="store_true",
+                   help="skip files the destination holds complete (same size, not older)")
+    p.add_argument("--checksum", action="store_true",
+                   help="with --sync: compare SHA-256 (HASH) of same-size files instead of times")
+    p.add_argument("--delete", action="store_true",
+                   help="delete what the destination holds beyond the source (only with this flag)")
+    p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
+                   help="send each command after the previous reply (to measure what pipelining saves)")
+
+
+def add_ls_parser(sub) -> None:
+    p = sub.add_parser("ls", help="list a directory on an FTP server (MLSD, or LIST)")
+    p.add_argument("url")
+    p.add_argument("-l", "--long", action="store_true", help="type, size and time of each entry")
+    p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
+    p.add_argument("--timeout", type=float, default=60.0)
+
+
+def wants_job(args) -> bool:
+    two_urls = args.command == "get" and len(args.paths) == 2 and args.paths[1].startswith("ftp://")
+    return bool(args.recursive or len(args.paths) > 2 or args.sync or args.delete
+                or args.sessions != 4 or not args.pipeline or two_urls)
+
+
+def _parse_src_url(url: str, netrc: str | None) -> tuple[FTPLocation, bool]:
+    """A source URL; a trailing slash means 'the directory's contents'.
+    ftp://host/ names the login directory."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "ftp" and parts.path in ("", "/"):
+        url = urllib.parse.urlunsplit(parts._replace(path="/."))
+    return parse_url(url, netrc), url.endswith(("/", "/."))
+
+
+class _Once(logging.Filter):
+    """Each distinct message once: a job tunes hundreds of data connections
+    and would repeat the same host note for each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if msg in self.seen:
+            return False
+        self.seen.add(msg)
+        return True
+
+
+def run_job(args, topts) -> int:
+    from .dataset import JobOptions, run_get, run_put
+
+    for name in ("drsftp.tuner", "drsftp.client"):
+        logging.getLogger(name).addFilter(_Once())
+
+    if args.checksum and not args.sync:
+        raise JobUsageError("--checksum goes with --sync")
+    if args.retries < 0:
+        raise JobUsageError("--retries must be 0 or more")
+    if args.max_time is not None:
+        raise JobUsageError("--max-time applies to a single file, not to -r, several sources or --sync")
+    if len(args.paths) < 2:
+        raise JobUsageError(f"{args.command} needs a source and a destination")
+    jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, delete=args.delete,
+                       resume=args.resume, sessions=args.sessions, pipeline=args.pipeline, retries=args.retries,
+                       verbose=args.verbose,
+                       progress={"auto": None, "always": True, "never": False}[args.progress])
+    *srcs, dest = args.paths
+    if args.command == "get":
+        urls = [_parse_src_url(u, args.netrc) for u in srcs]
+        first = urls[0][0]
+        if any((u.host, u.port, u.user) != (first.host, first.port, first.user) for u, _ in urls):
+            raise JobUsageError("all sources of one call must be on the same server and user")
+        if dest.startswith("ftp://"):
+            raise JobUsageError("get writes to a local DEST, not a URL")
+        result = asyncio.run(run_get(urls, dest, topts, jopts))
+    else:
+        if any(s.startswith("ftp://") for s in srcs):
+            raise JobUsageError("put reads local files: the sources must not be URLs")
+        loc, _ = _parse_src_url(dest, args.netrc)
+        result = asyncio.run(run_put(srcs, loc, topts, jopts))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"direction": result.direction, "seconds": round(result.seconds, 4),
+                       "bytes": result.bytes, "sessions_max": result.sessions_max,
+                       "files": [o.as_dict() for o in result.outcomes]}, f, indent=1)
+    failed = result.count("failed")
+    if sys.stderr.isatty() or args.verbose:
+        print(result.summary_line(), file=sys.stderr)
+    if failed:
+        print(f"drsftp: {failed} of {len(result.outcomes)} entries failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_ls(args) -> int:
+    from .dataset import run_ls as ls
+    from .transfer import TransferOptions
+
+    loc, _ = _parse_src_url(args.url, args.netrc)
+    entries = asyncio.run(ls(loc, TransferOptions(idle_timeout=args.timeout)))
+    for e in entries:
+        name = e.name.encode("utf-8", "replace").decode("utf-8")
+        if not args.long:
+            print(name + ("/" if e.type == DIR else ""))
+            continue
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.mtime)) if e.mtime is not None else "-"
+        size = "-" if e.size is None or e.type == DIR else str(e.size)
+        target = f" -> {e.target}" if e.type == LINK and e.target else ""
+        print(f"{e.type:5} {size:>12} {when} {name}{target}")
+    return 0

@@ -1,0 +1,324 @@
+"""One dataset session: a logged-in control connection that lists
+directories and moves file after file, with its commands pipelined.
+
+Pipelining (RFC 959 replies come in command order, drsftp.ftp.session's
+ReplyRouter pairs them): the passive command and the transfer command go
+out together, so the data connection's port and the transfer start take
+one round trip, not two; and a get sends the next file's pair as soon as
+the current file's data has ended, before its 226 arrives.  The pair is
+not sent while a transfer runs: RFC 959 does not say what a server does
+with PASV then, stock pyftpdlib closes the running data channel, and
+drsftp serve answers 503 (docs/DESIGN.md).  A 503 for a pipelined pair
+(the server had not yet closed the transfer) is retried once the 226 is in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from dataclasses import dataclass
+
+from ..ftp.listing import (
+    DIR,
+    FILE,
+    Entry,
+    format_time_val,
+    parse_list,
+    parse_mlsd,
+    parse_mlst_reply,
+)
+from ..ftp.replies import ProtocolError, parse_epsv, parse_pasv
+from ..ftp.session import FTPLocation
+from ..tuner import SocketTuner
+from ..tuning import Role
+from .control import ControlConnection, FTPError, Pending
+from .transfer import (
+    TransferOptions,
+    TransferResult,
+    _close_data,
+    _drive,
+    _open_part,
+    _receive,
+    _result,
+    _send,
+    _server_says_why,
+    _session,
+    _Transfer,
+)
+
+LISTING_LIMIT = 64 << 20  # bytes of one directory listing: more is a hostile or broken server
+
+
+@dataclass
+class Started:
+    """A transfer whose commands are on the wire."""
+    passive: Pending
+    transfer: Pending
+    pipelined: bool
+    extra: tuple[Pending, ...] = ()
+
+
+class RemoteSession:
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions) -> None:
+        self.ctl, self.opts = ctl, opts
+        self.passive_verb: str | None = None  # learned from the first data command
+        self.pipeline = True  # False: one command at a time (to measure what pipelining saves)
+        self.mlsd = "MLST" in ctl.features
+        self.peer = ctl.writer.get_extra_info("peername")[0]
+
+    @classmethod
+    async def open(cls, loc: FTPLocation, opts: TransferOptions) -> RemoteSession:
+        return cls(await _session(loc, opts), opts)
+
+    async def close(self) -> None:
+        await self.ctl.close()
+
+    @property
+    def rtt(self) -> float | None:
+        from .. import sockopt
+
+        sock = self.ctl.writer.get_extra_info("socket")
+        us = sockopt.tcp_info(sock).get("rtt") if sock is not None else None
+        return us / 1e6 if us else None
+
+    # -- data commands -------------------------------------------------------
+    def start(self, *lines: str) -> Started:
+        """Send the passive command, ``lines[:-1]`` and the transfer command
+        ``lines[-1]`` together (once the passive verb is known)."""
+        verb = self.passive_verb or "EPSV"
+        passive = self.ctl.start(verb)
+        pipelined = self.passive_verb is not None and self.pipeline
+        if not pipelined:
+            return Started(passive, None, False, tuple(lines))  # type: ignore[arg-type]
+        extra = tuple(self.ctl.start(x) for x in lines[:-1])
+        return Started(passive, self.ctl.start(lines[-1]), True, extra)
+
+    async def connect(self, st: Started, tuner: SocketTuner | None, lines: tuple[str, ...]) -> socket.socket:
+        """The data connection for ``st``; the transfer command is sent by
+        now.  ``lines``: what start() was given (for the unpipelined path)."""
+        port = await self._passive_port(st)
+        if not st.pipelined:
+            st.extra = tuple(self.ctl.start(x) for x in lines[:-1])
+            st.transfer = self.ctl.start(lines[-1])
+        sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
+        sock.setblocking(False)
+        if tuner is not None:
+            tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
+            tuner.before_handshake(sock)
+        try:
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (self.peer, port)),
+                                   self.opts.connect_timeout)
+        except (TimeoutError, OSError) as exc:
+            sock.close()
+            raise FTPError(f"cannot open data connection to {self.peer}:{port}: {exc}") from exc
+        if tuner is not None:
+            tuner.after_handshake(sock)
+        return sock
+
+    async def _passive_port(self, st: Started) -> int:
+        reply = await self.ctl._wait(st.passive.final, 60)
+        if reply.code == 503 and st.pipelined:
+            raise _Retry()  # the previous transfer had not ended on the server yet
+        if st.passive.verb == "EPSV" and reply.code != 229 and self.passive_verb is None:
+            st.passive = self.ctl.start("PASV")
+            reply = await self.ctl._wait(st.passive.final, 60)
+        try:
+            if reply.code == 229:
+                port = parse_epsv(reply)
+            elif reply.code == 227:
+                port = parse_pasv(reply)[1]  # the address is the control peer's (RFC 2577 sec. 5)
+            else:
+                raise FTPError(f"server offers no passive mode: {reply}", reply)
+        except ProtocolError as exc:
+            raise FTPError(str(exc), transient=False) from exc
+        if self.passive_verb is None:
+            self.passive_verb = st.passive.verb
+        return port
+
+    async def preliminary(self, st: Started, what: str):
+        first = await self.ctl._wait(st.transfer.preliminary, 60)
+        if not first.preliminary:
+            raise FTPError(f"{what}: {first}", first)
+        return first
+
+    async def final(self, pending: Pending, what: str, timeout: float = 120):
+        reply = await self.ctl._wait(pending.final, timeout)
+        if reply.code not in (226, 250):
+            raise FTPError(f"{what}: {reply}", reply)
+        return reply
+
+    # -- listings ---------------------------------------------------------------
+    async def listing(self, path: str) -> list[Entry]:
+        verb = "MLSD" if self.mlsd else "LIST"
+        data = await self.read_data(f"{verb} {path}", f"cannot list {path}")
+        return parse_mlsd(data) if self.mlsd else parse_list(data)
+
+    async def read_data(self, line: str, what: str) -> bytes:
+        lines = (line,)
+        st = self.start(*lines)
+        sock = await self.connect(st, None, lines)
+        loop = asyncio.get_running_loop()
+        chunks, total = [], 0
+        try:
+            await self.preliminary(st, what)
+            while True:
+                chunk = await asyncio.wait_for(loop.sock_recv(sock, 65536), self.opts.idle_timeout)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > LISTING_LIMIT:
+                    raise FTPError(f"{what}: listing larger than {LISTING_LIMIT >> 20} MiB", transient=False)
+                chunks.append(chunk)
+        except TimeoutError as exc:
+            raise FTPError(f"{what}: data connection stalled") from exc
+        finally:
+            sock.close()
+        await self.final(st.transfer, what)
+        return b"".join(chunks)
+
+    async def stat(self, path: str) -> Entry | None:
+        """What ``path`` is: MLST where offered, else CWD (a directory) and
+        SIZE (a file).  None if neither."""
+        if self.mlsd:
+            reply = await self.ctl.command(f"MLST {path}")
+            if reply.code == 250:
+                entry = parse_mlst_reply(reply.lines)
+                if entry is not None:
+                    return entry
+            return None
+        reply = await self.ctl.command(f"CWD {path}")
+        if reply.code == 250:
+            return Entry(path, DIR)
+        size = await self.ctl.size(path)
+        if size is not None:
+            return Entry(path, FILE, size, await self.mdtm(path))
+        return None
+
+    async def mdtm(self, path: str) -> float | None:
+        from ..ftp.listing import parse_time_val
+
+        reply = await self.ctl.command(f"MDTM {path}")
+        return parse_time_val(reply.first) if reply.code == 213 else None
+
+    # -- files ------------------------------------------------------------------
+    async def get_data(self, st: Started, lines: tuple[str, ...], remote: str, local: str,
+                       size: int | None, offset: int, on_xfer=None, on_final=None) -> GetTail:
+        """The data of one get, up to its EOF.  ``on_final(reply)`` runs as
+        the transfer's final reply arrives, often before the EOF: the
+        caller sends the next file's commands then."""
+        opts = self.opts
+        tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers)
+        xfer = _Transfer(self.ctl, tuner, opts, os.path.basename(local), size, offset)
+        if on_xfer:
+            on_xfer(xfer)
+        try:
+            sock = await self.connect(st, tuner, lines)
+        except (FTPError, _Retry):
+            await self._drain_tokens(st)
+            raise
+        def final_arrived(fut: asyncio.Future) -> None:
+            # The server has ended this transfer: no more DRS reports for it
+            # (the next file's transfer may start before our EOF).
+            xfer.use_drs = False
+            if on_final is not None and not fut.cancelled() and fut.exception() is None:
+                on_final(fut.result())
+
+        st.transfer.final.add_done_callback(final_arrived)
+        try:
+            await self._check_rest(st)
+            await self.preliminary(st, f"cannot retrieve {remote}")
+            tuner.attach(sock)
+            part = local + ".part"
+            with _open_part(part, offset) as f:
+                started = xfer.started = time.monotonic()
+                io = asyncio.ensure_future(_receive(sock, f, xfer))
+                await _server_says_why(_drive(io, xfer), st.transfer, f"RETR {remote}")
+                seconds = time.monotonic() - started
+        finally:
+            _close_data(sock, xfer)
+        return GetTail(self, st, remote, local, part, size, offset, xfer, seconds)
+
+    async def _check_rest(self, st: Started) -> None:
+        """A REST sent ahead of the transfer must have been accepted (350,
+        RFC 959 sec. 4.1.3) before a byte is written at its offset."""
+        for token in st.extra:
+            if token.verb == "REST":
+                reply = await self.ctl._wait(token.final, 60)
+                if reply.code != 350:
+                    raise FTPError(f"resume (REST) failed: {reply}", reply)
+
+    async def _drain_tokens(self, st: Started) -> None:
+        """Wait for the replies of commands sent for a transfer that will
+        not run, so the next command's reply is its own."""
+        for token in (*st.extra, st.transfer):
+            if token is not None:
+                try:
+                    await self.ctl._wait(token.final, 30)
+                except FTPError:
+                    pass
+
+    async def put_file(self, local: str, remote: str, f, size: int, offset: int, mtime: float | None,
+                       on_xfer=None) -> TransferResult:
+        opts = self.opts
+        lines = (f"ALLO {size}",) + ((f"REST {offset}",) if offset else ()) + (f"STOR {remote}",)
+        st = self.start(*lines)
+        tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
+        xfer = _Transfer(self.ctl, tuner, opts, os.path.basename(local), size, offset)
+        if on_xfer:
+            on_xfer(xfer)
+        try:
+            sock = await self.connect(st, tuner, lines)
+        except (FTPError, _Retry):
+            await self._drain_tokens(st)
+            raise
+        try:
+            await self._check_rest(st)
+            await self.preliminary(st, f"cannot store {remote}")
+            tuner.attach(sock)
+            started = xfer.started = time.monotonic()
+            io = asyncio.ensure_future(_send(sock, f, offset, size - offset, xfer))
+            await _server_says_why(_drive(io, xfer), st.transfer, f"STOR {remote}")
+            # No wait for the last ACK (as a single put does, to time the
+            # transfer alone): the kernel delivers what it holds after close,
+            # and the 226 says the server has it all.
+            seconds = time.monotonic() - started
+        finally:
+            sock.close()
+        await self.final(st.transfer, f"STOR {remote}")
+        if mtime is not None and "MFMT" in self.ctl.features:
+            self.ctl.start(f"MFMT {format_time_val(mtime)} {remote}")  # its reply is not needed
+        return _result("put", remote, xfer, size, offset, seconds)
+
+
+class _Retry(Exception):
+    """A pipelined pair refused with 503: send it again after the 226."""
+
+
+@dataclass
+class GetTail:
+    sess: RemoteSession
+    st: Started
+    remote: str
+    local: str
+    part: str
+    size: int | None
+    offset: int
+    xfer: _Transfer
+    seconds: float
+
+    async def finish(self, mtime: float | None) -> TransferResult:
+        await self.sess.final(self.st.transfer, f"RETR {self.remote}")
+        # The 226 says the file was sent whole (stream mode: RFC 959 sec.
+        # 3.4.1); a size other than the listing's is a file that changed
+        # since the walk.  Its time is then not the listing's either.
+        got = self.offset + self.xfer.moved
+        changed = self.size is not None and got != self.size
+        os.replace(self.part, self.local)
+        if mtime is not None and not changed:
+            os.utime(self.local, (mtime, mtime))
+        res = _result("get", self.remote, self.xfer, got, self.offset, self.seconds)
+        if changed:
+            res.summary["note"] = f"changed during the copy: listed {self.size} B, got {got} B"
+        return res
