@@ -227,7 +227,7 @@ def test_files_that_vanish_or_change_after_the_walk_fail_alone(tree_server, tmp_
     assert res.count("ok") == 12 - 2 + 1  # the others, and big.bin
     assert (tmp_path / "out" / "f002.bin").read_bytes() == (data / "f002.bin").read_bytes()
     changed = next(o for o in res.outcomes if o.path.endswith("f002.bin"))
-    assert "changed during the copy" in changed.result.summary["note"]
+    assert "changed during the copy" in changed.result.extra["note"]
     assert not (tmp_path / "out" / "new.bin").exists()
     assert not [n for n in os.listdir(tmp_path / "out") if n.endswith(".part")]
 

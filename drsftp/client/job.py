@@ -58,7 +58,7 @@ class Outcome:
     def as_dict(self) -> dict:
         d = {"path": self.path, "status": self.status, "error": self.error}
         if self.result is not None:
-            r = self.result.as_dict()
+            r = self.result.to_dict()
             r.pop("timeline", None)
             d.update(r, path=self.path, remote=self.result.path)
         return d

@@ -47,10 +47,10 @@ def add_dataset_opts(p: argparse.ArgumentParser) -> None:
 
 def add_ls_parser(sub) -> None:
     p = sub.add_parser("ls", help="list a directory on an FTP server (MLSD, or LIST)")
-    p.add_argument("url")
+    p.add_argument("url", help="ftp://[user[:password]@]host[:port]/dir/")
     p.add_argument("-l", "--long", action="store_true", help="type, size and time of each entry")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
-    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the server (default 60)")
 
 
 def wants_job(args) -> bool:

@@ -320,5 +320,5 @@ class GetTail:
             os.utime(self.local, (mtime, mtime))
         res = _result("get", self.remote, self.xfer, got, self.offset, self.seconds)
         if changed:
-            res.summary["note"] = f"changed during the copy: listed {self.size} B, got {got} B"
+            res.update(note=f"changed during the copy: listed {self.size} B, got {got} B")
         return res
