@@ -111,13 +111,22 @@ def test_retries_survive_a_server_restart(tmp_path, direction):
 @pytest.mark.root
 @pytest.mark.parametrize("direction", ["get", "put"])
 def test_a_link_flap_does_not_lose_data(tmp_path, direction):
-    with _fault_case(tmp_path, direction, 52, "--retries", "3") as (link, _, c, dest, src, _root):
+    """The server's link goes down for 3 s mid-transfer: not a byte reaches
+    the partial file meanwhile (the fault is real), and the transfer then
+    completes intact (TCP rides it out, or the client retries)."""
+    with _fault_case(tmp_path, direction, 52, "--retries", "3") as (link, _, c, dest, src, root):
+        watch = str(dest) + ".part" if direction == "get" else str(root / ".up.bin.part")
         dev = link.names.dev("server")
-        link.run("server", ["ip", "link", "set", "dev", dev, "down"], timeout=10)
-        time.sleep(3)
-        link.run("server", ["ip", "link", "set", "dev", dev, "up"], timeout=10)
+        r = link.run("server", ["ip", "link", "set", "dev", dev, "down"], timeout=10)
+        assert r.returncode == 0, r.stderr
+        time.sleep(0.5)  # what was in flight and buffered lands
+        frozen = os.path.getsize(watch)
+        time.sleep(2.5)
+        assert os.path.getsize(watch) == frozen < 40 << 20  # stalled mid-file by the fault
+        r = link.run("server", ["ip", "link", "set", "dev", dev, "up"], timeout=10)
+        assert r.returncode == 0, r.stderr
         link.run("server", ["ip", "addr", "replace", f"{link.server_addr}/32", "peer", f"{link.client_addr}/32",
-                            "dev", dev], timeout=10)
+                            "dev", dev], timeout=10, check=True)
         _completes(c, dest, src)
 
 

@@ -67,19 +67,35 @@ def test_drs_command_is_rate_limited(server):
 
 
 def test_paths_stay_inside_the_root(server, tmp_path):
+    """Every path resolves inside the root (RFC 959 paths under the user's
+    home): '..' stops at it, absolute paths start from it, a symlink out of
+    it is refused.  Where the path names a file inside the root, that file
+    is served; the host's own file never is."""
     outside = tmp_path / "secret.txt"
     outside.write_text("secret")
     os.symlink(str(tmp_path), os.path.join(server.root, "escape"))
+    os.mkdir(os.path.join(server.root, "etc"))
+    inside_passwd, inside_secret = b"the root's own etc/passwd\n", b"the root's own secret\n"
+    with open(os.path.join(server.root, "etc", "passwd"), "wb") as f:
+        f.write(inside_passwd)
+    with open(os.path.join(server.root, "secret.txt"), "wb") as f:
+        f.write(inside_secret)
+    with open("/etc/passwd", "rb") as f:
+        host_files = {f.read(), b"secret"}
     ftp = ftp_session(server.port)
-    for path in ("../secret.txt", "/../secret.txt", "../../../../etc/passwd", "escape/secret.txt",
-                 str(outside), "/etc/passwd"):
+    for path, inside in (("../secret.txt", inside_secret), ("/../secret.txt", inside_secret),
+                         ("../../../../etc/passwd", inside_passwd), ("/etc/passwd", inside_passwd),
+                         ("escape/secret.txt", None), (str(outside), None)):
         got = []
         try:
             ftp.retrbinary(f"RETR {path}", got.append)
         except ftplib.error_perm as exc:
-            assert str(exc).startswith("550"), (path, exc)
-        assert b"".join(got) != b"secret", path
-        assert reply_of(ftp, f"SIZE {path}").startswith("550"), path
+            assert inside is None and str(exc).startswith("550"), (path, exc)
+        served = b"".join(got)
+        assert served not in host_files, path
+        assert served == (inside or b""), path  # the file inside the root, or nothing
+        size = reply_of(ftp, f"SIZE {path}")
+        assert size == f"213 {len(inside)}" if inside else size.startswith("550"), (path, size)
     assert reply_of(ftp, "CWD escape").startswith("550")
     ftp.quit()
 
