@@ -9,8 +9,9 @@ import pytest
 from drsftp.ftp import drscmd
 from drsftp.ftp.replies import ProtocolError, Reply, ReplyParser, parse_epsv, parse_pasv
 from drsftp.ftp.session import FTPLocation, parse_url
-from drsftp.tuning import Decision, DRSTuning, PeerReport, Role, Sample
+from drsftp.tuning import Decision, DRSConfig, DRSTuning, PeerReport, Role, Sample
 from drsftp.tuning.budget import BufferBudget
+from drsftp.tuning.drs import RTTEstimator
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -206,3 +207,108 @@ def test_drs_window_starts_at_256_kib_and_stops_at_64_mib():
         total += 100 * MiB  # 1 GB/s for 100 ms per tick: far past the cap
         drs.on_sample(Sample(bytes_received=total), now=i * 0.05, rtt=0.1)
     assert drs.window == 64 * MiB
+
+
+def test_drs_config_needs_0_lt_floor_le_cap():
+    assert DRSConfig(floor=1, cap=1).floor == 1
+    for floor, cap in ((0, 1), (2, 1)):
+        with pytest.raises(ValueError):
+            DRSConfig(floor=floor, cap=cap)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DRSConfig().floor = 1
+
+
+def test_rtt_samples_smoothed_at_one_eighth_and_only_within_0_to_60_s():
+    """RFC 6298 sec. 2: SRTT <- 7/8 SRTT + 1/8 R'; a sample of 0 or of a
+    minute or more is no RTT (docs/PROTOCOL.md: rtt_us up to 60 s)."""
+    est = RTTEstimator()
+    for bad in (0.0, 60.0, -1.0, None):
+        est.update(bad)
+    assert est.srtt is None and est.min_rtt is None
+    est.update(0.1)
+    est.update(0.2)
+    assert est.srtt == pytest.approx(0.1125) and est.min_rtt == 0.1 and est.latest == 0.2
+    est.update(59.9)
+    assert est.latest == 59.9
+
+
+def test_ticks_default_to_half_of_50_ms_until_an_rtt_is_known():
+    assert DRSTuning(Role.RECEIVER).tick_interval(rtt=None) == pytest.approx(0.025)
+
+
+def test_open_start_from_40_ms_inclusive():
+    """docs/DESIGN.md, "Open start": on a path of 40 ms or more."""
+    assert DRSTuning(Role.RECEIVER).before_handshake(rtt=0.04) == Decision(rcv_window=64 * MiB)
+    assert DRSTuning(Role.RECEIVER).before_handshake(rtt=0.039).is_empty()
+
+
+def _peer_fed(cwnd, inflight, delivered=1 * MiB, rtts=25):
+    drs = DRSTuning(Role.RECEIVER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    t, total = 0.0, 0
+    drs.on_sample(Sample(bytes_received=0), now=t, rtt=0.1)
+    for _ in range(rtts):
+        drs.on_peer_report(PeerReport(cwnd=cwnd, inflight=inflight, rtt=0.1), now=t, rtt=0.1)
+        for _ in range(2):
+            t += 0.05
+            total += delivered // 2
+            drs.on_sample(Sample(bytes_received=total), now=t, rtt=0.1)
+    return drs
+
+
+def test_the_senders_inflight_beats_a_smaller_inference():
+    """docs/DESIGN.md item 2: its exact bytes in flight (the receiver's count lags)."""
+    drs = _peer_fed(cwnd=8 * MiB, inflight=2 * MiB)  # BBR: a cwnd 4x the flight is not used
+    assert 1.2 * 2 * MiB <= drs.window <= 1.3 * 2 * MiB
+
+
+def test_a_cwnd_exactly_80_percent_full_is_believed():
+    drs = _peer_fed(cwnd=5 * MiB, inflight=4 * MiB)
+    assert drs.window >= 1.2 * 5 * MiB
+
+
+def test_peer_reports_stay_fresh_two_rtts():
+    """docs/PROTOCOL.md: reports older than two RTTs (or 0.5 s) are stale.
+    While fresh, the peer's RTT is used and the local one ignored."""
+    def srtt_after(age):
+        drs = DRSTuning(Role.RECEIVER)
+        drs.on_peer_report(PeerReport(rtt=0.4), now=0.0, rtt=None)
+        drs.on_sample(Sample(bytes_received=0), now=age, rtt=0.1)
+        return drs.rtt.srtt
+    assert srtt_after(0.75) == pytest.approx(0.4)  # 2 x 0.4 s
+    assert srtt_after(0.85) == pytest.approx(0.4 + (0.1 - 0.4) / 8)
+
+
+def test_changes_of_a_sixteenth_or_less_are_not_applied():
+    """Not worth a syscall; the sender's need here is the peer's window."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30, hold_periods=0))
+    first = drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=8 * MiB), now=0.0, rtt=0.1)
+    assert first.sndbuf == 3 * MiB
+    assert drs.on_sample(Sample(peer_window=4 * MiB * 17 // 16, cwnd_bytes=8 * MiB), now=0.05, rtt=0.1).is_empty()
+    assert drs.on_sample(Sample(peer_window=4 * MiB * 18 // 16, cwnd_bytes=8 * MiB), now=0.1,
+                         rtt=0.1).sndbuf == 3 * MiB * 18 // 16
+
+
+def test_unsent_allowance_floor_64_kib_and_rate_over_2_ms_at_least():
+    """20 ms at cwnd / max(srtt, 2 ms), at least 64 KiB (one GSO super-packet)."""
+    slow = DRSTuning(Role.SENDER, DRSConfig(cap=1 << 30))
+    assert slow.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=100 * KiB), now=0.0, rtt=0.1).notsent == 64 * KiB
+    short = DRSTuning(Role.SENDER, DRSConfig(cap=1 << 30))
+    d = short.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=20_000), now=0.0, rtt=0.0005)
+    assert d.notsent == int(0.02 * 20_000 / 0.002)  # 200 kB, within the 256 KiB buffer
+
+
+def test_recovery_room_lasts_16_rtts_after_the_last_hole():
+    """docs/DESIGN.md item 8: out-of-order arrivals within the last 16 RTTs."""
+    rate, rtt = 12.5e6, 0.1
+    drs = DRSTuning(Role.RECEIVER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    drs.on_sample(Sample(bytes_received=0, out_of_order=0), now=0.0, rtt=rtt)
+    total, ooo, windows = 0, 0, {}
+    for i in range(1, 80):  # ticks every half RTT; one hole at tick 20 (t = 1.0 s)
+        total += int(rate * rtt / 2)
+        ooo += 3 if i == 20 else 0
+        drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=i * rtt / 2, rtt=rtt)
+        windows[i] = drs.window
+    room = windows[20]
+    assert room >= 2.9 * rate * rtt  # 3 x rate x min_rtt
+    assert all(windows[i] == room for i in range(20, 52))  # through t = 2.55 s
+    assert windows[53] < room  # t = 2.65 s: 16 RTTs (1.6 s) after the hole have passed
