@@ -312,3 +312,19 @@ def test_recovery_room_lasts_16_rtts_after_the_last_hole():
     assert room >= 2.9 * rate * rtt  # 3 x rate x min_rtt
     assert all(windows[i] == room for i in range(20, 52))  # through t = 2.55 s
     assert windows[53] < room  # t = 2.65 s: 16 RTTs (1.6 s) after the hole have passed
+
+
+def test_a_tick_spanning_many_rtts_grows_the_window_one_gain_only():
+    """docs/DESIGN.md item 6: growth of at most the phase's gain per RTT, and
+    a tick of 10 ms at a 0.5 ms RTT (ticks never come faster than 10 ms)
+    counts as one RTT, not twenty: one doubling in slow start."""
+    drs = DRSTuning(Role.RECEIVER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    total = 0
+    for i in range(40):  # 100 MB/s steady: the window settles
+        total += 1_000_000
+        drs.on_sample(Sample(bytes_received=total), now=i * 0.010, rtt=0.0005)
+    before = drs.window
+    total += 8_000_000  # the rate jumps 8x
+    drs.on_sample(Sample(bytes_received=total), now=0.400, rtt=0.0005)
+    assert drs.slow_start
+    assert drs.window == pytest.approx(2 * before, rel=0.01)
