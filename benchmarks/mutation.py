@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = ("drsftp/tuning/*.py", "drsftp/ftp/*.py")
-TESTS = ("tests/test_tuning.py", "tests/test_tuning_pinned.py", "tests/test_ftp_proto.py",
-         "tests/test_budget.py", "tests/test_mutation_kills.py")
+TESTS = ("tests/test_mutation_kills.py", "tests/test_tuning_pinned.py", "tests/test_tuning.py", "tests/test_ftp_proto.py",
+         "tests/test_budget.py")
 
 COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
            ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In,
@@ -40,7 +40,7 @@ BINOP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mul
 BOOLOP = {ast.And: ast.Or, ast.Or: ast.And}
 MINMAX = {"min": "max", "max": "min"}
 
-# Mutants explained as harmless in docs/MUTATION.md, as "file:line: description".
+# Mutants explained as harmless in docs/MUTATION.md, as "file:line:column: description".
 KNOWN: frozenset[str] = frozenset()
 
 
@@ -49,10 +49,11 @@ class Site:
     path: str
     index: int
     line: int
+    col: int
     what: str
 
     def key(self) -> str:
-        return f"{self.path}:{self.line}: {self.what}"
+        return f"{self.path}:{self.line}:{self.col}: {self.what}"
 
 
 def _skip(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
@@ -81,7 +82,7 @@ class Mutator(ast.NodeTransformer):
         if _skip(node, self.parents):
             return False
         i = len(self.sites)
-        self.sites.append(Site(self.path, i, node.lineno, what))
+        self.sites.append(Site(self.path, i, node.lineno, node.col_offset, what))
         return i == self.target
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
@@ -175,10 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", nargs="*", help=f"files to mutate (default: {', '.join(TARGETS)})")
     ap.add_argument("--max-seconds", type=float, default=3600, help="stop starting mutants after this")
     ap.add_argument("--timeout", type=float, default=120, help="per-mutant test timeout (a hang = killed)")
+    ap.add_argument("--lines", help="only the sites on these lines (comma-separated; with one file)")
     ap.add_argument("--list", action="store_true", help="list the sites and exit")
     args = ap.parse_args(argv)
     files = args.files or sorted(p for g in TARGETS for p in glob.glob(g, root_dir=ROOT))
     all_sites = [s for f in files for s in sites(f)]
+    if args.lines:
+        wanted = {int(n) for n in args.lines.split(",")}
+        all_sites = [s for s in all_sites if s.line in wanted]
     if args.list:
         for s in all_sites:
             print(s.key())

@@ -328,3 +328,52 @@ def test_a_tick_spanning_many_rtts_grows_the_window_one_gain_only():
     drs.on_sample(Sample(bytes_received=total), now=0.400, rtt=0.0005)
     assert drs.slow_start
     assert drs.window == pytest.approx(2 * before, rel=0.01)
+
+
+def _growing_sender(reported, kernel, ticks=8):
+    """BBR startup seen by the sender every half RTT (cwnd 1.7x per tick,
+    acked rate 1.7x per tick), with a fresh DRS report of the receiver's
+    window ``reported`` and the kernel's view of it ``kernel``."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    acked = 0
+    for i in range(ticks):
+        acked += int(128 * KiB * 1.7 ** i) if i else 0
+        drs.on_peer_report(PeerReport(window=reported, rtt=0.1), now=i * 0.05, rtt=0.1)
+        drs.on_sample(Sample(peer_window=kernel, cwnd_bytes=int(256 * KiB * 1.7 ** i), bytes_acked=acked),
+                      now=i * 0.05, rtt=0.1)
+    return drs
+
+
+def test_a_growing_sender_may_use_the_larger_of_the_reported_and_kernel_windows():
+    """docs/DESIGN.md, Sender: in slow start, a cwnd of 1.5x the current one
+    within the window the kernel says the receiver offers (it may be ahead
+    of the last DRS report, or behind it)."""
+    for reported, kernel in ((8 * MiB, 1 * MiB), (1 * MiB, 8 * MiB)):
+        assert _growing_sender(reported, kernel).window == 6 * MiB  # 0.75 x 8 MiB
+
+
+def test_a_sender_without_any_window_figure_keeps_its_buffer():
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=4 * MiB), now=0.0, rtt=0.1)
+    for i in range(1, 40):  # 2 s of samples that know neither the cwnd nor the peer's window
+        assert drs.on_sample(Sample(), now=i * 0.05, rtt=0.1).is_empty()
+    assert drs.window == 3 * MiB
+
+
+def test_the_sender_keeps_two_rtts_of_rate_history():
+    """Bounded memory over a long transfer (COMMON rules: every loop bounded)."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    for i in range(2000):
+        drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=2 * MiB, bytes_acked=i * 625_000),
+                      now=i * 0.05, rtt=0.1)
+    assert len(drs._rates) <= 5  # 2 RTTs of half-RTT ticks
+
+
+def test_the_measurement_interpolates_the_bytes_at_the_spans_start():
+    """Sliding measurement (docs/DESIGN.md item 1): the bytes over exactly
+    the last span, the count at its start interpolated between samples."""
+    drs = DRSTuning(Role.RECEIVER)
+    assert drs._rate(0, 0.0, 0.1) is None
+    assert drs._rate(1000, 0.06, 0.1) is None  # less than a span of history
+    # at 0.02 s (the span's start) 1/3 of the way from 0 to 1000 bytes
+    assert drs._rate(4000, 0.12, 0.1) == pytest.approx((4000 - 1000 / 3) / 0.1)
