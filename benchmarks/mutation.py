@@ -136,8 +136,10 @@ class Mutator(ast.NodeTransformer):
         elif isinstance(v, int):
             if self._site(node, f"{v} -> {v + 1}"):
                 return ast.Constant(v + 1)
-        elif isinstance(v, float) and self._site(node, f"{v!r} -> {v / 2!r}"):
-            return ast.Constant(v / 2)
+        elif isinstance(v, float):
+            new = v / 2 if v else 1.0  # half, or 1.0 for 0.0
+            if self._site(node, f"{v!r} -> {new!r}"):
+                return ast.Constant(new)
         return node
 
 
@@ -177,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-seconds", type=float, default=3600, help="stop starting mutants after this")
     ap.add_argument("--timeout", type=float, default=120, help="per-mutant test timeout (a hang = killed)")
     ap.add_argument("--lines", help="only the sites on these lines (comma-separated; with one file)")
+    ap.add_argument("--only", metavar="FILE",
+                    help="only the mutants named in FILE, one 'path:line: what' or 'SURVIVED: ...' a line"
+                         " (a previous run's output: re-check its survivors)")
     ap.add_argument("--list", action="store_true", help="list the sites and exit")
     args = ap.parse_args(argv)
     files = args.files or sorted(p for g in TARGETS for p in glob.glob(g, root_dir=ROOT))
@@ -184,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.lines:
         wanted = {int(n) for n in args.lines.split(",")}
         all_sites = [s for s in all_sites if s.line in wanted]
+    if args.only:
+        named = {line.split(": ", 1)[-1].strip() if line.startswith(("SURVIVED", "known")) else line.strip()
+                 for line in _read(args.only).splitlines()}
+        all_sites = [s for s in all_sites if f"{s.path}:{s.line}: {s.what}" in named or s.key() in named]
     if args.list:
         for s in all_sites:
             print(s.key())

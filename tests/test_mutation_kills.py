@@ -9,7 +9,15 @@ import pytest
 from drsftp.ftp import drscmd
 from drsftp.ftp.replies import ProtocolError, Reply, ReplyParser, parse_epsv, parse_pasv
 from drsftp.ftp.session import FTPLocation, parse_url
-from drsftp.tuning import Decision, DRSConfig, DRSTuning, PeerReport, Role, Sample
+from drsftp.tuning import (
+    Decision,
+    DRSConfig,
+    DRSTuning,
+    PeerReport,
+    Role,
+    Sample,
+    create,
+)
 from drsftp.tuning.budget import BufferBudget
 from drsftp.tuning.drs import RTTEstimator
 
@@ -377,3 +385,27 @@ def test_the_measurement_interpolates_the_bytes_at_the_spans_start():
     assert drs._rate(1000, 0.06, 0.1) is None  # less than a span of history
     # at 0.02 s (the span's start) 1/3 of the way from 0 to 1000 bytes
     assert drs._rate(4000, 0.12, 0.1) == pytest.approx((4000 - 1000 / 3) / 0.1)
+
+
+def test_a_steady_receiver_sends_no_decisions():
+    """A window within 1/16 of the applied one is not worth a syscall."""
+    drs = DRSTuning(Role.RECEIVER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    total, decisions = 0, []
+    for i in range(60):
+        total += 625_000  # 100 Mbit/s, 100 ms, ticks every half RTT
+        decisions.append(drs.on_sample(Sample(bytes_received=total), now=i * 0.05, rtt=0.1))
+    assert all(d.is_empty() for d in decisions[-20:])
+
+
+def test_peer_reports_stay_fresh_half_a_second_on_short_paths():
+    drs = DRSTuning(Role.RECEIVER)
+    drs.on_peer_report(PeerReport(rtt=0.1), now=0.0, rtt=None)
+    drs.on_sample(Sample(bytes_received=0), now=0.45, rtt=0.3)
+    assert drs.rtt.srtt == pytest.approx(0.1)  # 2 RTTs are 0.2 s: 0.5 s is the floor
+    drs.on_sample(Sample(bytes_received=0), now=0.55, rtt=0.3)
+    assert drs.rtt.srtt == pytest.approx(0.1 + (0.3 - 0.1) / 8)
+
+
+def test_a_cap_below_the_floor_lowers_the_floor():
+    small = create("drs:128KiB", Role.RECEIVER)
+    assert small.config.cap == small.config.floor == 128 * KiB
