@@ -72,8 +72,9 @@ def test_reply_classes_by_first_digit():
 
 
 def test_an_empty_line_is_no_reply():
-    with pytest.raises(ProtocolError):
-        ReplyParser().feed(b"\r\n")
+    for empty in (b"\r\n", b"\n"):  # a bare LF ends a line too
+        with pytest.raises(ProtocolError):
+            ReplyParser().feed(empty)
 
 
 def test_line_limit_is_8_kib_inclusive():

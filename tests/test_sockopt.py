@@ -190,6 +190,7 @@ def test_unforced_buffers_are_capped_and_the_cap_is_reported():
         assert act.capped == ["rmem_max"]
 
 
+@pytest.mark.root  # SO_RCVBUFFORCE needs CAP_NET_ADMIN
 def test_forced_buffers_pass_the_cap_when_allowed():
     limits = sockopt.HostLimits.read()
     assert limits.can_force, "CI runs as root: SO_RCVBUFFORCE must work here"
@@ -251,6 +252,7 @@ def test_at_rmem_max_the_buffer_binds_not_the_clamp():
         assert srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP) == at_cap // 2
 
 
+@pytest.mark.root  # SO_RCVBUFFORCE needs CAP_NET_ADMIN
 def test_a_shrinking_receive_buffer_keeps_room_for_the_window_already_offered():
     """The clamp follows a shrink at once; the buffer keeps the memory the
     offered window needs (else the kernel prunes out-of-order data and
@@ -279,6 +281,7 @@ def test_a_shrinking_receive_buffer_keeps_room_for_the_window_already_offered():
         assert act.read_back()[0] == memory(512 * KiB) and not act.holding and act.held_memory() == 0
 
 
+@pytest.mark.root  # SO_RCVBUFFORCE needs CAP_NET_ADMIN
 def test_tuner_re_applies_a_held_buffer_until_the_offer_drains(monkeypatch):
     """A strategy that says "no change" still gets its held buffer brought
     down as the offered window drains."""
