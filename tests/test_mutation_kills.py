@@ -16,7 +16,9 @@ from drsftp.tuning import (
     PeerReport,
     Role,
     Sample,
+    check_spec,
     create,
+    parse_size,
 )
 from drsftp.tuning.budget import BufferBudget
 from drsftp.tuning.drs import RTTEstimator
@@ -410,3 +412,17 @@ def test_peer_reports_stay_fresh_half_a_second_on_short_paths():
 def test_a_cap_below_the_floor_lowers_the_floor():
     small = create("drs:128KiB", Role.RECEIVER)
     assert small.config.cap == small.config.floor == 128 * KiB
+
+
+def test_sizes_in_bytes_with_binary_suffixes():
+    assert parse_size("1") == 1 and parse_size("0.5k") == 512
+    assert parse_size("3m") == 3 << 20 and parse_size("2GiB") == 2 << 30 and parse_size("1g") == 1 << 30
+    for bad in ("0", "0.0001k", "-1", "1t"):
+        with pytest.raises(ValueError):
+            parse_size(bad)
+
+
+def test_a_valid_spec_checks_and_comes_back():
+    assert check_spec("drs:8MiB") == "drs:8MiB" and check_spec("kernel") == "kernel"
+    with pytest.raises(ValueError, match="unknown tuning"):
+        check_spec("bogus")
