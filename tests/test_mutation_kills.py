@@ -426,3 +426,33 @@ def test_a_valid_spec_checks_and_comes_back():
     assert check_spec("drs:8MiB") == "drs:8MiB" and check_spec("kernel") == "kernel"
     with pytest.raises(ValueError, match="unknown tuning"):
         check_spec("bogus")
+
+
+def _steady_sender_then(last_tick_acked, ticks=20):
+    """A sender at 100 Mbit/s, 100 ms (625 kB acked per half-RTT tick, cwnd
+    2.5 MB); its last tick acks ``last_tick_acked``.  Returns its window."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    acked = 0
+    for i in range(ticks + 1):
+        acked += last_tick_acked if i == ticks else 625_000
+        drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=2_500_000, bytes_acked=acked), now=i * 0.05, rtt=0.1)
+    return drs.window
+
+
+def test_the_senders_growth_test_compares_rates_over_an_rtt_one_rtt_apart():
+    """docs/DESIGN.md, Sender: the acked rate grows at least 1.5x per RTT.
+    A tick acking 1.6x is 1.3x over the RTT: no headroom; 1.3x per tick
+    (1.69x per RTT) is growth."""
+    assert _steady_sender_then(1_000_000) == int(0.75 * 2_500_000)
+    assert all(size >= int(0.75 * 1.5 * c) - 1 for c, size in _sender_windows_grow(1.3)[4:])
+
+
+def _sender_windows_grow(rate_growth, ticks=8):
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    acked, out = 0, []
+    for i in range(ticks):
+        cwnd = int(256 * KiB * 1.7 ** i)
+        acked += int(128 * KiB * rate_growth ** i) if i else 0
+        drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=cwnd, bytes_acked=acked), now=i * 0.05, rtt=0.1)
+        out.append((cwnd, drs.window))
+    return out
