@@ -388,6 +388,10 @@ def test_the_measurement_interpolates_the_bytes_at_the_spans_start():
     assert drs._rate(1000, 0.06, 0.1) is None  # less than a span of history
     # at 0.02 s (the span's start) 1/3 of the way from 0 to 1000 bytes
     assert drs._rate(4000, 0.12, 0.1) == pytest.approx((4000 - 1000 / 3) / 0.1)
+    idle_first = DRSTuning(Role.RECEIVER)  # no bytes yet at the middle sample: over 0.1 s, not 0.12 s
+    for total, now in ((0, 0.0), (0, 0.06)):
+        idle_first._rate(total, now, 0.1)
+    assert idle_first._rate(4000, 0.12, 0.1) == pytest.approx(4000 / 0.1)
 
 
 def test_a_steady_receiver_sends_no_decisions():
