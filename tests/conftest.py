@@ -52,7 +52,7 @@ def make_file(path, size, seed=0):
 
 
 def drsftp(*args, timeout=300, **kw):
-    return subprocess.run([PY, "-m", "drsftp", *args], capture_output=True, text=True,
+    return subprocess.run([PY, "-m", "drsftp", *args], check=False, capture_output=True, text=True,
                           timeout=timeout, **kw)
 
 
@@ -194,3 +194,33 @@ def stock_server(tmp_path):
     proc.terminate()
     proc.wait(10)
     proc.stdout.close()
+
+
+# -- no skips: a test that cannot run fails (COMMON rules; docs/MUTATION.md) --
+
+_SKIPPED: list[str] = []
+
+
+def pytest_runtest_setup(item):
+    """A test marked ``root`` fails, never skips, without root."""
+    if item.get_closest_marker("root") and os.geteuid() != 0:
+        pytest.fail("needs root and network namespaces (CI runs as root)")
+
+
+def pytest_runtest_logreport(report):
+    """Count skipped and xfailed tests (an xfail reports as skipped)."""
+    if report.skipped:
+        _SKIPPED.append(report.nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Any skip or xfail fails the run: a check that did not run proves nothing."""
+    if _SKIPPED and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SKIPPED:
+        terminalreporter.write_line(
+            f"FAILED: {len(_SKIPPED)} test(s) skipped or xfailed, which this suite forbids: "
+            + ", ".join(_SKIPPED[:10]), red=True)

@@ -8,10 +8,10 @@ import time
 
 import psutil
 import pytest
+from conftest import PY, ServerProcess, drsftp, make_file, running_server, sha256_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PY, ServerProcess, drsftp, make_file, running_server, sha256_file
 from drsftp.server.users import check_password, hash_password, read_users
 
 
@@ -30,7 +30,8 @@ def users_server(tmp_path):
     users = tmp_path / "users"
     for name, home, extra in (("alice", "root/alice", []), ("fuzz", "root/fuzz", ["--read-only"])):
         r = subprocess.run([PY, "-m", "drsftp", "passwd", str(users), name, "--home", home, "--password-stdin",
-                            *extra], input=f"{name}-password\n", capture_output=True, text=True, timeout=30)
+                            *extra], check=False, input=f"{name}-password\n", capture_output=True,
+                           text=True, timeout=30)
         assert r.returncode == 0, r.stderr
     assert "alice-password" not in users.read_text()
     assert oct(os.stat(users).st_mode & 0o777) == "0o600"
@@ -150,12 +151,20 @@ def test_fuzz_control_channel_while_an_honest_transfer_completes(users_server, t
                 c.send(b"USER fuzz")
                 assert c.send(b"PASS fuzz-password").startswith(b"230")
         try:
+            last = None
             for cmd in cmds:
                 if cmd.upper().startswith((b"QUIT", b"REIN", b"ABOR", b"USER", b"PASS")) and c is stalled:
                     continue  # keep the transfer session alive
                 r = c.send(cmd)
                 if r == b"<closed>":
+                    # only a session told so may end: 221 (QUIT), 421, or the
+                    # 530 after too many failed logins; never the transfer's
+                    assert c is not stalled, f"the transfer's session was dropped after {cmd!r}"
+                    assert last is not None and (last.startswith((b"221", b"421")) or (
+                        last.startswith(b"530") and b"Disconnecting" in last)), (
+                        f"session dropped after {cmd!r} without a closing reply (last: {last!r})")
                     return
+                last = r
                 seen.add(r[:3])
                 if len(cmd) > 2048:
                     assert r.startswith(b"500"), r
@@ -176,7 +185,7 @@ def test_fuzz_control_channel_while_an_honest_transfer_completes(users_server, t
     with open(root / "fuzz" / "f.bin", "rb") as f:
         assert bytes(got) == f.read()
     assert stalled.reply().startswith(b"226")
-    out, err = honest.communicate(timeout=300)
+    _, err = honest.communicate(timeout=300)
     assert honest.returncode == 0, err
     assert sha256_file(tmp_path / "honest.bin") == sha256_file(src)
     assert proc.memory_info().rss - rss0 < 64 << 20  # no unbounded allocation
@@ -192,7 +201,7 @@ def _self_signed(tmp_path):
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))

@@ -1,9 +1,20 @@
 """End to end on loopback with a real `drsftp serve` process."""
 
+import itertools
 import json
 import os
+from pathlib import Path
 
-from conftest import drsftp, ftp_session, link_file, make_file, reply_of, sha256_file, start_stalled_retr
+import pytest
+from conftest import (
+    drsftp,
+    ftp_session,
+    link_file,
+    make_file,
+    reply_of,
+    sha256_file,
+    start_stalled_retr,
+)
 
 
 def test_get_and_put_256mib_identical(server, big_file, tmp_path):
@@ -15,11 +26,22 @@ def test_get_and_put_256mib_identical(server, big_file, tmp_path):
     assert sha256_file(dest) == digest
     assert not os.path.exists(str(dest) + ".part")
     report = json.loads((tmp_path / "get.json").read_text())
-    assert report["bytes"] == 256 << 20 and report["mbps"] > 0 and report["drs_peer"] is True
-    for key in ("seconds", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "retransmits",
-                "peak_rcvbuf", "timeline"):
-        assert key in report
-    assert report["timeline"] and {"t", "rate_bps", "rtt_ms", "window", "rcvbuf"} <= set(report["timeline"][0])
+    assert report["bytes"] == report["total_size"] == 256 << 20 and report["complete"] is True
+    assert report["drs_peer"] is True and report["drs_replies"] >= 1
+    # the rate is the bytes over the seconds (seconds rounded to 0.1 ms)
+    assert report["mbps"] == pytest.approx(8 * report["bytes"] / report["seconds"] / 1e6, rel=0.01)
+    assert 0 < report["rtt_min_ms"] <= report["rtt_avg_ms"] <= report["rtt_max_ms"]
+    assert isinstance(report["retransmits"], int) and report["retransmits"] >= 0
+    # SO_RCVBUF reads twice what was set (at most rmem_max), autotuning stops at tcp_rmem's max
+    rmem_max = int(Path("/proc/sys/net/core/rmem_max").read_text())
+    tcp_rmem_max = int(Path("/proc/sys/net/ipv4/tcp_rmem").read_text().split()[2])
+    assert 256 << 10 <= report["peak_rcvbuf"] <= max(2 * rmem_max, tcp_rmem_max)
+    timeline = report["timeline"]
+    assert timeline and {"t", "rate_bps", "rtt_ms", "window", "rcvbuf"} <= set(timeline[0])
+    assert all(a["t"] < b["t"] and a["bytes"] <= b["bytes"] for a, b in itertools.pairwise(timeline))
+    assert timeline[-1]["bytes"] <= (256 << 20) + 1  # TCP's count: the FIN takes a sequence number
+    # DRS's window stays within its floor (256 KiB) and the default cap (64 MiB)
+    assert all(256 << 10 <= s["window"] <= 64 << 20 for s in timeline if s["window"])
 
     r = drsftp("put", str(dest), server.url("up.bin"), "--json", str(tmp_path / "put.json"))
     assert r.returncode == 0, r.stderr
@@ -65,7 +87,12 @@ def test_drs_mid_transfer_live_numbers_and_guarded_commands(server, tmp_path):
     pairs = dict(kv.split("=") for kv in first.split()[2:])
     # the client has read 1 MiB; the ACK of its last segments may still be
     # delayed (RFC 9293 sec. 3.8.6.3), at most its 64 KiB window behind
-    assert int(pairs["bytes"]) >= (1 << 20) - 65536 and int(pairs["cwnd"]) > 0 and int(pairs["sndbuf"]) > 0
+    assert (1 << 20) - 65536 <= int(pairs["bytes"]) <= 64 << 20
+    # in flight never exceeds the cwnd; the cwnd is at least RFC 6928's
+    # initial window (10 x 1460 B); DRS's send buffer at least its floor
+    # (256 KiB), which the kernel doubles (facts doc)
+    assert 0 <= int(pairs["inflight"]) <= int(pairs["cwnd"]) and int(pairs["cwnd"]) >= 14600
+    assert int(pairs["sndbuf"]) >= 2 * (256 << 10)
 
     for cmd in ("PASV", "EPSV", "PORT 127,0,0,1,4,1", "EPRT |1|127.0.0.1|1025|", "RETR g.bin",
                 "STOR other.bin", "APPE other.bin", "LIST", "NLST", "MLSD", "REST 0", "TYPE A"):

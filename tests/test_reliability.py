@@ -8,14 +8,16 @@ import signal
 import socket
 import time
 
+import pytest
 from conftest import (
     PASSWORD,
+    PY,
     USER,
-    running_server,
     drsftp,
     ftp_session,
     make_file,
     reply_of,
+    running_server,
     sha256_file,
     start_stalled_retr,
 )
@@ -28,7 +30,8 @@ def test_hash_command_and_verify(server, tmp_path):
     reply = ftp.sendcmd("HASH h.bin")
     assert reply == f"213 SHA-256 0-9000000 {sha256_file(src)} /h.bin"
     assert ftp.sendcmd("OPTS HASH MD5") == "200 MD5"
-    md5 = hashlib.md5(open(src, "rb").read()).hexdigest()
+    with open(src, "rb") as f:
+        md5 = hashlib.md5(f.read()).hexdigest()
     assert ftp.sendcmd("HASH h.bin").split()[3] == md5
     assert reply_of(ftp, "HASH missing.bin").startswith("550")
     assert reply_of(ftp, "HASH ../../etc/passwd").startswith("550")
@@ -64,19 +67,35 @@ def test_drs_command_is_rate_limited(server):
 
 
 def test_paths_stay_inside_the_root(server, tmp_path):
+    """Every path resolves inside the root (RFC 959 paths under the user's
+    home): '..' stops at it, absolute paths start from it, a symlink out of
+    it is refused.  Where the path names a file inside the root, that file
+    is served; the host's own file never is."""
     outside = tmp_path / "secret.txt"
     outside.write_text("secret")
     os.symlink(str(tmp_path), os.path.join(server.root, "escape"))
+    os.mkdir(os.path.join(server.root, "etc"))
+    inside_passwd, inside_secret = b"the root's own etc/passwd\n", b"the root's own secret\n"
+    with open(os.path.join(server.root, "etc", "passwd"), "wb") as f:
+        f.write(inside_passwd)
+    with open(os.path.join(server.root, "secret.txt"), "wb") as f:
+        f.write(inside_secret)
+    with open("/etc/passwd", "rb") as f:
+        host_files = {f.read(), b"secret"}
     ftp = ftp_session(server.port)
-    for path in ("../secret.txt", "/../secret.txt", "../../../../etc/passwd", "escape/secret.txt",
-                 str(outside), "/etc/passwd"):
+    for path, inside in (("../secret.txt", inside_secret), ("/../secret.txt", inside_secret),
+                         ("../../../../etc/passwd", inside_passwd), ("/etc/passwd", inside_passwd),
+                         ("escape/secret.txt", None), (str(outside), None)):
         got = []
         try:
             ftp.retrbinary(f"RETR {path}", got.append)
         except ftplib.error_perm as exc:
-            assert str(exc).startswith("550"), (path, exc)
-        assert b"".join(got) != b"secret", path
-        assert reply_of(ftp, f"SIZE {path}").startswith("550"), path
+            assert inside is None and str(exc).startswith("550"), (path, exc)
+        served = b"".join(got)
+        assert served not in host_files, path
+        assert served == (inside or b""), path  # the file inside the root, or nothing
+        size = reply_of(ftp, f"SIZE {path}")
+        assert size == f"213 {len(inside)}" if inside else size.startswith("550"), (path, size)
     assert reply_of(ftp, "CWD escape").startswith("550")
     ftp.quit()
 
@@ -164,3 +183,41 @@ def test_connection_limits_passive_ports_and_timeouts(tmp_path):
         assert reply[:3] in ("421", "426") and time.monotonic() - t0 < 10, reply
         data.close()
         ftp.close()
+
+
+# A drsftp server whose HASH reports a digest of the right form that disagrees
+# with the file (a corrupted store, a lying peer): the client's only defence.
+_LYING_HASH = """
+import sys
+from drsftp.server import app, handler
+
+def ftp_HASH(self, path):
+    self.respond("213 SHA-256 0-%d %s %s" % (max(self.fs.getsize(path) - 1, 0), "ab" * 32, self.fs.fs2ftp(path)))
+
+handler.DRSControlMixin.ftp_HASH = ftp_HASH
+sys.exit(app.serve(app.ServerConfig(root=sys.argv[1], user=sys.argv[2], password=sys.argv[3], port=0)))
+"""
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_verify_against_a_disagreeing_hash_keeps_the_part_file(tmp_path, resume):
+    root = tmp_path / "srv"
+    root.mkdir()
+    src = make_file(root / "v.bin", 3_000_001, seed=33)
+    dest = tmp_path / "v.bin"
+    part = tmp_path / "v.bin.part"
+    if resume:  # a partial download resumed with --continue is checked whole
+        with open(src, "rb") as f:
+            part.write_bytes(f.read(1_000_000))
+    cmd = [PY, "-c", _LYING_HASH, str(root), USER, PASSWORD]
+    with running_server(root, cmd=cmd) as srv:
+        flags = ["--verify", "--retries", "3", *(["--continue"] if resume else [])]
+        r = drsftp("get", srv.url("v.bin"), str(dest), *flags, timeout=60)
+        assert r.returncode == 1, r.stderr
+        assert "verification failed" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # one sentence, no retries of a sure failure
+        assert not dest.exists()  # never renamed into place
+        assert sha256_file(part) == sha256_file(src)  # all the bytes kept, for a look or a resume
+        up = make_file(tmp_path / "u.bin", 1_000_000, seed=34)
+        r = drsftp("put", str(up), srv.url("u.bin"), "--verify", timeout=60)
+        assert r.returncode == 1 and "verification failed" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -1,0 +1,462 @@
+"""Boundaries and small rules the other unit tests left open: each test here
+kills mutants benchmarks/mutation.py found surviving (docs/MUTATION.md).
+Expected values come from the RFCs and docs/PROTOCOL.md, written here."""
+
+import dataclasses
+
+import pytest
+
+from drsftp.ftp import drscmd
+from drsftp.ftp.replies import ProtocolError, Reply, ReplyParser, parse_epsv, parse_pasv
+from drsftp.ftp.session import FTPLocation, parse_url
+from drsftp.tuning import (
+    Decision,
+    DRSConfig,
+    DRSTuning,
+    PeerReport,
+    Role,
+    Sample,
+    check_spec,
+    create,
+    parse_size,
+)
+from drsftp.tuning.budget import BufferBudget
+from drsftp.tuning.drs import RTTEstimator
+
+KiB, MiB = 1 << 10, 1 << 20
+
+# -- DRS command grammar (docs/PROTOCOL.md, "Replies": the bounds) ----------------
+
+BOUNDS = {"rtt_us": 60_000_000, "cwnd": 1 << 34, "inflight": 1 << 34, "wnd": 1 << 34, "rate": 1 << 40,
+          "bytes": 1 << 62, "future_key": 1 << 62}
+
+
+@pytest.mark.parametrize("key", sorted(BOUNDS))
+def test_each_drs_value_bound_is_inclusive(key):
+    bound = BOUNDS[key]
+    assert drscmd.parse_args(f"{key}={bound}") == {key: bound}
+    with pytest.raises(drscmd.DRSArgumentError):
+        drscmd.parse_args(f"{key}={bound + 1}")
+
+
+def test_at_most_16_pairs():
+    sixteen = " ".join(f"k{i}=1" for i in range(16))
+    assert len(drscmd.parse_args(sixteen)) == 16
+    with pytest.raises(drscmd.DRSArgumentError):
+        drscmd.parse_args(sixteen + " k16=1")
+
+
+def test_a_report_carries_the_values_in_si_units_and_drops_zeros():
+    pairs = drscmd.parse_args("rtt_us=1500 cwnd=1000 inflight=900 wnd=800 rate=700 bytes=1")
+    assert drscmd.to_report(pairs) == PeerReport(rtt=0.0015, cwnd=1000, inflight=900, window=800, rate=700,
+                                                 bytes=1)
+    assert drscmd.to_report(drscmd.parse_args("rtt_us=0 cwnd=0 bytes=0")) == PeerReport()
+
+
+def test_reply_pairs_keep_zero_drop_negatives_and_unknowns():
+    assert drscmd.format_pairs({"a": 0, "b": -1, "c": None, "d": 2.9}) == "a=0 d=2"
+
+
+def test_reply_text_must_start_with_the_word_drs():
+    assert drscmd.parse_reply_text("") == {}
+    assert drscmd.parse_reply_text("Transfer a=1") == {}
+    assert drscmd.parse_reply_text("DRS a=1 note") == {"a": 1}
+
+
+# -- FTP replies (RFC 959 sec. 4.2) --------------------------------------------
+
+def test_reply_classes_by_first_digit():
+    """1yz preliminary; 2yz and 3yz success so far; 4yz, 5yz failures."""
+    for code, preliminary, ok in ((100, True, False), (199, True, False), (200, False, True),
+                                  (399, False, True), (400, False, False)):
+        r = Reply(code, ("x",))
+        assert (r.preliminary, r.ok) == (preliminary, ok), code
+
+
+def test_an_empty_line_is_no_reply():
+    for empty in (b"\r\n", b"\n"):  # a bare LF ends a line too
+        with pytest.raises(ProtocolError):
+            ReplyParser().feed(empty)
+
+
+def test_line_limit_is_8_kib_inclusive():
+    """docs/PROTOCOL.md: a reply line over 8192 bytes is a broken or hostile peer."""
+    ok = b"200 " + b"x" * (8192 - 4)
+    assert ReplyParser().feed(ok + b"\r\n")[0].code == 200
+    with pytest.raises(ProtocolError):
+        ReplyParser().feed(ok + b"x\r\n")
+    p = ReplyParser()
+    assert p.feed(ok) == []  # not yet a line: waits for more
+    with pytest.raises(ProtocolError):
+        p.feed(b"x")
+
+
+def test_multiline_limit_is_1000_lines():
+    body = b"".join(b" line\r\n" for _ in range(999))
+    (r,) = ReplyParser().feed(b"211-first\r\n" + body + b"211 end\r\n")
+    assert len(r.lines) == 1001
+    with pytest.raises(ProtocolError):
+        ReplyParser().feed(b"211-first\r\n" + body + b" one more\r\n")
+
+
+def test_epsv_ports_1_to_65535():
+    """RFC 2428 sec. 3: a TCP port (RFC 9293: 16 bits; 0 is no port)."""
+    assert parse_epsv(Reply(229, ("Entering Extended Passive Mode (|||1|)",))) == 1
+    assert parse_epsv(Reply(229, ("Entering Extended Passive Mode (|||65535|)",))) == 65535
+    for port in (0, 65536):
+        with pytest.raises(ProtocolError):
+            parse_epsv(Reply(229, (f"Entering Extended Passive Mode (|||{port}|)",)))
+
+
+def test_pasv_needs_227_and_bytes_up_to_255():
+    assert parse_pasv(Reply(227, ("Entering Passive Mode (255,0,0,1,255,255)",))) == ("255.0.0.1", 65535)
+    with pytest.raises(ProtocolError):
+        parse_pasv(Reply(200, ("Entering Passive Mode (127,0,0,1,4,1)",)))
+    with pytest.raises(ProtocolError):
+        parse_pasv(Reply(227, ("Entering Passive Mode (127,0,0,1,256,1)",)))
+
+
+# -- URLs and ~/.netrc -----------------------------------------------------------
+
+def test_netrc_password_only_for_its_own_login(tmp_path):
+    rc = tmp_path / "netrc"
+    rc.write_text("machine h login alice password pw\n")
+    rc.chmod(0o600)
+    assert parse_url("ftp://h/f", str(rc)) == FTPLocation("h", 21, "alice", "pw", "/f")
+    assert parse_url("ftp://alice@h/f", str(rc)).password == "pw"
+    assert parse_url("ftp://bob@h/f", str(rc)).password == ""  # never alice's password for bob
+
+
+def test_anonymous_gets_a_placeholder_password(tmp_path):
+    loc = parse_url("ftp://h:2121/d/f", str(tmp_path / "no-netrc"))
+    assert (loc.user, loc.password, loc.port) == ("anonymous", "drsftp@", 2121)
+
+
+# -- the tuning interface's value objects ------------------------------------------
+
+def test_decisions_merge_and_diff_field_by_field():
+    assert Decision().is_empty()
+    assert not Decision(rcv_window=1).is_empty() and not Decision(notsent=1).is_empty()
+    assert Decision(1, 2, 3).changes_from(Decision(1, 5, 3)) == Decision(None, 2, None)
+    assert Decision(None, 2, None).over(Decision(1, 5, 3)) == Decision(1, 2, 3)
+
+
+def test_value_objects_are_immutable_and_counts_start_at_zero():
+    """Decisions, samples, reports, replies and URLs are passed between the
+    sans-IO cores and the drivers; none may change under another's hands."""
+    for obj in (Decision(1), Sample(), PeerReport(), Reply(200, ("x",)), FTPLocation("h", 21, "u", "p", "/f")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            obj.x = 1
+    assert (Sample().bytes_received, Sample().bytes_acked) == (0, 0)
+
+
+# -- the server's buffer budget ----------------------------------------------------
+
+def test_a_budget_must_be_positive():
+    for total in (0, -1):
+        with pytest.raises(ValueError):
+            BufferBudget(total)
+    assert BufferBudget(1).total == 1
+
+
+def test_send_buffers_share_the_budget_in_proportion_to_need():
+    b = BufferBudget(30 * MiB)
+    b.limit("small", Decision(sndbuf=10 * MiB))
+    assert b.limit("big", Decision(sndbuf=50 * MiB)) == Decision(sndbuf=20 * MiB)  # what the small one leaves
+    assert b.limit("small", Decision(sndbuf=10 * MiB)) == Decision(sndbuf=5 * MiB)  # 30 x 10/60
+    assert b.granted_total() == 25 * MiB
+
+
+def test_a_flow_that_wants_nothing_holds_nothing():
+    b = BufferBudget(30 * MiB)
+    assert b.limit("idle", Decision()) == Decision()
+    assert b.granted_total() == 0
+
+
+def test_a_squeezed_flow_keeps_a_64_kib_floor():
+    b = BufferBudget(10 * MiB)
+    assert b.limit("first", Decision(rcv_window=10 * MiB)) == Decision(rcv_window=10 * MiB)
+    # nothing left: the newcomer still gets the floor, the others give back at their next call
+    assert b.limit("late", Decision(rcv_window=100 * KiB)) == Decision(rcv_window=64 * KiB)
+
+
+def test_n_floors_never_exceed_the_budget():
+    b = BufferBudget(100_000)
+    for _ in range(3):
+        grants = [b.limit(i, Decision(rcv_window=1 * MiB)).rcv_window for i in range(3)]
+    assert grants == [33333] * 3 and all(type(g) is int for g in grants)  # 100000 // 3 each
+    assert b.granted_total() <= 100_000
+
+
+def test_claims_leave_the_rest_to_share():
+    b = BufferBudget(30 * MiB)
+    assert b.claim("auto", 10 * MiB)  # a buffer left to autotuning, counted whole
+    for _ in range(2):
+        a = b.limit("a", Decision(rcv_window=40 * MiB))
+        c = b.limit("c", Decision(rcv_window=40 * MiB))
+    assert a == c == Decision(rcv_window=10 * MiB)  # (30 - 10) / 2 each
+    assert b.granted_total() == 30 * MiB
+
+
+def test_reservations_are_whole_bytes_and_holds_keep_what_they_say():
+    b = BufferBudget(1001)
+    assert b.reserve("hs", 10_000) == 500  # half of what is free, rounded down
+    b.release("hs")
+    b.limit("f", Decision(rcv_window=100))
+    b.hold("f", 1)
+    assert b.granted_total() == 1
+
+
+# -- DRS's clamp (docs/DESIGN.md item 7: [floor 256 KiB, cap], cap 64 MiB by default) --
+
+def test_drs_window_starts_at_256_kib_and_stops_at_64_mib():
+    drs = DRSTuning(Role.RECEIVER)
+    assert drs.on_sample(Sample(bytes_received=0), now=0.0, rtt=0.1) == Decision(rcv_window=256 * KiB,
+                                                                                 sndbuf=16 * KiB)
+    total = 0
+    for i in range(1, 80):
+        total += 100 * MiB  # 1 GB/s for 100 ms per tick: far past the cap
+        drs.on_sample(Sample(bytes_received=total), now=i * 0.05, rtt=0.1)
+    assert drs.window == 64 * MiB
+
+
+def test_drs_config_needs_0_lt_floor_le_cap():
+    assert DRSConfig(floor=1, cap=1).floor == 1
+    for floor, cap in ((0, 1), (2, 1)):
+        with pytest.raises(ValueError):
+            DRSConfig(floor=floor, cap=cap)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DRSConfig().floor = 1
+
+
+def test_rtt_samples_smoothed_at_one_eighth_and_only_within_0_to_60_s():
+    """RFC 6298 sec. 2: SRTT <- 7/8 SRTT + 1/8 R'; a sample of 0 or of a
+    minute or more is no RTT (docs/PROTOCOL.md: rtt_us up to 60 s)."""
+    est = RTTEstimator()
+    for bad in (0.0, 60.0, -1.0, None):
+        est.update(bad)
+    assert est.srtt is None and est.min_rtt is None
+    est.update(0.1)
+    est.update(0.2)
+    assert est.srtt == pytest.approx(0.1125) and est.min_rtt == 0.1 and est.latest == 0.2
+    est.update(59.9)
+    assert est.latest == 59.9
+
+
+def test_ticks_default_to_half_of_50_ms_until_an_rtt_is_known():
+    assert DRSTuning(Role.RECEIVER).tick_interval(rtt=None) == pytest.approx(0.025)
+
+
+def test_open_start_from_40_ms_inclusive():
+    """docs/DESIGN.md, "Open start": on a path of 40 ms or more."""
+    assert DRSTuning(Role.RECEIVER).before_handshake(rtt=0.04) == Decision(rcv_window=64 * MiB)
+    assert DRSTuning(Role.RECEIVER).before_handshake(rtt=0.039).is_empty()
+
+
+def _peer_fed(cwnd, inflight, delivered=1 * MiB, rtts=25):
+    drs = DRSTuning(Role.RECEIVER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    t, total = 0.0, 0
+    drs.on_sample(Sample(bytes_received=0), now=t, rtt=0.1)
+    for _ in range(rtts):
+        drs.on_peer_report(PeerReport(cwnd=cwnd, inflight=inflight, rtt=0.1), now=t, rtt=0.1)
+        for _ in range(2):
+            t += 0.05
+            total += delivered // 2
+            drs.on_sample(Sample(bytes_received=total), now=t, rtt=0.1)
+    return drs
+
+
+def test_the_senders_inflight_beats_a_smaller_inference():
+    """docs/DESIGN.md item 2: its exact bytes in flight (the receiver's count lags)."""
+    drs = _peer_fed(cwnd=8 * MiB, inflight=2 * MiB)  # BBR: a cwnd 4x the flight is not used
+    assert 1.2 * 2 * MiB <= drs.window <= 1.3 * 2 * MiB
+
+
+def test_a_cwnd_exactly_80_percent_full_is_believed():
+    drs = _peer_fed(cwnd=5 * MiB, inflight=4 * MiB)
+    assert drs.window >= 1.2 * 5 * MiB
+
+
+def test_peer_reports_stay_fresh_two_rtts():
+    """docs/PROTOCOL.md: reports older than two RTTs (or 0.5 s) are stale.
+    While fresh, the peer's RTT is used and the local one ignored."""
+    def srtt_after(age):
+        drs = DRSTuning(Role.RECEIVER)
+        drs.on_peer_report(PeerReport(rtt=0.4), now=0.0, rtt=None)
+        drs.on_sample(Sample(bytes_received=0), now=age, rtt=0.1)
+        return drs.rtt.srtt
+    assert srtt_after(0.75) == pytest.approx(0.4)  # 2 x 0.4 s
+    assert srtt_after(0.85) == pytest.approx(0.4 + (0.1 - 0.4) / 8)
+
+
+def test_changes_of_a_sixteenth_or_less_are_not_applied():
+    """Not worth a syscall; the sender's need here is the peer's window."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30, hold_periods=0))
+    first = drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=8 * MiB), now=0.0, rtt=0.1)
+    assert first.sndbuf == 3 * MiB
+    assert drs.on_sample(Sample(peer_window=4 * MiB * 17 // 16, cwnd_bytes=8 * MiB), now=0.05, rtt=0.1).is_empty()
+    assert drs.on_sample(Sample(peer_window=4 * MiB * 18 // 16, cwnd_bytes=8 * MiB), now=0.1,
+                         rtt=0.1).sndbuf == 3 * MiB * 18 // 16
+
+
+def test_unsent_allowance_floor_64_kib_and_rate_over_2_ms_at_least():
+    """20 ms at cwnd / max(srtt, 2 ms), at least 64 KiB (one GSO super-packet)."""
+    slow = DRSTuning(Role.SENDER, DRSConfig(cap=1 << 30))
+    assert slow.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=100 * KiB), now=0.0, rtt=0.1).notsent == 64 * KiB
+    short = DRSTuning(Role.SENDER, DRSConfig(cap=1 << 30))
+    d = short.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=20_000), now=0.0, rtt=0.0005)
+    assert d.notsent == int(0.02 * 20_000 / 0.002)  # 200 kB, within the 256 KiB buffer
+
+
+def test_recovery_room_lasts_16_rtts_after_the_last_hole():
+    """docs/DESIGN.md item 8: out-of-order arrivals within the last 16 RTTs."""
+    rate, rtt = 12.5e6, 0.1
+    drs = DRSTuning(Role.RECEIVER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    drs.on_sample(Sample(bytes_received=0, out_of_order=0), now=0.0, rtt=rtt)
+    total, ooo, windows = 0, 0, {}
+    for i in range(1, 80):  # ticks every half RTT; one hole at tick 20 (t = 1.0 s)
+        total += int(rate * rtt / 2)
+        ooo += 3 if i == 20 else 0
+        drs.on_sample(Sample(bytes_received=total, out_of_order=ooo), now=i * rtt / 2, rtt=rtt)
+        windows[i] = drs.window
+    room = windows[20]
+    assert room >= 2.9 * rate * rtt  # 3 x rate x min_rtt
+    assert all(windows[i] == room for i in range(20, 52))  # through t = 2.55 s
+    assert windows[53] < room  # t = 2.65 s: 16 RTTs (1.6 s) after the hole have passed
+
+
+def test_a_tick_spanning_many_rtts_grows_the_window_one_gain_only():
+    """docs/DESIGN.md item 6: growth of at most the phase's gain per RTT, and
+    a tick of 10 ms at a 0.5 ms RTT (ticks never come faster than 10 ms)
+    counts as one RTT, not twenty: one doubling in slow start."""
+    drs = DRSTuning(Role.RECEIVER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    total = 0
+    for i in range(40):  # 100 MB/s steady: the window settles
+        total += 1_000_000
+        drs.on_sample(Sample(bytes_received=total), now=i * 0.010, rtt=0.0005)
+    before = drs.window
+    total += 8_000_000  # the rate jumps 8x
+    drs.on_sample(Sample(bytes_received=total), now=0.400, rtt=0.0005)
+    assert drs.slow_start
+    assert drs.window == pytest.approx(2 * before, rel=0.01)
+
+
+def _growing_sender(reported, kernel, ticks=8):
+    """BBR startup seen by the sender every half RTT (cwnd 1.7x per tick,
+    acked rate 1.7x per tick), with a fresh DRS report of the receiver's
+    window ``reported`` and the kernel's view of it ``kernel``."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    acked = 0
+    for i in range(ticks):
+        acked += int(128 * KiB * 1.7 ** i) if i else 0
+        drs.on_peer_report(PeerReport(window=reported, rtt=0.1), now=i * 0.05, rtt=0.1)
+        drs.on_sample(Sample(peer_window=kernel, cwnd_bytes=int(256 * KiB * 1.7 ** i), bytes_acked=acked),
+                      now=i * 0.05, rtt=0.1)
+    return drs
+
+
+def test_a_growing_sender_may_use_the_larger_of_the_reported_and_kernel_windows():
+    """docs/DESIGN.md, Sender: in slow start, a cwnd of 1.5x the current one
+    within the window the kernel says the receiver offers (it may be ahead
+    of the last DRS report, or behind it)."""
+    for reported, kernel in ((8 * MiB, 1 * MiB), (1 * MiB, 8 * MiB)):
+        assert _growing_sender(reported, kernel).window == 6 * MiB  # 0.75 x 8 MiB
+
+
+def test_a_sender_without_any_window_figure_keeps_its_buffer():
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=4 * MiB), now=0.0, rtt=0.1)
+    for i in range(1, 40):  # 2 s of samples that know neither the cwnd nor the peer's window
+        assert drs.on_sample(Sample(), now=i * 0.05, rtt=0.1).is_empty()
+    assert drs.window == 3 * MiB
+
+
+def test_the_sender_keeps_two_rtts_of_rate_history():
+    """Bounded memory over a long transfer (COMMON rules: every loop bounded)."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    for i in range(2000):
+        drs.on_sample(Sample(peer_window=4 * MiB, cwnd_bytes=2 * MiB, bytes_acked=i * 625_000),
+                      now=i * 0.05, rtt=0.1)
+    assert len(drs._rates) <= 5  # 2 RTTs of half-RTT ticks
+
+
+def test_the_measurement_interpolates_the_bytes_at_the_spans_start():
+    """Sliding measurement (docs/DESIGN.md item 1): the bytes over exactly
+    the last span, the count at its start interpolated between samples."""
+    drs = DRSTuning(Role.RECEIVER)
+    assert drs._rate(0, 0.0, 0.1) is None
+    assert drs._rate(1000, 0.06, 0.1) is None  # less than a span of history
+    # at 0.02 s (the span's start) 1/3 of the way from 0 to 1000 bytes
+    assert drs._rate(4000, 0.12, 0.1) == pytest.approx((4000 - 1000 / 3) / 0.1)
+    idle_first = DRSTuning(Role.RECEIVER)  # no bytes yet at the middle sample: over 0.1 s, not 0.12 s
+    for total, now in ((0, 0.0), (0, 0.06)):
+        idle_first._rate(total, now, 0.1)
+    assert idle_first._rate(4000, 0.12, 0.1) == pytest.approx(4000 / 0.1)
+
+
+def test_a_steady_receiver_sends_no_decisions():
+    """A window within 1/16 of the applied one is not worth a syscall."""
+    drs = DRSTuning(Role.RECEIVER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    total, decisions = 0, []
+    for i in range(60):
+        total += 625_000  # 100 Mbit/s, 100 ms, ticks every half RTT
+        decisions.append(drs.on_sample(Sample(bytes_received=total), now=i * 0.05, rtt=0.1))
+    assert all(d.is_empty() for d in decisions[-20:])
+
+
+def test_peer_reports_stay_fresh_half_a_second_on_short_paths():
+    drs = DRSTuning(Role.RECEIVER)
+    drs.on_peer_report(PeerReport(rtt=0.1), now=0.0, rtt=None)
+    drs.on_sample(Sample(bytes_received=0), now=0.45, rtt=0.3)
+    assert drs.rtt.srtt == pytest.approx(0.1)  # 2 RTTs are 0.2 s: 0.5 s is the floor
+    drs.on_sample(Sample(bytes_received=0), now=0.55, rtt=0.3)
+    assert drs.rtt.srtt == pytest.approx(0.1 + (0.3 - 0.1) / 8)
+
+
+def test_a_cap_below_the_floor_lowers_the_floor():
+    small = create("drs:128KiB", Role.RECEIVER)
+    assert small.config.cap == small.config.floor == 128 * KiB
+
+
+def test_sizes_in_bytes_with_binary_suffixes():
+    assert parse_size("1") == 1 and parse_size("0.5k") == 512
+    assert parse_size("3m") == 3 << 20 and parse_size("2GiB") == 2 << 30 and parse_size("1g") == 1 << 30
+    for bad in ("0", "0.0001k", "-1", "1t"):
+        with pytest.raises(ValueError):
+            parse_size(bad)
+
+
+def test_a_valid_spec_checks_and_comes_back():
+    assert check_spec("drs:8MiB") == "drs:8MiB" and check_spec("kernel") == "kernel"
+    with pytest.raises(ValueError, match="unknown tuning"):
+        check_spec("bogus")
+
+
+def _steady_sender_then(last_tick_acked, ticks=20):
+    """A sender at 100 Mbit/s, 100 ms (625 kB acked per half-RTT tick, cwnd
+    2.5 MB); its last tick acks ``last_tick_acked``.  Returns its window."""
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    acked = 0
+    for i in range(ticks + 1):
+        acked += last_tick_acked if i == ticks else 625_000
+        drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=2_500_000, bytes_acked=acked), now=i * 0.05, rtt=0.1)
+    return drs.window
+
+
+def test_the_senders_growth_test_compares_rates_over_an_rtt_one_rtt_apart():
+    """docs/DESIGN.md, Sender: the acked rate grows at least 1.5x per RTT.
+    A tick acking 1.6x is 1.3x over the RTT: no headroom; 1.3x per tick
+    (1.69x per RTT) is growth."""
+    assert _steady_sender_then(1_000_000) == int(0.75 * 2_500_000)
+    assert all(size >= int(0.75 * 1.5 * c) - 1 for c, size in _sender_windows_grow(1.3)[4:])
+
+
+def _sender_windows_grow(rate_growth, ticks=8):
+    drs = DRSTuning(Role.SENDER, DRSConfig(floor=64 * KiB, cap=1 << 30))
+    acked, out = 0, []
+    for i in range(ticks):
+        cwnd = int(256 * KiB * 1.7 ** i)
+        acked += int(128 * KiB * rate_growth ** i) if i else 0
+        drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=cwnd, bytes_acked=acked), now=i * 0.05, rtt=0.1)
+        out.append((cwnd, drs.window))
+    return out
