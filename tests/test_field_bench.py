@@ -98,3 +98,26 @@ def test_gridftp_and_drsftp_run_side_by_side_on_a_link():
         # connection runs, and a short file may end before all are up
         want = {"drsftp": 1, "gridftp-p4": 4, "lftp-pget4": 2}[r["entry"]]
         assert r["streams_max"] >= want, {k: r.get(k) for k in ("entry", "streams_max")}
+
+
+def test_benchreport_prints_the_field_table_from_saved_results(tmp_path):
+    import json
+
+    from conftest import drsftp as run_drsftp
+
+    base = {"workload": "big", "files": 1, "bytes": 512 << 20, "ceiling_mbps": 965.3, "bdp": 12_500_000,
+            "complete": True, "peak_rcv_used": 0, "peak_snd_used": 12_500_000}
+    saved = tmp_path / "field.json"
+    saved.write_text(json.dumps({"field": 1, "results": [dict(base, entry="gridftp-p4-16M", mbps=600.0),
+                                                         dict(base, entry="drsftp-Pauto", mbps=720.0)]}))
+    r = run_drsftp("benchreport", str(saved))
+    assert r.returncode == 0, r.stderr
+    assert "| drsftp-Pauto | 720 [720-720] | 1.20 | 75% | 1.0 | 0.0 | 1/1 |" in r.stdout
+
+
+def test_bench_against_the_field_refuses_an_unknown_column_in_one_sentence():
+    from conftest import drsftp as run_drsftp
+
+    r = run_drsftp("bench", "--streams", "1,4", "--peers", "bbcp")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "unknown entries bbcp" in r.stderr

@@ -11,6 +11,7 @@ from ..tuning import parse_size
 from . import tunings as T
 
 QUICK_TUNINGS = ["stock-64k", "kernel", "drs"]
+DEFAULT_RTTS, DEFAULT_RATES, DEFAULT_LOSSES = "0.5ms,25ms,50ms,100ms", "100mbit,1gbit", "0,0.1%"
 
 
 def _csv(text: str) -> list[str]:
@@ -21,9 +22,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="compare DRS with stock FTP and other tunings on an emulated WAN")
     p.add_argument("--quick", action="store_true",
                    help="100 Mbit/s, 100 ms: stock-64k, kernel, drs, once each (a few minutes at most)")
-    p.add_argument("--rtts", default="0.5ms,25ms,50ms,100ms", help="round-trip times to emulate, comma-separated")
-    p.add_argument("--rates", default="100mbit,1gbit", help="bottleneck rates to emulate, comma-separated")
-    p.add_argument("--losses", default="0,0.1%", help="random loss rates to emulate, comma-separated")
+    p.add_argument("--rtts", default=DEFAULT_RTTS, help="round-trip times to emulate, comma-separated")
+    p.add_argument("--rates", default=DEFAULT_RATES, help="bottleneck rates to emulate, comma-separated")
+    p.add_argument("--losses", default=DEFAULT_LOSSES, help="random loss rates to emulate, comma-separated")
     p.add_argument("--queue", type=int, help="queue in packets (default 1 BDP, at least 64)")
     p.add_argument("--tunings", default=",".join(T.TUNINGS), help=f"any of {', '.join(T.TUNINGS)}")
     p.add_argument("--directions", default="get,put", help="get (download), put (upload) or both")
@@ -36,6 +37,16 @@ def add_parser(sub) -> None:
     p.add_argument("--cc", choices=("bbr", "reno", "cubic"), help="congestion control in the namespaces")
     p.add_argument("--out", default="bench-results", help="directory for results.json/.csv and plots")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--streams", metavar="LIST",
+                   help="against the field: drsftp get -P N for each N of LIST (1,2,4,8,auto) beside --peers, "
+                        "on one file (docs/BENCHMARKS.md, 'Against the field'); default rate/RTT 1gbit/100ms")
+    p.add_argument("--peers", metavar="LIST",
+                   help="against the field: the other tools' columns, of " + ", ".join(_peer_entries()))
+    p.add_argument("--datasets", metavar="LIST",
+                   help="against the field: big (one 512 MiB file), small (200 x 1 MiB), mixed (one 256 MiB file "
+                        "and 1,000 x 64 KiB); trees run drsftp get -r -c auto")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="against the field: shrink the datasets' sizes and counts (0.25: a quarter)")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in OUT/results.json and measure only the missing ones "
                         "(a full matrix takes hours: run it over several sessions)")
@@ -79,10 +90,61 @@ def _bench_extras() -> None:
         raise NetemError("the bench needs psutil: pip install 'drsftp[bench]'") from exc
 
 
+def _peer_entries() -> list[str]:
+    from .field import ENTRIES
+
+    return [n for n in ENTRIES if not n.startswith("drsftp")]
+
+
+def cmd_field(args) -> int:
+    """drsftp beside GridFTP and lftp on one link per path (bench/field.py)."""
+    import json
+
+    from .field import FieldConfig, entry_names, run_field, table, workload
+
+    datasets = _csv(args.datasets or "big")
+    for d in datasets:
+        workload(d)  # checks the name
+    entries = [("drsftp" if n == "1" else f"drsftp-P{n}") for n in _csv(args.streams or "1")]
+    if any(d != "big" for d in datasets):
+        entries.append("drsftp-r")
+    entries += _csv(args.peers or "")
+    try:
+        entries = entry_names(",".join(dict.fromkeys(entries)))
+    except ValueError as exc:
+        raise NetemError(str(exc)) from None
+    rtts = _csv(args.rtts) if args.rtts != DEFAULT_RTTS else ["100ms"]
+    rates = _csv(args.rates) if args.rates != DEFAULT_RATES else ["1gbit"]
+    losses = _csv(args.losses) if args.losses != DEFAULT_LOSSES else ["0"]
+    if args.reps < 1:
+        raise NetemError("--reps must be at least 1")
+    os.makedirs(args.out, exist_ok=True)
+    results: list[dict] = []
+    for r in rates:
+        for t in rtts:
+            for loss in losses:
+                path = T.Path(rate=parse_rate(r), rtt=parse_duration(t), loss=parse_loss(loss))
+                cfg = FieldConfig(path=path, entries=entries, workloads=datasets, reps=args.reps,
+                                  scale=args.scale, cc=args.cc, max_time=max(args.max_time, 180.0),
+                                  log=lambda msg: print(msg, file=sys.stderr, flush=True))
+                try:
+                    results += run_field(cfg)
+                except RuntimeError as exc:
+                    raise NetemError(str(exc)) from None
+                out = os.path.join(args.out, "field.json")
+                with open(out, "w") as f:
+                    json.dump({"field": 1, "results": results}, f, indent=1)
+    print(table(results))
+    print(f"results: {os.path.join(args.out, 'field.json')}")
+    return 1 if results and all(r.get("error") for r in results) else 0
+
+
 def cmd_bench(args) -> int:
     import json
 
     _bench_extras()
+    if args.streams or args.peers or args.datasets:
+        return cmd_field(args)
     from .report import plot, print_table, verdict, write_files
     from .runner import PROFILES, BenchConfig, run_bench, run_key
 
@@ -189,6 +251,7 @@ def cmd_benchreport(args) -> int:
     from .report import markdown, merge_latest, plot, read_csv
 
     sources: list[list[dict]] = []
+    field_runs: list[dict] = []
     env: dict | None = None
     for path in args.results:
         try:
@@ -199,8 +262,20 @@ def cmd_benchreport(args) -> int:
                 data = json.load(f)
         except (OSError, ValueError, KeyError) as exc:
             raise NetemError(f"cannot read {path}: {exc}") from exc
+        if isinstance(data, dict) and data.get("field"):  # `drsftp bench --streams/--peers/--datasets`
+            field_runs += data["results"]
+            continue
+        if not isinstance(data, dict) or "environment" not in data:
+            raise NetemError(f"{path} is not the output of drsftp bench")
         env = env or data["environment"]
         sources.append(data["runs"])
+    if field_runs:
+        from .field import table
+
+        if sources:
+            raise NetemError("field results (drsftp bench --streams/--peers/--datasets) print alone")
+        print(table(field_runs, reference=args.base if args.base != "kernel" else "gridftp-p4-16M"))
+        return 0
     keep = _run_filter(args)
     runs = [r for r in merge_latest(sources) if keep(r)]
     if not runs:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from ..netem.link import Link, wait_for_port
 from .sampler import Sampler
@@ -101,12 +101,17 @@ def _gsi_url(ctx: Ctx) -> str:
 
 def _drsftp_get(streams: str) -> Callable[[Ctx], list[str]]:
     def cmd(ctx: Ctx) -> list[str]:
-        base = [*DRSFTP, "get", "--progress", "never", "--json", ctx.json_out]
+        base = [*DRSFTP, "get", "-q", "--progress", "never", "--json", ctx.json_out]
         if streams != "1":
             base += ["-P", streams]
-        if ctx.workload.tree:
-            return [*base, "-r", "-c", "auto", _drs_url(ctx, "/"), ctx.dest + "/"]
         return [*base, _drs_url(ctx), ctx.dest]
+    return cmd
+
+
+def _drsftp_tree(sessions: str) -> Callable[[Ctx], list[str]]:
+    def cmd(ctx: Ctx) -> list[str]:
+        return [*DRSFTP, "get", "-q", "--progress", "never", "--json", ctx.json_out, "-r", "-c", sessions,
+                _drs_url(ctx, "/"), ctx.dest + "/"]
     return cmd
 
 
@@ -127,11 +132,14 @@ def _lftp(script: Callable[[Ctx], str]) -> Callable[[Ctx], list[str]]:
 
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in [
-    Entry("drsftp", "drsftp", _drsftp_get("1"), description="drsftp get, one DRS stream"),
-    *[Entry(f"drsftp-P{n}", "drsftp", _drsftp_get(str(n)), description=f"drsftp get -P {n}: {n} DRS streams")
-      for n in (2, 4, 8)],
-    Entry("drsftp-Pauto", "drsftp", _drsftp_get("auto"),
+    Entry("drsftp", "drsftp", _drsftp_get("1"), trees=False, description="drsftp get, one DRS stream"),
+    *[Entry(f"drsftp-P{n}", "drsftp", _drsftp_get(str(n)), trees=False,
+            description=f"drsftp get -P {n}: {n} DRS streams") for n in (2, 4, 8)],
+    Entry("drsftp-Pauto", "drsftp", _drsftp_get("auto"), trees=False,
           description="drsftp get -P auto: streams chosen while the transfer runs"),
+    Entry("drsftp-r", "drsftp", _drsftp_tree("auto"), files=False,
+          description="drsftp get -r -c auto: sessions chosen while the job runs, pipelined commands"),
+    Entry("drsftp-r-c8", "drsftp", _drsftp_tree("8"), files=False, description="drsftp get -r -c 8"),
     Entry("gridftp", "gridftp", _guc(), description="globus-url-copy, defaults (one stream, autotuning)"),
     Entry("gridftp-p4", "gridftp", _guc("-p", "4", tcp_bs=lambda c: str(c.quarter_2bdp)),
           description="globus-url-copy -p 4 -tcp-bs 2xBDP/4"),
@@ -374,37 +382,3 @@ def table(results: list[dict], reference: str = "gridftp-p4-16M") -> str:
                          f"| {snd:.1f} | {rcv:.1f} | {len(ok)}/{len(rs)} |")
         lines.append("")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from ..netem.spec import parse_duration, parse_loss, parse_rate
-
-    p = argparse.ArgumentParser(prog="drsftp bench-field", description=__doc__.splitlines()[0])
-    p.add_argument("--rtt", default="100ms", help="round-trip time of the emulated link")
-    p.add_argument("--rate", default="1gbit", help="line rate of the emulated link")
-    p.add_argument("--loss", default="0", help="random loss (e.g. 0.1%%)")
-    p.add_argument("--cc", help="congestion control in both namespaces (e.g. cubic)")
-    p.add_argument("--entries", default="drsftp,drsftp-P4,drsftp-Pauto,gridftp-p4-16M,lftp-pget4",
-                   help=f"comma-separated, of: {', '.join(ENTRIES)}")
-    p.add_argument("--workloads", default="big", help="comma-separated, of: big, small, mixed")
-    p.add_argument("--reps", type=int, default=3, help="repetitions, interleaved")
-    p.add_argument("--scale", type=float, default=1.0, help="shrink the workloads (0.25: a quarter)")
-    p.add_argument("--max-time", type=float, default=180.0, help="seconds one run may take")
-    p.add_argument("--out", default="bench-results/field.json", help="where the results go (JSON)")
-    a = p.parse_args(argv)
-    path = Path(rate=parse_rate(a.rate), rtt=parse_duration(a.rtt), loss=parse_loss(a.loss))
-    cfg = FieldConfig(path=path, entries=entry_names(a.entries), workloads=a.workloads.split(","),
-                      reps=a.reps, scale=a.scale, cc=a.cc, max_time=a.max_time)
-    results = run_field(cfg)
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump({"config": {k: v for k, v in asdict(cfg).items() if k != "log"}, "results": results}, f,
-                  indent=1, default=str)
-    print(table(results))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
