@@ -101,9 +101,11 @@ def test_a_cwnd_limited_sender_85_percent_full_is_believed():
 
 def test_at_half_a_millisecond_the_window_covers_10_ms_of_the_rate():
     """1 Gbit/s at 0.5 ms RTT: rate x max(RTT, 10 ms) = 1.25 MB measured, the
-    steady window 1.25x that (the driver ticks every 10 ms there)."""
+    steady window 1.25x that (the driver ticks every 10 ms there).  The
+    short-path CPU floor (4 MiB, docs/DESIGN.md) is off here: it is pinned
+    by its own test; this one pins the 10 ms application delay."""
     rate = 125e6
-    drs = receiver(floor=64 * KiB, cap=1 << 30)
+    drs = receiver(floor=64 * KiB, cap=1 << 30, cpu_floor=0)
     total = 0
     for i in range(60):
         total += int(rate * 0.010)
