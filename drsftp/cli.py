@@ -248,8 +248,8 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
             raise UsageError("-P applies to one file; a directory or several files run -c sessions")
         return run_job(args, opts)
     loc = parse_url(args.url, args.netrc)
-    from .client.transfer import with_retries
     from .client import parallel
+    from .client.transfer import with_retries
 
     if args.retries < 0:
         raise UsageError("--retries must be 0 or more")

@@ -62,7 +62,7 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
                 job.fail(loc.path, "is a directory (use -r)")
                 continue
             if entry.type == DIR:
-                local = dest if contents or not os.path.isdir(dest) and len(urls) == 1 else os.path.join(dest, name)
+                local = dest if contents or (not os.path.isdir(dest) and len(urls) == 1) else os.path.join(dest, name)
             else:
                 local = os.path.join(dest, name) if dest_is_dir else dest
             job.sources.append(Source(loc.path, local, DIR if entry.type == DIR else FILE, entry))

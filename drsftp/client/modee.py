@@ -570,7 +570,7 @@ class ModeEPut(_ModeE):
         exc: Exception | None = None
         try:
             self._send_blocks(stream)
-        except Exception as e:  # noqa: BLE001 (handed to the event loop, which reports it)
+        except Exception as e:  # handed to the event loop, which reports it
             exc = e
         stream.ended = time.monotonic()
 
@@ -628,6 +628,6 @@ async def _drain(stream: Stream, limit: float = 60.0) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         info = sockopt.tcp_info(stream.sock)
-        if not info or info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0:
+        if not info or (info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0):
             return
         await asyncio.sleep(0.005)

@@ -133,7 +133,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
 async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None) -> TransferResult:
     check_spec(opts.tuning)
     try:
-        f = open(src, "rb")  # noqa: ASYNC230, SIM115 (closed by the with below)
+        f = open(src, "rb")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
         raise FTPError(f"cannot read {src}: {exc.strerror or exc}", transient=False) from exc
     with f:
