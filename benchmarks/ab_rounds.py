@@ -22,6 +22,7 @@ client, how often its tuning decided a new size (the share of its ticks).
 """
 
 import glob
+import itertools
 import json
 import os
 import statistics
@@ -35,7 +36,8 @@ def merge(directory: str, side: str) -> tuple[dict, list[dict]]:
     env, runs = None, []
     paths = glob.glob(os.path.join(directory, f"{side}-*", "results.json"))
     for i, path in enumerate(sorted(paths, key=lambda p: int(os.path.basename(os.path.dirname(p)).split("-")[1]))):
-        data = json.load(open(path))
+        with open(path) as f:
+            data = json.load(f)
         env = data["environment"]
         for r in data["runs"]:
             runs.append(dict(r, rep=i))
@@ -58,7 +60,9 @@ def round_ratios(runs: list[dict]) -> dict[tuple, list[float]]:
 
 
 def timeline_figures(path: str) -> None:
-    for r in json.load(open(path))["runs"]:
+    with open(path) as f:
+        runs = json.load(f)["runs"]
+    for r in runs:
         bdp = r["rate_bps"] / 8 * r["rtt_s"]
         samples = [s for s in r.get("timeline") or [] if s.get("peer_window") and s.get("in_flight_bytes") is not None]
         if not samples:
@@ -79,7 +83,7 @@ def timeline_figures(path: str) -> None:
                   f" receiver peak {(r.get('peak_rcv_used') or 0) / bdp:.2f}")
         decided = [c["window"] for c in r.get("client_timeline") or [] if c.get("window")]
         if len(decided) > 1:
-            changed = sum(a != b for a, b in zip(decided, decided[1:])) / (len(decided) - 1)
+            changed = sum(a != b for a, b in itertools.pairwise(decided)) / (len(decided) - 1)
             print(f"    client decisions: {len(decided)} ticks, a new size at {100 * changed:.0f}% of them")
 
 

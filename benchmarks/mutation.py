@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = ("drsftp/tuning/*.py", "drsftp/ftp/*.py")
-TESTS = ("tests/test_mutation_kills.py", "tests/test_tuning_pinned.py", "tests/test_tuning.py", "tests/test_ftp_proto.py",
-         "tests/test_budget.py")
+TESTS = ("tests/test_mutation_kills.py", "tests/test_tuning_pinned.py", "tests/test_tuning.py",
+         "tests/test_ftp_proto.py", "tests/test_budget.py")
 
 COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
            ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In,
@@ -55,7 +55,8 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/budget.py:63:11: Gt -> GtE':
         'at need == allowed the scale is 1.0 and the floors leave the sizes as asked',
     'drsftp/tuning/budget.py:64:33: 0 -> 1':
-        'allowed <= 0 scales to 0 or 1 byte, which the floor replaces (the floor is 0 only for a budget under one byte per flow)',
+        'allowed <= 0 scales to 0 or 1 byte, which the floor replaces'
+        ' (the floor is 0 only for a budget under one byte per flow)',
     'drsftp/tuning/budget.py:85:27: LtE -> Lt':
         "at wanted == pool the proportional share is exactly the flow's need: no grant changes",
     'drsftp/tuning/budget.py:86:29: 0 -> 1':
@@ -63,7 +64,8 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/budget.py:90:25: FloorDiv -> Div':
         'for an integer amount, amount <= free // 2 and amount <= free / 2 agree',
     'drsftp/tuning/budget.py:110:67: 1 -> 2':
-        '_floor() runs with the flow registered (n >= 1); n = 1 differs only for a lone flow over a budget under 128 KiB in both directions',
+        '_floor() runs with the flow registered (n >= 1); n = 1 differs only for a lone flow'
+        ' over a budget under 128 KiB in both directions',
     'drsftp/tuning/drs.py:106:26: True -> False':
         'the initial slow_start is assigned at the first measured tick before anything reads it',
     'drsftp/tuning/drs.py:208:39: GtE -> Gt':
@@ -79,7 +81,8 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/drs.py:303:49: 0 -> 1':
         "without a reported window, max(1, kernel's window) is the kernel's window (guarded non-zero)",
     'drsftp/tuning/drs.py:314:19: 0 -> 1':
-        'need is the smaller of positive byte counts; a cwnd or window of 1 byte does not occur (TCP: one MSS at least)',
+        'need is the smaller of positive byte counts; a cwnd or window of 1 byte does not occur'
+        ' (TCP: one MSS at least)',
     'drsftp/tuning/drs.py:352:33: Gt -> GtE':
         'an RTT exactly 1.25x the minimum: boundary',
     'drsftp/tuning/drs.py:360:14: Gt -> GtE':

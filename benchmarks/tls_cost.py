@@ -46,8 +46,8 @@ def _client_cmd(tool: str, tls: bool, direction: str, port: int, ca: Path, local
         flags = ["--ssl-reqd", "--cacert", str(ca)] if tls else []
         return (["curl", "-sS", *flags, "-o", str(local), url] if direction == "get"
                 else ["curl", "-sS", *flags, "-T", str(local), url])
-    ssl = ["set xfer:clobber true", f"set ftp:ssl-force {'true' if tls else 'false'}", f"set ftp:ssl-allow {'true' if tls else 'false'}",
-           "set ftp:ssl-protect-data true", f"set ssl:ca-file {ca}"]
+    ssl = ["set xfer:clobber true", f"set ftp:ssl-force {'true' if tls else 'false'}",
+           f"set ftp:ssl-allow {'true' if tls else 'false'}", "set ftp:ssl-protect-data true", f"set ssl:ca-file {ca}"]
     op = f"get {remote} -o {local}" if direction == "get" else f"put {local} -o {remote}"
     return ["lftp", "-c", "; ".join([*ssl, f"open -u {USER},{PASSWORD} -p {port} 127.0.0.1", op, "bye"])]
 

@@ -20,7 +20,9 @@ def main() -> None:
         sys.exit(__doc__)
     for path in sys.argv[1:]:
         paths: dict[tuple, dict[str, list[dict]]] = collections.defaultdict(lambda: collections.defaultdict(list))
-        for r in json.load(open(path))["runs"]:
+        with open(path) as f:
+            runs = json.load(f)["runs"]
+        for r in runs:
             key = (r.get("profile"), r["rate_bps"], r["rtt_s"], r["loss"], r["direction"])
             paths[key][r["tuning"]].append(r)
         for (profile, rate, rtt, loss, direction), by in paths.items():

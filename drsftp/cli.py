@@ -10,9 +10,15 @@ import json
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .tuning import check_spec, names
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from .client import TransferResult
 
 DESCRIPTION = ("drsftp moves files over FTP, right-sizing TCP buffers to the path while the transfer runs "
                "(Dynamic Right-Sizing).")
@@ -248,8 +254,8 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
             raise UsageError("-P applies to one file; a directory or several files run -c sessions")
         return run_job(args, opts)
     loc = parse_url(args.url, args.netrc)
-    from .client.transfer import with_retries
     from .client import parallel
+    from .client.transfer import with_retries
 
     if args.retries < 0:
         raise UsageError("--retries must be 0 or more")
@@ -257,22 +263,18 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         streams = parallel.parse_parallel(args.parallel)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if streams != 1:
-        if args.tls or loc.implicit_tls:
-            raise UsageError("parallel streams (-P) do not run over FTPS yet; use -P 1 with --tls")
-
-        def get(loc, dest, o):
-            return parallel.get(loc, dest, o, streams)
-
-        def put(src, loc, o):
-            return parallel.put(src, loc, o, streams)
+    if streams != 1 and (args.tls or loc.implicit_tls):
+        raise UsageError("parallel streams (-P) do not run over FTPS yet; use -P 1 with --tls")
     if args.command == "get":
         dest = args.dest or os.path.basename(loc.path)
         if os.path.isdir(dest):
             dest = os.path.join(dest, os.path.basename(loc.path))
-        run = lambda o: get(loc, dest, o)
+
+        def run(o: TransferOptions) -> Awaitable[TransferResult]:
+            return get(loc, dest, o) if streams == 1 else parallel.get(loc, dest, o, streams)
     else:
-        run = lambda o: put(args.src, loc, o)
+        def run(o: TransferOptions) -> Awaitable[TransferResult]:
+            return put(args.src, loc, o) if streams == 1 else parallel.put(args.src, loc, o, streams)
 
     def on_retry(attempt, delay, exc):
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)

@@ -63,7 +63,7 @@ class ServerProcess:
                        "--user", USER, "--password", PASSWORD, *extra]
         # stderr to a file: the server logs every login and transfer there,
         # and a pipe nobody reads would fill and stall it
-        self._stderr = tempfile.TemporaryFile("w+")
+        self._stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115 (held for the server's life; stop() closes it)
         self.proc = subprocess.Popen([*ns_prefix, *argv], stdout=subprocess.PIPE,
                                      stderr=self._stderr, text=True)
         line = self.proc.stdout.readline()

@@ -1,5 +1,7 @@
 """The bench's pure parts: ss parsing, --resume bookkeeping, the report."""
 
+from typing import ClassVar
+
 import pytest
 
 from drsftp.bench import runner
@@ -11,7 +13,7 @@ SS = """0      967259 10.201.0.2:41234 10.201.0.1:50000
 \t skmem:(r0,rb131072,t0,tb3939840,f741,w986395,o0,bl0,d0) bbr wscale:10,10 rto:204 rtt:100.48/0.027 mss:1448 cwnd:866 bytes_sent:127973 bytes_acked:32742 retrans:0/3 unacked:820 notsent:524288 snd_wnd:1677336
 0      0 10.201.0.2:2121 10.201.0.1:40000
 \t skmem:(r0,rb131072,t0,tb46080,f0,w0,o0,bl0,d0) cubic rtt:100.5/0.1 mss:1448 cwnd:10
-"""
+"""  # noqa: E501 (ss prints each socket's details on one long line)
 
 
 def test_parse_ss_reads_buffers_and_skips_the_control_connection():
@@ -77,7 +79,7 @@ def test_every_run_is_saved_as_it_ends_so_a_stopped_bench_resumes_there(monkeypa
 
     class FakeLink:
         backend = "fake"
-        info = {"spec": {"queue_packets": 64}, "sides": {"server": {"sysctls": {}}}}
+        info: ClassVar[dict] = {"spec": {"queue_packets": 64}, "sides": {"server": {"sysctls": {}}}}
 
         def __init__(self, **kw): pass
         def __enter__(self): return self

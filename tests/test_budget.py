@@ -1,5 +1,7 @@
 """The server-wide buffer budget: shares in proportion to need."""
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,7 +81,7 @@ def test_reservations_stay_within_what_the_flows_leave():
     b.limit("running", Decision(rcv_window=8 * MiB))
     grants = [b.reserve(("session", i), 64 * MiB) for i in range(6)]
     assert grants[0] == 4 * MiB  # half of the unclaimed 8 MiB
-    assert all(later <= earlier for earlier, later in zip(grants, grants[1:]))
+    assert all(later <= earlier for earlier, later in itertools.pairwise(grants))
     assert 8 * MiB + sum(grants) <= 16 * MiB  # claims made together still fit
     b.release(("session", 0))
     assert b.reserve(("session", 0), 1 * MiB) == 1 * MiB  # small claims are granted whole

@@ -634,11 +634,11 @@ def test_mode_e_streams_are_refused_under_prot_p(root, tmp_path):
         tls.voidcmd("TYPE I")
         assert tls.sendcmd("MODE E").startswith("200")
         tls.prot_p()
-        with pytest.raises(ftplib.error_perm, match="^534"):
+        with pytest.raises(ftplib.error_perm, match=r"^534"):
             tls.sendcmd("PASV")
-        with pytest.raises(ftplib.error_perm, match="^534"):
+        with pytest.raises(ftplib.error_perm, match=r"^534"):
             tls.sendcmd("PORT 127,0,0,1,200,1")
-        with pytest.raises(ftplib.error_perm, match="^504"):
+        with pytest.raises(ftplib.error_perm, match=r"^504"):
             tls.sendcmd("MODE E")
         assert tls.sendcmd("MODE S").startswith("200")
         got = bytearray()

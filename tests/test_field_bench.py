@@ -65,15 +65,20 @@ def test_table_reports_ratio_ceiling_share_and_memory_in_bdp():
     assert "| lftp-pget4 | failed: exit 1: refused |" in text
 
 
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def test_gridftp_gets_its_own_hosts_file_and_the_hosts_is_untouched(tmp_path):
     class FakeLink:
         server_addr, client_addr = "10.201.0.2", "10.201.0.1"
-    before = open("/etc/hosts").read()
+    before = _read("/etc/hosts")
     argv = field._hosts_wrap(FakeLink(), "client", ["globus-url-copy", "a", "b"], str(tmp_path))
     assert argv[:2] == ["unshare", "-m"] and argv[-3:] == ["globus-url-copy", "a", "b"]
-    hosts = open(tmp_path / "hosts-client").read()
+    hosts = _read(tmp_path / "hosts-client")
     assert "10.201.0.1 " in hosts and os.uname().nodename in hosts
-    assert open("/etc/hosts").read() == before
+    assert _read("/etc/hosts") == before
 
 
 @pytest.mark.root

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import PASSWORD, USER, drsftp, make_file, running_server, sha256_file
 
 

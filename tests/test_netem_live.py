@@ -210,9 +210,10 @@ def test_drs_transfer_over_the_link_and_resume_after_a_real_interruption(tmp_pat
             cmd = link.command("client", [*drsftp_cmd(), "get", url, str(dest), "--json", str(tmp_path / "j")])
             # SIGINT at its default, as under a terminal: a shell without job
             # control starts background jobs (`cmd &`) with SIGINT ignored, and
-            # the client, inheriting that, would rightly ignore the Ctrl-C
+            # the client, inheriting that, would rightly ignore the Ctrl-C (preexec_fn is safe:
+            # this test starts no threads)
             client = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509 (no threads)
+                                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             assert wait_until(lambda: os.path.exists(str(dest) + ".part")
                               and os.path.getsize(str(dest) + ".part") > 4 << 20, timeout=30)
             client.send_signal(signal.SIGINT)

@@ -8,8 +8,8 @@ import threading
 import types
 
 import pytest
-
 from conftest import tcp_pair
+
 from drsftp.client.transfer import _close_data, _receive
 
 MiB = 1 << 20

@@ -8,8 +8,8 @@ import time
 import types
 
 import pytest
-
 from conftest import make_file, tcp_pair
+
 from drsftp.client.transfer import SEND_POLL, _send
 
 MiB = 1 << 20

@@ -195,7 +195,8 @@ def test_done_when_tls_get_from_a_configured_server_is_identical_and_clear_text_
         assert sha256_file(out) == sha256_file(src)
         r = drsftp("get", srv.url("data.bin"), str(tmp_path / "plain.bin"))
         assert r.returncode == 1
-        assert r.stderr.strip() == f"drsftp: error: login refused for '{USER}': 550 SSL/TLS required on the control channel."
+        assert r.stderr.strip() == (f"drsftp: error: login refused for '{USER}':"
+                                    " 550 SSL/TLS required on the control channel.")
         assert not (tmp_path / "plain.bin").exists()
     finally:
         srv.stop()

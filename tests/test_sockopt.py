@@ -97,7 +97,10 @@ def test_a_senders_unsent_allowance_is_set_beside_its_buffer_and_kept_when_only_
     with cli, srv:
         act = sockopt.BufferActuator(srv, allow_force=False, limits=sockopt.HostLimits.read())
         act.apply(Decision(sndbuf=512 * 1024, notsent=200 * 1024))
-        lowat = lambda: srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_NOTSENT_LOWAT)
+
+        def lowat():
+            return srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_NOTSENT_LOWAT)
+
         assert act.read_back()[1] == 2 * 512 * 1024 and lowat() == 200 * 1024
         act.apply(Decision(sndbuf=768 * 1024))
         assert act.read_back()[1] == 2 * 768 * 1024 and lowat() == 200 * 1024
@@ -109,8 +112,12 @@ def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it(
     """SO_RCVLOWAT = window / 8 within [64 KiB, 512 KiB], else the default.
     Raising it on a buffer autotuning owns lifts a smaller window_clamp to
     it (tcp_set_rcvlowat): at 1/8 of the window it leaves DRS's clamp be."""
-    lowat = lambda s: s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT)
-    clamp = lambda s: s.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP)
+    def lowat(s):
+        return s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT)
+
+    def clamp(s):
+        return s.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP)
+
     cli, srv = _pair()
     with cli, srv:  # the kernel fact: a clamp below the low-water mark is lifted to it, one above is kept
         srv.setsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP, 64 * 1024)
@@ -261,11 +268,17 @@ def test_a_shrinking_receive_buffer_keeps_room_for_the_window_already_offered():
     limits = sockopt.HostLimits.read()
     assert limits.can_force, "CI runs as root: FORCE keeps rmem_max out of this test"
     KiB = 1024
-    memory = lambda window: 2 * int(window * RCVBUF_PER_WINDOW)
+
+    def memory(window):
+        return 2 * int(window * RCVBUF_PER_WINDOW)
+
     cli, srv = _pair()
     with cli, srv:
         act = sockopt.BufferActuator(srv, allow_force=True, limits=limits)
-        clamp = lambda: srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP)
+
+        def clamp():
+            return srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP)
+
         act.apply(Decision(rcv_window=256 * KiB), offered=3000 * KiB)  # an open start's offer
         assert act.read_back()[0] == memory(256 * KiB) and not act.holding
         act.apply(Decision(rcv_window=2048 * KiB), offered=3000 * KiB)
@@ -303,7 +316,10 @@ def test_tuner_re_applies_a_held_buffer_until_the_offer_drains(monkeypatch):
         for _ in range(4):
             tuner.tick()
             seen.append(srv.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
-    memory = lambda window: 2 * int(window * RCVBUF_PER_WINDOW)
+
+    def memory(window):
+        return 2 * int(window * RCVBUF_PER_WINDOW)
+
     assert seen == [memory(3 << 20), memory(2 << 20), memory(1 << 20), memory(256 << 10)]
 
 
@@ -317,8 +333,10 @@ def test_tuner_applies_only_the_buffers_a_decision_changes(monkeypatch):
     with cli, srv:
         tuner = SocketTuner("fixed:1MiB", Role.SENDER, limits=sockopt.HostLimits.read())
         tuner.attach(cli)
-        decisions = iter([Decision(rcv_window=16 << 10, sndbuf=256 << 10), Decision(rcv_window=16 << 10, sndbuf=512 << 10),
-                          Decision(rcv_window=16 << 10, sndbuf=512 << 10), Decision(rcv_window=32 << 10, sndbuf=512 << 10)])
+        decisions = iter([Decision(rcv_window=16 << 10, sndbuf=256 << 10),
+                          Decision(rcv_window=16 << 10, sndbuf=512 << 10),
+                          Decision(rcv_window=16 << 10, sndbuf=512 << 10),
+                          Decision(rcv_window=32 << 10, sndbuf=512 << 10)])
         monkeypatch.setattr(tuner.tuning, "on_sample", lambda sample, *, now, rtt: next(decisions))
         applied = []
         monkeypatch.setattr(tuner.actuator, "apply", lambda d, **kw: applied.append(d))

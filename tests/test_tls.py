@@ -167,10 +167,12 @@ def test_curl_and_lftp_with_forced_tls_against_drsftp_serve(tmp_path, certs):
     with running_server(root, "--tls-cert", str(certs.good), "--require-tls") as srv:
         out = tmp_path / "curl.bin"
         base = ["--ssl-reqd", "--cacert", str(certs.ca), "-sS"]
-        r = subprocess.run([curl, *base, "-o", str(out), srv.url("c.bin")], check=False, capture_output=True, timeout=120)
+        r = subprocess.run([curl, *base, "-o", str(out), srv.url("c.bin")], check=False, capture_output=True,
+                           timeout=120)
         assert r.returncode == 0, r.stderr
         assert sha256_file(out) == sha256_file(src)
-        r = subprocess.run([curl, *base, "-T", str(out), srv.url("curl-up.bin")], check=False, capture_output=True, timeout=120)
+        r = subprocess.run([curl, *base, "-T", str(out), srv.url("curl-up.bin")], check=False, capture_output=True,
+                           timeout=120)
         assert r.returncode == 0, r.stderr
         assert sha256_file(root / "curl-up.bin") == sha256_file(src)
 
@@ -236,4 +238,5 @@ def test_bad_ca_file_is_one_sentence(tmp_path):
     bad = tmp_path / "ca.pem"
     bad.write_text("not a certificate\n")
     r = drsftp("get", "--tls", "--ca-file", str(bad), "ftp://127.0.0.1:9/x.bin", str(tmp_path / "x"))
-    assert r.returncode == 1 and r.stderr.strip() == f"drsftp: error: cannot load --ca-file {bad}: not a PEM certificate file"
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"drsftp: error: cannot load --ca-file {bad}: not a PEM certificate file"

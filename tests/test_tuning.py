@@ -352,7 +352,7 @@ def test_an_inflated_first_rtt_does_not_end_slow_start():
     link = FakeLink(drs, rtt=0.16)
     link.run(64 * KiB, rtts=1, rtt=0.16)
     flight = 128 * KiB
-    for i in range(6):
+    for _ in range(6):
         window = link.run(flight, rtt=0.1)
         assert drs.slow_start and not drs.queue_seen
         assert window >= 1.9 * flight

@@ -40,7 +40,10 @@ def test_a_rate_growing_1_3x_per_rtt_is_not_slow_start():
     """1.3x per RTT is below the 1.5x that tells doubling: the window is the
     steady 1.25x the measurement, not 2x."""
     drs = started()
-    flight = lambda i: 512 * KiB * 1.3 ** i
+
+    def flight(i):
+        return 512 * KiB * 1.3 ** i
+
     _, _, windows = feed(drs, flight, 10)
     assert not drs.slow_start
     assert windows[-1] <= 1.3 * flight(9)  # 1.25x, not 2x (2.6x)
@@ -48,7 +51,10 @@ def test_a_rate_growing_1_3x_per_rtt_is_not_slow_start():
 
 def test_a_rate_growing_1_6x_per_rtt_is_slow_start():
     drs = started()
-    flight = lambda i: 256 * KiB * 1.6 ** i
+
+    def flight(i):
+        return 256 * KiB * 1.6 ** i
+
     _, _, windows = feed(drs, flight, 8)
     assert drs.slow_start
     assert windows[-1] >= 1.9 * flight(7)
@@ -134,7 +140,10 @@ def test_rtt_jitter_of_20_percent_is_no_queue():
     """Latest RTTs up to 1.2x the minimum: slow start goes on (2x)."""
     drs = started()
     t, total, _ = feed(drs, lambda i: 256 * KiB * 2 ** i, 2)
-    flight = lambda i: 1 * MiB * 2 ** i
+
+    def flight(i):
+        return 1 * MiB * 2 ** i
+
     _, _, windows = feed(drs, flight, 5, rtt=0.12, t=t, total=total)
     assert not drs.queue_seen and drs.slow_start
     assert all(b >= 1.9 * a for a, b in pairwise(windows))  # the window doubles per RTT

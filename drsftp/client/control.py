@@ -79,7 +79,7 @@ class ControlConnection:
         except OSError as exc:
             raise FTPError(f"cannot connect to {host}:{port}: {os_reason(exc)}") from exc
         conn = cls(reader, writer, host)
-        if ssl_args:
+        if tls is not None and ssl_args:
             conn._encrypted(tls)
         reply = await conn._wait(conn._greeting.final, timeout)
         if reply.code != 220:

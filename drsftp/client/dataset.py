@@ -35,7 +35,7 @@ from .job import (
 )
 from .localtree import local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
-from .remote import RemoteSession, _Retry
+from .remote import RemoteSession, Started, _Retry
 from .transfer import TransferOptions
 
 __all__ = ["MAX_DEPTH", "Job", "JobOptions", "JobResult", "run_get", "run_ls", "run_put"]
@@ -62,7 +62,7 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
                 job.fail(loc.path, "is a directory (use -r)")
                 continue
             if entry.type == DIR:
-                local = dest if contents or not os.path.isdir(dest) and len(urls) == 1 else os.path.join(dest, name)
+                local = dest if contents or (not os.path.isdir(dest) and len(urls) == 1) else os.path.join(dest, name)
             else:
                 local = os.path.join(dest, name) if dest_is_dir else dest
             job.sources.append(Source(loc.path, local, DIR if entry.type == DIR else FILE, entry))
@@ -78,6 +78,7 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
                 os.makedirs(s.local, exist_ok=True)
             else:
                 e = s.entry
+                assert e is not None  # a file source carries its stat entry (above)
                 source = {(): Stat(e.size, e.mtime)}
                 have, partial = {}, {}
                 if os.path.lexists(s.local):
@@ -121,7 +122,9 @@ async def _get_worker(job: Job, wid: int) -> None:
     answers once the last data is in its socket), while the last round
     trips of data are still on their way to us (remote.py)."""
     sess: RemoteSession | None = None
-    ahead: tuple[Item, object] | None = None  # the next file, its commands sent
+    ahead: tuple[Item, Started] | None = None  # the next file, its commands sent
+    item: Item | None
+    st: Started | None
 
     def lines_of(item: Item) -> tuple[str, ...]:
         remote = job.paths(item)[0]

@@ -276,7 +276,8 @@ class Job:
                 next_auto = now + AUTO_INTERVAL
                 self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
             last_t, last_b = now, moved
-            rtts = [x.tuner.last_rtt for x in self.active.values() if getattr(x, "tuner", None) and x.tuner.last_rtt]
+            tuners = [getattr(x, "tuner", None) for x in self.active.values()]
+            rtts = [t.last_rtt for t in tuners if t and t.last_rtt]
             if rtts:
                 self.rtt = min(rtts)  # the data connections' own measure (TCP_INFO)
             self.view.update(files_done=self.files_done, files_total=self.files_total, done=moved,

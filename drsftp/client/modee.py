@@ -24,6 +24,7 @@ number of streams before each tuner takes them (EBLOCK contract).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -172,7 +173,7 @@ class _ModeE:
         # (request_streams), as a sender it is the number running
         if self.role is Role.SENDER:
             sums["streams"] = len(live)
-        return drscmd.format_pairs(sums)
+        return drscmd.format_pairs(dict(sums))  # a copy, as the wider type it takes (dict is invariant)
 
     def request_streams(self, n: int) -> None:
         """Ask a drsftp server (the sender) to run ``n`` streams from now on."""
@@ -271,7 +272,7 @@ class ModeEGet(_ModeE):
         self.path, self.fd, self.size = path, fd, size
         self.ledger = ReceiveLedger(limit=size, base=held)
         self.complete = asyncio.get_running_loop().create_future()
-        self.transports: list[asyncio.BaseTransport] = []
+        self.transports: list[asyncio.Transport] = []
         self._last_data = time.monotonic()
 
     @property
@@ -367,7 +368,7 @@ class ModeEGet(_ModeE):
             tuner.attach(conn)
             stream = Stream(len(self.streams), conn, tuner)
             self.streams.append(stream)
-            transport, _ = await loop.create_connection(lambda s=stream: _BlockSink(self, s), sock=conn)
+            transport, _ = await loop.create_connection(functools.partial(_BlockSink, self, stream), sock=conn)
             self.transports.append(transport)
             self.spawn(self.tick(stream))
 
@@ -540,6 +541,7 @@ class ModeEPut(_ModeE):
             pass
 
     async def _connect_joined(self) -> None:
+        assert self.address is not None  # run() sets it before any stream joins
         host, port = self.address
         sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
         sock.setblocking(False)
@@ -570,7 +572,7 @@ class ModeEPut(_ModeE):
         exc: Exception | None = None
         try:
             self._send_blocks(stream)
-        except Exception as e:  # noqa: BLE001 (handed to the event loop, which reports it)
+        except Exception as e:  # handed to the event loop, which reports it
             exc = e
         stream.ended = time.monotonic()
 
@@ -608,8 +610,8 @@ class ModeEPut(_ModeE):
             stream.blocks = (stream.blocks or 0) + 1
         if self.stop.is_set():
             return
-        count = self.queue.finish()
-        _send_all(sock, eod(eof_streams=count, close=True), self.stop)
+        eof_count = self.queue.finish()
+        _send_all(sock, eod(eof_streams=eof_count, close=True), self.stop)
 
 
 def _send_all(sock: socket.socket, data: bytes, stop: threading.Event, more: bool = False) -> None:
@@ -628,6 +630,6 @@ async def _drain(stream: Stream, limit: float = 60.0) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         info = sockopt.tcp_info(stream.sock)
-        if not info or info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0:
+        if not info or (info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0):
             return
         await asyncio.sleep(0.005)

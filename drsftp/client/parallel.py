@@ -88,11 +88,13 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
         try:
             controller = _controller(streams)
             n = controller.streams if controller else streams
+            assert n is not None  # a controller exactly when streams is None (auto)
             if streams is None and "PARALLEL" in ctl.features and "DRS" not in ctl.features:
                 # the sender (server) chooses its streams at RETR: only a
                 # drsftp server takes DRS streams=N while it runs
                 log.info("-P auto: the server cannot change its streams during a get: %d streams", AUTO_FIXED)
                 controller, n = None, AUTO_FIXED
+            driver: ModeEGet | RangedGet
             if "PARALLEL" in ctl.features:
                 driver = ModeEGet(ctl, opts, n, loc.path, fd, size, held)
                 mode = "E"
@@ -133,7 +135,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
 async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None) -> TransferResult:
     check_spec(opts.tuning)
     try:
-        f = open(src, "rb")  # noqa: ASYNC230, SIM115 (closed by the with below)
+        f = open(src, "rb")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
         raise FTPError(f"cannot read {src}: {exc.strerror or exc}", transient=False) from exc
     with f:
@@ -150,6 +152,7 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
                 return await transfer.put(src, loc, opts)
             controller = _controller(streams)
             n = controller.streams if controller else streams
+            assert n is not None  # a controller exactly when streams is None (auto)
             driver = ModeEPut(ctl, opts, n, loc.path, f, total)
             view = ProgressView(os.path.basename(src), total, opts.progress)
             try:

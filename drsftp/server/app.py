@@ -141,7 +141,10 @@ def _authorizer(cfg: ServerConfig, password_hash: str | None = None) -> HashedAu
                     entry.perm = READ_PERM
                 authorizer.add_hashed_user(entry)
         if cfg.user:
-            authorizer.add_hashed_user(UserEntry(cfg.user, password_hash or hash_password(cfg.password), root,
+            if not password_hash:
+                assert cfg.password is not None  # build_server refuses --user without --password
+                password_hash = hash_password(cfg.password)
+            authorizer.add_hashed_user(UserEntry(cfg.user, password_hash, root,
                                                  WRITE_PERM if cfg.write_perm else READ_PERM))
     except (UsersFileError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc

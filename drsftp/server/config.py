@@ -64,7 +64,7 @@ def check(data: dict[str, Any], text: str, path: str) -> dict[str, Any]:
             raise ConfigError(f"{where}: unknown key {key!r} (keys are the long options of drsftp serve,"
                               " with _ for -)")
         types, want = KEYS[key]
-        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise ConfigError(f"{where}: {key} must be {want}, not {_type_name(value)}")
         if key == "log_format" and value not in LOG_FORMATS:
             raise ConfigError(f"{where}: log_format must be \"text\" or \"json\", not {value!r}")

@@ -4,6 +4,8 @@ through to the stream-mode handler unchanged."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..ftp import drscmd
 from . import cksm
 from .compat import (
@@ -28,8 +30,18 @@ EBLOCK_CMDS = {
 }
 MAX_SBUF = 1 << 31
 
+if TYPE_CHECKING:  # what EModeCommands is mixed before (handler.DRSFTPHandler): its super() calls go there
+    from pyftpdlib.handlers import FTPHandler
 
-class EModeCommands(EPortHooks):
+    from .handler import DRSControlMixin
+
+    class _Handler(DRSControlMixin, FTPHandler):
+        pass
+else:
+    _Handler = object
+
+
+class EModeCommands(EPortHooks, _Handler):
     """Mixed in before DRSControlMixin: MODE, OPTS RETR, PORT/PASV, REST,
     RETR/STOR/MLSD, ABOR and DRS go to the MODE E data path while MODE E
     is in force."""

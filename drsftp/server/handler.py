@@ -383,10 +383,12 @@ class DRSControlMixin:
         out, inq = self._out_dtp_queue, self._in_dtp_queue
         if out is None and inq is None:
             return False
-        self._out_dtp_queue = self._in_dtp_queue = None
+        compat.clear_pending_transfer(self)
         f = out[2] if out is not None else inq[0]
         if f is not None:
-            self._upload_targets.pop(getattr(f, "name", None), None)
+            name = getattr(f, "name", None)
+            if name is not None:
+                self._upload_targets.pop(name, None)
             f.close()
         self.respond(reply)
         return True

@@ -35,7 +35,10 @@ class UsersFileError(ValueError):
 def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
     salt = secrets.token_bytes(16)
     digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=32)
-    b64 = lambda b: base64.b64encode(b).decode()
+
+    def b64(b: bytes) -> str:
+        return base64.b64encode(b).decode()
+
     return f"scrypt${n}${r}${p}${b64(salt)}${b64(digest)}"
 
 
