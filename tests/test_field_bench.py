@@ -56,12 +56,13 @@ def test_table_reports_ratio_ceiling_share_and_memory_in_bdp():
             "complete": True, "peak_rcv_used": 12_500_000}
     rows = [dict(base, entry="gridftp-p4-16M", mbps=600.0, peak_snd_used=25_000_000),
             dict(base, entry="gridftp-p4-16M", mbps=620.0, peak_snd_used=25_000_000),
-            dict(base, entry="drsftp-P4", mbps=780.0, peak_snd_used=37_500_000),
-            dict(base, entry="drsftp-P4", mbps=800.0, peak_snd_used=37_500_000),
+            dict(base, entry="drsftp-P4", mbps=780.0, data_mbps=850.0, peak_snd_used=37_500_000),
+            dict(base, entry="drsftp-P4", mbps=800.0, data_mbps=870.0, peak_snd_used=37_500_000),
             dict(base, entry="lftp-pget4", mbps=0.0, complete=False, error="exit 1: refused")]
     text = field.table(rows)
-    assert "| drsftp-P4 | 790 [780-800] | 1.30 | 82% | 3.0 | 1.0 | 2/2 |" in text
-    assert "| gridftp-p4-16M | 610 [600-620] | 1.00 | 63% | 2.0 | 1.0 | 2/2 |" in text
+    # the data phase's 860 Mbit/s is 89% of the 965.3 Mbit/s ceiling
+    assert "| drsftp-P4 | 790 [780-800] | 1.30 | 860 | 89% | 3.0 | 1.0 | 2/2 |" in text
+    assert "| gridftp-p4-16M | 610 [600-620] | 1.00 | - | - | 2.0 | 1.0 | 2/2 |" in text
     assert "| lftp-pget4 | failed: exit 1: refused |" in text
 
 
@@ -117,7 +118,7 @@ def test_benchreport_prints_the_field_table_from_saved_results(tmp_path):
                                                          dict(base, entry="drsftp-Pauto", mbps=720.0)]}))
     r = run_drsftp("benchreport", str(saved))
     assert r.returncode == 0, r.stderr
-    assert "| drsftp-Pauto | 720 [720-720] | 1.20 | 75% | 1.0 | 0.0 | 1/1 |" in r.stdout
+    assert "| drsftp-Pauto | 720 [720-720] | 1.20 | - | - | 1.0 | 0.0 | 1/1 |" in r.stdout
 
 
 def test_bench_against_the_field_refuses_an_unknown_column_in_one_sentence():

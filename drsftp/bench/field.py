@@ -281,6 +281,7 @@ def run_one(cfg: FieldConfig, link: Link, entry: Entry, wl: Workload, src: str, 
             argv = _hosts_wrap(link, "client", argv, cfg.workdir)
         with Sampler(link.command("server", []), port) as s_srv, Sampler(link.command("client", []), port) as s_cli:
             t0 = time.monotonic()
+            started = t0 - s_cli.t0  # the client's start on the sampler's clock
             client = link.popen("client", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             try:
                 out, err = client.communicate(timeout=cfg.max_time)
@@ -295,8 +296,17 @@ def run_one(cfg: FieldConfig, link: Link, entry: Entry, wl: Workload, src: str, 
             result["error"] = f"exit {client.returncode}: {tail[0][:200]}"
         elif problem and "error" not in result:
             result["error"] = problem
-        result.update(seconds=round(seconds, 3), complete="error" not in result,
-                      mbps=round(wl.bytes * 8 / seconds / 1e6, 1) if "error" not in result else 0.0,
+        # the data phase: from the first payload byte the client's sockets
+        # saw (sampled every 0.1 s) to the client's exit, the same clock for
+        # every program (no interpreter start, log-in or command round trips)
+        first = next((t for t, socks in s_cli.samples if sum(x.get("bytes_received") or 0 for x in socks) > 0),
+                     None)
+        data_s = seconds - max(0.0, first - started - s_cli.interval / 2) if first is not None else None
+        ok = "error" not in result
+        result.update(seconds=round(seconds, 3), complete=ok,
+                      mbps=round(wl.bytes * 8 / seconds / 1e6, 1) if ok else 0.0,
+                      data_seconds=round(data_s, 3) if data_s else None,
+                      data_mbps=round(wl.bytes * 8 / data_s / 1e6, 1) if ok and data_s else None,
                       peak_snd_used=_sum_peak(s_srv, "sk_w"), peak_rcv_used=_sum_peak(s_cli, "sk_r"),
                       peak_snd_buf=_sum_peak(s_srv, "sk_tb"), peak_rcv_buf=_sum_peak(s_cli, "sk_rb"),
                       streams_max=max((len(socks) for _, socks in s_cli.samples), default=0),
@@ -348,6 +358,7 @@ def run_field(cfg: FieldConfig) -> list[dict]:
                     r = run_one(cfg, link, e, wl, srcs[wl.name], rep)
                     results.append(r)
                     cfg.log(f"  {wl.name:6} {name:15} #{rep + 1}: {r['mbps']:7.1f} Mbit/s"
+                            f" (data phase {r.get('data_mbps') or 0:.0f})"
                             + (f"  ERROR {r['error']}" if r.get("error") else "")
                             + f"  mem snd {r.get('peak_snd_used', 0) / cfg.path.bdp:.1f} "
                               f"rcv {r.get('peak_rcv_used', 0) / cfg.path.bdp:.1f} BDP")
@@ -355,9 +366,10 @@ def run_field(cfg: FieldConfig) -> list[dict]:
 
 
 def table(results: list[dict], reference: str = "gridftp-p4-16M") -> str:
-    """Markdown: per workload and entry, the median Mbit/s [min-max], the
-    ratio to the reference entry's median, % of the goodput ceiling, and
-    the peak memory all data sockets held (sender, receiver; in BDP)."""
+    """Markdown: per workload and entry, the median Mbit/s [min-max] on the
+    wall clock, its ratio to the reference entry's median, the data phase's
+    median Mbit/s and its share of the goodput ceiling, and the peak memory
+    all data sockets held (sender, receiver; in BDP)."""
     lines = []
     for wl in dict.fromkeys(r["workload"] for r in results):
         rows = [r for r in results if r["workload"] == wl]
@@ -366,19 +378,24 @@ def table(results: list[dict], reference: str = "gridftp-p4-16M") -> str:
         ceiling = rows[0]["ceiling_mbps"]
         bdp = rows[0]["bdp"]
         lines += [f"**{wl}** ({rows[0]['files']} files, {rows[0]['bytes'] / MiB:.0f} MiB)", "",
-                  f"| entry | Mbit/s | x {reference} | % ceiling | sender mem, BDP | receiver mem, BDP | runs |",
-                  "|---|---|---|---|---|---|---|"]
+                  f"| entry | Mbit/s | x {reference} | data phase, Mbit/s | % ceiling | sender mem, BDP "
+                  "| receiver mem, BDP | runs |",
+                  "|---|---|---|---|---|---|---|---|"]
         for name in dict.fromkeys(r["entry"] for r in rows):
             rs = [r for r in rows if r["entry"] == name]
-            ok = [r["mbps"] for r in rs if r["complete"]]
-            if not ok:
-                lines.append(f"| {name} | failed: {rs[0].get('error', '?')} | | | | | 0/{len(rs)} |")
+            done = [r for r in rs if r["complete"]]
+            if not done:
+                lines.append(f"| {name} | failed: {rs[0].get('error', '?')} | | | | | | 0/{len(rs)} |")
                 continue
+            ok = [r["mbps"] for r in done]
             m = statistics.median(ok)
-            snd = statistics.median(r["peak_snd_used"] / bdp for r in rs if r["complete"])
-            rcv = statistics.median(r["peak_rcv_used"] / bdp for r in rs if r["complete"])
+            phase = [r["data_mbps"] for r in done if r.get("data_mbps")]
+            pm = statistics.median(phase) if phase else None
+            snd = statistics.median(r["peak_snd_used"] / bdp for r in done)
+            rcv = statistics.median(r["peak_rcv_used"] / bdp for r in done)
             ratio = f"{m / ref_m:.2f}" if ref_m else "-"
-            lines.append(f"| {name} | {m:.0f} [{min(ok):.0f}-{max(ok):.0f}] | {ratio} | {100 * m / ceiling:.0f}% "
-                         f"| {snd:.1f} | {rcv:.1f} | {len(ok)}/{len(rs)} |")
+            share = f"{100 * pm / ceiling:.0f}%" if pm else "-"
+            lines.append(f"| {name} | {m:.0f} [{min(ok):.0f}-{max(ok):.0f}] | {ratio} | "
+                         f"{f'{pm:.0f}' if pm else '-'} | {share} | {snd:.1f} | {rcv:.1f} | {len(ok)}/{len(rs)} |")
         lines.append("")
     return "\n".join(lines)
