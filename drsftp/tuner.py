@@ -57,8 +57,10 @@ class SocketTuner:
         clock=time.monotonic,
         budget: BufferBudget | None = None,
         batch_reads: bool = True,
+        parallel: bool = False,
     ) -> None:
         self.role = role
+        self.parallel = parallel  # one of N streams (docs/DESIGN.md#parallel-streams)
         self.limits = limits or sockopt.HostLimits.read()
         self.allow_force = allow_force and self.limits.can_force
         self.tuning: Tuning = create(spec, role)
@@ -95,12 +97,16 @@ class SocketTuner:
         application queues past the flight with TCP_NOTSENT_LOWAT instead
         (DRS's send-buffer decision as the unsent allowance).  Under a
         budget (a server's) only while the budget can hold the most
-        autotuning may grow to (claimed in :meth:`attach`)."""
+        autotuning may grow to (claimed in :meth:`attach`).  Never for one
+        of N parallel streams: N sockets multiply what setsockopt can set,
+        and DRS's open start ramps each one faster than autotuning's
+        (docs/DESIGN.md#parallel-streams)."""
         if not isinstance(self.tuning, DRSTuning):
             return
         self._config0 = self.tuning.config
         self._leave_to_kernel(
-            sockopt.autotuning_reaches_further(self.limits, self.allow_force, self.role is Role.RECEIVER)
+            not self.parallel
+            and sockopt.autotuning_reaches_further(self.limits, self.allow_force, self.role is Role.RECEIVER)
             and (self.budget is None or self.budget.can_claim(self._autotuning_max())))
 
     def _leave_to_kernel(self, kernel: bool) -> None:

@@ -607,3 +607,21 @@ def test_server_data_channel_batches_reads_for_a_fixed_buffer_set_at_the_handsha
             data._start_tuning(Role.RECEIVER)
             assert data_srv.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == batch
             assert data.tuner.summary()["handshake_window"] == (2 << 20 if spec.startswith("fixed") else None)
+
+
+def test_a_parallel_stream_keeps_drs_where_autotuning_reaches_further():
+    """rmem_max 4 MiB, tcp_rmem max 32 MiB: one stream leaves its receive
+    buffer to autotuning, one of N streams keeps DRS and offers its cap at
+    the handshake (open start), since N sockets multiply the 4 MiB
+    (docs/DESIGN.md#parallel-streams)."""
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning import Role
+
+    limits = sockopt.HostLimits(rmem_max=4 << 20, wmem_max=4 << 20, tcp_rmem=(4096, 131072, 32 << 20),
+                                tcp_wmem=(4096, 16384, 4 << 20), congestion_control="bbr", can_force=False)
+    alone = SocketTuner("drs", Role.RECEIVER, limits=limits)
+    one_of_n = SocketTuner("drs", Role.RECEIVER, limits=limits, parallel=True)
+    assert alone.kernel_owns == "rcvbuf" and one_of_n.kernel_owns is None
+    assert one_of_n.tuning.config.cap == 4 << 20  # what setsockopt can set per socket
+    assert one_of_n.tuning.before_handshake(rtt=0.1).rcv_window == 4 << 20
+    assert alone.tuning.config.cap == 32 << 20  # the clamp's memory ceiling: tcp_rmem max

@@ -129,7 +129,8 @@ class _ModeE:
     def new_tuner(self) -> SocketTuner:
         # no read batching: a cached MODE E connection ends with a 17-byte
         # EOD and stays open, below any SO_RCVLOWAT
-        tuner = SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers, batch_reads=False)
+        tuner = SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers, batch_reads=False,
+                            parallel=True)
         tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
         return tuner
 

@@ -255,7 +255,7 @@ class RangedGet:
         """One range over one data connection.  Returns whether the control
         connection is in step again (ready for the next range)."""
         ctl = fc.ctl
-        tuner = SocketTuner(self.opts.tuning, Role.RECEIVER, allow_force=self.opts.force_buffers)
+        tuner = SocketTuner(self.opts.tuning, Role.RECEIVER, allow_force=self.opts.force_buffers, parallel=True)
         stats.tuner = tuner
         xfer = _Transfer(ctl, tuner, self.opts, self.loc.path, None, 0)
         sock = await _open_data(fc, tuner, self.opts.connect_timeout)

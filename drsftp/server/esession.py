@@ -67,7 +67,7 @@ class ESession:
         # after its EOD, so a transfer's last bytes below the mark would wait
         # for data that never comes (stream mode ends with a FIN instead).
         tuner = SocketTuner(spec, role, allow_force=h.allow_force, limits=h.host_limits, budget=h.buffer_budget,
-                            batch_reads=False)
+                            batch_reads=False, parallel=True)
         if self.sbuf:
             tuner.cap_size(self.sbuf)
         tuner.note_control_rtt(h.socket)

@@ -38,7 +38,7 @@ class StreamSample:
 
 @dataclass(frozen=True)
 class StreamsConfig:
-    start: int = 2
+    start: int = 4  # GridFTP's usual -p 4: probes up or down from there
     min_streams: int = 1
     max_streams: int = 16
     min_gain: float = 0.05  # a stream must add at least 5% ...
