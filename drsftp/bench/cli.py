@@ -67,13 +67,16 @@ def add_parser(sub) -> None:
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
                         "tuning's rate, the others' ratios to it, retransmits, sender memory)")
     r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
-    r.add_argument("--base", default="kernel", help="the tuning --table versus divides by")
+    r.add_argument("--base", default="kernel",
+                   help="the tuning --table versus divides by (field results: the entry the ratios divide by, "
+                        "default gridftp-p4-16M)")
     r.add_argument("--profile", help="only runs on this host profile (default, tuned)")
     r.add_argument("--plots", metavar="DIR", help="also draw the plots of the merged runs into DIR")
     r.add_argument("--direction", choices=("get", "put"), help="only runs in this direction")
     r.add_argument("--loss", help="only runs with this loss (e.g. 0, 0.1%%)")
     r.add_argument("--rate", help="only runs on this link rate (e.g. 100mbit)")
     r.add_argument("--rtt", help="only runs with this RTT (e.g. 100ms)")
+    r.add_argument("--dataset", help="field results: only this dataset's table (big, small, mixed), untitled")
     r.set_defaults(func=cmd_benchreport)
 
     n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")
@@ -274,7 +277,12 @@ def cmd_benchreport(args) -> int:
 
         if sources:
             raise NetemError("field results (drsftp bench --streams/--peers/--datasets) print alone")
-        print(table(field_runs, reference=args.base if args.base != "kernel" else "gridftp-p4-16M"))
+        if args.dataset:
+            field_runs = [r for r in field_runs if r["workload"] == args.dataset]
+            if not field_runs:
+                raise NetemError(f"no runs of the {args.dataset!r} dataset in these results")
+        ref = args.base if args.base != "kernel" else "gridftp-p4-16M"
+        print(table(field_runs, reference=ref, titles=not args.dataset))
         return 0
     keep = _run_filter(args)
     runs = [r for r in merge_latest(sources) if keep(r)]

@@ -365,7 +365,7 @@ def run_field(cfg: FieldConfig) -> list[dict]:
     return results
 
 
-def table(results: list[dict], reference: str = "gridftp-p4-16M") -> str:
+def table(results: list[dict], reference: str = "gridftp-p4-16M", titles: bool = True) -> str:
     """Markdown: per workload and entry, the median Mbit/s [min-max] on the
     wall clock, its ratio to the reference entry's median, the data phase's
     median Mbit/s and its share of the goodput ceiling, and the peak memory
@@ -377,8 +377,9 @@ def table(results: list[dict], reference: str = "gridftp-p4-16M") -> str:
         ref_m = statistics.median(ref) if ref else None
         ceiling = rows[0]["ceiling_mbps"]
         bdp = rows[0]["bdp"]
-        lines += [f"**{wl}** ({rows[0]['files']} files, {rows[0]['bytes'] / MiB:.0f} MiB)", "",
-                  f"| entry | Mbit/s | x {reference} | data phase, Mbit/s | % ceiling | sender mem, BDP "
+        if titles:
+            lines += [f"**{wl}** ({rows[0]['files']} files, {rows[0]['bytes'] / MiB:.0f} MiB)", ""]
+        lines += [f"| entry | Mbit/s | x {reference} | data phase, Mbit/s | % ceiling | sender mem, BDP "
                   "| receiver mem, BDP | runs |",
                   "|---|---|---|---|---|---|---|---|"]
         for name in dict.fromkeys(r["entry"] for r in rows):
@@ -397,5 +398,6 @@ def table(results: list[dict], reference: str = "gridftp-p4-16M") -> str:
             share = f"{100 * pm / ceiling:.0f}%" if pm else "-"
             lines.append(f"| {name} | {m:.0f} [{min(ok):.0f}-{max(ok):.0f}] | {ratio} | "
                          f"{f'{pm:.0f}' if pm else '-'} | {share} | {snd:.1f} | {rcv:.1f} | {len(ok)}/{len(rs)} |")
-        lines.append("")
+        if titles:
+            lines.append("")
     return "\n".join(lines)
