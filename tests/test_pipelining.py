@@ -37,6 +37,8 @@ class FakeServer:
         self.port_addr: tuple[str, int] | None = None
         self.pasv: asyncio.Server | None = None
         self.pasv_conn: asyncio.Future | None = None
+        self.want_reader = False  # STOR: the passive connection's reader
+        self.stored = b""
 
     async def __aenter__(self) -> FakeServer:
         self.server = await asyncio.start_server(self._session, "127.0.0.1", 0)
@@ -101,9 +103,16 @@ class FakeServer:
         elif verb == "EPSV":
             self.pasv_conn = asyncio.get_running_loop().create_future()
             fut = self.pasv_conn
-            self.pasv = await asyncio.start_server(lambda r, w: fut.set_result(w) if not fut.done() else None,
+            self.pasv = await asyncio.start_server(lambda r, w: fut.set_result(r if self.want_reader else w)
+                                                   if not fut.done() else None,
                                                    "127.0.0.1", 0)
             writer.write(f"229 ok (|||{self.pasv.sockets[0].getsockname()[1]}|)\r\n".encode())
+        elif verb == "STOR":
+            writer.write(b"150 send\r\n")
+            assert self.pasv_conn is not None
+            conn = await asyncio.wait_for(self.pasv_conn, 10)
+            self.stored = await asyncio.wait_for(conn.read(), 10)
+            writer.write(b"226 stored\r\n")
         elif verb == "RETR":
             writer.write(b"150 here\r\n")
             await self._send_data()
@@ -119,6 +128,7 @@ class FakeServer:
         else:
             assert self.pasv_conn is not None
             w = await asyncio.wait_for(self.pasv_conn, 10)
+            assert isinstance(w, asyncio.StreamWriter)
             w.write(PAYLOAD)
         await w.drain()
         w.close()
@@ -152,6 +162,21 @@ def test_mode_e_get_sends_mode_opts_port_retr_in_one_round_trip(tmp_path):
     groups, result = asyncio.run(main())
     assert (tmp_path / "f").read_bytes() == PAYLOAD and result.bytes == len(PAYLOAD)
     assert groups[:2] == [["FEAT", "USER", "PASS", "TYPE", "SIZE", "MDTM"], ["MODE", "OPTS", "PORT", "RETR"]]
+
+
+def test_single_stream_put_sends_allo_and_stor_in_one_round_trip(tmp_path):
+    src = tmp_path / "src"
+    src.write_bytes(PAYLOAD)
+
+    async def main():
+        async with FakeServer(feat=("SIZE",)) as srv:
+            srv.want_reader = True
+            result = await transfer.put(str(src), _loc(srv.port), _opts())
+            return srv.groups, srv.stored, result
+
+    groups, stored, result = asyncio.run(main())
+    assert stored == PAYLOAD and result.bytes == len(PAYLOAD)
+    assert groups[:3] == [["FEAT", "USER", "PASS", "TYPE"], ["EPSV"], ["ALLO", "STOR"]]
 
 
 def test_a_refused_password_reads_as_a_login_failure_not_a_later_command(tmp_path):

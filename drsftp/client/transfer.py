@@ -74,8 +74,8 @@ class _Transfer:
         self.view = ProgressView(label, total, opts.progress)
         self.data_transport: asyncio.Transport | None = None  # get: the socket's reader
 
-    async def open_data(self) -> socket.socket:
-        return await open_data_socket(self.ctl, self.tuner, self.opts.connect_timeout)
+    async def open_data(self, send=None) -> socket.socket:
+        return await open_data_socket(self.ctl, self.tuner, self.opts.connect_timeout, send)
 
     def progress_bytes(self) -> int:
         if self.tuner.role is Role.SENDER and self.ctl.tls is None:  # (TLS: acked counts its records too)
@@ -212,11 +212,13 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                             batch_reads=ctl.tls is None)
         xfer = _Transfer(ctl, tuner, opts, os.path.basename(loc.path), size, offset)
         try:
-            sock = await xfer.open_data()
+            sent: list[Pending | None] = []
+            # (REST and) RETR in one batch, while the data connection opens
+            sock = await xfer.open_data(lambda: sent.extend(
+                (ctl.start(f"REST {offset}") if offset else None, ctl.start(f"RETR {loc.path}"))))
             try:
-                # REST and RETR together: a refused REST is reported as such
-                rest = ctl.start(f"REST {offset}") if offset else None
-                pending = ctl.start(f"RETR {loc.path}")
+                rest, pending = sent
+                assert pending is not None
                 await _rest_done(ctl, rest, pending)
                 first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
                 if not first.preliminary:
@@ -279,13 +281,16 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
             tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
             xfer = _Transfer(ctl, tuner, opts, os.path.basename(src), total, offset)
             try:
-                sock = await xfer.open_data()
+                sent: list[Pending | None] = []
+                # ALLO, (REST,) STOR in one batch, while the data connection
+                # opens.  ALLO: the size, so a server can tell an upload cut
+                # short from a complete one (stream mode ends both by closing).
+                sock = await xfer.open_data(lambda: sent.extend(
+                    (ctl.start(f"ALLO {total}"), ctl.start(f"REST {offset}") if offset else None,
+                     ctl.start(f"STOR {loc.path}"))))
                 try:
-                    # The size, so a server can tell an upload cut short from a
-                    # complete one (stream mode ends both by closing).
-                    allo = ctl.start(f"ALLO {total}")
-                    rest = ctl.start(f"REST {offset}") if offset else None
-                    pending = ctl.start(f"STOR {loc.path}")
+                    allo, rest, pending = sent
+                    assert allo is not None and pending is not None
                     await ctl.settle([(allo, None)])
                     await _rest_done(ctl, rest, pending)
                     first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
