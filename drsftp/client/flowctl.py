@@ -10,12 +10,13 @@ the batch's later replies are read."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from ..ftp import flow
 from ..ftp.replies import Reply, parse_epsv, parse_pasv
 from .control import ControlConnection, FTPError, Pending
 
-Steps = list[tuple[str, str | None]]  # (command line, what to call it in an error)
+Steps = Sequence[tuple[str, str | None]]  # (command line, what to call it in an error)
 
 
 class FlowControl:
@@ -78,7 +79,7 @@ class FlowControl:
         PASV; the data connection goes to the control connection's host
         whatever PASV names (RFC 2577 sec. 5)."""
         peer = self.ctl.writer.get_extra_info("peername")[0]
-        sent = self.send_all(before or [])
+        sent = self.send_all(before or ())
         epsv = self.send("EPSV")
         _, error = await self._read(sent, 60.0)
         reply = await self.ctl._wait(epsv.final, 60.0)
