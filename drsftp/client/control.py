@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..ftp.replies import (
@@ -40,6 +41,27 @@ def os_reason(exc: OSError) -> str:
     "read-only file system", "connection refused"."""
     text = exc.strerror or str(exc) or type(exc).__name__
     return text[:1].lower() + text[1:]
+
+
+def size_of(reply: Reply) -> int | None:
+    """The size in a 213 reply to SIZE (RFC 3659 4), else None."""
+    if reply.code == 213:
+        try:
+            return int(reply.first.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def expect(*codes: int, what: str) -> Check:
+    """A check for :meth:`ControlConnection.settle`: ``what failed: reply``
+    unless the reply's code is one of ``codes``."""
+    def check(reply: Reply) -> FTPError | None:
+        return None if reply.code in codes else FTPError(f"{what} failed: {reply}", reply)
+    return check
+
+
+Check = Callable[[Reply], "FTPError | None"]
 
 
 @dataclass
@@ -173,13 +195,43 @@ class ControlConnection:
             raise FTPError(f"{what or line.split(' ')[0]} failed: {reply}", reply)
         return reply
 
+    async def settle(self, batch: Sequence[tuple[Pending, Check | None]], timeout: float | None = 60.0) -> list[Reply]:
+        """The final replies to pipelined commands, in command order (RFC 959
+        4.2).  Every reply of the batch is read before the first failure is
+        raised, so the error names the command that failed, not a later one
+        refused because of it (docs/DESIGN.md "Pipelined session setup")."""
+        replies: list[Reply] = []
+        error: FTPError | None = None
+        for pending, check in batch:
+            reply = await self._wait(pending.final, timeout)
+            replies.append(reply)
+            if error is None and check is not None:
+                error = check(reply)
+        if error is not None:
+            raise error
+        return replies
+
     # -- session steps -----------------------------------------------------
-    async def login(self, user: str, password: str) -> None:
-        reply = await self.command(f"USER {user}")
-        if reply.code == 331:
-            reply = await self.command(f"PASS {password}")
-        if reply.code not in (230, 202):
+    def start_login(self, user: str, password: str) -> tuple[Pending, Pending]:
+        """USER and PASS sent together.  RFC 959 5.4: USER is answered 230
+        (logged in, no password needed) or 331 (PASS next); a PASS after a
+        230 is out of sequence and answered 503 (4.1.1, 4.2) or 230, which
+        :meth:`login_done` takes as success.  Pipelined rather than waiting
+        on USER: the password goes only to the server the session is with
+        (after AUTH TLS when one was asked for), and one round trip less."""
+        return self.start(f"USER {user}"), self.start(f"PASS {password}")
+
+    async def login_done(self, user: str, sent: tuple[Pending, Pending], timeout: float | None = 60.0) -> None:
+        first = await self._wait(sent[0].final, timeout)
+        second = await self._wait(sent[1].final, timeout)
+        if first.code in (230, 202):
+            return  # the PASS was superfluous (503 "already logged in")
+        reply = second if first.code == 331 else first
+        if first.code != 331 or second.code not in (230, 202):
             raise FTPError(f"login refused for {user!r}: {reply}", reply)
+
+    async def login(self, user: str, password: str) -> None:
+        await self.login_done(user, self.start_login(user, password))
 
     async def feat(self) -> set[str]:
         reply = await self.command("FEAT")
@@ -187,13 +239,7 @@ class ControlConnection:
         return self.features
 
     async def size(self, path: str) -> int | None:
-        reply = await self.command(f"SIZE {path}")
-        if reply.code == 213:
-            try:
-                return int(reply.first.strip())
-            except ValueError:
-                return None
-        return None
+        return size_of(await self.command(f"SIZE {path}"))
 
     async def passive_address(self) -> tuple[str, int]:
         """EPSV (RFC 2428), then PASV (RFC 959) if EPSV is not understood.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable
 
 from .control import ControlConnection, FTPError
 from .tls import ClientTLS, failure_sentence
@@ -28,15 +29,21 @@ TLS_HIGH_WATER = 4 << 20  # plaintext queued in the transport before a put waits
 TLS_SHUTDOWN = 10.0  # seconds a closing TLS data connection waits for the peer's close_notify
 
 
-async def open_data_socket(ctl: ControlConnection, tuner, timeout: float) -> socket.socket:
+async def open_data_socket(ctl: ControlConnection, tuner, timeout: float,
+                           send: Callable[[], None] | None = None) -> socket.socket:
     """A connected data socket, tuned by ``tuner`` before and after the
     handshake.  The address is the control connection's host (a PASV
-    address could point elsewhere: RFC 2577 sec. 5)."""
+    address could point elsewhere: RFC 2577 sec. 5).  ``send``: sends the
+    transfer command(s) while the data connection's handshake runs (a
+    passive server accepts once the command has come, RFC 959 3.2: one
+    round trip less; a TLS handshake still waits for the 1yz)."""
     host, port = await ctl.passive_address()
     sock = socket.socket(ctl.family(), socket.SOCK_STREAM)
     sock.setblocking(False)
     tuner.note_control_rtt(ctl.writer.get_extra_info("socket"))
     tuner.before_handshake(sock)  # window scale is fixed by this
+    if send is not None:
+        send()
     try:
         await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)), timeout)
     except (TimeoutError, OSError) as exc:

@@ -309,16 +309,17 @@ class ModeEGet(_ModeE):
         if self.size and not self.ledger.received.missing(self.size):
             return  # the .part holds it all already (--continue)
         fc, n = FlowControl(self.ctl), self.want
-        await fc.step("MODE E", "extended block mode (MODE E)")
-        await fc.step(f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism")
         listener = _listener(self.ctl, self.new_tuner())
         accept = None
         try:
-            await _port(fc, listener)
+            # one batch: none of these replies decides what is sent next
+            # (docs/DESIGN.md "Pipelined session setup")
+            steps = [("MODE E", "extended block mode (MODE E)"),
+                     (f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"), _port(listener)]
             if self.ledger.received.total:
-                await fc.step(f"REST {self.ledger.received.marker()}", "restart (REST ranges)")
-            pending = fc.start_transfer(f"RETR {self.path}")
+                steps.append((f"REST {self.ledger.received.marker()}", "restart (REST ranges)"))
             accept = asyncio.ensure_future(self._accept(listener))
+            pending = await fc.start_after(steps, f"RETR {self.path}")
             await fc.started(pending, f"cannot retrieve {self.path}")
             await self._until_complete(pending)
             reply = await asyncio.wait_for(asyncio.shield(pending.final), 60)
@@ -390,14 +391,14 @@ def _listener(ctl: ControlConnection, tuner: SocketTuner) -> socket.socket:
     return sock
 
 
-async def _port(fc: FlowControl, listener: socket.socket) -> None:
-    """PORT (RFC 959 4.1.2) for IPv4, EPRT (RFC 2428 2) for IPv6."""
+def _port(listener: socket.socket) -> tuple[str, str]:
+    """PORT (RFC 959 4.1.2) for IPv4, EPRT (RFC 2428 2) for IPv6: the
+    command and what to call it in an error."""
     host, port = listener.getsockname()[:2]
     if listener.family == socket.AF_INET6:
-        await fc.step(f"EPRT |2|{host}|{port}|", "active mode (EPRT)")
-    else:
-        h = host.replace(".", ",")
-        await fc.step(f"PORT {h},{port >> 8},{port & 255}", "active mode (PORT)")
+        return f"EPRT |2|{host}|{port}|", "active mode (EPRT)"
+    h = host.replace(".", ",")
+    return f"PORT {h},{port >> 8},{port & 255}", "active mode (PORT)"
 
 
 # -- put --------------------------------------------------------------------------
@@ -478,12 +479,17 @@ class ModeEPut(_ModeE):
 
     async def run(self) -> None:
         fc = FlowControl(self.ctl)
-        await fc.step("MODE E", "extended block mode (MODE E)")
-        self.address = await fc.passive_address()
+        self.address = await fc.passive_address(before=[("MODE E", "extended block mode (MODE E)")])
         try:
-            await fc.step(f"ALLO {self.total}", "ALLO")
-            pending = fc.start_transfer(f"STOR {self.path}")
-            await asyncio.gather(*(self._connect() for _ in range(self.want)))
+            # ALLO and STOR together; the streams connect while their
+            # replies come (as they did before the STOR's 150)
+            sent = fc.send_all([(f"ALLO {self.total}", "ALLO")])
+            pending = fc.send(f"STOR {self.path}")
+            outcome = await asyncio.gather(fc.check(sent, pending),
+                                           *(self._connect() for _ in range(self.want)), return_exceptions=True)
+            for exc in outcome:
+                if isinstance(exc, BaseException):
+                    raise exc
             if not self.streams:
                 raise FTPError(f"cannot open a data connection to {self.address[0]}:{self.address[1]}")
             await fc.started(pending, f"cannot store {self.path}")

@@ -23,11 +23,12 @@ import time
 from dataclasses import dataclass, field
 
 from ..ftp.eblock import RangeSet
+from ..ftp.replies import Reply
 from ..ftp.session import FTPLocation
 from ..tuning import check_spec
 from ..tuning.streams import Action, StreamController, StreamsConfig
 from . import transfer
-from .control import ControlConnection, FTPError
+from .control import ControlConnection, FTPError, size_of
 from .modee import ModeEGet, ModeEPut
 from .progress import ProgressView
 from .ranged import RangedGet
@@ -39,6 +40,7 @@ from .transfer import (
     _announce,
     _session,
     _sha256,
+    open_session,
 )
 
 log = logging.getLogger("drsftp.client")
@@ -70,15 +72,16 @@ def _controller(streams: int | None) -> StreamController | None:
 async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None) -> TransferResult:
     check_spec(opts.tuning)
     part = dest + ".part"
-    ctl = await _session(loc, opts)
+    # SIZE and MDTM go out with the login (transfer.open_session)
+    ctl, (size_reply, mdtm_reply) = await open_session(loc, opts, [f"SIZE {loc.path}", f"MDTM {loc.path}"])
     try:
         _announce(ctl, opts)
-        size = await ctl.size(loc.path)
+        size = size_of(size_reply)
         if size is None:
             log.warning("the server gives no SIZE for %s: one stream", loc.path)
             await ctl.close()
             return await transfer.get(loc, dest, opts)
-        mtime = await _mdtm(ctl, loc.path)
+        mtime = _mdtm(ctl, mdtm_reply)
         held = RangeSet()
         if opts.resume:
             if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
@@ -257,11 +260,11 @@ def _open_part(part: str, fresh: bool) -> int:
     return os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
 
 
-async def _mdtm(ctl: ControlConnection, path: str) -> str | None:
-    """The remote modification time (RFC 3659 3), to tell a changed file."""
+def _mdtm(ctl: ControlConnection, reply: Reply) -> str | None:
+    """The remote modification time (RFC 3659 3), to tell a changed file;
+    taken only from a server that lists MDTM in FEAT."""
     if "MDTM" not in ctl.features:
         return None
-    reply = await ctl.command(f"MDTM {path}")
     return reply.first.strip() if reply.code == 213 else None
 
 

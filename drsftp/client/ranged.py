@@ -261,9 +261,8 @@ class RangedGet:
         sock = await _open_data(fc, tuner, self.opts.connect_timeout)
         transport = None
         try:
-            if asg.pos:
-                await fc.step(f"REST {asg.pos}", "ranged get (REST)")
-            pending = fc.start_transfer(f"RETR {self.loc.path}")
+            rest = [(f"REST {asg.pos}", "ranged get (REST)")] if asg.pos else []
+            pending = await fc.start_after(rest, f"RETR {self.loc.path}")  # one batch
             await fc.started(pending, f"cannot retrieve {self.loc.path}")
             tuner.attach(sock)
             stats.ranges += 1

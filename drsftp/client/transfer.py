@@ -17,15 +17,17 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import sockopt
 from ..ftp import drscmd
+from ..ftp.replies import Reply, parse_feat
 from ..ftp.session import FTPLocation, partial_name
 from ..result import TransferResult
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec
-from .control import ControlConnection, FTPError, os_reason
+from .control import Check, ControlConnection, FTPError, Pending, expect, os_reason, size_of
 from .dataconn import open_data_socket, send_tls, start_data
 from .progress import ProgressView
 from .tls import client_tls
@@ -72,8 +74,8 @@ class _Transfer:
         self.view = ProgressView(label, total, opts.progress)
         self.data_transport: asyncio.Transport | None = None  # get: the socket's reader
 
-    async def open_data(self) -> socket.socket:
-        return await open_data_socket(self.ctl, self.tuner, self.opts.connect_timeout)
+    async def open_data(self, send=None) -> socket.socket:
+        return await open_data_socket(self.ctl, self.tuner, self.opts.connect_timeout, send)
 
     def progress_bytes(self) -> int:
         if self.tuner.role is Role.SENDER and self.ctl.tls is None:  # (TLS: acked counts its records too)
@@ -136,7 +138,14 @@ class _Transfer:
         token.final.add_done_callback(on_reply)
 
 
-async def _session(loc: FTPLocation, opts: TransferOptions) -> ControlConnection:
+async def open_session(loc: FTPLocation, opts: TransferOptions,
+                       queries: Sequence[str] = ()) -> tuple[ControlConnection, list[Reply]]:
+    """A logged-in session in binary mode, and the replies to ``queries``
+    (SIZE, MDTM: read-only commands whose replies the caller judges).
+    Round trips: the connection and greeting; (AUTH TLS and the handshake:
+    RFC 4217 sec. 4, nothing else may be sent before); then FEAT, USER,
+    PASS, (PBSZ 0, PROT P,) TYPE I and the queries in one batch, their
+    replies checked in order (docs/DESIGN.md "Pipelined session setup")."""
     tls = None
     if opts.tls or loc.implicit_tls:
         tls = client_tls(opts.ca_file, opts.insecure, implicit=loc.implicit_tls)
@@ -146,15 +155,25 @@ async def _session(loc: FTPLocation, opts: TransferOptions) -> ControlConnection
     try:
         if tls is not None:
             await ctl.secure(tls, opts.connect_timeout)
-        await ctl.feat()
-        await ctl.login(loc.user, loc.password)
-        if tls is not None:
-            await ctl.protect_data()
-        await ctl.expect("TYPE I", 200, what="binary mode (TYPE I)")
+        feat = ctl.start("FEAT")
+        login = ctl.start_login(loc.user, loc.password)
+        batch: list[tuple[Pending, Check | None]] = []
+        if tls is not None:  # RFC 4217 sec. 8-9, after the login: data connections in TLS too
+            batch += [(ctl.start("PBSZ 0"), expect(200, what="PBSZ 0 (FTPS)")),
+                      (ctl.start("PROT P"), expect(200, what="PROT P (encrypted data connections)"))]
+        batch.append((ctl.start("TYPE I"), expect(200, what="binary mode (TYPE I)")))
+        batch += [(ctl.start(q), None) for q in queries]
+        ctl.features = parse_feat((await ctl.settle([(feat, None)]))[0])
+        await ctl.login_done(loc.user, login)
+        replies = await ctl.settle(batch)
     except BaseException:
         await ctl.close()
         raise
-    return ctl
+    return ctl, replies[len(batch) - len(queries):]
+
+
+async def _session(loc: FTPLocation, opts: TransferOptions) -> ControlConnection:
+    return (await open_session(loc, opts))[0]
 
 
 def _announce(ctl: ControlConnection, opts: TransferOptions) -> None:
@@ -171,10 +190,10 @@ async def _finish(pending, label: str) -> None:
 async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
     check_spec(opts.tuning)
     part = dest + ".part"
-    ctl = await _session(loc, opts)
+    ctl, (size_reply,) = await open_session(loc, opts, [f"SIZE {loc.path}"])
     try:
         _announce(ctl, opts)
-        size = await ctl.size(loc.path)
+        size = size_of(size_reply)
         offset = 0
         if opts.resume:
             for candidate in (part, dest):
@@ -193,11 +212,14 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                             batch_reads=ctl.tls is None)
         xfer = _Transfer(ctl, tuner, opts, os.path.basename(loc.path), size, offset)
         try:
-            sock = await xfer.open_data()
+            sent: list[Pending | None] = []
+            # (REST and) RETR in one batch, while the data connection opens
+            sock = await xfer.open_data(lambda: sent.extend(
+                (ctl.start(f"REST {offset}") if offset else None, ctl.start(f"RETR {loc.path}"))))
             try:
-                if offset:
-                    await ctl.expect(f"REST {offset}", 350, what="resume (REST)")
-                pending = ctl.start(f"RETR {loc.path}")
+                rest, pending = sent
+                assert pending is not None
+                await _rest_done(ctl, rest, pending)
                 first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
                 if not first.preliminary:
                     raise FTPError(f"cannot retrieve {loc.path}: {first}", first)
@@ -259,14 +281,18 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
             tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
             xfer = _Transfer(ctl, tuner, opts, os.path.basename(src), total, offset)
             try:
-                sock = await xfer.open_data()
+                sent: list[Pending | None] = []
+                # ALLO, (REST,) STOR in one batch, while the data connection
+                # opens.  ALLO: the size, so a server can tell an upload cut
+                # short from a complete one (stream mode ends both by closing).
+                sock = await xfer.open_data(lambda: sent.extend(
+                    (ctl.start(f"ALLO {total}"), ctl.start(f"REST {offset}") if offset else None,
+                     ctl.start(f"STOR {loc.path}"))))
                 try:
-                    # The size, so a server can tell an upload cut short from a
-                    # complete one (stream mode ends both by closing).
-                    await ctl.command(f"ALLO {total}")
-                    if offset:
-                        await ctl.expect(f"REST {offset}", 350, what="resume (REST)")
-                    pending = ctl.start(f"STOR {loc.path}")
+                    allo, rest, pending = sent
+                    assert allo is not None and pending is not None
+                    await ctl.settle([(allo, None)])
+                    await _rest_done(ctl, rest, pending)
                     first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
                     if not first.preliminary:
                         raise FTPError(f"cannot store {loc.path}: {first}", first)
@@ -297,6 +323,18 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
             return result
         finally:
             await ctl.close()
+
+
+async def _rest_done(ctl: ControlConnection, rest: Pending | None, pending: Pending) -> None:
+    """REST's reply, sent in one batch with the transfer command: a refused
+    REST fails as "resume (REST) failed" after the transfer command's first
+    reply is read (it refuses too, or starts: the caller then closes)."""
+    if rest is None:
+        return
+    reply = await ctl.settle([(rest, None)])
+    if reply[0].code != 350:
+        await asyncio.gather(asyncio.wait_for(asyncio.shield(pending.preliminary), 60), return_exceptions=True)
+        raise FTPError(f"resume (REST) failed: {reply[0]}", reply[0])
 
 
 def _open_part(part: str, offset: int):

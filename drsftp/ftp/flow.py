@@ -15,11 +15,21 @@ set parameters in READY; SIZE, MDTM, FEAT, NOOP, HASH, CKSM are allowed
 outside a transfer, DRS and ABOR only during one (docs/PROTOCOL.md).  A
 refused command leaves the state as it was, except that a refused
 transfer command ends the set-up (a new data address is needed).
+
+Pipelining (docs/DESIGN.md "Pipelined session setup"): commands may be
+sent before the replies to earlier ones, as long as each is allowed in the
+state the earlier ones lead to if they succeed (``expected``).  Replies
+come in command order (RFC 959 4.2), so :meth:`TransferFlow.receive` checks
+that a reply answers the oldest command still waiting.  After a refusal
+with commands still in flight the expected state is unknown: nothing more
+may be sent until their replies are in.  DRS and ABOR are answered out of
+band (drsftp.ftp.session.ReplyRouter) and are not queued.
 """
 
 from __future__ import annotations
 
 import enum
+from collections import deque
 from dataclasses import dataclass
 
 from .replies import Reply
@@ -41,6 +51,7 @@ SETUP = ("TYPE", "MODE", "OPTS", "ALLO")
 QUERIES = ("SIZE", "MDTM", "FEAT", "NOOP", "HASH", "CKSM")
 ADDRESS = ("PORT", "EPRT", "PASV", "EPSV")
 XFER = ("RETR", "STOR")
+OUT_OF_BAND = ("DRS", "ABOR")  # replies routed by mark or awaited directly, not matched in order
 
 # (state, verb) -> state after the command's positive completion
 TRANSITIONS: dict[tuple[State, str], State] = {
@@ -101,25 +112,42 @@ Event = Accepted | Refused | TransferStarted | Marker | TransferDone | TransferE
 class TransferFlow:
     def __init__(self) -> None:
         self.state = State.READY
+        self.expected: State | None = State.READY  # after every command in flight succeeds; None: unknown
+        self.in_flight: deque[str] = deque()  # verbs sent, final reply not yet received, oldest first
         self._xfer_verb: str | None = None
 
     def allowed(self, verb: str) -> bool:
-        return (self.state, verb.upper()) in TRANSITIONS
+        return self.expected is not None and (self.expected, verb.upper()) in TRANSITIONS
 
     def send(self, line: str) -> bytes:
-        """The command's bytes, if the state allows it."""
+        """The command's bytes, if the state its predecessors lead to allows it."""
         verb = line.split(" ", 1)[0].upper()
+        if self.expected is None:
+            raise FlowError(f"{verb} sent before the replies to a batch with a refused command")
         if not self.allowed(verb):
-            raise FlowError(f"{verb} is not allowed in state {self.state.value}")
+            raise FlowError(f"{verb} is not allowed in state {self.expected.value}")
         if verb in XFER:
             self._xfer_verb = verb
+        if verb not in OUT_OF_BAND:
+            self.expected = TRANSITIONS[(self.expected, verb)]
+            self.in_flight.append(verb)
         return line.encode("utf-8") + b"\r\n"
 
     def receive(self, verb: str, reply: Reply) -> Event:
         """A reply to ``verb`` (routed by the caller, drsftp.ftp.session)."""
         verb = verb.upper()
-        if verb in XFER:
-            return self._transfer_reply(verb, reply)
+        if verb not in OUT_OF_BAND and self.in_flight and self.in_flight[0] != verb:
+            raise FlowError(f"a reply to {verb} while {self.in_flight[0]} waits for its own (RFC 959 4.2)")
+        event = self._transfer_reply(verb, reply) if verb in XFER else self._reply(verb, reply)
+        if verb not in OUT_OF_BAND and not reply.preliminary and self.in_flight:
+            self.in_flight.popleft()
+        if isinstance(event, Refused | TransferEnded) and self.in_flight:
+            self.expected = None  # what was sent after it assumed it succeeded
+        if not self.in_flight:
+            self.expected = self.state
+        return event
+
+    def _reply(self, verb: str, reply: Reply) -> Event:
         if reply.code in POSITIVE.get(verb, ()):
             nxt = TRANSITIONS.get((self.state, verb))
             if nxt is not None:
