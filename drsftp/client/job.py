@@ -22,7 +22,8 @@ from .remote import RemoteSession
 from .transfer import TransferOptions, TransferResult
 
 MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
-AUTO_INTERVAL = 1.0  # seconds between -c auto's goodput measurements
+AUTO_INTERVAL = 1.0  # seconds between -c auto's goodput measurements, at least ...
+AUTO_RTTS = 10  # ... this many RTTs: a new session logs in and slow-starts before it is judged
 ERRORS = (FTPError, OSError, UnsafePath, UnicodeError, asyncio.TimeoutError)
 
 
@@ -273,7 +274,7 @@ class Job:
             rate = 0.7 * rate + 0.3 * (moved - last_b) / max(now - last_t, 1e-6)
             if self.auto is not None and now >= next_auto:
                 self.allowed = self.auto.update(rate)
-                next_auto = now + AUTO_INTERVAL
+                next_auto = now + max(AUTO_INTERVAL, AUTO_RTTS * (self.rtt or 0.0))
                 self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
             last_t, last_b = now, moved
             tuners = [getattr(x, "tuner", None) for x in self.active.values()]

@@ -33,8 +33,9 @@ def _sessions_arg(text: str) -> int | None:
 
 def add_dataset_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-r", "--recursive", action="store_true", help="copy directories and what they hold")
-    p.add_argument("-c", "--sessions", type=_sessions_arg, default=4, metavar="N",
-                   help="sessions moving different files at once (1-64, or auto); default 4")
+    p.add_argument("-c", "--sessions", type=_sessions_arg, default=None, metavar="N",
+                   help="sessions moving different files at once (1-64, or auto: chosen from measured goodput,"
+                        " starting at 8); default auto")
     p.add_argument("--sync", action="store_true",
                    help="skip files the destination holds complete (same size, not older)")
     p.add_argument("--checksum", action="store_true",
@@ -56,7 +57,7 @@ def add_ls_parser(sub) -> None:
 def wants_job(args) -> bool:
     two_urls = args.command == "get" and len(args.paths) == 2 and args.paths[1].startswith("ftp://")
     return bool(args.recursive or len(args.paths) > 2 or args.sync or args.delete
-                or args.sessions != 4 or not args.pipeline or two_urls)
+                or not args.pipeline or two_urls)
 
 
 def _parse_src_url(url: str, netrc: str | None) -> tuple[FTPLocation, bool]:
