@@ -128,7 +128,7 @@ def cmd_field(args) -> int:
             for loss in losses:
                 path = T.Path(rate=parse_rate(r), rtt=parse_duration(t), loss=parse_loss(loss))
                 cfg = FieldConfig(path=path, entries=entries, workloads=datasets, reps=args.reps,
-                                  scale=args.scale, cc=args.cc, max_time=max(args.max_time, 180.0),
+                                  scale=args.scale, cc=args.cc, max_time=2 * args.max_time,
                                   log=lambda msg: print(msg, file=sys.stderr, flush=True))
                 try:
                     results += run_field(cfg)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 @dataclass
 class AutoConcurrency:
-    start: int = 8  # GridFTP's -cc 8, the field's setting for many files
+    start: int = 16  # twice GridFTP's -cc 8: a session costs a login, its files' round trips overlap
     minimum: int = 1
     maximum: int = 32
     gain: float = 0.10

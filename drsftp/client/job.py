@@ -23,7 +23,7 @@ from .transfer import TransferOptions, TransferResult
 
 MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
 AUTO_INTERVAL = 1.0  # seconds between -c auto's goodput measurements, at least ...
-AUTO_RTTS = 10  # ... this many RTTs: a new session logs in and slow-starts before it is judged
+AUTO_RTTS = 20  # ... this many RTTs: a new session logs in and slow-starts before it is judged
 ERRORS = (FTPError, OSError, UnsafePath, UnicodeError, asyncio.TimeoutError)
 
 
