@@ -274,7 +274,10 @@ def run_one(cfg: FieldConfig, link: Link, entry: Entry, wl: Workload, src: str, 
               "ceiling_mbps": cfg.path.ceiling_mbps, "bdp": cfg.path.bdp, "mbps": 0.0, "complete": False}
     s_argv, port = _server_argv(entry.server, link, os.path.dirname(src) if entry.server == "drsftp" else root,
                                 cfg.workdir)
-    server = link.popen("server", s_argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # the server's log goes to a file: drsftp serve writes a line per
+    # transfer, and a pipe nobody reads would fill and stall it
+    server_log = open(os.path.join(cfg.workdir, f"server-{entry.server}.log"), "wb")  # noqa: SIM115
+    server = link.popen("server", s_argv, stdout=subprocess.DEVNULL, stderr=server_log)
     try:
         wait_for_port(link, "server", port, timeout=15)
         argv = entry.client(ctx)
@@ -328,8 +331,7 @@ def run_one(cfg: FieldConfig, link: Link, entry: Entry, wl: Workload, src: str, 
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
-        if server.stderr:
-            server.stderr.close()
+        server_log.close()
         shutil.rmtree(dest, ignore_errors=True)
         if os.path.isfile(dest):
             os.unlink(dest)
