@@ -44,11 +44,11 @@ MINMAX = {"min": "max", "max": "min"}
 # or a message's wording), keyed "file:line:column: description"; line numbers move
 # with every edit of the file, so re-check them with --only after one.
 KNOWN: dict[str, str] = {
-    'drsftp/ftp/drscmd.py:44:52: 40 -> 41':
+    'drsftp/ftp/drscmd.py:50:52: 40 -> 41':
         'length of the bad token quoted in a 501 message',
-    'drsftp/ftp/drscmd.py:48:39: 1 -> 2':
+    'drsftp/ftp/drscmd.py:54:39: 1 -> 2':
         'scale of the default bound tuple for unknown keys: never read (only the bound is)',
-    'drsftp/ftp/drscmd.py:59:59: 1 -> 2':
+    'drsftp/ftp/drscmd.py:65:59: 1 -> 2':
         '`scale != 1` is a shortcut: multiplying by a scale of 1 is the identity',
     'drsftp/ftp/replies.py:77:62: 80 -> 81':
         'length of the bad line quoted in a ProtocolError message',
@@ -66,46 +66,46 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/budget.py:110:67: 1 -> 2':
         '_floor() runs with the flow registered (n >= 1); n = 1 differs only for a lone flow'
         ' over a budget under 128 KiB in both directions',
-    'drsftp/tuning/drs.py:106:26: True -> False':
+    'drsftp/tuning/drs.py:94:26: True -> False':
         'the initial slow_start is assigned at the first measured tick before anything reads it',
-    'drsftp/tuning/drs.py:208:39: GtE -> Gt':
+    'drsftp/tuning/drs.py:190:39: GtE -> Gt':
         'a rate exactly 1.5x the last at float precision: a boundary measured rates do not sit on',
-    'drsftp/tuning/drs.py:220:25: Lt -> LtE':
+    'drsftp/tuning/drs.py:201:25: Lt -> LtE':
         'a measurement exactly one hold span old (float times): boundary',
-    'drsftp/tuning/drs.py:254:15: Lt -> LtE':
+    'drsftp/tuning/drs.py:244:15: Lt -> LtE':
         'a tick exactly at the end of the recovery period (float times): boundary',
-    'drsftp/tuning/drs.py:298:25: Lt -> LtE':
+    'drsftp/tuning/drs.py:280:25: Lt -> LtE':
         'a sender rate exactly two RTTs old (float times): boundary',
-    'drsftp/tuning/drs.py:301:38: GtE -> Gt':
+    'drsftp/tuning/drs.py:283:38: GtE -> Gt':
         "the sender's rate exactly 1.5x the last: boundary, as drs.py:208",
-    'drsftp/tuning/drs.py:303:49: 0 -> 1':
+    'drsftp/tuning/drs.py:285:49: 0 -> 1':
         "without a reported window, max(1, kernel's window) is the kernel's window (guarded non-zero)",
-    'drsftp/tuning/drs.py:314:19: 0 -> 1':
+    'drsftp/tuning/drs.py:296:19: 0 -> 1':
         'need is the smaller of positive byte counts; a cwnd or window of 1 byte does not occur'
         ' (TCP: one MSS at least)',
-    'drsftp/tuning/drs.py:352:33: Gt -> GtE':
+    'drsftp/tuning/drs.py:331:32: Gt -> GtE':
         'an RTT exactly 1.25x the minimum: boundary',
-    'drsftp/tuning/drs.py:360:14: Gt -> GtE':
+    'drsftp/tuning/drs.py:339:14: Gt -> GtE':
         'with two samples hist[1] is the newest, never a span old: the loop stops there either way',
-    'drsftp/tuning/drs.py:360:32: LtE -> Lt':
+    'drsftp/tuning/drs.py:339:32: LtE -> Lt':
         'keeps a sample exactly one span old; the interpolation gives the same count',
-    'drsftp/tuning/drs.py:363:34: 1e-09 -> 5e-10':
+    'drsftp/tuning/drs.py:342:34: 1e-09 -> 5e-10':
         'float tolerance of the one-span test',
-    'drsftp/tuning/drs.py:363:11: Lt -> LtE':
+    'drsftp/tuning/drs.py:342:11: Lt -> LtE':
         'history exactly one span long at float precision: boundary',
-    'drsftp/tuning/drs.py:365:11: Gt -> GtE':
+    'drsftp/tuning/drs.py:344:11: Gt -> GtE':
         'with two samples, interpolating toward the newest keeps the same slope: the same rate',
-    'drsftp/tuning/drs.py:365:34: 1 -> 2':
+    'drsftp/tuning/drs.py:344:34: 1 -> 2':
         'hist[2] is newer than hist[1], so it is after t0 whenever hist[1] is',
-    'drsftp/tuning/drs.py:365:29: Gt -> GtE':
+    'drsftp/tuning/drs.py:344:29: Gt -> GtE':
         'guards a division by zero for two samples at one instant at the head of a span-old history: not reached',
-    'drsftp/tuning/drs.py:365:11: And -> Or':
+    'drsftp/tuning/drs.py:344:11: And -> Or':
         'as drs.py:365 Gt -> GtE: two-sample interpolation keeps the slope',
-    'drsftp/tuning/drs.py:369:31: 0 -> 1':
+    'drsftp/tuning/drs.py:348:31: 0 -> 1':
         "one byte per span instead of none when nothing arrived: ~10 B/s, below any window's floor",
-    'drsftp/tuning/drs.py:374:11: Lt -> LtE':
+    'drsftp/tuning/drs.py:353:11: Lt -> LtE':
         'a target equal to the window: max(target, window x shrink) is the target',
-    'drsftp/tuning/drs.py:396:15: LtE -> Lt':
+    'drsftp/tuning/drs.py:375:15: LtE -> Lt':
         'a peer report exactly at its freshness limit: boundary',
 }
 
