@@ -157,6 +157,15 @@ def test_no_data_connection_at_all_gets_425(ctl):
     ctl.usable()
 
 
+def test_a_missing_file_gets_550_before_any_425(ctl):
+    """Without a data connection, RETR of a file that is not there (or STOR
+    into a directory that is not there) is answered by what is wrong with
+    it (550), not by the missing data connection (425)."""
+    assert ctl.cmd("RETR no-such-file.bin").startswith("550")
+    assert ctl.cmd("STOR no-such-dir/x.bin").startswith("550")
+    assert ctl.cmd("RETR f.bin").startswith("425")  # the file is there: the connection is what is missing
+    ctl.usable()
+
 @pytest.mark.parametrize("rest", [None, SIZE - 1000, SIZE])
 def test_closed_right_after_retr(ctl, rest):
     """RETR, then the client closes without reading: 426, or 226 when what

@@ -393,11 +393,27 @@ class DRSControlMixin:
         self.respond(reply)
         return True
 
+    def _path_usable(self, cmd, path) -> bool:
+        """Whether the command's own checks would pass: a missing file or
+        directory gets its 550 first (RFC 959 4.2: the reply that says what
+        is wrong), not a 425 for the data connection."""
+        if not isinstance(path, str) or not path:
+            return True
+        try:
+            if cmd == "RETR":
+                return bool(self.fs.isfile(path))
+            if cmd in ("STOR", "APPE", "STOU"):
+                return bool(self.fs.isdir(os.path.dirname(path) or path))
+            return bool(self.fs.lexists(path))
+        except (OSError, ValueError):
+            return False
+
     def process_command(self, cmd, *args, **kwargs):
         # Without a data connection open or being made, a transfer command
         # would answer 150 and wait forever (the client closed its data
         # connection, or never opened one): 425 is its final reply.
-        if cmd in TRANSFER_CMDS and self.authenticated and not self.data_path_open():
+        if (cmd in TRANSFER_CMDS and self.authenticated and not self.data_path_open()
+                and self._path_usable(cmd, args[0] if args else None)):
             self._restart_position = 0  # REST applies to this command only
             msg = "Can't open data connection: none is open (PASV/EPSV/PORT/EPRT first)."
             self.respond("425 " + msg)
