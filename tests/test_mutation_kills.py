@@ -28,7 +28,8 @@ KiB, MiB = 1 << 10, 1 << 20
 # -- DRS command grammar (docs/PROTOCOL.md, "Replies": the bounds) ----------------
 
 BOUNDS = {"rtt_us": 60_000_000, "cwnd": 1 << 34, "inflight": 1 << 34, "wnd": 1 << 34, "rate": 1 << 40,
-          "bytes": 1 << 62, "future_key": 1 << 62}
+          "bytes": 1 << 62, "future_key": 1 << 62,
+          "streams": 65536}  # MODE E streams (docs/PROTOCOL.md, "DRS in extended block mode")
 
 
 @pytest.mark.parametrize("key", sorted(BOUNDS))

@@ -485,6 +485,8 @@ def test_short_paths_get_the_cpu_floor():
     assert _steady_window(0.0005, rate) == DRSConfig.cpu_floor == 4 * MiB
     # loopback's rates: DRS's own window is above the floor already
     assert _steady_window(0.0001, 1e9) > 4 * MiB
+    # the floor reaches up to 10 ms (docs/DESIGN.md#cpu-floor): 8 ms is floored too
+    assert _steady_window(0.008, rate) == 4 * MiB
 
 
 @pytest.mark.parametrize(("rtt", "rate", "upper"), [
