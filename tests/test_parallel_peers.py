@@ -16,6 +16,8 @@ import tempfile
 import pytest
 from conftest import PASSWORD, PY, USER, drsftp, make_file, sha256_file, wait_until
 
+from drsftp.netem.link import stop_process
+
 GRIDFTP = "/usr/sbin/globus-gridftp-server"
 VSFTPD = "/usr/sbin/vsftpd"
 MiB = 1 << 20
@@ -26,16 +28,6 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _stop(proc):
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @contextlib.contextmanager
@@ -64,8 +56,7 @@ def gridftp():
             assert m, "globus-gridftp-server did not start"
             yield d, int(m.group(1))
         finally:
-            _stop(proc)
-            proc.stdout.close()
+            stop_process(proc, 10)
 
 
 @contextlib.contextmanager
@@ -89,7 +80,7 @@ def _vsftpd(tmp_path, *extra):
         assert wait_until(lambda: _listening(port), 10), "vsftpd did not start"
         yield root, port
     finally:
-        _stop(proc)
+        stop_process(proc, 10)
 
 
 @pytest.fixture
@@ -136,8 +127,7 @@ def throttled_server(tmp_path):
         assert m, "throttled pyftpdlib did not start"
         yield root, int(m.group(1))
     finally:
-        _stop(proc)
-        proc.stdout.close()
+        stop_process(proc, 10)
 
 
 def _get(url, dest, *extra, parallel="4"):
@@ -319,8 +309,7 @@ def test_interrupted_get_continues_with_the_gaps(throttled_server, tmp_path):
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 130, proc.stderr.read()
     finally:
-        _stop(proc)
-        proc.stderr.close()
+        stop_process(proc, 10)
     first = _held(record)
     with open(record) as f:
         ranges = json.load(f)["ranges"]

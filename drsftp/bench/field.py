@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..netem.link import Link, wait_for_port
+from ..netem.link import Link, stop_process, wait_for_port
 from .sampler import Sampler
 from .tunings import Path
 
@@ -324,13 +324,7 @@ def run_one(cfg: FieldConfig, link: Link, entry: Entry, wl: Workload, src: str, 
         except (OSError, ValueError):
             pass
     finally:
-        if server.poll() is None:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+        stop_process(server, 10)
         server_log.close()
         shutil.rmtree(dest, ignore_errors=True)
         if os.path.isfile(dest):

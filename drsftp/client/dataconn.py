@@ -92,12 +92,7 @@ class FlowProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._can_write.set()
-        if not self.lost.done():
-            if exc is None:
-                self.lost.set_result(None)
-            else:
-                self.lost.set_exception(exc)
-                self.lost.exception()  # retrieved: a finished put never awaits it
+        settle(self.lost, exc, retrieved=True)  # a finished put never awaits it
 
     async def writable(self) -> None:
         await self._can_write.wait()
@@ -130,3 +125,17 @@ def _pread(fd: int, n: int, pos: int) -> bytes:
     import os
 
     return os.pread(fd, n, pos)
+
+
+def settle(done: asyncio.Future, exc: BaseException | None, *, retrieved: bool = False) -> None:
+    """End a data connection's future once: with ``exc``, or cleanly;
+    ``retrieved``: mark the exception read (no "never retrieved" report
+    for a future nobody may await)."""
+    if done.done():
+        return
+    if exc is None:
+        done.set_result(None)
+        return
+    done.set_exception(exc)
+    if retrieved:
+        done.exception()

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import sockopt
+from ..fileio import pwrite_all
 from ..ftp import drscmd
 from ..ftp.eblock import (
     BlockDecoder,
@@ -50,6 +51,7 @@ from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
+from .dataconn import settle
 from .flowctl import FlowControl
 from .rangeplan import read_chunk
 from .transfer import DRS_MIN_INTERVAL, SEND_POLL, TransferOptions
@@ -239,10 +241,7 @@ class _BlockSink(asyncio.BufferedProtocol):
                 if isinstance(ev, Data):
                     n = len(ev.data)
                     self.owner.ledger.data(ev.offset, n)  # bounds and overlap, before the write
-                    data, at = ev.data, ev.offset
-                    while data:
-                        w = os.pwrite(self.owner.fd, data, at)
-                        data, at = data[w:], at + w
+                    pwrite_all(self.owner.fd, ev.data, ev.offset)
                     self.stream.bytes += n
                 elif isinstance(ev, EndOfFile):
                     self.owner.ledger.end_of_file(ev)
@@ -583,16 +582,7 @@ class ModeEPut(_ModeE):
             exc = e
         stream.ended = time.monotonic()
 
-        def done() -> None:
-            if fut.done():
-                return
-            if exc is None:
-                fut.set_result(None)
-            else:
-                fut.set_exception(exc)
-                fut.exception()  # read by _until_sent; never "never retrieved"
-
-        loop.call_soon_threadsafe(done)
+        loop.call_soon_threadsafe(functools.partial(settle, fut, exc, retrieved=True))  # read by _until_sent
 
     def _send_blocks(self, stream: Stream) -> None:
         sock, fileno = stream.sock, self.f.fileno()

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import time
 from dataclasses import replace
 
+from ..fileio import pwrite_all
 from ..ftp.flow import State
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
+from .dataconn import settle
 from .flowctl import FlowControl
 from .rangeplan import Assignment, RangePlan, read_chunk
 from .transfer import TransferOptions, _drive, _session, _Transfer
@@ -76,10 +77,7 @@ class _RangeSink(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         nbytes = min(nbytes, self.asg.left)  # (the 1-byte buffer of a range just ended)
-        data, at = self.view[:nbytes], self.asg.pos
-        while data:
-            n = os.pwrite(self.fd, data, at)
-            data, at = data[n:], at + n
+        pwrite_all(self.fd, self.view[:nbytes], self.asg.pos)
         self.plan.advance(self.asg.worker, nbytes)
         self.xfer.moved += nbytes
         self.stats.bytes += nbytes
@@ -101,12 +99,7 @@ class _RangeSink(asyncio.BufferedProtocol):
         self._end(exc if exc is not None and not self.asg.done else None)
 
     def _end(self, exc: Exception | None) -> None:
-        if self.done.done():
-            return
-        if exc is None:
-            self.done.set_result(None)
-        else:
-            self.done.set_exception(exc)
+        settle(self.done, exc)
 
 
 class RangedGet:

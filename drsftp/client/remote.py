@@ -208,16 +208,8 @@ class RemoteSession:
         """The data of one get, up to its EOF.  ``on_final(reply)`` runs as
         the transfer's final reply arrives, often before the EOF: the
         caller sends the next file's commands then."""
-        opts = self.opts
-        tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers)
-        xfer = _Transfer(self.ctl, tuner, opts, os.path.basename(local), size, offset)
-        if on_xfer:
-            on_xfer(xfer)
-        try:
-            sock = await self.connect(st, tuner, lines)
-        except (FTPError, _Retry):
-            await self._drain_tokens(st)
-            raise
+        tuner, xfer, sock = await self._open_data(st, lines, Role.RECEIVER, local, size, offset, on_xfer)
+
         def final_arrived(fut: asyncio.Future) -> None:
             # The server has ended this transfer: no more DRS reports for it
             # (the next file's transfer may start before our EOF).
@@ -240,6 +232,21 @@ class RemoteSession:
             _close_data(sock, xfer)
         return GetTail(self, st, remote, local, part, size, offset, xfer, seconds)
 
+    async def _open_data(self, st: Started, lines: tuple[str, ...], role: Role, local: str,
+                         size: int | None, offset: int, on_xfer) -> tuple[SocketTuner, _Transfer, socket.socket]:
+        """The tuner, the transfer's state and its connected data socket; a
+        connection that fails first drains the replies of ``lines``."""
+        tuner = SocketTuner(self.opts.tuning, role, allow_force=self.opts.force_buffers)
+        xfer = _Transfer(self.ctl, tuner, self.opts, os.path.basename(local), size, offset)
+        if on_xfer:
+            on_xfer(xfer)
+        try:
+            sock = await self.connect(st, tuner, lines)
+        except (FTPError, _Retry):
+            await self._drain_tokens(st)
+            raise
+        return tuner, xfer, sock
+
     async def _check_rest(self, st: Started) -> None:
         """A REST sent ahead of the transfer must have been accepted (350,
         RFC 959 sec. 4.1.3) before a byte is written at its offset."""
@@ -261,18 +268,9 @@ class RemoteSession:
 
     async def put_file(self, local: str, remote: str, f, size: int, offset: int, mtime: float | None,
                        on_xfer=None) -> TransferResult:
-        opts = self.opts
         lines = (f"ALLO {size}",) + ((f"REST {offset}",) if offset else ()) + (f"STOR {remote}",)
         st = self.start(*lines)
-        tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
-        xfer = _Transfer(self.ctl, tuner, opts, os.path.basename(local), size, offset)
-        if on_xfer:
-            on_xfer(xfer)
-        try:
-            sock = await self.connect(st, tuner, lines)
-        except (FTPError, _Retry):
-            await self._drain_tokens(st)
-            raise
+        tuner, xfer, sock = await self._open_data(st, lines, Role.SENDER, local, size, offset, on_xfer)
         try:
             await self._check_rest(st)
             await self.preliminary(st, f"cannot store {remote}")

@@ -28,7 +28,7 @@ from ..result import TransferResult
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec
 from .control import Check, ControlConnection, FTPError, Pending, expect, os_reason, size_of
-from .dataconn import open_data_socket, send_tls, start_data
+from .dataconn import open_data_socket, send_tls, settle, start_data
 from .progress import ProgressView
 from .tls import client_tls
 
@@ -412,12 +412,7 @@ class _FileSink(asyncio.BufferedProtocol):
         self._end(exc)
 
     def _end(self, exc: Exception | None) -> None:
-        if self.done.done():
-            return
-        if exc is None:
-            self.done.set_result(None)
-        else:
-            self.done.set_exception(exc)
+        settle(self.done, exc)
 
 
 async def _receive(sock: socket.socket, f, xfer: _Transfer, tls=None, host: str = "") -> None:

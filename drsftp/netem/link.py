@@ -39,7 +39,7 @@ def start_owner(name: str, spec: LinkSpec, *, detach: bool, timeout: float = 60.
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         line = proc.stdout.readline() if ready else ""
     except BaseException:
-        _stop(proc)
+        stop_process(proc)
         raise
     try:
         msg = json.loads(line) if line else {}
@@ -47,12 +47,13 @@ def start_owner(name: str, spec: LinkSpec, *, detach: bool, timeout: float = 60.
         msg = {}
     if "ready" in msg:
         return proc, msg["ready"]
-    _stop(proc)
+    stop_process(proc)
     err = msg.get("error") or (proc.stderr.read().strip().splitlines() or ["owner exited"])[-1]
     raise NetemError(f"cannot bring link {name!r} up: {err}")
 
 
-def _stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """Terminate, then kill after ``timeout``; close its pipes."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -101,7 +102,7 @@ class Link:
                 child.wait()
         self._children.clear()
         if self._owner is not None:
-            _stop(self._owner)
+            stop_process(self._owner)
             self._owner = None
             self.final_stats = self._read_stats()
         nsmod.remove_link(self.name)  # whatever a crash may have left

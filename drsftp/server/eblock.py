@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..fileio import pwrite_all
 from ..ftp.eblock import (
     BlockDecoder,
     BlockError,
@@ -496,9 +497,7 @@ class Receive(Job):
             self._complete()
 
     def _write(self, offset: int, data: memoryview) -> None:
-        while data:
-            n = os.pwrite(self.fd, data, offset)
-            data, offset = data[n:], offset + n
+        pwrite_all(self.fd, data, offset)
 
     def _send_markers(self) -> None:
         if self.finished:

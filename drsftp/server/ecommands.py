@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..ftp import drscmd
 from . import cksm
 from .compat import (
     STOCK_COMMANDS,
@@ -238,19 +237,11 @@ class EModeCommands(EPortHooks, _Handler):
     def ftp_SITE_CLIENTINFO(self, line):
         self.respond("200 OK.")
 
-    def ftp_DRS(self, line):
-        if self.eblock.busy:
-            if not self._drs_allowed():
-                self.respond(f"503 DRS rate limit: at most {self.drs_rate:g} per second; ignored.")
-                return
-            try:
-                pairs = drscmd.parse_args(line or "")
-            except drscmd.DRSArgumentError as exc:
-                self.respond(f"501 DRS {exc}.")
-                return
+    def drs_reply(self, pairs: dict[str, int]) -> None:
+        if self.eblock.busy:  # the per-session sums (docs/PROTOCOL.md, "DRS in extended block mode")
             self.respond("200 " + self.eblock.drs(pairs))
             return
-        super().ftp_DRS(line)
+        super().drs_reply(pairs)
 
 
 def with_eblock_commands(cmds: dict) -> dict:

@@ -544,6 +544,11 @@ class DRSControlMixin:
         except drscmd.DRSArgumentError as exc:
             self.respond(f"501 DRS {exc}.")
             return
+        self.drs_reply(pairs)
+
+    def drs_reply(self, pairs: dict[str, int]) -> None:
+        """A valid DRS command's effect and reply (stream mode: the data
+        channel's tuner; docs/PROTOCOL.md)."""
         dc = self.data_channel
         tuner = getattr(dc, "tuner", None) if dc is not None else None
         if tuner is None:
