@@ -250,8 +250,6 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         if args.tls or any(p.startswith("ftps://") for p in args.paths):
             raise UsageError("directories and several files do not run over FTPS yet; copy one file at a time"
                              " with --tls")
-        if args.parallel != "1":
-            raise UsageError("-P applies to one file; a directory or several files run -c sessions")
         return run_job(args, opts)
     loc = parse_url(args.url, args.netrc)
     from .client import parallel

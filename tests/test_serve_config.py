@@ -227,3 +227,30 @@ def test_log_lines_are_one_line_whatever_the_file_name():
     assert text.startswith("1970-01-01T00:00:00.000Z transfer peer=192.0.2.1:5 user=u direction=put ")
     assert text.endswith(" bytes=10 seconds=0.5 rate=0.0Mbit/s drs_peer=no complete=yes tls=no")
     assert json.loads(translog.format_json(rec))["path"] == '/a\nb "c".bin'
+
+
+def test_a_verified_password_is_remembered_and_a_wrong_one_never(tmp_path, monkeypatch):
+    """scrypt runs on the server's event loop (~50 ms): a password that
+    verified once is checked by an HMAC next time; a wrong one always pays
+    scrypt and is refused; a new authorizer (a reload) remembers nothing."""
+    from pyftpdlib.authorizers import AuthenticationFailed
+
+    from drsftp.server import users
+
+    calls = []
+    real = users.check_password
+    monkeypatch.setattr(users, "check_password", lambda stored, pw: calls.append(pw) or real(stored, pw))
+    entry = users.UserEntry("alice", users.hash_password("s3cret", n=2**10), str(tmp_path), "elr")
+    auth = users.HashedAuthorizer()
+    auth.add_hashed_user(entry)
+    for _ in range(3):
+        auth.validate_authentication("alice", "s3cret", None)
+    assert calls == ["s3cret"]
+    for _ in range(2):
+        with pytest.raises(AuthenticationFailed):
+            auth.validate_authentication("alice", "s3cret ", None)
+    assert calls == ["s3cret", "s3cret ", "s3cret "]
+    fresh = users.HashedAuthorizer()
+    fresh.add_hashed_user(entry)
+    fresh.validate_authentication("alice", "s3cret", None)
+    assert calls[-1] == "s3cret" and len(calls) == 4

@@ -108,10 +108,10 @@ def _drsftp_get(streams: str) -> Callable[[Ctx], list[str]]:
     return cmd
 
 
-def _drsftp_tree(sessions: str) -> Callable[[Ctx], list[str]]:
+def _drsftp_tree(sessions: str, *flags: str) -> Callable[[Ctx], list[str]]:
     def cmd(ctx: Ctx) -> list[str]:
         return [*DRSFTP, "get", "-q", "--progress", "never", "--json", ctx.json_out, "-r", "-c", sessions,
-                _drs_url(ctx, "/"), ctx.dest + "/"]
+                *flags, _drs_url(ctx, "/"), ctx.dest + "/"]
     return cmd
 
 
@@ -141,6 +141,11 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in [
           description="drsftp get -r -c auto: sessions chosen while the job runs, pipelined commands"),
     *[Entry(f"drsftp-r-c{n}", "drsftp", _drsftp_tree(str(n)), files=False, description=f"drsftp get -r -c {n}")
       for n in (8, 16, 32)],
+    *[Entry(f"drsftp-r-c{n}-P{m}", "drsftp", _drsftp_tree(str(n), "-P", str(m)), files=False,
+            description=f"drsftp get -r -c {n} -P {m}: {m} cached streams per session") for n in (4, 8, 16)
+      for m in (2, 4)],
+    Entry("drsftp-r-stream", "drsftp", _drsftp_tree("auto", "--stream-mode"), files=False,
+          description="drsftp get -r --stream-mode: a data connection per file"),
     Entry("gridftp", "gridftp", _guc(), description="globus-url-copy, defaults (one stream, autotuning)"),
     Entry("gridftp-p4", "gridftp", _guc("-p", "4", tcp_bs=lambda c: str(c.quarter_2bdp)),
           description="globus-url-copy -p 4 -tcp-bs 2xBDP/4"),

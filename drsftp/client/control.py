@@ -86,8 +86,9 @@ class ControlConnection:
 
     @classmethod
     async def open(cls, host: str, port: int, timeout: float = 15.0,
-                   tls: ClientTLS | None = None) -> ControlConnection:
-        """Connect and read the greeting; with ``tls.implicit`` (ftps://)
+                   tls: ClientTLS | None = None, greeting: bool = True) -> ControlConnection:
+        """Connect and read the greeting (``greeting=False``: the caller
+        checks it with :meth:`greeted`); with ``tls.implicit`` (ftps://)
         TLS starts with the first byte."""
         ssl_args: dict = {}
         if tls is not None and tls.implicit:
@@ -103,11 +104,17 @@ class ControlConnection:
         conn = cls(reader, writer, host)
         if tls is not None and ssl_args:
             conn._encrypted(tls)
-        reply = await conn._wait(conn._greeting.final, timeout)
-        if reply.code != 220:
-            await conn.close()
-            raise FTPError(f"server refused the session: {reply}", reply)
+        if greeting:
+            await conn.greeted(timeout)
         return conn
+
+    async def greeted(self, timeout: float = 15.0) -> None:
+        """The server's greeting was 220 (RFC 959 sec. 5.4: 120 and 421 are
+        not ready / not available)."""
+        reply = await self._wait(self._greeting.final, timeout)
+        if reply.code != 220:
+            await self.close()
+            raise FTPError(f"server refused the session: {reply}", reply)
 
     async def secure(self, tls: ClientTLS, timeout: float = 15.0) -> None:
         """Explicit FTPS (RFC 4217 sec. 4): AUTH TLS, then the handshake.
@@ -254,15 +261,20 @@ class ControlConnection:
             raise FTPError(f"server offers no passive mode: {reply}", reply)
         return peer, parse_pasv(reply)[1]
 
-    async def close(self) -> None:
+    async def close(self, wait: bool = True) -> None:
+        """QUIT and close; ``wait=False``: without waiting for the 221 (a
+        job's last round trip: every transfer's final reply is in)."""
         if self._closed:
             return
-        self._closed = True
         try:
             if not self.writer.is_closing():
-                await asyncio.wait_for(self.command("QUIT"), 2)
+                quit_ = self.start("QUIT")
+                self._closed = True
+                if wait:
+                    await self._wait(quit_.final, 2)
         except (TimeoutError, FTPError, OSError, ConnectionError):
             pass
+        self._closed = True
         self.writer.close()
         try:
             await asyncio.wait_for(self.writer.wait_closed(), 2)

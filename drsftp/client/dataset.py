@@ -18,6 +18,7 @@ from dataclasses import replace
 from ..ftp.listing import DIR, FILE, Entry
 from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.session import FTPLocation
+from .cachedjob import cached_get_loop, cached_ok
 from .control import FTPError
 from .job import (
     ERRORS,
@@ -50,6 +51,7 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
     job = Job("get", loc0, topts, jopts)
     try:
         sess = await job.session()
+        job.prefetch(job.allowed - 1)
         dest_is_dir = os.path.isdir(dest) or len(urls) > 1 or dest.endswith("/")
         for loc, contents in urls:
             entry = await sess.stat(loc.path)
@@ -161,6 +163,12 @@ async def _get_worker(job: Job, wid: int) -> None:
                 except ERRORS as exc:
                     job.queue.append(item)
                     raise FTPError(f"cannot open a session: {exc}") from exc
+            if st is None and cached_ok(job, sess):
+                job.queue.append(item)
+                cached: RemoteSession = sess
+                sess = None  # dropped by the loop
+                await cached_get_loop(job, wid, cached)
+                continue
             remote, local = job.paths(item)
             try:
                 if item.check:
@@ -208,6 +216,7 @@ async def run_put(srcs: list[str], loc: FTPLocation, topts: TransferOptions, jop
     job = Job("put", loc, topts, jopts)
     try:
         sess = await job.session()
+        job.prefetch(job.allowed - 1)
         base = loc.path
         target = await sess.stat(base)
         base_is_dir = (target is not None and target.type == DIR) or len(srcs) > 1 or base.endswith("/")

@@ -24,6 +24,8 @@ from .transfer import TransferOptions, TransferResult
 MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
 AUTO_INTERVAL = 1.0  # seconds between -c auto's goodput measurements, at least ...
 AUTO_RTTS = 20  # ... this many RTTs: a new session logs in and slow-starts before it is judged
+# -c auto adds sessions only while the rest of the job outlasts their join (~10 RTTs) and judgment (AUTO_RTTS)
+GROW_RTTS = 30
 ERRORS = (FTPError, OSError, UnsafePath, UnicodeError, asyncio.TimeoutError)
 
 
@@ -39,6 +41,8 @@ class JobOptions:
     verbose: int = 0
     progress: bool | None = None
     pipeline: bool = True  # False: each command waits for the previous reply (for comparison)
+    cached: bool = True  # gets from a server with extended block mode on cached data channels
+    streams: int = 1  # data streams per session on cached channels (-P)
 
 
 @dataclass
@@ -107,18 +111,36 @@ class Job:
         self.files_total = 0
         self.files_done = 0
         self.bytes_total = 0
-        self.allowed = jopts.sessions or 4
         self.auto = AutoConcurrency() if jopts.sessions is None else None
+        self.allowed = jopts.sessions or (self.auto.n if self.auto else 4)
         self.workers: dict[int, asyncio.Task] = {}
         self.spare: list[RemoteSession] = []
+        self.opening: list[asyncio.Future] = []  # sessions prefetched, still logging in
         self.rtt: float | None = None
         self.live = 0  # sessions open now
         self.started = time.monotonic()  # the job's time counts its walk and plan
 
     # -- sessions ---------------------------------------------------------------
+    def prefetch(self, n: int) -> None:
+        """Open up to ``n`` more sessions in the background, while the job
+        still walks and plans: a session costs three round trips before its
+        first command (connection, greeting, log-in)."""
+        for _ in range(max(0, n - len(self.opening))):
+            fut = asyncio.ensure_future(self._open())
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # read by session() or dropped
+            self.opening.append(fut)
+
     async def session(self) -> RemoteSession:
         if self.spare:
             return self.spare.pop()
+        while self.opening:
+            try:
+                return await self.opening.pop(0)
+            except ERRORS:
+                continue  # (the server may take fewer sessions: open one the usual way)
+        return await self._open()
+
+    async def _open(self) -> RemoteSession:
         sess = await RemoteSession.open(self.loc, self.topts)
         sess.pipeline = self.jopts.pipeline
         self.live += 1
@@ -126,13 +148,18 @@ class Job:
         self.rtt = self.rtt or sess.rtt
         return sess
 
-    async def drop(self, sess: RemoteSession) -> None:
+    async def drop(self, sess: RemoteSession, wait: bool = True) -> None:
         self.live -= 1
-        await sess.close()
+        await sess.close(wait)
 
     async def close_spare(self) -> None:
+        for fut in self.opening:
+            fut.cancel()
+        opened = await asyncio.gather(*self.opening, return_exceptions=True)
+        self.opening.clear()
+        self.spare.extend(s for s in opened if isinstance(s, RemoteSession))
         spare, self.spare = self.spare, []
-        await asyncio.gather(*(self.drop(s) for s in spare), return_exceptions=True)
+        await asyncio.gather(*(self.drop(s, wait=False) for s in spare), return_exceptions=True)
 
     def record(self, outcome: Outcome) -> None:
         self.result.outcomes.append(outcome)
@@ -273,7 +300,12 @@ class Job:
             now, moved = time.monotonic(), self.moved_now()
             rate = 0.7 * rate + 0.3 * (moved - last_b) / max(now - last_t, 1e-6)
             if self.auto is not None and now >= next_auto:
-                self.allowed = self.auto.update(rate)
+                n = self.auto.update(rate)
+                # a new session pays off after its log-in, first byte and slow
+                # start (~10 RTTs): none when the rest moves sooner than twice that
+                left = (self.bytes_total - moved) / max(rate, 1.0)
+                if n <= self.allowed or left > GROW_RTTS * (self.rtt or 0.1):
+                    self.allowed = n
                 next_auto = now + max(AUTO_INTERVAL, AUTO_RTTS * (self.rtt or 0.0))
                 self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
             last_t, last_b = now, moved

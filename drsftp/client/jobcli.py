@@ -19,6 +19,9 @@ class JobUsageError(ValueError):
     pass
 
 
+DEFAULT_STREAMS = 1  # -P for a job: streams per session on cached data channels
+
+
 def _sessions_arg(text: str) -> int | None:
     if text == "auto":
         return None
@@ -44,6 +47,9 @@ def add_dataset_opts(p: argparse.ArgumentParser) -> None:
                    help="delete what the destination holds beyond the source (only with this flag)")
     p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
                    help="send each command after the previous reply (to measure what pipelining saves)")
+    p.add_argument("--stream-mode", dest="cached", action="store_false",
+                   help="gets in stream mode (a data connection per file) even where the server offers"
+                        " extended block mode's cached data channels")
 
 
 def add_ls_parser(sub) -> None:
@@ -99,9 +105,15 @@ def run_job(args, topts) -> int:
         raise JobUsageError("--max-time applies to a single file, not to -r, several sources or --sync")
     if len(args.paths) < 2:
         raise JobUsageError(f"{args.command} needs a source and a destination")
+    if args.parallel == "auto":
+        streams = DEFAULT_STREAMS
+    elif args.parallel.isdigit() and 1 <= int(args.parallel) <= 16:
+        streams = int(args.parallel)
+    else:
+        raise JobUsageError("-P for a directory or several files is 1-16 streams per session, or auto")
     jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, delete=args.delete,
                        resume=args.resume, sessions=args.sessions, pipeline=args.pipeline, retries=args.retries,
-                       verbose=args.verbose,
+                       verbose=args.verbose, streams=streams, cached=args.cached,
                        progress={"auto": None, "always": True, "never": False}[args.progress])
     *srcs, dest = args.paths
     if args.command == "get":

@@ -63,7 +63,9 @@ class Started:
 class RemoteSession:
     def __init__(self, ctl: ControlConnection, opts: TransferOptions) -> None:
         self.ctl, self.opts = ctl, opts
-        self.passive_verb: str | None = None  # learned from the first data command
+        # learned from the first data command; a server that lists EPSV in FEAT
+        # (RFC 2428 does not require it) has it pipelined from the start
+        self.passive_verb: str | None = "EPSV" if "EPSV" in ctl.features else None
         self.pipeline = True  # False: one command at a time (to measure what pipelining saves)
         self.mlsd = "MLST" in ctl.features
         self.peer = ctl.writer.get_extra_info("peername")[0]
@@ -72,8 +74,8 @@ class RemoteSession:
     async def open(cls, loc: FTPLocation, opts: TransferOptions) -> RemoteSession:
         return cls(await _session(loc, opts), opts)
 
-    async def close(self) -> None:
-        await self.ctl.close()
+    async def close(self, wait: bool = True) -> None:
+        await self.ctl.close(wait)
 
     @property
     def rtt(self) -> float | None:

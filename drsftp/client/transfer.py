@@ -142,18 +142,22 @@ async def open_session(loc: FTPLocation, opts: TransferOptions,
                        queries: Sequence[str] = ()) -> tuple[ControlConnection, list[Reply]]:
     """A logged-in session in binary mode, and the replies to ``queries``
     (SIZE, MDTM: read-only commands whose replies the caller judges).
-    Round trips: the connection and greeting; (AUTH TLS and the handshake:
+    Round trips: the connection; (the greeting, AUTH TLS and the handshake:
     RFC 4217 sec. 4, nothing else may be sent before); then FEAT, USER,
     PASS, (PBSZ 0, PROT P,) TYPE I and the queries in one batch, their
-    replies checked in order (docs/DESIGN.md "Pipelined session setup")."""
+    replies checked in order (docs/DESIGN.md "Pipelined session setup").
+    Without explicit TLS the batch goes out before the greeting arrives:
+    the server reads it once it has greeted, and the greeting is checked
+    first (a 421 fails the session before any other reply is trusted)."""
     tls = None
     if opts.tls or loc.implicit_tls:
         tls = client_tls(opts.ca_file, opts.insecure, implicit=loc.implicit_tls)
         if opts.insecure:
             log.warning("--insecure: the server's TLS certificate is not checked")
-    ctl = await ControlConnection.open(loc.host, loc.port, opts.connect_timeout, tls)
+    explicit = tls is not None and not tls.implicit
+    ctl = await ControlConnection.open(loc.host, loc.port, opts.connect_timeout, tls, greeting=explicit)
     try:
-        if tls is not None:
+        if tls is not None and explicit:
             await ctl.secure(tls, opts.connect_timeout)
         feat = ctl.start("FEAT")
         login = ctl.start_login(loc.user, loc.password)
@@ -163,6 +167,8 @@ async def open_session(loc: FTPLocation, opts: TransferOptions,
                       (ctl.start("PROT P"), expect(200, what="PROT P (encrypted data connections)"))]
         batch.append((ctl.start("TYPE I"), expect(200, what="binary mode (TYPE I)")))
         batch += [(ctl.start(q), None) for q in queries]
+        if not explicit:
+            await ctl.greeted(opts.connect_timeout)
         ctl.features = parse_feat((await ctl.settle([(feat, None)]))[0])
         await ctl.login_done(loc.user, login)
         replies = await ctl.settle(batch)

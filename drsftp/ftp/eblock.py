@@ -122,10 +122,18 @@ class BlockDecoder:
         self.ended = False
 
     def feed(self, buf: bytes | bytearray | memoryview) -> list[Event]:
+        return self.feed_some(buf)[0]
+
+    def feed_some(self, buf: bytes | bytearray | memoryview, stop_at_eod: bool = False) -> tuple[list[Event], int]:
+        """The events in ``buf`` and the bytes consumed; with ``stop_at_eod``
+        it stops right after an EOD, so the rest of ``buf`` can go to the
+        connection's next transfer (cached data channels, GFD.20)."""
         view = memoryview(buf).cast("B")
         events: list[Event] = []
         pos, end = 0, len(view)
         while pos < end:
+            if stop_at_eod and self.ended:
+                break
             if self._left:
                 n = min(self._left, end - pos)
                 events.append(Data(self._offset, view[pos:pos + n]))
@@ -146,7 +154,7 @@ class BlockDecoder:
             else:
                 raw = bytes(take)
             events.extend(self._header(*HEADER.unpack(raw)))
-        return events
+        return events, pos
 
     def _header(self, desc: int, count: int, offset: int) -> list[Event]:
         if desc & 0x03:

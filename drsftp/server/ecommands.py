@@ -4,6 +4,7 @@ through to the stream-mode handler unchanged."""
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from . import cksm
@@ -28,6 +29,11 @@ EBLOCK_CMDS = {
                         "help": "Syntax: SITE CLIENTINFO <SP> key=value;... (accepted)."},
 }
 MAX_SBUF = 1 << 31
+MAX_HELD = 64  # commands one session may have waiting behind a MODE E transfer
+# What waits for a running MODE E transfer instead of a 503 (docs/EBLOCK.md,
+# "Pipelined transfers"): the commands that would start, splice or reshape one.
+HELD = frozenset({"PASV", "EPSV", "PORT", "EPRT", "RETR", "STOR", "MLSD", "REST", "TYPE", "MODE",
+                  "OPTS", "ALLO", "SBUF"})
 
 if TYPE_CHECKING:  # what EModeCommands is mixed before (handler.DRSFTPHandler): its super() calls go there
     from pyftpdlib.handlers import FTPHandler
@@ -50,8 +56,50 @@ class EModeCommands(EPortHooks, _Handler):
 
     def __init__(self, conn, server, ioloop=None):
         self.eblock = None
+        self._held: deque[tuple[str, str, str]] = deque()
+        self._releasing = False
         super().__init__(conn, server, ioloop)
         self.eblock = ESession(self)
+
+    # -- pipelined transfers (GridFTP -pp): commands wait, in order ----------------
+    def pre_process_command(self, line, cmd, arg):
+        """In MODE E a transfer command sent while one runs waits for it to
+        end, and every command after it waits too, so replies keep the
+        commands' order (RFC 959 4.2).  ABOR and DRS are answered at once."""
+        eb = self.eblock
+        if cmd == "ABOR" and self._held:
+            if eb is not None:
+                eb.abort()  # the running transfer's 426 first, then the waiting ones'
+            self._drop_held()
+            self.respond("226 ABOR command successful.")
+            return
+        # DRS passes: its replies are marked and paired by the mark (docs/PROTOCOL.md)
+        if cmd != "DRS" and not self._releasing and (self._held or (
+                eb is not None and eb.active and eb.busy and cmd in HELD and self.authenticated)):
+            if len(self._held) >= MAX_HELD:
+                self.respond(f"421 More than {MAX_HELD} commands waiting for the running transfer; closing.")
+                self.close_when_done()
+                return
+            self._held.append((line, cmd, arg))
+            return
+        super().pre_process_command(line, cmd, arg)
+
+    def release_held(self) -> None:
+        """The running transfer ended (its final reply is out): run the
+        waiting commands until one starts the next transfer."""
+        while self._held and not self._closed and not (self.eblock is not None and self.eblock.busy):
+            line, cmd, arg = self._held.popleft()
+            self._releasing = True
+            try:
+                self.pre_process_command(line, cmd, arg)
+            finally:
+                self._releasing = False
+
+    def _drop_held(self) -> None:
+        """ABOR: the waiting commands are answered, in order, as not run."""
+        held, self._held = self._held, deque()
+        for _line, cmd, _arg in held:
+            self.respond(f"426 {cmd} not run: aborted by ABOR before it started.")
 
     def close(self):
         if getattr(self, "eblock", None) is not None:

@@ -123,6 +123,8 @@ class ESession:
 
     def transfer_ended(self) -> None:
         restart_idle_timer(self.h)
+        # after the final reply, which follows this call: the commands that waited
+        self.h.ioloop.call_later(0, self.h.release_held, _errback=self.h.handle_error)
         if self.quit_pending:  # after the final reply, which follows this call (RFC 959, QUIT)
             self.h.ioloop.call_later(0, self.h.close_when_done, _errback=self.h.handle_error)
 

@@ -1,0 +1,100 @@
+"""A dataset job's worker on a cached extended-block session
+(drsftp.client.cachedget): it keeps up to DEPTH files requested on its
+session and records each as it completes, in order."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import deque
+
+from .cachedget import DEPTH, CachedGets, FileGet
+from .control import FTPError
+from .job import ERRORS, Item, Job, Outcome, check_cancelled, same_digest
+from .remote import RemoteSession
+
+
+def cached_ok(job: Job, sess: RemoteSession) -> bool:
+    """Cached data channels: a server with extended block mode, clear-text
+    data (MODE E is refused under PROT P), no per-file HASH in between."""
+    return (job.jopts.cached and "PARALLEL" in sess.ctl.features and sess.ctl.tls is None
+            and not job.topts.verify)
+
+
+async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:
+    """Files from the job's queue on ``sess`` until the queue is empty or
+    the session breaks (its unfinished files go back to the queue).  The
+    session is dropped at the end: its streams are of no use to others."""
+    cg = CachedGets(sess.ctl, job.topts, job.jopts.streams)
+    inflight: deque[tuple[Item, FileGet]] = deque()
+    depth = DEPTH if job.jopts.pipeline else 1
+    try:
+        cg.open()
+        job.active[wid] = cg
+        while True:
+            check_cancelled()
+            while len(inflight) < depth and job.queue and job.may_run(wid) and cg.broken is None:
+                item = job.queue.pop()
+                remote, local = job.paths(item)
+                try:
+                    if item.check:
+                        if await same_digest(sess, remote, local):
+                            job.finished(item, Outcome(local, "skipped"))
+                            continue
+                        item.check = False
+                    inflight.append((item, cg.request(remote, local, item.t.size, item.t.resume_from,
+                                                      item.t.mtime)))
+                except ERRORS as exc:
+                    job.retry_or_fail(item, exc)
+            if not inflight:
+                return
+            item, fg = inflight[0]
+            await _until_done(job, cg, fg)
+            inflight.popleft()
+            failure = fg.done.exception()
+            if failure is not None:
+                if cg.refused:  # MODE E refused: the files go back, stream mode from now on
+                    job.jopts.cached = False
+                    job.queue.append(item)
+                else:
+                    job.retry_or_fail(item, failure)
+                if cg.broken is not None:
+                    for other, _ in inflight:
+                        job.queue.append(other)  # not theirs to pay for
+                    inflight.clear()
+                    return
+                continue
+            job.finished(item, Outcome(fg.local, "ok", _complete(cg, fg)))
+    finally:
+        job.active.pop(wid, None)
+        for item, _ in inflight:
+            job.queue.append(item)
+        await cg.close()
+        await job.drop(sess, wait=False)
+
+
+async def _until_done(job: Job, cg: CachedGets, fg: FileGet) -> None:
+    """The file's end, or a stall of the whole session's data."""
+    last = (time.monotonic(), cg.received)
+    while not fg.done.done():
+        await asyncio.wait([fg.done], timeout=0.5)
+        moved = cg.received
+        if moved != last[1]:
+            last = (time.monotonic(), moved)
+        elif time.monotonic() - last[0] > job.topts.idle_timeout:
+            cg.fail(FTPError(f"data connections stalled for {job.topts.idle_timeout:.0f} s"))
+
+
+def _complete(cg: CachedGets, fg: FileGet):
+    """The .part in place; a size other than the listing's is a file that
+    changed since the walk, and its time is then not the listing's either."""
+    got = fg.ledger.size()
+    changed = fg.size is not None and got != fg.size
+    os.replace(fg.part, fg.local)
+    if fg.mtime is not None and not changed:
+        os.utime(fg.local, (fg.mtime, fg.mtime))
+    res = cg.result(fg, time.monotonic() - (fg.started or time.monotonic()))
+    if changed:
+        res.update(note=f"changed during the copy: listed {fg.size} B, got {got} B")
+    return res
