@@ -8,11 +8,41 @@ import asyncio
 import os
 import time
 from collections import deque
+from dataclasses import replace
 
+from ..tuning.streams import StreamsConfig
+from . import parallel
 from .cachedget import DEPTH, CachedGets, FileGet
 from .control import FTPError
 from .job import ERRORS, Item, Job, Outcome, check_cancelled, same_digest
 from .remote import RemoteSession
+
+BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions of its own
+
+
+def big_file(job: Job, item: Item) -> bool:
+    """A file worth streams of its own beside the small ones' sessions."""
+    return not item.check and (item.t.size or 0) >= BIG_FILE and job.jopts.streams < StreamsConfig().start
+
+
+async def big_get(job: Job, wid: int, item: Item) -> None:
+    """One big file as ``get -P auto`` does it (drsftp.client.parallel), on
+    sessions of its own: its streams grow while the small files' sessions
+    run (docs/DATASETS.md, "A big file in a tree")."""
+    remote, local = job.paths(item)
+    # what an interrupted copy left: its ranges record (parallel.get's), else the .part's prefix
+    opts = replace(job.topts, resume=job.jopts.resume or job.jopts.sync or item.t.resume_from > 0)
+    try:
+        res = await parallel.get(replace(job.loc, path=remote), local, opts, None,
+                                 on_driver=lambda d: job.active.__setitem__(wid, d))
+    except ERRORS as exc:
+        job.active.pop(wid, None)
+        job.retry_or_fail(item, exc)
+        return
+    job.active.pop(wid, None)
+    if item.t.mtime is not None and res.total_size == item.t.size:
+        os.utime(local, (item.t.mtime, item.t.mtime))
+    job.finished(item, Outcome(local, "ok", res))
 
 
 def cached_ok(job: Job, sess: RemoteSession) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from ..ftp.listing import DIR, FILE, Entry
 from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.session import FTPLocation
-from .cachedjob import cached_get_loop, cached_ok
+from .cachedjob import big_file, big_get, cached_get_loop, cached_ok
 from .control import FTPError
 from .job import (
     ERRORS,
@@ -163,6 +163,9 @@ async def _get_worker(job: Job, wid: int) -> None:
                 except ERRORS as exc:
                     job.queue.append(item)
                     raise FTPError(f"cannot open a session: {exc}") from exc
+            if st is None and cached_ok(job, sess) and big_file(job, item):
+                await big_get(job, wid, item)
+                continue
             if st is None and cached_ok(job, sess):
                 job.queue.append(item)
                 cached: RemoteSession = sess

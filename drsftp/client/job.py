@@ -252,7 +252,10 @@ class Job:
         return remote_join(s.remote, item.t.rel), local_path(s.local, item.t.rel)
 
     async def run_queue(self, worker_fn) -> None:
-        self.queue.reverse()  # pop() from the end: files in planned order
+        # pop() from the end: the largest file first (the longest-processing-
+        # time rule: the job ends soonest), equal sizes in planned order
+        order = {id(it): i for i, it in enumerate(self.queue)}
+        self.queue.sort(key=lambda it: (it.t.size or 0, -order[id(it)]))
         self._worker_fn = worker_fn
         monitor = asyncio.ensure_future(self.monitor())
         try:
@@ -274,6 +277,12 @@ class Job:
                 self.spawn(worker_fn)
         finally:
             monitor.cancel()
+            # Ctrl-C: the workers end before the loop does, each cleaning up
+            # its own transfer (asyncio.run would cancel every task at once)
+            for task in self.workers.values():
+                task.cancel()
+            if self.workers:
+                await asyncio.wait(list(self.workers.values()), timeout=10)
             self.result.seconds = time.monotonic() - self.started
             self.show()
 

@@ -69,7 +69,10 @@ def _controller(streams: int | None) -> StreamController | None:
     return StreamController(StreamsConfig(max_streams=AUTO_MAX)) if streams is None else None
 
 
-async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None) -> TransferResult:
+async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None,
+              on_driver=None) -> TransferResult:
+    """``on_driver(driver)``: the running transfer (its ``moved``), for a
+    dataset job's bar and -c auto."""
     check_spec(opts.tuning)
     part = dest + ".part"
     # SIZE and MDTM go out with the login (transfer.open_session)
@@ -104,6 +107,9 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
             else:
                 driver = RangedGet(loc, ctl, fd, RangePlan(size, held), opts, n, controller)
                 mode = "ranged"
+
+            if on_driver is not None:
+                on_driver(driver)
 
             def save() -> None:
                 save_record(part, ResumeRecord(size, mtime, driver.held))
