@@ -50,7 +50,7 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
     loc0 = urls[0][0]
     job = Job("get", loc0, topts, jopts)
     try:
-        sess = await job.session()
+        sess = await job.first_session(tuple(f"MLST {loc.path}" for loc, _ in urls))
         job.prefetch(job.allowed - 1)
         dest_is_dir = os.path.isdir(dest) or len(urls) > 1 or dest.endswith("/")
         for loc, contents in urls:

@@ -130,6 +130,12 @@ class Job:
             fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # read by session() or dropped
             self.opening.append(fut)
 
+    async def first_session(self, queries: tuple[str, ...]) -> RemoteSession:
+        """The job's first session, ``queries`` sent with its log-in."""
+        sess = await RemoteSession.open_asking(self.loc, self.topts, queries)
+        self._count(sess)
+        return sess
+
     async def session(self) -> RemoteSession:
         if self.spare:
             return self.spare.pop()
@@ -141,7 +147,9 @@ class Job:
         return await self._open()
 
     async def _open(self) -> RemoteSession:
-        sess = await RemoteSession.open(self.loc, self.topts)
+        return self._count(await RemoteSession.open(self.loc, self.topts))
+
+    def _count(self, sess: RemoteSession) -> RemoteSession:
         sess.pipeline = self.jopts.pipeline
         self.live += 1
         self.result.sessions_max = max(self.result.sessions_max, self.live)

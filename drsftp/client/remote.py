@@ -29,7 +29,7 @@ from ..ftp.listing import (
     parse_mlsd,
     parse_mlst_reply,
 )
-from ..ftp.replies import ProtocolError, parse_epsv, parse_pasv
+from ..ftp.replies import ProtocolError, Reply, parse_epsv, parse_pasv
 from ..ftp.session import FTPLocation
 from ..tuner import SocketTuner
 from ..tuning import Role
@@ -46,6 +46,7 @@ from .transfer import (
     _server_says_why,
     _session,
     _Transfer,
+    open_session,
 )
 
 LISTING_LIMIT = 64 << 20  # bytes of one directory listing: more is a hostile or broken server
@@ -69,10 +70,20 @@ class RemoteSession:
         self.pipeline = True  # False: one command at a time (to measure what pipelining saves)
         self.mlsd = "MLST" in ctl.features
         self.peer = ctl.writer.get_extra_info("peername")[0]
+        self.early: dict[str, Reply] = {}  # replies to queries sent with the log-in
 
     @classmethod
     async def open(cls, loc: FTPLocation, opts: TransferOptions) -> RemoteSession:
         return cls(await _session(loc, opts), opts)
+
+    @classmethod
+    async def open_asking(cls, loc: FTPLocation, opts: TransferOptions, queries: tuple[str, ...]) -> RemoteSession:
+        """A session whose log-in batch also carries ``queries`` (MLST of
+        the sources: one round trip less); stat() uses their replies."""
+        ctl, replies = await open_session(loc, opts, queries)
+        sess = cls(ctl, opts)
+        sess.early = dict(zip(queries, replies, strict=True))
+        return sess
 
     async def close(self, wait: bool = True) -> None:
         await self.ctl.close(wait)
@@ -184,7 +195,8 @@ class RemoteSession:
         """What ``path`` is: MLST where offered, else CWD (a directory) and
         SIZE (a file).  None if neither."""
         if self.mlsd:
-            reply = await self.ctl.command(f"MLST {path}")
+            line = f"MLST {path}"
+            reply = self.early.pop(line, None) or await self.ctl.command(line)
             if reply.code == 250:
                 entry = parse_mlst_reply(reply.lines)
                 if entry is not None:
