@@ -189,7 +189,7 @@ class Job:
 
         async def lister() -> None:
             nonlocal pending
-            sess = await self.session()
+            sess: RemoteSession | None = None  # taken when there is a directory to list
             try:
                 while todo or pending:
                     check_cancelled()
@@ -200,6 +200,7 @@ class Job:
                     i, root, rel = todo.pop()
                     pending += 1
                     try:
+                        sess = sess or await self.session()
                         entries = await sess.listing(remote_join(root, rel))
                     except ERRORS as exc:
                         self.fail(remote_join(root, rel), f"cannot list: {exc}")
@@ -236,7 +237,8 @@ class Job:
                             what = "symlink" if e.type == LINK else "special file"
                             self.view.file_line("skipped", remote_join(root, child), 0, 0, f"{what}; skipped")
             finally:
-                self.spare.append(sess)
+                if sess is not None:
+                    self.spare.append(sess)
 
         n = min(max(1, self.allowed), max(1, len(roots)) * 4)
         results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
@@ -310,7 +312,7 @@ class Job:
 
     async def monitor(self) -> None:
         last_t, last_b = time.monotonic(), self.moved_now()
-        next_auto = last_t + AUTO_INTERVAL
+        next_auto = last_t + max(AUTO_INTERVAL, AUTO_RTTS * (self.rtt or 0.0))  # (its sessions slow-start first)
         rate = 0.0
         for _ in range(10 ** 7):  # bounded: cancelled when the queue is done
             await asyncio.sleep(0.2)
