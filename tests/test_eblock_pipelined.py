@@ -143,3 +143,25 @@ def test_more_waiting_commands_than_the_bound_end_the_session(tmp_path):
         other = Ctl(srv.port)
         assert other.cmd("NOOP")[0] == "200"
         other.close()
+
+
+def test_any_command_during_a_mode_e_transfer_waits_for_it(tmp_path):
+    """SIZE sent while a RETR runs is answered after the RETR's 226 (a
+    pipelining client pairs replies in order)."""
+    root = tmp_path / "srv"
+    root.mkdir()
+    make_file(root / "big.bin", 24 << 20, seed=3)
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        rx = Receiver(24 << 20)
+        assert ctl.cmd("MODE E")[0] == "200"
+        assert ctl.cmd(rx.port_cmd)[0] == "200"
+        assert ctl.cmd("RETR big.bin")[0] == "150"
+        rx.accept(1)
+        ctl.sock.sendall(b"SIZE big.bin\r\n")
+        rx.gate.set()  # the transfer runs to its end
+        assert ctl.reply()[0] == "226"
+        assert ctl.reply()[0] == "213"
+        rx.join()
+        ctl.close()
+

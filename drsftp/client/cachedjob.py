@@ -10,9 +10,12 @@ import time
 from collections import deque
 from dataclasses import replace
 
+from ..ftp.listing import format_time_val
 from ..tuning.streams import StreamsConfig
 from . import parallel
 from .cachedget import DEPTH, CachedGets, FileGet
+from .cachedput import DEPTH as PUT_DEPTH
+from .cachedput import CachedPuts, FilePut
 from .control import FTPError
 from .job import ERRORS, Item, Job, Outcome, check_cancelled, same_digest
 from .remote import RemoteSession
@@ -104,7 +107,7 @@ async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:
         await job.drop(sess, wait=False)
 
 
-async def _until_done(job: Job, cg: CachedGets, fg: FileGet) -> None:
+async def _until_done(job: Job, cg: CachedGets | CachedPuts, fg: FileGet | FilePut) -> None:
     """The file's end, or a stall of the whole session's data."""
     last = (time.monotonic(), cg.received)
     while not fg.done.done():
@@ -128,3 +131,71 @@ def _complete(cg: CachedGets, fg: FileGet):
     if changed:
         res.update(note=f"changed during the copy: listed {fg.size} B, got {got} B")
     return res
+
+
+async def big_put(job: Job, item: Item) -> None:
+    """One big file as ``put -P auto`` does it, on sessions of its own."""
+    remote, local = job.paths(item)
+    try:
+        res = await parallel.put(local, replace(job.loc, path=remote), job.topts, None)
+    except ERRORS as exc:
+        job.retry_or_fail(item, exc)
+        return
+    job.finished(item, Outcome(remote, "ok", res))
+
+
+async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
+    """The put side of cached_get_loop (drsftp.client.cachedput)."""
+    cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
+    inflight: deque[tuple[Item, FilePut]] = deque()
+    times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)
+    depth = PUT_DEPTH if job.jopts.pipeline else 1
+    try:
+        try:
+            await cp.open()
+        except FTPError as exc:
+            if exc.reply is None:
+                raise
+            job.jopts.cached = False  # refused (MODE E, EPSV): stream mode from now on
+            return
+        job.active[wid] = cp
+        while True:
+            check_cancelled()
+            while len(inflight) < depth and job.queue and job.may_run(wid) and cp.broken is None:
+                item = job.queue.pop()
+                remote, local = job.paths(item)
+                try:
+                    if item.check and await same_digest(sess, remote, local):
+                        job.finished(item, Outcome(remote, "skipped"))
+                        continue
+                    item.check = False
+                    inflight.append((item, cp.request(local, remote)))
+                except ERRORS as exc:
+                    job.retry_or_fail(item, exc)
+            if not inflight:
+                return
+            item, fp = inflight[0]
+            await _until_done(job, cp, fp)
+            inflight.popleft()
+            failure = fp.done.exception()
+            if failure is not None:
+                job.retry_or_fail(item, failure)
+                if cp.broken is not None:
+                    for other, _ in inflight:
+                        job.queue.append(other)
+                    inflight.clear()
+                    return
+                continue
+            res = cp.result(fp, time.monotonic() - (fp.started or time.monotonic()))
+            if "MFMT" in sess.ctl.features:
+                times.append(sess.ctl.start(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
+            job.finished(item, Outcome(fp.remote, "ok", res))
+    finally:
+        if times and cp.broken is None:  # (--sync compares them): in before the session closes
+            await asyncio.gather(*(asyncio.wait_for(asyncio.shield(t.final), 30) for t in times),
+                                 return_exceptions=True)
+        job.active.pop(wid, None)
+        for item, _ in inflight:
+            job.queue.append(item)
+        await cp.close()
+        await job.drop(sess, wait=False)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from ..ftp.listing import DIR, FILE, Entry
 from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.session import FTPLocation
-from .cachedjob import big_file, big_get, cached_get_loop, cached_ok
+from .cachedjob import big_file, big_get, big_put, cached_get_loop, cached_ok, cached_put_loop
 from .control import FTPError
 from .job import (
     ERRORS,
@@ -316,6 +316,15 @@ async def _put_worker(job: Job, wid: int) -> None:
                 except ERRORS as exc:
                     job.queue.append(item)
                     raise FTPError(f"cannot open a session: {exc}") from exc
+            if cached_ok(job, sess):
+                if big_file(job, item):
+                    await big_put(job, item)
+                    continue
+                job.queue.append(item)
+                cached: RemoteSession = sess
+                sess = None  # dropped by the loop
+                await cached_put_loop(job, wid, cached)
+                continue
             s = job.sources[item.src]
             local = s.local if s.kind == FILE else local_path(s.local, item.t.rel)
             remote = s.remote if s.kind == FILE else remote_join(s.remote, item.t.rel)

@@ -30,10 +30,11 @@ EBLOCK_CMDS = {
 }
 MAX_SBUF = 1 << 31
 MAX_HELD = 64  # commands one session may have waiting behind a MODE E transfer
-# What waits for a running MODE E transfer instead of a 503 (docs/EBLOCK.md,
-# "Pipelined transfers"): the commands that would start, splice or reshape one.
-HELD = frozenset({"PASV", "EPSV", "PORT", "EPRT", "RETR", "STOR", "MLSD", "REST", "TYPE", "MODE",
-                  "OPTS", "ALLO", "SBUF"})
+# What a running MODE E transfer does not make wait (docs/EBLOCK.md,
+# "Pipelined transfers"): the transfer's own controls and a keepalive; every
+# other command waits for it, so a pipelining client's replies come in its
+# commands' order (RFC 959 4.2).
+PASSING = frozenset({"DRS", "ABOR", "STAT", "QUIT", "NOOP"})
 
 if TYPE_CHECKING:  # what EModeCommands is mixed before (handler.DRSFTPHandler): its super() calls go there
     from pyftpdlib.handlers import FTPHandler
@@ -75,7 +76,7 @@ class EModeCommands(EPortHooks, _Handler):
             return
         # DRS passes: its replies are marked and paired by the mark (docs/PROTOCOL.md)
         if cmd != "DRS" and not self._releasing and (self._held or (
-                eb is not None and eb.active and eb.busy and cmd in HELD and self.authenticated)):
+                eb is not None and eb.active and eb.busy and cmd not in PASSING and self.authenticated)):
             if len(self._held) >= MAX_HELD:
                 self.respond(f"421 More than {MAX_HELD} commands waiting for the running transfer; closing.")
                 self.close_when_done()

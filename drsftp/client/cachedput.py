@@ -1,0 +1,222 @@
+"""Dataset puts over extended block mode with cached data channels (GFD.20;
+GridFTP's ``-fast -pp``): one session's streams carry file after file,
+each stream's DRS state, window and congestion window kept (the put side
+of drsftp.client.cachedget; docs/DATASETS.md, "Cached data channels").
+
+The session connects its N streams once (``MODE E``, ``EPSV``); each file
+is ``ALLO size`` + ``STOR path``, the next file's sent while the current
+one runs (a drsftp server runs it after, in order: docs/EBLOCK.md,
+"Pipelined transfers").  A stream sends a file's blocks only once the
+server answered that STOR 1yz: bytes sent for a STOR the server refused
+would be read as the next transfer's.  Every stream ends its part of every
+file with an EOD; the last to finish adds EOF and the EOD count (all the
+session's streams).  A file is done at its 226: the server has every
+byte and renamed the upload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..ftp.eblock import data_header, eod
+from ..result import TransferResult
+from ..tuning import Role
+from .control import ControlConnection, FTPError, Pending
+from .flowctl import FlowControl
+from .modee import BlockQueue, Stream, _ModeE, block_size
+from .transfer import TransferOptions
+
+CHUNK = 1 << 20  # bytes read and sent at a time
+DEPTH = 2  # STORs a session keeps on the wire
+
+
+@dataclass
+class FilePut:
+    """One STOR on a cached session."""
+
+    seq: int
+    local: str
+    remote: str
+    size: int
+    fd: int
+    blocks: BlockQueue
+    stor: Pending
+    state: str = "sent"  # sent -> started -> done, or refused
+    bytes: int = 0
+    started: float | None = None
+    go: asyncio.Event = field(default_factory=asyncio.Event)  # 1yz came, or the file will never start
+    done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+class CachedPuts(_ModeE):
+    """One session's cached streams and the files stored on it."""
+
+    role = Role.SENDER
+
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
+        super().__init__(ctl, opts, streams)
+        self.order: list[FilePut] = []  # every file requested, in command order
+        self.files: deque[FilePut] = deque()  # not yet finished
+        self.broken: FTPError | None = None
+        self.wake = asyncio.Event()  # a file was requested
+
+    @property
+    def moved(self) -> int:
+        return sum(f.bytes for f in self.files)
+
+    @property
+    def received(self) -> int:
+        return sum(s.bytes for s in self.streams)
+
+    @property
+    def tuner(self):
+        return self.streams[0].tuner if self.streams else None
+
+    async def open(self) -> None:
+        """MODE E and the server's address, then the N streams."""
+        host, port = await FlowControl(self.ctl).passive_address(before=[("MODE E", "extended block mode (MODE E)")])
+        for _ in range(self.want):
+            sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
+            sock.setblocking(False)
+            tuner = self.new_tuner()
+            tuner.before_handshake(sock)
+            try:
+                await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
+                                       self.opts.connect_timeout)
+            except (TimeoutError, OSError) as exc:
+                sock.close()
+                if not self.streams:
+                    raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+                break
+            tuner.after_handshake(sock)
+            tuner.attach(sock)
+            stream = Stream(len(self.streams), sock, tuner)
+            self.streams.append(stream)
+            self.spawn(self.tick(stream))
+        for stream in self.streams:
+            self.spawn(self._writer(stream))
+
+    # -- requests ----------------------------------------------------------
+    def request(self, local: str, remote: str) -> FilePut:
+        if self.broken is not None:
+            raise self.broken
+        fd = os.open(local, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            size = os.fstat(fd).st_size
+            self.ctl.start(f"ALLO {size}")  # (its reply says nothing the STOR's does not)
+            stor = self.ctl.start(f"STOR {remote}")
+        except BaseException:
+            os.close(fd)
+            raise
+        blocks = BlockQueue([(0, size)] if size else [], block_size(size, len(self.streams)))
+        blocks.joined = len(self.streams)  # every stream takes part in every file
+        fp = FilePut(len(self.order), local, remote, size, fd, blocks, stor)
+        self.order.append(fp)
+        self.files.append(fp)
+        stor.preliminary.add_done_callback(functools.partial(self._on_first, fp))
+        stor.final.add_done_callback(functools.partial(self._on_final, fp))
+        self.wake.set()
+        return fp
+
+    def _on_first(self, fp: FilePut, fut: asyncio.Future) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        if fut.result().preliminary:
+            fp.state, fp.started = "started", time.monotonic()
+            fp.go.set()
+
+    def _on_final(self, fp: FilePut, fut: asyncio.Future) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            self.fail(FTPError(f"STOR {fp.remote}: control connection lost"))
+            return
+        reply = fut.result()
+        if fp.state == "sent":  # refused before it started: no stream sends it
+            fp.state = "refused"
+            fp.go.set()
+            self._finish(fp, FTPError(f"cannot store {fp.remote}: {reply}", reply))
+        elif reply.code in (226, 250):
+            self._finish(fp, None)
+        else:
+            self.fail(FTPError(f"STOR {fp.remote} failed: {reply}", reply))
+
+    def _finish(self, fp: FilePut, exc: BaseException | None) -> None:
+        if fp in self.files:
+            self.files.remove(fp)
+        if fp.fd >= 0:
+            os.close(fp.fd)
+            fp.fd = -1
+        if not fp.done.done():
+            if exc is None:
+                fp.done.set_result(None)
+            else:
+                fp.done.set_exception(exc)
+                fp.done.exception()  # read by the worker, or dropped with the session
+
+    def fail(self, exc: FTPError) -> None:
+        """The streams' state is unknown: every open file fails with ``exc``."""
+        if self.broken is None:
+            self.broken = exc
+        for fp in list(self.files):
+            fp.go.set()
+            self._finish(fp, exc)
+        for s in self.streams:
+            s.sock.close()
+        self.wake.set()
+
+    # -- the streams ---------------------------------------------------------
+    async def _writer(self, stream: Stream) -> None:
+        loop = asyncio.get_running_loop()
+        k = 0
+        try:
+            while self.broken is None and not self.done:
+                if k >= len(self.order):
+                    self.wake.clear()
+                    await self.wake.wait()
+                    continue
+                fp = self.order[k]
+                await fp.go.wait()
+                if fp.state != "started" or fp.fd < 0:
+                    k += 1
+                    continue
+                while (block := fp.blocks.next()) is not None:
+                    offset, count = block
+                    await loop.sock_sendall(stream.sock, data_header(offset, count))
+                    end = offset + count
+                    while offset < end:
+                        data = os.pread(fp.fd, min(CHUNK, end - offset), offset)
+                        if not data:
+                            raise FTPError(f"{fp.local} shrank during the copy", transient=False)
+                        await loop.sock_sendall(stream.sock, data)
+                        offset += len(data)
+                        fp.bytes += len(data)
+                        stream.bytes += len(data)
+                await loop.sock_sendall(stream.sock, eod(eof_streams=fp.blocks.finish()))
+                k += 1
+        except FTPError as exc:
+            self.fail(exc)
+        except OSError as exc:
+            if self.broken is None and not self.done:
+                self.fail(FTPError(f"data connection failed: {exc}"))
+
+    async def close(self) -> None:
+        self.done = True
+        self.cancel_tasks()
+        for s in self.streams:
+            s.sock.close()
+            s.ended = s.ended or time.monotonic()
+        for fp in list(self.files):
+            self._finish(fp, FTPError("session closed"))
+
+    def result(self, fp: FilePut, seconds: float) -> TransferResult:
+        r = TransferResult(direction="put", path=fp.remote, bytes=fp.bytes, total_size=fp.size, seconds=seconds,
+                           drs_peer="DRS" in self.ctl.features, drs_replies=self.drs_replies,
+                           server_last_report=self.server_last)
+        r.update(self.summary())
+        r.update(streams=len(self.streams), cached=True)
+        return r
