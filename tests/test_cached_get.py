@@ -227,3 +227,28 @@ def test_hostile_bytes_fail_the_session_and_write_nothing_else(tmp_path, case):
     assert cg.broken is not None and "extended block mode" in str(cg.broken)
     assert isinstance(files[0].done.exception(), Exception)
     assert sorted(os.listdir(tmp_path)) == ["a.part"]
+
+
+def test_a_big_file_in_a_tree_gets_streams_of_its_own_both_ways(tmp_path):
+    """64 MiB or more: get/put -P auto on sessions of its own, started
+    first (largest first); the small files go on the cached sessions."""
+    src = tmp_path / "src"
+    src.mkdir()
+    make_file(src / "big.bin", 64 << 20, seed=1)
+    for i in range(8):
+        make_file(src / f"s{i}.bin", 100_000, seed=10 + i)
+    (tmp_path / "srv").mkdir()
+    base = f"ftp://{USER}:{PASSWORD}@127.0.0.1:{{}}/tree/"
+    with running_server(tmp_path / "srv") as srv:
+        r = drsftp("put", "-r", "-c", "2", "--json", str(tmp_path / "p.json"), f"{src}/", base.format(srv.port))
+        assert r.returncode == 0, r.stderr
+        r = drsftp("get", "-r", "-c", "2", "--json", str(tmp_path / "g.json"), base.format(srv.port),
+                   f"{tmp_path / 'out'}/")
+        assert r.returncode == 0, r.stderr
+    assert_same_tree(src, tmp_path / "srv" / "tree")
+    assert_same_tree(src, tmp_path / "out")
+    for name in ("p.json", "g.json"):
+        files = job_records(tmp_path / name)["files"]
+        big = next(x for x in files if x["path"].endswith("big.bin"))
+        assert big["mode"] == "E" and big["parallel"] == "auto" and not big.get("cached"), big
+        assert all(x.get("cached") for x in files if not x["path"].endswith("big.bin"))
