@@ -75,7 +75,6 @@ class CachedGets(_ModeE):
         self.sinks: list[_CachedSink] = []
         self.broken: FTPError | None = None
         self.refused = False  # the server refused MODE E's setup: stream mode for this job
-        self.drs_replies_seen = 0
 
     @property
     def moved(self) -> int:
@@ -174,9 +173,9 @@ class CachedGets(_ModeE):
         if reply.code not in (226, 250):
             self.fail(FTPError(f"RETR {fg.remote} failed: {reply}", reply))
             return
-        self._maybe_done(fg)
+        self.maybe_done(fg)
 
-    def _maybe_done(self, fg: FileGet) -> None:
+    def maybe_done(self, fg: FileGet) -> None:
         if fg.reply is None or not fg.ledger.complete or fg.done.done():
             return
         got = fg.ledger.size()
@@ -221,9 +220,6 @@ class CachedGets(_ModeE):
         for sink in self.sinks:
             if sink.paused:
                 sink.resume()
-
-    def file_data_ended(self, fg: FileGet) -> None:
-        self._maybe_done(fg)
 
     async def _accept(self) -> None:
         loop = asyncio.get_running_loop()
@@ -346,6 +342,6 @@ class _CachedSink(asyncio.BufferedProtocol):
                     elif isinstance(ev, EndOfData):
                         fg.ledger.end_of_data()
                         self.file, self.last = None, fg.seq
-                        self.owner.file_data_ended(fg)
+                        self.owner.maybe_done(fg)
         except (BlockError, OSError) as exc:
             self.owner.fail(FTPError(f"extended block mode: {exc}", transient=False))
