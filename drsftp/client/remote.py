@@ -312,7 +312,7 @@ class _Collect(asyncio.Protocol):
         self.chunks: list[bytes] = []
         self.total = 0
         self.done: asyncio.Future = asyncio.get_running_loop().create_future()
-        self.transport: asyncio.BaseTransport | None = None
+        self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport) -> None:
         self.transport = transport
