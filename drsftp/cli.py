@@ -64,8 +64,8 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
                    help="do not check the server's TLS certificate or name (says so on stderr)")
     p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
                    help="data streams, 1-64, or 'auto' (chosen and changed while the transfer runs):"
-                        " extended block mode where the server lists PARALLEL, else for a get N"
-                        " sessions on byte ranges (a put then runs one stream); default 1")
+                        " extended block mode where the server lists PARALLEL, else (and always over TLS)"
+                        " for a get N sessions on byte ranges (a put then runs one stream); default 1")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -247,9 +247,6 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         verify=args.verify, tls=args.tls, ca_file=args.ca_file, insecure=args.insecure,
     )
     if wants_job(args):
-        if args.tls or any(p.startswith("ftps://") for p in args.paths):
-            raise UsageError("directories and several files do not run over FTPS yet; copy one file at a time"
-                             " with --tls")
         return run_job(args, opts)
     loc = parse_url(args.url, args.netrc)
     from .client import parallel
@@ -261,8 +258,6 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         streams = parallel.parse_parallel(args.parallel)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if streams != 1 and (args.tls or loc.implicit_tls):
-        raise UsageError("parallel streams (-P) do not run over FTPS yet; use -P 1 with --tls")
     if args.command == "get":
         dest = args.dest or os.path.basename(loc.path)
         if os.path.isdir(dest):

@@ -47,10 +47,11 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def vsftpd(tmp_path, cert, *, implicit=False):
+def vsftpd(tmp_path, cert, *extra, implicit=False):
     """An anonymous vsftpd with TLS forced for login and data and session
     reuse required on data connections; run as the launching user (no
-    chroot: paths in URLs are absolute).  Yields (port, root)."""
+    chroot: paths in URLs are absolute); ``extra``: more vsftpd.conf lines.
+    Yields (port, root)."""
     assert os.path.exists(VSFTPD), "vsftpd is installed by .ci/run"
     root = tmp_path / "vroot"
     (root / "pub").mkdir(parents=True)
@@ -68,7 +69,7 @@ def vsftpd(tmp_path, cert, *, implicit=False):
         "vsftpd_log_file=/dev/null", "dual_log_enable=NO", "syslog_enable=NO",
         "ssl_enable=YES", "allow_anon_ssl=YES", "force_anon_logins_ssl=YES", "force_anon_data_ssl=YES",
         "require_ssl_reuse=YES", "ssl_ciphers=HIGH", f"rsa_cert_file={cert}", f"rsa_private_key_file={cert}",
-        f"implicit_ssl={'YES' if implicit else 'NO'}", "",
+        f"implicit_ssl={'YES' if implicit else 'NO'}", *extra, "",
     ]))
     proc = subprocess.Popen([VSFTPD, str(conf)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -78,7 +78,9 @@ def _self_signed():
     return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
 
 
-def make_certs(d: Path) -> Certs:
+def make_certs(d: Path, ips: tuple[str, ...] = ()) -> Certs:
+    """``ips``: more addresses the good certificate is valid for (an
+    emulated link's server address)."""
     d.mkdir(parents=True, exist_ok=True)
     ca_cert, ca_key = _ca("drsftp test CA")
     other_cert, _ = _ca("drsftp other CA")
@@ -86,7 +88,7 @@ def make_certs(d: Path) -> Certs:
     files = {
         "ca.pem": ca_cert.public_bytes(serialization.Encoding.PEM),
         "other-ca.pem": other_cert.public_bytes(serialization.Encoding.PEM),
-        "good.pem": _leaf(ca_cert, ca_key, ["localhost"], ["127.0.0.1"], days_from=-1, days_to=30),
+        "good.pem": _leaf(ca_cert, ca_key, ["localhost"], ["127.0.0.1", *ips], days_from=-1, days_to=30),
         "expired.pem": _leaf(ca_cert, ca_key, ["localhost"], ["127.0.0.1"], days_from=-30, days_to=-1),
         "wrong-name.pem": _leaf(ca_cert, ca_key, ["other.example"], [], days_from=-1, days_to=30),
         "self-signed.pem": ss_cert + ss_key,

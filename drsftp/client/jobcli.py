@@ -58,19 +58,29 @@ def add_ls_parser(sub) -> None:
     p.add_argument("-l", "--long", action="store_true", help="type, size and time of each entry")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the server (default 60)")
+    p.add_argument("--tls", action="store_true",
+                   help="FTPS: AUTH TLS, then control and data encrypted (ftps:// URLs: implicit TLS)")
+    p.add_argument("--ca-file", metavar="FILE",
+                   help="trust the CA certificates in FILE (PEM) instead of the system store")
+    p.add_argument("--insecure", action="store_true",
+                   help="do not check the server's TLS certificate or name (says so on stderr)")
 
 
 def wants_job(args) -> bool:
-    two_urls = args.command == "get" and len(args.paths) == 2 and args.paths[1].startswith("ftp://")
+    two_urls = args.command == "get" and len(args.paths) == 2 and _is_url(args.paths[1])
     return bool(args.recursive or len(args.paths) > 2 or args.sync or args.delete
                 or not args.pipeline or two_urls)
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("ftp://", "ftps://"))
 
 
 def _parse_src_url(url: str, netrc: str | None) -> tuple[FTPLocation, bool]:
     """A source URL; a trailing slash means 'the directory's contents'.
     ftp://host/ names the login directory."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme == "ftp" and parts.path in ("", "/"):
+    if parts.scheme in ("ftp", "ftps") and parts.path in ("", "/"):
         url = urllib.parse.urlunsplit(parts._replace(path="/."))
     return parse_url(url, netrc), url.endswith(("/", "/."))
 
@@ -121,11 +131,11 @@ def run_job(args, topts) -> int:
         first = urls[0][0]
         if any((u.host, u.port, u.user) != (first.host, first.port, first.user) for u, _ in urls):
             raise JobUsageError("all sources of one call must be on the same server and user")
-        if dest.startswith("ftp://"):
+        if _is_url(dest):
             raise JobUsageError("get writes to a local DEST, not a URL")
         result = asyncio.run(run_get(urls, dest, topts, jopts))
     else:
-        if any(s.startswith("ftp://") for s in srcs):
+        if any(_is_url(s) for s in srcs):
             raise JobUsageError("put reads local files: the sources must not be URLs")
         loc, _ = _parse_src_url(dest, args.netrc)
         result = asyncio.run(run_put(srcs, loc, topts, jopts))
@@ -148,7 +158,8 @@ def run_ls(args) -> int:
     from .transfer import TransferOptions
 
     loc, _ = _parse_src_url(args.url, args.netrc)
-    entries = asyncio.run(ls(loc, TransferOptions(idle_timeout=args.timeout)))
+    entries = asyncio.run(ls(loc, TransferOptions(idle_timeout=args.timeout, tls=args.tls, ca_file=args.ca_file,
+                                                  insecure=args.insecure)))
     for e in entries:
         name = e.name.encode("utf-8", "replace").decode("utf-8")
         if not args.long:

@@ -4,7 +4,11 @@ Chooses the data plane from the server's FEAT (docs/PARALLEL.md): extended
 block mode where it lists PARALLEL (:mod:`.modee`), else N stream-mode
 sessions on REST ranges for a get (:mod:`.ranged`) and one stream for a
 put (stream-mode FTP has no safe parallel upload: a STOR at an offset
-truncates or appends, depending on the server).
+truncates or appends, depending on the server).  Over TLS (PROT P) the
+stream-mode paths are taken whatever FEAT lists: MODE E data connections
+are clear text (GFD.20 has no TLS for them; drsftp serve refuses MODE E
+under PROT P), while every ranged session and its data connections run in
+TLS, resuming their control connection's session (RFC 4217 sec. 10).
 
 A get writes ``DEST.part`` at the offsets it receives and keeps beside it
 ``DEST.part.ranges`` (:mod:`.rangeplan`): the remote size and MDTM and the
@@ -65,6 +69,12 @@ def parse_parallel(text: str) -> int | None:
     return n
 
 
+def extended_block(ctl: ControlConnection) -> bool:
+    """Extended block mode: the server lists PARALLEL and the data is
+    clear text (not under PROT P: the module docstring)."""
+    return "PARALLEL" in ctl.features and ctl.tls is None
+
+
 def _controller(streams: int | None) -> StreamController | None:
     return StreamController(StreamsConfig(max_streams=AUTO_MAX)) if streams is None else None
 
@@ -95,13 +105,13 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
             controller = _controller(streams)
             n = controller.streams if controller else streams
             assert n is not None  # a controller exactly when streams is None (auto)
-            if streams is None and "PARALLEL" in ctl.features and "DRS" not in ctl.features:
+            if streams is None and extended_block(ctl) and "DRS" not in ctl.features:
                 # the sender (server) chooses its streams at RETR: only a
                 # drsftp server takes DRS streams=N while it runs
                 log.info("-P auto: the server cannot change its streams during a get: %d streams", AUTO_FIXED)
                 controller, n = None, AUTO_FIXED
             driver: ModeEGet | RangedGet
-            if "PARALLEL" in ctl.features:
+            if extended_block(ctl):
                 driver = ModeEGet(ctl, opts, n, loc.path, fd, size, held)
                 mode = "E"
             else:
@@ -152,8 +162,9 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
         ctl = await _session(loc, opts)
         try:
             _announce(ctl, opts)
-            if "PARALLEL" not in ctl.features or opts.resume:
-                why = ("--continue resumes an upload on one stream" if "PARALLEL" in ctl.features else
+            if not extended_block(ctl) or opts.resume:
+                why = ("--continue resumes an upload on one stream" if extended_block(ctl) else
+                       "extended block mode is not encrypted" if ctl.tls is not None else
                        "the server has no extended block mode (PARALLEL); stream-mode FTP has no safe"
                        " parallel upload")
                 log.info("put -P: %s: one stream", why)

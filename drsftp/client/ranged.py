@@ -10,6 +10,12 @@ Ranges come from :class:`~.rangeplan.RangePlan` (work stealing); under
 ``-P auto`` the :class:`~drsftp.tuning.streams.StreamController` opens and
 ends sessions.  Each data connection has its own SocketTuner (DRS per
 stream; with a drsftp server each session exchanges DRS on its own).
+
+Over TLS (``--tls``, ``ftps://``) every session is secured as a single
+get's (AUTH TLS, PBSZ 0, PROT P) and each data connection resumes its own
+control connection's TLS session (RFC 4217 sec. 10).  A range ended early
+is aborted without close_notify, as a plain one is without the rest of
+its bytes: the server's 426 or 451 is accepted either way.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
-from .dataconn import settle
+from .dataconn import settle, start_data
 from .flowctl import FlowControl
 from .rangeplan import Assignment, RangePlan, read_chunk
 from .transfer import TransferOptions, _drive, _session, _Transfer
@@ -62,8 +68,10 @@ class _RangeSink(asyncio.BufferedProtocol):
     """Reads one range and no byte past its end (which may move nearer
     while it runs: work stealing, or a stream given back)."""
 
-    def __init__(self, fd: int, plan: RangePlan, asg: Assignment, xfer: _Transfer, stats: StreamStats) -> None:
+    def __init__(self, fd: int, plan: RangePlan, asg: Assignment, xfer: _Transfer, stats: StreamStats,
+                 keep_open: bool = True) -> None:
         self.fd, self.plan, self.asg, self.xfer, self.stats = fd, plan, asg, xfer, stats
+        self.keep_open = keep_open  # False over TLS: the transport answers the close_notify
         self.buf = bytearray(read_chunk(len(plan.active)))
         self.view = memoryview(self.buf)
         self.done = asyncio.get_running_loop().create_future()
@@ -93,7 +101,7 @@ class _RangeSink(asyncio.BufferedProtocol):
         if not self.asg.done:
             self._end(FTPError(f"the server ended the data at {self.asg.pos}, before {self.asg.end}"
                                " (did the file change?)", transient=False))
-        return True
+        return self.keep_open
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._end(exc if exc is not None and not self.asg.done else None)
@@ -248,7 +256,9 @@ class RangedGet:
         """One range over one data connection.  Returns whether the control
         connection is in step again (ready for the next range)."""
         ctl = fc.ctl
-        tuner = SocketTuner(self.opts.tuning, Role.RECEIVER, allow_force=self.opts.force_buffers, parallel=True)
+        # SO_RCVLOWAT batching off over TLS: a close_notify is smaller than a batch
+        tuner = SocketTuner(self.opts.tuning, Role.RECEIVER, allow_force=self.opts.force_buffers, parallel=True,
+                            batch_reads=ctl.tls is None)
         stats.tuner = tuner
         xfer = _Transfer(ctl, tuner, self.opts, self.loc.path, None, 0)
         sock = await _open_data(fc, tuner, self.opts.connect_timeout)
@@ -259,8 +269,9 @@ class RangedGet:
             await fc.started(pending, f"cannot retrieve {self.loc.path}")
             tuner.attach(sock)
             stats.ranges += 1
-            transport, sink = await asyncio.get_running_loop().create_connection(
-                lambda: _RangeSink(self.fd, self.plan, asg, xfer, stats), sock=sock)
+            transport, sink = await start_data(
+                sock, lambda: _RangeSink(self.fd, self.plan, asg, xfer, stats, keep_open=ctl.tls is None),
+                ctl.tls, ctl.host, self.opts.connect_timeout)
             self.sinks[asg.worker] = sink
             io = asyncio.ensure_future(_wait(sink.done))
             await _drive(io, xfer)

@@ -10,6 +10,10 @@ not sent while a transfer runs: RFC 959 does not say what a server does
 with PASV then, stock pyftpdlib closes the running data channel, and
 drsftp serve answers 503 (docs/DESIGN.md).  A 503 for a pipelined pair
 (the server had not yet closed the transfer) is retried once the 226 is in.
+
+Over TLS (PROT P) every data connection, listings included, runs in TLS
+once the transfer command's 1yz is in (:mod:`.dataconn`), resuming the
+control connection's session (RFC 4217 sec. 10).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from ..ftp.session import FTPLocation
 from ..tuner import SocketTuner
 from ..tuning import Role
 from .control import ControlConnection, FTPError, Pending
+from .dataconn import send_tls, settle, start_data
 from .transfer import (
     TransferOptions,
     TransferResult,
@@ -172,24 +177,24 @@ class RemoteSession:
         lines = (line,)
         st = self.start(*lines)
         sock = await self.connect(st, None, lines)
-        loop = asyncio.get_running_loop()
-        chunks, total = [], 0
+        transport = None
         try:
             await self.preliminary(st, what)
-            while True:
-                chunk = await asyncio.wait_for(loop.sock_recv(sock, 65536), self.opts.idle_timeout)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > LISTING_LIMIT:
-                    raise FTPError(f"{what}: listing larger than {LISTING_LIMIT >> 20} MiB", transient=False)
-                chunks.append(chunk)
-        except TimeoutError as exc:
-            raise FTPError(f"{what}: data connection stalled") from exc
+            transport, sink = await start_data(sock, lambda: _Collect(what), self.ctl.tls, self.ctl.host,
+                                               self.opts.connect_timeout)
+            seen = -1
+            while not sink.done.done() and sink.total != seen:  # ends with the data, or a stall
+                seen = sink.total
+                await asyncio.wait([sink.done], timeout=self.opts.idle_timeout)
+            if not sink.done.done():
+                raise FTPError(f"{what}: data connection stalled")
+            await sink.done
         finally:
+            if transport is not None:
+                transport.abort()
             sock.close()
         await self.final(st.transfer, what)
-        return b"".join(chunks)
+        return b"".join(sink.chunks)
 
     async def stat(self, path: str) -> Entry | None:
         """What ``path`` is: MLST where offered, else CWD (a directory) and
@@ -239,7 +244,7 @@ class RemoteSession:
             part = local + ".part"
             with _open_part(part, offset) as f:
                 started = xfer.started = time.monotonic()
-                io = asyncio.ensure_future(_receive(sock, f, xfer))
+                io = asyncio.ensure_future(_receive(sock, f, xfer, self.ctl.tls, self.ctl.host))
                 await _server_says_why(_drive(io, xfer), st.transfer, f"RETR {remote}")
                 seconds = time.monotonic() - started
         finally:
@@ -250,7 +255,9 @@ class RemoteSession:
                          size: int | None, offset: int, on_xfer) -> tuple[SocketTuner, _Transfer, socket.socket]:
         """The tuner, the transfer's state and its connected data socket; a
         connection that fails first drains the replies of ``lines``."""
-        tuner = SocketTuner(self.opts.tuning, role, allow_force=self.opts.force_buffers)
+        # SO_RCVLOWAT batching off over TLS: a close_notify is smaller than a batch
+        tuner = SocketTuner(self.opts.tuning, role, allow_force=self.opts.force_buffers,
+                            batch_reads=self.ctl.tls is None)
         xfer = _Transfer(self.ctl, tuner, self.opts, os.path.basename(local), size, offset)
         if on_xfer:
             on_xfer(xfer)
@@ -290,18 +297,56 @@ class RemoteSession:
             await self.preliminary(st, f"cannot store {remote}")
             tuner.attach(sock)
             started = xfer.started = time.monotonic()
-            io = asyncio.ensure_future(_send(sock, f, offset, size - offset, xfer))
+            if self.ctl.tls is not None:  # (the transport flushes, then sends close_notify)
+                io = asyncio.ensure_future(send_tls(sock, f, offset, size - offset, xfer, self.ctl.tls,
+                                                    self.ctl.host))
+            else:
+                io = asyncio.ensure_future(_send(sock, f, offset, size - offset, xfer))
             await _server_says_why(_drive(io, xfer), st.transfer, f"STOR {remote}")
             # No wait for the last ACK (as a single put does, to time the
             # transfer alone): the kernel delivers what it holds after close,
             # and the 226 says the server has it all.
             seconds = time.monotonic() - started
+        except BaseException:
+            _close_data(sock, xfer)  # (a TLS transport too)
+            raise
         finally:
             sock.close()
         await self.final(st.transfer, f"STOR {remote}")
         if mtime is not None and "MFMT" in self.ctl.features:
             self.ctl.start(f"MFMT {format_time_val(mtime)} {remote}")  # its reply is not needed
         return _result("put", remote, xfer, size, offset, seconds)
+
+
+class _Collect(asyncio.Protocol):
+    """A listing's data, up to LISTING_LIMIT bytes."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.chunks: list[bytes] = []
+        self.total = 0
+        self.done: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.total += len(data)
+        if self.total > LISTING_LIMIT:
+            settle(self.done, FTPError(f"{self.what}: listing larger than {LISTING_LIMIT >> 20} MiB",
+                                       transient=False))
+            if self.transport is not None:
+                self.transport.abort()
+            return
+        self.chunks.append(data)
+
+    def eof_received(self) -> bool:
+        settle(self.done, None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        settle(self.done, exc)
 
 
 class _Retry(Exception):

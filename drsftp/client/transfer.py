@@ -11,6 +11,7 @@ measurements with it (docs/PROTOCOL.md).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import os
@@ -153,7 +154,7 @@ async def open_session(loc: FTPLocation, opts: TransferOptions,
     if opts.tls or loc.implicit_tls:
         tls = client_tls(opts.ca_file, opts.insecure, implicit=loc.implicit_tls)
         if opts.insecure:
-            log.warning("--insecure: the server's TLS certificate is not checked")
+            _say_insecure()
     explicit = tls is not None and not tls.implicit
     ctl = await ControlConnection.open(loc.host, loc.port, opts.connect_timeout, tls, greeting=explicit)
     try:
@@ -176,6 +177,12 @@ async def open_session(loc: FTPLocation, opts: TransferOptions,
         await ctl.close()
         raise
     return ctl, replies[len(batch) - len(queries):]
+
+
+@functools.cache
+def _say_insecure() -> None:
+    """Once per process, however many sessions (-P, -c) a call opens."""
+    log.warning("--insecure: the server's TLS certificate is not checked")
 
 
 async def _session(loc: FTPLocation, opts: TransferOptions) -> ControlConnection:
