@@ -65,7 +65,8 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
                    help="data streams, 1-64, or 'auto' (chosen and changed while the transfer runs):"
                         " extended block mode where the server lists PARALLEL, else (and always over TLS)"
-                        " for a get N sessions on byte ranges (a put then runs one stream); default 1")
+                        " for a get N sessions on byte ranges (a put then runs one stream); default 1;"
+                        " in a job (-r, several files): streams per session, files of 64 MiB or more -P auto")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -252,3 +252,11 @@ def test_a_big_file_in_a_tree_gets_streams_of_its_own_both_ways(tmp_path):
         big = next(x for x in files if x["path"].endswith("big.bin"))
         assert big["mode"] == "E" and big["parallel"] == "auto" and not big.get("cached"), big
         assert all(x.get("cached") for x in files if not x["path"].endswith("big.bin"))
+
+
+def test_a_bad_P_for_a_job_is_one_sentence():
+    for bad in ("0", "17", "x"):
+        r = drsftp("get", "-r", "-P", bad, "ftp://127.0.0.1:9/x/", "/nonexistent/dest/")
+        assert r.returncode == 2 and "Traceback" not in r.stderr
+        assert r.stderr.strip() == ("drsftp: error: -P for a directory or several files is 1-16 streams per"
+                                    " session, or auto"), r.stderr
