@@ -34,7 +34,6 @@ from .modee import ACCEPT_LIMIT, Stream, _listener, _ModeE, _port, log
 from .rangeplan import read_chunk
 from .transfer import TransferOptions
 
-DEPTH = 2  # RETRs a session keeps on the wire: the running one and the next, waiting
 MAX_BLOCK = 1 << 40  # a block's count bound (the ledger checks offsets against overlap)
 
 
@@ -80,6 +79,11 @@ class CachedGets(_ModeE):
     def moved(self) -> int:
         """Bytes of the files still open (finished ones are the job's)."""
         return sum(f.bytes for f in self.files)
+
+    def rate(self) -> float:
+        """Bytes per second the session's streams carried since their first."""
+        first = min((st.started for st in self.streams), default=None)
+        return self.received / max(time.monotonic() - first, 1e-3) if first is not None else 0.0
 
     @property
     def received(self) -> int:

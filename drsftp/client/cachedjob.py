@@ -1,6 +1,6 @@
 """A dataset job's worker on a cached extended-block session
-(drsftp.client.cachedget): it keeps up to DEPTH files requested on its
-session and records each as it completes, in order."""
+(drsftp.client.cachedget, cachedput): it keeps files requested ahead on
+its session (ahead()) and records each as it completes, in order."""
 
 from __future__ import annotations
 
@@ -13,14 +13,29 @@ from dataclasses import replace
 from ..ftp.listing import format_time_val
 from ..tuning.streams import StreamsConfig
 from . import parallel
-from .cachedget import DEPTH, CachedGets, FileGet
-from .cachedput import DEPTH as PUT_DEPTH
+from .cachedget import CachedGets, FileGet
 from .cachedput import CachedPuts, FilePut
 from .control import FTPError
 from .job import ERRORS, Item, Job, Outcome, check_cancelled, same_digest
 from .remote import RemoteSession
 
 BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions of its own
+MIN_AHEAD, MAX_AHEAD = 2, 32  # files a session keeps requested (the server holds up to 64 commands)
+
+
+def ahead(job: Job, session: CachedGets | CachedPuts, inflight: deque) -> bool:
+    """Whether to request one more file: while the files on the wire hold
+    less than two round trips of the session's rate, so the next file's
+    command is at the server before the current one ends (a 64 KiB file
+    takes a fraction of an RTT: two on the wire left most of each RTT idle)."""
+    if not job.jopts.pipeline:
+        return not inflight
+    if len(inflight) < MIN_AHEAD:
+        return True
+    if len(inflight) >= MAX_AHEAD:
+        return False
+    left = sum(max(0, f.size - getattr(f, "offset", 0) - f.bytes) for _, f in inflight if f.size is not None)
+    return left < 2 * session.rate() * (job.rtt or 0.1)
 
 
 def big_file(job: Job, item: Item) -> bool:
@@ -61,13 +76,12 @@ async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:
     session is dropped at the end: its streams are of no use to others."""
     cg = CachedGets(sess.ctl, job.topts, job.jopts.streams)
     inflight: deque[tuple[Item, FileGet]] = deque()
-    depth = DEPTH if job.jopts.pipeline else 1
     try:
         cg.open()
         job.active[wid] = cg
         while True:
             check_cancelled()
-            while len(inflight) < depth and job.queue and job.may_run(wid) and cg.broken is None:
+            while job.queue and ahead(job, cg, inflight) and job.may_run(wid) and cg.broken is None:
                 item = job.queue.pop()
                 remote, local = job.paths(item)
                 try:
@@ -149,7 +163,6 @@ async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
     cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
     inflight: deque[tuple[Item, FilePut]] = deque()
     times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)
-    depth = PUT_DEPTH if job.jopts.pipeline else 1
     try:
         try:
             await cp.open()
@@ -161,7 +174,7 @@ async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
         job.active[wid] = cp
         while True:
             check_cancelled()
-            while len(inflight) < depth and job.queue and job.may_run(wid) and cp.broken is None:
+            while job.queue and ahead(job, cp, inflight) and job.may_run(wid) and cp.broken is None:
                 item = job.queue.pop()
                 remote, local = job.paths(item)
                 try:

@@ -33,7 +33,6 @@ from .modee import BlockQueue, Stream, _ModeE, block_size
 from .transfer import TransferOptions
 
 CHUNK = 1 << 20  # bytes read and sent at a time
-DEPTH = 2  # STORs a session keeps on the wire
 
 
 @dataclass
@@ -69,6 +68,11 @@ class CachedPuts(_ModeE):
     @property
     def moved(self) -> int:
         return sum(f.bytes for f in self.files)
+
+    def rate(self) -> float:
+        """Bytes per second the session's streams carried since their first."""
+        first = min((st.started for st in self.streams), default=None)
+        return self.received / max(time.monotonic() - first, 1e-3) if first is not None else 0.0
 
     @property
     def received(self) -> int:
