@@ -1,5 +1,6 @@
-"""What command pipelining saves on many small files (a quick check, not a
-benchmark matrix).
+"""What command pipelining saves on many small files in stream mode (a
+quick check, not a benchmark matrix; cached data channels are measured by
+`drsftp bench --datasets`).
 
     python benchmarks/dataset_pipeline.py [--files 200] [--size 65536] [--rtt 0.1] [--rate 100e6] [-c 1 4]
 
@@ -47,7 +48,8 @@ def main() -> None:
                     shutil.rmtree(out, ignore_errors=True)
                     j = os.path.join(tmp, "job.json")
                     cmd = link.command("client", [sys.executable, "-m", "drsftp", "get", "-r", "-c", str(n),
-                                                  "--progress", "never", "--json", j, *flags, url, out])
+                                                  "--progress", "never", "--json", j, "--stream-mode", *flags,
+                                                  url, out])
                     t0 = time.monotonic()
                     r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
                     wall = time.monotonic() - t0
