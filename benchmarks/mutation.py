@@ -30,7 +30,7 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = ("drsftp/tuning/*.py", "drsftp/ftp/*.py")
 TESTS = ("tests/test_mutation_kills.py", "tests/test_tuning_pinned.py", "tests/test_tuning.py",
-         "tests/test_ftp_proto.py", "tests/test_budget.py")
+         "tests/test_ftp_proto.py", "tests/test_budget.py", "tests/test_socket_controller.py")
 
 COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
            ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In,

@@ -1,7 +1,7 @@
 """Socket actuation: the one place that calls setsockopt and reads TCP_INFO.
 
-It applies what the sans-IO controller decided (:class:`SocketActions`,
-drsftp/tuning/controller.py; docs/DESIGN.md#socket-controller).  Linux facts
+It applies what the sans-IO controller decided (:class:`SocketActions`:
+drsftp/tuning/controller.py, docs/DESIGN.md#socket-controller).  Linux facts
 the two respect (docs/DESIGN.md#kernel-facts):
 - the window scale is fixed at the handshake from the receive buffer set
   before connect()/listen(), so a DRS socket sets its cap there (open start;
@@ -23,8 +23,8 @@ import socket
 import struct
 import sys
 
-from .tuning import controller
-from .tuning.controller import SocketActions
+from .tuning import actuation
+from .tuning.actuation import SocketActions
 
 log = logging.getLogger("drsftp.sockopt")
 
@@ -44,8 +44,8 @@ def _read_sysctl(name: str) -> list[int] | None:
         return None
 
 
-class HostLimits(controller.HostLimits):
-    """:class:`controller.HostLimits`, read from this host."""
+class HostLimits(actuation.HostLimits):
+    """:class:`actuation.HostLimits`, read from this host."""
 
     @classmethod
     def read(cls) -> HostLimits:

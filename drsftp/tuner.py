@@ -17,8 +17,9 @@ import time
 from . import sockopt
 from .ftp import drscmd
 from .tuning import Role
+from .tuning.actuation import SocketActions, queued_bytes
 from .tuning.budget import BufferBudget
-from .tuning.controller import DRAIN_MAX, SocketActions, SocketController, queued_bytes
+from .tuning.controller import DRAIN_MAX, SocketController
 
 __all__ = ["DRAIN_MAX", "SocketTuner"]
 

@@ -8,8 +8,8 @@ import struct
 import pytest
 
 from drsftp import sockopt
-from drsftp.tuning import Decision, controller
-from drsftp.tuning.controller import NO_ACTION, BufferPlan
+from drsftp.tuning import Decision, actuation
+from drsftp.tuning.actuation import NO_ACTION, BufferPlan
 
 # SO_RCVBUF is set to 0.8 x the window: the usable window is about 1.25x the
 # value set (docs/DESIGN.md, "Buffers"; facts doc item 4).  Written here, not
@@ -90,9 +90,9 @@ def test_layout_offsets_match_linux_uapi():
 
 def test_a_sample_carries_holes_and_the_data_held_behind_them():
     info = {"snd_mss": 1000, "sacked": 3, "lost": 2, "rcv_ooopack": 7, "snd_cwnd": 10, "bytes_received": 5}
-    sample = controller.sample_from_info(info)
+    sample = actuation.sample_from_info(info)
     assert sample.held_bytes == 5000 and sample.out_of_order == 7 and sample.cwnd_bytes == 10000
-    assert controller.sample_from_info({"snd_mss": 1000}).held_bytes is None  # not reported: unknown
+    assert actuation.sample_from_info({"snd_mss": 1000}).held_bytes is None  # not reported: unknown
 
 
 def test_window_scale_follows_buffer_set_before_the_handshake():
@@ -132,7 +132,7 @@ def test_a_senders_unsent_allowance_is_set_beside_its_buffer_and_kept_when_only_
         act.apply(Decision(sndbuf=768 * 1024))
         assert act.read_back()[1] == 2 * 768 * 1024 and lowat() == 200 * 1024
         act.apply(Decision(notsent=1000))
-        assert lowat() == controller.NOTSENT_MIN
+        assert lowat() == actuation.NOTSENT_MIN
 
 
 def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it():
@@ -233,9 +233,9 @@ def test_forced_buffers_pass_the_cap_when_allowed():
         act = Actuator(srv, allow_force=True, limits=limits)
         act.apply(Decision(rcv_window=limits.rmem_max * 4))
         assert act.read_back()[0] == 2 * int(4 * limits.rmem_max * RCVBUF_PER_WINDOW)
-        assert controller.host_cap(limits, True, True) is None
+        assert actuation.host_cap(limits, True, True) is None
     # unforced: the largest window is the one whose SO_RCVBUF is exactly rmem_max
-    cap = controller.host_cap(limits, False, True)
+    cap = actuation.host_cap(limits, False, True)
     assert cap == int(limits.rmem_max / RCVBUF_PER_WINDOW)
     cli, srv = _pair()
     with cli, srv:
@@ -400,15 +400,15 @@ TUNED = {"rmem_max": 4 << 20, "wmem_max": 4 << 20, "tcp_rmem": (4096, 131072, 64
 
 def test_autotuning_reaching_past_setsockopt_is_detected_per_direction():
     tuned = sockopt.HostLimits(**TUNED, can_force=False)
-    assert controller.autotuning_reaches_further(tuned, False, True)
-    assert controller.autotuning_reaches_further(tuned, False, False)
+    assert actuation.autotuning_reaches_further(tuned, False, True)
+    assert actuation.autotuning_reaches_further(tuned, False, False)
     forced = sockopt.HostLimits(**TUNED, can_force=True)
-    assert not controller.autotuning_reaches_further(forced, True, True)
-    assert controller.autotuning_reaches_further(forced, False, True)  # FORCE not allowed by the user
+    assert not actuation.autotuning_reaches_further(forced, True, True)
+    assert actuation.autotuning_reaches_further(forced, False, True)  # FORCE not allowed by the user
     stock = sockopt.HostLimits(**dict(TUNED, tcp_rmem=(4096, 131072, 6 << 20), tcp_wmem=(4096, 16384, 4 << 20)),
                                can_force=False)
-    assert not controller.autotuning_reaches_further(stock, False, True)
-    assert not controller.autotuning_reaches_further(stock, False, False)
+    assert not actuation.autotuning_reaches_further(stock, False, True)
+    assert not actuation.autotuning_reaches_further(stock, False, False)
 
 
 @pytest.mark.parametrize("role", ["receiver", "sender"])
@@ -479,7 +479,7 @@ def test_under_a_budget_autotuning_is_left_the_buffer_only_while_the_budget_hold
 
     limits = sockopt.HostLimits(**TUNED, can_force=False)  # autotuning max 64 MiB each way
     for role in (Role.RECEIVER, Role.SENDER):
-        host_cap = controller.host_cap(limits, False, role is Role.RECEIVER)
+        host_cap = actuation.host_cap(limits, False, role is Role.RECEIVER)
         small = SocketTuner("drs", role, limits=limits, budget=BufferBudget(64 << 20))
         assert small.kernel_owns is None and small.tuning.config.cap == host_cap
 
@@ -555,7 +555,7 @@ def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():
             got += len(srv.recv(65536))
         srv.sendall(b"y" * 1000)  # both kernel estimates now exist (microseconds)
         cli.recv(2000)
-        assert 0 < controller.rtt_from_info(sockopt.tcp_info(srv), True) < 0.01
+        assert 0 < actuation.rtt_from_info(sockopt.tcp_info(srv), True) < 0.01
         tuner.tick(got)
         assert tuner.last_rtt == 0.1
         assert tuner.tuning.rtt.min_rtt == 0.1

@@ -13,8 +13,8 @@ from pyftpdlib.servers import FTPServer
 
 from .. import sockopt
 from ..tuning import check_spec
+from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget
-from ..tuning.controller import autotuning_reaches_further
 from . import translog
 from .eblock import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
