@@ -6,9 +6,21 @@ import dataclasses
 import pytest
 
 from drsftp.tuning import NO_CHANGE, Decision, Role, Tuning
-from drsftp.tuning.actuation import NO_ACTION, HostLimits, SocketActions, rtt_from_info
+from drsftp.tuning.actuation import (
+    NO_ACTION,
+    BufferPlan,
+    HostLimits,
+    SocketActions,
+    autotuning_reaches_further,
+    from_kernel_memory,
+    host_cap,
+    kernel_memory,
+    queued_bytes,
+    rtt_from_info,
+    sample_from_info,
+)
 from drsftp.tuning.budget import BufferBudget
-from drsftp.tuning.controller import SocketController
+from drsftp.tuning.controller import SocketController, SocketStats
 
 KiB, MiB = 1024, 1024 * 1024
 # stock: autotuning reaches no further than setsockopt (tcp_rmem max <= 2 x rmem_max)
@@ -317,3 +329,179 @@ def test_a_receivers_report_offers_the_larger_of_its_window_and_the_kernels():
     pairs = ctl.report(snapshot(received=5000, rcv_ssthresh=3 * MiB), (1, 2))
     assert (pairs["wnd"], pairs["bytes"], pairs["rcvbuf"], pairs["sndbuf"]) == (3 * MiB, 5000, 1, 2)
     assert pairs["rtt_us"] == 50_000 and pairs["cwnd"] is None
+
+
+# -- the pure helpers, exactly (the mutation run's fast tests: docs/MUTATION.md) ----------------
+def test_tcp_info_readers():
+    info = {"snd_mss": 1000, "snd_cwnd": 10, "sacked": 3, "lost": 2, "bytes_received": 5, "snd_wnd": 7}
+    s = sample_from_info(info)
+    assert (s.cwnd_bytes, s.held_bytes, s.bytes_received, s.bytes_acked, s.peer_window) == (10000, 5000, 5, 0, 7)
+    empty = sample_from_info({})
+    assert (empty.bytes_received, empty.bytes_acked, empty.cwnd_bytes, empty.held_bytes) == (0, 0, None, None)
+    assert sample_from_info({"snd_cwnd": 10, "lost": 1, "sacked": 1}).cwnd_bytes is None  # no mss: unknown
+    assert sample_from_info({}, 42).bytes_received == 42  # where TCP_INFO lacks the count
+    assert rtt_from_info({"rtt": 40_000, "bytes_acked": 2}, True) == 0.04
+    assert queued_bytes({}) == 0
+    assert queued_bytes({"notsent_bytes": 5, "snd_mss": 1000}) == 5
+    assert queued_bytes({"unacked": 2}) == 0  # no mss: nothing known in flight
+    assert queued_bytes({"notsent_bytes": 5, "unacked": 2, "snd_mss": 1000}) == 2005
+
+
+def test_kernel_memory_and_host_limits():
+    assert kernel_memory(Decision(rcv_window=1000, sndbuf=1000)) == Decision(rcv_window=1600, sndbuf=2000)
+    assert from_kernel_memory(Decision(rcv_window=1600, sndbuf=2001)) == Decision(rcv_window=1000, sndbuf=1000)
+    assert host_cap(STOCK, False, True) == int(8 * MiB / 0.8) and host_cap(STOCK, False, False) == 8 * MiB
+    assert host_cap(STOCK, True, True) == int(8 * MiB / 0.8)  # FORCE asked, not available
+    assert host_cap(FORCE, False, True) == int(1 * MiB / 0.8) and host_cap(FORCE, True, True) is None
+    forced = dataclasses.replace(TUNED, can_force=True)
+    assert autotuning_reaches_further(forced, False, True) and not autotuning_reaches_further(forced, True, True)
+    assert autotuning_reaches_further(TUNED, True, True)  # FORCE asked, not available
+    edge = dataclasses.replace(TUNED, tcp_rmem=(4096, 131072, 8 * MiB))  # exactly 2 x rmem_max: no further
+    assert not autotuning_reaches_further(edge, False, True)
+    assert autotuning_reaches_further(dataclasses.replace(edge, tcp_rmem=(4096, 131072, 8 * MiB + 1)), False, True)
+    assert STOCK.as_dict()["net.ipv4.tcp_rmem"] == [4096, 131072, 6 * MiB]
+    assert FORCE.as_dict()["net.ipv4.tcp_wmem"] == []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        STOCK.rmem_max = 1  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        NO_ACTION.rcvbuf = 1  # type: ignore[misc]
+
+
+def test_a_plans_options_at_their_bounds():
+    plan = BufferPlan(STOCK)
+    acts = plan.actions(Decision(rcv_window=512 * KiB + 1, sndbuf=100, notsent=1000))
+    assert (acts.rcvlowat, acts.sndbuf, acts.notsent_lowat, acts.force) == (64 * KiB, 4096, 64 * KiB, False)
+    assert plan.actions(Decision(rcv_window=8 * MiB)).rcvlowat == 512 * KiB
+    assert plan.actions(Decision(rcv_window=512 * KiB - 8)).rcvlowat == 1  # under 64 KiB: the default
+    assert plan.held_memory() == 0 and not plan.holding
+    at_cap = int(STOCK.rmem_max / 0.8)  # SO_RCVBUF exactly rmem_max: the buffer binds, uncut
+    acts = plan.actions(Decision(rcv_window=at_cap))
+    assert (acts.rcvbuf, acts.clamp, plan.capped) == (STOCK.rmem_max, 2 * STOCK.rmem_max, [])
+    unknown = BufferPlan(dataclasses.replace(STOCK, rmem_max=None, wmem_max=None))  # no sysctls (not Linux)
+    acts = unknown.actions(Decision(rcv_window=64 * MiB, sndbuf=64 * MiB))
+    assert (acts.clamp, acts.sndbuf, unknown.capped) == (64 * MiB, 64 * MiB, [])
+
+
+def test_a_held_buffer_past_rmem_max_keeps_the_clamp_at_the_window():
+    limits = dataclasses.replace(STOCK, rmem_max=1 * MiB)
+    plan = BufferPlan(limits)
+    plan.actions(Decision(rcv_window=2 * MiB), offered=2 * MiB)
+    acts = plan.actions(Decision(rcv_window=1 * MiB), offered=2 * MiB)  # the memory held for 2 MiB: at the cap
+    assert (acts.rcvbuf, acts.clamp) == (int(2 * MiB * 0.8), 1 * MiB)  # the window itself is under it
+
+
+def test_stats_rate_and_timeline():
+    st = SocketStats()
+    assert (st.rtt_avg, st.retransmits, st.rtt_n) == (None, 0, 0)
+    for rtt in (0.03, 0.01, 0.02, None):
+        st.add_rtt(rtt)
+    assert (st.rtt_min, st.rtt_max, st.rtt_n) == (0.01, 0.03, 3) and st.rtt_avg == pytest.approx(0.02)
+    ctl = SocketController("kernel", Role.RECEIVER, limits=STOCK)
+    ctl.attach(now=1.0)
+    assert ctl.report({}, None)["rate"] == 0.0
+    first = ctl.tick(snapshot(received=1000), 0, now=1.0)
+    assert first.next_tick == 0.25  # the strategy names no interval
+    ctl.tick(snapshot(received=2000), 0, now=1.01)  # under the rate's span: no new rate yet
+    assert ctl.rate == 0.0
+    ctl.tick(snapshot(received=6000), 0, now=1.05)  # exactly the span
+    assert ctl.rate == pytest.approx(5000 / 0.05)
+    ctl.record(1.25, 10, 20)
+    row = ctl.stats.timeline[-1]
+    assert row == {"t": 0.25, "bytes": 6000, "rate_bps": round(5000 / 0.05 * 8), "rtt_ms": None, "window": None,
+                   "rcvbuf": 10, "sndbuf": 20, "cwnd": 0, "in_flight": 0, "peer_window": None}
+    sender = SocketController("kernel", Role.SENDER, limits=STOCK)
+    sender.attach(now=0.0)
+    sender.tick(snapshot(acked=1000, rtt_ms=12.3456, snd_cwnd=10, unacked=4), 5, now=0.0)
+    sender.tick(snapshot(acked=3000, rtt_ms=12.3456, snd_cwnd=10, unacked=4), 5, now=0.1)
+    assert sender.rate == pytest.approx(20000)  # the acked bytes, not the moved count
+    sender.record(0.12344, 0, 0)
+    row = sender.stats.timeline[-1]
+    assert (row["t"], row["rtt_ms"], row["cwnd"], row["in_flight"]) == (0.1234, 12.345, 14480, 5792)
+    sender.last_info = {"snd_cwnd": 10}
+    sender.record(0.2, 0, 0)
+    assert sender.stats.timeline[-1]["cwnd"] is None  # no mss: unknown
+    for _ in range(20_000 - len(sender.stats.timeline)):
+        sender.record(0.3, 0, 0)
+    assert sender.timeline_full
+    sender.record(0.4, 0, 0)
+    assert len(sender.stats.timeline) == 20_000
+
+
+def test_a_senders_stats_take_its_own_srtt_and_the_filter_boundary():
+    ctl = SocketController("drs", Role.SENDER, limits=STOCK)
+    ctl.control_rtt = 0.1
+    ctl.attach(now=0.0)
+    ctl.tick(snapshot(acked=10, rtt_ms=30), 0, now=0.0)  # under half the control RTT: not DRS's
+    assert ctl.last_rtt == 0.1 and ctl.stats.rtt_min == 0.03  # but the report's RTT is the kernel's srtt
+    ctl.tick(snapshot(acked=10), 0, now=0.01)  # none at all: the control RTT
+    assert ctl.stats.rtt_max == 0.1
+    receiver = SocketController("drs", Role.RECEIVER, limits=STOCK)
+    receiver.control_rtt = 0.1
+    receiver.attach(now=0.0)
+    receiver.tick(snapshot(rcv_rtt_ms=50), 0, now=0.0)  # exactly half: believed
+    assert receiver.last_rtt == 0.05
+
+
+def test_reports_per_role():
+    sender = SocketController("drs", Role.SENDER, limits=STOCK)
+    sender.control_rtt = 0.1
+    sender.attach(now=0.0)
+    sender.tick(snapshot(acked=10), 0, now=0.0)
+    pairs = sender.report(snapshot(acked=10, rtt_ms=40, snd_cwnd=10, unacked=4), (1, 2))
+    assert (pairs["rtt_us"], pairs["cwnd"], pairs["inflight"], pairs["wnd"]) == (40_000, 14480, 5792, None)
+    assert sender.report(snapshot(acked=10), None)["rtt_us"] == 100_000  # the filtered RTT, where TCP_INFO has none
+    kernel = SocketController("kernel", Role.RECEIVER, limits=STOCK)
+    kernel.attach(now=0.0)
+    pairs = kernel.report(snapshot(received=9, unacked=4), (300, 20))
+    assert (pairs["wnd"], pairs["inflight"], pairs["cwnd"], pairs["bytes"]) == (300, None, None, 9)
+
+
+def test_ownership_follows_each_directions_limits_and_claims_its_maximum():
+    wmem_short = dataclasses.replace(TUNED, tcp_wmem=(4096, 16384, 8 * MiB))  # send side: setsockopt reaches
+    assert SocketController("drs", Role.RECEIVER, limits=wmem_short).kernel_owns == "rcvbuf"
+    assert SocketController("drs", Role.SENDER, limits=wmem_short).kernel_owns is None
+    split = dataclasses.replace(TUNED, tcp_wmem=(4096, 16384, 32 * MiB))
+    for role, claim in ((Role.RECEIVER, 64 * MiB), (Role.SENDER, 32 * MiB)):
+        budget = BufferBudget(256 * MiB)
+        ctl = SocketController("drs", role, limits=split, budget=budget)
+        ctl.attach(now=0.0)
+        assert budget.share(ctl.key) == claim
+    assert not SocketController("drs", Role.RECEIVER, limits=FORCE).allow_force  # not asked
+
+
+def test_the_handshake_reservation_at_its_edges():
+    key = object()
+    exact = SocketController("drs", Role.RECEIVER, limits=STOCK, budget=BufferBudget(1 * MiB))
+    exact.control_rtt = 0.1
+    assert exact.before_handshake(reserve_as=key).rcvbuf == 256 * KiB  # the floor exactly: still an open start
+    odd = SocketController("drs", Role.RECEIVER, limits=STOCK, budget=BufferBudget(4 * MiB + 6))
+    odd.control_rtt = 0.1
+    odd.before_handshake(reserve_as=key)
+    assert odd.handshake_window == 1 * MiB + 1  # half of the (2 MiB + 3) granted, in whole bytes
+    free = SocketController("drs", Role.RECEIVER, limits=STOCK)
+    free.control_rtt = 0.1
+    free.before_handshake(reserve_as=key)
+    free.after_handshake(reserved_as=key)  # no budget: nothing to release
+
+
+def test_a_fresh_socket_holds_nothing_and_re_applies_nothing():
+    ctl = SocketController("drs", Role.RECEIVER, limits=STOCK)
+    ctl.control_rtt = 0.1
+    ctl.after_handshake()  # the open start's lock: an applied decision
+    ctl.tuning = Scripted(Role.RECEIVER, [NO_CHANGE])
+    ctl.attach(now=0.0)
+    assert ctl.tick(snapshot(rcv_wnd=4 * MiB), 0, now=0.0).is_empty()
+
+
+def test_a_closed_senders_drain_time():
+    budget = BufferBudget(1 << 40)
+    fast = scripted(Role.SENDER, [Decision(sndbuf=8 * MiB)] * 3, budget=budget)
+    fast.tick(snapshot(acked=0), 0, now=0.0)
+    fast.tick(snapshot(acked=10 * MiB), 0, now=0.1)
+    assert fast.close(snapshot(notsent_bytes=1 * MiB)) == pytest.approx(1 * MiB / (100 * MiB) + 2 * 0.1)
+    none = scripted(Role.SENDER, [Decision(sndbuf=8 * MiB)], budget=budget)
+    none.tick({}, 0, now=0.0)  # no RTT known anywhere: 0.1 s assumed
+    assert none.close(snapshot(notsent_bytes=64 * KiB)) == pytest.approx(1.0 + 0.2)
+    huge = scripted(Role.SENDER, [Decision(sndbuf=1 << 30)], budget=budget)
+    huge.tick({}, 0, now=0.0)
+    assert huge.close(snapshot(notsent_bytes=1 << 30)) == 60.0  # at most a minute held
