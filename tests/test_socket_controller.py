@@ -397,15 +397,16 @@ def test_stats_rate_and_timeline():
         st.add_rtt(rtt)
     assert (st.rtt_min, st.rtt_max, st.rtt_n) == (0.01, 0.03, 3) and st.rtt_avg == pytest.approx(0.02)
     ctl = SocketController("kernel", Role.RECEIVER, limits=STOCK)
-    ctl.attach(now=1.0)
+    ctl.attach(now=0.0)
     assert ctl.report({}, None)["rate"] == 0.0
-    first = ctl.tick(snapshot(received=1000), 0, now=1.0)
+    first = ctl.tick(snapshot(received=1000), 0, now=0.0)
     assert first.next_tick == 0.25  # the strategy names no interval
-    ctl.tick(snapshot(received=2000), 0, now=1.01)  # under the rate's span: no new rate yet
-    assert ctl.rate == 0.0
-    ctl.tick(snapshot(received=6000), 0, now=1.05)  # exactly the span
+    for t in (0.01, 0.03):
+        ctl.tick(snapshot(received=2000), 0, now=t)  # under the rate's span (50 ms): no new rate yet
+        assert ctl.rate == 0.0
+    ctl.tick(snapshot(received=6000), 0, now=0.05)  # exactly the span
     assert ctl.rate == pytest.approx(5000 / 0.05)
-    ctl.record(1.25, 10, 20)
+    ctl.record(0.25, 10, 20)
     row = ctl.stats.timeline[-1]
     assert row == {"t": 0.25, "bytes": 6000, "rate_bps": round(5000 / 0.05 * 8), "rtt_ms": None, "window": None,
                    "rcvbuf": 10, "sndbuf": 20, "cwnd": 0, "in_flight": 0, "peer_window": None}
@@ -450,6 +451,13 @@ def test_reports_per_role():
     pairs = sender.report(snapshot(acked=10, rtt_ms=40, snd_cwnd=10, unacked=4), (1, 2))
     assert (pairs["rtt_us"], pairs["cwnd"], pairs["inflight"], pairs["wnd"]) == (40_000, 14480, 5792, None)
     assert sender.report(snapshot(acked=10), None)["rtt_us"] == 100_000  # the filtered RTT, where TCP_INFO has none
+    assert sender.report({"snd_cwnd": 10, "unacked": 4}, None)["cwnd"] is None  # no mss: unknown
+    pairs = sender.report({"snd_mss": 1448}, None)
+    assert (pairs["cwnd"], pairs["inflight"]) == (0, 0)
+    drs = SocketController("drs", Role.RECEIVER, limits=STOCK)
+    drs.attach(now=0.0)
+    drs.tick(snapshot(rcv_rtt_ms=50), 0, now=0.0)
+    assert drs.report(snapshot(rcv_ssthresh=100 * KiB), None)["wnd"] == 256 * KiB  # DRS's window, the larger
     kernel = SocketController("kernel", Role.RECEIVER, limits=STOCK)
     kernel.attach(now=0.0)
     pairs = kernel.report(snapshot(received=9, unacked=4), (300, 20))
@@ -478,6 +486,8 @@ def test_the_handshake_reservation_at_its_edges():
     odd.control_rtt = 0.1
     odd.before_handshake(reserve_as=key)
     assert odd.handshake_window == 1 * MiB + 1  # half of the (2 MiB + 3) granted, in whole bytes
+    crumbs = SocketController("fixed:1MiB", Role.RECEIVER, limits=STOCK, budget=BufferBudget(4))
+    assert crumbs.before_handshake(reserve_as=key).rcvbuf == 4096  # a fixed size takes what there is
     free = SocketController("drs", Role.RECEIVER, limits=STOCK)
     free.control_rtt = 0.1
     free.before_handshake(reserve_as=key)
