@@ -1,6 +1,8 @@
 """Socket actuation: the one place that calls setsockopt and reads TCP_INFO.
 
-Linux facts this module respects (docs/DESIGN.md#kernel-facts):
+It applies what the sans-IO controller decided (:class:`SocketActions`:
+drsftp/tuning/controller.py, docs/DESIGN.md#socket-controller).  Linux facts
+the two respect (docs/DESIGN.md#kernel-facts):
 - the window scale is fixed at the handshake from the receive buffer set
   before connect()/listen(), so a DRS socket sets its cap there (open start;
   #kf-wscale);
@@ -20,30 +22,18 @@ import logging
 import socket
 import struct
 import sys
-from dataclasses import dataclass, field
 
-from .tuning import Decision, Sample
+from .tuning import actuation
+from .tuning.actuation import SocketActions
 
 log = logging.getLogger("drsftp.sockopt")
 
 LINUX = sys.platform.startswith("linux")
-# The usable receive window is about 1.25 x the SO_RCVBUF value set
-# (docs/DESIGN.md#kf-doubling): ask for 0.8 x the window and clamp the
-# window itself with TCP_WINDOW_CLAMP.
-RCVBUF_PER_WINDOW = 0.8
 SO_RCVBUFFORCE = 33
 SO_SNDBUFFORCE = 32
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_WINDOW_CLAMP = getattr(socket, "TCP_WINDOW_CLAMP", 10)
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
-NOTSENT_MIN = 64 * 1024  # the least unsent data a sender is allowed (one GSO super-packet)
-# SO_RCVLOWAT: wake the reader once this much is queued, not per arriving
-# burst.  A window's 1/8 at most waits unread (the kernel also wakes the
-# reader when the window is about to close, and at EOF: tcp_epollin_ready);
-# below 64 KiB it saves nothing; 512 KiB is ~4 ms at 1 Gbit/s.
-READ_BATCH_SHARE = 8
-READ_BATCH_MIN = 64 * 1024
-READ_BATCH_MAX = 512 * 1024
 
 
 def _read_sysctl(name: str) -> list[int] | None:
@@ -54,14 +44,8 @@ def _read_sysctl(name: str) -> list[int] | None:
         return None
 
 
-@dataclass(frozen=True)
-class HostLimits:
-    rmem_max: int | None
-    wmem_max: int | None
-    tcp_rmem: tuple[int, ...] | None
-    tcp_wmem: tuple[int, ...] | None
-    congestion_control: str | None
-    can_force: bool
+class HostLimits(actuation.HostLimits):
+    """:class:`actuation.HostLimits`, read from this host."""
 
     @classmethod
     def read(cls) -> HostLimits:
@@ -80,16 +64,6 @@ class HostLimits:
             cc,
             _probe_force(),
         )
-
-    def as_dict(self) -> dict:
-        return {
-            "net.core.rmem_max": self.rmem_max,
-            "net.core.wmem_max": self.wmem_max,
-            "net.ipv4.tcp_rmem": list(self.tcp_rmem or ()),
-            "net.ipv4.tcp_wmem": list(self.tcp_wmem or ()),
-            "net.ipv4.tcp_congestion_control": self.congestion_control,
-            "buffer_force_available": self.can_force,
-        }
 
 
 def _probe_force() -> bool:
@@ -166,190 +140,61 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
         return {}
 
 
-def sample_from_info(info: dict[str, int], received_fallback: int = 0) -> Sample:
-    mss = info.get("snd_mss") or 0
-    return Sample(
-        bytes_received=info.get("bytes_received", received_fallback),
-        bytes_acked=info.get("bytes_acked", 0),
-        cwnd_bytes=info["snd_cwnd"] * mss if "snd_cwnd" in info and mss else None,
-        peer_window=info.get("snd_wnd"),
-        retransmits=info.get("total_retrans"),
-        out_of_order=info.get("rcv_ooopack"),
-        held_bytes=(info["sacked"] + info["lost"]) * mss if "lost" in info and mss else None,
-    )
-
-
-def rtt_from_info(info: dict[str, int], receiving: bool) -> float | None:
-    """The kernel's RTT estimate in seconds: the receiver's own (rcv_rtt)
-    when receiving, the ACK-clocked srtt when sending."""
-    us = info.get("rcv_rtt") if receiving else info.get("rtt")
-    if not us and not receiving:
-        return None
-    if not us:
-        us = info.get("rtt") if info.get("bytes_acked", 0) > 1 else None
-    return us / 1e6 if us else None
-
-
-@dataclass
-class BufferActuator:
-    """Applies :class:`Decision` values to one socket and remembers peaks."""
-
-    sock: socket.socket
-    allow_force: bool = False
-    limits: HostLimits | None = None
-    peak_rcvbuf: int = 0
-    peak_sndbuf: int = 0
-    capped: list = field(default_factory=list)
-    # "rcvbuf": the receive window by TCP_WINDOW_CLAMP alone, the buffer
-    # left to autotuning; "sndbuf": the send buffer left to autotuning, the
-    # decision bounding unsent data (TCP_NOTSENT_LOWAT) instead
-    kernel_owns: str | None = None
-    holding: bool = False  # the receive buffer is held above the decision for an offered window
-    batch_reads: bool = True  # set SO_RCVLOWAT from the window
-    read_batch: int = 1  # SO_RCVLOWAT as set (1: the kernel's default)
-    _memory_window: int | None = None  # the window the live receive buffer was last sized for
-
-    def apply(self, decision: Decision, *, before_handshake: bool = False, offered: int | None = None) -> None:
-        """``offered``: the window this socket has already advertised
-        (tcpi_rcv_wnd).  A live receive buffer never shrinks below what holds
-        the offered window: the kernel never takes an offer back, so the
-        sender may still fill it, and after a loss the out-of-order queue
-        holds that flight; a buffer cut below it made the kernel prune that
-        queue and renege on its SACKs (RFC 2018 sec. 8; docs/DESIGN.md#kf-prune),
-        which costs the sender a retransmission timeout
-        (docs/decisions/0011-receive-buffer-cut-below-offered-window.md).
-        The clamp takes the decision at once; the buffer follows as the
-        offered window drains.  It never grows for an offer, only keeps what
-        it had (the open start's offer is no flight yet)."""
-        if decision.rcv_window is not None and self.kernel_owns == "rcvbuf":
-            if not before_handshake:
-                self._tcp_opt(TCP_WINDOW_CLAMP, decision.rcv_window)
-        elif decision.rcv_window is not None:
-            window = decision.rcv_window
-            if before_handshake:
-                value = window
-            else:
-                held = self._memory_window
-                window_memory = max(window, min(offered, held)) if offered and held else window
-                self._memory_window = window_memory
-                self.holding = window_memory > window
-                value = int(window_memory * RCVBUF_PER_WINDOW)
-            within = self._set(socket.SO_RCVBUF, SO_RCVBUFFORCE, value, "rmem_max")
-            if not before_handshake:
-                # Without this the live window stays where it was
-                # (docs/DESIGN.md#kf-rcvbuf-alone).  At rmem_max the buffer
-                # binds: a clamp at W would cut the window the buffer gives
-                # (docs/DESIGN.md#socket-actuation).
-                rmem_max = self.limits.rmem_max if self.limits else None
-                at_cap = not within and rmem_max and window * RCVBUF_PER_WINDOW >= rmem_max
-                self._tcp_opt(TCP_WINDOW_CLAMP, 2 * rmem_max if at_cap and rmem_max else window)
-        if decision.rcv_window is not None and not before_handshake:
-            self.set_read_batch(decision.rcv_window)  # after the clamp
-        if decision.sndbuf is not None and self.kernel_owns != "sndbuf":
-            self._set(socket.SO_SNDBUF, SO_SNDBUFFORCE, decision.sndbuf, "wmem_max")
-        if decision.notsent is not None:  # the unsent data behind the flight, on any host
-            self._tcp_opt(TCP_NOTSENT_LOWAT, max(int(decision.notsent), NOTSENT_MIN))
-        self.read_back()
-
-    def held_memory(self) -> int:
-        """Kernel memory of a receive buffer held above the decision for a
-        window already offered (:meth:`apply`), as `ss` shows it; 0 if none."""
-        if not self.holding or not self._memory_window:
-            return 0
-        return int(self._memory_window * RCVBUF_PER_WINDOW * 2)
-
-    def set_read_batch(self, window: int) -> None:
-        """SO_RCVLOWAT from the receive window (READ_BATCH_*): fewer, larger
-        reads (docs/DESIGN.md#rcvlowat).  Set after the clamp: raising it
-        grows an unlocked buffer and lifts a window_clamp below it to it
-        (docs/DESIGN.md#kf-rcvlowat); at 1/8 of the window it never
-        reaches the clamp just set."""
-        value = min(window // READ_BATCH_SHARE, READ_BATCH_MAX)
-        value = value if value >= READ_BATCH_MIN else 1
-        if value == self.read_batch or not self.batch_reads or not LINUX:
-            return
+def apply_actions(sock: socket.socket, actions: SocketActions) -> bool:
+    """Set what ``actions`` says, in its order (the clamp after the buffer,
+    the read batch after the clamp: docs/DESIGN.md#kf-rcvlowat).  Returns
+    False when a FORCE variant was refused (no CAP_NET_ADMIN): the plain
+    option was set instead, and so for the rest of this call."""
+    force = actions.force and LINUX
+    if actions.rcvbuf is not None:
+        force = _set_buffer(sock, socket.SO_RCVBUF, SO_RCVBUFFORCE, actions.rcvbuf, force)
+    if actions.clamp is not None:
+        _tcp_opt(sock, TCP_WINDOW_CLAMP, actions.clamp)
+    if actions.rcvlowat is not None and LINUX:
         try:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, value)
-            self.read_batch = value
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, actions.rcvlowat)
         except OSError as exc:
-            log.debug("setsockopt(SO_RCVLOWAT, %d) failed: %s", value, exc)
+            log.debug("setsockopt(SO_RCVLOWAT, %d) failed: %s", actions.rcvlowat, exc)
+    if actions.sndbuf is not None:
+        force = _set_buffer(sock, socket.SO_SNDBUF, SO_SNDBUFFORCE, actions.sndbuf, force)
+    if actions.notsent_lowat is not None:
+        _tcp_opt(sock, TCP_NOTSENT_LOWAT, actions.notsent_lowat)
+    return force or not (actions.force and LINUX)
 
-    def _tcp_opt(self, opt: int, value: int) -> None:
-        """A Linux TCP-level option (window clamp, unsent low-water mark)."""
-        if not LINUX:
-            return
-        try:
-            self.sock.setsockopt(socket.IPPROTO_TCP, opt, int(value))
-        except OSError as exc:
-            log.debug("setsockopt(IPPROTO_TCP, %d, %d) failed: %s", opt, value, exc)
 
-    def _set(self, opt: int, force_opt: int, value: int, limit_name: str) -> bool:
-        """Set a buffer; False when the host's limit cut (or meets) the value."""
-        value = max(int(value), 4096)
-        if self.allow_force and LINUX:
-            try:
-                self.sock.setsockopt(socket.SOL_SOCKET, force_opt, value)
-                return True
-            except OSError:
-                self.allow_force = False  # no CAP_NET_ADMIN: fall back for good
-        limit = getattr(self.limits, limit_name, None) if self.limits else None
-        if limit and value > limit and limit_name not in self.capped:
-            self.capped.append(limit_name)  # reported once by the driver
-        try:
-            self.sock.setsockopt(socket.SOL_SOCKET, opt, value)
-        except OSError as exc:
-            log.debug("setsockopt(%s, %d) failed: %s", opt, value, exc)
-        return not (limit and value >= limit)
+def _tcp_opt(sock: socket.socket, opt: int, value: int) -> None:
+    """A Linux TCP-level option (window clamp, unsent low-water mark)."""
+    if not LINUX:
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, opt, int(value))
+    except OSError as exc:
+        log.debug("setsockopt(IPPROTO_TCP, %d, %d) failed: %s", opt, value, exc)
 
-    def read_back(self) -> tuple[int, int]:
+
+def _set_buffer(sock: socket.socket, opt: int, force_opt: int, value: int, force: bool) -> bool:
+    """Set a buffer, by FORCE when ``force``; returns whether FORCE still goes."""
+    if force:
         try:
-            r = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-            s = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+            sock.setsockopt(socket.SOL_SOCKET, force_opt, value)
+            return True
         except OSError:
-            return 0, 0
-        self.peak_rcvbuf = max(self.peak_rcvbuf, r)
-        self.peak_sndbuf = max(self.peak_sndbuf, s)
-        return r, s
+            pass  # no CAP_NET_ADMIN: the plain option, capped by the host
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, opt, value)
+    except OSError as exc:
+        log.debug("setsockopt(%s, %d) failed: %s", opt, value, exc)
+    return False
 
 
-def kernel_memory(d: Decision) -> Decision:
-    """What a decision costs in kernel socket memory (the doubled readback,
-    `ss` skmem rb/tb): a window W sets SO_RCVBUF 0.8 W, read back 1.6 W."""
-    return Decision(
-        rcv_window=None if d.rcv_window is None else int(d.rcv_window * RCVBUF_PER_WINDOW * 2),
-        sndbuf=None if d.sndbuf is None else d.sndbuf * 2,
-    )
-
-
-def from_kernel_memory(m: Decision) -> Decision:
-    return Decision(
-        rcv_window=None if m.rcv_window is None else int(m.rcv_window / (RCVBUF_PER_WINDOW * 2)),
-        sndbuf=None if m.sndbuf is None else m.sndbuf // 2,
-    )
-
-
-def host_cap(limits: HostLimits, allow_force: bool, receiving: bool) -> int | None:
-    """Largest decision a setsockopt can carry out here (None: no cap): for
-    a receiver the window whose SO_RCVBUF (0.8 W) reaches rmem_max, for a
-    sender the SO_SNDBUF value wmem_max."""
-    if allow_force and limits.can_force:
-        return None
-    if receiving:
-        return int(limits.rmem_max / RCVBUF_PER_WINDOW) if limits.rmem_max else None
-    return limits.wmem_max
-
-
-def autotuning_reaches_further(limits: HostLimits, allow_force: bool, receiving: bool) -> bool:
-    """True when kernel autotuning may grow this socket's buffer past any
-    setsockopt value here: its limit (tcp_rmem/tcp_wmem max) above what
-    SO_RCVBUF/SO_SNDBUF can hold (2 x rmem_max/wmem_max) and no FORCE.
-    Setting a buffer turns autotuning off for the socket for good
-    (docs/DESIGN.md#kf-autotuning-off), so an adaptive tuning then leaves
-    that buffer alone (docs/decisions/0006-buffers-locked-at-rmem-max.md)."""
-    if allow_force and limits.can_force:
-        return False
-    auto, cap = (limits.tcp_rmem, limits.rmem_max) if receiving else (limits.tcp_wmem, limits.wmem_max)
-    return bool(auto and len(auto) == 3 and cap and auto[2] > 2 * cap)
+def read_buffers(sock: socket.socket) -> tuple[int, int]:
+    """SO_RCVBUF and SO_SNDBUF as the kernel holds them (doubled: #kf-doubling);
+    (0, 0) on a closed socket."""
+    try:
+        return (sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF))
+    except OSError:
+        return 0, 0
 
 
 def block_with_send_timeout(sock: socket.socket, seconds: float) -> None:

@@ -8,7 +8,8 @@ import struct
 import pytest
 
 from drsftp import sockopt
-from drsftp.tuning import Decision
+from drsftp.tuning import Decision, actuation
+from drsftp.tuning.actuation import NO_ACTION, BufferPlan
 
 # SO_RCVBUF is set to 0.8 x the window: the usable window is about 1.25x the
 # value set (docs/DESIGN.md, "Buffers"; facts doc item 4).  Written here, not
@@ -26,6 +27,32 @@ def _pair(rcvbuf_before=None):
     srv, _ = lst.accept()
     lst.close()
     return cli, srv
+
+
+class Actuator:
+    """The controller's BufferPlan applied to one socket through sockopt,
+    as SocketTuner applies it."""
+
+    def __init__(self, sock, allow_force=False, limits=None, kernel_owns=None):
+        self.sock = sock
+        self.plan = BufferPlan(limits or sockopt.HostLimits.read(), allow_force, kernel_owns=kernel_owns)
+        self.peak_rcvbuf = 0
+
+    def apply(self, decision, **kw):
+        if not sockopt.apply_actions(self.sock, self.plan.actions(decision, **kw)):
+            self.plan.allow_force = False
+
+    def read_back(self):
+        rcv, snd = sockopt.read_buffers(self.sock)
+        self.peak_rcvbuf = max(self.peak_rcvbuf, rcv)
+        return rcv, snd
+
+    holding = property(lambda self: self.plan.holding)
+    read_batch = property(lambda self: self.plan.read_batch)
+    capped = property(lambda self: self.plan.capped)
+
+    def held_memory(self):
+        return self.plan.held_memory()
 
 
 def test_tcp_info_parses_a_live_socket_and_truncated_buffers():
@@ -63,9 +90,9 @@ def test_layout_offsets_match_linux_uapi():
 
 def test_a_sample_carries_holes_and_the_data_held_behind_them():
     info = {"snd_mss": 1000, "sacked": 3, "lost": 2, "rcv_ooopack": 7, "snd_cwnd": 10, "bytes_received": 5}
-    sample = sockopt.sample_from_info(info)
+    sample = actuation.sample_from_info(info)
     assert sample.held_bytes == 5000 and sample.out_of_order == 7 and sample.cwnd_bytes == 10000
-    assert sockopt.sample_from_info({"snd_mss": 1000}).held_bytes is None  # not reported: unknown
+    assert actuation.sample_from_info({"snd_mss": 1000}).held_bytes is None  # not reported: unknown
 
 
 def test_window_scale_follows_buffer_set_before_the_handshake():
@@ -82,7 +109,7 @@ def test_actuator_sets_buffer_and_clamp_and_reads_back():
     limits = sockopt.HostLimits.read()
     cli, srv = _pair()
     with cli, srv:
-        act = sockopt.BufferActuator(srv, allow_force=False, limits=limits)
+        act = Actuator(srv, allow_force=False, limits=limits)
         act.apply(Decision(rcv_window=256 * 1024, sndbuf=128 * 1024))
         rcv, snd = act.read_back()
         # SO_RCVBUF asks 0.8 x the window (usable ~1.25 x the value); the kernel doubles
@@ -95,7 +122,7 @@ def test_actuator_sets_buffer_and_clamp_and_reads_back():
 def test_a_senders_unsent_allowance_is_set_beside_its_buffer_and_kept_when_only_the_buffer_moves():
     cli, srv = _pair()
     with cli, srv:
-        act = sockopt.BufferActuator(srv, allow_force=False, limits=sockopt.HostLimits.read())
+        act = Actuator(srv, allow_force=False, limits=sockopt.HostLimits.read())
         act.apply(Decision(sndbuf=512 * 1024, notsent=200 * 1024))
 
         def lowat():
@@ -105,7 +132,7 @@ def test_a_senders_unsent_allowance_is_set_beside_its_buffer_and_kept_when_only_
         act.apply(Decision(sndbuf=768 * 1024))
         assert act.read_back()[1] == 2 * 768 * 1024 and lowat() == 200 * 1024
         act.apply(Decision(notsent=1000))
-        assert lowat() == sockopt.NOTSENT_MIN
+        assert lowat() == actuation.NOTSENT_MIN
 
 
 def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it():
@@ -128,7 +155,7 @@ def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it(
         assert clamp(srv) == 8 << 20
     cli, srv = _pair()
     with cli, srv:
-        act = sockopt.BufferActuator(srv, limits=sockopt.HostLimits.read(), kernel_owns="rcvbuf")
+        act = Actuator(srv, limits=sockopt.HostLimits.read(), kernel_owns="rcvbuf")
         for window, batch in ((2 << 20, 256 * 1024), (8 << 20, 512 * 1024), (256 * 1024, 1), (1 << 20, 128 * 1024)):
             act.apply(Decision(rcv_window=window))
             assert (lowat(srv), clamp(srv), act.read_batch) == (batch, window, batch)
@@ -136,7 +163,7 @@ def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it(
         assert lowat(srv) == 128 * 1024
     cli, srv = _pair()
     with cli, srv:  # a buffer DRS sets: the same batch, within it
-        act = sockopt.BufferActuator(srv, limits=sockopt.HostLimits.read())
+        act = Actuator(srv, limits=sockopt.HostLimits.read())
         act.apply(Decision(rcv_window=1 << 20, sndbuf=16 * 1024))
         assert (lowat(srv), clamp(srv)) == (128 * 1024, 1 << 20)
         act.apply(Decision(rcv_window=16 * 1024))  # the ACK direction's size: nothing to batch
@@ -191,7 +218,7 @@ def test_unforced_buffers_are_capped_and_the_cap_is_reported():
         pytest.fail("no /proc/sys/net/core/rmem_max on this machine")
     cli, srv = _pair()
     with cli, srv:
-        act = sockopt.BufferActuator(srv, allow_force=False, limits=limits)
+        act = Actuator(srv, allow_force=False, limits=limits)
         act.apply(Decision(rcv_window=limits.rmem_max * 4))
         assert act.read_back()[0] == 2 * limits.rmem_max
         assert act.capped == ["rmem_max"]
@@ -203,16 +230,16 @@ def test_forced_buffers_pass_the_cap_when_allowed():
     assert limits.can_force, "CI runs as root: SO_RCVBUFFORCE must work here"
     cli, srv = _pair()
     with cli, srv:
-        act = sockopt.BufferActuator(srv, allow_force=True, limits=limits)
+        act = Actuator(srv, allow_force=True, limits=limits)
         act.apply(Decision(rcv_window=limits.rmem_max * 4))
         assert act.read_back()[0] == 2 * int(4 * limits.rmem_max * RCVBUF_PER_WINDOW)
-        assert sockopt.host_cap(limits, True, True) is None
+        assert actuation.host_cap(limits, True, True) is None
     # unforced: the largest window is the one whose SO_RCVBUF is exactly rmem_max
-    cap = sockopt.host_cap(limits, False, True)
+    cap = actuation.host_cap(limits, False, True)
     assert cap == int(limits.rmem_max / RCVBUF_PER_WINDOW)
     cli, srv = _pair()
     with cli, srv:
-        act = sockopt.BufferActuator(srv, allow_force=False, limits=limits)
+        act = Actuator(srv, allow_force=False, limits=limits)
         act.apply(Decision(rcv_window=cap))
         assert act.read_back()[0] == 2 * limits.rmem_max and act.capped == []
 
@@ -231,7 +258,7 @@ def test_open_start_lets_a_raised_clamp_lift_rcv_ssthresh_at_once():
         lst.bind(("127.0.0.1", 0))
         lst.listen(1)
         cli = socket.socket()
-        act = sockopt.BufferActuator(cli, allow_force=limits.can_force, limits=limits)
+        act = Actuator(cli, allow_force=limits.can_force, limits=limits)
         if before:
             act.apply(Decision(rcv_window=before), before_handshake=True)
         cli.connect(lst.getsockname())
@@ -252,7 +279,7 @@ def test_at_rmem_max_the_buffer_binds_not_the_clamp():
                                 congestion_control=None, can_force=False)
     cli, srv = _pair()
     with cli, srv:
-        act = sockopt.BufferActuator(srv, allow_force=False, limits=limits)
+        act = Actuator(srv, allow_force=False, limits=limits)
         at_cap = int(limits.rmem_max / RCVBUF_PER_WINDOW)
         act.apply(Decision(rcv_window=at_cap))
         assert srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP) == 2 * limits.rmem_max
@@ -274,7 +301,7 @@ def test_a_shrinking_receive_buffer_keeps_room_for_the_window_already_offered():
 
     cli, srv = _pair()
     with cli, srv:
-        act = sockopt.BufferActuator(srv, allow_force=True, limits=limits)
+        act = Actuator(srv, allow_force=True, limits=limits)
 
         def clamp():
             return srv.getsockopt(socket.IPPROTO_TCP, sockopt.TCP_WINDOW_CLAMP)
@@ -339,12 +366,12 @@ def test_tuner_applies_only_the_buffers_a_decision_changes(monkeypatch):
                           Decision(rcv_window=32 << 10, sndbuf=512 << 10)])
         monkeypatch.setattr(tuner.tuning, "on_sample", lambda sample, *, now, rtt: next(decisions))
         applied = []
-        monkeypatch.setattr(tuner.actuator, "apply", lambda d, **kw: applied.append(d))
+        monkeypatch.setattr(tuner.ctl.plan, "actions", lambda d, **kw: applied.append(d) or NO_ACTION)
         for _ in range(4):
             tuner.tick()
     assert applied == [Decision(rcv_window=16 << 10, sndbuf=256 << 10), Decision(sndbuf=512 << 10),
                        Decision(rcv_window=32 << 10)]
-    assert tuner._applied == Decision(rcv_window=32 << 10, sndbuf=512 << 10)
+    assert tuner.ctl._applied == Decision(rcv_window=32 << 10, sndbuf=512 << 10)
 
 
 def test_a_budget_passes_the_unsent_allowance_through(monkeypatch):
@@ -361,7 +388,7 @@ def test_a_budget_passes_the_unsent_allowance_through(monkeypatch):
         monkeypatch.setattr(tuner.tuning, "on_sample", lambda sample, *, now, rtt: Decision(
             rcv_window=16 << 10, sndbuf=4 << 20, notsent=300 << 10))
         applied = []
-        monkeypatch.setattr(tuner.actuator, "apply", lambda d, **kw: applied.append(d))
+        monkeypatch.setattr(tuner.ctl.plan, "actions", lambda d, **kw: applied.append(d) or NO_ACTION)
         tuner.tick()
     assert applied[0].notsent == 300 << 10
     assert applied[0].sndbuf < 4 << 20  # the budget's share
@@ -373,15 +400,15 @@ TUNED = {"rmem_max": 4 << 20, "wmem_max": 4 << 20, "tcp_rmem": (4096, 131072, 64
 
 def test_autotuning_reaching_past_setsockopt_is_detected_per_direction():
     tuned = sockopt.HostLimits(**TUNED, can_force=False)
-    assert sockopt.autotuning_reaches_further(tuned, False, True)
-    assert sockopt.autotuning_reaches_further(tuned, False, False)
+    assert actuation.autotuning_reaches_further(tuned, False, True)
+    assert actuation.autotuning_reaches_further(tuned, False, False)
     forced = sockopt.HostLimits(**TUNED, can_force=True)
-    assert not sockopt.autotuning_reaches_further(forced, True, True)
-    assert sockopt.autotuning_reaches_further(forced, False, True)  # FORCE not allowed by the user
+    assert not actuation.autotuning_reaches_further(forced, True, True)
+    assert actuation.autotuning_reaches_further(forced, False, True)  # FORCE not allowed by the user
     stock = sockopt.HostLimits(**dict(TUNED, tcp_rmem=(4096, 131072, 6 << 20), tcp_wmem=(4096, 16384, 4 << 20)),
                                can_force=False)
-    assert not sockopt.autotuning_reaches_further(stock, False, True)
-    assert not sockopt.autotuning_reaches_further(stock, False, False)
+    assert not actuation.autotuning_reaches_further(stock, False, True)
+    assert not actuation.autotuning_reaches_further(stock, False, False)
 
 
 @pytest.mark.parametrize("role", ["receiver", "sender"])
@@ -396,10 +423,10 @@ def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monke
     from drsftp.tuning import Role
 
     calls = []
-    real_set = sockopt.BufferActuator._set
-    monkeypatch.setattr(sockopt.BufferActuator, "_set",
-                        lambda self, opt, force_opt, value, name: calls.append((opt, value))
-                        or real_set(self, opt, force_opt, value, name))
+    real_set = sockopt._set_buffer
+    monkeypatch.setattr(sockopt, "_set_buffer",
+                        lambda sock, opt, force_opt, value, force: calls.append((opt, value))
+                        or real_set(sock, opt, force_opt, value, force))
     r = Role.RECEIVER if role == "receiver" else Role.SENDER
     clock = [0.0]
     tuner = SocketTuner("drs", r, limits=sockopt.HostLimits(**TUNED, can_force=False), clock=lambda: clock[0])
@@ -452,7 +479,7 @@ def test_under_a_budget_autotuning_is_left_the_buffer_only_while_the_budget_hold
 
     limits = sockopt.HostLimits(**TUNED, can_force=False)  # autotuning max 64 MiB each way
     for role in (Role.RECEIVER, Role.SENDER):
-        host_cap = sockopt.host_cap(limits, False, role is Role.RECEIVER)
+        host_cap = actuation.host_cap(limits, False, role is Role.RECEIVER)
         small = SocketTuner("drs", role, limits=limits, budget=BufferBudget(64 << 20))
         assert small.kernel_owns is None and small.tuning.config.cap == host_cap
 
@@ -528,7 +555,7 @@ def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():
             got += len(srv.recv(65536))
         srv.sendall(b"y" * 1000)  # both kernel estimates now exist (microseconds)
         cli.recv(2000)
-        assert 0 < sockopt.rtt_from_info(sockopt.tcp_info(srv), True) < 0.01
+        assert 0 < actuation.rtt_from_info(sockopt.tcp_info(srv), True) < 0.01
         tuner.tick(got)
         assert tuner.last_rtt == 0.1
         assert tuner.tuning.rtt.min_rtt == 0.1

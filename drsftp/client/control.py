@@ -69,6 +69,8 @@ class Pending:
     verb: str
     preliminary: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     final: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    # the 1yz replies after the first (GFD.20's 111/112 markers during a transfer)
+    on_mark: Callable[[Reply], None] | None = None
 
 
 class ControlConnection:
@@ -174,6 +176,8 @@ class ControlConnection:
         token, final = routed
         if not token.preliminary.done():
             token.preliminary.set_result(reply)
+        elif reply.preliminary and token.on_mark is not None:
+            token.on_mark(reply)
         if final and not token.final.done():
             token.final.set_result(reply)
 

@@ -30,6 +30,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import sockopt
@@ -450,10 +451,19 @@ class BlockQueue:
 class ModeEPut(_ModeE):
     role = Role.SENDER
 
-    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int, path: str, f, total: int) -> None:
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int, path: str, f, total: int,
+                 held: RangeSet | None = None, on_held: Callable[[RangeSet], None] | None = None) -> None:
+        """``held``: the ranges the server holds from an interrupted put
+        (--continue): sent as ``REST a-b,...`` (GFD.20 restart), and only the
+        missing blocks go.  ``on_held`` gets what the server reports holding
+        (111 Range Marker) as it comes, for the resume record."""
         super().__init__(ctl, opts, streams)
         self.path, self.f, self.total = path, f, total
-        self.queue = BlockQueue([(0, total)] if total else [], block_size(total, streams))
+        self.held = RangeSet(list(held or ()))
+        self.server_held = RangeSet(list(self.held))  # and what the server's range markers added since
+        self.on_held = on_held
+        missing = self.held.missing(total)
+        self.queue = BlockQueue(missing, block_size(sum(b - a for a, b in missing), streams))
         self.threads: list[asyncio.Future] = []
         self.connecting = 0  # streams joined, not yet connected
         self.late_failure: FTPError | None = None
@@ -482,8 +492,12 @@ class ModeEPut(_ModeE):
         try:
             # ALLO and STOR together; the streams connect while their
             # replies come (as they did before the STOR's 150)
-            sent = fc.send_all([(f"ALLO {self.total}", "ALLO")])
+            steps = [(f"ALLO {self.total}", "ALLO")]
+            if self.held.total:
+                steps.append((f"REST {self.held.marker()}", "restart (REST ranges)"))
+            sent = fc.send_all(steps)
             pending = fc.send(f"STOR {self.path}")
+            pending.on_mark = self._on_marker
             outcome = await asyncio.gather(fc.check(sent, pending),
                                            *(self._connect() for _ in range(self.want)), return_exceptions=True)
             for exc in outcome:
@@ -505,6 +519,23 @@ class ModeEPut(_ModeE):
             self.cancel_tasks()
             for s in self.streams:
                 s.sock.close()
+
+    def _on_marker(self, reply) -> None:
+        """``111 Range Marker a-b,c-d``: ranges the server holds (GFD.20);
+        one past the file's end is ignored (a hostile or confused server)."""
+        _, sep, text = reply.first.partition("Range Marker")
+        if reply.code != 111 or not sep:
+            return
+        try:
+            ranges = RangeSet.parse(text)
+        except ValueError:
+            return
+        if any(b > self.total for _, b in ranges):
+            return
+        for a, b in ranges:
+            self.server_held.add(a, b)
+        if self.on_held is not None:
+            self.on_held(self.server_held)
 
     async def _until_sent(self, pending) -> None:
         last_progress = (time.monotonic(), -1)

@@ -31,7 +31,7 @@ from ..ftp.replies import Reply
 from ..ftp.session import FTPLocation
 from ..tuning import check_spec
 from ..tuning.streams import Action, StreamController, StreamsConfig
-from . import transfer
+from . import putresume, transfer
 from .control import ControlConnection, FTPError, size_of
 from .modee import ModeEGet, ModeEPut
 from .progress import ProgressView
@@ -162,24 +162,34 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
         ctl = await _session(loc, opts)
         try:
             _announce(ctl, opts)
-            if not extended_block(ctl) or opts.resume:
-                why = ("--continue resumes an upload on one stream" if extended_block(ctl) else
+            held = None  # what the server holds of an interrupted MODE E put (putresume)
+            if extended_block(ctl):
+                record, mtime = putresume.record_base(src, loc), putresume.source_mtime(f.fileno())
+                held = putresume.held_on_server(record, total, mtime) if opts.resume else RangeSet()
+            if held is None:
+                why = ("--continue without a record of an interrupted parallel upload resumes on one stream"
+                       if extended_block(ctl) else
                        "extended block mode is not encrypted" if ctl.tls is not None else
                        "the server has no extended block mode (PARALLEL); stream-mode FTP has no safe"
                        " parallel upload")
                 log.info("put -P: %s: one stream", why)
                 await ctl.close()
                 return await transfer.put(src, loc, opts)
+            if not held.total:
+                putresume.drop(record)  # a STOR without REST starts the server's file over
             controller = _controller(streams)
             n = controller.streams if controller else streams
             assert n is not None  # a controller exactly when streams is None (auto)
-            driver = ModeEPut(ctl, opts, n, loc.path, f, total)
+            driver = ModeEPut(ctl, opts, n, loc.path, f, total, held,
+                              on_held=lambda h: putresume.save(record, total, mtime, h))
             view = ProgressView(os.path.basename(src), total, opts.progress)
             try:
-                out = await _monitor(driver, controller, opts, view, 0, None)
+                out = await _monitor(driver, controller, opts, view, held.total, None)
             finally:
                 view.close()
-            result = _result("put", loc.path, driver, total, 0, out, "E", streams)
+            if not out.timed_out:
+                putresume.drop(record)
+            result = _result("put", loc.path, driver, total, held.total, out, "E", streams)
             if opts.verify and not out.timed_out:
                 ctl = await _usable(ctl, loc, opts)
                 result.sha256 = await verify(ctl, loc.path, src)

@@ -13,6 +13,7 @@ from pyftpdlib.servers import FTPServer
 
 from .. import sockopt
 from ..tuning import check_spec
+from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget
 from . import translog
 from .eblock import Limits, StreamCount
@@ -110,7 +111,7 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     handler.allow_force = cfg.force_buffers and handler.host_limits.can_force
     handler.buffer_budget = BufferBudget(cfg.buffer_budget) if cfg.buffer_budget else None
     limits = handler.host_limits
-    if handler.buffer_budget and any(sockopt.autotuning_reaches_further(limits, handler.allow_force, r)
+    if handler.buffer_budget and any(autotuning_reaches_further(limits, handler.allow_force, r)
                                      for r in (True, False)):
         log.info("kernel autotuning here may grow buffers past what setsockopt can set (tcp_rmem/tcp_wmem"
                  " max > 2 x rmem_max/wmem_max): a transfer is left to it only while --buffer-budget can"

@@ -306,6 +306,16 @@ class ESession:
             flags |= os.O_TRUNC
         elif not os.path.exists(temp) and os.path.isfile(path):
             temp = path  # resuming a file some other way: continue it in place
+        if rest is not None and len(rest):
+            # REST names ranges this file holds (GFD.20 restart): a file
+            # shorter than they reach (gone, or another upload's) lacks them
+            try:
+                have = os.stat(temp).st_size
+            except OSError:
+                have = 0
+            if have < max(b for _, b in rest):
+                h.respond(f"554 REST ranges past the end of the partial upload ({have} bytes).")
+                return
         try:
             fd = os.open(temp, flags, 0o666)
         except OSError as exc:

@@ -24,7 +24,7 @@ class Role(enum.Enum):
 class Decision:
     """Buffer sizes to apply; ``None`` means leave that buffer alone.
 
-    ``rcv_window`` is the receive window to allow (bytes): the actuator sets
+    ``rcv_window`` is the receive window to allow (bytes): the controller sets
     SO_RCVBUF and TCP_WINDOW_CLAMP from it.  ``sndbuf`` is the SO_SNDBUF value.
     ``notsent`` is the unsent data a sender keeps queued behind its flight
     (TCP_NOTSENT_LOWAT).

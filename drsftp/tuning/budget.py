@@ -1,7 +1,7 @@
 """A server-wide socket-buffer budget shared by the running transfers, sans-IO.
 
 Amounts are kernel socket memory (the tuner converts: a receive window W
-costs 1.6 W, a send buffer value S costs 2 S; drsftp.sockopt.kernel_memory).
+costs 1.6 W, a send buffer value S costs 2 S; drsftp.tuning.actuation.kernel_memory).
 
 Fairness as in the DRS papers: bandwidth follows the memory a flow is given,
 so when the flows together want more than the budget, each gets a share in
