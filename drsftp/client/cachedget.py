@@ -249,7 +249,7 @@ class CachedGets(_ModeE):
 
     async def close(self) -> None:
         self.done = True
-        self.cancel_tasks()
+        await self.end_tasks()
         for sink in self.sinks:
             if sink.transport is not None:
                 sink.transport.abort()

@@ -210,7 +210,7 @@ class CachedPuts(_ModeE):
 
     async def close(self) -> None:
         self.done = True
-        self.cancel_tasks()
+        await self.end_tasks()
         for s in self.streams:
             s.sock.close()
             s.ended = s.ended or time.monotonic()

@@ -265,9 +265,10 @@ class ControlConnection:
             raise FTPError(f"server offers no passive mode: {reply}", reply)
         return peer, parse_pasv(reply)[1]
 
-    async def close(self, wait: bool = True) -> None:
-        """QUIT and close; ``wait=False``: without waiting for the 221 (a
-        job's last round trip: every transfer's final reply is in)."""
+    async def close(self, wait: bool = False) -> None:
+        """QUIT and close, by default without waiting for the 221 (a session
+        closed out of step, after an ABOR, may never answer it in time;
+        ``wait``: up to 2 s for it)."""
         if self._closed:
             return
         try:

@@ -156,7 +156,7 @@ class Job:
         self.rtt = self.rtt or sess.rtt
         return sess
 
-    async def drop(self, sess: RemoteSession, wait: bool = True) -> None:
+    async def drop(self, sess: RemoteSession, wait: bool = False) -> None:
         self.live -= 1
         await sess.close(wait)
 

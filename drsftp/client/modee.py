@@ -122,6 +122,14 @@ class _ModeE:
         for task in list(self._tasks):
             task.cancel()
 
+    async def end_tasks(self) -> None:
+        """Cancel the background tasks and wait for them: a cancelled
+        sock_accept removes its reader one loop turn later, by which time a
+        closed listener's descriptor may belong to a new transport."""
+        tasks = list(self._tasks)
+        self.cancel_tasks()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     @property
     def moved(self) -> int:
         return sum(s.bytes for s in self.streams)
@@ -335,6 +343,7 @@ class ModeEGet(_ModeE):
                 self.complete.exception()  # (raised above if it mattered)
             if accept is not None:
                 accept.cancel()
+                await asyncio.gather(accept, return_exceptions=True)  # (end_tasks says why)
             listener.close()
             for t in self.transports:
                 t.abort()

@@ -90,7 +90,7 @@ class RemoteSession:
         sess.early = dict(zip(queries, replies, strict=True))
         return sess
 
-    async def close(self, wait: bool = True) -> None:
+    async def close(self, wait: bool = False) -> None:
         await self.ctl.close(wait)
 
     @property
