@@ -30,7 +30,7 @@ from ..ftp.replies import Reply
 from ..result import TransferResult
 from ..tuning import Role
 from .control import ControlConnection, FTPError, Pending
-from .modee import ACCEPT_LIMIT, Stream, _listener, _ModeE, _port, log
+from .modee import Stream, _listener, _ModeE, _port
 from .rangeplan import read_chunk
 from .transfer import TransferOptions
 
@@ -80,16 +80,6 @@ class CachedGets(_ModeE):
         """Bytes of the files still open (finished ones are the job's)."""
         return sum(f.bytes for f in self.files)
 
-    def rate(self) -> float:
-        """Bytes per second the session's streams carried since their first."""
-        first = min((st.started for st in self.streams), default=None)
-        return self.received / max(time.monotonic() - first, 1e-3) if first is not None else 0.0
-
-    @property
-    def received(self) -> int:
-        """Bytes the session's streams carried, all files."""
-        return sum(s.bytes for s in self.streams)
-
     @property
     def tuner(self):
         live = [s for s in self.streams if s.ended is None]
@@ -106,7 +96,7 @@ class CachedGets(_ModeE):
                  (f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"), _port(self.listener)]
         for line, what in steps:
             self.ctl.start(line).final.add_done_callback(functools.partial(self._on_setup, what))
-        self.spawn(self._accept())
+        self.spawn(self.accept_streams(self.listener, self._sink))
 
     def _on_setup(self, what: str, fut: asyncio.Future) -> None:
         if fut.cancelled() or fut.exception() is not None:
@@ -225,27 +215,10 @@ class CachedGets(_ModeE):
             if sink.paused:
                 sink.resume()
 
-    async def _accept(self) -> None:
-        loop = asyncio.get_running_loop()
-        listener = self.listener
-        assert listener is not None  # open() made it
-        peer = self.ctl.writer.get_extra_info("peername")[0]
-        for _ in range(ACCEPT_LIMIT):
-            conn, addr = await loop.sock_accept(listener)
-            if addr[0] != peer:  # only the server we talk to sends (RFC 2577 sec. 5)
-                log.warning("refused a data connection from %s (the server is %s)", addr[0], peer)
-                conn.close()
-                continue
-            tuner = self.new_tuner()
-            tuner.before_handshake(listener)
-            tuner.after_handshake(conn)
-            tuner.attach(conn)
-            stream = Stream(len(self.streams), conn, tuner)
-            self.streams.append(stream)
-            sink = _CachedSink(self, stream)
-            self.sinks.append(sink)
-            await loop.create_connection(functools.partial(_same, sink), sock=conn)
-            self.spawn(self.tick(stream))
+    def _sink(self, stream: Stream) -> _CachedSink:
+        sink = _CachedSink(self, stream)
+        self.sinks.append(sink)
+        return sink
 
     async def close(self) -> None:
         self.done = True
@@ -268,10 +241,6 @@ class CachedGets(_ModeE):
         r.update(self.summary())
         r.update(streams=len(self.streams), cached=True)
         return r
-
-
-def _same(sink: _CachedSink) -> _CachedSink:
-    return sink
 
 
 class _CachedSink(asyncio.BufferedProtocol):

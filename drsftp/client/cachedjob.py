@@ -75,50 +75,58 @@ async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:
     the session breaks (its unfinished files go back to the queue).  The
     session is dropped at the end: its streams are of no use to others."""
     cg = CachedGets(sess.ctl, job.topts, job.jopts.streams)
-    inflight: deque[tuple[Item, FileGet]] = deque()
     try:
         cg.open()
-        job.active[wid] = cg
+        await _run(job, wid, sess, cg, lambda item, remote, local: cg.request(
+            remote, local, item.t.size, item.t.resume_from, item.t.mtime),
+            lambda item, fg: job.finished(item, Outcome(fg.local, "ok", _complete(cg, fg))), "get")
+    finally:
+        await cg.close()
+        await job.drop(sess)
+
+
+async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedPuts, request, done,
+               direction: str) -> None:
+    """The loop both directions share: request files ahead(), settle them
+    in order; a failure after a file started breaks the session, and the
+    files still on the wire go back to the queue (not theirs to pay for)."""
+    inflight: deque = deque()
+    job.active[wid] = cs
+    try:
         while True:
             check_cancelled()
-            while job.queue and ahead(job, cg, inflight) and job.may_run(wid) and cg.broken is None:
+            while job.queue and ahead(job, cs, inflight) and job.may_run(wid) and cs.broken is None:
                 item = job.queue.pop()
                 remote, local = job.paths(item)
                 try:
                     if item.check:
                         if await same_digest(sess, remote, local):
-                            job.finished(item, Outcome(local, "skipped"))
+                            job.finished(item, Outcome(local if direction == "get" else remote, "skipped"))
                             continue
                         item.check = False
-                    inflight.append((item, cg.request(remote, local, item.t.size, item.t.resume_from,
-                                                      item.t.mtime)))
+                    inflight.append((item, request(item, remote, local)))
                 except ERRORS as exc:
                     job.retry_or_fail(item, exc)
             if not inflight:
                 return
-            item, fg = inflight[0]
-            await _until_done(job, cg, fg)
+            item, f = inflight[0]
+            await _until_done(job, cs, f)
             inflight.popleft()
-            failure = fg.done.exception()
-            if failure is not None:
-                if cg.refused:  # MODE E refused: the files go back, stream mode from now on
-                    job.jopts.cached = False
-                    job.queue.append(item)
-                else:
-                    job.retry_or_fail(item, failure)
-                if cg.broken is not None:
-                    for other, _ in inflight:
-                        job.queue.append(other)  # not theirs to pay for
-                    inflight.clear()
-                    return
+            failure = f.done.exception()
+            if failure is None:
+                done(item, f)
                 continue
-            job.finished(item, Outcome(fg.local, "ok", _complete(cg, fg)))
+            if getattr(cs, "refused", False):  # MODE E refused: the files go back, stream mode from now on
+                job.jopts.cached = False
+                job.queue.append(item)
+            else:
+                job.retry_or_fail(item, failure)
+            if cs.broken is not None:
+                return
     finally:
         job.active.pop(wid, None)
         for item, _ in inflight:
             job.queue.append(item)
-        await cg.close()
-        await job.drop(sess, wait=False)
 
 
 async def _until_done(job: Job, cg: CachedGets | CachedPuts, fg: FileGet | FilePut) -> None:
@@ -161,8 +169,14 @@ async def big_put(job: Job, item: Item) -> None:
 async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
     """The put side of cached_get_loop (drsftp.client.cachedput)."""
     cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
-    inflight: deque[tuple[Item, FilePut]] = deque()
     times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)
+
+    def done(item: Item, fp: FilePut) -> None:
+        res = cp.result(fp, time.monotonic() - (fp.started or time.monotonic()))
+        if "MFMT" in sess.ctl.features:
+            times.append(sess.ctl.start(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
+        job.finished(item, Outcome(fp.remote, "ok", res))
+
     try:
         try:
             await cp.open()
@@ -171,44 +185,10 @@ async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
                 raise
             job.jopts.cached = False  # refused (MODE E, EPSV): stream mode from now on
             return
-        job.active[wid] = cp
-        while True:
-            check_cancelled()
-            while job.queue and ahead(job, cp, inflight) and job.may_run(wid) and cp.broken is None:
-                item = job.queue.pop()
-                remote, local = job.paths(item)
-                try:
-                    if item.check and await same_digest(sess, remote, local):
-                        job.finished(item, Outcome(remote, "skipped"))
-                        continue
-                    item.check = False
-                    inflight.append((item, cp.request(local, remote)))
-                except ERRORS as exc:
-                    job.retry_or_fail(item, exc)
-            if not inflight:
-                return
-            item, fp = inflight[0]
-            await _until_done(job, cp, fp)
-            inflight.popleft()
-            failure = fp.done.exception()
-            if failure is not None:
-                job.retry_or_fail(item, failure)
-                if cp.broken is not None:
-                    for other, _ in inflight:
-                        job.queue.append(other)
-                    inflight.clear()
-                    return
-                continue
-            res = cp.result(fp, time.monotonic() - (fp.started or time.monotonic()))
-            if "MFMT" in sess.ctl.features:
-                times.append(sess.ctl.start(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
-            job.finished(item, Outcome(fp.remote, "ok", res))
+        await _run(job, wid, sess, cp, lambda item, remote, local: cp.request(local, remote), done, "put")
     finally:
         if times and cp.broken is None:  # (--sync compares them): in before the session closes
             await asyncio.gather(*(asyncio.wait_for(asyncio.shield(t.final), 30) for t in times),
                                  return_exceptions=True)
-        job.active.pop(wid, None)
-        for item, _ in inflight:
-            job.queue.append(item)
         await cp.close()
-        await job.drop(sess, wait=False)
+        await job.drop(sess)

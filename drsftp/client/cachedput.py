@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import socket
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -69,15 +68,6 @@ class CachedPuts(_ModeE):
     def moved(self) -> int:
         return sum(f.bytes for f in self.files)
 
-    def rate(self) -> float:
-        """Bytes per second the session's streams carried since their first."""
-        first = min((st.started for st in self.streams), default=None)
-        return self.received / max(time.monotonic() - first, 1e-3) if first is not None else 0.0
-
-    @property
-    def received(self) -> int:
-        return sum(s.bytes for s in self.streams)
-
     @property
     def tuner(self):
         return self.streams[0].tuner if self.streams else None
@@ -86,22 +76,12 @@ class CachedPuts(_ModeE):
         """MODE E and the server's address, then the N streams."""
         host, port = await FlowControl(self.ctl).passive_address(before=[("MODE E", "extended block mode (MODE E)")])
         for _ in range(self.want):
-            sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
-            sock.setblocking(False)
-            tuner = self.new_tuner()
-            tuner.before_handshake(sock)
             try:
-                await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
-                                       self.opts.connect_timeout)
+                stream = await self.connect_stream(host, port)
             except (TimeoutError, OSError) as exc:
-                sock.close()
                 if not self.streams:
                     raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
                 break
-            tuner.after_handshake(sock)
-            tuner.attach(sock)
-            stream = Stream(len(self.streams), sock, tuner)
-            self.streams.append(stream)
             self.spawn(self.tick(stream))
         for stream in self.streams:
             self.spawn(self._writer(stream))

@@ -167,7 +167,7 @@ class Job:
         self.opening.clear()
         self.spare.extend(s for s in opened if isinstance(s, RemoteSession))
         spare, self.spare = self.spare, []
-        await asyncio.gather(*(self.drop(s, wait=False) for s in spare), return_exceptions=True)
+        await asyncio.gather(*(self.drop(s) for s in spare), return_exceptions=True)
 
     def record(self, outcome: Outcome) -> None:
         self.result.outcomes.append(outcome)

@@ -134,6 +134,57 @@ class _ModeE:
     def moved(self) -> int:
         return sum(s.bytes for s in self.streams)
 
+    @property
+    def received(self) -> int:
+        """Bytes the streams carried (the cached sessions' ``moved`` counts
+        only their open files)."""
+        return sum(s.bytes for s in self.streams)
+
+    def rate(self) -> float:
+        """Bytes per second the streams carried since the first opened."""
+        first = min((st.started for st in self.streams), default=None)
+        return self.received / max(time.monotonic() - first, 1e-3) if first is not None else 0.0
+
+    async def connect_stream(self, host: str, port: int) -> Stream:
+        """One stream connected to the server (the side that sends connects,
+        GFD.20), tuned from before its handshake; OSError/TimeoutError if
+        it cannot be."""
+        sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
+        sock.setblocking(False)
+        tuner = self.new_tuner()
+        tuner.before_handshake(sock)
+        try:
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
+                                   self.opts.connect_timeout)
+        except BaseException:
+            sock.close()
+            raise
+        tuner.after_handshake(sock)
+        tuner.attach(sock)
+        stream = Stream(len(self.streams), sock, tuner)
+        self.streams.append(stream)
+        return stream
+
+    async def accept_streams(self, listener: socket.socket, protocol) -> None:
+        """The server's streams, from the control connection's peer only
+        (RFC 2577 sec. 5), each tuned and read by ``protocol(stream)``."""
+        loop = asyncio.get_running_loop()
+        peer = self.ctl.writer.get_extra_info("peername")[0]
+        for _ in range(ACCEPT_LIMIT):
+            conn, addr = await loop.sock_accept(listener)
+            if addr[0] != peer:
+                log.warning("refused a data connection from %s (the server is %s)", addr[0], peer)
+                conn.close()
+                continue
+            tuner = self.new_tuner()
+            tuner.before_handshake(listener)  # (what the listener had: the window scale is fixed)
+            tuner.after_handshake(conn)
+            tuner.attach(conn)
+            stream = Stream(len(self.streams), conn, tuner)
+            self.streams.append(stream)
+            await loop.create_connection(functools.partial(protocol, stream), sock=conn)
+            self.spawn(self.tick(stream))
+
     def samples(self) -> list[StreamSample]:
         return [s.sample() for s in self.streams if s.ended is None]
 
@@ -281,7 +332,7 @@ class ModeEGet(_ModeE):
         self.path, self.fd, self.size = path, fd, size
         self.ledger = ReceiveLedger(limit=size, base=held)
         self.complete = asyncio.get_running_loop().create_future()
-        self.transports: list[asyncio.Transport] = []
+        self.sinks: list[_BlockSink] = []
         self._last_data = time.monotonic()
 
     @property
@@ -291,8 +342,7 @@ class ModeEGet(_ModeE):
     def fail(self, exc: Exception) -> None:
         if not self.complete.done():
             self.complete.set_exception(exc)
-        for t in self.transports:
-            t.abort()
+        self.abort_sinks()
 
     def progress(self) -> None:
         self._last_data = time.monotonic()
@@ -326,7 +376,7 @@ class ModeEGet(_ModeE):
                      (f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"), _port(listener)]
             if self.ledger.received.total:
                 steps.append((f"REST {self.ledger.received.marker()}", "restart (REST ranges)"))
-            accept = asyncio.ensure_future(self._accept(listener))
+            accept = asyncio.ensure_future(self.accept_streams(listener, self._sink))
             pending = await fc.start_after(steps, f"RETR {self.path}")
             await fc.started(pending, f"cannot retrieve {self.path}")
             await self._until_complete(pending)
@@ -345,8 +395,7 @@ class ModeEGet(_ModeE):
                 accept.cancel()
                 await asyncio.gather(accept, return_exceptions=True)  # (end_tasks says why)
             listener.close()
-            for t in self.transports:
-                t.abort()
+            self.abort_sinks()
             for s in self.streams:
                 s.ended = s.ended or time.monotonic()
 
@@ -364,24 +413,15 @@ class ModeEGet(_ModeE):
                                timeout=0.5, return_when=asyncio.FIRST_COMPLETED)
         self.complete.result()
 
-    async def _accept(self, listener: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        peer = self.ctl.writer.get_extra_info("peername")[0]
-        for _ in range(ACCEPT_LIMIT):
-            conn, addr = await loop.sock_accept(listener)
-            if addr[0] != peer:  # only the server we talk to sends (RFC 2577 sec. 5)
-                log.warning("refused a data connection from %s (the server is %s)", addr[0], peer)
-                conn.close()
-                continue
-            tuner = self.new_tuner()
-            tuner.before_handshake(listener)  # (what the listener had: the window scale is fixed)
-            tuner.after_handshake(conn)
-            tuner.attach(conn)
-            stream = Stream(len(self.streams), conn, tuner)
-            self.streams.append(stream)
-            transport, _ = await loop.create_connection(functools.partial(_BlockSink, self, stream), sock=conn)
-            self.transports.append(transport)
-            self.spawn(self.tick(stream))
+    def abort_sinks(self) -> None:
+        for sink in self.sinks:
+            if sink.transport is not None:
+                sink.transport.abort()
+
+    def _sink(self, stream: Stream) -> _BlockSink:
+        sink = _BlockSink(self, stream)
+        self.sinks.append(sink)
+        return sink
 
 
 def _listener(ctl: ControlConnection, tuner: SocketTuner) -> socket.socket:
@@ -589,25 +629,15 @@ class ModeEPut(_ModeE):
     async def _connect_joined(self) -> None:
         assert self.address is not None  # run() sets it before any stream joins
         host, port = self.address
-        sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
-        sock.setblocking(False)
-        tuner = self.new_tuner()
-        tuner.before_handshake(sock)
         try:
-            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
-                                   self.opts.connect_timeout)
+            stream = await self.connect_stream(host, port)
         except (TimeoutError, OSError) as exc:
-            sock.close()
             if self.queue.leave() or not self.streams:
                 self.late_failure = FTPError(f"cannot open data connection to {host}:{port}: {exc}")
                 raise self.late_failure from exc
             log.info("one more data connection failed: %s", exc)
             return
-        tuner.after_handshake(sock)
-        tuner.attach(sock)
-        stream = Stream(len(self.streams), sock, tuner)
-        self.streams.append(stream)
-        sockopt.block_with_send_timeout(sock, SEND_POLL)
+        sockopt.block_with_send_timeout(stream.sock, SEND_POLL)
         fut = asyncio.get_running_loop().create_future()
         self.threads.append(fut)
         threading.Thread(target=self._send_thread, args=(stream, fut, asyncio.get_running_loop()),
