@@ -260,3 +260,23 @@ def test_a_bad_P_for_a_job_is_one_sentence():
         assert r.returncode == 2 and "Traceback" not in r.stderr
         assert r.stderr.strip() == ("drsftp: error: -P for a directory or several files is 1-16 streams per"
                                     " session, or auto"), r.stderr
+
+
+def test_sync_checksum_on_cached_streams_fetches_only_what_differs(tmp_path):
+    """--checksum sends HASH on the cached session between pipelined RETRs
+    while its streams' DRS exchange runs: every reply must stay paired."""
+    data = tmp_path / "srv" / "data"
+    data.mkdir(parents=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    for i in range(12):
+        make_file(data / f"f{i}.bin", 2 << 20, seed=i)
+        make_file(out / f"f{i}.bin", 2 << 20, seed=i if i % 2 else 100 + i)  # odd ones already right
+        os.utime(out / f"f{i}.bin", (1, 1))  # older: --sync looks at them
+    with running_server(tmp_path / "srv") as srv:
+        r = drsftp("get", "-r", "--sync", "--checksum", "-c", "1", "-P", "2", "--json", str(tmp_path / "j.json"),
+                   f"ftp://{USER}:{PASSWORD}@127.0.0.1:{srv.port}/data/", f"{out}/")
+    assert r.returncode == 0, r.stderr
+    assert_same_tree(data, out)
+    st = by_status(job_records(tmp_path / "j.json"))
+    assert len(st["ok"]) == 6 and len(st["skipped"]) == 6, st

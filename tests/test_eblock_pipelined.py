@@ -165,3 +165,46 @@ def test_any_command_during_a_mode_e_transfer_waits_for_it(tmp_path):
         rx.join()
         ctl.close()
 
+
+
+def test_drs_during_a_hash_gets_a_marked_reply(tmp_path):
+    """A DRS sent while HASH computes is answered with its mark, never the
+    unmarked 503 a client would pair with the HASH (docs/PROTOCOL.md)."""
+    root = tmp_path / "srv"
+    root.mkdir()
+    make_file(root / "big.bin", 48 << 20, seed=5)
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        ctl.sock.sendall(b"HASH big.bin\r\nDRS rtt_us=100000 rate=1000000\r\n")
+        texts = [ctl.reply()[1] for _ in range(2)]
+        ctl.close()
+    assert sum(t.startswith("213 ") for t in texts) == 1, texts
+    assert sum(t[4:].startswith("DRS") for t in texts) == 1, texts
+
+
+def test_commands_waiting_behind_a_failed_transfer_are_not_run(tmp_path):
+    root = tmp_path / "srv"
+    root.mkdir()
+    make_file(root / "big.bin", 24 << 20, seed=3)
+    make_file(root / "a.bin", 1000, seed=4)
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        lst = socket.create_server(("127.0.0.1", 0))
+        lst.settimeout(10)
+        p = lst.getsockname()[1]
+        assert ctl.cmd("MODE E")[0] == "200"
+        assert ctl.cmd(f"PORT 127,0,0,1,{p >> 8},{p & 255}")[0] == "200"
+        assert ctl.cmd("RETR big.bin")[0] == "150"
+        conn, _ = lst.accept()
+        ctl.sock.sendall(b"RETR a.bin\r\nNOOP\r\nDRS rtt_us=100000\r\n")
+        code, text = ctl.reply()  # DRS passes: the two before it are waiting by now
+        assert code == "200" and text[4:].startswith("DRS"), text
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        conn.close()  # a reset: the running RETR fails
+        assert ctl.reply()[0] == "426"  # the RETR's own final reply
+        code, text = ctl.reply()
+        assert code == "426" and "not run" in text, text  # the waiting RETR
+        assert ctl.reply()[0] == "426"  # and the NOOP behind it
+        assert ctl.cmd("NOOP")[0] == "200"
+        ctl.close()
+        lst.close()

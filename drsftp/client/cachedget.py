@@ -80,6 +80,9 @@ class CachedGets(_ModeE):
         """Bytes of the files still open (finished ones are the job's)."""
         return sum(f.bytes for f in self.files)
 
+    def drs_wanted(self) -> bool:
+        return bool(self.files)
+
     @property
     def tuner(self):
         live = [s for s in self.streams if s.ended is None]
@@ -181,8 +184,9 @@ class CachedGets(_ModeE):
     def _finish(self, fg: FileGet, exc: BaseException | None) -> None:
         if fg in self.files:
             self.files.remove(fg)
-        os.close(fg.fd)
-        fg.fd = -1
+        if fg.fd >= 0:
+            os.close(fg.fd)
+            fg.fd = -1
         if not fg.done.done():
             if exc is None:
                 fg.done.set_result(None)

@@ -20,10 +20,12 @@ from .job import ERRORS, Item, Job, Outcome, check_cancelled, same_digest
 from .remote import RemoteSession
 
 BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions of its own
-MIN_AHEAD, MAX_AHEAD = 2, 32  # files a session keeps requested (the server holds up to 64 commands)
+# files a session keeps requested: the server holds up to 64 commands, and a
+# put's file costs three (ALLO, STOR, then MFMT)
+MIN_AHEAD, MAX_AHEAD = 2, {"get": 32, "put": 16}
 
 
-def ahead(job: Job, session: CachedGets | CachedPuts, inflight: deque) -> bool:
+def ahead(job: Job, session: CachedGets | CachedPuts, inflight: deque, direction: str) -> bool:
     """Whether to request one more file: while the files on the wire hold
     less than two round trips of the session's rate, so the next file's
     command is at the server before the current one ends (a 64 KiB file
@@ -32,7 +34,7 @@ def ahead(job: Job, session: CachedGets | CachedPuts, inflight: deque) -> bool:
         return not inflight
     if len(inflight) < MIN_AHEAD:
         return True
-    if len(inflight) >= MAX_AHEAD:
+    if len(inflight) >= MAX_AHEAD[direction]:
         return False
     left = sum(max(0, f.size - getattr(f, "offset", 0) - f.bytes) for _, f in inflight if f.size is not None)
     return left < 2 * session.rate() * (job.rtt or 0.1)
@@ -95,7 +97,7 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
     try:
         while True:
             check_cancelled()
-            while job.queue and ahead(job, cs, inflight) and job.may_run(wid) and cs.broken is None:
+            while job.queue and ahead(job, cs, inflight, direction) and job.may_run(wid) and cs.broken is None:
                 item = job.queue.pop()
                 remote, local = job.paths(item)
                 try:
@@ -114,7 +116,10 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
             inflight.popleft()
             failure = f.done.exception()
             if failure is None:
-                done(item, f)
+                try:
+                    done(item, f)
+                except ERRORS as exc:  # (a local file moved or deleted meanwhile)
+                    job.retry_or_fail(item, exc)
                 continue
             if getattr(cs, "refused", False):  # MODE E refused: the files go back, stream mode from now on
                 job.jopts.cached = False

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import socket
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -67,6 +68,9 @@ class CachedPuts(_ModeE):
     @property
     def moved(self) -> int:
         return sum(f.bytes for f in self.files)
+
+    def drs_wanted(self) -> bool:
+        return bool(self.files)
 
     @property
     def tuner(self):
@@ -149,8 +153,11 @@ class CachedPuts(_ModeE):
         for fp in list(self.files):
             fp.go.set()
             self._finish(fp, exc)
-        for s in self.streams:
-            s.sock.close()
+        for s in self.streams:  # the writers see EPIPE; close() closes them after they end
+            try:
+                s.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.wake.set()
 
     # -- the streams ---------------------------------------------------------

@@ -204,7 +204,14 @@ class _ModeE:
                 self._maybe_send_drs()  # one exchange per session, from the first live stream's ticks
             await asyncio.sleep(delay)
 
+    def drs_wanted(self) -> bool:
+        """Whether a DRS exchange says anything now (a cached session: only
+        while a file is on the wire)."""
+        return True
+
     def _maybe_send_drs(self) -> None:
+        if not self.drs_wanted():
+            return
         now = time.monotonic()
         rtt = min((s.tuner.last_rtt for s in self.streams if s.tuner.last_rtt), default=None)
         if self._drs_pending or now - self._last_drs < max(rtt or 0, DRS_MIN_INTERVAL):

@@ -309,20 +309,20 @@ class Job:
         else:
             self._timer = self.session.h.ioloop.call_later(self.timeout - idle, self._check_timeout)
 
-    def _end(self) -> bool:
+    def _end(self, failed: bool = False) -> bool:
         if self.finished:
             return False
         self.finished = True
         self._timer.cancel()
         if self.session.job is self:
             self.session.job = None
-        self.session.transfer_ended()
+        self.session.transfer_ended(failed)
         return True
 
     def fail(self, reply: str | None) -> None:
         """End with an error reply (None: the session is gone); the
         streams' state is unknown, so they leave the cache."""
-        if not self._end():
+        if not self._end(failed=True):
             return
         for s in [s for s in self.session.streams if s.role is self.role]:
             s.close()

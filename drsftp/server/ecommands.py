@@ -71,7 +71,7 @@ class EModeCommands(EPortHooks, _Handler):
         if cmd == "ABOR" and self._held:
             if eb is not None:
                 eb.abort()  # the running transfer's 426 first, then the waiting ones'
-            self._drop_held()
+            self.drop_held()
             self.respond("226 ABOR command successful.")
             return
         # DRS passes: its replies are marked and paired by the mark (docs/PROTOCOL.md)
@@ -88,7 +88,8 @@ class EModeCommands(EPortHooks, _Handler):
     def release_held(self) -> None:
         """The running transfer ended (its final reply is out): run the
         waiting commands until one starts the next transfer."""
-        while self._held and not self._closed and not (self.eblock is not None and self.eblock.busy):
+        while (self._held and not self._closed and self._hash_job is None
+               and not (self.eblock is not None and self.eblock.busy)):
             line, cmd, arg = self._held.popleft()
             self._releasing = True
             try:
@@ -96,11 +97,12 @@ class EModeCommands(EPortHooks, _Handler):
             finally:
                 self._releasing = False
 
-    def _drop_held(self) -> None:
-        """ABOR: the waiting commands are answered, in order, as not run."""
+    def drop_held(self) -> None:
+        """ABOR or a failed transfer: the waiting commands are answered, in
+        order, as not run."""
         held, self._held = self._held, deque()
         for _line, cmd, _arg in held:
-            self.respond(f"426 {cmd} not run: aborted by ABOR before it started.")
+            self.respond(f"426 {cmd} not run: the transfer before it was aborted or failed.")
 
     def close(self):
         if getattr(self, "eblock", None) is not None:
@@ -282,6 +284,10 @@ class EModeCommands(EPortHooks, _Handler):
             self.respond(f"213 {job.result()}")
         except OSError as exc:
             self.respond(f"550 Cannot checksum: {exc.strerror}.")
+        self.hash_done()
+
+    def hash_done(self) -> None:
+        self.release_held()
 
     def ftp_SITE_CLIENTINFO(self, line):
         self.respond("200 OK.")

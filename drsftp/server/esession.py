@@ -121,10 +121,13 @@ class ESession:
             self.listener.close()
             self.listener = None
 
-    def transfer_ended(self) -> None:
+    def transfer_ended(self, failed: bool = False) -> None:
         restart_idle_timer(self.h)
-        # after the final reply, which follows this call: the commands that waited
-        self.h.ioloop.call_later(0, self.h.release_held, _errback=self.h.handle_error)
+        # after the final reply, which follows this call: the commands that
+        # waited run; after a failure they are answered, not run (the client
+        # knows its streams are gone; docs/EBLOCK.md, "Pipelined transfers")
+        then = self.h.drop_held if failed else self.h.release_held
+        self.h.ioloop.call_later(0, then, _errback=self.h.handle_error)
         if self.quit_pending:  # after the final reply, which follows this call (RFC 959, QUIT)
             self.h.ioloop.call_later(0, self.h.close_when_done, _errback=self.h.handle_error)
 

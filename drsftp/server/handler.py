@@ -338,7 +338,7 @@ class DRSControlMixin:
         return (dc is not None and compat.data_channel_open(dc)) or compat.pending_transfer(self)
 
     def pre_process_command(self, line, cmd, arg):
-        if self._hash_job is not None and cmd not in ("ABOR", "QUIT", "NOOP", "STAT"):
+        if self._hash_job is not None and cmd not in ("ABOR", "QUIT", "NOOP", "STAT", "DRS"):
             self.respond("503 Bad sequence of commands: HASH is still being computed.")
             return
         if self.shutting_down and cmd in GUARDED and not self.transfer_running():
@@ -522,8 +522,12 @@ class DRSControlMixin:
             size, digest = job.result()
         except OSError as exc:
             self.respond(f"550 Cannot hash: {exc.strerror}.")
-            return
-        self.respond(f"213 {algo} 0-{max(size - 1, 0)} {digest} {name}")
+        else:
+            self.respond(f"213 {algo} 0-{max(size - 1, 0)} {digest} {name}")
+        self.hash_done()
+
+    def hash_done(self) -> None:
+        """HASH's reply is out (MODE E: the commands that waited behind it go on)."""
 
     # -- DRS command -----------------------------------------------------------
     def _drs_allowed(self) -> bool:
