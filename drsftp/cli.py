@@ -36,6 +36,8 @@ def _tuning_arg(text: str) -> str:
 
 
 def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
+    from .client.jobcli import add_tls_opts
+
     p.add_argument("--tuning", type=_tuning_arg, default="drs",
                    help=f"buffer tuning: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
     p.add_argument("--continue", dest="resume", action="store_true", help="resume with REST")
@@ -56,12 +58,7 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
                    help="compare SHA-256 with the server's HASH afterwards (non-zero exit if different)")
     p.add_argument("--max-time", type=float, metavar="SECONDS",
                    help="stop after this long (ABOR), keep what arrived, exit 28 (as curl)")
-    p.add_argument("--tls", action="store_true",
-                   help="FTPS: AUTH TLS, then control and data encrypted (ftps:// URLs: implicit TLS)")
-    p.add_argument("--ca-file", metavar="FILE",
-                   help="trust the CA certificates in FILE (PEM) instead of the system store")
-    p.add_argument("--insecure", action="store_true",
-                   help="do not check the server's TLS certificate or name (says so on stderr)")
+    add_tls_opts(p)
     p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
                    help="data streams, 1-64, or 'auto' (chosen and changed while the transfer runs):"
                         " extended block mode where the server lists PARALLEL, else (and always over TLS)"

@@ -162,7 +162,7 @@ async def _fetch(port, tmp_path, names, timeout=10):
         await asyncio.wait_for(asyncio.gather(*(f.done for f in files), return_exceptions=True), timeout)
     finally:
         await cg.close()
-        await ctl.close(wait=False)
+        await ctl.close()
     return cg, files
 
 

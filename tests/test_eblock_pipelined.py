@@ -72,6 +72,17 @@ class CachedReader:
             t.join(20)
 
 
+def running_retr(ctl):
+    """MODE E, PORT and RETR big.bin (24 MiB) on one stream; the receiver's
+    readers wait on its gate, so the RETR stays running until it is set."""
+    rx = Receiver(24 << 20)
+    assert ctl.cmd("MODE E")[0] == "200"
+    assert ctl.cmd(rx.port_cmd)[0] == "200"
+    assert ctl.cmd("RETR big.bin")[0] == "150"
+    rx.accept(1)
+    return rx
+
+
 def test_pipelined_retrs_run_in_order_on_the_cached_streams(tmp_path):
     root = tmp_path / "srv"
     root.mkdir()
@@ -105,11 +116,7 @@ def test_drs_is_answered_while_transfers_wait(tmp_path):
     make_file(root / "a.bin", 1000, seed=4)
     with running_server(root) as srv:
         ctl = Ctl(srv.port)
-        rx = Receiver(24 << 20)  # its readers wait on the gate: the RETR stays running
-        assert ctl.cmd("MODE E")[0] == "200"
-        assert ctl.cmd(rx.port_cmd)[0] == "200"
-        assert ctl.cmd("RETR big.bin")[0] == "150"
-        rx.accept(1)
+        rx = running_retr(ctl)
         ctl.sock.sendall(b"RETR a.bin\r\nDRS rtt_us=100000 rate=1000000\r\n")
         code, text = ctl.reply()
         assert code == "200" and text[4:].startswith("DRS "), text
@@ -127,11 +134,7 @@ def test_more_waiting_commands_than_the_bound_end_the_session(tmp_path):
     make_file(root / "big.bin", 24 << 20, seed=3)
     with running_server(root) as srv:
         ctl = Ctl(srv.port)
-        rx = Receiver(24 << 20)
-        assert ctl.cmd("MODE E")[0] == "200"
-        assert ctl.cmd(rx.port_cmd)[0] == "200"
-        assert ctl.cmd("RETR big.bin")[0] == "150"
-        rx.accept(1)
+        rx = running_retr(ctl)
         ctl.sock.sendall(b"REST 0\r\n" + b"NOOP\r\n" * 64)
         code, text = ctl.reply()
         assert code == "421", text
@@ -153,11 +156,7 @@ def test_any_command_during_a_mode_e_transfer_waits_for_it(tmp_path):
     make_file(root / "big.bin", 24 << 20, seed=3)
     with running_server(root) as srv:
         ctl = Ctl(srv.port)
-        rx = Receiver(24 << 20)
-        assert ctl.cmd("MODE E")[0] == "200"
-        assert ctl.cmd(rx.port_cmd)[0] == "200"
-        assert ctl.cmd("RETR big.bin")[0] == "150"
-        rx.accept(1)
+        rx = running_retr(ctl)
         ctl.sock.sendall(b"SIZE big.bin\r\n")
         rx.gate.set()  # the transfer runs to its end
         assert ctl.reply()[0] == "226"

@@ -21,7 +21,6 @@ import functools
 import os
 import socket
 import time
-from collections import deque
 from dataclasses import dataclass, field
 
 from ..fileio import pwrite_all
@@ -29,8 +28,9 @@ from ..ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, R
 from ..ftp.replies import Reply
 from ..result import TransferResult
 from ..tuning import Role
+from .cachedsession import CachedSession
 from .control import ControlConnection, FTPError, Pending
-from .modee import Stream, _listener, _ModeE, _port
+from .modee import Stream, _listener, _port
 from .rangeplan import read_chunk
 from .transfer import TransferOptions
 
@@ -61,32 +61,17 @@ class FileGet:
         return self.local + ".part"
 
 
-class CachedGets(_ModeE):
+class CachedGets(CachedSession):
     """One session's cached streams and the files requested on it."""
 
     role = Role.RECEIVER
 
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
         super().__init__(ctl, opts, streams)
-        self.files: deque[FileGet] = deque()  # requested, not yet finished
         self.seq = 0
         self.listener: socket.socket | None = None
         self.sinks: list[_CachedSink] = []
-        self.broken: FTPError | None = None
         self.refused = False  # the server refused MODE E's setup: stream mode for this job
-
-    @property
-    def moved(self) -> int:
-        """Bytes of the files still open (finished ones are the job's)."""
-        return sum(f.bytes for f in self.files)
-
-    def drs_wanted(self) -> bool:
-        return bool(self.files)
-
-    @property
-    def tuner(self):
-        live = [s for s in self.streams if s.ended is None]
-        return live[0].tuner if live else None
 
     def open(self) -> None:
         """MODE E, the streams' number, and where the server connects them,
@@ -159,7 +144,7 @@ class CachedGets(_ModeE):
         fg.reply = reply = fut.result()
         if fg.state == "sent":  # answered without a 1xx: never started, the streams untouched
             fg.state = "refused"
-            self._finish(fg, FTPError(f"cannot retrieve {fg.remote}: {reply}", reply))
+            self.finish(fg, FTPError(f"cannot retrieve {fg.remote}: {reply}", reply))
             if not fg.offset:
                 try:
                     os.unlink(fg.part)  # created for it, never written
@@ -179,27 +164,10 @@ class CachedGets(_ModeE):
         if fg.ledger.received.missing(got):
             self.fail(FTPError(f"RETR {fg.remote}: holes in the data received", transient=False))
             return
-        self._finish(fg, None)
-
-    def _finish(self, fg: FileGet, exc: BaseException | None) -> None:
-        if fg in self.files:
-            self.files.remove(fg)
-        if fg.fd >= 0:
-            os.close(fg.fd)
-            fg.fd = -1
-        if not fg.done.done():
-            if exc is None:
-                fg.done.set_result(None)
-            else:
-                fg.done.set_exception(exc)
-                fg.done.exception()  # read by the worker, or dropped with the session
+        self.finish(fg, None)
 
     def fail(self, exc: FTPError) -> None:
-        """The streams' state is unknown: every open file fails with ``exc``."""
-        if self.broken is None:
-            self.broken = exc
-        for fg in list(self.files):
-            self._finish(fg, exc)
+        self.break_session(exc)
         for sink in self.sinks:
             if sink.transport is not None:
                 sink.transport.abort()
@@ -233,18 +201,12 @@ class CachedGets(_ModeE):
         if self.listener is not None:
             self.listener.close()
         for fg in list(self.files):
-            self._finish(fg, FTPError("session closed"))
+            self.finish(fg, FTPError("session closed"))
         for s in self.streams:
             s.ended = s.ended or time.monotonic()
 
-    def result(self, fg: FileGet, seconds: float) -> TransferResult:
-        got = fg.ledger.size()
-        r = TransferResult(direction="get", path=fg.remote, bytes=fg.bytes, total_size=got, resumed_from=fg.offset,
-                           seconds=seconds, drs_peer="DRS" in self.ctl.features, drs_replies=self.drs_replies,
-                           server_last_report=self.server_last)
-        r.update(self.summary())
-        r.update(streams=len(self.streams), cached=True)
-        return r
+    def file_result(self, fg: FileGet, seconds: float) -> TransferResult:
+        return self.result(fg, "get", seconds, total_size=fg.ledger.size(), resumed_from=fg.offset)
 
 
 class _CachedSink(asyncio.BufferedProtocol):

@@ -154,7 +154,7 @@ def _complete(cg: CachedGets, fg: FileGet):
     os.replace(fg.part, fg.local)
     if fg.mtime is not None and not changed:
         os.utime(fg.local, (fg.mtime, fg.mtime))
-    res = cg.result(fg, time.monotonic() - (fg.started or time.monotonic()))
+    res = cg.file_result(fg, time.monotonic() - (fg.started or time.monotonic()))
     if changed:
         res.update(note=f"changed during the copy: listed {fg.size} B, got {got} B")
     return res
@@ -177,7 +177,7 @@ async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
     times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)
 
     def done(item: Item, fp: FilePut) -> None:
-        res = cp.result(fp, time.monotonic() - (fp.started or time.monotonic()))
+        res = cp.file_result(fp, time.monotonic() - (fp.started or time.monotonic()))
         if "MFMT" in sess.ctl.features:
             times.append(sess.ctl.start(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
         job.finished(item, Outcome(fp.remote, "ok", res))

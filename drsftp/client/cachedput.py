@@ -21,15 +21,15 @@ import functools
 import os
 import socket
 import time
-from collections import deque
 from dataclasses import dataclass, field
 
-from ..ftp.eblock import data_header, eod
+from ..ftp.eblock import HEADER_SIZE, data_header, eod
 from ..result import TransferResult
 from ..tuning import Role
+from .cachedsession import CachedSession
 from .control import ControlConnection, FTPError, Pending
 from .flowctl import FlowControl
-from .modee import BlockQueue, Stream, _ModeE, block_size
+from .modee import BlockQueue, Stream, block_size
 from .transfer import TransferOptions
 
 CHUNK = 1 << 20  # bytes read and sent at a time
@@ -53,7 +53,7 @@ class FilePut:
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
-class CachedPuts(_ModeE):
+class CachedPuts(CachedSession):
     """One session's cached streams and the files stored on it."""
 
     role = Role.SENDER
@@ -61,20 +61,7 @@ class CachedPuts(_ModeE):
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
         super().__init__(ctl, opts, streams)
         self.order: list[FilePut] = []  # every file requested, in command order
-        self.files: deque[FilePut] = deque()  # not yet finished
-        self.broken: FTPError | None = None
         self.wake = asyncio.Event()  # a file was requested
-
-    @property
-    def moved(self) -> int:
-        return sum(f.bytes for f in self.files)
-
-    def drs_wanted(self) -> bool:
-        return bool(self.files)
-
-    @property
-    def tuner(self):
-        return self.streams[0].tuner if self.streams else None
 
     async def open(self) -> None:
         """MODE E and the server's address, then the N streams."""
@@ -127,32 +114,16 @@ class CachedPuts(_ModeE):
         if fp.state == "sent":  # refused before it started: no stream sends it
             fp.state = "refused"
             fp.go.set()
-            self._finish(fp, FTPError(f"cannot store {fp.remote}: {reply}", reply))
+            self.finish(fp, FTPError(f"cannot store {fp.remote}: {reply}", reply))
         elif reply.code in (226, 250):
-            self._finish(fp, None)
+            self.finish(fp, None)
         else:
             self.fail(FTPError(f"STOR {fp.remote} failed: {reply}", reply))
 
-    def _finish(self, fp: FilePut, exc: BaseException | None) -> None:
-        if fp in self.files:
-            self.files.remove(fp)
-        if fp.fd >= 0:
-            os.close(fp.fd)
-            fp.fd = -1
-        if not fp.done.done():
-            if exc is None:
-                fp.done.set_result(None)
-            else:
-                fp.done.set_exception(exc)
-                fp.done.exception()  # read by the worker, or dropped with the session
-
     def fail(self, exc: FTPError) -> None:
-        """The streams' state is unknown: every open file fails with ``exc``."""
-        if self.broken is None:
-            self.broken = exc
-        for fp in list(self.files):
-            fp.go.set()
-            self._finish(fp, exc)
+        for fp in self.files:
+            fp.go.set()  # (its writers skip it)
+        self.break_session(exc)
         for s in self.streams:  # the writers see EPIPE; close() closes them after they end
             try:
                 s.sock.shutdown(socket.SHUT_RDWR)
@@ -163,6 +134,9 @@ class CachedPuts(_ModeE):
     # -- the streams ---------------------------------------------------------
     async def _writer(self, stream: Stream) -> None:
         loop = asyncio.get_running_loop()
+        # one buffer a stream: a block's header and its first chunk go in one
+        # send, each chunk read straight into it (no per-chunk allocation)
+        buf = memoryview(bytearray(HEADER_SIZE + CHUNK))
         k = 0
         try:
             while self.broken is None and not self.done:
@@ -177,16 +151,17 @@ class CachedPuts(_ModeE):
                     continue
                 while (block := fp.blocks.next()) is not None:
                     offset, count = block
-                    await loop.sock_sendall(stream.sock, data_header(offset, count))
-                    end = offset + count
+                    buf[:HEADER_SIZE] = data_header(offset, count)
+                    head, end = HEADER_SIZE, offset + count
                     while offset < end:
-                        data = os.pread(fp.fd, min(CHUNK, end - offset), offset)
-                        if not data:
+                        n = os.preadv(fp.fd, [buf[head:head + min(CHUNK, end - offset)]], offset)
+                        if not n:
                             raise FTPError(f"{fp.local} shrank during the copy", transient=False)
-                        await loop.sock_sendall(stream.sock, data)
-                        offset += len(data)
-                        fp.bytes += len(data)
-                        stream.bytes += len(data)
+                        await loop.sock_sendall(stream.sock, buf[:head + n])
+                        offset += n
+                        fp.bytes += n
+                        stream.bytes += n
+                        head = 0
                 await loop.sock_sendall(stream.sock, eod(eof_streams=fp.blocks.finish()))
                 k += 1
         except FTPError as exc:
@@ -202,12 +177,7 @@ class CachedPuts(_ModeE):
             s.sock.close()
             s.ended = s.ended or time.monotonic()
         for fp in list(self.files):
-            self._finish(fp, FTPError("session closed"))
+            self.finish(fp, FTPError("session closed"))
 
-    def result(self, fp: FilePut, seconds: float) -> TransferResult:
-        r = TransferResult(direction="put", path=fp.remote, bytes=fp.bytes, total_size=fp.size, seconds=seconds,
-                           drs_peer="DRS" in self.ctl.features, drs_replies=self.drs_replies,
-                           server_last_report=self.server_last)
-        r.update(self.summary())
-        r.update(streams=len(self.streams), cached=True)
-        return r
+    def file_result(self, fp: FilePut, seconds: float) -> TransferResult:
+        return self.result(fp, "put", seconds, total_size=fp.size)

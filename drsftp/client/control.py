@@ -265,19 +265,15 @@ class ControlConnection:
             raise FTPError(f"server offers no passive mode: {reply}", reply)
         return peer, parse_pasv(reply)[1]
 
-    async def close(self, wait: bool = False) -> None:
-        """QUIT and close, by default without waiting for the 221 (a session
-        closed out of step, after an ABOR, may never answer it in time;
-        ``wait``: up to 2 s for it)."""
+    async def close(self) -> None:
+        """QUIT and close without waiting for the 221 (a session closed out
+        of step, after an ABOR, may never answer it in time)."""
         if self._closed:
             return
         try:
             if not self.writer.is_closing():
-                quit_ = self.start("QUIT")
-                self._closed = True
-                if wait:
-                    await self._wait(quit_.final, 2)
-        except (TimeoutError, FTPError, OSError, ConnectionError):
+                self.start("QUIT")
+        except (FTPError, OSError, ConnectionError):
             pass
         self._closed = True
         self.writer.close()

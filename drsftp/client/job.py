@@ -156,9 +156,9 @@ class Job:
         self.rtt = self.rtt or sess.rtt
         return sess
 
-    async def drop(self, sess: RemoteSession, wait: bool = False) -> None:
+    async def drop(self, sess: RemoteSession) -> None:
         self.live -= 1
-        await sess.close(wait)
+        await sess.close()
 
     async def close_spare(self) -> None:
         for fut in self.opening:

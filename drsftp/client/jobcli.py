@@ -58,6 +58,10 @@ def add_ls_parser(sub) -> None:
     p.add_argument("-l", "--long", action="store_true", help="type, size and time of each entry")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the server (default 60)")
+    add_tls_opts(p)
+
+
+def add_tls_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls", action="store_true",
                    help="FTPS: AUTH TLS, then control and data encrypted (ftps:// URLs: implicit TLS)")
     p.add_argument("--ca-file", metavar="FILE",

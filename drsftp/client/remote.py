@@ -90,8 +90,8 @@ class RemoteSession:
         sess.early = dict(zip(queries, replies, strict=True))
         return sess
 
-    async def close(self, wait: bool = False) -> None:
-        await self.ctl.close(wait)
+    async def close(self) -> None:
+        await self.ctl.close()
 
     @property
     def rtt(self) -> float | None:

@@ -1,0 +1,66 @@
+"""What cached extended-block sessions share, both directions
+(drsftp.client.cachedget, cachedput): the files on the wire, their end,
+the session's break, and a file's figures (docs/DATASETS.md, "Cached data
+channels")."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from typing import Any
+
+from ..result import TransferResult
+from .control import ControlConnection, FTPError
+from .modee import _ModeE
+from .transfer import TransferOptions
+
+
+class CachedSession(_ModeE):
+    """A file here (FileGet, FilePut) has ``fd``, ``bytes`` and ``done``."""
+
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
+        super().__init__(ctl, opts, streams)
+        self.files: deque[Any] = deque()  # requested, not yet finished
+        self.broken: FTPError | None = None
+
+    @property
+    def moved(self) -> int:
+        """Bytes of the files still open (finished ones are the job's)."""
+        return sum(f.bytes for f in self.files)
+
+    def drs_wanted(self) -> bool:
+        return bool(self.files)  # between files the exchange says nothing
+
+    @property
+    def tuner(self):
+        live = [s for s in self.streams if s.ended is None]
+        return live[0].tuner if live else None
+
+    def finish(self, f: Any, exc: BaseException | None) -> None:
+        """The file leaves the wire: its descriptor closed, its end said."""
+        if f in self.files:
+            self.files.remove(f)
+        if f.fd >= 0:
+            os.close(f.fd)
+            f.fd = -1
+        if not f.done.done():
+            if exc is None:
+                f.done.set_result(None)
+            else:
+                f.done.set_exception(exc)
+                f.done.exception()  # read by the worker, or dropped with the session
+
+    def break_session(self, exc: FTPError) -> None:
+        """The streams' state is unknown: every open file fails with ``exc``."""
+        if self.broken is None:
+            self.broken = exc
+        for f in list(self.files):
+            self.finish(f, exc)
+
+    def result(self, f: Any, direction: str, seconds: float, **figures: Any) -> TransferResult:
+        r = TransferResult(direction=direction, path=f.remote, bytes=f.bytes, seconds=seconds,
+                           drs_peer="DRS" in self.ctl.features, drs_replies=self.drs_replies,
+                           server_last_report=self.server_last)
+        r.update(self.summary())
+        r.update(figures, streams=len(self.streams), cached=True)
+        return r
