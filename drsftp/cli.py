@@ -66,7 +66,15 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
                         " in a job (-r, several files): streams per session, files of 64 MiB or more -P auto")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# commands whose parsers import the bench and the emulator (~50 ms): built
+# only when one of them runs, or for the full help
+HEAVY = ("netem", "bench", "datapath", "benchreport", "netemcheck")
+_LIGHT = ("serve", "get", "put", "ls", "passwd")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``command`` (the one being run) the heavy
+    parsers of other commands are left out."""
     parser = argparse.ArgumentParser(prog="drsftp", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"drsftp {__version__}",
                         help="print the version and exit")
@@ -131,11 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     pw.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     pw.add_argument("--delete", action="store_true", help="remove the user")
 
-    from .bench.cli import add_parser as add_bench
-    from .netem.cli import add_parser as add_netem
+    if command is None or command in HEAVY:
+        from .bench.cli import add_parser as add_bench
+        from .netem.cli import add_parser as add_netem
 
-    add_netem(sub)
-    add_bench(sub)
+        add_netem(sub)
+        add_bench(sub)
     return parser
 
 
@@ -286,14 +295,16 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    args_in = sys.argv[1:] if argv is None else argv
+    command = next((a for a in args_in if not a.startswith("-")), None)
+    parser = build_parser(command if command in _LIGHT else None)
     args = parser.parse_args(argv)
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
     from .client.control import FTPError
     from .client.jobcli import JobUsageError
     from .ftp.session import URLError
     from .netem.errors import NetemError
-    from .server import ConfigError
+    from .server.config import ConfigError
 
     try:
         if args.command == "serve":

@@ -16,6 +16,7 @@ import pytest
 
 from drsftp.client import parallel, transfer
 from drsftp.client.control import FTPError
+from drsftp.client.dataset import JobOptions, run_get
 from drsftp.client.flowctl import FlowControl
 from drsftp.client.transfer import TransferOptions
 from drsftp.ftp.eblock import data_header, eod
@@ -100,13 +101,25 @@ class FakeServer:
             nums = [int(x) for x in arg.split(",")]
             self.port_addr = (".".join(map(str, nums[:4])), nums[4] * 256 + nums[5])
             writer.write(b"200 ok\r\n")
-        elif verb == "EPSV":
+        elif verb in ("EPSV", "PASV"):
             self.pasv_conn = asyncio.get_running_loop().create_future()
             fut = self.pasv_conn
             self.pasv = await asyncio.start_server(lambda r, w: fut.set_result(r if self.want_reader else w)
                                                    if not fut.done() else None,
                                                    "127.0.0.1", 0)
-            writer.write(f"229 ok (|||{self.pasv.sockets[0].getsockname()[1]}|)\r\n".encode())
+            port = self.pasv.sockets[0].getsockname()[1]
+            writer.write(f"229 ok (|||{port}|)\r\n".encode() if verb == "EPSV" else
+                         f"227 ok (127,0,0,1,{port >> 8},{port & 255})\r\n".encode())
+        elif verb == "MLST":
+            kind = "dir" if arg.rstrip("/") == "/d" else "file"
+            writer.write(f"250-Listing {arg}\r\n type={kind};size={len(PAYLOAD)}; {arg}\r\n250 End\r\n".encode())
+        elif verb == "MLSD":
+            if arg.rstrip("/") != "/d" or self.pasv_conn is None:
+                writer.write(b"501 not a directory\r\n" if self.pasv_conn else b"425 use PASV first\r\n")
+                return True
+            writer.write(b"150 here\r\n")
+            await self._send_data(f"type=file;size={len(PAYLOAD)}; f1\r\n".encode(), passive=True)
+            writer.write(b"226 done\r\n")
         elif verb == "STOR":
             writer.write(b"150 send\r\n")
             assert self.pasv_conn is not None
@@ -121,15 +134,16 @@ class FakeServer:
             writer.write(b"200 ok\r\n")
         return True
 
-    async def _send_data(self) -> None:
-        if self.port_addr is not None:  # MODE E, active: the sender connects (GFD.20)
+    async def _send_data(self, payload: bytes = PAYLOAD, passive: bool = False) -> None:
+        if self.port_addr is not None and not passive:  # MODE E, active: the sender connects (GFD.20)
             _, w = await asyncio.open_connection(*self.port_addr)
-            w.write(data_header(0, len(PAYLOAD)) + PAYLOAD + eod(eof_streams=1, close=True))
+            w.write(data_header(0, len(payload)) + payload + eod(eof_streams=1, close=True))
         else:
             assert self.pasv_conn is not None
             w = await asyncio.wait_for(self.pasv_conn, 10)
+            self.pasv_conn = None
             assert isinstance(w, asyncio.StreamWriter)
-            w.write(PAYLOAD)
+            w.write(payload)
         await w.drain()
         w.close()
 
@@ -276,3 +290,34 @@ def test_flow_replies_must_come_in_command_order():
     f.send("MODE E")
     with pytest.raises(FlowError, match=re.escape("MODE while TYPE")):
         f.receive("MODE", R(200))
+
+
+def _get_r(tmp_path, srv_kw: dict, path: str):
+    async def main():
+        async with FakeServer(**srv_kw) as srv:
+            loc = FTPLocation("127.0.0.1", srv.port, "u", "pw", path)
+            result = await run_get([(loc, True)], str(tmp_path / "dest") + "/", _opts(),
+                                   JobOptions(recursive=True, sessions=1))
+            return srv.groups, result
+
+    return asyncio.run(main())
+
+
+def test_get_r_asks_for_the_source_listing_with_the_log_in(tmp_path):
+    groups, result = _get_r(tmp_path, {"feat": ("MLST", "EPSV")}, "/d/")
+    assert groups[0] == ["FEAT", "USER", "PASS", "TYPE", "MLST", "EPSV", "MLSD"]
+    assert "MLSD" not in [v for g in groups[1:] for v in g]  # listed once
+    assert result.count("ok") == 1 and (tmp_path / "dest" / "f1").read_bytes() == PAYLOAD
+
+
+def test_get_r_lists_the_usual_way_when_the_early_epsv_is_refused(tmp_path):
+    groups, result = _get_r(tmp_path, {"feat": ("MLST",), "refuse": {"EPSV": "500 EPSV not understood"}}, "/d/")
+    assert groups[0][-2:] == ["EPSV", "MLSD"]
+    assert [v for g in groups[1:] for v in g].count("MLSD") == 1  # (after PASV)
+    assert result.count("ok") == 1 and (tmp_path / "dest" / "f1").read_bytes() == PAYLOAD
+
+
+def test_get_r_of_a_file_reads_the_early_listing_refusal_first(tmp_path):
+    groups, result = _get_r(tmp_path, {"feat": ("MLST", "EPSV")}, "/f")
+    assert groups[0][-2:] == ["EPSV", "MLSD"]
+    assert result.count("ok") == 1 and (tmp_path / "dest" / "f").read_bytes() == PAYLOAD

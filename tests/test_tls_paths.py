@@ -100,7 +100,9 @@ def test_a_clear_text_parallel_or_dataset_get_is_refused(tmp_path, tls_server):
         assert "SSL/TLS required on the control channel" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x.bin").exists()
     log = srv.stderr_text()
-    assert "<- RETR" not in log and "<- MLSD" not in log and "<- LIST" not in log  # no data in clear
+    # no data in clear: the listing asked with the log-in is refused with it (530)
+    assert "<- RETR" not in log and "<- LIST" not in log
+    assert "-> 150" not in log and "-> 125" not in log and "-> 229" not in log
 
 
 def test_every_data_connection_is_tls_and_resumes_its_session(tmp_path, tls_server, certs, monkeypatch):  # noqa: F811

@@ -50,7 +50,9 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
     loc0 = urls[0][0]
     job = Job("get", loc0, topts, jopts)
     try:
-        sess = await job.first_session(tuple(f"MLST {loc.path}" for loc, _ in urls))
+        # one source with -r: most likely a directory, listed with the log-in
+        listing = remote_join(loc0.path, ()) if jopts.recursive and len(urls) == 1 else None
+        sess = await job.first_session(tuple(f"MLST {loc.path}" for loc, _ in urls), listing)
         job.prefetch(job.allowed - 1)
         dest_is_dir = os.path.isdir(dest) or len(urls) > 1 or dest.endswith("/")
         for loc, contents in urls:
@@ -68,11 +70,14 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
             else:
                 local = os.path.join(dest, name) if dest_is_dir else dest
             job.sources.append(Source(loc.path, local, DIR if entry.type == DIR else FILE, entry))
-        job.spare.append(sess)
+        if not any(s.kind == DIR for s in job.sources):
+            await sess.settle_early()
+        job.spare.append(sess)  # (the walk's first lister takes it: the early listing is the root's)
         if dest_is_dir and job.sources:
             os.makedirs(dest, exist_ok=True)
         dirs = [(i, s.remote) for i, s in enumerate(job.sources) if s.kind == DIR]
         trees = await job.walk_remote(dirs) if dirs else {}
+        await sess.settle_early()  # (a walk that failed before the listing)
         for i, s in enumerate(job.sources):
             if s.kind == DIR:
                 source = trees[i]

@@ -130,9 +130,9 @@ class Job:
             fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # read by session() or dropped
             self.opening.append(fut)
 
-    async def first_session(self, queries: tuple[str, ...]) -> RemoteSession:
-        """The job's first session, ``queries`` sent with its log-in."""
-        sess = await RemoteSession.open_asking(self.loc, self.topts, queries)
+    async def first_session(self, queries: tuple[str, ...], listing: str | None = None) -> RemoteSession:
+        """The job's first session, ``queries`` (and ``listing``) sent with its log-in."""
+        sess = await RemoteSession.open_asking(self.loc, self.topts, queries, listing)
         self._count(sess)
         return sess
 

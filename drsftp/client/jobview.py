@@ -6,15 +6,6 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
-
 from .progress import human_bits, human_bytes
 
 
@@ -22,13 +13,16 @@ class JobView:
     def __init__(self, label: str, enabled: bool | None = None, verbose: int = 0) -> None:
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.verbose = verbose
-        self.console = Console(stderr=True, highlight=False)
         self._progress = None
         if self.enabled:
+            # rich only when a bar is shown (progress.py)
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
             self._progress = Progress(
                 TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True),
                 TextColumn("{task.fields[stats]}"), TimeRemainingColumn(),
-                console=self.console, transient=False)
+                console=Console(stderr=True, highlight=False), transient=False)
             self._task = self._progress.add_task(label, total=None, stats="")
             self._progress.start()
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
 from ..result import human_bits, human_bytes
 
 
@@ -15,6 +12,10 @@ class ProgressView:
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self._progress = None
         if self.enabled:
+            # rich only when a bar is shown: its import is a tenth of the start-up
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

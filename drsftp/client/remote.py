@@ -76,19 +76,43 @@ class RemoteSession:
         self.mlsd = "MLST" in ctl.features
         self.peer = ctl.writer.get_extra_info("peername")[0]
         self.early: dict[str, Reply] = {}  # replies to queries sent with the log-in
+        self.early_listing: tuple[str, Started] | None = None  # a listing asked with the log-in
 
     @classmethod
     async def open(cls, loc: FTPLocation, opts: TransferOptions) -> RemoteSession:
         return cls(await _session(loc, opts), opts)
 
     @classmethod
-    async def open_asking(cls, loc: FTPLocation, opts: TransferOptions, queries: tuple[str, ...]) -> RemoteSession:
+    async def open_asking(cls, loc: FTPLocation, opts: TransferOptions, queries: tuple[str, ...],
+                          listing: str | None = None) -> RemoteSession:
         """A session whose log-in batch also carries ``queries`` (MLST of
-        the sources: one round trip less); stat() uses their replies."""
-        ctl, replies = await open_session(loc, opts, queries)
+        the sources: one round trip less); stat() uses their replies.
+        ``listing``: a directory likely to be listed next (``get -r``'s
+        source): its EPSV and MLSD go out with the log-in too, before
+        FEAT says whether there is MLSD (a refusal is answered by the
+        usual listing); listing() or settle_early() takes its replies."""
+        early: list[Started] = []
+
+        def ask(ctl: ControlConnection) -> None:
+            passive = ctl.start("EPSV")
+            early.append(Started(passive, ctl.start(f"MLSD {listing}"), True))
+
+        ctl, replies = await open_session(loc, opts, queries, ask if listing is not None else None)
         sess = cls(ctl, opts)
         sess.early = dict(zip(queries, replies, strict=True))
+        if listing is not None:
+            sess.early_listing = (listing, early[0])
         return sess
+
+    async def settle_early(self) -> None:
+        """The listing asked with the log-in, read and dropped: the session
+        is then free for other commands (its replies come first)."""
+        if self.early_listing is not None:
+            try:
+                await self.listing(self.early_listing[0])
+            except FTPError as exc:
+                if exc.reply is None:
+                    raise
 
     async def close(self) -> None:
         await self.ctl.close()
@@ -169,13 +193,26 @@ class RemoteSession:
 
     # -- listings ---------------------------------------------------------------
     async def listing(self, path: str) -> list[Entry]:
+        what = f"cannot list {path}"
+        early, self.early_listing = self.early_listing, None
+        if early is not None:
+            line = f"MLSD {early[0]}"
+            try:  # (FEAT had not been read when it was sent)
+                data = await self.read_data(line, what, early[1])
+            except FTPError as exc:
+                if exc.reply is None:
+                    raise  # the connection, not the command
+            else:
+                if early[0] == path and self.mlsd:
+                    return parse_mlsd(data)
         verb = "MLSD" if self.mlsd else "LIST"
-        data = await self.read_data(f"{verb} {path}", f"cannot list {path}")
+        data = await self.read_data(f"{verb} {path}", what)
         return parse_mlsd(data) if self.mlsd else parse_list(data)
 
-    async def read_data(self, line: str, what: str) -> bytes:
+    async def read_data(self, line: str, what: str, st: Started | None = None) -> bytes:
+        """The data of ``line``; ``st``: its commands were sent already."""
         lines = (line,)
-        st = self.start(*lines)
+        st = st or self.start(*lines)
         sock = await self.connect(st, None, lines)
         transport = None
         try:

@@ -18,7 +18,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import sockopt
@@ -139,10 +139,13 @@ class _Transfer:
         token.final.add_done_callback(on_reply)
 
 
-async def open_session(loc: FTPLocation, opts: TransferOptions,
-                       queries: Sequence[str] = ()) -> tuple[ControlConnection, list[Reply]]:
+async def open_session(loc: FTPLocation, opts: TransferOptions, queries: Sequence[str] = (),
+                       then: Callable[[ControlConnection], None] | None = None,
+                       ) -> tuple[ControlConnection, list[Reply]]:
     """A logged-in session in binary mode, and the replies to ``queries``
     (SIZE, MDTM: read-only commands whose replies the caller judges).
+    ``then(ctl)`` sends more right behind the batch, its replies the
+    caller's (a listing asked for with the log-in: remote.py).
     Round trips: the connection; (the greeting, AUTH TLS and the handshake:
     RFC 4217 sec. 4, nothing else may be sent before); then FEAT, USER,
     PASS, (PBSZ 0, PROT P,) TYPE I and the queries in one batch, their
@@ -168,6 +171,8 @@ async def open_session(loc: FTPLocation, opts: TransferOptions,
                       (ctl.start("PROT P"), expect(200, what="PROT P (encrypted data connections)"))]
         batch.append((ctl.start("TYPE I"), expect(200, what="binary mode (TYPE I)")))
         batch += [(ctl.start(q), None) for q in queries]
+        if then is not None:
+            then(ctl)
         if not explicit:
             await ctl.greeted(opts.connect_timeout)
         ctl.features = parse_feat((await ctl.settle([(feat, None)]))[0])

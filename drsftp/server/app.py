@@ -16,6 +16,7 @@ from ..tuning import check_spec
 from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget
 from . import translog
+from .config import ConfigError
 from .eblock import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
 from .users import (
@@ -29,10 +30,6 @@ from .users import (
 )
 
 log = logging.getLogger("drsftp.server")
-
-
-class ConfigError(ValueError):
-    pass
 
 
 @dataclass

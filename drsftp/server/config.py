@@ -15,7 +15,9 @@ import re
 import tomllib
 from typing import Any
 
-from .app import ConfigError
+
+class ConfigError(ValueError):
+    """A server setting that cannot be used: one sentence, before the server listens."""
 
 # key -> (accepted types, what to call them in an error)
 _INT, _FLOAT, _STR, _BOOL = ((int,), "an integer"), ((int, float), "a number"), ((str,), "a string"), \
