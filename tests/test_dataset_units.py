@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drsftp.client.concurrency import AutoConcurrency
 from drsftp.client.plan import Stat, complete, plan
 from drsftp.ftp.listing import (
     DIR,
@@ -20,6 +19,8 @@ from drsftp.ftp.listing import (
     parse_mlst_reply,
 )
 from drsftp.ftp.safepath import UnsafePath, check_name, local_path, remote_join
+from drsftp.tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
+from drsftp.tuning.streams import StreamSample
 
 # -- listings ------------------------------------------------------------------------
 
@@ -163,50 +164,112 @@ def test_complete_rule():
     assert not complete(Stat(None, 100.0), Stat(5, 100.0))
 
 
-# -- -c auto ---------------------------------------------------------------------------------------
+# -- -c auto: sessions x streams ---------------------------------------------------------------------------------------
 
 
-def run_controller(ctl, goodput_of, steps):
+BIG = "big.bin"
+QUIET = [StreamSample(0.100, 0.100, 0)]  # no queue, no loss
+
+
+def climb(ctl: FleetController, goodput_of, work_of, steps: int) -> list[tuple[int, int]]:
+    """(sessions, the big file's streams) at each of ``steps`` updates,
+    goodput a function of them."""
     seen = []
     for _ in range(steps):
-        seen.append(ctl.n)
-        ctl.update(goodput_of(ctl.n))
+        shape = (ctl.sessions, ctl.streams.get(BIG, 0))
+        seen.append(shape)
+        ctl.update(goodput_of(*shape), QUIET, work_of(*shape))
     return seen
 
 
-def test_auto_climbs_while_goodput_grows_and_settles_at_the_knee():
-    # goodput rises linearly to 12 sessions, flat after
-    ctl = AutoConcurrency(start=4, maximum=32, hold=3)
-    seen = run_controller(ctl, lambda n: 10.0 * min(n, 12), 40)
-    assert seen[:4] == [4, 6, 9, 13]  # climbs while each step pays
-    assert max(seen) <= 20  # one probe past the knee, never a run-away
-    assert sum(1 for n in seen[-20:] if 12 <= n <= 13) >= 15  # settled at the knee, probing now and then
+def small_files(n_files: int = 10_000) -> Work:
+    return Work(queued_files=n_files, queued_bytes=n_files << 20, bytes_left=n_files << 20)
 
 
-def test_auto_steps_back_when_more_sessions_do_not_help():
-    ctl = AutoConcurrency(start=4, hold=5)
-    assert ctl.update(100.0) == 6  # first probe up
-    assert ctl.update(101.0) == 4  # no gain: back
-    for _ in range(5):
-        assert ctl.update(100.0) == 4  # held
+def test_fleet_climbs_sessions_while_goodput_grows_and_settles_at_the_knee():
+    ctl = FleetController(FleetConfig(start_sessions=4, session_settle=2, settle=2, max_backoff=8))
+    seen = [s for s, _ in climb(ctl, lambda s, _: 10.0 * min(s, 12), lambda s, _: small_files(), 80)]
+    assert seen[0] == 4 and 6 in seen and 9 in seen and 13 in seen  # x1.5 while each step pays
+    assert max(seen) <= 19  # one probe past the knee, never a run-away
+    assert sum(1 for n in seen[-30:] if n == 13) >= 20  # settled at the knee (13 pays 8%: short of 10%)
 
 
-def test_auto_backs_off_when_goodput_collapses_at_the_same_count():
-    ctl = AutoConcurrency(start=8, hold=10)
-    ctl.update(100.0)  # probe to 12
-    ctl.update(100.0)  # no gain: back to 8, hold
-    assert ctl.n == 8
-    ctl.update(100.0)
-    assert ctl.update(40.0) == 7  # a 60% fall: fewer sessions
+def test_fleet_gives_sessions_back_when_they_do_not_help():
+    ctl = FleetController(FleetConfig(start_sessions=8, session_settle=2, judge=1))
+    work = small_files()
+    assert ctl.update(100.0, QUIET, work) is None  # the first sessions' slow start
+    assert ctl.update(100.0, QUIET, work) == Change(Kind.SESSION, 4) and ctl.sessions == 12
+    assert ctl.update(101.0, QUIET, work) is None  # settling
+    assert ctl.update(101.0, QUIET, work) == Change(Kind.SESSION, -4) and ctl.sessions == 8
 
 
-def test_auto_stays_within_bounds():
-    ctl = AutoConcurrency(start=50, minimum=2, maximum=16, hold=1)
-    seen = run_controller(ctl, lambda n: float(n), 30)
-    assert all(2 <= n <= 16 for n in seen)
-    ctl = AutoConcurrency(start=2, minimum=2, maximum=16, hold=1)
-    seen = run_controller(ctl, lambda n: 1000.0 / n, 30)  # more is always worse
+def test_fleet_adds_nothing_while_the_path_queues_or_loses():
+    ctl = FleetController(FleetConfig(start_sessions=4, session_settle=1))
+    queued = [StreamSample(0.200, 0.100, 0)]
+    assert all(ctl.update(100.0, queued, small_files()) is None for _ in range(10))
+    losing = [[StreamSample(0.100, 0.100, r)] for r in range(1, 11)]  # a retransmit every interval
+    assert all(ctl.update(100.0, sample, small_files()) is None for sample in losing)
+    assert ctl.sessions == 4
+
+
+def test_fleet_gives_back_a_probe_that_brings_a_queue():
+    ctl = FleetController(FleetConfig(start_sessions=4, session_settle=3))
+    for _ in range(2):
+        ctl.update(100.0, QUIET, small_files())
+    assert ctl.update(100.0, QUIET, small_files()) == Change(Kind.SESSION, 2)
+    queued = [StreamSample(0.200, 0.100, 0)]
+    assert ctl.update(150.0, queued, small_files()) is None  # (its own slow start: one interval's grace)
+    assert ctl.update(150.0, queued, small_files()) == Change(Kind.SESSION, -2) and ctl.sessions == 4
+
+
+def test_fleet_gives_a_stream_to_the_big_file_while_it_is_the_long_pole():
+    ctl = FleetController(FleetConfig(start_sessions=8, session_settle=1, settle=1, judge=1))
+    ALL = QUIET * 12  # 8 sessions and the file's 4 streams: a stream must add 5%
+    assert ctl.start_file(BIG) == 4
+    big = Work(queued_files=100, queued_bytes=100 << 16, big_left={BIG: 1 << 30}, bytes_left=(1 << 30) + (100 << 16))
+    assert ctl.update(100.0, ALL, big) == Change(Kind.STREAM, 1, BIG)
+    assert ctl.streams[BIG] == 5 and ctl.sessions == 8
+    assert ctl.update(120.0, ALL, big) is None  # it paid (20% > 5%): it stays
+    assert ctl.streams[BIG] == 5
+    # the queued files now outweigh it: sessions next
+    many = Work(queued_files=10_000, queued_bytes=10_000 << 20, big_left={BIG: 1 << 20}, bytes_left=10_000 << 20)
+    changes = [ctl.update(120.0, ALL, many) for _ in range(5)]
+    assert Change(Kind.SESSION, 4) in changes and ctl.streams[BIG] == 5
+
+
+def test_fleet_leaves_a_file_whose_streams_cannot_change():
+    ctl = FleetController(FleetConfig(start_sessions=2, session_settle=1, settle=1, judge=1))
+    ctl.start_file(BIG)
+    big = Work(queued_files=0, queued_bytes=0, big_left={BIG: 1 << 30}, bytes_left=1 << 30)
+    change = ctl.update(100.0, QUIET, big)
+    assert change == Change(Kind.STREAM, 1, BIG)
+    ctl.refused(change)  # a server without DRS streams=N
+    assert ctl.streams[BIG] == 4
+    assert all(ctl.update(100.0, QUIET, big) is None for _ in range(20))
+    ctl.end_file(BIG)
+    assert BIG not in ctl.streams
+
+
+def test_fleet_with_fixed_sessions_adds_none_and_a_job_near_its_end_none_either():
+    ctl = FleetController(FleetConfig(session_settle=1), fixed_sessions=4)
+    assert all(ctl.update(100.0, QUIET, small_files()) is None for _ in range(20)) and ctl.sessions == 4
+    ctl = FleetController(FleetConfig(start_sessions=4, session_settle=1))
+    ctl.note_rtt(0.1)
+    end = Work(queued_files=100, queued_bytes=100 << 20, bytes_left=100 << 20)  # 1 s at 100 MB/s < 30 RTTs
+    assert all(ctl.update(100e6, QUIET, end) is None for _ in range(20))
+
+
+def test_fleet_stays_within_bounds_when_more_is_always_worse():
+    ctl = FleetController(FleetConfig(start_sessions=2, max_sessions=16, session_settle=1, settle=1, max_backoff=4))
+    seen = [s for s, _ in climb(ctl, lambda s, _: 1000.0 / s, lambda s, _: small_files(), 60)]
     assert all(2 <= n <= 16 for n in seen) and seen.count(2) > len(seen) // 2
+
+
+def test_fleet_limit_sessions_caps_the_count():
+    ctl = FleetController(FleetConfig(start_sessions=16))
+    ctl.limit_sessions(5)
+    assert ctl.sessions == 5
+    assert all((c is None or ctl.sessions <= 5) for c in (ctl.update(1.0 * i, QUIET, small_files()) for i in range(40)))
 
 
 def test_os_sep_is_slash():  # local_path joins with '/': POSIX only

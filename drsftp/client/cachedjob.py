@@ -37,7 +37,8 @@ def ahead(job: Job, session: CachedGets | CachedPuts, inflight: deque, direction
     if len(inflight) >= MAX_AHEAD[direction]:
         return False
     left = sum(max(0, f.size - getattr(f, "offset", 0) - f.bytes) for _, f in inflight if f.size is not None)
-    return left < 2 * session.rate() * (job.rtt or 0.1)
+    rtt = job.rtt or 0.1
+    return left < 2 * session.rate(2 * rtt) * rtt  # (the rate now: the last two RTTs' in a slow start)
 
 
 def big_file(job: Job, item: Item) -> bool:
@@ -45,21 +46,22 @@ def big_file(job: Job, item: Item) -> bool:
     return not item.check and (item.t.size or 0) >= BIG_FILE and job.jopts.streams < StreamsConfig().start
 
 
-async def big_get(job: Job, wid: int, item: Item) -> None:
-    """One big file as ``get -P auto`` does it (drsftp.client.parallel), on
-    sessions of its own: its streams grow while the small files' sessions
-    run (docs/DATASETS.md, "A big file in a tree")."""
+async def big_get(job: Job, item: Item) -> None:
+    """One big file as ``get -P N`` does it (drsftp.client.parallel), on
+    sessions of its own, its streams chosen by the job's fleet controller
+    beside the small files' sessions (docs/DATASETS.md, "Sessions x streams")."""
     remote, local = job.paths(item)
     # what an interrupted copy left: its ranges record (parallel.get's), else the .part's prefix
     opts = replace(job.topts, resume=job.jopts.resume or job.jopts.sync or item.t.resume_from > 0)
-    try:
-        res = await parallel.get(replace(job.loc, path=remote), local, opts, None,
-                                 on_driver=lambda d: job.active.__setitem__(wid, d))
+    try:  # its streams: the job's fleet controller's (job.apply)
+        res = await parallel.get(replace(job.loc, path=remote), local, opts, job.big_started(item),
+                                 on_driver=lambda d: job.big_running(item, d))
     except ERRORS as exc:
-        job.active.pop(wid, None)
         job.retry_or_fail(item, exc)
         return
-    job.active.pop(wid, None)
+    finally:
+        job.big_running(item, None)
+    res.update(parallel="auto")  # (the fleet's choice, not a fixed -P)
     if item.t.mtime is not None and res.total_size == item.t.size:
         os.utime(local, (item.t.mtime, item.t.mtime))
     job.finished(item, Outcome(local, "ok", res))
@@ -161,13 +163,17 @@ def _complete(cg: CachedGets, fg: FileGet):
 
 
 async def big_put(job: Job, item: Item) -> None:
-    """One big file as ``put -P auto`` does it, on sessions of its own."""
+    """One big file as ``put -P N`` does it, on sessions of its own (big_get)."""
     remote, local = job.paths(item)
-    try:
-        res = await parallel.put(local, replace(job.loc, path=remote), job.topts, None)
+    try:  # its streams: the job's fleet controller's (job.apply)
+        res = await parallel.put(local, replace(job.loc, path=remote), job.topts, job.big_started(item),
+                                 on_driver=lambda d: job.big_running(item, d))
     except ERRORS as exc:
         job.retry_or_fail(item, exc)
         return
+    finally:
+        job.big_running(item, None)
+    res.update(parallel="auto")  # (the fleet's choice, not a fixed -P)
     job.finished(item, Outcome(remote, "ok", res))
 
 

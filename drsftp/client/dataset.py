@@ -169,7 +169,7 @@ async def _get_worker(job: Job, wid: int) -> None:
                     job.queue.append(item)
                     raise FTPError(f"cannot open a session: {exc}") from exc
             if st is None and cached_ok(job, sess) and big_file(job, item):
-                await big_get(job, wid, item)
+                await big_get(job, item)
                 continue
             if st is None and cached_ok(job, sess):
                 job.queue.append(item)

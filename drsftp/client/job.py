@@ -1,5 +1,6 @@
 """The engine of dataset jobs: N sessions sharing one queue of files
-(-c N, or -c auto: drsftp.client.concurrency), the directory walk on the
+(-c N, or -c auto: sessions and a big file's streams chosen by one
+controller, drsftp.tuning.fleet), the directory walk on the
 same sessions, per-file outcomes, the job's bar (drsftp.client.jobview).
 A file that fails is reported and skipped; the rest go on."""
 
@@ -8,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 
 from ..ftp.listing import DIR, FILE, LINK, Entry
 from ..ftp.safepath import UnsafePath, check_name, local_path, remote_join
 from ..ftp.session import FTPLocation
-from .concurrency import AutoConcurrency
+from ..tuning.fleet import Change, FleetController, Kind, Work
+from ..tuning.streams import StreamSample
 from .control import FTPError
 from .jobview import JobView
 from .plan import Plan, Rel, Stat, Transfer
@@ -22,10 +25,6 @@ from .remote import RemoteSession
 from .transfer import TransferOptions, TransferResult
 
 MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
-AUTO_INTERVAL = 1.0  # seconds between -c auto's goodput measurements, at least ...
-AUTO_RTTS = 20  # ... this many RTTs: a new session logs in and slow-starts before it is judged
-# -c auto adds sessions only while the rest of the job outlasts their join (~10 RTTs) and judgment (AUTO_RTTS)
-GROW_RTTS = 30
 ERRORS = (FTPError, OSError, UnsafePath, UnicodeError, asyncio.TimeoutError)
 
 
@@ -111,8 +110,10 @@ class Job:
         self.files_total = 0
         self.files_done = 0
         self.bytes_total = 0
-        self.auto = AutoConcurrency() if jopts.sessions is None else None
-        self.allowed = jopts.sessions or (self.auto.n if self.auto else 4)
+        # sessions (-c) and a big file's streams: one controller (docs/DATASETS.md, "Sessions x streams")
+        self.fleet = FleetController(fixed_sessions=jopts.sessions)
+        self.allowed = self.fleet.sessions
+        self.big: dict[int, tuple[Item, object]] = {}  # id(a big file) -> it, its parallel driver
         self.workers: dict[int, asyncio.Task] = {}
         self.spare: list[RemoteSession] = []
         self.opening: list[asyncio.Future] = []  # sessions prefetched, still logging in
@@ -278,8 +279,7 @@ class Job:
                         exc = task.exception()
                         # the server takes no more sessions (421, refused): run with those it took
                         self.allowed = max(1, len(self.workers))
-                        if self.auto is not None:
-                            self.auto.maximum = self.allowed
+                        self.fleet.limit_sessions(self.allowed)
                         if not self.workers:
                             for item in reversed(self.queue):
                                 self.fail(self.paths(item)[1], f"not transferred: {exc}")
@@ -308,32 +308,62 @@ class Job:
         return wid < self.allowed
 
     def moved_now(self) -> int:
-        return self.done_bytes + sum(getattr(x, "moved", 0) for x in self.active.values())
+        running = list(self.active.values()) + [d for _, d in self.big.values()]
+        return self.done_bytes + sum(getattr(x, "moved", 0) for x in running)
 
     async def monitor(self) -> None:
+        """The bar every 0.2 s; the fleet controller every few RTTs."""
         last_t, last_b = time.monotonic(), self.moved_now()
-        next_auto = last_t + max(AUTO_INTERVAL, AUTO_RTTS * (self.rtt or 0.0))  # (its sessions slow-start first)
+        fleet_t, fleet_b = last_t, last_b
         rate = 0.0
         for _ in range(10 ** 7):  # bounded: cancelled when the queue is done
             await asyncio.sleep(0.2)
             now, moved = time.monotonic(), self.moved_now()
             rate = 0.7 * rate + 0.3 * (moved - last_b) / max(now - last_t, 1e-6)
-            if self.auto is not None and now >= next_auto:
-                n = self.auto.update(rate)
-                # a new session pays off after its log-in, first byte and slow
-                # start (~10 RTTs): none when the rest moves sooner than twice that
-                left = (self.bytes_total - moved) / max(rate, 1.0)
-                if n <= self.allowed or left > GROW_RTTS * (self.rtt or 0.1):
-                    self.allowed = n
-                next_auto = now + max(AUTO_INTERVAL, AUTO_RTTS * (self.rtt or 0.0))
-                self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
             last_t, last_b = now, moved
-            tuners = [getattr(x, "tuner", None) for x in self.active.values()]
-            rtts = [t.last_rtt for t in tuners if t and t.last_rtt]
+            drivers = list(self.active.values()) + [d for _, d in self.big.values()]
+            samples = [x for d in drivers for x in _samples(d)]
+            rtts = [x.rtt for x in samples if x.rtt]
             if rtts:
                 self.rtt = min(rtts)  # the data connections' own measure (TCP_INFO)
+            if now - fleet_t >= self.fleet.interval(self.rtt):
+                self.fleet.note_rtt(self.rtt)
+                change = self.fleet.update((moved - fleet_b) / (now - fleet_t), samples, self.work(moved))
+                fleet_t, fleet_b = now, moved
+                if change is not None:
+                    self.apply(change)
             self.view.update(files_done=self.files_done, files_total=self.files_total, done=moved,
                              total=self.bytes_total, rate_bps=rate * 8, sessions=self.live, rtt=self.rtt)
+
+    def work(self, moved: int) -> Work:
+        big_left: dict[Hashable, int] = {k: max(0, (item.t.size or 0) - getattr(d, "moved", 0))
+                                         for k, (item, d) in self.big.items()}
+        return Work(len(self.queue), sum(it.t.size or 0 for it in self.queue), big_left,
+                    max(0, self.bytes_total - moved))
+
+    def apply(self, change: Change) -> None:
+        if change.kind is Kind.SESSION:
+            self.allowed = self.fleet.sessions
+            self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
+            return
+        entry = self.big.get(change.file) if isinstance(change.file, int) else None
+        driver = entry[1] if entry is not None else None
+        ok = driver is not None and (driver.add_stream() if change.delta > 0  # type: ignore[attr-defined]
+                                     else driver.remove_stream())  # type: ignore[attr-defined]
+        if not ok:
+            self.fleet.refused(change)
+
+    def big_started(self, item: Item) -> int:
+        """A big file starts on sessions of its own: its first streams."""
+        return self.fleet.start_file(id(item))
+
+    def big_running(self, item: Item, driver: object | None) -> None:
+        """``driver``: the file's parallel transfer; None: it has ended."""
+        if driver is None:
+            self.big.pop(id(item), None)
+            self.fleet.end_file(id(item))
+        else:
+            self.big[id(item)] = (item, driver)
 
     def show(self) -> None:
         """The bar's last state: the job's mean rate and most sessions."""
@@ -416,3 +446,14 @@ async def same_digest(sess: RemoteSession, remote: str, local: str) -> bool:
     return theirs == await asyncio.to_thread(sha256_file, local)
 
 
+
+
+def _samples(driver: object) -> list[StreamSample]:
+    """The data connections of a running transfer, for the fleet controller."""
+    samples = getattr(driver, "samples", None)
+    if samples is not None:
+        return samples()
+    tuner = getattr(driver, "tuner", None)
+    if tuner is None:
+        return []
+    return [StreamSample(tuner.last_rtt, tuner.stats.rtt_min, tuner.stats.retransmits)]

@@ -30,6 +30,7 @@ import os
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -110,6 +111,7 @@ class _ModeE:
         self._last_drs = 0.0
         self.done = False
         self._tasks: set[asyncio.Task] = set()
+        self._rate_marks: deque[tuple[float, int]] = deque()  # (time, received): rate(window)
 
     def spawn(self, coro) -> None:
         """A background task, referenced until it ends (the loop keeps only
@@ -140,10 +142,24 @@ class _ModeE:
         only their open files)."""
         return sum(s.bytes for s in self.streams)
 
-    def rate(self) -> float:
-        """Bytes per second the streams carried since the first opened."""
+    def rate(self, window: float | None = None) -> float:
+        """Bytes per second the streams carried since the first opened; with
+        ``window``, over about the last ``window`` seconds (from a mark kept
+        at each call): what they carry now, not an average that lags a slow
+        start by its whole length."""
         first = min((st.started for st in self.streams), default=None)
-        return self.received / max(time.monotonic() - first, 1e-3) if first is not None else 0.0
+        if first is None:
+            return 0.0
+        now, got = time.monotonic(), self.received
+        overall = got / max(now - first, 1e-3)
+        if window is None:
+            return overall
+        marks = self._rate_marks
+        marks.append((now, got))
+        while len(marks) > 2 and now - marks[1][0] >= window:
+            marks.popleft()
+        t0, b0 = marks[0]
+        return (got - b0) / (now - t0) if now - t0 >= window / 2 else overall
 
     async def connect_stream(self, host: str, port: int) -> Stream:
         """One stream connected to the server (the side that sends connects,

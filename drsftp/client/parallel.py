@@ -81,8 +81,9 @@ def _controller(streams: int | None) -> StreamController | None:
 
 async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None,
               on_driver=None) -> TransferResult:
-    """``on_driver(driver)``: the running transfer (its ``moved``), for a
-    dataset job's bar and -c auto."""
+    """``on_driver(driver)``: the running transfer (its ``moved``,
+    ``samples()``, ``add_stream()``), for a dataset job's bar and its
+    fleet controller, which then chooses the streams (``streams`` given)."""
     check_spec(opts.tuning)
     part = dest + ".part"
     # SIZE and MDTM go out with the login (transfer.open_session)
@@ -151,7 +152,9 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
         await ctl.close()
 
 
-async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None) -> TransferResult:
+async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None,
+              on_driver=None) -> TransferResult:
+    """``on_driver``: as for get."""
     check_spec(opts.tuning)
     try:
         f = open(src, "rb")  # noqa: SIM115 (closed by the with below)
@@ -182,6 +185,8 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
             assert n is not None  # a controller exactly when streams is None (auto)
             driver = ModeEPut(ctl, opts, n, loc.path, f, total, held,
                               on_held=lambda h: putresume.save(record, total, mtime, h))
+            if on_driver is not None:
+                on_driver(driver)
             view = ProgressView(os.path.basename(src), total, opts.progress)
             try:
                 out = await _monitor(driver, controller, opts, view, held.total, None)
