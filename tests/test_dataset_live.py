@@ -194,13 +194,16 @@ def test_symlinks_are_never_followed_out_of_the_served_root(tmp_path):
 
 
 def _run_get(srv, path, out, hook=None, **jopts):
-    """The job in this process, with ``hook`` run once the walk is planned."""
+    """The job in this process, with ``hook`` run once, when the first
+    files are planned (transfers start while the walk goes on)."""
     loc = _parse_src_url(srv.url(path), None)
     orig = dataset.Job.enqueue
+    hooked = []
 
     def enqueue(self, i, p):
         orig(self, i, p)
-        if hook:
+        if hook and not hooked and p.transfers:
+            hooked.append(p)
             hook(p)
 
     dataset.Job.enqueue = enqueue

@@ -112,6 +112,9 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
                 except ERRORS as exc:
                     job.retry_or_fail(item, exc)
             if not inflight:
+                if job.walking and job.may_run(wid) and cs.broken is None:
+                    await job.more()  # the walk is still finding files: the streams wait open
+                    continue
                 return
             item, f = inflight[0]
             await _until_done(job, cs, f)

@@ -70,38 +70,72 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
             else:
                 local = os.path.join(dest, name) if dest_is_dir else dest
             job.sources.append(Source(loc.path, local, DIR if entry.type == DIR else FILE, entry))
-        if not any(s.kind == DIR for s in job.sources):
-            await sess.settle_early()
-        job.spare.append(sess)  # (the walk's first lister takes it: the early listing is the root's)
         if dest_is_dir and job.sources:
             os.makedirs(dest, exist_ok=True)
         dirs = [(i, s.remote) for i, s in enumerate(job.sources) if s.kind == DIR]
-        trees = await job.walk_remote(dirs) if dirs else {}
-        await sess.settle_early()  # (a walk that failed before the listing)
+        if not dirs:
+            await sess.settle_early()
+        locals_: dict[int, tuple[dict, dict]] = {}
         for i, s in enumerate(job.sources):
             if s.kind == DIR:
-                source = trees[i]
-                have, partial = local_tree(s.local)
+                locals_[i] = local_tree(s.local)
                 os.makedirs(s.local, exist_ok=True)
             else:
-                e = s.entry
-                assert e is not None  # a file source carries its stat entry (above)
-                source = {(): Stat(e.size, e.mtime)}
-                have, partial = {}, {}
-                if os.path.lexists(s.local):
-                    st = os.lstat(s.local)
-                    have[()] = Stat(st.st_size, st.st_mtime, statmod.S_ISDIR(st.st_mode))
-                if os.path.isfile(s.local + ".part"):
-                    partial[()] = os.path.getsize(s.local + ".part")
-            p = plan(source, have, sync=jopts.sync, checksum=jopts.checksum, delete=jopts.delete,
+                _plan_file(job, i, s)
+
+        def found(i: int, source: dict) -> None:
+            have, partial = locals_[i]
+            p = plan(source, have, sync=jopts.sync, checksum=jopts.checksum, resume=jopts.resume, partial=partial)
+            _apply_local(job, job.sources[i], p)
+            job.enqueue(i, p)
+
+        if dirs and not jopts.delete:
+            # transfers start on the first entries while the walk goes on
+            # (deletes need the whole tree: with --delete the walk goes first)
+            job.walking = True
+            walk = asyncio.ensure_future(job.walk_remote(dirs, found, first=sess))
+            walk.add_done_callback(lambda _: job.walked())
+            try:
+                await job.run_queue(lambda wid: _get_worker(job, wid))
+                await walk
+            finally:
+                if not walk.done():
+                    walk.cancel()
+                    await asyncio.gather(walk, return_exceptions=True)
+            await sess.settle_early()  # (a walk that failed before the listing)
+            return job.result
+        trees = await job.walk_remote(dirs, first=sess) if dirs else {}
+        if not dirs:
+            job.spare.append(sess)
+        await sess.settle_early()
+        for i, _ in dirs:
+            have, partial = locals_[i]
+            p = plan(trees[i], have, sync=jopts.sync, checksum=jopts.checksum, delete=jopts.delete,
                      resume=jopts.resume, partial=partial)
-            _apply_local(job, s, p)
+            _apply_local(job, job.sources[i], p)
             job.enqueue(i, p)
         await job.run_queue(lambda wid: _get_worker(job, wid))
     finally:
         job.view.close()
         await job.close_spare()
     return job.result
+
+
+def _plan_file(job: Job, i: int, s: Source) -> None:
+    """A file source: planned against what DEST holds of it."""
+    e = s.entry
+    assert e is not None  # a file source carries its stat entry (run_get)
+    have: dict[Rel, Stat] = {}
+    partial: dict[Rel, int] = {}
+    if os.path.lexists(s.local):
+        st = os.lstat(s.local)
+        have[()] = Stat(st.st_size, st.st_mtime, statmod.S_ISDIR(st.st_mode))
+    if os.path.isfile(s.local + ".part"):
+        partial[()] = os.path.getsize(s.local + ".part")
+    p = plan({(): Stat(e.size, e.mtime)}, have, sync=job.jopts.sync, checksum=job.jopts.checksum,
+             resume=job.jopts.resume, partial=partial)
+    _apply_local(job, s, p)
+    job.enqueue(i, p)
 
 
 def _apply_local(job: Job, s: Source, p: Plan) -> None:
@@ -160,6 +194,9 @@ async def _get_worker(job: Job, wid: int) -> None:
             else:
                 item = job.queue.pop() if job.queue and job.may_run(wid) else None
                 if item is None:
+                    if job.walking and job.may_run(wid):
+                        await job.more()  # the walk is still finding files
+                        continue
                     break
                 st = None
             if sess is None:

@@ -7,9 +7,10 @@ A file that fails is reported and skipped; the rest go on."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
 from ..ftp.listing import DIR, FILE, LINK, Entry
@@ -95,6 +96,7 @@ class Item:
     t: Transfer
     check: bool = False  # --checksum: compare digests first
     tries: int = 0
+    order: int = 0  # planned order, among files of one size
 
 
 class Job:
@@ -120,6 +122,11 @@ class Job:
         self.rtt: float | None = None
         self.live = 0  # sessions open now
         self.started = time.monotonic()  # the job's time counts its walk and plan
+        self.walking = False  # the walk still finds files: workers wait for more (more())
+        self.gave_up: BaseException | None = None  # every session failed: nothing more is run
+        self._more = asyncio.Event()
+        self._walk_done = asyncio.Event()
+        self._planned = 0
 
     # -- sessions ---------------------------------------------------------------
     def prefetch(self, n: int) -> None:
@@ -180,13 +187,51 @@ class Job:
         self.record(Outcome(path, "failed", error=error))
 
     # -- walking ----------------------------------------------------------------------
-    async def walk_remote(self, roots: list[tuple[int, str]]) -> dict[int, dict[Rel, Stat]]:
-        """Every source directory's tree, listed on up to N sessions at once."""
+    async def walk_remote(self, roots: list[tuple[int, str]],
+                          on_found: Callable[[int, dict[Rel, Stat]], None] | None = None,
+                          first: RemoteSession | None = None) -> dict[int, dict[Rel, Stat]]:
+        """Every source directory's tree, listed on up to N sessions at once
+        (``first`` lists the first root: its listing may be on the way);
+        ``on_found(i, entries)`` gets source i's entries as their listing
+        lines arrive (docs/DATASETS.md, "Transfers start during the walk")."""
+        given = [first] if first is not None else []
+        holders: set[RemoteSession] = set()  # sessions listers hold
         trees: dict[int, dict[Rel, Stat]] = {i: {} for i, _ in roots}
         todo: list[tuple[int, str, Rel]] = [(i, path, ()) for i, path in roots]
         seen: set[str] = set()
         pending = 0
         wake = asyncio.Event()
+
+        def take(i: int, root: str, rel: Rel, entries: list[Entry]) -> None:
+            found: dict[Rel, Stat] = {}
+            for e in entries:
+                try:
+                    child = rel + (check_name(e.name),)
+                except UnsafePath as exc:
+                    self.fail(f"{root}/{'/'.join(rel)}", f"server sent {exc}; skipped")
+                    continue
+                if child in trees[i]:
+                    continue  # a name listed twice
+                if e.type == DIR:
+                    if e.unique and (e.unique in seen):
+                        self.view.file_line("skipped", remote_join(root, child), 0, 0,
+                                            "a directory seen before (a loop); skipped")
+                        continue
+                    if e.unique:
+                        seen.add(e.unique)
+                    if len(child) > MAX_DEPTH:
+                        self.fail(remote_join(root, child), f"deeper than {MAX_DEPTH} levels; skipped")
+                        continue
+                    found[child] = trees[i][child] = Stat(is_dir=True)
+                    todo.append((i, root, child))
+                    wake.set()
+                elif e.type == FILE:
+                    found[child] = trees[i][child] = Stat(e.size, e.mtime)
+                elif self.jopts.verbose:
+                    what = "symlink" if e.type == LINK else "special file"
+                    self.view.file_line("skipped", remote_join(root, child), 0, 0, f"{what}; skipped")
+            if found and on_found is not None:
+                on_found(i, found)
 
         async def lister() -> None:
             nonlocal pending
@@ -199,50 +244,37 @@ class Job:
                         await wake.wait()
                         continue
                     i, root, rel = todo.pop()
+                    if sess is None and not given and holders and self.walking:
+                        # files are moving meanwhile: the sessions are the workers', and a
+                        # lister takes only one they left (-c counts every session but the walk's)
+                        if not self.spare:
+                            todo.append((i, root, rel))
+                            wake.set()
+                            return
+                        sess = self.spare.pop()
                     pending += 1
                     try:
-                        sess = sess or await self.session()
-                        entries = await sess.listing(remote_join(root, rel))
+                        sess = sess or (given.pop() if given else await self.session())
+                        if sess not in holders:
+                            holders.add(sess)
+                        streamed = functools.partial(take, i, root, rel) if on_found is not None else None
+                        entries = await sess.listing(remote_join(root, rel), streamed)
+                        if streamed is None:
+                            take(i, root, rel, entries)
                     except ERRORS as exc:
                         self.fail(remote_join(root, rel), f"cannot list: {exc}")
-                        entries = []
                         if isinstance(exc, FTPError) and exc.reply is None:
                             raise
                     finally:
                         pending -= 1
                         wake.set()
-                    for e in entries:
-                        try:
-                            child = rel + (check_name(e.name),)
-                        except UnsafePath as exc:
-                            self.fail(f"{root}/{'/'.join(rel)}", f"server sent {exc}; skipped")
-                            continue
-                        if child in trees[i]:
-                            continue  # a name listed twice
-                        if e.type == DIR:
-                            if e.unique and (e.unique in seen):
-                                self.view.file_line("skipped", remote_join(root, child), 0, 0,
-                                                    "a directory seen before (a loop); skipped")
-                                continue
-                            if e.unique:
-                                seen.add(e.unique)
-                            if len(child) > MAX_DEPTH:
-                                self.fail(remote_join(root, child), f"deeper than {MAX_DEPTH} levels; skipped")
-                                continue
-                            trees[i][child] = Stat(is_dir=True)
-                            todo.append((i, root, child))
-                            wake.set()
-                        elif e.type == FILE:
-                            trees[i][child] = Stat(e.size, e.mtime)
-                        elif self.jopts.verbose:
-                            what = "symlink" if e.type == LINK else "special file"
-                            self.view.file_line("skipped", remote_join(root, child), 0, 0, f"{what}; skipped")
             finally:
                 if sess is not None:
                     self.spare.append(sess)
 
         n = min(max(1, self.allowed), max(1, len(roots)) * 4)
         results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
+        self.spare.extend(given)  # (no directory was listed)
         errors = [r for r in results if isinstance(r, BaseException)]
         if len(errors) == n:
             raise errors[0]
@@ -250,10 +282,35 @@ class Job:
 
     # -- running ------------------------------------------------------------------------
     def enqueue(self, i: int, p: Plan) -> None:
-        self.queue.extend(Item(i, t) for t in p.transfers)
-        self.queue.extend(Item(i, t, check=True) for t in p.checks)
+        """Planned files into the queue, which pop() takes largest first
+        (the longest-processing-time rule: the job ends soonest), equal
+        sizes in planned order."""
+        new = [Item(i, t) for t in p.transfers] + [Item(i, t, check=True) for t in p.checks]
+        if self.gave_up is not None:  # (found by a walk that outlived every session)
+            for item in new:
+                self.fail(self.paths(item)[1], f"not transferred: {self.gave_up}")
+            return
+        for item in new:
+            item.order, self._planned = self._planned, self._planned + 1
+        self.queue.extend(new)
+        self.queue.sort(key=lambda it: (it.t.size or 0, -it.order))
         self.files_total += len(p.transfers) + len(p.checks)
         self.bytes_total += p.total_bytes + sum(t.size or 0 for t in p.checks)
+        if new:
+            self._more.set()
+
+    def walked(self) -> None:
+        """The walk has found everything: waiting workers may end."""
+        self.walking = False
+        self._more.set()
+        self._walk_done.set()
+
+    async def more(self) -> None:
+        """Until the walk queues more files or ends (workers of a job whose
+        transfers start while it is still walked)."""
+        while self.walking and not self.queue:
+            self._more.clear()
+            await self._more.wait()
 
     def paths(self, item: Item) -> tuple[str, str]:
         """(remote, local) of an item."""
@@ -263,28 +320,32 @@ class Job:
         return remote_join(s.remote, item.t.rel), local_path(s.local, item.t.rel)
 
     async def run_queue(self, worker_fn) -> None:
-        # pop() from the end: the largest file first (the longest-processing-
-        # time rule: the job ends soonest), equal sizes in planned order
-        order = {id(it): i for i, it in enumerate(self.queue)}
-        self.queue.sort(key=lambda it: (it.t.size or 0, -order[id(it)]))
         self._worker_fn = worker_fn
         monitor = asyncio.ensure_future(self.monitor())
         try:
             self.spawn(worker_fn)
-            while self.workers:
+            while self.workers or self.walking:
+                if not self.workers:
+                    # the walk's sessions are all the server took: the files wait for them
+                    await self._walk_done.wait()
+                    self.allowed = max(1, len(self.spare))
+                    self.spawn(worker_fn)
+                    continue
                 done, _ = await asyncio.wait(list(self.workers.values()), return_when=asyncio.FIRST_COMPLETED)
                 for wid in [w for w, t in self.workers.items() if t in done]:
                     task = self.workers.pop(wid)
-                    if not task.cancelled() and task.exception() is not None and self.queue:
+                    if not task.cancelled() and task.exception() is not None and (self.queue or self.walking):
                         exc = task.exception()
                         # the server takes no more sessions (421, refused): run with those it took
                         self.allowed = max(1, len(self.workers))
                         self.fleet.limit_sessions(self.allowed)
-                        if not self.workers:
+                        if not self.workers and not self.walking:  # none left: every file left fails
+                            self.gave_up = exc
                             for item in reversed(self.queue):
                                 self.fail(self.paths(item)[1], f"not transferred: {exc}")
                             self.queue.clear()
-                self.spawn(worker_fn)
+                if self.gave_up is None:
+                    self.spawn(worker_fn)
         finally:
             monitor.cancel()
             # Ctrl-C: the workers end before the loop does, each cleaning up
@@ -297,7 +358,7 @@ class Job:
             self.show()
 
     def spawn(self, worker_fn) -> None:
-        want = min(self.allowed, len(self.queue) + len(self.workers))
+        want = self.allowed if self.walking else min(self.allowed, len(self.queue) + len(self.workers))
         wid = 0
         while len(self.workers) < want:
             while wid in self.workers:

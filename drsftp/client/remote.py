@@ -22,6 +22,7 @@ import asyncio
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..ftp.listing import (
@@ -192,33 +193,41 @@ class RemoteSession:
         return reply
 
     # -- listings ---------------------------------------------------------------
-    async def listing(self, path: str) -> list[Entry]:
+    async def listing(self, path: str, on_entries: Callable[[list[Entry]], None] | None = None) -> list[Entry]:
+        """The entries of directory ``path``; ``on_entries`` is also given
+        them as their lines arrive (a job starts on the first ones while
+        a long listing is still on its way)."""
         what = f"cannot list {path}"
         early, self.early_listing = self.early_listing, None
         if early is not None:
             line = f"MLSD {early[0]}"
-            try:  # (FEAT had not been read when it was sent)
-                data = await self.read_data(line, what, early[1])
+            ours = early[0] == path and self.mlsd  # (FEAT had not been read when it was sent)
+            feed = _Feeder(parse_mlsd, on_entries) if ours and on_entries is not None else None
+            try:
+                data = await self.read_data(line, what, early[1], feed)
             except FTPError as exc:
-                if exc.reply is None:
-                    raise  # the connection, not the command
+                if exc.reply is None or (feed is not None and feed.fed):
+                    raise  # the connection, not the command; or entries already taken
             else:
-                if early[0] == path and self.mlsd:
+                if ours:
                     return parse_mlsd(data)
-        verb = "MLSD" if self.mlsd else "LIST"
-        data = await self.read_data(f"{verb} {path}", what)
-        return parse_mlsd(data) if self.mlsd else parse_list(data)
+        parse = parse_mlsd if self.mlsd else parse_list
+        feed = _Feeder(parse, on_entries) if on_entries is not None else None
+        data = await self.read_data(f"{'MLSD' if self.mlsd else 'LIST'} {path}", what, None, feed)
+        return parse(data)
 
-    async def read_data(self, line: str, what: str, st: Started | None = None) -> bytes:
-        """The data of ``line``; ``st``: its commands were sent already."""
+    async def read_data(self, line: str, what: str, st: Started | None = None,
+                        on_lines: Callable[[bytes], None] | None = None) -> bytes:
+        """The data of ``line``; ``st``: its commands were sent already;
+        ``on_lines``: given each run of complete lines as it arrives."""
         lines = (line,)
         st = st or self.start(*lines)
         sock = await self.connect(st, None, lines)
         transport = None
         try:
             await self.preliminary(st, what)
-            transport, sink = await start_data(sock, lambda: _Collect(what), self.ctl.tls, self.ctl.host,
-                                               self.opts.connect_timeout)
+            transport, sink = await start_data(sock, lambda: _Collect(what, on_lines), self.ctl.tls,
+                                               self.ctl.host, self.opts.connect_timeout)
             seen = -1
             while not sink.done.done() and sink.total != seen:  # ends with the data, or a stall
                 seen = sink.total
@@ -355,11 +364,29 @@ class RemoteSession:
         return _result("put", remote, xfer, size, offset, seconds)
 
 
-class _Collect(asyncio.Protocol):
-    """A listing's data, up to LISTING_LIMIT bytes."""
+class _Feeder:
+    """Complete lines to a parser, its entries to ``on_entries``."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, parse: Callable[[bytes], list[Entry]], on_entries: Callable[[list[Entry]], None]) -> None:
+        self.parse, self.on_entries = parse, on_entries
+        self.fed = False
+
+    def __call__(self, lines: bytes) -> None:
+        entries = self.parse(lines)
+        if entries:
+            self.fed = True
+            self.on_entries(entries)
+
+
+class _Collect(asyncio.Protocol):
+    """A listing's data, up to LISTING_LIMIT bytes; ``on_lines`` gets each
+    run of complete lines (split at a newline byte: never inside a UTF-8
+    character) as it arrives, and the rest at the end."""
+
+    def __init__(self, what: str, on_lines: Callable[[bytes], None] | None = None) -> None:
         self.what = what
+        self.on_lines = on_lines
+        self._partial = b""
         self.chunks: list[bytes] = []
         self.total = 0
         self.done: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -377,8 +404,18 @@ class _Collect(asyncio.Protocol):
                 self.transport.abort()
             return
         self.chunks.append(data)
+        if self.on_lines is not None:
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                lines, self._partial = self._partial + data[:cut], data[cut:]
+                self.on_lines(lines)
+            else:
+                self._partial += data
 
     def eof_received(self) -> bool:
+        if self.on_lines is not None and self._partial:
+            self.on_lines(self._partial)
+            self._partial = b""
         settle(self.done, None)
         return False
 
