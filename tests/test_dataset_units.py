@@ -1,6 +1,7 @@
 """Sans-IO parts of dataset jobs: listings, path safety, the planner and
 -c auto's controller."""
 
+import asyncio
 import os
 import posixpath
 
@@ -13,6 +14,7 @@ from drsftp.ftp.listing import (
     DIR,
     FILE,
     LINK,
+    Entry,
     parse_list,
     parse_list_line,
     parse_mlsd,
@@ -274,3 +276,94 @@ def test_fleet_limit_sessions_caps_the_count():
 
 def test_os_sep_is_slash():  # local_path joins with '/': POSIX only
     assert os.sep == "/"
+
+
+# -- transfers start during the walk -------------------------------------------------------
+
+
+def test_listing_lines_reach_the_parser_whole_as_they_arrive():
+    from drsftp.client.remote import _Collect
+
+    async def main():
+        got: list[bytes] = []
+        sink = _Collect("listing", got.append)
+        name = "grüße.bin".encode()
+        line1 = b"type=file;size=1; a.bin\r\n"
+        line2 = b"type=file;size=2; " + name + b"\r\n"
+        cut = len(line1) + len(line2) - 6  # inside the multi-byte name
+        data = line1 + line2 + b"type=dir; sub"  # the last line without its newline
+        sink.data_received(data[:cut])
+        assert got == [line1]  # what is whole, at once
+        sink.data_received(data[cut:])
+        assert got == [line1, line2]
+        sink.eof_received()
+        assert got[-1] == b"type=dir; sub" and sink.done.done()
+        return [e.name for chunk in got for e in parse_mlsd(chunk)]
+
+    assert asyncio.run(main()) == ["a.bin", "grüße.bin", "sub"]
+
+
+class _SlowListing:
+    """A session whose listing arrives in two parts, ``gap`` apart."""
+
+    def __init__(self, parts: dict[str, list[list[Entry]]], log: list) -> None:
+        self.parts, self.log = parts, log
+
+    async def listing(self, path, on_entries=None):
+        every = []
+        for i, part in enumerate(self.parts[path]):
+            if i:
+                await asyncio.sleep(0.05)
+            self.log.append(("listed", path, i))
+            every += part
+            if on_entries is not None:
+                on_entries(part)
+        return every
+
+
+def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
+    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.transfer import TransferOptions
+    from drsftp.ftp.session import FTPLocation
+
+    parts = {"/d": [[Entry("a", FILE, 1), Entry("sub", DIR)], [Entry("b", FILE, 2)]],
+             "/d/sub": [[Entry("c", FILE, 3)]]}
+
+    async def main():
+        log: list = []
+        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+                  JobOptions(recursive=True, sessions=2, progress=False))
+        job.walking = True
+        trees = await job.walk_remote([(0, "/d")], lambda i, found: log.append(("found", sorted(found))),
+                                      first=_SlowListing(parts, log))  # type: ignore[arg-type]
+        return log, trees
+
+    log, trees = asyncio.run(main())
+    assert log.index(("found", [("a",), ("sub",)])) < log.index(("listed", "/d", 1))  # before the rest came
+    assert ("found", [("sub", "c")]) in log and ("found", [("b",)]) in log
+    assert set(trees[0]) == {("a",), ("sub",), ("b",), ("sub", "c")}
+
+
+def test_workers_wait_for_the_walk_and_wake_on_new_files():
+    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.transfer import TransferOptions
+    from drsftp.ftp.session import FTPLocation
+
+    async def main():
+        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+                  JobOptions(recursive=True, sessions=2, progress=False))
+        job.walking = True
+        waiter = asyncio.ensure_future(job.more())
+        await asyncio.sleep(0.02)
+        assert not waiter.done()  # nothing queued, still walking
+        job.enqueue(0, plan({("x",): Stat(5, 0.0), ("big",): Stat(50, 0.0)}, {}))
+        await asyncio.wait_for(waiter, 1)
+        assert [it.t.rel for it in job.queue] == [("x",), ("big",)]  # pop() takes the largest first
+        job.queue.clear()
+        waiter = asyncio.ensure_future(job.more())
+        await asyncio.sleep(0.02)
+        job.walked()
+        await asyncio.wait_for(waiter, 1)  # the walk's end wakes it: nothing more is coming
+        assert not job.walking
+
+    asyncio.run(main())
