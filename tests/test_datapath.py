@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -111,3 +113,10 @@ def test_emulated_link_run_puts_the_ends_on_its_two_sides(tmp_path):
     assert data["link"] == {"rate_bps": 1e9, "rtt_s": 0.0005}
     after = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
     assert after <= before  # the link's namespaces are gone
+
+
+def test_a_bad_rate_is_one_plain_sentence():
+    proc = subprocess.run([sys.executable, "-m", "drsftp", "datapath", "--rate", "fast", "--size", "1MiB"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert proc.stderr.strip() == "drsftp: error: not a rate: 'fast' (examples: 100mbit, 1gbit, 0 for unlimited)"
