@@ -18,7 +18,7 @@ args]`` where KNOBS (benchmarks/peer_cpu_variant.py) are
 batch), ``quickack=1`` (get: TCP_QUICKACK after every read),
 ``sendsize=KiB`` (put: read+send instead of sendfile), ``sfsize=KiB``
 (put: sendfile calls capped).  Evidence for
-docs/decisions/0014-peer-cpu-on-loopback.md.
+docs/decisions/0015-peer-cpu-on-loopback.md.
 """
 import argparse
 import json
