@@ -52,11 +52,14 @@ def add_parser(sub) -> None:
                         "(a full matrix takes hours: run it over several sessions)")
     p.set_defaults(func=cmd_bench)
 
-    d = sub.add_parser("datapath", help="loopback data path: drsftp serve and vsftpd with drsftp and curl"
-                                        " clients, 1 GiB each way, CPU at both ends")
+    d = sub.add_parser("datapath", help="data path: drsftp serve and vsftpd with drsftp and curl clients,"
+                                        " 1 GiB each way, CPU at both ends and their sum")
     d.add_argument("--size", default="1GiB", help="file size (default 1GiB)")
     d.add_argument("--reps", type=int, default=1, help="runs of each pair and direction")
-    d.add_argument("--out", default="bench-results", help="directory for datapath.json")
+    d.add_argument("--rate", help="on an emulated link (drsftp netem, root) of this rate, e.g. 1gbit;"
+                                  " default: loopback")
+    d.add_argument("--rtt", default="0.5ms", help="the emulated link's round-trip time (default 0.5ms)")
+    d.add_argument("--out", default="bench-results", help="directory for datapath-WHERE.json")
     d.set_defaults(func=cmd_datapath)
 
     r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
@@ -214,7 +217,8 @@ def cmd_datapath(args) -> int:
     _bench_extras()
     from .datapath import run_datapath
 
-    return run_datapath(parse_size(args.size), args.reps, args.out)
+    link = (parse_rate(args.rate), parse_duration(args.rtt)) if args.rate else None
+    return run_datapath(parse_size(args.size), args.reps, args.out, link)
 
 
 def cmd_netemcheck(args) -> int:
