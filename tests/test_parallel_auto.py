@@ -44,7 +44,8 @@ def scripted(monkeypatch):
     made = []
 
     def factory(actions, interval):
-        monkeypatch.setattr(parallel, "_controller", lambda streams: made.append(Scripted(actions)) or made[-1])
+        monkeypatch.setattr(parallel, "_controller",
+                            lambda streams, ctl, opts: made.append(Scripted(actions)) or made[-1])
         monkeypatch.setattr(StreamController, "interval", staticmethod(lambda rtt: interval))
         monkeypatch.setattr(parallel, "TICK", interval / 2)
         return made

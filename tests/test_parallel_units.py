@@ -239,3 +239,15 @@ def test_flow_a_refused_or_cut_transfer_returns_to_ready():
     # a refused parameter leaves the state as it was
     f.send("MODE E")
     assert isinstance(f.receive("MODE", R(501)), Refused) and f.state is State.READY
+
+
+def test_auto_starts_with_the_streams_the_buffer_cap_needs_at_this_rtt():
+    from drsftp.tuning.streams import START_MAX, StreamsConfig, first_streams
+
+    cap = 4 << 20  # wmem_max 4 MiB: one stream carries 335 Mbit/s at 100 ms
+    assert first_streams(0.100, cap) == START_MAX == 8  # a long fat path: 10 Gbit/s would need 30
+    assert first_streams(0.010, cap) == 3  # 10 ms: ceil(12.5 MB / 4 MiB)
+    assert first_streams(0.0005, cap) == 1  # a LAN: one stream's cap carries it
+    assert first_streams(0.100, None) == StreamsConfig().start  # FORCE: no cap to divide
+    assert first_streams(None, cap) == StreamsConfig().start  # no RTT yet
+    assert first_streams(0.100, cap, StreamsConfig(max_streams=2)) == 2

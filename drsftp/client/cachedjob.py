@@ -46,7 +46,7 @@ def big_file(job: Job, item: Item) -> bool:
     return not item.check and (item.t.size or 0) >= BIG_FILE and job.jopts.streams < StreamsConfig().start
 
 
-async def big_get(job: Job, item: Item) -> None:
+async def big_get(job: Job, item: Item, sess: RemoteSession) -> None:
     """One big file as ``get -P N`` does it (drsftp.client.parallel), on
     sessions of its own, its streams chosen by the job's fleet controller
     beside the small files' sessions (docs/DATASETS.md, "Sessions x streams")."""
@@ -54,7 +54,8 @@ async def big_get(job: Job, item: Item) -> None:
     # what an interrupted copy left: its ranges record (parallel.get's), else the .part's prefix
     opts = replace(job.topts, resume=job.jopts.resume or job.jopts.sync or item.t.resume_from > 0)
     try:  # its streams: the job's fleet controller's (job.apply)
-        res = await parallel.get(replace(job.loc, path=remote), local, opts, job.big_started(item),
+        first = parallel.auto_start(sess.ctl, job.topts)  # (the worker's session: the path's RTT)
+        res = await parallel.get(replace(job.loc, path=remote), local, opts, job.big_started(item, first),
                                  on_driver=lambda d: job.big_running(item, d))
     except ERRORS as exc:
         job.retry_or_fail(item, exc)
@@ -165,11 +166,12 @@ def _complete(cg: CachedGets, fg: FileGet):
     return res
 
 
-async def big_put(job: Job, item: Item) -> None:
+async def big_put(job: Job, item: Item, sess: RemoteSession) -> None:
     """One big file as ``put -P N`` does it, on sessions of its own (big_get)."""
     remote, local = job.paths(item)
     try:  # its streams: the job's fleet controller's (job.apply)
-        res = await parallel.put(local, replace(job.loc, path=remote), job.topts, job.big_started(item),
+        first = parallel.auto_start(sess.ctl, job.topts)
+        res = await parallel.put(local, replace(job.loc, path=remote), job.topts, job.big_started(item, first),
                                  on_driver=lambda d: job.big_running(item, d))
     except ERRORS as exc:
         job.retry_or_fail(item, exc)

@@ -206,7 +206,7 @@ async def _get_worker(job: Job, wid: int) -> None:
                     job.queue.append(item)
                     raise FTPError(f"cannot open a session: {exc}") from exc
             if st is None and cached_ok(job, sess) and big_file(job, item):
-                await big_get(job, item)
+                await big_get(job, item, sess)
                 continue
             if st is None and cached_ok(job, sess):
                 job.queue.append(item)
@@ -360,7 +360,7 @@ async def _put_worker(job: Job, wid: int) -> None:
                     raise FTPError(f"cannot open a session: {exc}") from exc
             if cached_ok(job, sess):
                 if big_file(job, item):
-                    await big_put(job, item)
+                    await big_put(job, item, sess)
                     continue
                 job.queue.append(item)
                 cached: RemoteSession = sess

@@ -414,9 +414,10 @@ class Job:
         if not ok:
             self.fleet.refused(change)
 
-    def big_started(self, item: Item) -> int:
-        """A big file starts on sessions of its own: its first streams."""
-        return self.fleet.start_file(id(item))
+    def big_started(self, item: Item, first: int | None = None) -> int:
+        """A big file starts on sessions of its own: its first streams
+        (``first``: what -P auto would start with on this path)."""
+        return self.fleet.start_file(id(item), first)
 
     def big_running(self, item: Item, driver: object | None) -> None:
         """``driver``: the file's parallel transfer; None: it has ended."""

@@ -26,11 +26,13 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from .. import sockopt
 from ..ftp.eblock import RangeSet
 from ..ftp.replies import Reply
 from ..ftp.session import FTPLocation
 from ..tuning import check_spec
-from ..tuning.streams import Action, StreamController, StreamsConfig
+from ..tuning.actuation import host_cap
+from ..tuning.streams import Action, StreamController, StreamsConfig, first_streams
 from . import putresume, transfer
 from .control import ControlConnection, FTPError, size_of
 from .modee import ModeEGet, ModeEPut
@@ -50,7 +52,6 @@ from .transfer import (
 log = logging.getLogger("drsftp.client")
 MAX_STREAMS = 64
 AUTO_MAX = 16  # -P auto stays at or below this many streams
-AUTO_FIXED = 4  # -P auto's streams where they cannot change (GridFTP's usual -p 4)
 SAVE_EVERY = 1.0  # seconds between resume-record writes
 TICK = 0.25
 TIMELINE_LIMIT = 20_000  # timeline rows kept (bounded memory)
@@ -75,8 +76,22 @@ def extended_block(ctl: ControlConnection) -> bool:
     return "PARALLEL" in ctl.features and ctl.tls is None
 
 
-def _controller(streams: int | None) -> StreamController | None:
-    return StreamController(StreamsConfig(max_streams=AUTO_MAX)) if streams is None else None
+def auto_start(ctl: ControlConnection, opts: TransferOptions) -> int:
+    """-P auto's first streams on this path: from the control connection's
+    RTT and the per-socket window this host lets setsockopt set
+    (streams.first_streams)."""
+    limits = sockopt.HostLimits.read()
+    caps = [host_cap(limits, opts.force_buffers, receiving) for receiving in (True, False)]
+    cap = min((c for c in caps if c), default=None) if all(caps) else None
+    us = sockopt.tcp_info(ctl.writer.get_extra_info("socket")).get("rtt")
+    rtt = us / 1e6 if us else None
+    return first_streams(rtt, cap, StreamsConfig(max_streams=AUTO_MAX))
+
+
+def _controller(streams: int | None, ctl: ControlConnection, opts: TransferOptions) -> StreamController | None:
+    if streams is not None:
+        return None
+    return StreamController(StreamsConfig(start=auto_start(ctl, opts), max_streams=AUTO_MAX))
 
 
 async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None,
@@ -103,14 +118,14 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
             held = _held(part, size, mtime)
         fd = _open_part(part, fresh=not held.total)
         try:
-            controller = _controller(streams)
+            controller = _controller(streams, ctl, opts)
             n = controller.streams if controller else streams
             assert n is not None  # a controller exactly when streams is None (auto)
             if streams is None and extended_block(ctl) and "DRS" not in ctl.features:
                 # the sender (server) chooses its streams at RETR: only a
                 # drsftp server takes DRS streams=N while it runs
-                log.info("-P auto: the server cannot change its streams during a get: %d streams", AUTO_FIXED)
-                controller, n = None, AUTO_FIXED
+                log.info("-P auto: the server cannot change its streams during a get: %d streams", n)
+                controller = None
             driver: ModeEGet | RangedGet
             if extended_block(ctl):
                 driver = ModeEGet(ctl, opts, n, loc.path, fd, size, held)
@@ -180,7 +195,7 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
                 return await transfer.put(src, loc, opts)
             if not held.total:
                 putresume.drop(record)  # a STOR without REST starts the server's file over
-            controller = _controller(streams)
+            controller = _controller(streams, ctl, opts)
             n = controller.streams if controller else streams
             assert n is not None  # a controller exactly when streams is None (auto)
             driver = ModeEPut(ctl, opts, n, loc.path, f, total, held,

@@ -63,7 +63,7 @@ class FleetConfig:
     start_sessions: int = 16  # twice GridFTP's -cc 8: a session costs a log-in, its files' round trips overlap
     min_sessions: int = 1
     max_sessions: int = 32
-    file_streams: int = 4  # a big file's first streams (GridFTP's usual -p 4)
+    file_streams: int = 4  # a big file's first streams where the path gives none (streams.first_streams)
     max_file_streams: int = 16
     session_gain: float = 0.10  # a step of sessions must add 10% (the step adds half as many again)
     min_gain: float = 0.05  # a stream must add at least 5% ...
@@ -110,9 +110,10 @@ class FleetController:
         return self.sessions + sum(self.streams.values())
 
     # -- big files -------------------------------------------------------------
-    def start_file(self, file: Hashable) -> int:
-        """A big file starts on sessions of its own: its first streams."""
-        self.streams[file] = self.config.file_streams
+    def start_file(self, file: Hashable, streams: int | None = None) -> int:
+        """A big file starts on sessions of its own: its first streams
+        (``streams``, else ``file_streams``)."""
+        self.streams[file] = max(1, min(streams or self.config.file_streams, self.config.max_file_streams))
         return self.streams[file]
 
     def end_file(self, file: Hashable) -> None:

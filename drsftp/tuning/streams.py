@@ -20,6 +20,7 @@ RTT and retransmit count; it gets back ADD, REMOVE or HOLD and applies it
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 
@@ -52,6 +53,22 @@ class StreamsConfig:
     def gain_needed(self, before: int) -> float:
         """Relative goodput gain that justifies stream ``before + 1``."""
         return max(self.min_gain, self.gain_share / max(before, 1))
+
+
+REACH = 1.25e9  # bytes/s (10 Gbit/s): the path the first streams' buffer caps are sized to carry
+START_MAX = 8  # -P auto's first streams, at most
+
+
+def first_streams(rtt: float | None, window_cap: int | None, config: StreamsConfig | None = None) -> int:
+    """-P auto's first streams (docs/PARALLEL.md, "-P auto"): as many as the
+    per-socket window cap needs to carry REACH at this RTT, 1 to START_MAX:
+    streams started together cost no round trip and begin their slow start
+    together, one added later waits ``settle`` intervals to be judged.
+    ``config.start`` where the RTT or the cap is unknown (FORCE: no cap)."""
+    c = config or StreamsConfig()
+    if not rtt or not window_cap:
+        return c.start
+    return max(c.min_streams, min(START_MAX, c.max_streams, math.ceil(REACH * rtt / window_cap)))
 
 
 class StreamController:
