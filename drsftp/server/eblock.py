@@ -265,19 +265,38 @@ class Stream(_Channel):
             job.read(self)
             return
         # Between transfers: a closed connection leaves the cache; data
-        # for a transfer not yet begun waits in the kernel.
-        try:
-            peek = self.socket.recv(1, socket.MSG_PEEK)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            peek = b""
+        # for a transfer not yet begun waits in the kernel.  Under TLS a
+        # stream we send on is read through (a close_notify is data to
+        # the kernel; the receiver has nothing else to say on it).
+        if self.tls is not None and self.role is Role.SENDER:
+            peek = self._read_idle_tls()
+            if peek is None:
+                return
+        else:
+            try:
+                peek = self.socket.recv(1, socket.MSG_PEEK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                peek = b""
         if not peek:
             self.lost("426 Data connection closed by the peer; transfer aborted.")
         elif isinstance(job, Send) and self in job.members and not self.done:
             self.want(self.ioloop.WRITE)  # a receiver has nothing to say on it: keep sending
         else:
             self.want(0)
+
+    def _read_idle_tls(self) -> bytes | None:
+        """What the client sent on a stream we send on, decrypted and
+        dropped: b"" once it ended, None if nothing whole came."""
+        assert self.tls is not None
+        try:
+            n = self.tls.recv_into(memoryview(bytearray(1 << 16)))
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:  # ssl.SSLError among them
+            n = 0
+        return b"x" if n else b""
 
     def handle_close(self) -> None:
         if self.connecting:
