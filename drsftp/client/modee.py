@@ -183,7 +183,8 @@ class _ModeE:
         return stream
 
     def fail(self, exc: FTPError) -> None:
-        """The transfer cannot go on (a get's streams call it)."""
+        """A stream the server connected failed its TLS: the transfer cannot
+        go on (gets end it here; a put's streams raise from connect_stream)."""
         raise exc
 
     async def accept_streams(self, listener: socket.socket, protocol) -> None:
@@ -221,6 +222,9 @@ class _ModeE:
             stream.ended = time.monotonic()
             self.fail(exc)
             return
+        except BaseException:  # cancelled with the transfer mid-handshake
+            conn.close()
+            raise
         self.spawn(self.tick(stream))
 
     def samples(self) -> list[StreamSample]:

@@ -595,8 +595,9 @@ class Receive(Job):
             n = s.recv_into(self.buf)
         except (BlockingIOError, InterruptedError):
             return
-        except ssl.SSLError as exc:
-            return s.lost(f"426 TLS error on a data connection: {reason(exc)}; transfer aborted.")
+        except ssl.SSLError as exc:  # a forged or broken record: the transfer's data is suspect
+            s.close()
+            return self.fail(f"426 TLS error on a data connection: {reason(exc)}; transfer aborted.")
         except OSError as exc:
             return s.lost(f"426 Data connection lost: {exc.strerror}; transfer aborted.")
         if n == 0:
