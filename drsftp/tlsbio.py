@@ -62,11 +62,11 @@ class TLSPipe:
             except ssl.SSLWantReadError:
                 break
             except ssl.SSLZeroReturnError:
+                k = 0
+            if not k:  # (the ssl module reads a close_notify as 0 bytes)
                 if n:
                     break
-                raise EOFError("the peer ended TLS (close_notify)") from None
-            if not k:
-                break
+                raise EOFError("the peer ended TLS (close_notify)")
             n += int(k)
         return n
 

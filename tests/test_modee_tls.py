@@ -12,6 +12,7 @@ import ftplib
 import json
 import os
 import re
+import select
 import socket
 import ssl
 import threading
@@ -288,3 +289,67 @@ def test_a_stream_certificate_the_client_does_not_trust_is_one_sentence(tmp_path
         assert not (tmp_path / "x.bin").exists() and not (root / "y.bin").exists()
     finally:
         close()
+
+
+def test_the_stream_tls_reader_takes_every_whole_record_it_read(certs):  # noqa: F811
+    """drsftp serve's reader (etls.StreamTLS) over a socket pair, the
+    client a TLSPipe: records bigger than the reader's buffer, read with
+    no read event left owed (every call returns data until the socket is
+    empty), then the client's close_notify reads as the end (0)."""
+    from drsftp.client.tls import client_tls
+    from drsftp.server.etls import StreamTLS, server_context
+    from drsftp.tlsbio import TLSPipe
+
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.settimeout(10)
+    try:
+        srv = StreamTLS(server_context(str(certs.good), None), a)
+        cli = TLSPipe(client_tls(ca_file=str(certs.ca)).context, server_side=False, server_hostname="localhost")
+        for _ in range(20):  # bounded: a handshake is two or three flights
+            done = cli.handshake()
+            out = cli.take()
+            if out:
+                b.sendall(out)
+            srv.handshake_step()
+            if done and srv.established:
+                break
+            b.setblocking(False)
+            try:
+                cli.feed(b.recv(1 << 16))
+            except BlockingIOError:
+                pass
+            b.settimeout(10)
+        assert srv.established and cli.established
+        payload = os.urandom(3 << 20)
+        sender = threading.Thread(target=b.sendall, args=(cli.encrypt(payload),), daemon=True)
+        sender.start()
+        got, buf = bytearray(), memoryview(bytearray(48 << 10))  # smaller than what is sent
+        for _ in range(100_000):  # bounded
+            if len(got) == len(payload):
+                break
+            try:
+                n = srv.recv_into(buf)
+            except BlockingIOError:
+                # what the reader holds is never a whole record here: the
+                # socket's next data is what it waits for (a poller's event)
+                assert select.select([a], [], [], 5)[0], f"stalled at {len(got)} of {len(payload)}"
+                continue
+            assert n > 0
+            got += buf[:n]
+        sender.join(10)
+        assert bytes(got) == payload
+        assert not srv.buffered
+        b.sendall(_close_notify(cli))
+        assert srv.recv_into(buf) == 0
+    finally:
+        a.close()
+        b.close()
+
+
+def _close_notify(pipe):
+    try:
+        pipe.obj.unwrap()
+    except ssl.SSLWantReadError:
+        pass
+    return pipe.take()
