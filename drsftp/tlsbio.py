@@ -58,7 +58,7 @@ class TLSPipe:
         n = 0
         while n < len(view):
             try:
-                k = self.obj.read(len(view) - n, view[n:])  # into the buffer: a count
+                k = int(self.obj.read(len(view) - n, view[n:]))  # into the buffer: a count
             except ssl.SSLWantReadError:
                 break
             except ssl.SSLZeroReturnError:
@@ -67,7 +67,7 @@ class TLSPipe:
                 if n:
                     break
                 raise EOFError("the peer ended TLS (close_notify)")
-            n += int(k)
+            n += k
         return n
 
 
