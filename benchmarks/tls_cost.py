@@ -1,16 +1,19 @@
 """What TLS costs: throughput and CPU per GB, clear text against FTPS, for
-drsftp's client (one stream, and a get on 4 streams), curl and lftp, on
-loopback or on an emulated link.
+drsftp's client (one stream, and a get and a put on 4 streams), curl and
+lftp, on loopback or on an emulated link.
 
     python benchmarks/tls_cost.py              # loopback, 256 MiB, get and put, 1 round (~1 min)
     python benchmarks/tls_cost.py 512 3        # MiB per transfer, rounds (median)
     python benchmarks/tls_cost.py --link 1gbit,100ms --reps 2 \\
         --json docs/bench-data/tls-cost-1g-100ms.json   # root: drsftp netem's link (~5 min)
+    python benchmarks/tls_cost.py --parallel-only --reps 2 \
+        --json docs/bench-data/tls-cost-modee-loopback.json   # drsftp -P 4 only
 
 Clear-text rows run against `drsftp serve`, TLS rows against `drsftp serve
 --tls-cert --require-tls` (curl --ssl-reqd, lftp ftp:ssl-force, drsftp
---tls).  `drsftp get -P 4`: extended block mode in clear text, N ranged
-sessions over TLS (MODE E data connections are not encrypted).  Rounds
+--tls).  `drsftp get/put -P 4`: extended block mode (the server lists
+PARALLEL), over TLS with every stream its own TLS connection
+(docs/EBLOCK.md, "TLS on the streams").  Rounds
 run interleaved (every row once, then again), so the rows of one round
 share the machine's state.
 
@@ -52,7 +55,8 @@ PY = sys.executable
 USER, PASSWORD = "bench", "bench-pass"
 # (direction, client, streams); each runs in clear text and over TLS
 ROWS = [("get", "drsftp", 1), ("get", "drsftp", 4), ("get", "curl", 1), ("get", "lftp", 1),
-        ("put", "drsftp", 1), ("put", "curl", 1), ("put", "lftp", 1)]
+        ("put", "drsftp", 1), ("put", "drsftp", 4), ("put", "curl", 1), ("put", "lftp", 1)]
+PARALLEL_ROWS = [r for r in ROWS if r[1] == "drsftp" and r[2] > 1]  # --parallel-only: MODE E
 
 
 def _client_cmd(tool: str, tls: bool, streams: int, direction: str, host: str, port: int, ca: Path,
@@ -142,14 +146,14 @@ def _serve(where, root: Path, *extra: str) -> tuple[int, psutil.Process]:
     return int(m.group(1)), psutil.Process(proc.pid)
 
 
-def run(where, work: Path, certs, mib: int, rounds: int, log=print) -> list[dict]:
+def run(where, work: Path, certs, mib: int, rounds: int, log=print, rows=ROWS) -> list[dict]:
     root = work / "root"
     root.mkdir()
     src = make_file(root / "src.bin", mib << 20, seed=1)
     servers = {False: _serve(where, root), True: _serve(where, root, "--tls-cert", str(certs.good), "--require-tls")}
     runs = []
     for rnd in range(rounds):
-        for direction, tool, streams in ROWS:
+        for direction, tool, streams in rows:
             for tls in (False, True):
                 port, server = servers[tls]
                 local = work / "local.bin" if direction == "get" else Path(src)
@@ -194,9 +198,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--link", metavar="RATE,RTT",
                    help="run on an emulated link (drsftp netem, root), e.g. 1gbit,100ms; default loopback")
     p.add_argument("--json", metavar="FILE", help="write every run and the table's inputs here")
+    p.add_argument("--parallel-only", action="store_true",
+                   help="only drsftp get/put -P 4 (MODE E; over TLS, TLS on every stream)")
     args = p.parse_args(argv[1:])
     rounds = args.reps or args.rounds or 1
-    missing = [x for x in ("curl", "lftp") if not shutil.which(x)]
+    rows = PARALLEL_ROWS if args.parallel_only else ROWS
+    missing = [x for x in ("curl", "lftp") if not shutil.which(x) and not args.parallel_only]
     if missing:
         raise SystemExit(f"tls_cost: needs {', '.join(missing)}")
     with contextlib.ExitStack() as stack:
@@ -213,7 +220,7 @@ def main(argv: list[str]) -> int:
         stack.callback(where.close)
         certs = make_certs(work / "certs", ips=(where.host,))
         print(f"tls_cost: {where.label}, {args.mib} MiB per transfer, {rounds} round(s) interleaved")
-        runs = run(where, work, certs, args.mib, rounds)
+        runs = run(where, work, certs, args.mib, rounds, rows=rows)
     head = (f"{where.label}, {args.mib} MiB per transfer, median of {rounds}; servers: drsftp serve (DRS),"
             " clear and --require-tls; whole client runs (start, login, handshakes, transfer)")
     print(head)

@@ -616,16 +616,18 @@ def test_quit_during_a_transfer_waits_for_its_final_reply(root):
     assert (root / "q.bin").read_bytes() == b"quitlate"
 
 
-def test_mode_e_streams_are_refused_under_prot_p(root, tmp_path):
-    """MODE E streams are clear text: never with PROT P (RFC 4217), in
-    either order of MODE E and PROT P."""
+def test_mode_e_under_prot_p_needs_tls_on_the_streams(root, tmp_path):
+    """MODE E with PROT P in either order is accepted (its streams run TLS:
+    tests/test_modee_tls.py); a clear-text stream a RETR connects gets no
+    data (the server waits for a ClientHello), and stream mode under TLS
+    still works."""
     import ftplib
     import ssl
 
     from test_access_fuzz import _self_signed
 
     pem = _self_signed(tmp_path)
-    with running_server(root, "--tls-cert", str(pem)) as srv:
+    with running_server(root, "--tls-cert", str(pem), "--data-timeout", "2") as srv:
         ctx = ssl.create_default_context(cafile=str(pem))
         ctx.check_hostname = False
         tls = ftplib.FTP_TLS(context=ctx)
@@ -634,12 +636,19 @@ def test_mode_e_streams_are_refused_under_prot_p(root, tmp_path):
         tls.voidcmd("TYPE I")
         assert tls.sendcmd("MODE E").startswith("200")
         tls.prot_p()
-        with pytest.raises(ftplib.error_perm, match=r"^534"):
-            tls.sendcmd("PASV")
-        with pytest.raises(ftplib.error_perm, match=r"^534"):
-            tls.sendcmd("PORT 127,0,0,1,200,1")
-        with pytest.raises(ftplib.error_perm, match=r"^504"):
-            tls.sendcmd("MODE E")
+        assert tls.sendcmd("MODE E").startswith("200")
+        lst = socket.create_server(("127.0.0.1", 0))
+        p = lst.getsockname()[1]
+        assert tls.sendcmd(f"PORT 127,0,0,1,{p >> 8},{p & 255}").startswith("200")
+        assert tls.sendcmd("RETR big.bin").startswith("150")
+        s, _ = lst.accept()
+        s.settimeout(1)
+        with pytest.raises(socket.timeout):
+            s.recv(100)  # nothing in clear text: the server waits as TLS server
+        with pytest.raises(ftplib.error_temp, match=r"^426 .*timed out"):
+            tls.voidresp()
+        s.close()
+        lst.close()
         assert tls.sendcmd("MODE S").startswith("200")
         got = bytearray()
         tls.retrbinary("RETR big.bin", got.extend)  # stream mode under TLS still works

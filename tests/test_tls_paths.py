@@ -1,10 +1,11 @@
 """FTPS on the parallel and dataset paths, with real peers on loopback:
-`get/put -P N --tls` (ranged stream-mode sessions, never MODE E, every
-session and data connection in TLS), `get -r/put -r/ls --tls`, several
-sources, --sync and --continue, against `drsftp serve --require-tls` and
-vsftpd (ssl_enable, require_ssl_reuse: a data connection that does not
-resume its control connection's TLS session is refused).  Missing
-programs fail the test."""
+`get/put -P N --tls` (MODE E with TLS streams against drsftp serve, which
+lists PARALLEL: tests/test_modee_tls.py has the details; ranged
+stream-mode sessions against vsftpd, every session and data connection in
+TLS), `get -r/put -r/ls --tls`, several sources, --sync and --continue,
+against `drsftp serve --require-tls` and vsftpd (ssl_enable,
+require_ssl_reuse: a data connection that does not resume its control
+connection's TLS session is refused).  Missing programs fail the test."""
 
 from __future__ import annotations
 
@@ -67,26 +68,26 @@ def test_parallel_get_and_put_over_tls_against_drsftp_serve(tmp_path, tls_server
     _run("get", "-P", "4", *tls, "--json", str(tmp_path / "g.json"), srv.url("big.bin"), str(out))
     assert sha256_file(out) == sha256_file(src)
     g = _json(tmp_path / "g.json")
-    # the server lists PARALLEL, but MODE E is clear text: ranged sessions
-    assert g["mode"] == "ranged" and g["streams"] == 4, g
+    # the server lists PARALLEL: MODE E, its streams in TLS
+    assert g["mode"] == "E" and g["streams"] == 4, g
     assert sum(s["bytes"] for s in g["per_stream"]) == SIZE and all(s["bytes"] > 0 for s in g["per_stream"])
     assert g["drs_peer"] and g["drs_replies"] >= 1  # DRS on the encrypted control connections
 
-    # put -P: one encrypted stream (stream mode has no safe parallel upload)
-    r = _run("-v", "put", "-P", "4", *tls, str(out), srv.url("up.bin"))
-    assert "extended block mode is not encrypted: one stream" in r.stderr
+    # put -P: MODE E too, four TLS streams
+    _run("put", "-P", "4", *tls, "--json", str(tmp_path / "p.json"), str(out), srv.url("up.bin"))
+    assert _json(tmp_path / "p.json")["mode"] == "E" and _json(tmp_path / "p.json")["streams"] == 4
     assert sha256_file(os.path.join(srv.root, "up.bin")) == sha256_file(src)
 
-    # -P auto with --verify: the ranged path's controller, then HASH
+    # -P auto with --verify: the stream controller (DRS streams=N), then HASH
     _run("get", "-P", "auto", "--verify", *tls, "--json", str(tmp_path / "a.json"), srv.url("big.bin"),
          str(tmp_path / "auto.bin"))
     a = _json(tmp_path / "a.json")
-    assert a["mode"] == "ranged" and a["parallel"] == "auto" and a["sha256"] == sha256_file(src)
+    assert a["mode"] == "E" and a["parallel"] == "auto" and a["sha256"] == sha256_file(src)
 
     log = srv.stderr_text()
-    # every session asked for PROT P; none tried MODE E
-    assert len(re.findall(r"<- PROT P", log)) >= 4 + 1 + 2, log[-2000:]
-    assert "<- MODE E" not in log
+    # every session asked for PROT P, then MODE E
+    assert len(re.findall(r"<- PROT P", log)) >= 3, log[-2000:]
+    assert len(re.findall(r"<- MODE E", log)) == 3
     assert not re.search(r"-> (534|504|522) ", log), log[-2000:]  # (a reply, not a figure such as rate=...534)
 
 
@@ -106,9 +107,10 @@ def test_a_clear_text_parallel_or_dataset_get_is_refused(tmp_path, tls_server):
 
 
 def test_every_data_connection_is_tls_and_resumes_its_session(tmp_path, tls_server, certs, monkeypatch):  # noqa: F811
-    """PROT P in force on the client side: each data connection of a
-    parallel get and of a dataset job is a TLS connection that resumed
-    its control connection's session."""
+    """PROT P in force on the client side: each stream-mode data connection
+    of a ranged parallel get and of a dataset job is a TLS connection that
+    resumed its control connection's session (ranged as against a server
+    without PARALLEL; the job with --stream-mode)."""
     srv, _ = tls_server
     make_file(os.path.join(srv.root, "big.bin"), 8 * MiB, seed=3)
     make_tree(os.path.join(srv.root, "data"), depth=3, files=4)
@@ -126,15 +128,16 @@ def test_every_data_connection_is_tls_and_resumes_its_session(tmp_path, tls_serv
 
     for mod in (ranged, remote, transfer, dataconn):  # (each calls its own start_data)
         recording(mod)
+    monkeypatch.setattr(parallel, "extended_block", lambda ctl: False)  # a server without PARALLEL
     opts = TransferOptions(tls=True, ca_file=str(certs.ca), progress=False)
     asyncio.run(parallel.get(parse_url(srv.url("big.bin")), str(tmp_path / "big.bin"), opts, 4))
     n_ranged = len(seen)
     assert n_ranged >= 4
     asyncio.run(run_get([(parse_url(srv.url("data")), False)], str(tmp_path / "data"), opts,
-                        JobOptions(recursive=True, sessions=2, progress=False)))
+                        JobOptions(recursive=True, sessions=2, progress=False, cached=False)))
     assert_same_tree(os.path.join(srv.root, "data"), tmp_path / "data")
     asyncio.run(run_put([str(tmp_path / "data")], parse_url(srv.url("back")), opts,
-                        JobOptions(recursive=True, sessions=2, progress=False)))
+                        JobOptions(recursive=True, sessions=2, progress=False, cached=False)))
     assert_same_tree(tmp_path / "data", os.path.join(srv.root, "back"))
     files = sum(len(f) for _, _, f in os.walk(tmp_path / "data"))
     count = {m: sum(name == m for name, _ in seen) for m in ("remote", "transfer", "dataconn")}

@@ -228,7 +228,7 @@ class _CachedSink(asyncio.BufferedProtocol):
         self.transport = transport
 
     def get_buffer(self, sizehint: int):
-        return self.buf
+        return self.view  # not the bytearray: asyncio's TLS transport fills slices of it (transfer.py)
 
     def buffer_updated(self, nbytes: int) -> None:
         self._consume(self.view[:nbytes])

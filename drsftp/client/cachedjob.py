@@ -69,10 +69,9 @@ async def big_get(job: Job, item: Item, sess: RemoteSession) -> None:
 
 
 def cached_ok(job: Job, sess: RemoteSession) -> bool:
-    """Cached data channels: a server with extended block mode, clear-text
-    data (MODE E is refused under PROT P), no per-file HASH in between."""
-    return (job.jopts.cached and "PARALLEL" in sess.ctl.features and sess.ctl.tls is None
-            and not job.topts.verify)
+    """Cached data channels: a server with extended block mode (under PROT P
+    its streams run TLS), no per-file HASH in between."""
+    return job.jopts.cached and "PARALLEL" in sess.ctl.features and not job.topts.verify
 
 
 async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:

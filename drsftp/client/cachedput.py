@@ -11,7 +11,8 @@ server answered that STOR 1yz: bytes sent for a STOR the server refused
 would be read as the next transfer's.  Every stream ends its part of every
 file with an EOD; the last to finish adds EOF and the EOD count (all the
 session's streams).  A file is done at its 226: the server has every
-byte and renamed the upload.
+byte and renamed the upload.  Over TLS each stream encrypts through its
+own TLS connection (drsftp.client.modee).
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ class CachedPuts(CachedSession):
         # one buffer a stream: a block's header and its first chunk go in one
         # send, each chunk read straight into it (no per-chunk allocation)
         buf = memoryview(bytearray(HEADER_SIZE + CHUNK))
+        seal = stream.tls.encrypt if stream.tls is not None else _clear  # PROT P: the stream's TLS
         k = 0
         try:
             while self.broken is None and not self.done:
@@ -157,12 +159,12 @@ class CachedPuts(CachedSession):
                         n = os.preadv(fp.fd, [buf[head:head + min(CHUNK, end - offset)]], offset)
                         if not n:
                             raise FTPError(f"{fp.local} shrank during the copy", transient=False)
-                        await loop.sock_sendall(stream.sock, buf[:head + n])
+                        await loop.sock_sendall(stream.sock, seal(buf[:head + n]))
                         offset += n
                         fp.bytes += n
                         stream.bytes += n
                         head = 0
-                await loop.sock_sendall(stream.sock, eod(eof_streams=fp.blocks.finish()))
+                await loop.sock_sendall(stream.sock, seal(eod(eof_streams=fp.blocks.finish())))
                 k += 1
         except FTPError as exc:
             self.fail(exc)
@@ -181,3 +183,7 @@ class CachedPuts(CachedSession):
 
     def file_result(self, fp: FilePut, seconds: float) -> TransferResult:
         return self.result(fp, "put", seconds, total_size=fp.size)
+
+
+def _clear(data: bytes | memoryview) -> bytes | memoryview:
+    return data

@@ -21,6 +21,7 @@ import asyncio
 import socket
 from collections.abc import Callable
 
+from ..tlsbio import TLSPipe
 from .control import ControlConnection, FTPError
 from .tls import ClientTLS, failure_sentence
 
@@ -71,6 +72,49 @@ async def start_data(sock: socket.socket, protocol_factory, tls: ClientTLS | Non
         raise FTPError(f"TLS handshake on the data connection failed: {exc}") from exc
     except OSError as exc:  # ssl.SSLError is an OSError
         raise FTPError(failure_sentence(exc, host), transient=False) from exc
+
+
+async def open_tls_stream(sock: socket.socket, protocol_factory, tls: ClientTLS, host: str, timeout: float):
+    """A MODE E stream the server connected, in TLS as TLS client (RFC
+    4217 sec. 10), checked and resuming as the control connection; the
+    transport owns ``sock`` as a clear-text stream's does."""
+    try:
+        return await asyncio.get_running_loop().create_connection(
+            protocol_factory, sock=sock, ssl=tls.context, server_hostname=host, ssl_handshake_timeout=timeout,
+            ssl_shutdown_timeout=TLS_SHUTDOWN)
+    except (ConnectionError, TimeoutError) as exc:
+        raise FTPError(f"TLS handshake on a data connection failed: {exc or 'timed out'}") from exc
+    except OSError as exc:  # ssl.SSLError is an OSError
+        raise FTPError(failure_sentence(exc, host), transient=False) from exc
+
+
+async def tls_handshake(sock: socket.socket, tls: ClientTLS, host: str, timeout: float) -> TLSPipe:
+    """The client's TLS handshake on a connected non-blocking socket, for
+    a data path that sends through a :class:`TLSPipe` itself (MODE E put
+    streams); checked and resuming as the control connection."""
+    loop = asyncio.get_running_loop()
+    pipe = TLSPipe(tls.context, server_side=False, server_hostname=host)
+
+    async def run() -> None:
+        while True:
+            done = pipe.handshake()
+            out = pipe.take()
+            if out:
+                await loop.sock_sendall(sock, out)
+            if done:
+                return
+            data = await loop.sock_recv(sock, 65536)
+            if not data:
+                raise ConnectionResetError("the server closed the connection")
+            pipe.feed(data)
+
+    try:
+        await asyncio.wait_for(run(), timeout)
+    except (ConnectionError, TimeoutError) as exc:
+        raise FTPError(f"TLS handshake on a data connection failed: {exc or 'timed out'}") from exc
+    except OSError as exc:
+        raise FTPError(failure_sentence(exc, host), transient=False) from exc
+    return pipe
 
 
 class FlowProtocol(asyncio.Protocol):

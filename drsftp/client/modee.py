@@ -15,6 +15,13 @@ In MODE E the side that sends the data connects (docs/PARALLEL.md):
   (sendfile from a thread per stream), ending with EOD|CLOSE, and the last
   to finish with EOF carrying the EOD count of every stream used.
 
+Over TLS (the control connection's AUTH TLS, PROT P) every stream runs TLS
+with the client as TLS client whichever side connected (RFC 4217 sec. 10),
+the certificate checked as the control connection's and its session
+offered: a get's streams through asyncio's TLS transport, a put's through
+a :class:`~drsftp.tlsbio.TLSPipe` its sending thread encrypts with
+(docs/EBLOCK.md, "TLS on the streams").
+
 Every stream has its own SocketTuner.  Against a server that offers DRS the
 DRS command carries per-session sums over the streams plus ``streams=N``
 (the minimum RTT), and the peer's rate and window are divided by the
@@ -49,11 +56,12 @@ from ..ftp.eblock import (
     eod,
 )
 from ..ftp.flow import TransferDone
+from ..tlsbio import TLSPipe
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
-from .dataconn import settle
+from .dataconn import open_tls_stream, settle, tls_handshake
 from .flowctl import FlowControl
 from .rangeplan import read_chunk
 from .transfer import DRS_MIN_INTERVAL, SEND_POLL, TransferOptions
@@ -62,6 +70,7 @@ log = logging.getLogger("drsftp.client")
 MAX_BLOCK = 4 << 20
 MIN_BLOCK = 256 << 10
 ACCEPT_LIMIT = 256  # data connections one RETR may open, at most (a hostile server's flood)
+TLS_CHUNK = 512 << 10  # plaintext a put stream encrypts at a time
 
 
 def block_size(total: int, streams: int) -> int:
@@ -82,6 +91,7 @@ class Stream:
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     retire: bool = False  # -P auto: end after the current block
+    tls: TLSPipe | None = None  # a put stream's TLS (a get's is its transport's)
 
     def sample(self) -> StreamSample:
         st = self.tuner.stats
@@ -177,9 +187,21 @@ class _ModeE:
             raise
         tuner.after_handshake(sock)
         tuner.attach(sock)
-        stream = Stream(len(self.streams), sock, tuner)
+        pipe = None
+        if self.ctl.tls is not None:
+            try:
+                pipe = await tls_handshake(sock, self.ctl.tls, self.ctl.host, self.opts.connect_timeout)
+            except BaseException:
+                sock.close()
+                raise
+        stream = Stream(len(self.streams), sock, tuner, tls=pipe)
         self.streams.append(stream)
         return stream
+
+    def fail(self, exc: FTPError) -> None:
+        """A stream the server connected failed its TLS: the transfer cannot
+        go on (gets end it here; a put's streams raise from connect_stream)."""
+        raise exc
 
     async def accept_streams(self, listener: socket.socket, protocol) -> None:
         """The server's streams, from the control connection's peer only
@@ -198,8 +220,28 @@ class _ModeE:
             tuner.attach(conn)
             stream = Stream(len(self.streams), conn, tuner)
             self.streams.append(stream)
-            await loop.create_connection(functools.partial(protocol, stream), sock=conn)
-            self.spawn(self.tick(stream))
+            factory = functools.partial(protocol, stream)
+            if self.ctl.tls is None:
+                await loop.create_connection(factory, sock=conn)
+                self.spawn(self.tick(stream))
+            else:  # each stream's handshake on its own: N round trips at once
+                self.spawn(self._secure_stream(conn, factory, stream))
+
+    async def _secure_stream(self, conn: socket.socket, factory, stream: Stream) -> None:
+        """An accepted stream's TLS, the client's end; a failure fails
+        the transfer with its one sentence."""
+        assert self.ctl.tls is not None
+        try:
+            await open_tls_stream(conn, factory, self.ctl.tls, self.ctl.host, self.opts.connect_timeout)
+        except FTPError as exc:
+            conn.close()
+            stream.ended = time.monotonic()
+            self.fail(exc)
+            return
+        except BaseException:  # cancelled with the transfer mid-handshake
+            conn.close()
+            raise
+        self.spawn(self.tick(stream))
 
     def samples(self) -> list[StreamSample]:
         return [s.sample() for s in self.streams if s.ended is None]
@@ -316,7 +358,7 @@ class _BlockSink(asyncio.BufferedProtocol):
         self.transport = transport
 
     def get_buffer(self, sizehint: int):
-        return self.buf
+        return self.view  # not the bytearray: asyncio's TLS transport fills slices of it (transfer.py)
 
     def buffer_updated(self, nbytes: int) -> None:
         try:
@@ -678,6 +720,8 @@ class ModeEPut(_ModeE):
         loop.call_soon_threadsafe(functools.partial(settle, fut, exc, retrieved=True))  # read by _until_sent
 
     def _send_blocks(self, stream: Stream) -> None:
+        if stream.tls is not None:
+            return self._send_blocks_tls(stream, stream.tls)
         sock, fileno = stream.sock, self.f.fileno()
         while not self.stop.is_set():
             block = None if stream.retire else self.queue.next()
@@ -702,6 +746,32 @@ class ModeEPut(_ModeE):
             return
         eof_count = self.queue.finish()
         _send_all(sock, eod(eof_streams=eof_count, close=True), self.stop)
+
+    def _send_blocks_tls(self, stream: Stream, tls: TLSPipe) -> None:
+        """_send_blocks through the stream's TLS: file chunks read, encrypted
+        here (the ssl module lets other threads run meanwhile), sent."""
+        sock, fileno = stream.sock, self.f.fileno()
+        while not self.stop.is_set():
+            block = None if stream.retire else self.queue.next()
+            if block is None:
+                break
+            offset, count = block
+            head = data_header(offset, count)
+            sent = 0
+            while sent < count:
+                if self.stop.is_set():
+                    return
+                chunk = os.pread(fileno, min(TLS_CHUNK, count - sent), offset + sent)
+                if not chunk:
+                    raise OSError("the local file shrank")
+                _send_all(sock, tls.encrypt(head + chunk if head else chunk), self.stop)
+                head = b""
+                sent += len(chunk)
+                stream.bytes += len(chunk)
+            stream.blocks = (stream.blocks or 0) + 1
+        if self.stop.is_set():
+            return
+        _send_all(sock, tls.encrypt(eod(eof_streams=self.queue.finish(), close=True)), self.stop)
 
 
 def _send_all(sock: socket.socket, data: bytes, stop: threading.Event, more: bool = False) -> None:

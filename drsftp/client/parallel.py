@@ -5,10 +5,9 @@ block mode where it lists PARALLEL (:mod:`.modee`), else N stream-mode
 sessions on REST ranges for a get (:mod:`.ranged`) and one stream for a
 put (stream-mode FTP has no safe parallel upload: a STOR at an offset
 truncates or appends, depending on the server).  Over TLS (PROT P) the
-stream-mode paths are taken whatever FEAT lists: MODE E data connections
-are clear text (GFD.20 has no TLS for them; drsftp serve refuses MODE E
-under PROT P), while every ranged session and its data connections run in
-TLS, resuming their control connection's session (RFC 4217 sec. 10).
+MODE E streams run TLS each (RFC 4217; :mod:`.modee`), and every ranged
+session and its data connections run in TLS, resuming their control
+connection's session (RFC 4217 sec. 10).
 
 A get writes ``DEST.part`` at the offsets it receives and keeps beside it
 ``DEST.part.ranges`` (:mod:`.rangeplan`): the remote size and MDTM and the
@@ -71,9 +70,9 @@ def parse_parallel(text: str) -> int | None:
 
 
 def extended_block(ctl: ControlConnection) -> bool:
-    """Extended block mode: the server lists PARALLEL and the data is
-    clear text (not under PROT P: the module docstring)."""
-    return "PARALLEL" in ctl.features and ctl.tls is None
+    """Extended block mode: the server lists PARALLEL (under PROT P its
+    streams run TLS: the module docstring)."""
+    return "PARALLEL" in ctl.features
 
 
 def auto_start(ctl: ControlConnection, opts: TransferOptions) -> int:
@@ -187,7 +186,6 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
             if held is None:
                 why = ("--continue without a record of an interrupted parallel upload resumes on one stream"
                        if extended_block(ctl) else
-                       "extended block mode is not encrypted" if ctl.tls is not None else
                        "the server has no extended block mode (PARALLEL); stream-mode FTP has no safe"
                        " parallel upload")
                 log.info("put -P: %s: one stream", why)

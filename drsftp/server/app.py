@@ -15,7 +15,7 @@ from .. import sockopt
 from ..tuning import check_spec
 from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget
-from . import translog
+from . import etls, translog
 from .config import ConfigError
 from .eblock import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
@@ -94,6 +94,7 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         handler.tls_control_required = handler.tls_data_required = cfg.require_tls
         try:
             handler.get_ssl_context()
+            handler.etls_context = etls.server_context(handler.certfile, handler.keyfile)  # MODE E streams
         except Exception as exc:  # pyOpenSSL raises its own error types
             raise ConfigError(f"cannot load the TLS certificate or key: {exc}") from exc
     handler.authorizer = authorizer
@@ -167,15 +168,16 @@ def reload(server: FTPServer, cfg: ServerConfig) -> list[str]:
         except ConfigError as exc:
             log.error("reload: kept the old users: %s", exc)
     if cfg.tls_cert:
-        old_ctx = handler.ssl_context
+        old_ctx, old_streams = handler.ssl_context, handler.etls_context
         handler.ssl_context = None  # pyftpdlib builds it anew from certfile/keyfile
         from OpenSSL import SSL
 
         try:
             handler.get_ssl_context()
+            handler.etls_context = etls.server_context(handler.certfile, handler.keyfile)
             done.append(f"TLS certificate {cfg.tls_cert}")
         except (SSL.Error, OSError, ValueError) as exc:
-            handler.ssl_context = old_ctx
+            handler.ssl_context, handler.etls_context = old_ctx, old_streams
             log.error("reload: kept the old TLS certificate: cannot load %s: %s", cfg.tls_cert, exc)
     return done
 

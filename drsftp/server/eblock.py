@@ -15,7 +15,10 @@ Rules (GFD.20, extended block mode; docs/EBLOCK.md):
 - the receiver writes each block at its offset (os.pwrite) in the
   ``.NAME.part`` file that stream-mode STOR uses, renamed when the
   ledger is complete and, with ALLO, the size matches;
-- every stream has its own SocketTuner (DRS per stream, --buffer-budget).
+- every stream has its own SocketTuner (DRS per stream, --buffer-budget);
+- under PROT P every stream runs TLS, the server as TLS server (etls.py):
+  the same blocks inside it, read and written through the stream's TLS
+  (no sendfile).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import errno
 import logging
 import os
 import socket
+import ssl
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,8 +43,10 @@ from ..ftp.eblock import (
     data_header,
     eod,
 )
+from ..tlsbio import reason
 from ..tuner import SocketTuner
 from ..tuning import Role
+from .etls import StreamTLS
 
 if TYPE_CHECKING:
     from .esession import ESession
@@ -49,6 +55,7 @@ log = logging.getLogger("drsftp.server")
 
 RECV_CHUNK = 1 << 20  # one recv_into per MiB
 SEND_CHUNK = 4 << 20  # bytes per sendfile() call
+TLS_CHUNK = 512 << 10  # plaintext per TLS write (read from the file, encrypted, queued)
 BLOCK_MIN, BLOCK_MAX = 256 << 10, 4 << 20  # block sizes the sender picks from
 MARKER_INTERVAL = 2.0  # seconds between 112/111 markers during STOR
 _LOST = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT, errno.ECONNABORTED)
@@ -152,6 +159,7 @@ class Stream(_Channel):
         self.pos = self.left = 0  # payload of the current block
         self.eod_queued = self.done = self.retire = False
         self.used = False  # carried a transfer before (125 "reusing")
+        self.tls: StreamTLS | None = None  # PROT P: the stream's TLS (etls.py)
 
     def start(self, static_window: int | None) -> None:
         """Connected: tune it from now on (per-stream DRS)."""
@@ -168,6 +176,54 @@ class Stream(_Channel):
         delay = self.tuner.tick(self.moved)
         if delay is not None:
             self._tick_handle = self.ioloop.call_later(delay, self._tick, _errback=self.handle_error)
+
+    def secure(self, ctx: ssl.SSLContext | None) -> None:
+        """Under PROT P (``ctx``): TLS with us as server; the client
+        speaks first (RFC 4217 sec. 10)."""
+        if ctx is not None:
+            self.tls = StreamTLS(ctx, self.socket)
+
+    def recv_into(self, buf: bytearray) -> int:
+        """The stream's data (decrypted under PROT P), as socket.recv_into."""
+        if self.tls is None:
+            return self.socket.recv_into(buf)
+        return self.tls.recv_into(memoryview(buf))
+
+    def resume_reading(self) -> None:
+        """Read again; data its TLS already holds is read now (its socket
+        may never signal it)."""
+        self.want(self.ioloop.READ)
+        if self.tls is not None and self.tls.established and self.tls.buffered:
+            self.ioloop.call_later(0, self.handle_read_event, _errback=self.handle_error)
+
+    def _handshake(self) -> None:
+        assert self.tls is not None
+        try:
+            done = self.tls.handshake_step()
+        except (ssl.SSLError, OSError) as exc:
+            return self.tls_failed(exc)
+        if not done:
+            return self.want(self.ioloop.READ | (self.ioloop.WRITE if self.tls.unsent else 0))
+        job = self.session.job
+        if isinstance(job, Send) and self in job.members and not self.done:
+            self.want(self.ioloop.WRITE)
+        elif self.role is Role.RECEIVER and isinstance(job, Receive) and not self.decoder.ended:
+            self.resume_reading()
+        else:
+            self.want(self.ioloop.READ)
+
+    def tls_failed(self, exc: BaseException) -> None:
+        """A stream whose TLS handshake failed (a clear-text peer under PROT
+        P, a client refusing the certificate): closed, never read; its
+        transfer, or the next one, fails with 425."""
+        log.warning("MODE E: TLS on a data connection failed: %s", reason(exc))
+        reply = f"425 TLS negotiation failed on a data connection: {reason(exc)}."
+        job = self.session.job
+        self.close()
+        if job is not None and job.role is self.role:
+            job.fail(reply)
+        else:
+            self.session.stream_error = reply
 
     def new_transfer(self) -> None:
         self.used = True
@@ -187,6 +243,14 @@ class Stream(_Channel):
             assert hs is not None  # set by ESession.connect with connecting
             hs.after_handshake(self.socket, reserved_as=hs)  # ends the handshake's reservation
             self.start(hs.static_window)
+            if self.tls is not None:
+                return self.want(self.ioloop.READ)  # the ClientHello comes
+        if self.tls is not None and not self.tls.established:
+            try:
+                self.tls.flush()
+            except OSError as exc:
+                return self.tls_failed(exc)
+            return self.want(self.ioloop.READ | (self.ioloop.WRITE if self.tls.unsent else 0))
         job = self.session.job
         if isinstance(job, Send) and self in job.members and not self.done:
             job.pump(self)
@@ -194,24 +258,45 @@ class Stream(_Channel):
             self.want(self.ioloop.READ)
 
     def handle_read_event(self) -> None:
+        if self.tls is not None and not self.tls.established:
+            return self._handshake()
         job = self.session.job
         if self.role is Role.RECEIVER and isinstance(job, Receive) and not self.decoder.ended:
             job.read(self)
             return
         # Between transfers: a closed connection leaves the cache; data
-        # for a transfer not yet begun waits in the kernel.
-        try:
-            peek = self.socket.recv(1, socket.MSG_PEEK)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            peek = b""
+        # for a transfer not yet begun waits in the kernel.  Under TLS a
+        # stream we send on is read through (a close_notify is data to
+        # the kernel; the receiver has nothing else to say on it).
+        if self.tls is not None and self.role is Role.SENDER:
+            peek = self._read_idle_tls()
+            if peek is None:
+                return
+        else:
+            try:
+                peek = self.socket.recv(1, socket.MSG_PEEK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                peek = b""
         if not peek:
             self.lost("426 Data connection closed by the peer; transfer aborted.")
         elif isinstance(job, Send) and self in job.members and not self.done:
             self.want(self.ioloop.WRITE)  # a receiver has nothing to say on it: keep sending
         else:
             self.want(0)
+
+    def _read_idle_tls(self) -> bytes | None:
+        """What the client sent on a stream we send on, decrypted and
+        dropped: b"" once it ended, None if nothing whole came."""
+        assert self.tls is not None
+        try:
+            n = self.tls.recv_into(memoryview(bytearray(1 << 16)))
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:  # ssl.SSLError among them
+            n = 0
+        return b"x" if n else b""
 
     def handle_close(self) -> None:
         if self.connecting:
@@ -272,6 +357,7 @@ class Listener(_Channel):
         self.handshake.after_handshake(sock, reserved_as=self)  # the reservation ends: its own tuner claims
         stream = Stream(s, sock, Role.RECEIVER)
         s.streams.append(stream)
+        stream.secure(s.tls_context)
         stream.start(self.handshake.static_window)
         stream.want(self.ioloop.READ)
 
@@ -342,6 +428,9 @@ class FileSource:
     def send(self, sock: socket.socket, pos: int, n: int) -> int:
         return os.sendfile(sock.fileno(), self.f.fileno(), pos, n)
 
+    def read(self, pos: int, n: int) -> bytes:
+        return os.pread(self.f.fileno(), n, pos)
+
     def close(self) -> None:
         self.f.close()
 
@@ -353,6 +442,9 @@ class BytesSource:
 
     def send(self, sock: socket.socket, pos: int, n: int) -> int:
         return sock.send(self.data[pos:pos + n])
+
+    def read(self, pos: int, n: int) -> bytes:
+        return bytes(self.data[pos:pos + n])
 
     def close(self) -> None:
         pass
@@ -371,6 +463,8 @@ class Send(Job):
 
     def pump(self, s: Stream) -> None:
         """Move this stream's next bytes: header, payload, next block, EOD."""
+        if s.tls is not None:
+            return self._pump_tls(s, s.tls)
         sock = s.socket
         while not self.finished:
             if s.pending:
@@ -401,20 +495,57 @@ class Send(Job):
                 continue
             if s.eod_queued:
                 return self._flushed(s)
-            block = None if s.retire else next(self._plan, None)
-            if block is not None:
-                s.pending = data_header(*block)
-                s.pos, s.left = block
+            self._next(s)
+
+    def _next(self, s: Stream) -> None:
+        """The stream's next block's header, or its EOD."""
+        block = None if s.retire else next(self._plan, None)
+        if block is not None:
+            s.pending = data_header(*block)
+            s.pos, s.left = block
+        else:
+            # EOD on every stream; the last one also carries EOF and the
+            # EOD count (every stream this transfer used) (GFD.20)
+            last = all(o.eod_queued for o in self.members if o is not s)
+            s.pending = eod(eof_streams=len(self.members) if last else None, close=s.retire)
+            s.eod_queued = True
+
+    def _pump_tls(self, s: Stream, tls: StreamTLS) -> None:
+        """pump() through the stream's TLS: the next plaintext is read and
+        encrypted once the last went out."""
+        if not tls.established:
+            return  # its handshake's end wakes it
+        while not self.finished:
+            try:
+                if not tls.flush():
+                    return s.want(self.session.h.ioloop.WRITE)
+            except OSError as exc:
+                return self._lost(s, exc)
+            if s.pending:
+                tls.send(s.pending)
+                s.pending = b""
+            elif s.left:
+                try:
+                    data = self.source.read(s.pos, min(s.left, TLS_CHUNK))
+                except OSError as exc:
+                    return self.fail(f"451 Local error: {exc.strerror}; transfer aborted.")
+                if not data:
+                    return self.fail("451 The file shrank during the transfer; transfer aborted.")
+                tls.send(data)
+                n = len(data)
+                s.pos += n
+                s.left -= n
+                s.moved += n
+                self.sent += n
+                self.touch()
+            elif s.eod_queued:
+                return self._flushed(s)
             else:
-                # EOD on every stream; the last one also carries EOF and the
-                # EOD count (every stream this transfer used) (GFD.20)
-                last = all(o.eod_queued for o in self.members if o is not s)
-                s.pending = eod(eof_streams=len(self.members) if last else None, close=s.retire)
-                s.eod_queued = True
+                self._next(s)
 
     def _lost(self, s: Stream, exc: OSError) -> None:
         s.close()
-        self.fail(f"426 Data connection lost: {exc.strerror}; transfer aborted.")
+        self.fail(f"426 Data connection lost: {exc.strerror or reason(exc)}; transfer aborted.")
 
     def _flushed(self, s: Stream) -> None:
         s.done = True
@@ -461,9 +592,12 @@ class Receive(Job):
 
     def read(self, s: Stream) -> None:
         try:
-            n = s.socket.recv_into(self.buf)
+            n = s.recv_into(self.buf)
         except (BlockingIOError, InterruptedError):
             return
+        except ssl.SSLError as exc:  # a forged or broken record: the transfer's data is suspect
+            s.close()
+            return self.fail(f"426 TLS error on a data connection: {reason(exc)}; transfer aborted.")
         except OSError as exc:
             return s.lost(f"426 Data connection lost: {exc.strerror}; transfer aborted.")
         if n == 0:

@@ -1,13 +1,15 @@
 """MODE E state of one control connection: the commands' side of the
 extended block data path (eblock.py).  ecommands.py dispatches MODE,
 OPTS RETR, PORT/PASV, REST, RETR/STOR/MLSD, ABOR and DRS here while MODE E
-is in force (GFD.20; docs/EBLOCK.md)."""
+is in force (GFD.20; docs/EBLOCK.md).  Under PROT P every stream runs TLS
+(etls.py; RFC 4217), under PROT C clear text."""
 
 from __future__ import annotations
 
 import errno
 import os
 import socket
+import ssl
 
 from ..ftp import drscmd
 from ..ftp.eblock import RangeSet
@@ -48,10 +50,16 @@ class ESession:
         self.rest: RangeSet | None = None  # REST ranges for the next transfer
         self.sbuf: int | None = None  # SBUF: per-stream buffer cap
         self.quit_pending = False  # QUIT came during a transfer: close after its final reply
+        self.stream_error: str | None = None  # a stream's TLS failed between transfers: the next one's reply
 
     @property
     def data_timeout(self) -> float:
         return getattr(self.h.dtp_handler, "timeout", 120.0) or 120.0
+
+    @property
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The streams' TLS context under PROT P, None under PROT C."""
+        return getattr(self.h, "etls_context", None) if data_protected(self.h) else None
 
     @property
     def busy(self) -> bool:
@@ -94,6 +102,7 @@ class ESession:
         sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
         sock.setblocking(False)
         stream = Stream(self, sock, Role.SENDER)
+        stream.secure(self.tls_context)
         stream.connecting = True
         self.streams.append(stream)
         stream.handshake = self.new_tuner(Role.SENDER)
@@ -115,6 +124,7 @@ class ESession:
             self.count.give()
 
     def drop_streams(self) -> None:
+        self.stream_error = None
         for s in list(self.streams):
             s.close()
         if self.listener is not None:
@@ -136,9 +146,6 @@ class ESession:
         """MODE E / MODE S; False: not ours (the stock handler answers)."""
         mode = arg.strip().upper()
         if mode == "E":
-            if data_protected(self.h):
-                self.h.respond("504 MODE E data connections are not encrypted: not with PROT P.")
-                return True
             self.active = True
             self.h.respond("200 Mode set to E.")
             return True
@@ -167,11 +174,28 @@ class ESession:
             self.h.respond("200 OPTS Command Successful.")
 
     def _clear_text_refused(self) -> bool:
-        """MODE E streams are clear text: not under PROT P (RFC 4217)."""
-        if data_protected(self.h):
-            self.h.respond("534 MODE E data connections are not encrypted: MODE S for PROT P.")
+        """PROT P without the streams' TLS context (no certificate for
+        them): refused, never clear text (RFC 4217)."""
+        if data_protected(self.h) and self.tls_context is None:
+            self.h.respond("534 MODE E data connections cannot be encrypted here: MODE S for PROT P.")
             return True
         return False
+
+    def _cached(self, role: Role) -> list[Stream]:
+        """The open streams of ``role``; those set up under the other PROT
+        level are closed first (PROT P streams run TLS, PROT C ones not)."""
+        tls = self.tls_context is not None
+        for s in [s for s in self.streams if s.role is role and (s.tls is not None) != tls]:
+            s.close()
+        return [s for s in self.streams if s.role is role]
+
+    def _stream_failed(self) -> bool:
+        """A stream's TLS failed before this transfer: it fails (425)."""
+        if self.stream_error is None:
+            return False
+        reply, self.stream_error = self.stream_error, None
+        self.h.respond(reply)
+        return True
 
     def port(self, ip: str, port: int) -> None:
         h = self.h
@@ -266,7 +290,10 @@ class ESession:
 
     def _send(self, source, ranges, cmd: str) -> None:
         h = self.h
-        cached = [s for s in self.streams if s.role is Role.SENDER]
+        cached = self._cached(Role.SENDER)
+        if self._clear_text_refused() or self._stream_failed():
+            source.close()
+            return
         if not cached and self.port_addr is None:
             source.close()
             if self.listener is not None:
@@ -296,7 +323,9 @@ class ESession:
         if not self._check_transfer():
             return
         rest, self.rest = self.rest, None
-        cached = [s for s in self.streams if s.role is Role.RECEIVER]
+        cached = self._cached(Role.RECEIVER)
+        if self._clear_text_refused() or self._stream_failed():
+            return
         if not cached and self.listener is None:
             if self.port_addr is not None:
                 h.respond("425 MODE E data flows from the connecting side: STOR needs PASV or EPSV.")
@@ -329,7 +358,7 @@ class ESession:
                   else "150 Beginning transfer.")
         for s in cached:
             s.new_transfer()
-            s.want(h.ioloop.READ)
+            s.resume_reading()
 
     def abort(self, reply: str | None = "426 Transfer aborted via ABOR.") -> bool:
         if self.job is None:
