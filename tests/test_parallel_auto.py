@@ -25,7 +25,7 @@ class Scripted:
     def __init__(self, actions, start=2):
         self.streams, self.actions, self.refusals, self.applied = start, list(actions), [], []
 
-    def update(self, goodput, samples):
+    def update(self, goodput, samples, intervals_left=None):
         assert goodput >= 0 and all(s.rtt is None or s.rtt > 0 for s in samples)
         action = self.actions.pop(0) if self.actions else Action.HOLD
         self.streams += {Action.ADD: 1, Action.REMOVE: -1}.get(action, 0)

@@ -251,3 +251,26 @@ def test_auto_starts_with_the_streams_the_buffer_cap_needs_at_this_rtt():
     assert first_streams(0.100, None) == StreamsConfig().start  # FORCE: no cap to divide
     assert first_streams(None, cap) == StreamsConfig().start  # no RTT yet
     assert first_streams(0.100, cap, StreamsConfig(max_streams=2)) == 2
+
+
+def test_blocks_taper_toward_the_end_so_the_streams_end_together():
+    from drsftp.client.modee import MIN_BLOCK, tapered
+
+    MiB = 1 << 20
+    blocks = list(tapered([(0, 512 * MiB)], 4 * MiB, 8))
+    assert sum(n for _, n in blocks) == 512 * MiB  # the whole file, once, in order
+    assert all(o == prev_o + prev_n for (prev_o, prev_n), (o, _) in zip(blocks, blocks[1:], strict=False))
+    assert blocks[0][1] == 4 * MiB and blocks[-1][1] <= MIN_BLOCK  # whole blocks first, small ones last
+    assert all(a >= b for (_, a), (_, b) in zip(blocks, blocks[1:], strict=False))  # never growing
+    last_round = blocks[-8:]
+    assert sum(n for _, n in last_round) <= 8 * MIN_BLOCK  # the streams' last blocks are small
+    assert list(tapered([(0, 10 * MiB)], 4 * MiB, None)) == [(0, 4 * MiB), (4 * MiB, 4 * MiB), (8 * MiB, 2 * MiB)]
+
+
+def test_auto_makes_no_probe_the_transfer_would_end_before_judging():
+    ctl = StreamController(StreamsConfig(start=2, settle=4, judge=2))
+    quiet = [StreamSample(0.1, 0.1, 0)]
+    for _ in range(3):
+        assert ctl.update(100.0, quiet, intervals_left=50) is Action.HOLD  # settling
+    assert ctl.update(100.0, quiet, intervals_left=5) is Action.HOLD  # 5 < 4 + 2: it could not pay off
+    assert ctl.update(100.0, quiet, intervals_left=6) is Action.ADD and ctl.streams == 3

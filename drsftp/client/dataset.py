@@ -19,7 +19,7 @@ from ..ftp.listing import DIR, FILE, Entry
 from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.session import FTPLocation
 from .cachedjob import big_file, big_get, big_put, cached_get_loop, cached_ok, cached_put_loop
-from .control import FTPError
+from .control import FTPError, os_reason
 from .job import (
     ERRORS,
     MAX_DEPTH,
@@ -84,9 +84,16 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
                 _plan_file(job, i, s)
 
         def found(i: int, source: dict) -> None:
+            """Entries as their listing lines arrive (inside the listing's
+            data callback: a local error fails these entries, not the walk)."""
             have, partial = locals_[i]
             p = plan(source, have, sync=jopts.sync, checksum=jopts.checksum, resume=jopts.resume, partial=partial)
-            _apply_local(job, job.sources[i], p)
+            try:
+                _apply_local(job, job.sources[i], p)
+            except OSError as exc:
+                for t in p.transfers + p.checks:
+                    job.fail(local_path(job.sources[i].local, t.rel), f"cannot write here: {os_reason(exc)}")
+                return
             job.enqueue(i, p)
 
         if dirs and not jopts.delete:
@@ -102,8 +109,7 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
                 if not walk.done():
                     walk.cancel()
                     await asyncio.gather(walk, return_exceptions=True)
-            await sess.settle_early()  # (a walk that failed before the listing)
-            return job.result
+            return job.result  # (an early listing left unread goes with its session's close)
         trees = await job.walk_remote(dirs, first=sess) if dirs else {}
         if not dirs:
             job.spare.append(sess)

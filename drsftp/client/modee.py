@@ -518,13 +518,31 @@ def _port(listener: socket.socket) -> tuple[str, str]:
 # -- put --------------------------------------------------------------------------
 
 
+def tapered(ranges: list[tuple[int, int]], block: int, streams: int | None):
+    """(offset, count) in file order; with ``streams``, toward the end a
+    block is at most the rest over 4 x the streams (guided self-scheduling,
+    Polychronopoulos and Kuck, IEEE Trans. Computers 1987; the server's
+    sender does the same): the streams end together instead of one still
+    sending a whole block."""
+    left = sum(b - a for a, b in ranges)
+    for a, b in ranges:
+        o = a
+        while o < b:
+            n = min(block, b - o)
+            if streams:
+                n = min(n, max(MIN_BLOCK, left // (4 * streams)))
+            yield o, n
+            o += n
+            left -= n
+
+
 class BlockQueue:
     """The blocks still to send, shared by the sending threads; it also
     decides which stream's EOD carries the EOF (the last to finish) and
     the EOD count (every stream that joined)."""
 
-    def __init__(self, ranges: list[tuple[int, int]], block: int) -> None:
-        self._blocks = [(o, min(block, b - o)) for a, b in ranges for o in range(a, b, block)]
+    def __init__(self, ranges: list[tuple[int, int]], block: int, streams: int | None = None) -> None:
+        self._blocks = list(tapered(ranges, block, streams))
         self._blocks.reverse()  # pop() from the end: lowest offset first
         self._lock = threading.Lock()
         self.joined = 0
@@ -577,7 +595,7 @@ class ModeEPut(_ModeE):
         self.server_held = RangeSet(list(self.held))  # and what the server's range markers added since
         self.on_held = on_held
         missing = self.held.missing(total)
-        self.queue = BlockQueue(missing, block_size(sum(b - a for a, b in missing), streams))
+        self.queue = BlockQueue(missing, block_size(sum(b - a for a, b in missing), streams), streams)
         self.threads: list[asyncio.Future] = []
         self.connecting = 0  # streams joined, not yet connected
         self.late_failure: FTPError | None = None

@@ -255,7 +255,10 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
                 run.cancel()
                 break
             if controller is not None and now - last_ctl >= interval:
-                action = controller.update((moved - ctl_moved) / (now - last_ctl), samples)
+                goodput = (moved - ctl_moved) / (now - last_ctl)
+                left = _bytes_left(driver, resumed)
+                action = controller.update(goodput, samples,
+                                           left / goodput / interval if left is not None and goodput > 0 else None)
                 interval = StreamController.interval(rtt)
                 last_ctl, ctl_moved = now, moved
                 if action is not Action.HOLD:
@@ -275,6 +278,13 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
             await asyncio.gather(run, return_exceptions=True)
     out.seconds = time.monotonic() - started
     return out
+
+
+def _bytes_left(driver, resumed: int) -> int | None:
+    """What the transfer still has to move (None: its size is unknown)."""
+    size = getattr(driver, "size", None) or getattr(driver, "total", None) or getattr(
+        getattr(driver, "plan", None), "size", None)
+    return max(0, size - resumed - driver.moved) if size else None
 
 
 def _held(part: str, size: int, mtime: str | None) -> RangeSet:

@@ -92,9 +92,12 @@ class StreamController:
         return any(s.rtt is not None and s.rtt_min is not None
                    and s.rtt > s.rtt_min * c.queue_factor + c.queue_slack for s in samples)
 
-    def update(self, goodput: float, samples: list[StreamSample]) -> Action:
+    def update(self, goodput: float, samples: list[StreamSample], intervals_left: float | None = None) -> Action:
         """One interval's figures in, one decision out (already counted in
-        ``streams``)."""
+        ``streams``).  ``intervals_left``: how many more intervals the
+        transfer runs at this goodput; a probe is made only while it
+        outlasts the probe's settling and judgment (a stream added later
+        would slow-start into the transfer's end and be judged after it)."""
         c = self.config
         total = sum(s.retransmits for s in samples)
         new_loss = self._retrans is not None and total > self._retrans
@@ -114,6 +117,8 @@ class StreamController:
             self._backoff = c.settle
             return self._changed(Action.HOLD)
         if self._since < self._backoff or congested or self.streams >= c.max_streams:
+            return Action.HOLD
+        if intervals_left is not None and intervals_left < c.settle + c.judge:
             return Action.HOLD
         self._baseline = _mean(self._history[-c.judge:])
         self.streams += 1
