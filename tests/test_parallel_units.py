@@ -254,14 +254,16 @@ def test_auto_starts_with_the_streams_the_buffer_cap_needs_at_this_rtt():
 
 
 def test_blocks_taper_toward_the_end_so_the_streams_end_together():
+    from itertools import pairwise
+
     from drsftp.client.modee import MIN_BLOCK, tapered
 
     MiB = 1 << 20
     blocks = list(tapered([(0, 512 * MiB)], 4 * MiB, 8))
     assert sum(n for _, n in blocks) == 512 * MiB  # the whole file, once, in order
-    assert all(o == prev_o + prev_n for (prev_o, prev_n), (o, _) in zip(blocks, blocks[1:], strict=False))
+    assert all(o == prev_o + prev_n for (prev_o, prev_n), (o, _) in pairwise(blocks))
     assert blocks[0][1] == 4 * MiB and blocks[-1][1] <= MIN_BLOCK  # whole blocks first, small ones last
-    assert all(a >= b for (_, a), (_, b) in zip(blocks, blocks[1:], strict=False))  # never growing
+    assert all(a >= b for (_, a), (_, b) in pairwise(blocks))  # never growing
     last_round = blocks[-8:]
     assert sum(n for _, n in last_round) <= 8 * MIN_BLOCK  # the streams' last blocks are small
     assert list(tapered([(0, 10 * MiB)], 4 * MiB, None)) == [(0, 4 * MiB), (4 * MiB, 4 * MiB), (8 * MiB, 2 * MiB)]
