@@ -367,3 +367,61 @@ def test_workers_wait_for_the_walk_and_wake_on_new_files():
         assert not job.walking
 
     asyncio.run(main())
+
+
+def test_fleet_a_server_limit_during_a_probe_never_leaves_it_without_sessions():
+    ctl = FleetController(FleetConfig(start_sessions=4, session_settle=1, judge=1))
+    assert ctl.update(100.0, QUIET, small_files()) == Change(Kind.SESSION, 2)
+    ctl.limit_sessions(2)  # the server refused the new ones, and some old
+    assert ctl.sessions == 2
+    assert all(ctl.update(50.0, QUIET, small_files()) is None or ctl.sessions >= 1 for _ in range(10))
+    assert 1 <= ctl.sessions <= 2
+
+
+class _Breaking(_SlowListing):
+    """Lists like _SlowListing; its connection breaks on ``breaks``."""
+
+    def __init__(self, parts, log, breaks: str) -> None:
+        super().__init__(parts, log)
+        self.breaks = breaks
+        self.ctl = type("Ctl", (), {"_closed": False, "writer": type("W", (), {"is_closing": lambda self: False})()})()
+
+    async def listing(self, path, on_entries=None):
+        if path == self.breaks:
+            from drsftp.client.control import FTPError
+
+            self.ctl._closed = True
+            raise FTPError("control connection lost")
+        return await super().listing(path, on_entries)
+
+    async def close(self):
+        pass
+
+
+def test_a_walk_whose_lister_breaks_lists_the_rest_on_another_session():
+    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.transfer import TransferOptions
+    from drsftp.ftp.session import FTPLocation
+
+    parts = {"/d": [[Entry("a", DIR), Entry("b", DIR), Entry("c", DIR)]],
+             "/d/a": [[Entry("x", FILE, 1)]], "/d/b": [[Entry("y", FILE, 2)]]}
+
+    async def main():
+        log: list = []
+        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+                  JobOptions(recursive=True, sessions=4, progress=False))
+        job.walking = True
+        first = _Breaking(parts, log, breaks="/d/c")  # todo pops the last found first
+
+        async def session():
+            return _Breaking(parts, log, breaks="")
+
+        job.session = session  # type: ignore[method-assign]
+        job.live = 1
+        trees = await job.walk_remote([(0, "/d")], lambda i, found: None, first=first)  # type: ignore[arg-type]
+        return job, trees
+
+    job, trees = asyncio.run(main())
+    failed = [o.path for o in job.result.outcomes if o.status == "failed"]
+    assert failed == ["/d/c"]  # the one that broke, and only it
+    assert ("a", "x") in trees[0] and ("b", "y") in trees[0]  # the rest listed on another session

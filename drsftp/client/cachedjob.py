@@ -100,6 +100,12 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
         while True:
             check_cancelled()
             while job.queue and ahead(job, cs, inflight, direction) and job.may_run(wid) and cs.broken is None:
+                if big_file(job, job.queue[-1]):  # (found by the walk after this loop began)
+                    if inflight:
+                        break  # its streams of its own once this session's files are in
+                    big = job.queue.pop()
+                    await (big_get if direction == "get" else big_put)(job, big, sess)
+                    continue
                 item = job.queue.pop()
                 remote, local = job.paths(item)
                 try:
@@ -128,7 +134,7 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
                 continue
             if getattr(cs, "refused", False):  # MODE E refused: the files go back, stream mode from now on
                 job.jopts.cached = False
-                job.queue.append(item)
+                job.requeue(item)
             else:
                 job.retry_or_fail(item, failure)
             if cs.broken is not None:
@@ -136,7 +142,7 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
     finally:
         job.active.pop(wid, None)
         for item, _ in inflight:
-            job.queue.append(item)
+            job.requeue(item)
 
 
 async def _until_done(job: Job, cg: CachedGets | CachedPuts, fg: FileGet | FilePut) -> None:

@@ -190,7 +190,7 @@ async def _get_worker(job: Job, wid: int) -> None:
         try:
             ahead = (item, sess.start(*lines_of(item)))
         except ERRORS:
-            job.queue.append(item)
+            job.requeue(item)
 
     try:
         while True:
@@ -209,13 +209,13 @@ async def _get_worker(job: Job, wid: int) -> None:
                 try:
                     sess = await job.session()
                 except ERRORS as exc:
-                    job.queue.append(item)
+                    job.requeue(item)
                     raise FTPError(f"cannot open a session: {exc}") from exc
             if st is None and cached_ok(job, sess) and big_file(job, item):
                 await big_get(job, item, sess)
                 continue
             if st is None and cached_ok(job, sess):
-                job.queue.append(item)
+                job.requeue(item)
                 cached: RemoteSession = sess
                 sess = None  # dropped by the loop
                 await cached_get_loop(job, wid, cached)
@@ -251,14 +251,14 @@ async def _get_worker(job: Job, wid: int) -> None:
                 job.retry_or_fail(item, exc)
                 if broken(exc):
                     if ahead is not None:
-                        job.queue.append(ahead[0])
+                        job.requeue(ahead[0])
                         ahead = None
                     await job.drop(sess)
                     sess = None
     finally:
         job.active.pop(wid, None)
         if ahead is not None:
-            job.queue.append(ahead[0])
+            job.requeue(ahead[0])
         if sess is not None and not sess.ctl._closed:
             job.spare.append(sess)
 
@@ -362,13 +362,13 @@ async def _put_worker(job: Job, wid: int) -> None:
                 try:
                     sess = await job.session()
                 except ERRORS as exc:
-                    job.queue.append(item)
+                    job.requeue(item)
                     raise FTPError(f"cannot open a session: {exc}") from exc
             if cached_ok(job, sess):
                 if big_file(job, item):
                     await big_put(job, item, sess)
                     continue
-                job.queue.append(item)
+                job.requeue(item)
                 cached: RemoteSession = sess
                 sess = None  # dropped by the loop
                 await cached_put_loop(job, wid, cached)

@@ -195,7 +195,7 @@ class Job:
         ``on_found(i, entries)`` gets source i's entries as their listing
         lines arrive (docs/DATASETS.md, "Transfers start during the walk")."""
         given = [first] if first is not None else []
-        holders: set[RemoteSession] = set()  # sessions listers hold
+        holding = 0  # listers with a session
         trees: dict[int, dict[Rel, Stat]] = {i: {} for i, _ in roots}
         todo: list[tuple[int, str, Rel]] = [(i, path, ()) for i, path in roots]
         seen: set[str] = set()
@@ -234,29 +234,24 @@ class Job:
                 on_found(i, found)
 
         async def lister() -> None:
-            nonlocal pending
+            nonlocal pending, holding
             sess: RemoteSession | None = None  # taken when there is a directory to list
             try:
                 while todo or pending:
                     check_cancelled()
-                    if not todo:
+                    if not todo or (sess is None and not given and holding and self.walking and not self.spare):
+                        # (files moving meanwhile: the sessions are the workers'; a lister
+                        # takes one they left, or opens one once no lister holds any:
+                        # -c counts every session but the walk's)
                         wake.clear()
                         await wake.wait()
                         continue
                     i, root, rel = todo.pop()
-                    if sess is None and not given and holders and self.walking:
-                        # files are moving meanwhile: the sessions are the workers', and a
-                        # lister takes only one they left (-c counts every session but the walk's)
-                        if not self.spare:
-                            todo.append((i, root, rel))
-                            wake.set()
-                            return
-                        sess = self.spare.pop()
                     pending += 1
                     try:
-                        sess = sess or (given.pop() if given else await self.session())
-                        if sess not in holders:
-                            holders.add(sess)
+                        if sess is None:
+                            sess = given.pop() if given else self.spare.pop() if self.spare else await self.session()
+                            holding += 1
                         streamed = functools.partial(take, i, root, rel) if on_found is not None else None
                         entries = await sess.listing(remote_join(root, rel), streamed)
                         if streamed is None:
@@ -270,7 +265,12 @@ class Job:
                         wake.set()
             finally:
                 if sess is not None:
-                    self.spare.append(sess)
+                    holding -= 1
+                    wake.set()  # (a lister waiting for this one's end)
+                    if sess.ctl._closed or sess.ctl.writer.is_closing():
+                        await self.drop(sess)  # (broken: not a worker's to take)
+                    else:
+                        self.spare.append(sess)
 
         n = min(max(1, self.allowed), max(1, len(roots)) * 4)
         results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
@@ -278,6 +278,8 @@ class Job:
         errors = [r for r in results if isinstance(r, BaseException)]
         if len(errors) == n:
             raise errors[0]
+        for _i, root, rel in todo:  # (every lister's session broke before these)
+            self.fail(remote_join(root, rel), f"cannot list: {errors[0] if errors else 'no session'}")
         return trees
 
     # -- running ------------------------------------------------------------------------
@@ -298,6 +300,12 @@ class Job:
         self.bytes_total += p.total_bytes + sum(t.size or 0 for t in p.checks)
         if new:
             self._more.set()
+
+    def requeue(self, item: Item) -> None:
+        """A file back to the queue (a retry, a session lost): next to go,
+        and a worker waiting for more (more()) takes it."""
+        self.queue.append(item)
+        self._more.set()
 
     def walked(self) -> None:
         """The walk has found everything: waiting workers may end."""
@@ -344,8 +352,8 @@ class Job:
                             for item in reversed(self.queue):
                                 self.fail(self.paths(item)[1], f"not transferred: {exc}")
                             self.queue.clear()
-                if self.gave_up is None:
-                    self.spawn(worker_fn)
+                if self.gave_up is None and (self.workers or not self.walking):
+                    self.spawn(worker_fn)  # (none left while walking: they wait for the walk's sessions, above)
         finally:
             monitor.cancel()
             # Ctrl-C: the workers end before the loop does, each cleaning up
@@ -404,7 +412,7 @@ class Job:
 
     def apply(self, change: Change) -> None:
         if change.kind is Kind.SESSION:
-            self.allowed = self.fleet.sessions
+            self.allowed = max(1, self.fleet.sessions)
             self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
             return
         entry = self.big.get(change.file) if isinstance(change.file, int) else None
@@ -444,7 +452,7 @@ class Job:
         transient = isinstance(exc, FTPError) and exc.transient
         if transient and item.tries < self.jopts.retries:
             item.tries += 1
-            self.queue.append(item)
+            self.requeue(item)
             return
         self.finished(item, Outcome(self.paths(item)[1], "failed", error=str(exc)))
 

@@ -205,6 +205,8 @@ class RemoteSession:
             feed = _Feeder(parse_mlsd, on_entries) if ours and on_entries is not None else None
             try:
                 data = await self.read_data(line, what, early[1], feed)
+            except _Retry:
+                pass  # (a 503 to the early EPSV: refused, listed the usual way below)
             except FTPError as exc:
                 if exc.reply is None or (feed is not None and feed.fed):
                     raise  # the connection, not the command; or entries already taken

@@ -188,9 +188,13 @@ class FleetController:
             self._rtt = rtt
 
     def limit_sessions(self, n: int) -> None:
-        """The server takes no more than ``n`` sessions."""
+        """The server takes no more than ``n`` sessions (a probe of sessions
+        running then ends: there is nothing to give back)."""
         self._max_sessions = max(1, n)
         self.sessions = min(self.sessions, self._max_sessions)
+        if self._probe is not None and self._probe.kind is Kind.SESSION:
+            self._probe = None
+            self._reset()
 
     def _give_back(self) -> Change | None:
         probe, self._probe = self._probe, None
@@ -206,7 +210,7 @@ class FleetController:
 
     def _apply(self, change: Change) -> None:
         if change.kind is Kind.SESSION:
-            self.sessions += change.delta
+            self.sessions = max(self.config.min_sessions, min(self.sessions + change.delta, self._max_sessions))
         elif change.file in self.streams:
             self.streams[change.file] += change.delta
 
