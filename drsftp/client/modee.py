@@ -734,8 +734,10 @@ class ModeEPut(_ModeE):
         except Exception as e:  # handed to the event loop, which reports it
             exc = e
         stream.ended = time.monotonic()
-
-        loop.call_soon_threadsafe(functools.partial(settle, fut, exc, retrieved=True))  # read by _until_sent
+        try:
+            loop.call_soon_threadsafe(functools.partial(settle, fut, exc, retrieved=True))  # read by _until_sent
+        except RuntimeError:
+            pass  # the loop has closed (--max-time, Ctrl-C): nobody waits for this stream any more
 
     def _send_blocks(self, stream: Stream) -> None:
         if stream.tls is not None:
