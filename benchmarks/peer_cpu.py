@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from drsftp.bench import tunings as T
 from drsftp.bench.datapath import _free_port, _sessions_gone
-from drsftp.netem.link import Link, wait_for_port
+from drsftp.netem.link import Link, stop_process, wait_for_port
 
 VARIANT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer_cpu_variant.py")]
 CGROUPS = "/sys/fs/cgroup/cpuacct"
@@ -217,12 +217,7 @@ def main() -> None:
                                 os.unlink(path)
     finally:
         for proc, _, _ in servers.values():
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, 10)
         if link:
             link.close()
         else:

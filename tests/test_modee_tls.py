@@ -17,11 +17,11 @@ import socket
 import ssl
 import threading
 
-import pytest
-from conftest import PASSWORD, PY, USER, ServerProcess, drsftp, make_file, sha256_file
+from conftest import PASSWORD, USER, ServerProcess, drsftp, make_file, sha256_file
 from dataset_util import assert_same_tree, make_tree
 from test_eblock_server import block
 from test_tls import certs  # noqa: F401 (a fixture)
+from test_tls_paths import _json, _run, _serve, tls_server  # noqa: F401 (tls_server: a fixture)
 
 from drsftp.client import modee, parallel, putresume
 from drsftp.client.transfer import TransferOptions
@@ -32,41 +32,12 @@ MiB = 1 << 20
 SIZE = 24 * MiB + 12345  # not a multiple of any block size
 
 
-def _serve(root, certs_, *extra):
-    """drsftp serve --require-tls, logging every command (-vv)."""
-    return ServerProcess(root, cmd=[PY, "-m", "drsftp", "-vv", "serve", "--root", str(root), "--port", "0",
-                                    "--user", USER, "--password", PASSWORD, "--tls-cert", str(certs_.good),
-                                    "--require-tls", *extra])
-
-
-@pytest.fixture
-def tls_server(tmp_path, certs):  # noqa: F811 (the imported fixture)
-    root = tmp_path / "srv"
-    root.mkdir()
-    srv = _serve(root, certs)
-    try:
-        yield srv, ("--tls", "--ca-file", str(certs.ca))
-    finally:
-        srv.stop()
-
-
-def _run(*args, **kw):
-    r = drsftp(*args, "--progress", "never", timeout=120, **kw)
-    assert r.returncode == 0, r.stderr
-    return r
-
-
-def _json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
 def _replies(log, code):
     """The server's replies with ``code`` (not a figure such as rate=...425)."""
     return re.findall(rf"-> {code} .*", log)
 
 
-def test_parallel_put_and_get_over_tls_run_mode_e(tmp_path, tls_server):
+def test_parallel_put_and_get_over_tls_run_mode_e(tmp_path, tls_server):  # noqa: F811 (the imported fixture)
     srv, tls = tls_server
     src = make_file(tmp_path / "src.bin", SIZE, seed=31)
     _run("put", "-P", "4", *tls, "--json", str(tmp_path / "p.json"), str(src), srv.url("up.bin"))
@@ -113,15 +84,15 @@ def test_the_streams_are_tls_checked_as_the_control_connection(tmp_path, tls_ser
     assert all(o.getpeercert()["subjectAltName"] for o in got)  # verified: a peer certificate was checked
 
     sent = []
-    orig_put = modee.ModeEPut._send_blocks_tls
+    orig_put = modee.ModeEPut._send_blocks
 
-    def put_recording(self, stream, tls):
-        sent.append(tls.obj.version())
-        return orig_put(self, stream, tls)
+    def put_recording(self, stream):
+        sent.append(stream.tls.obj.version() if stream.tls is not None else None)
+        return orig_put(self, stream)
 
-    monkeypatch.setattr(modee.ModeEPut, "_send_blocks_tls", put_recording)
+    monkeypatch.setattr(modee.ModeEPut, "_send_blocks", put_recording)
     res = asyncio.run(parallel.put(str(tmp_path / "f.bin"), parse_url(srv.url("back.bin")), opts, 3))
-    assert res.extra["mode"] == "E" and len(sent) == 3
+    assert res.extra["mode"] == "E" and len(sent) == 3 and all(sent)  # every stream in TLS
     assert sha256_file(os.path.join(srv.root, "back.bin")) == sha256_file(tmp_path / "f.bin")
 
 
@@ -161,7 +132,7 @@ def test_an_interrupted_tls_put_continues_with_the_gaps(tmp_path, tls_server, ce
     assert re.search(r"<- REST \d+-\d+", log) and len(re.findall(r"<- MODE E", log)) == 2
 
 
-def test_trees_over_tls_use_cached_mode_e_sessions(tmp_path, tls_server):
+def test_trees_over_tls_use_cached_mode_e_sessions(tmp_path, tls_server):  # noqa: F811 (the imported fixture)
     srv, tls = tls_server
     data = make_tree(tmp_path / "data", depth=3, files=5)
     _run("put", "-r", "-c", "2", *tls, "--json", str(tmp_path / "p.json"), str(data), srv.url("up"))

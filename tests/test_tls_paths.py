@@ -44,8 +44,8 @@ def _json(path):
         return json.load(f)
 
 
-def _run(*args):
-    r = drsftp(*args, "--progress", "never", timeout=120)
+def _run(*args, **kw):
+    r = drsftp(*args, "--progress", "never", timeout=120, **kw)
     assert r.returncode == 0, r.stderr
     return r
 

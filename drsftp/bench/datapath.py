@@ -28,6 +28,7 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
+from ..netem.link import stop_process
 from . import tunings as T
 
 
@@ -289,12 +290,7 @@ def run_datapath(size: int, reps: int, outdir: str, link: tuple[float, float] | 
                                     os.unlink(path)
         finally:
             for proc, _, _ in running.values():
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                stop_process(proc, 10)
     finally:
         if place is not None:
             place.close()

@@ -53,19 +53,30 @@ async def big_get(job: Job, item: Item, sess: RemoteSession) -> None:
     remote, local = job.paths(item)
     # what an interrupted copy left: its ranges record (parallel.get's), else the .part's prefix
     opts = replace(job.topts, resume=job.jopts.resume or job.jopts.sync or item.t.resume_from > 0)
-    try:  # its streams: the job's fleet controller's (job.apply)
-        first = parallel.auto_start(sess.ctl, job.topts)  # (the worker's session: the path's RTT)
-        res = await parallel.get(replace(job.loc, path=remote), local, opts, job.big_started(item, first),
-                                 on_driver=lambda d: job.big_running(item, d))
-    except ERRORS as exc:
-        job.retry_or_fail(item, exc)
+    res = await _big(job, item, sess, lambda n, on_driver: parallel.get(
+        replace(job.loc, path=remote), local, opts, n, on_driver=on_driver))
+    if res is None:
         return
-    finally:
-        job.big_running(item, None)
-    res.update(parallel="auto")  # (the fleet's choice, not a fixed -P)
     if item.t.mtime is not None and res.total_size == item.t.size:
         os.utime(local, (item.t.mtime, item.t.mtime))
     job.finished(item, Outcome(local, "ok", res))
+
+
+async def _big(job: Job, item: Item, sess: RemoteSession, transfer):
+    """``transfer(streams, on_driver)`` for a big file, its streams the job's
+    fleet controller's (job.apply), starting from what -P auto would start
+    with on the worker's session's path; None if it failed (retried or
+    recorded)."""
+    try:
+        first = parallel.auto_start(sess.ctl, job.topts)
+        res = await transfer(job.big_started(item, first), lambda d: job.big_running(item, d))
+    except ERRORS as exc:
+        job.retry_or_fail(item, exc)
+        return None
+    finally:
+        job.big_running(item, None)
+    res.update(parallel="auto")  # (the fleet's choice, not a fixed -P)
+    return res
 
 
 def cached_ok(job: Job, sess: RemoteSession) -> bool:
@@ -174,17 +185,10 @@ def _complete(cg: CachedGets, fg: FileGet):
 async def big_put(job: Job, item: Item, sess: RemoteSession) -> None:
     """One big file as ``put -P N`` does it, on sessions of its own (big_get)."""
     remote, local = job.paths(item)
-    try:  # its streams: the job's fleet controller's (job.apply)
-        first = parallel.auto_start(sess.ctl, job.topts)
-        res = await parallel.put(local, replace(job.loc, path=remote), job.topts, job.big_started(item, first),
-                                 on_driver=lambda d: job.big_running(item, d))
-    except ERRORS as exc:
-        job.retry_or_fail(item, exc)
-        return
-    finally:
-        job.big_running(item, None)
-    res.update(parallel="auto")  # (the fleet's choice, not a fixed -P)
-    job.finished(item, Outcome(remote, "ok", res))
+    res = await _big(job, item, sess, lambda n, on_driver: parallel.put(
+        local, replace(job.loc, path=remote), job.topts, n, on_driver=on_driver))
+    if res is not None:
+        job.finished(item, Outcome(remote, "ok", res))
 
 
 async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:

@@ -740,58 +740,57 @@ class ModeEPut(_ModeE):
             pass  # the loop has closed (--max-time, Ctrl-C): nobody waits for this stream any more
 
     def _send_blocks(self, stream: Stream) -> None:
-        if stream.tls is not None:
-            return self._send_blocks_tls(stream, stream.tls)
-        sock, fileno = stream.sock, self.f.fileno()
+        """Blocks from the shared queue until it is empty, then this
+        stream's EOD (with the EOF and count if it is the last to finish);
+        through the stream's TLS where it has one."""
+        tls = stream.tls
+        send_block = self._send_block if tls is None else functools.partial(self._send_block_tls, tls)
         while not self.stop.is_set():
             block = None if stream.retire else self.queue.next()
             if block is None:
                 break
-            offset, count = block
-            _send_all(sock, data_header(offset, count), self.stop, more=True)
-            sent = 0
-            while sent < count:
-                if self.stop.is_set():
-                    return
-                try:
-                    n = os.sendfile(sock.fileno(), fileno, offset + sent, count - sent)
-                except BlockingIOError:
-                    continue  # SO_SNDTIMEO passed with nothing sent
-                if n == 0:
-                    raise OSError("the local file shrank")
-                sent += n
-                stream.bytes += n
+            if not send_block(stream, *block):
+                return  # stopped
             stream.blocks = (stream.blocks or 0) + 1
         if self.stop.is_set():
             return
-        eof_count = self.queue.finish()
-        _send_all(sock, eod(eof_streams=eof_count, close=True), self.stop)
+        end = eod(eof_streams=self.queue.finish(), close=True)
+        _send_all(stream.sock, end if tls is None else tls.encrypt(end), self.stop)
 
-    def _send_blocks_tls(self, stream: Stream, tls: TLSPipe) -> None:
-        """_send_blocks through the stream's TLS: file chunks read, encrypted
-        here (the ssl module lets other threads run meanwhile), sent."""
-        sock, fileno = stream.sock, self.f.fileno()
-        while not self.stop.is_set():
-            block = None if stream.retire else self.queue.next()
-            if block is None:
-                break
-            offset, count = block
-            head = data_header(offset, count)
-            sent = 0
-            while sent < count:
-                if self.stop.is_set():
-                    return
-                chunk = os.pread(fileno, min(TLS_CHUNK, count - sent), offset + sent)
-                if not chunk:
-                    raise OSError("the local file shrank")
-                _send_all(sock, tls.encrypt(head + chunk if head else chunk), self.stop)
-                head = b""
-                sent += len(chunk)
-                stream.bytes += len(chunk)
-            stream.blocks = (stream.blocks or 0) + 1
-        if self.stop.is_set():
-            return
-        _send_all(sock, tls.encrypt(eod(eof_streams=self.queue.finish(), close=True)), self.stop)
+    def _send_block(self, stream: Stream, offset: int, count: int) -> bool:
+        """Header, then the payload by sendfile; False if stopped."""
+        sock = stream.sock
+        _send_all(sock, data_header(offset, count), self.stop, more=True)
+        sent = 0
+        while sent < count:
+            if self.stop.is_set():
+                return False
+            try:
+                n = os.sendfile(sock.fileno(), self.f.fileno(), offset + sent, count - sent)
+            except BlockingIOError:
+                continue  # SO_SNDTIMEO passed with nothing sent
+            if n == 0:
+                raise OSError("the local file shrank")
+            sent += n
+            stream.bytes += n
+        return True
+
+    def _send_block_tls(self, tls: TLSPipe, stream: Stream, offset: int, count: int) -> bool:
+        """The block through TLS: file chunks read, encrypted here (the ssl
+        module lets other threads run meanwhile), the header with the first."""
+        head = data_header(offset, count)
+        sent = 0
+        while sent < count:
+            if self.stop.is_set():
+                return False
+            chunk = os.pread(self.f.fileno(), min(TLS_CHUNK, count - sent), offset + sent)
+            if not chunk:
+                raise OSError("the local file shrank")
+            _send_all(stream.sock, tls.encrypt(head + chunk if head else chunk), self.stop)
+            head = b""
+            sent += len(chunk)
+            stream.bytes += len(chunk)
+        return True
 
 
 def _send_all(sock: socket.socket, data: bytes, stop: threading.Event, more: bool = False) -> None:
