@@ -3,7 +3,7 @@
     python benchmarks/peer_cpu.py --servers vsftpd --dirs get \
         --variants "curl,drs,chunk64:chunk=64,lowatoff:lowat=off,qa:quickack=1,kernel::--tuning kernel"
     python benchmarks/peer_cpu.py --link 1e9,0.0005 --servers vsftpd,drsftp --dirs get,put \
-        --variants "curl,drs,send64:sendsize=64"
+        --variants "curl,drs,sendfile:send=sendfile,copy256:sendsize=256"
 
 Root (network namespaces, cpuacct cgroups).  Loopback runs in a network
 namespace of its own (the host's tcp_rmem/tcp_wmem copied), so its TCP
@@ -13,12 +13,14 @@ end runs in a cpuacct cgroup of its own (exact CPU time, vsftpd's session
 processes included); the kernel's softirq threads and the host's softirq
 time are read beside.  Variants run interleaved, each ``reps`` times; the
 summary is medians.  A variant is ``curl``, or ``NAME:KNOBS[:drsftp
-args]`` where KNOBS (benchmarks/peer_cpu_variant.py) are
-``chunk=KiB`` (get: read size), ``lowat=off|KiB`` (get: SO_RCVLOWAT
+args]`` where KNOBS (benchmarks/peer_cpu_variant.py, joined by ``+``)
+are ``chunk=KiB`` (get: read size), ``lowat=off|KiB`` (get: SO_RCVLOWAT
 batch), ``quickack=1`` (get: TCP_QUICKACK after every read),
-``sendsize=KiB`` (put: read+send instead of sendfile), ``sfsize=KiB``
-(put: sendfile calls capped).  Evidence for
-docs/decisions/0015-peer-cpu-on-loopback.md.
+``drain=KiB`` (get: read on until the socket is empty), ``send=sendfile|copy``
+(put: that path whatever the peer's host), ``sendsize=KiB`` (put: copies
+of that size), ``sfsize=KiB`` (put: sendfile calls capped).  Evidence for
+docs/decisions/0015-peer-cpu-on-loopback.md and
+0016-copying-sends-on-one-host.md.
 """
 import argparse
 import json
@@ -231,19 +233,26 @@ def main() -> None:
 
 
 def summarize(rows: list[dict]) -> None:
-    """Medians per (server, direction, variant): CPU s/GB, c = client, p = peer (server)."""
+    """Medians per (server, direction, variant): CPU s/GB, c = client, p =
+    peer (server); ``peer/curl`` the peer's median over its median with curl,
+    ``MBps range`` the slowest and fastest run."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         if not r["exit"]:
             groups.setdefault((r["server"], r["dir"], r["variant"]), []).append(r)
+
+    def med(k: str, rs: list[dict]) -> float:
+        return statistics.median(x.get(k, 0) for x in rs)
+
     cols = ("MBps", "cu", "cs", "su", "ss", "ksoft", "client", "peer", "sum", "sys_softirq")
-    print(f"{'server':7} {'dir':4} {'variant':36}", " ".join(f"{c:>7}" for c in cols))
+    print(f"{'server':7} {'dir':4} {'variant':36}", " ".join(f"{c:>7}" for c in cols), " peer/curl  MBps range")
     for (server, direction, variant), rs in groups.items():
-        def med(k: str, rs: list[dict] = rs) -> float:
-            return statistics.median(x.get(k, 0) for x in rs)
-        print(f"{server:7} {direction:4} {variant:36}", " ".join(f"{med(c):7.3f}" for c in cols))
+        curl = groups.get((server, direction, "curl"))
+        ratio = f"{med('peer', rs) / med('peer', curl):9.2f}x" if curl else " " * 10
+        span = f"{min(x['MBps'] for x in rs):5.0f}-{max(x['MBps'] for x in rs):.0f}"
+        print(f"{server:7} {direction:4} {variant:36}", " ".join(f"{med(c, rs):7.3f}" for c in cols), ratio, span)
         keys = sorted({k for x in rs for k in x if k.startswith("n")})
-        print("       ", " ".join(f"{k}={med(k):.0f}" for k in keys if med(k)))
+        print("       ", " ".join(f"{k}={med(k, rs):.0f}" for k in keys if med(k, rs)))
 
 
 if __name__ == "__main__":

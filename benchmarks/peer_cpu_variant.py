@@ -3,9 +3,11 @@
     python benchmarks/peer_cpu_variant.py KNOB=V,... -- get URL DEST
 
 KNOB: chunk=KiB (get: read size), lowat=off|KiB (get: SO_RCVLOWAT batch),
-quickack=1 (get: TCP_QUICKACK after every read), sendsize=KiB (put: pread
-and write instead of sendfile), sfsize=KiB (put: sendfile calls capped);
-"-" for none.
+quickack=1 (get: TCP_QUICKACK after every read), drain=KiB (get: read on
+after each read until the socket is empty or this much went),
+send=sendfile|copy (put: that path whatever the peer's host), sendsize=KiB
+(put: copies of this size), sfsize=KiB (put: sendfile calls capped); "-"
+for none, "+" or "," between knobs.
 """
 
 import os
@@ -15,7 +17,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from drsftp.cli import main
-from drsftp.client import transfer
+from drsftp.client import filesend, transfer
 from drsftp.tuning import actuation
 
 
@@ -43,29 +45,43 @@ def _quickack(value: int) -> None:
     transfer._FileSink.buffer_updated = buffer_updated
 
 
+def _drain(kib: int) -> None:
+    """After each read, read on from the socket into the same buffer (at
+    most RECV_CHUNK at a time) until it is empty or ``kib`` KiB went."""
+    updated = transfer._FileSink.buffer_updated
+
+    def buffer_updated(self, nbytes):
+        updated(self, nbytes)
+        sock = self.xfer.tuner._attached
+        if sock is None:
+            return
+        got, view = nbytes, self.view[:transfer.RECV_CHUNK]
+        while got < kib << 10:
+            try:
+                n = sock.recv_into(view)
+            except (BlockingIOError, InterruptedError):
+                return
+            if n == 0:
+                return  # (the transport sees the end on its next read)
+            updated(self, n)
+            got += n
+
+    transfer._FileSink.buffer_updated = buffer_updated
+
+
+def _send_path(value: str) -> None:
+    """send=sendfile|copy, whatever the peer's host (filesend's rule undone)."""
+    real = filesend.send_range
+
+    def send_range(fd, fileno, offset, count, stop, copy, on_sent=None):
+        return real(fd, fileno, offset, count, stop, value == "copy", on_sent)
+
+    filesend.send_range = send_range
+
+
 def _send_copying(kib: int) -> None:
-    size = kib << 10
-
-    def sendfile_until(fd, fileno, offset, count, stop):
-        sent = 0
-        view = memoryview(bytearray(size))
-        try:
-            while sent < count and not stop.is_set():
-                n = os.preadv(fileno, [view[:min(size, count - sent)]], offset + sent)
-                if n == 0:
-                    break
-                done = 0
-                while done < n and not stop.is_set():
-                    try:
-                        done += os.write(fd, view[done:n])
-                    except BlockingIOError:
-                        continue
-                sent += n
-        finally:
-            os.close(fd)
-        return sent
-
-    transfer._sendfile_until = sendfile_until
+    filesend.COPY_CHUNK = kib << 10
+    _send_path("copy")
 
 
 def _sendfile_cap(kib: int) -> None:
@@ -78,11 +94,12 @@ def _sendfile_cap(kib: int) -> None:
 
 
 KNOBS = {"chunk": lambda v: _read_size(int(v)), "lowat": _read_batch, "quickack": lambda v: _quickack(int(v)),
-         "sendsize": lambda v: _send_copying(int(v)), "sfsize": lambda v: _sendfile_cap(int(v))}
+         "sendsize": lambda v: _send_copying(int(v)), "send": _send_path, "sfsize": lambda v: _sendfile_cap(int(v)),
+         "drain": lambda v: _drain(int(v))}
 
 if __name__ == "__main__":
     spec, _, *args = sys.argv[1:]
-    for item in spec.split(",") if spec != "-" else []:
+    for item in spec.replace("+", ",").split(",") if spec != "-" else []:
         key, _, value = item.partition("=")
         KNOBS[key](value)
     sys.argv = ["drsftp", *args]

@@ -18,6 +18,7 @@ Other platforms get SO_RCVBUF/SO_SNDBUF only and no TCP_INFO.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 import struct
@@ -205,3 +206,23 @@ def block_with_send_timeout(sock: socket.socket, seconds: float) -> None:
     sec = int(seconds)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
                     struct.pack("ll", sec, int((seconds - sec) * 1e6)))
+
+
+def peer_on_this_host(sock: socket.socket) -> bool:
+    """Whether ``sock``'s peer is this host: a loopback address, or the
+    socket's own address (a local route makes the destination the source).
+    A peer in another network namespace is another host here."""
+    try:
+        local, peer = sock.getsockname()[0], sock.getpeername()[0]
+    except (OSError, IndexError, TypeError):
+        return False
+    return same_host(local, peer)
+
+
+def same_host(local: str, peer: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(peer.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool((mapped or ip).is_loopback or peer == local)

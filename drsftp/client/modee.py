@@ -12,7 +12,7 @@ In MODE E the side that sends the data connects (docs/PARALLEL.md):
   as it counts, and the server said 226.
 * put: ``MODE E``, ``EPSV``/``PASV``, ``ALLO size``, ``STOR``; the client
   connects N streams, each pulling the next block from one shared queue
-  (sendfile from a thread per stream), ending with EOD|CLOSE, and the last
+  (sent from a thread per stream: client/filesend.py), ending with EOD|CLOSE, and the last
   to finish with EOF carrying the EOD count of every stream used.
 
 Over TLS (the control connection's AUTH TLS, PROT P) every stream runs TLS
@@ -60,6 +60,7 @@ from ..tlsbio import TLSPipe
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.streams import StreamSample
+from . import filesend
 from .control import ControlConnection, FTPError
 from .dataconn import open_tls_stream, settle, tls_handshake
 from .flowctl import FlowControl
@@ -92,6 +93,7 @@ class Stream:
     ended: float | None = None
     retire: bool = False  # -P auto: end after the current block
     tls: TLSPipe | None = None  # a put stream's TLS (a get's is its transport's)
+    copy: bool = False  # a put stream sends copies, not sendfile (a peer on this host: filesend)
 
     def sample(self) -> StreamSample:
         st = self.tuner.stats
@@ -721,6 +723,7 @@ class ModeEPut(_ModeE):
             log.info("one more data connection failed: %s", exc)
             return
         sockopt.block_with_send_timeout(stream.sock, SEND_POLL)
+        stream.copy = sockopt.peer_on_this_host(stream.sock)
         fut = asyncio.get_running_loop().create_future()
         self.threads.append(fut)
         threading.Thread(target=self._send_thread, args=(stream, fut, asyncio.get_running_loop()),
@@ -758,22 +761,16 @@ class ModeEPut(_ModeE):
         _send_all(stream.sock, end if tls is None else tls.encrypt(end), self.stop)
 
     def _send_block(self, stream: Stream, offset: int, count: int) -> bool:
-        """Header, then the payload by sendfile; False if stopped."""
-        sock = stream.sock
-        _send_all(sock, data_header(offset, count), self.stop, more=True)
-        sent = 0
-        while sent < count:
-            if self.stop.is_set():
-                return False
-            try:
-                n = os.sendfile(sock.fileno(), self.f.fileno(), offset + sent, count - sent)
-            except BlockingIOError:
-                continue  # SO_SNDTIMEO passed with nothing sent
-            if n == 0:
-                raise OSError("the local file shrank")
-            sent += n
+        """Header, then the payload (filesend); False if stopped."""
+        _send_all(stream.sock, data_header(offset, count), self.stop, more=True)
+
+        def sent(n: int) -> None:
             stream.bytes += n
-        return True
+
+        done = filesend.send_range(stream.sock.fileno(), self.f.fileno(), offset, count, self.stop, stream.copy, sent)
+        if done < count and not self.stop.is_set():
+            raise OSError("the local file shrank")
+        return done == count
 
     def _send_block_tls(self, tls: TLSPipe, stream: Stream, offset: int, count: int) -> bool:
         """The block through TLS: file chunks read, encrypted here (the ssl

@@ -2,7 +2,8 @@
 
 The data path is one large receive buffer written straight to the file
 (get: a BufferedProtocol, with SO_RCVLOWAT batching the reads) and
-blocking sendfile in a thread (put): no per-packet Python work.  A ticker
+blocking sends from a thread (put; client/filesend.py): no per-packet
+Python work.  A ticker
 task observes the data socket every fraction of an RTT, applies the tuning
 strategy's decisions and, when the server offers DRS in FEAT, exchanges
 measurements with it (docs/PROTOCOL.md).
@@ -28,6 +29,7 @@ from ..ftp.session import FTPLocation, partial_name
 from ..result import TransferResult
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec
+from . import filesend
 from .control import Check, ControlConnection, FTPError, Pending, expect, os_reason, size_of
 from .dataconn import open_data_socket, send_tls, settle, start_data
 from .progress import ProgressView
@@ -451,40 +453,33 @@ def _close_data(sock: socket.socket, xfer: _Transfer) -> None:
 
 
 async def _send(sock: socket.socket, f, offset: int, count: int, xfer: _Transfer) -> None:
-    """sendfile(2) from a thread, the socket made blocking: the kernel waits
+    """The file from a thread, the socket made blocking: the kernel waits
     for send-buffer room itself.  asyncio's sock_sendfile instead wakes
     Python, with two epoll_ctl calls, each time about a third of the send
     buffer frees: with a buffer DRS keeps near 2 x BDP on a short path that
     is thousands of wakeups a second (docs/decisions/0008-asyncio-sock-sendfile.md).  The thread
     sends on a duplicate descriptor it closes itself, so a cancelled
-    transfer may close the socket at once; it stops within SEND_POLL."""
+    transfer may close the socket at once; it stops within SEND_POLL.
+    sendfile, or copies to a peer on this host (filesend)."""
     if count > 0:
         sockopt.block_with_send_timeout(sock, SEND_POLL)
         stop = threading.Event()
         try:  # (a cancel leaves the thread's result to a cancelled future, which drops it)
             await asyncio.get_running_loop().run_in_executor(
-                None, _sendfile_until, os.dup(sock.fileno()), f.fileno(), offset, count, stop)
+                None, _send_until, os.dup(sock.fileno()), f.fileno(), offset, count, stop,
+                sockopt.peer_on_this_host(sock))
         finally:
             stop.set()
     xfer.moved = count
 
 
-def _sendfile_until(fd: int, fileno: int, offset: int, count: int, stop: threading.Event) -> int:
-    """Blocking sendfile until ``count`` bytes went, the file ended, or
-    ``stop`` is set (seen at least every SEND_POLL: SO_SNDTIMEO)."""
-    sent = 0
+def _send_until(fd: int, fileno: int, offset: int, count: int, stop: threading.Event, copy: bool) -> int:
+    """filesend.send_range on ``fd``, which it closes.  A file that ends
+    early is not an error here: the server's size check (ALLO) tells."""
     try:
-        while sent < count and not stop.is_set():
-            try:
-                n = os.sendfile(fd, fileno, offset + sent, count - sent)
-            except BlockingIOError:  # (EINTR is retried by os.sendfile, PEP 475)
-                continue  # SO_SNDTIMEO passed with nothing sent
-            if n == 0:
-                break  # the file shrank: the server's size check (ALLO) tells
-            sent += n
+        return filesend.send_range(fd, fileno, offset, count, stop, copy)
     finally:
         os.close(fd)
-    return sent
 
 
 async def _drain(sock: socket.socket, xfer: _Transfer, tuner: SocketTuner, limit: float = 60.0) -> None:
