@@ -4,7 +4,7 @@
 
 KNOB: chunk=KiB (get: read size), lowat=off|KiB (get: SO_RCVLOWAT batch),
 quickack=1 (get: TCP_QUICKACK after every read), drain=KiB (get: read on
-after each read until the socket is empty or this much went),
+after a wakeup until the socket is empty or this much went; 0: not at all),
 send=sendfile|copy (put: that path whatever the peer's host), sendsize=KiB
 (put: copies of this size), sfsize=KiB (put: sendfile calls capped); "-"
 for none, "+" or "," between knobs.
@@ -46,27 +46,9 @@ def _quickack(value: int) -> None:
 
 
 def _drain(kib: int) -> None:
-    """After each read, read on from the socket into the same buffer (at
-    most RECV_CHUNK at a time) until it is empty or ``kib`` KiB went."""
-    updated = transfer._FileSink.buffer_updated
-
-    def buffer_updated(self, nbytes):
-        updated(self, nbytes)
-        sock = self.xfer.tuner._attached
-        if sock is None:
-            return
-        got, view = nbytes, self.view[:transfer.RECV_CHUNK]
-        while got < kib << 10:
-            try:
-                n = sock.recv_into(view)
-            except (BlockingIOError, InterruptedError):
-                return
-            if n == 0:
-                return  # (the transport sees the end on its next read)
-            updated(self, n)
-            got += n
-
-    transfer._FileSink.buffer_updated = buffer_updated
+    """Read on after a wakeup until the socket is empty or ``kib`` KiB went
+    (0: one read per wakeup)."""
+    transfer.RECV_BATCH = kib << 10
 
 
 def _send_path(value: str) -> None:
