@@ -17,7 +17,7 @@ args]`` where KNOBS (benchmarks/peer_cpu_variant.py, joined by ``+``)
 are ``chunk=KiB`` (get: read size), ``lowat=off|KiB`` (get: SO_RCVLOWAT
 batch), ``quickack=1`` (get: TCP_QUICKACK after every read),
 ``drain=KiB`` (get: read on after a wakeup until the socket is empty or
-that much went; 0 for one read per wakeup), ``send=sendfile|copy``
+that much went), ``send=sendfile|copy``
 (put: that path whatever the peer's host), ``sendsize=KiB`` (put: copies
 of that size), ``sfsize=KiB`` (put: sendfile calls capped).  Evidence for
 docs/decisions/0015-peer-cpu-on-loopback.md and

@@ -4,7 +4,7 @@
 
 KNOB: chunk=KiB (get: read size), lowat=off|KiB (get: SO_RCVLOWAT batch),
 quickack=1 (get: TCP_QUICKACK after every read), drain=KiB (get: read on
-after a wakeup until the socket is empty or this much went; 0: not at all),
+after a wakeup until the socket is empty or this much went),
 send=sendfile|copy (put: that path whatever the peer's host), sendsize=KiB
 (put: copies of this size), sfsize=KiB (put: sendfile calls capped); "-"
 for none, "+" or "," between knobs.
@@ -46,9 +46,26 @@ def _quickack(value: int) -> None:
 
 
 def _drain(kib: int) -> None:
-    """Read on after a wakeup until the socket is empty or ``kib`` KiB went
-    (0: one read per wakeup)."""
-    transfer.RECV_BATCH = kib << 10
+    """After each read, read on from the socket into the same buffer until
+    it is empty or ``kib`` KiB went since the wakeup (0: one read per
+    wakeup, as the client does; docs/decisions/0017)."""
+    updated = transfer._FileSink.buffer_updated
+
+    def buffer_updated(self, nbytes):
+        updated(self, nbytes)
+        sock = self.xfer.tuner._attached
+        got = nbytes
+        while sock is not None and got < kib << 10:
+            try:
+                n = sock.recv_into(self.view)
+            except (BlockingIOError, InterruptedError):
+                return
+            if not n:
+                return  # (the transport sees the end on its next read)
+            updated(self, n)
+            got += n
+
+    transfer._FileSink.buffer_updated = buffer_updated
 
 
 def _send_path(value: str) -> None:

@@ -36,8 +36,7 @@ from .progress import ProgressView
 from .tls import client_tls
 
 log = logging.getLogger("drsftp.client")
-RECV_CHUNK = 1 << 20  # one read: stays in a core's L2 cache until written (decision 0017)
-RECV_BATCH = 4 << 20  # ... read on after a wakeup until the socket is empty or this much went
+RECV_CHUNK = 4 << 20
 DRS_MIN_INTERVAL = 0.05  # seconds between DRS commands, at the most one per RTT
 SEND_POLL = 0.2  # seconds a blocked sendfile waits before it looks for a stop (SO_SNDTIMEO)
 
@@ -398,22 +397,18 @@ async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: 
 
 
 class _FileSink(asyncio.BufferedProtocol):
-    """The get data path: the kernel copies into one buffer that is written
-    straight to the file.  A protocol rather than a sock_recv_into loop: the
-    socket stays registered with the selector, so a read costs one
+    """The get data path: the kernel copies into one large buffer that is
+    written straight to the file.  A protocol rather than a sock_recv_into
+    loop: the socket stays registered with the selector, so a read costs one
     callback, not a future and two epoll_ctl calls
     (docs/decisions/0009-sock-recv-into-read-loop.md), and the ticker runs
-    between reads.  The buffer is small enough to stay in cache between the
-    kernel's copy into it and the write out of it; on a clear-text socket
-    each wakeup reads on until the socket is empty or RECV_BATCH went, so a
-    wakeup still moves a batch (decision 0017)."""
+    between reads."""
 
-    def __init__(self, f, xfer: _Transfer, keep_open: bool = True, sock: socket.socket | None = None) -> None:
+    def __init__(self, f, xfer: _Transfer, keep_open: bool = True) -> None:
         self.buf = bytearray(RECV_CHUNK)
         self.view = memoryview(self.buf)
         self.f, self.xfer = f, xfer
         self.keep_open = keep_open
-        self.sock = sock  # clear text: read on from it after each callback
         self.done = asyncio.get_running_loop().create_future()
 
     def get_buffer(self, sizehint: int):
@@ -422,22 +417,8 @@ class _FileSink(asyncio.BufferedProtocol):
         return self.view
 
     def buffer_updated(self, nbytes: int) -> None:
-        # A write or read error (disk full, a reset) closes the transport,
-        # and asyncio hands the OSError to connection_lost: the receive ends
-        # with it.
-        self._write(nbytes)
-        got = nbytes
-        while self.sock is not None and got < RECV_BATCH:
-            try:
-                n = self.sock.recv_into(self.view)
-            except (BlockingIOError, InterruptedError):
-                return
-            if not n:
-                return  # the end: the transport's next read sees it too
-            self._write(n)
-            got += n
-
-    def _write(self, nbytes: int) -> None:
+        # A write error (disk full) closes the transport, and asyncio hands
+        # the OSError to connection_lost: the receive ends with it.
         self.f.write(self.view[:nbytes])
         self.xfer.moved += nbytes
 
@@ -455,8 +436,7 @@ class _FileSink(asyncio.BufferedProtocol):
 
 
 async def _receive(sock: socket.socket, f, xfer: _Transfer, tls=None, host: str = "") -> None:
-    transport, sink = await start_data(
-        sock, lambda: _FileSink(f, xfer, keep_open=tls is None, sock=None if tls else sock), tls, host)
+    transport, sink = await start_data(sock, lambda: _FileSink(f, xfer, keep_open=tls is None), tls, host)
     try:
         await sink.done
     finally:
