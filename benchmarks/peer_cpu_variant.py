@@ -48,7 +48,7 @@ def _quickack(value: int) -> None:
 def _drain(kib: int) -> None:
     """After each read, read on from the socket into the same buffer until
     it is empty or ``kib`` KiB went since the wakeup (0: one read per
-    wakeup, as the client does; docs/decisions/0017)."""
+    wakeup, as the client does; docs/decisions/0017-smaller-get-reads.md)."""
     updated = transfer._FileSink.buffer_updated
 
     def buffer_updated(self, nbytes):
