@@ -425,3 +425,98 @@ def test_a_walk_whose_lister_breaks_lists_the_rest_on_another_session():
     failed = [o.path for o in job.result.outcomes if o.status == "failed"]
     assert failed == ["/d/c"]  # the one that broke, and only it
     assert ("a", "x") in trees[0] and ("b", "y") in trees[0]  # the rest listed on another session
+
+
+class _Counting:
+    """A session whose every listing takes ``delay``; counts how many run at once."""
+
+    def __init__(self, parts, stats: dict, delay: float = 0.05) -> None:
+        self.parts, self.stats, self.delay = parts, stats, delay
+        self.ctl = type("Ctl", (), {"_closed": False, "writer": type("W", (), {"is_closing": lambda self: False})()})()
+
+    async def listing(self, path, on_entries=None):
+        self.stats["now"] += 1
+        self.stats["most"] = max(self.stats["most"], self.stats["now"])
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.stats["now"] -= 1
+        entries = [e for part in self.parts[path] for e in part]
+        if on_entries is not None:
+            on_entries(entries)
+        return entries
+
+    async def close(self):
+        pass
+
+
+def _deep_parts(n: int) -> dict:
+    parts = {"/d": [[Entry(f"s{k}", DIR) for k in range(n)]]}
+    parts.update({f"/d/s{k}": [[Entry("f", FILE, k + 1)]] for k in range(n)})
+    return parts
+
+
+def _walk_deep(sessions: int, opener) -> tuple:
+    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.transfer import TransferOptions
+    from drsftp.ftp.session import FTPLocation
+
+    stats = {"now": 0, "most": 0, "opened": 0}
+    parts = _deep_parts(24)
+
+    async def main():
+        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+                  JobOptions(recursive=True, sessions=sessions, progress=False))
+        job.walking = True  # files move meanwhile: the workers hold their sessions
+
+        async def session():
+            stats["opened"] += 1
+            return await opener(parts, stats)
+
+        job.session = session  # type: ignore[method-assign]
+        job.live = 1
+        trees = await job.walk_remote([(0, "/d")], lambda i, found: None,
+                                      first=_Counting(parts, stats))  # type: ignore[arg-type]
+        return job, trees
+
+    job, trees = asyncio.run(main())
+    return job, trees, stats
+
+
+def test_a_deep_walk_lists_on_sessions_of_its_own_under_c_auto():
+    """More directories waiting than the walk's sessions can take: under
+    -c auto it opens more, so listings overlap (each costs round trips),
+    at most WALK_LISTERS; they go to the workers afterwards."""
+    from drsftp.client.job import WALK_LISTERS
+
+    async def opener(parts, stats):
+        return _Counting(parts, stats)
+
+    job, trees, stats = _walk_deep(None, opener)
+    assert len(trees[0]) == 48 and not [o for o in job.result.outcomes if o.status == "failed"]
+    assert stats["most"] == WALK_LISTERS and stats["opened"] == WALK_LISTERS - 1
+    assert len(job.spare) == WALK_LISTERS
+
+
+def test_a_deep_walk_under_a_fixed_c_keeps_to_its_one_session():
+    """-c N counts every session but the walk's one: with files moving, a
+    deep tree is listed on it alone."""
+
+    async def opener(parts, stats):
+        return _Counting(parts, stats)
+
+    _job, trees, stats = _walk_deep(3, opener)
+    assert len(trees[0]) == 48
+    assert stats["most"] == 1 and stats["opened"] == 0
+
+
+def test_a_server_refusing_the_walks_extra_sessions_loses_no_directory():
+    from drsftp.client.control import FTPError
+
+    async def opener(parts, stats):
+        raise FTPError("421 too many connections")
+
+    job, trees, stats = _walk_deep(None, opener)
+    assert len(trees[0]) == 48  # every directory listed, on the one session there is
+    assert not [o for o in job.result.outcomes if o.status == "failed"]
+    assert stats["most"] == 1 and stats["opened"] >= 1

@@ -17,6 +17,8 @@ def test_workloads_have_the_datasets_issue_shapes():
     assert mixed.files[0] == ("big.bin", 256 << 20) and len(mixed.files) == 1001
     assert {n for _, n in mixed.files[1:]} == {64 << 10}
     assert field.workload("small", 0.1).bytes == 20 << 20
+    deep = field.workload("deep")
+    assert deep.bytes == small.bytes and len({os.path.dirname(p) for p, _ in deep.files}) == 40
     with pytest.raises(ValueError, match="unknown workload"):
         field.workload("huge")
 

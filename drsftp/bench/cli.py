@@ -44,7 +44,7 @@ def add_parser(sub) -> None:
                    help="against the field: the other tools' columns, of " + ", ".join(_peer_entries()))
     p.add_argument("--datasets", metavar="LIST",
                    help="against the field: big (one 512 MiB file), small (200 x 1 MiB), mixed (one 256 MiB file "
-                        "and 1,000 x 64 KiB); trees run drsftp get -r -c auto")
+                        "and 1,000 x 64 KiB), deep (small's files in 40 directories); trees run drsftp get -r -c auto")
     p.add_argument("--scale", type=float, default=1.0,
                    help="against the field: shrink the datasets' sizes and counts (0.25: a quarter)")
     p.add_argument("--resume", action="store_true",
@@ -79,7 +79,7 @@ def add_parser(sub) -> None:
     r.add_argument("--loss", help="only runs with this loss (e.g. 0, 0.1%%)")
     r.add_argument("--rate", help="only runs on this link rate (e.g. 100mbit)")
     r.add_argument("--rtt", help="only runs with this RTT (e.g. 100ms)")
-    r.add_argument("--dataset", help="field results: only this dataset's table (big, small, mixed), untitled")
+    r.add_argument("--dataset", help="field results: only this dataset's table (big, small, mixed, deep), untitled")
     r.set_defaults(func=cmd_benchreport)
 
     n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")

@@ -50,8 +50,9 @@ class Workload:
 
 def workload(name: str, scale: float = 1.0) -> Workload:
     """big: one 512 MiB file; small: 200 x 1 MiB; mixed: one 256 MiB file and
-    1,000 x 64 KiB (the datasets issue's three shapes); ``scale`` shrinks
-    sizes and counts for a quick run."""
+    1,000 x 64 KiB (the datasets issue's three shapes); deep: small's files
+    in 40 directories (what listing costs); ``scale`` shrinks sizes and
+    counts for a quick run."""
     def n(x: int) -> int:
         return max(1, int(x * scale))
     if name == "big":
@@ -61,7 +62,9 @@ def workload(name: str, scale: float = 1.0) -> Workload:
     if name == "mixed":
         return Workload(name, (("big.bin", n(256) * MiB),)
                         + tuple((f"s/f{i:04d}.bin", 64 << 10) for i in range(n(1000))))
-    raise ValueError(f"unknown workload {name!r} (big, small, mixed)")
+    if name == "deep":
+        return Workload(name, tuple((f"d{i % n(40):02d}/f{i:04d}.bin", MiB) for i in range(n(200))))
+    raise ValueError(f"unknown workload {name!r} (big, small, mixed, deep)")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from .remote import RemoteSession
 from .transfer import TransferOptions, TransferResult
 
 MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
+WALK_LISTERS = 8  # directories listed at once per source, within -c (DATASETS.md#walk)
 ERRORS = (FTPError, OSError, UnsafePath, UnicodeError, asyncio.TimeoutError)
 
 
@@ -239,10 +240,13 @@ class Job:
             try:
                 while todo or pending:
                     check_cancelled()
-                    if not todo or (sess is None and not given and holding and self.walking and not self.spare):
+                    own = self.jopts.sessions is None and len(todo) > holding
+                    if not todo or (sess is None and not given and holding and self.walking and not self.spare
+                                    and not own):
                         # (files moving meanwhile: the sessions are the workers'; a lister
-                        # takes one they left, or opens one once no lister holds any:
-                        # -c counts every session but the walk's)
+                        # takes one they left, or, under -c auto, opens one of the walk's
+                        # own once more directories wait than the listers holding one can
+                        # take: -c N counts every session but the walk's one)
                         wake.clear()
                         await wake.wait()
                         continue
@@ -250,7 +254,14 @@ class Job:
                     pending += 1
                     try:
                         if sess is None:
-                            sess = given.pop() if given else self.spare.pop() if self.spare else await self.session()
+                            try:
+                                sess = (given.pop() if given else self.spare.pop() if self.spare
+                                        else await self.session())
+                            except ERRORS:
+                                if not holding:
+                                    raise
+                                todo.append((i, root, rel))  # (the server takes no more: the others list it)
+                                return
                             holding += 1
                         streamed = functools.partial(take, i, root, rel) if on_found is not None else None
                         entries = await sess.listing(remote_join(root, rel), streamed)
@@ -272,7 +283,7 @@ class Job:
                     else:
                         self.spare.append(sess)
 
-        n = min(max(1, self.allowed), max(1, len(roots)) * 4)
+        n = min(max(1, self.allowed), max(1, len(roots)) * WALK_LISTERS)
         results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
         self.spare.extend(given)  # (no directory was listed)
         errors = [r for r in results if isinstance(r, BaseException)]
