@@ -21,7 +21,7 @@ from conftest import PASSWORD, USER, ServerProcess, drsftp, make_file, sha256_fi
 from dataset_util import assert_same_tree, make_tree
 from test_eblock_server import block
 from test_tls import certs  # noqa: F401 (a fixture)
-from test_tls_paths import _json, _run, _serve, tls_server  # noqa: F401 (tls_server: a fixture)
+from test_tls_paths import _json, _run, _serve, spread_over_streams, tls_server  # noqa: F401 (tls_server: a fixture)
 
 from drsftp.client import modee, parallel, putresume
 from drsftp.client.transfer import TransferOptions
@@ -44,14 +44,14 @@ def test_parallel_put_and_get_over_tls_run_mode_e(tmp_path, tls_server):  # noqa
     assert sha256_file(os.path.join(srv.root, "up.bin")) == sha256_file(src)
     p = _json(tmp_path / "p.json")
     assert p["mode"] == "E" and p["streams"] == 4, p  # not the single-stream fallback
-    assert sum(s["bytes"] for s in p["per_stream"]) == SIZE and all(s["bytes"] > 0 for s in p["per_stream"])
+    spread_over_streams(p, SIZE)
 
     out = tmp_path / "got.bin"
     _run("get", "-P", "4", *tls, "--json", str(tmp_path / "g.json"), srv.url("up.bin"), str(out))
     assert sha256_file(out) == sha256_file(src)
     g = _json(tmp_path / "g.json")
     assert g["mode"] == "E" and g["streams"] == 4, g  # not ranged sessions
-    assert sum(s["bytes"] for s in g["per_stream"]) == SIZE and all(s["bytes"] > 0 for s in g["per_stream"])
+    spread_over_streams(g, SIZE)
     assert g["drs_peer"] and g["drs_replies"] >= 1
 
     log = srv.stderr_text()

@@ -50,6 +50,17 @@ def _run(*args, **kw):
     return r
 
 
+def spread_over_streams(record, size):
+    """A MODE E transfer's blocks add up to the file and went over more
+    than one of its streams.  Not necessarily every stream: one whose TLS
+    handshake ends after the others have carried the whole file carries
+    nothing, which is legal (GFD.20: a block may go on any stream) and
+    was seen under CI load."""
+    carried = [s["bytes"] for s in record["per_stream"]]
+    assert len(carried) == record["streams"] and sum(carried) == size, record
+    assert sum(1 for b in carried if b > 0) >= 2, record
+
+
 @pytest.fixture
 def tls_server(tmp_path, certs):  # noqa: F811 (the imported fixture)
     root = tmp_path / "srv"
@@ -70,7 +81,7 @@ def test_parallel_get_and_put_over_tls_against_drsftp_serve(tmp_path, tls_server
     g = _json(tmp_path / "g.json")
     # the server lists PARALLEL: MODE E, its streams in TLS
     assert g["mode"] == "E" and g["streams"] == 4, g
-    assert sum(s["bytes"] for s in g["per_stream"]) == SIZE and all(s["bytes"] > 0 for s in g["per_stream"])
+    spread_over_streams(g, SIZE)
     assert g["drs_peer"] and g["drs_replies"] >= 1  # DRS on the encrypted control connections
 
     # put -P: MODE E too, four TLS streams
