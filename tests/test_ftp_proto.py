@@ -101,7 +101,10 @@ def test_urls_and_netrc(tmp_path):
     loc = parse_url("ftp://example.test/f", str(netrc))
     assert (loc.user, loc.password, loc.port) == ("carol", "pw1", 21)
     assert parse_url("ftp://h/f", str(tmp_path / "none")).user == "anonymous"
-    for bad in ("http://h/f", "ftp:///f", "ftp://h/", "ftp://h:99999/f"):
+    for bad in ("http://h/f", "ftp:///f", "ftp://h/", "ftp://h:99999/f", "ftp://h:0/f",
+                # a line break would end the command and send the rest as one of its own
+                "ftp://h/f%0d%0aDELE%20x", "ftp://h/f%0aDELE%20x", "ftp://u:p%0d%0aDELE%20x@h/f",
+                "ftp://u%0a:p@h/f", "ftp://h/f%00"):
         with pytest.raises(URLError):
             parse_url(bad)
 

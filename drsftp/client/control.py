@@ -187,8 +187,23 @@ class ControlConnection:
         except TimeoutError as exc:
             raise FTPError("server did not answer in time") from exc
 
+    @property
+    def lost(self) -> bool:
+        """The connection is of no more use: closed here, or the server
+        closed it (an idle timeout's 421, RFC 959 sec. 4.2) and the
+        reader has ended."""
+        return self._closed or self.writer.is_closing() or self._task.done()
+
     def start(self, line: str) -> Pending:
-        """Send a command; its futures resolve with the 1yz and final replies."""
+        """Send a command; its futures resolve with the 1yz and final replies.
+        A line holding CR, LF or NUL is refused: the Telnet end of line
+        ends a command (RFC 959 sec. 4.1.3), so a name carrying one would
+        send the server commands of its own."""
+        if any(c in line for c in "\r\n\0"):
+            raise FTPError(f"refusing to send {line.split(' ', 1)[0]} with a line break or NUL in it",
+                           transient=False)
+        if self._task.done() and not self._closed:
+            raise FTPError("control connection closed by the server")
         if self._closed or self.writer.is_closing():
             raise FTPError("control connection is closed")
         verb = line.split(" ", 1)[0].upper()

@@ -8,6 +8,15 @@ import sys
 
 from .progress import human_bits, human_bytes
 
+# control characters in a name shown escaped: one line per file stays one line
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
+
+
+def shown(path: str) -> str:
+    """``path`` for a terminal: control characters (a CR or LF in a file
+    name) as \\xNN."""
+    return path.translate(_CONTROL)
+
 
 class JobView:
     def __init__(self, label: str, enabled: bool | None = None, verbose: int = 0) -> None:
@@ -38,11 +47,11 @@ class JobView:
     def file_line(self, status: str, path: str, nbytes: int, seconds: float, error: str | None) -> None:
         """One line per file with -v; failures always."""
         if error is not None:
-            self._print(f"drsftp: {path}: {error}")
+            self._print(f"drsftp: {shown(path)}: {error}")
         elif self.verbose:
             rate = nbytes * 8 / seconds if seconds > 0 else 0.0
             extra = f" {human_bytes(nbytes)} in {seconds:.2f} s = {human_bits(rate)}" if status == "ok" else ""
-            self._print(f"{status} {path}{extra}")
+            self._print(f"{status} {shown(path)}{extra}")
 
     def _print(self, text: str) -> None:
         if self._progress:

@@ -98,14 +98,22 @@ def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
     if not parts.hostname:
         raise URLError(f"URL has no host: {url!r}")
     try:
-        port = parts.port or (990 if parts.scheme == "ftps" else 21)
+        port = parts.port
     except ValueError as exc:
         raise URLError(f"bad port in {url!r}") from exc
+    if port == 0:
+        raise URLError(f"bad port in {url!r} (0 is no port)")
+    port = port or (990 if parts.scheme == "ftps" else 21)
     path = urllib.parse.unquote(parts.path)
     if not path or path == "/":
         raise URLError(f"URL names no file: {url!r}")
     user = urllib.parse.unquote(parts.username) if parts.username else None
     password = urllib.parse.unquote(parts.password) if parts.password is not None else None
+    for what, text in (("path", path), ("user", user), ("password", password)):
+        # a CR or LF would end the command it goes in (RFC 959 sec. 4.1.3)
+        # and send the rest to the server as a command of its own
+        if text is not None and any(c in text for c in "\r\n\0"):
+            raise URLError(f"the URL's {what} holds a line break or NUL (%0d, %0a or %00), which FTP cannot carry")
     if password is None:
         entry = _netrc_lookup(parts.hostname, netrc_file)
         if entry and (user is None or entry[0] in (None, "", user)):
