@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import os
+import posixpath
 import sys
 from typing import TYPE_CHECKING
 
@@ -36,7 +37,7 @@ def _tuning_arg(text: str) -> str:
 
 
 def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
-    from .client.jobcli import add_tls_opts
+    from .client.jobcli import add_tls_opts, seconds_arg
 
     p.add_argument("--tuning", type=_tuning_arg, default="drs",
                    help=f"buffer tuning: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
@@ -51,12 +52,12 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true",
                    help="print nothing on success (no result line, no progress bar)")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds a stalled transfer may last")
+    p.add_argument("--timeout", type=seconds_arg, default=60.0, help="seconds a stalled transfer may last")
     p.add_argument("--retries", type=int, default=0, metavar="N",
                    help="after a dropped connection or 4xx reply, reconnect and resume up to N times")
     p.add_argument("--verify", action="store_true",
                    help="compare SHA-256 with the server's HASH afterwards (non-zero exit if different)")
-    p.add_argument("--max-time", type=float, metavar="SECONDS",
+    p.add_argument("--max-time", type=seconds_arg, metavar="SECONDS",
                    help="stop after this long (ABOR), keep what arrived, exit 28 (as curl)")
     add_tls_opts(p)
     p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
@@ -265,14 +266,24 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         streams = parallel.parse_parallel(args.parallel)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    _check_json_path(args.json)
     if args.command == "get":
-        dest = args.dest or os.path.basename(loc.path)
+        name = posixpath.basename(loc.path)
+        if name in ("", ".", ".."):
+            raise UsageError(f"{loc.path} names a directory, not a file: drop the trailing "
+                             f"{name or '/'!r} or use -r")
+        dest = args.dest or name
         if os.path.isdir(dest):
-            dest = os.path.join(dest, os.path.basename(loc.path))
+            dest = os.path.join(dest, name)
+        if os.path.lexists(dest) and not os.path.isfile(dest):
+            raise UsageError(f"{dest} exists and is not a regular file; give a file's path")
 
         def run(o: TransferOptions) -> Awaitable[TransferResult]:
             return get(loc, dest, o) if streams == 1 else parallel.get(loc, dest, o, streams)
     else:
+        if os.path.exists(args.src) and not os.path.isfile(args.src) and not os.path.isdir(args.src):
+            raise UsageError(f"{args.src} is not a regular file (a pipe or a device); give a file")
+
         def run(o: TransferOptions) -> Awaitable[TransferResult]:
             return put(args.src, loc, o) if streams == 1 else parallel.put(args.src, loc, o, streams)
 
@@ -292,6 +303,21 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
         return 28
     return 0
+
+
+def _check_json_path(path: str | None) -> None:
+    """--json's file can be written, checked before the transfer (a result
+    that cannot be recorded should not cost the transfer first)."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"--json {path} is a directory; give a file's path")
+    if not os.path.isdir(folder):
+        why = "not a directory" if os.path.exists(folder) else f"no such directory {folder}"
+        raise UsageError(f"cannot write --json {path}: {why}")
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        raise UsageError(f"cannot write --json {path}: permission denied")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -174,7 +174,9 @@ def _tcp_opt(sock: socket.socket, opt: int, value: int) -> None:
 
 
 def _set_buffer(sock: socket.socket, opt: int, force_opt: int, value: int, force: bool) -> bool:
-    """Set a buffer, by FORCE when ``force``; returns whether FORCE still goes."""
+    """Set a buffer, by FORCE when ``force``; returns whether FORCE still goes.
+    The value is an int the kernel doubles (#kf-doubling): at most 1 GiB."""
+    value = min(value, 1 << 30)
     if force:
         try:
             sock.setsockopt(socket.SOL_SOCKET, force_opt, value)

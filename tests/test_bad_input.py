@@ -14,6 +14,12 @@ def _one_sentence(r):
     return err
 
 
+def _usage_error(r):
+    """An option argparse refused: its usage, then one error line; exit 2."""
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    return r.stderr.strip().splitlines()[-1]
+
+
 def test_a_line_break_in_a_url_or_a_local_name_never_reaches_the_server(server, tmp_path):
     """RFC 959 sec. 4.1.3: CRLF ends a command, so a name holding one would
     smuggle in commands of its own (here a DELE)."""
@@ -77,3 +83,85 @@ def test_the_control_connection_refuses_a_line_with_a_break_and_a_command_after_
         await ctl.close()
 
     asyncio.run(main())
+
+
+def test_values_and_paths_are_checked_before_anything_moves(server, tmp_path):
+    make_file(os.path.join(server.root, "f.bin"), 5000)
+    url = server.url("f.bin")
+    work = tmp_path / "work"
+    work.mkdir()
+    out = str(work / "out.bin")
+    cases = [
+        (("get", "--tuning", "fixed:3g", url, out), "at most 1 GiB"),  # was a TypeError traceback
+        (("put", "--tuning", "drs:2g", out, url), "at most 1 GiB"),
+        (("get", "--max-time", "-1", url, out), "above 0"),
+        (("get", "--max-time", "nan", url, out), "above 0"),
+        (("get", "--timeout", "0", url, out), "above 0"),
+        (("get", "--json", str(work / "no" / "r.json"), url, out), "no such directory"),
+        (("get", "--json", str(work), url, out), "is a directory"),
+        (("get", "--netrc", str(work / "none"), url, out), "no such file"),
+        (("get", url + "/", out), "names a directory"),
+        (("get", url + "/."), "names a directory"),
+        (("get", "ftp://[::1/f.bin", out), "bad URL"),
+    ]
+    for args, words in cases:
+        r = drsftp(*args, timeout=60, cwd=work)
+        assert words in _usage_error(r), (args, r.stderr)
+    assert os.listdir(work) == [], os.listdir(work)  # no out.bin, no .part, no stray file
+
+
+def test_a_device_or_pipe_is_never_replaced_or_read_until_it_hangs(server, tmp_path):
+    make_file(os.path.join(server.root, "f.bin"), 5000)
+    work = tmp_path / "work"
+    work.mkdir()
+    fifo = str(work / "fifo")
+    os.mkfifo(fifo)
+    r = drsftp("get", server.url("f.bin"), fifo, timeout=60)
+    assert r.returncode == 2 and "not a regular file" in _one_sentence(r)
+    r = drsftp("put", fifo, server.url("up.bin"), timeout=60)  # (reading it would wait for a writer)
+    assert r.returncode == 2 and "not a regular file" in _one_sentence(r)
+    assert os.path.exists(fifo) and not os.path.isfile(fifo)
+    assert sorted(os.listdir(work)) == ["fifo"] and not os.path.exists(os.path.join(server.root, "up.bin"))
+
+
+def test_a_continue_that_cannot_run_leaves_the_file_as_it_was(server, tmp_path):
+    """--continue of DEST itself: DEST becomes DEST.part only once data
+    comes, so a refused RETR or a local file larger than the remote one
+    leaves DEST where it was."""
+    make_file(os.path.join(server.root, "small.bin"), 10)
+    work = tmp_path / "work"
+    work.mkdir()
+    keep = work / "keep.bin"
+    for url in (server.url("missing.bin"), server.url("small.bin")):
+        keep.write_bytes(b"KEEP" * 100)
+        r = drsftp("get", "--continue", url, str(keep), timeout=60)
+        assert r.returncode == 1, r.stderr
+        _one_sentence(r)
+        assert keep.read_bytes() == b"KEEP" * 100, (url, r.stderr)
+        assert sorted(os.listdir(work)) == ["keep.bin"], (url, r.stderr)
+    # and one that runs continues DEST itself
+    make_file(os.path.join(server.root, "big.bin"), 300000, seed=4)
+    with open(os.path.join(server.root, "big.bin"), "rb") as f:
+        head = f.read(100000)
+    keep.write_bytes(head)
+    r = drsftp("get", "--continue", "--json", str(tmp_path / "r.json"), server.url("big.bin"), str(keep),
+               timeout=60)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(server.root, "big.bin"), "rb") as f:
+        assert keep.read_bytes() == f.read()
+    import json
+    with open(tmp_path / "r.json") as f:
+        assert json.load(f)["bytes"] == 200000  # only what was missing
+
+
+def test_connection_refused_is_said_in_words(tmp_path):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]  # bound, never listening: a refused connect
+    try:
+        r = drsftp("get", f"ftp://127.0.0.1:{port}/f", str(tmp_path / "o"), timeout=60)
+    finally:
+        s.close()
+    assert r.returncode == 1 and _one_sentence(r).endswith(f"cannot connect to 127.0.0.1:{port}: connection refused")

@@ -88,9 +88,10 @@ def test_an_unwritable_destination_is_one_plain_sentence(server, tmp_path):
     r = drsftp("get", server.url("big.bin"), str(dest), "-q")
     assert r.returncode == 1
     assert r.stderr.strip() == f"drsftp: error: cannot write {dest}: not a directory", r.stderr
+    # --json's file is checked before the transfer
     r = drsftp("get", server.url("big.bin"), str(tmp_path / "d.bin"), "--json", str(blocker / "r.json"))
-    assert r.returncode == 1
-    assert r.stderr.splitlines()[-1] == f"drsftp: error: cannot write {blocker / 'r.json'}: not a directory"
+    assert r.returncode == 2 and not os.path.exists(tmp_path / "d.bin")
+    assert r.stderr.strip() == f"drsftp: error: cannot write --json {blocker / 'r.json'}: not a directory"
     assert "Errno" not in r.stderr and "Traceback" not in r.stderr
 
 

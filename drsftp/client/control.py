@@ -4,6 +4,7 @@ reply parser and router (drsftp.ftp)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 from collections.abc import Callable, Sequence
@@ -39,7 +40,10 @@ class FTPError(Exception):
 def os_reason(exc: OSError) -> str:
     """The reason of an OSError as words, without errno or file name:
     "read-only file system", "connection refused"."""
-    text = exc.strerror or str(exc) or type(exc).__name__
+    # (asyncio's connect errors carry "Connect call failed ('h', p)" as strerror)
+    text = (os.strerror(exc.errno) if exc.errno else exc.strerror) or str(exc)
+    if not text:
+        return "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
     return text[:1].lower() + text[1:]
 
 

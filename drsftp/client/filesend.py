@@ -58,6 +58,7 @@ def _copy(fd: int, fileno: int, offset: int, count: int, stop: threading.Event,
         done = 0
         while done < n:
             if stop.is_set():
+                on_sent(done)
                 return sent + done
             try:
                 done += os.write(fd, view[done:n])

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import sys
 import time
 import urllib.parse
@@ -34,6 +35,17 @@ def _sessions_arg(text: str) -> int | None:
     return n
 
 
+def seconds_arg(text: str) -> float:
+    """A time limit: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"want a number of seconds above 0, not {text!r}")
+    return value
+
+
 def add_dataset_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-r", "--recursive", action="store_true", help="copy directories and what they hold")
     p.add_argument("-c", "--sessions", type=_sessions_arg, default=None, metavar="N",
@@ -57,7 +69,7 @@ def add_ls_parser(sub) -> None:
     p.add_argument("url", help="ftp://[user[:password]@]host[:port]/dir/")
     p.add_argument("-l", "--long", action="store_true", help="type, size and time of each entry")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the server (default 60)")
+    p.add_argument("--timeout", type=seconds_arg, default=60.0, help="seconds to wait for the server (default 60)")
     add_tls_opts(p)
 
 

@@ -747,27 +747,36 @@ class ModeEPut(_ModeE):
         stream's EOD (with the EOF and count if it is the last to finish);
         through the stream's TLS where it has one."""
         tls = stream.tls
-        send_block = self._send_block if tls is None else functools.partial(self._send_block_tls, tls)
-        while not self.stop.is_set():
-            block = None if stream.retire else self.queue.next()
-            if block is None:
-                break
-            if not send_block(stream, *block):
-                return  # stopped
-            stream.blocks = (stream.blocks or 0) + 1
+        # the socket's own descriptor for the sending calls: run() may close
+        # the socket while this thread sends, and its number reused by then
+        # must not get the file's bytes
+        fd = os.dup(stream.sock.fileno()) if tls is None else -1
+        send_block = functools.partial(self._send_block, fd) if tls is None else \
+            functools.partial(self._send_block_tls, tls)
+        try:
+            while not self.stop.is_set():
+                block = None if stream.retire else self.queue.next()
+                if block is None:
+                    break
+                if not send_block(stream, *block):
+                    return  # stopped
+                stream.blocks = (stream.blocks or 0) + 1
+        finally:
+            if fd >= 0:
+                os.close(fd)
         if self.stop.is_set():
             return
         end = eod(eof_streams=self.queue.finish(), close=True)
         _send_all(stream.sock, end if tls is None else tls.encrypt(end), self.stop)
 
-    def _send_block(self, stream: Stream, offset: int, count: int) -> bool:
-        """Header, then the payload (filesend); False if stopped."""
+    def _send_block(self, fd: int, stream: Stream, offset: int, count: int) -> bool:
+        """Header, then the payload (filesend, on ``fd``); False if stopped."""
         _send_all(stream.sock, data_header(offset, count), self.stop, more=True)
 
         def sent(n: int) -> None:
             stream.bytes += n
 
-        done = filesend.send_range(stream.sock.fileno(), self.f.fileno(), offset, count, self.stop, stream.copy, sent)
+        done = filesend.send_range(fd, self.f.fileno(), offset, count, self.stop, stream.copy, sent)
         if done < count and not self.stop.is_set():
             raise OSError("the local file shrank")
         return done == count

@@ -215,14 +215,15 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
         _announce(ctl, opts)
         size = size_of(size_reply)
         offset = 0
+        resume_dest = False  # DEST itself is continued: it becomes DEST.part once data comes
         if opts.resume:
             for candidate in (part, dest):
-                if os.path.exists(candidate):
+                if os.path.isfile(candidate):
                     offset = os.path.getsize(candidate)
                     if candidate == dest:
                         if size is not None and offset == size:
                             return _already_complete("get", loc.path, size)
-                        os.replace(dest, part)
+                        resume_dest = True
                     break
             if size is not None and offset > size:
                 raise FTPError(f"local file ({offset} B) is larger than the remote one ({size} B)",
@@ -245,6 +246,8 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                     raise FTPError(f"cannot retrieve {loc.path}: {first}", first)
                 tuner.attach(sock)
                 try:
+                    if resume_dest:  # (not before: a refused RETR leaves DEST as it was)
+                        os.replace(dest, part)
                     f = _open_part(part, offset)
                 except OSError as exc:
                     raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import netrc
 import os
+import re
 import urllib.parse
 from collections import deque
 from dataclasses import dataclass
@@ -92,21 +93,27 @@ def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
     """``ftp://[user[:pass]@]host[:port]/path``; the password may come from
     ~/.netrc (or ``netrc_file``); a missing user means anonymous.
     ``ftps://`` is implicit FTPS, port 990 unless given."""
-    parts = urllib.parse.urlsplit(url)
+    if netrc_file and not os.path.isfile(netrc_file):  # (a typo must not log in as anonymous)
+        raise URLError(f"cannot read --netrc {netrc_file}: no such file")
+    shown = _without_password(url)  # (errors echo the URL, never its password)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        raise URLError(f"bad URL {shown!r}: {exc}") from exc
     if parts.scheme not in ("ftp", "ftps"):
-        raise URLError(f"not an ftp:// URL: {url!r} (want ftp:// or ftps://)")
+        raise URLError(f"not an ftp:// URL: {shown!r} (want ftp:// or ftps://)")
     if not parts.hostname:
-        raise URLError(f"URL has no host: {url!r}")
+        raise URLError(f"URL has no host: {shown!r}")
     try:
         port = parts.port
     except ValueError as exc:
-        raise URLError(f"bad port in {url!r}") from exc
+        raise URLError(f"bad port in {shown!r}") from exc
     if port == 0:
-        raise URLError(f"bad port in {url!r} (0 is no port)")
+        raise URLError(f"bad port in {shown!r} (0 is no port)")
     port = port or (990 if parts.scheme == "ftps" else 21)
     path = urllib.parse.unquote(parts.path)
     if not path or path == "/":
-        raise URLError(f"URL names no file: {url!r}")
+        raise URLError(f"URL names no file: {shown!r}")
     user = urllib.parse.unquote(parts.username) if parts.username else None
     password = urllib.parse.unquote(parts.password) if parts.password is not None else None
     for what, text in (("path", path), ("user", user), ("password", password)):
@@ -124,6 +131,11 @@ def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
     return FTPLocation(parts.hostname, port, user, password or "", path, implicit_tls=parts.scheme == "ftps")
 
 
+def _without_password(url: str) -> str:
+    """``url`` with the password of its user part as ``***``."""
+    return re.sub(r"^([^:/]+://[^:@/]*:)[^/]*@", r"\1***@", url)
+
+
 def _netrc_lookup(host: str, netrc_file: str | None) -> tuple[str, str | None, str | None] | None:
     path = netrc_file or os.path.join(os.path.expanduser("~"), ".netrc")
     if not os.path.exists(path):
@@ -131,4 +143,5 @@ def _netrc_lookup(host: str, netrc_file: str | None) -> tuple[str, str | None, s
     try:
         return netrc.netrc(path).authenticators(host)
     except (netrc.NetrcParseError, OSError) as exc:
-        raise URLError(f"cannot read {path}: {exc}") from exc
+        why = exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise URLError(f"cannot read {path}: {why}") from exc

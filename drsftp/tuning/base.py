@@ -133,6 +133,11 @@ def names() -> list[str]:
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?)(i?b?)\s*$", re.IGNORECASE)
 
 
+# the kernel keeps a socket buffer as an int, twice what was asked
+# (docs/DESIGN.md #kf-doubling): 1 GiB is the most a request can be
+MAX_BUFFER = 1 << 30
+
+
 def parse_size(text: str) -> int:
     """Parse '64k', '4MiB', '131072' into bytes (k = 1024)."""
     m = _SIZE_RE.match(text)
@@ -142,6 +147,14 @@ def parse_size(text: str) -> int:
     value = int(float(m.group(1)) * mult)
     if value <= 0:
         raise ValueError(f"size must be positive: {text!r}")
+    return value
+
+
+def parse_buffer(text: str) -> int:
+    """A socket buffer's size, as :func:`parse_size`, at most MAX_BUFFER."""
+    value = parse_size(text)
+    if value > MAX_BUFFER:
+        raise ValueError(f"a socket buffer holds at most 1 GiB, not {text!r}")
     return value
 
 
@@ -194,4 +207,4 @@ class FixedTuning(Tuning):
 def _fixed(role: Role, arg: str | None) -> Tuning:
     if not arg:
         raise ValueError("tuning 'fixed' needs a size, e.g. fixed:64k")
-    return FixedTuning(role, parse_size(arg))
+    return FixedTuning(role, parse_buffer(arg))

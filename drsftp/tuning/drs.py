@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Reversible
 from dataclasses import dataclass
 
-from .base import NO_CHANGE, Decision, PeerReport, Role, Sample, Tuning, parse_size, register
+from .base import NO_CHANGE, Decision, PeerReport, Role, Sample, Tuning, parse_buffer, register
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -399,7 +399,7 @@ def _rate_before(recent: Reversible[tuple[float, ...]], when: float) -> float | 
 
 def _config(arg: str | None, **kw: bool) -> DRSConfig:
     if arg:
-        cap = parse_size(arg)
+        cap = parse_buffer(arg)
         return DRSConfig(cap=cap, floor=min(DRSConfig.floor, cap), **kw)
     return DRSConfig(**kw)
 
