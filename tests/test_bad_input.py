@@ -165,3 +165,35 @@ def test_connection_refused_is_said_in_words(tmp_path):
     finally:
         s.close()
     assert r.returncode == 1 and _one_sentence(r).endswith(f"cannot connect to 127.0.0.1:{port}: connection refused")
+
+
+
+def shrinking_put(monkeypatch, src, url):
+    """transfer.put of ``src`` (4 MiB), which another program cuts to
+    1 MiB once the transfer starts; the FTPError it ends with."""
+    import asyncio
+
+    import pytest
+
+    from drsftp.client import transfer
+    from drsftp.client.control import FTPError
+    from drsftp.ftp.session import parse_url
+
+    orig = transfer._send
+
+    async def shrinking(sock, f, offset, count, xfer):
+        os.truncate(src, 1 << 20)
+        await orig(sock, f, offset, count, xfer)
+
+    monkeypatch.setattr(transfer, "_send", shrinking)
+    with pytest.raises(FTPError) as err:
+        asyncio.run(transfer.put(str(src), parse_url(url), transfer.TransferOptions(progress=False)))
+    return err.value
+
+
+def test_a_file_that_shrinks_while_it_is_sent_fails_the_put(server, tmp_path, monkeypatch):
+    """drsftp serve checks the size ALLO announced (its 451 keeps the
+    part for --continue); a server without the check: test_interop_peers."""
+    src = make_file(tmp_path / "src.bin", 4 << 20, seed=5)
+    exc = shrinking_put(monkeypatch, src, server.url("up.bin"))
+    assert "451 Upload incomplete: 1048576 of 4194304 bytes" in str(exc)

@@ -173,6 +173,19 @@ def test_drsftp_get_put_and_resume_against_vsftpd(vsftpd, tmp_path):
 
 
 @pytest.mark.root
+def test_a_put_whose_file_shrinks_fails_though_vsftpd_says_226(vsftpd, tmp_path, monkeypatch):
+    """vsftpd takes a short upload as whole (no ALLO check): the client
+    counts what went."""
+    from test_bad_input import shrinking_put
+
+    pub, url, _ = vsftpd
+    src = make_file(tmp_path / "src.bin", 4 << 20, seed=5)
+    exc = shrinking_put(monkeypatch, src, url + "short.bin")
+    assert "shrank during the upload: 1048576 of 4194304 bytes went" in str(exc) and not exc.transient
+    assert os.path.getsize(pub / "short.bin") == 1 << 20  # (what the server kept; the client said so)
+
+
+@pytest.mark.root
 def test_drsftp_verify_against_vsftpd_without_hash_is_a_clear_error(vsftpd, tmp_path):
     pub, url, _ = vsftpd
     make_file(pub / "h.bin", 1 << 20, seed=74)

@@ -52,6 +52,7 @@ from .transfer import (
     _server_says_why,
     _session,
     _Transfer,
+    check_sent,
     open_session,
 )
 
@@ -361,6 +362,7 @@ class RemoteSession:
         finally:
             sock.close()
         await self.final(st.transfer, f"STOR {remote}")
+        check_sent(xfer, size - offset, local)
         if mtime is not None and "MFMT" in self.ctl.features:
             self.ctl.start(f"MFMT {format_time_val(mtime)} {remote}")  # its reply is not needed
         return _result("put", remote, xfer, size, offset, seconds)

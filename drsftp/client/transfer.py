@@ -337,6 +337,7 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
                     seconds = time.monotonic() - started
                     sock.close()
                     await _finish(pending, f"STOR {loc.path}")
+                    check_sent(xfer, total - offset, src)
                 finally:
                     _close_data(sock, xfer)
             finally:
@@ -464,16 +465,26 @@ async def _send(sock: socket.socket, f, offset: int, count: int, xfer: _Transfer
     sends on a duplicate descriptor it closes itself, so a cancelled
     transfer may close the socket at once; it stops within SEND_POLL.
     sendfile, or copies to a peer on this host (filesend)."""
+    sent = 0
     if count > 0:
         sockopt.block_with_send_timeout(sock, SEND_POLL)
         stop = threading.Event()
         try:  # (a cancel leaves the thread's result to a cancelled future, which drops it)
-            await asyncio.get_running_loop().run_in_executor(
+            sent = await asyncio.get_running_loop().run_in_executor(
                 None, _send_until, os.dup(sock.fileno()), f.fileno(), offset, count, stop,
                 sockopt.peer_on_this_host(sock))
         finally:
             stop.set()
-    xfer.moved = count
+    xfer.moved = sent
+
+
+def check_sent(xfer: _Transfer, count: int, src: str) -> None:
+    """After the server's 226: a file that shrank while it was sent left
+    the server a short copy, which a server without an ALLO check (vsftpd)
+    took as whole."""
+    if xfer.moved < count:
+        raise FTPError(f"{src} shrank during the upload: {xfer.moved} of {count} bytes went, "
+                       "so the server's copy is short", transient=False)
 
 
 def _send_until(fd: int, fileno: int, offset: int, count: int, stop: threading.Event, copy: bool) -> int:
