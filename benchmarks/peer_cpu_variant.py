@@ -6,8 +6,9 @@ KNOB: chunk=KiB (get: read size), lowat=off|KiB (get: SO_RCVLOWAT batch),
 quickack=1 (get: TCP_QUICKACK after every read), drain=KiB (get: read on
 after a wakeup until the socket is empty or this much went),
 send=sendfile|copy (put: that path whatever the peer's host), sendsize=KiB
-(put: copies of this size), sfsize=KiB (put: sendfile calls capped); "-"
-for none, "+" or "," between knobs.
+(put: copies of this size), sfsize=KiB (put: sendfile calls capped; on
+loopback only with send=sendfile, since a peer on this host gets copies);
+"-" for none, "+" or "," between knobs.
 """
 
 import os
