@@ -197,3 +197,13 @@ def test_a_file_that_shrinks_while_it_is_sent_fails_the_put(server, tmp_path, mo
     src = make_file(tmp_path / "src.bin", 4 << 20, seed=5)
     exc = shrinking_put(monkeypatch, src, server.url("up.bin"))
     assert "451 Upload incomplete: 1048576 of 4194304 bytes" in str(exc)
+
+
+def test_a_missing_file_is_one_sentence_with_streams_and_delete_needs_r(server, tmp_path):
+    make_file(os.path.join(server.root, "a.bin"), 100)
+    r = drsftp("get", "-P", "4", server.url("missing.bin"), str(tmp_path / "x"), timeout=60)
+    assert r.returncode == 1
+    assert _one_sentence(r).endswith("cannot retrieve /missing.bin: 550 No such file or directory.")
+    r = drsftp("get", "--delete", server.url("a.bin"), str(tmp_path / "y"), timeout=60)
+    assert r.returncode == 2 and "--delete goes with -r" in _one_sentence(r)
+    assert os.listdir(tmp_path) == ["srv"]

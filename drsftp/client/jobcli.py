@@ -125,6 +125,8 @@ def run_job(args, topts) -> int:
 
     if args.checksum and not args.sync:
         raise JobUsageError("--checksum goes with --sync")
+    if args.delete and not args.recursive:
+        raise JobUsageError("--delete goes with -r: it removes what a directory's copy holds beyond its source")
     if args.retries < 0:
         raise JobUsageError("--retries must be 0 or more")
     if args.max_time is not None:

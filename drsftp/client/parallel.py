@@ -106,7 +106,8 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
         _announce(ctl, opts)
         size = size_of(size_reply)
         if size is None:
-            log.warning("the server gives no SIZE for %s: one stream", loc.path)
+            if size_reply.code != 550:  # (550: no such file, which the RETR will say)
+                log.warning("the server gives no SIZE for %s: one stream", loc.path)
             await ctl.close()
             return await transfer.get(loc, dest, opts)
         mtime = _mdtm(ctl, mdtm_reply)
