@@ -53,6 +53,15 @@ def test_drsftp_columns_ask_for_streams(tmp_path):
         field.entry_names("drsftp,bbcp")
 
 
+def test_rclone_columns_use_an_on_the_fly_remote_without_a_password_in_clear(tmp_path):
+    one = field.ENTRIES["rclone"].client(_ctx(field.workload("big"), tmp_path))
+    assert one[:3] == ["rclone", "--config", ""] and "copyto" in one and one[-1] == str(tmp_path / "d")
+    assert one[-2].startswith(":ftp,host=10.201.0.2,port=2121,user=bench,pass=") and one[-2].endswith(":big.bin")
+    assert f"pass={field.PASSWORD}:" not in one[-2]  # rclone takes it obscured
+    tree = field.ENTRIES["rclone-t8"].client(_ctx(field.workload("small"), tmp_path))
+    assert "copy" in tree and tree[tree.index("--transfers") + 1] == "8" and tree[-2].endswith(":small")
+
+
 def test_table_reports_ratio_ceiling_share_and_memory_in_bdp():
     base = {"workload": "big", "files": 1, "bytes": 512 << 20, "ceiling_mbps": 965.3, "bdp": 12_500_000,
             "complete": True, "peak_rcv_used": 12_500_000}
@@ -93,18 +102,18 @@ def test_gridftp_and_drsftp_run_side_by_side_on_a_link():
     work = tempfile.mkdtemp(prefix="drs-field-", dir="/var/tmp")
     try:
         os.chmod(work, 0o755)
-        cfg = field.FieldConfig(path=Path(rate=200e6, rtt=0.01), entries=["drsftp", "gridftp-p4", "lftp-pget4"],
+        cfg = field.FieldConfig(path=Path(rate=200e6, rtt=0.01), entries=["drsftp", "gridftp-p4", "lftp-pget4", "rclone"],
                                 workloads=["big"], scale=1 / 64, workdir=work, max_time=60, log=lambda s: None)
         results = field.run_field(cfg)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    assert [r["entry"] for r in results] == ["drsftp", "gridftp-p4", "lftp-pget4"]
+    assert [r["entry"] for r in results] == ["drsftp", "gridftp-p4", "lftp-pget4", "rclone"]
     for r in results:
         assert r["complete"], {k: r.get(k) for k in ("entry", "error", "seconds")}
         assert r["bytes"] == 8 << 20 and r["mbps"] > 0
         # GridFTP opens its 4 at once; lftp's helpers start as the first
         # connection runs, and a short file may end before all are up
-        want = {"drsftp": 1, "gridftp-p4": 4, "lftp-pget4": 2}[r["entry"]]
+        want = {"drsftp": 1, "gridftp-p4": 4, "lftp-pget4": 2, "rclone": 1}[r["entry"]]
         assert r["streams_max"] >= want, {k: r.get(k) for k in ("entry", "streams_max")}
 
 

@@ -134,6 +134,22 @@ def _lftp(script: Callable[[Ctx], str]) -> Callable[[Ctx], list[str]]:
     return cmd
 
 
+def _rclone(*flags: str) -> Callable[[Ctx], list[str]]:
+    """rclone's FTP backend against drsftp serve, an on-the-fly remote (no
+    config file).  One file goes over one connection: rclone 1.60's
+    multi-thread download ends every range but the last with the server's
+    426 (the data connection closed early), which it takes as a failure
+    from vsftpd and drsftp serve alike."""
+    def cmd(ctx: Ctx) -> list[str]:
+        secret = subprocess.run(["rclone", "obscure", PASSWORD], capture_output=True, text=True, timeout=30,
+                                check=True).stdout.strip()
+        rel = os.path.basename(ctx.src.rstrip("/"))
+        remote = f":ftp,host={ctx.host},port={DRS_PORT},user={USER},pass={secret}:{rel}"
+        verb = "copy" if ctx.workload.tree else "copyto"
+        return ["rclone", "--config", "", "--retries", "1", verb, *flags, remote, ctx.dest]
+    return cmd
+
+
 ENTRIES: dict[str, Entry] = {e.name: e for e in [
     Entry("drsftp", "drsftp", _drsftp_get("1"), trees=False, description="drsftp get, one DRS stream"),
     *[Entry(f"drsftp-P{n}", "drsftp", _drsftp_get(str(n)), trees=False,
@@ -160,6 +176,10 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in [
           trees=False, description="lftp pget -n 4 against drsftp serve"),
     Entry("lftp-mirror8", "drsftp", _lftp(lambda c: f"mirror --parallel=8 {os.path.basename(c.src)} {c.dest}"),
           files=False, description="lftp mirror --parallel=8 against drsftp serve"),
+    Entry("rclone", "drsftp", _rclone("--multi-thread-streams", "0"), trees=False,
+          description="rclone copyto against drsftp serve (one connection)"),
+    Entry("rclone-t8", "drsftp", _rclone("--transfers", "8", "--checkers", "8"), files=False,
+          description="rclone copy --transfers 8 against drsftp serve"),
 ]}
 
 
@@ -190,8 +210,8 @@ def missing_programs(entries: list[str]) -> list[str]:
         e = ENTRIES[name]
         if e.server == "gridftp":
             need |= {"globus-url-copy", "globus-gridftp-server"}
-        if name.startswith("lftp"):
-            need.add("lftp")
+        if name.startswith(("lftp", "rclone")):
+            need.add(name.split("-")[0])
     return sorted(p for p in need if not (shutil.which(p) or os.path.exists(f"/usr/sbin/{p}")))
 
 
