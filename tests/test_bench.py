@@ -1,5 +1,7 @@
 """The bench's pure parts: ss parsing, --resume bookkeeping, the report."""
 
+import json
+import os
 from typing import ClassVar
 
 import pytest
@@ -258,3 +260,102 @@ def test_stock_get_is_timed_from_the_first_byte_received_and_stops_at_max_time()
         stockclient.retrieve(FakeFTP(), "f", type("F", (), {"write": lambda self, c: sink.append(c)})(), meter)
     fig = meter.figures(clock[0])
     assert (fig["bytes"], fig["seconds"], fig["complete"]) == (4000, 3.0, False)
+
+
+class Reached(Exception):
+    """A run was started: what a valid command line does."""
+
+
+@pytest.fixture
+def no_run(monkeypatch, tmp_path):
+    """The bench in an empty directory, its runs and links replaced by Reached."""
+    from drsftp.bench import field
+
+    def reached(*args, **kw):
+        raise Reached(*args)
+
+    for module, name in ((runner, "run_bench"), (runner, "Link"), (field, "run_field"), (field, "Link")):
+        monkeypatch.setattr(module, name, reached)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--losses", "200%"], "--losses: loss must lie between 0 and 100%, not 200%"),
+    (["--losses", "0,nan"], "--losses: not a loss rate: 'nan' (examples: 0.1%, 0.001)"),
+    (["--rtts", "100ms,bogus"], "--rtts: not a duration: 'bogus' (examples: 100ms, 0.5ms, 1s)"),
+    (["--rtts", "20s"], "--rtts: rtt must be between 0 and 10 s, not 20.0"),
+    (["--rtts", ","], "--rtts needs at least one value"),
+    (["--rates", "1gbit,0"], "--rates: a bench rate must be above 0 (0 is a link without a ceiling)"),
+    (["--rates", "5kbit"], "--rates: rate must be at least 10 kbit/s (or 0 for unlimited), not 5000"),
+    (["--tunings", ""], "--tunings needs at least one value"),
+    (["--tunings", "drs,fast"], "unknown tuning 'fast'; choose from " + ", ".join(T.TUNINGS)),
+    (["--directions", "up"], "unknown direction 'up'; choose from get, put"),
+    (["--profiles", "default,fast"], "unknown profile 'fast'; choose from default, tuned"),
+    (["--reps", "0"], "--reps must be at least 1"),
+    (["--max-time", "nan"], "--max-time must be a number of seconds above 0, not nan"),
+    (["--max-time", "-5"], "--max-time must be a number of seconds above 0, not -5"),
+    (["--queue", "0"], "--queue: queue must be 1..1000000 packets, not 0"),
+    (["--size", "0"], "--size: size must be positive: '0'"),
+    (["--scale", "0.5"], "--scale applies against the field only (--streams, --peers, --datasets)"),
+    (["--quick", "--rtts", "25ms"], "--rtts does not apply to --quick (100 Mbit/s, 100 ms, stock-64k, kernel, drs, "
+                                    "one get each)"),
+])
+def test_a_bad_bench_option_is_refused_before_anything_is_made(argv, message, no_run, capsys):
+    from drsftp.cli import main
+
+    assert main(["bench", *argv]) == 2
+    assert capsys.readouterr().err == f"drsftp: error: {message}\n"
+    assert os.listdir(no_run) == []  # no bench-results/{client,root}, no file to send
+
+
+def test_a_valid_bench_reaches_its_run_with_every_value_parsed(no_run):
+    from drsftp.cli import main
+
+    with pytest.raises(Reached) as got:
+        main(["bench", "--rtts", "25ms,100ms", "--rates", "100mbit", "--losses", "0,0.1%", "--tunings", "drs,drs",
+              "--directions", "get", "--profiles", "default"])
+    cfg = got.value.args[0]
+    assert [(p.rtt, p.loss) for p in cfg.paths] == [(0.025, 0.0), (0.025, 0.001), (0.1, 0.0), (0.1, 0.001)]
+    assert cfg.tunings == ["drs"] and cfg.reps == 3 and cfg.max_time == 60.0
+
+
+def test_resume_refuses_a_damaged_results_file_in_one_sentence(no_run, capsys):
+    from drsftp.cli import main
+
+    os.mkdir("out")
+    with open("out/results.json", "w") as f:
+        json.dump({"environment": {}, "runs": [{"tuning": "drs"}]}, f)
+    assert main(["bench", "--resume", "--out", "out"]) == 1
+    assert capsys.readouterr().err == ("drsftp: error: --resume: out/results.json is not the output of drsftp "
+                                       "bench: its environment is incomplete\n")
+    assert os.listdir("out") == ["results.json"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--reps", "0"], "--reps must be at least 1"),
+    (["--size", "lots"], "--size: not a size: 'lots' (examples: 65536, 64k, 4MiB)"),
+    (["--rate", "5kbit"], "--rate/--rtt: rate must be at least 10 kbit/s (or 0 for unlimited), not 5000"),
+    (["--rate", "1gbit", "--rtt", "11s"], "--rate/--rtt: rtt must be between 0 and 10 s, not 11.0"),
+    (["--rtt", "1ms"], "--rtt goes with --rate (loopback has no RTT to set)"),
+])
+def test_datapath_refuses_bad_options_before_writing_its_file(argv, message, monkeypatch, capsys):
+    from drsftp.bench import datapath
+    from drsftp.cli import main
+
+    def reached(*args, **kw):
+        raise Reached
+
+    monkeypatch.setattr(datapath, "run_datapath", reached)
+    assert main(["datapath", *argv]) == 2
+    assert capsys.readouterr().err == f"drsftp: error: {message}\n"
+
+
+@pytest.mark.parametrize("command", [["bench"], ["datapath"], ["benchreport"], ["netemcheck"], ["netem", "up"],
+                                     ["netem", "down"], ["netem", "exec"], ["netem", "status"]])
+def test_help_of_the_bench_and_netem_commands_renders(command, capsys):
+    from drsftp.cli import main
+
+    with pytest.raises(SystemExit) as done:  # a '%' in a help text argparse formats is a ValueError
+        main([*command, "--help"])
+    assert done.value.code == 0 and "usage: drsftp" in capsys.readouterr().out

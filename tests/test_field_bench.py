@@ -136,5 +136,55 @@ def test_bench_against_the_field_refuses_an_unknown_column_in_one_sentence():
     from conftest import drsftp as run_drsftp
 
     r = run_drsftp("bench", "--streams", "1,4", "--peers", "bbcp")
-    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "Traceback" not in r.stderr  # a usage error
     assert "unknown entries bbcp" in r.stderr
+
+
+class Reached(Exception):
+    """A field run was started: what a valid command line does."""
+
+
+@pytest.fixture
+def no_run(monkeypatch, tmp_path):
+    def reached(cfg):
+        raise Reached(cfg)
+
+    monkeypatch.setattr(field, "run_field", reached)
+    monkeypatch.setattr(field, "Link", reached)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv,message", [
+    # a typo in a later value fails before the first path has run
+    (["--rtts", "100ms,1ss"], "--rtts: not a duration: '1ss' (examples: 100ms, 0.5ms, 1s)"),
+    (["--rates", "1gbit,10gbt"], "--rates: not a rate: '10gbt' (examples: 100mbit, 1gbit, 0 for unlimited)"),
+    (["--losses", "0,2"], "--losses: loss must lie between 0 and 100%, not 200%"),
+    (["--rates", "1gbit,0"], "--rates: a bench rate must be above 0 (0 is a link without a ceiling)"),
+    (["--rtts", "0"], "against the field the BDP (rate x RTT) must be a byte or more (memory is given in BDPs), "
+                      "not 0 at 1 Gbit/s, 0 ms"),
+    (["--scale", "nan"], "--scale must be above 0 and at most 1, not nan"),
+    (["--scale", "0"], "--scale must be above 0 and at most 1, not 0"),
+    (["--datasets", "big,huge"], "--datasets: unknown workload 'huge' (big, small, mixed, deep)"),
+    (["--datasets", ","], "--datasets needs at least one value"),
+    (["--peers", ""], "--peers needs at least one value"),
+    (["--reps", "0"], "--reps must be at least 1"),
+    (["--tunings", "drs"], "--tunings does not apply against the field (--streams, --peers, --datasets)"),
+    (["--resume"], "--resume does not apply against the field (--streams, --peers, --datasets)"),
+])
+def test_field_options_are_all_checked_before_the_first_run(argv, message, no_run, capsys):
+    from drsftp.cli import main
+
+    assert main(["bench", "--streams", "1,4", *argv]) == 2
+    assert capsys.readouterr().err == f"drsftp: error: {message}\n"
+    assert os.listdir(no_run) == []
+
+
+def test_a_valid_field_run_starts_with_its_first_path(no_run):
+    from drsftp.cli import main
+
+    with pytest.raises(Reached) as got:
+        main(["bench", "--streams", "1,auto", "--rtts", "25ms,50ms", "--datasets", "big,deep", "--scale", "0.25"])
+    cfg = got.value.args[0]
+    assert cfg.path == Path(rate=1e9, rtt=0.025) and cfg.reps == 3 and cfg.scale == 0.25
+    assert cfg.entries == ["drsftp", "drsftp-Pauto", "drsftp-r"] and cfg.workloads == ["big", "deep"]

@@ -138,3 +138,48 @@ def test_auto_falls_back_to_tun_and_explicit_tc_fails_clearly(monkeypatch, tmp_p
     o = owner_mod.LinkOwner("tcb", LinkSpec(backend="tc").validate())
     with pytest.raises(NetemError, match="tc backend unavailable"):
         o.build()
+
+
+def test_nan_and_infinity_are_refused_where_a_comparison_would_let_them_pass():
+    nan, inf = float("nan"), float("inf")
+    for bad in (dict(rate=nan), dict(jitter=nan), dict(rtt=nan), dict(loss=nan), dict(rate=inf), dict(rtt=inf),
+                dict(queue=1.5), dict(queue=True)):
+        with pytest.raises(NetemError, match="must be"):
+            LinkSpec(**bad).validate()
+    for text, fn in (("nan", parse_loss), ("inf", parse_loss), ("-0.1", parse_loss), ("200%", parse_loss),
+                     ("9" * 400, parse_duration), ("9" * 400, parse_rate)):
+        with pytest.raises(NetemError):
+            fn(text)
+    assert parse_loss("100%") == 1.0 and parse_loss("0") == 0.0
+
+
+@pytest.fixture
+def no_link(monkeypatch):
+    """netem whose owner, namespaces and removals fail the test if reached."""
+    from drsftp.netem import cli as netem_cli
+    from drsftp.netem import namespaces as nsmod
+
+    def reached(*a, **k):
+        raise AssertionError("a bad command line reached the namespaces")
+
+    monkeypatch.setattr(netem_cli, "start_owner", reached)
+    for name in ("remove_link", "our_links_on_host", "list_namespaces", "require_root"):
+        monkeypatch.setattr(nsmod, name, reached)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["down", "lan", "--all"], "give a link name or --all, not both"),
+    (["down"], "give a link name or --all"),
+    (["down", "Bad"], "link name must be 1-8 lower-case letters or digits, not 'Bad'"),
+    (["up", "lan", "--loss", "200%"], "loss must lie between 0 and 100%, not 200%"),
+    (["up", "lan", "--loss", "nan"], "not a loss rate: 'nan' (examples: 0.1%, 0.001)"),
+    (["up", "lan", "--rtt", "1ms", "--jitter", "1ms"], "jitter must be >= 0 and at most half the RTT"),
+    (["up", "lan", "--queue", "0"], "queue must be 1..1000000 packets, not 0"),
+    (["up", "lan", "--sysctl", "novalue"], "--sysctl wants key=value, not 'novalue'"),
+    (["exec", "lan", "client"], "exec needs a command after --"),
+])
+def test_netem_usage_errors_exit_2_before_any_namespace(argv, message, no_link, capsys):
+    from drsftp.cli import main
+
+    assert main(["netem", *argv]) == 2
+    assert capsys.readouterr().err == f"drsftp: error: {message}\n"

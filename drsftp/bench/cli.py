@@ -2,34 +2,78 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
-from ..netem.errors import NetemError
-from ..netem.spec import parse_duration, parse_loss, parse_rate
+from ..netem.errors import NetemError, NetemUsageError, usage_exit
+from ..netem.spec import LinkSpec, parse_duration, parse_loss, parse_rate
 from ..tuning import parse_size
 from . import tunings as T
 
 QUICK_TUNINGS = ["stock-64k", "kernel", "drs"]
 DEFAULT_RTTS, DEFAULT_RATES, DEFAULT_LOSSES = "0.5ms,25ms,50ms,100ms", "100mbit,1gbit", "0,0.1%"
+FIELD_RTT, FIELD_RATE, FIELD_LOSS = "100ms", "1gbit", "0"
+FIELD_OPTIONS = "--streams, --peers, --datasets"
 
 
 def _csv(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def _values(option: str, text: str, parse: Callable[[str], Any] | None = None) -> list:
+    """Every value of a comma-separated option, parsed now (a typo in the last
+    value fails before the first run), without repeats."""
+    items = _csv(text)
+    if not items:
+        raise NetemUsageError(f"{option} needs at least one value")
+    try:
+        return list(dict.fromkeys(parse(x) for x in items) if parse else dict.fromkeys(items))
+    except (NetemError, ValueError) as exc:
+        raise NetemUsageError(f"{option}: {exc}") from None
+
+
+def _choices(option: str, text: str, known, noun: str) -> list[str]:
+    items = _values(option, text)
+    unknown = [x for x in items if x not in known]
+    if unknown:
+        raise NetemUsageError(f"unknown {noun} {unknown[0]!r}; choose from {', '.join(known)}")
+    return items
+
+
+def _link_value(option: str, **value) -> None:
+    """The emulator's limits (LinkSpec.validate), checked before any link or file is made."""
+    try:
+        LinkSpec(**value).validate()
+    except NetemError as exc:
+        raise NetemUsageError(f"{option}: {exc}") from None
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise NetemUsageError(f"--size: {exc}") from None
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="compare DRS with stock FTP and other tunings on an emulated WAN")
     p.add_argument("--quick", action="store_true",
                    help="100 Mbit/s, 100 ms: stock-64k, kernel, drs, once each (a few minutes at most)")
-    p.add_argument("--rtts", default=DEFAULT_RTTS, help="round-trip times to emulate, comma-separated")
-    p.add_argument("--rates", default=DEFAULT_RATES, help="bottleneck rates to emulate, comma-separated")
-    p.add_argument("--losses", default=DEFAULT_LOSSES, help="random loss rates to emulate, comma-separated")
+    p.add_argument("--rtts", help=f"round-trip times to emulate, comma-separated (default {DEFAULT_RTTS}; "
+                                  f"against the field {FIELD_RTT})")
+    p.add_argument("--rates", help=f"bottleneck rates to emulate, comma-separated (default {DEFAULT_RATES}; "
+                                   f"against the field {FIELD_RATE})")
+    losses = DEFAULT_LOSSES.replace("%", "%%")  # (argparse formats help with %)
+    p.add_argument("--losses", help=f"random loss rates to emulate, comma-separated (default {losses}; "
+                                    f"against the field {FIELD_LOSS})")
     p.add_argument("--queue", type=int, help="queue in packets (default 1 BDP, at least 64)")
-    p.add_argument("--tunings", default=",".join(T.TUNINGS), help=f"any of {', '.join(T.TUNINGS)}")
-    p.add_argument("--directions", default="get,put", help="get (download), put (upload) or both")
-    p.add_argument("--profiles", default="default,tuned", help="default (host as is), tuned (ESnet-style)")
-    p.add_argument("--reps", type=int, default=3, help="runs of each tuning on each path (default 3)")
+    p.add_argument("--tunings", help=f"any of {', '.join(T.TUNINGS)} (default all)")
+    p.add_argument("--directions", help="get (download), put (upload) or both (default get,put)")
+    p.add_argument("--profiles", help="default (host as is), tuned (ESnet-style); default both")
+    p.add_argument("--reps", type=int, help="runs of each tuning on each path (default 3)")
     p.add_argument("--size", help="file size (default: 12 s at line rate, at least 128 MiB)")
     p.add_argument("--max-time", type=float, default=60.0, help="cap on one run (slow tunings)")
     p.add_argument("--force-buffers", action="store_true",
@@ -45,22 +89,22 @@ def add_parser(sub) -> None:
     p.add_argument("--datasets", metavar="LIST",
                    help="against the field: big (one 512 MiB file), small (200 x 1 MiB), mixed (one 256 MiB file "
                         "and 1,000 x 64 KiB), deep (small's files in 40 directories); trees run drsftp get -r -c auto")
-    p.add_argument("--scale", type=float, default=1.0,
-                   help="against the field: shrink the datasets' sizes and counts (0.25: a quarter)")
+    p.add_argument("--scale", type=float,
+                   help="against the field: shrink the datasets' sizes and counts, above 0 to 1 (0.25: a quarter)")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in OUT/results.json and measure only the missing ones "
                         "(a full matrix takes hours: run it over several sessions)")
-    p.set_defaults(func=cmd_bench)
+    p.set_defaults(func=usage_exit(cmd_bench))
 
     d = sub.add_parser("datapath", help="data path: drsftp serve and vsftpd with drsftp and curl clients,"
                                         " 1 GiB each way, CPU at both ends and their sum")
     d.add_argument("--size", default="1GiB", help="file size (default 1GiB)")
-    d.add_argument("--reps", type=int, default=1, help="runs of each pair and direction")
+    d.add_argument("--reps", type=int, default=1, help="runs of each pair and direction (default 1)")
     d.add_argument("--rate", help="on an emulated link (drsftp netem, root) of this rate, e.g. 1gbit;"
                                   " default: loopback")
-    d.add_argument("--rtt", default="0.5ms", help="the emulated link's round-trip time (default 0.5ms)")
+    d.add_argument("--rtt", help="the emulated link's round-trip time (with --rate; default 0.5ms)")
     d.add_argument("--out", default="bench-results", help="directory for datapath-WHERE.json")
-    d.set_defaults(func=cmd_datapath)
+    d.set_defaults(func=usage_exit(cmd_datapath))
 
     r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
     r.add_argument("results", nargs="+",
@@ -70,9 +114,9 @@ def add_parser(sub) -> None:
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
                         "tuning's rate, the others' ratios to it, retransmits, sender memory)")
     r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
-    r.add_argument("--base", default="kernel",
-                   help="the tuning --table versus divides by (field results: the entry the ratios divide by, "
-                        "default gridftp-p4-16M)")
+    r.add_argument("--base",
+                   help="the tuning --table versus divides by, default kernel (field results: the entry the "
+                        "ratios divide by, default gridftp-p4-16M)")
     r.add_argument("--profile", help="only runs on this host profile (default, tuned)")
     r.add_argument("--plots", metavar="DIR", help="also draw the plots of the merged runs into DIR")
     r.add_argument("--direction", choices=("get", "put"), help="only runs in this direction")
@@ -80,12 +124,12 @@ def add_parser(sub) -> None:
     r.add_argument("--rate", help="only runs on this link rate (e.g. 100mbit)")
     r.add_argument("--rtt", help="only runs with this RTT (e.g. 100ms)")
     r.add_argument("--dataset", help="field results: only this dataset's table (big, small, mixed, deep), untitled")
-    r.set_defaults(func=cmd_benchreport)
+    r.set_defaults(func=usage_exit(cmd_benchreport))
 
     n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")
     n.add_argument("--quick", action="store_true", help="fewer and shorter checks")
     n.add_argument("--out", default="bench-results", help="directory for the check's JSON")
-    n.set_defaults(func=cmd_netemcheck)
+    n.set_defaults(func=usage_exit(cmd_netemcheck))
 
 
 def _bench_extras() -> None:
@@ -102,91 +146,119 @@ def _peer_entries() -> list[str]:
     return [n for n in ENTRIES if not n.startswith("drsftp")]
 
 
+def _check_common(args) -> None:
+    """What both modes take, checked before anything is made."""
+    if args.reps is not None and args.reps < 1:
+        raise NetemUsageError("--reps must be at least 1")
+    if not (math.isfinite(args.max_time) and args.max_time > 0):
+        raise NetemUsageError(f"--max-time must be a number of seconds above 0, not {args.max_time:g}")
+    if args.queue is not None:
+        _link_value("--queue", queue=args.queue)
+
+
+def _paths(args, field: bool) -> list[T.Path]:
+    """Every emulated path of the options, each value parsed and within the
+    emulator's limits before the first run."""
+    rates = _values("--rates", _or(args.rates, FIELD_RATE if field else DEFAULT_RATES), parse_rate)
+    rtts = _values("--rtts", _or(args.rtts, FIELD_RTT if field else DEFAULT_RTTS), parse_duration)
+    losses = _values("--losses", _or(args.losses, FIELD_LOSS if field else DEFAULT_LOSSES), parse_loss)
+    for rate in rates:
+        _link_value("--rates", rate=rate)
+        if rate <= 0:
+            raise NetemUsageError("--rates: a bench rate must be above 0 (0 is a link without a ceiling)")
+    for rtt in rtts:
+        _link_value("--rtts", rtt=rtt)
+    paths = [T.Path(rate=r, rtt=t, loss=loss, queue=args.queue) for r in rates for t in rtts for loss in losses]
+    for p in paths:
+        if field and p.bdp < 1:  # field.table and its log give memory in BDPs
+            raise NetemUsageError(f"against the field the BDP (rate x RTT) must be a byte or more (memory is "
+                                  f"given in BDPs), not 0 at {p.label()}")
+    return paths
+
+
+def _or(value: str | None, default: str) -> str:
+    """An option's text, or its default where the command line left it out ("" is given, and empty)."""
+    return default if value is None else value
+
+
+def _given(args, names: tuple[str, ...]) -> list[str]:
+    """The options among ``names`` (dests) the command line set."""
+    unset = {"quick": False, "force_buffers": False, "resume": False}
+    return ["--" + n.replace("_", "-") for n in names if getattr(args, n) != unset.get(n)]
+
+
 def cmd_field(args) -> int:
     """drsftp beside GridFTP and lftp on one link per path (bench/field.py)."""
     import json
 
     from .field import FieldConfig, entry_names, run_field, table, workload
 
-    datasets = _csv(args.datasets or "big")
-    for d in datasets:
-        workload(d)  # checks the name
-    entries = [("drsftp" if n == "1" else f"drsftp-P{n}") for n in _csv(args.streams or "1")]
+    stray = _given(args, ("quick", "tunings", "directions", "profiles", "queue", "size", "force_buffers", "resume"))
+    if stray:
+        raise NetemUsageError(f"{stray[0]} does not apply against the field ({FIELD_OPTIONS})")
+    scale = 1.0 if args.scale is None else args.scale
+    if not (math.isfinite(scale) and 0 < scale <= 1):
+        raise NetemUsageError(f"--scale must be above 0 and at most 1, not {scale:g}")
+    datasets = _values("--datasets", _or(args.datasets, "big"), lambda d: workload(d).name)
+    entries = [("drsftp" if n == "1" else f"drsftp-P{n}")
+               for n in _values("--streams", _or(args.streams, "1"))]
     if any(d != "big" for d in datasets):
         entries.append("drsftp-r")
-    entries += _csv(args.peers or "")
+    if args.peers is not None:
+        entries += _values("--peers", args.peers)
     try:
         entries = entry_names(",".join(dict.fromkeys(entries)))
     except ValueError as exc:
-        raise NetemError(str(exc)) from None
-    rtts = _csv(args.rtts) if args.rtts != DEFAULT_RTTS else ["100ms"]
-    rates = _csv(args.rates) if args.rates != DEFAULT_RATES else ["1gbit"]
-    losses = _csv(args.losses) if args.losses != DEFAULT_LOSSES else ["0"]
-    if args.reps < 1:
-        raise NetemError("--reps must be at least 1")
+        raise NetemUsageError(str(exc)) from None
+    paths = _paths(args, field=True)
+    reps = args.reps or 3
+    _bench_extras()
     os.makedirs(args.out, exist_ok=True)
     results: list[dict] = []
-    for r in rates:
-        for t in rtts:
-            for loss in losses:
-                path = T.Path(rate=parse_rate(r), rtt=parse_duration(t), loss=parse_loss(loss))
-                cfg = FieldConfig(path=path, entries=entries, workloads=datasets, reps=args.reps,
-                                  scale=args.scale, cc=args.cc, max_time=2 * args.max_time,
-                                  log=lambda msg: print(msg, file=sys.stderr, flush=True))
-                try:
-                    results += run_field(cfg)
-                except RuntimeError as exc:
-                    raise NetemError(str(exc)) from None
-                out = os.path.join(args.out, "field.json")
-                with open(out, "w") as f:
-                    json.dump({"field": 1, "results": results}, f, indent=1)
+    for path in paths:
+        cfg = FieldConfig(path=path, entries=entries, workloads=datasets, reps=reps, scale=scale, cc=args.cc,
+                          max_time=2 * args.max_time, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+        try:
+            results += run_field(cfg)
+        except RuntimeError as exc:
+            raise NetemError(str(exc)) from None
+        out = os.path.join(args.out, "field.json")
+        with open(out, "w") as f:
+            json.dump({"field": 1, "results": results}, f, indent=1)
     print(table(results))
     print(f"results: {os.path.join(args.out, 'field.json')}")
     return 1 if results and all(r.get("error") for r in results) else 0
 
 
 def cmd_bench(args) -> int:
-    import json
-
-    _bench_extras()
-    if args.streams or args.peers or args.datasets:
+    _check_common(args)
+    if any(x is not None for x in (args.streams, args.peers, args.datasets)):
         return cmd_field(args)
-    from .report import plot, print_table, verdict, write_files
+    if args.scale is not None:
+        raise NetemUsageError(f"--scale applies against the field only ({FIELD_OPTIONS})")
+    _bench_extras()
     from .runner import PROFILES, BenchConfig, run_bench, run_key
 
     if args.quick:
+        stray = _given(args, ("rtts", "rates", "losses", "tunings", "directions", "profiles", "reps"))
+        if stray:
+            raise NetemUsageError(f"{stray[0]} does not apply to --quick (100 Mbit/s, 100 ms, "
+                                  f"{', '.join(QUICK_TUNINGS)}, one get each)")
         paths = [T.Path(rate=100e6, rtt=0.1, queue=args.queue)]
         tunings, directions, profiles, reps = QUICK_TUNINGS, ["get"], ["default"], 1
-        size: int | None = parse_size(args.size) if args.size else 64 << 20
+        size: int | None = _size(args.size) if args.size else 64 << 20
         max_time = min(args.max_time, 25.0)
     else:
-        paths = [T.Path(rate=parse_rate(r), rtt=parse_duration(t), loss=parse_loss(loss), queue=args.queue)
-                 for r in _csv(args.rates) for t in _csv(args.rtts) for loss in _csv(args.losses)]
-        tunings, directions, profiles, reps = _csv(args.tunings), _csv(args.directions), _csv(args.profiles), args.reps
-        size = parse_size(args.size) if args.size else None
+        paths = _paths(args, field=False)
+        tunings = _choices("--tunings", _or(args.tunings, ",".join(T.TUNINGS)), T.TUNINGS, "tuning")
+        directions = _choices("--directions", _or(args.directions, "get,put"), ("get", "put"), "direction")
+        profiles = _choices("--profiles", _or(args.profiles, ",".join(PROFILES)), tuple(PROFILES), "profile")
+        reps = args.reps or 3
+        size = _size(args.size) if args.size else None
         max_time = args.max_time
-    for t in tunings:
-        if t not in T.TUNINGS:
-            raise NetemError(f"unknown tuning {t!r}; choose from {', '.join(T.TUNINGS)}")
-    for pr in profiles:
-        if pr not in PROFILES:
-            raise NetemError(f"unknown profile {pr!r}; choose from {', '.join(PROFILES)}")
-    for d in directions:
-        if d not in ("get", "put"):
-            raise NetemError(f"direction must be get or put, not {d!r}")
-    if reps < 1:
-        raise NetemError("--reps must be at least 1")
-    for p in paths:
-        if p.rate <= 0:
-            raise NetemError("bench rates must be > 0")
-    prior = []
-    saved = os.path.join(args.out, "results.json")
-    if args.resume and os.path.exists(saved):
-        try:
-            with open(saved) as f:
-                prior = [r for r in json.load(f)["runs"] if not r.get("error")]
-        except (OSError, ValueError, KeyError) as exc:
-            raise NetemError(f"--resume: cannot read {saved}: {exc}") from exc
+    prior = _resumed(args.out) if args.resume else []
+    from .report import plot, print_table, verdict, write_files
+
     cfg = BenchConfig(paths=paths, tunings=tunings, directions=directions, profiles=profiles, reps=reps,
                       size=size, max_time=max_time, force=args.force_buffers, workdir=args.out, cc=args.cc,
                       log=lambda msg: print(msg, file=sys.stderr, flush=True),
@@ -203,6 +275,22 @@ def cmd_bench(args) -> int:
     return 1 if results and all(r.get("error") for r in results) else 0
 
 
+def _resumed(outdir: str) -> list[dict]:
+    """--resume: the runs of OUT/results.json that completed (none if there is no file)."""
+    from .saved import read_results
+
+    saved = os.path.join(outdir, "results.json")
+    if not os.path.exists(saved):
+        return []
+    try:
+        got = read_results(saved)
+    except NetemError as exc:
+        raise NetemError(f"--resume: {exc}") from None
+    if got.kind != "bench":
+        raise NetemError(f"--resume: {saved} holds field results, not the bench's")
+    return [r for r in got.runs if not r.get("error")]
+
+
 def _cleanup_data(outdir: str) -> None:
     """Keep results and plots; drop the large transfer files."""
     for sub in ("root", "client"):
@@ -214,11 +302,19 @@ def _cleanup_data(outdir: str) -> None:
 
 
 def cmd_datapath(args) -> int:
+    size = _size(args.size)
+    if args.reps < 1:
+        raise NetemUsageError("--reps must be at least 1")
+    link = None
+    if args.rate is not None:
+        link = (parse_rate(args.rate), parse_duration(_or(args.rtt, "0.5ms")))
+        _link_value("--rate/--rtt", rate=link[0], rtt=link[1])
+    elif args.rtt is not None:
+        raise NetemUsageError("--rtt goes with --rate (loopback has no RTT to set)")
     _bench_extras()
     from .datapath import run_datapath
 
-    link = (parse_rate(args.rate), parse_duration(args.rtt)) if args.rate else None
-    return run_datapath(parse_size(args.size), args.reps, args.out, link)
+    return run_datapath(size, args.reps, args.out, link)
 
 
 def cmd_netemcheck(args) -> int:
@@ -234,71 +330,92 @@ def report_tables() -> list[str]:
 
 
 def _run_filter(args):
-    """A predicate for --profile/--direction/--loss/--rate/--rtt (values as the bench takes them)."""
+    """A predicate for --profile/--direction/--loss/--rate/--rtt (values as the bench takes them),
+    each value checked now."""
+    def value(option: str, text: str, parse):
+        try:
+            return parse(text)
+        except NetemError as exc:
+            raise NetemUsageError(f"{option}: {exc}") from None
+
     want = []
-    if getattr(args, "profile", None):
+    if getattr(args, "profile", None) is not None:
         want.append(lambda r: r["profile"] == args.profile)
-    if args.direction:
+    if args.direction is not None:
         want.append(lambda r: r["direction"] == args.direction)
     if args.loss is not None:
-        loss = parse_loss(args.loss)
+        loss = value("--loss", args.loss, parse_loss)
         want.append(lambda r: abs(r["loss"] - loss) < 1e-12)
-    if args.rate:
-        rate = parse_rate(args.rate)
+    if args.rate is not None:
+        rate = value("--rate", args.rate, parse_rate)
         want.append(lambda r: abs(r["rate_bps"] - rate) < 1)
-    if args.rtt:
-        rtt = parse_duration(args.rtt)
+    if args.rtt is not None:
+        rtt = value("--rtt", args.rtt, parse_duration)
         want.append(lambda r: abs(r["rtt_s"] - rtt) < 1e-9)
     return lambda r: all(w(r) for w in want)
 
 
+_FILTERS = ("profile", "direction", "loss", "rate", "rtt")
+
+
 def cmd_benchreport(args) -> int:
-    import json
+    from .report import markdown, merge_latest, plot
+    from .saved import read_results
 
-    from .report import markdown, merge_latest, plot, read_csv
-
-    sources: list[list[dict]] = []
-    field_runs: list[dict] = []
-    env: dict | None = None
-    for path in args.results:
-        try:
-            if path.endswith(".csv"):
-                sources.append(read_csv(path))
-                continue
-            with open(path) as f:
-                data = json.load(f)
-        except (OSError, ValueError, KeyError) as exc:
-            raise NetemError(f"cannot read {path}: {exc}") from exc
-        if isinstance(data, dict) and data.get("field"):  # `drsftp bench --streams/--peers/--datasets`
-            field_runs += data["results"]
-            continue
-        if not isinstance(data, dict) or "environment" not in data:
-            raise NetemError(f"{path} is not the output of drsftp bench")
-        env = env or data["environment"]
-        sources.append(data["runs"])
-    if field_runs:
-        from .field import table
-
-        if sources:
-            raise NetemError("field results (drsftp bench --streams/--peers/--datasets) print alone")
-        if args.dataset:
-            field_runs = [r for r in field_runs if r["workload"] == args.dataset]
-            if not field_runs:
-                raise NetemError(f"no runs of the {args.dataset!r} dataset in these results")
-        ref = args.base if args.base != "kernel" else "gridftp-p4-16M"
-        print(table(field_runs, reference=ref, titles=not args.dataset))
-        return 0
     keep = _run_filter(args)
-    runs = [r for r in merge_latest(sources) if keep(r)]
+    tunings = (_choices("--tunings", args.tunings, T.TUNINGS, "tuning") if args.tunings is not None
+               else list(T.TUNINGS))
+    saved = [read_results(path) for path in args.results]
+    if any(s.kind == "field" for s in saved):
+        if any(s.kind != "field" for s in saved):
+            raise NetemError("field results (drsftp bench --streams/--peers/--datasets) print alone")
+        return _field_report(args, [r for s in saved for r in s.runs])
+    if args.dataset is not None:
+        raise NetemUsageError(f"--dataset applies to field results only (drsftp bench {FIELD_OPTIONS})")
+    base = _or(args.base, "kernel")
+    if base not in T.TUNINGS:
+        raise NetemUsageError(f"unknown --base {base!r}; choose from {', '.join(T.TUNINGS)}")
+    if args.base is not None and args.table != "versus":
+        raise NetemUsageError("--base goes with --table versus (or with field results)")
+    runs = [r for r in merge_latest([s.runs for s in saved]) if keep(r)]
     if not runs:
-        raise NetemError("no runs match the filters")
-    tunings = _csv(args.tunings) if getattr(args, "tunings", None) else list(T.TUNINGS)
-    for t in tunings:
-        if t not in T.TUNINGS:
-            raise NetemError(f"unknown tuning {t!r}; choose from {', '.join(T.TUNINGS)}")
-    print(markdown(env, runs, tunings, getattr(args, "table", None), getattr(args, "base", "kernel")))
+        filtered = any(getattr(args, f, None) is not None for f in _FILTERS)
+        raise NetemError("no runs match the filters" if filtered else "these results hold no runs")
+    if args.table == "versus" and not any(r["tuning"] == base and not r.get("error") for r in runs):
+        have = [t for t in T.TUNINGS if any(r["tuning"] == t and not r.get("error") for r in runs)]
+        raise NetemError(f"no {base} run completed to divide by; --base one of {', '.join(have)}" if have
+                         else "no run completed")
+    env = next((s.env for s in saved if s.env), None)
+    print(markdown(env, runs, tunings, args.table, base))
     if args.plots:
         os.makedirs(args.plots, exist_ok=True)
         for p in plot(runs, args.plots):
             print(f"plot: {p}", file=sys.stderr)
+    return 0
+
+
+def _field_report(args, runs: list[dict]) -> int:
+    """Field results: the table of each dataset (bench/field.py)."""
+    from .field import ENTRIES, table
+
+    stray = [f"--{name}" for name in ("table", "tunings", *_FILTERS, "plots") if getattr(args, name) is not None]
+    if stray:
+        raise NetemUsageError(f"{stray[0]} applies to bench results, not field results (those take --dataset "
+                              "and --base)")
+    base = _or(args.base, "gridftp-p4-16M")
+    if base not in ENTRIES:
+        raise NetemUsageError(f"unknown --base {base!r}; choose from {', '.join(ENTRIES)}")
+    if args.dataset is not None:
+        have = list(dict.fromkeys(r["workload"] for r in runs))
+        runs = [r for r in runs if r["workload"] == args.dataset]
+        if not runs:
+            raise NetemError(f"no runs of the {args.dataset!r} dataset in these results (they hold "
+                             f"{', '.join(have) or 'none'})")
+    if not runs:
+        raise NetemError("these results hold no runs")
+    if args.base is not None and not any(r["entry"] == base and r["complete"] for r in runs):
+        have = list(dict.fromkeys(r["entry"] for r in runs if r["complete"]))
+        raise NetemError(f"no {base} run completed to divide by; --base one of {', '.join(have)}" if have
+                         else "no run completed")
+    print(table(runs, reference=base, titles=args.dataset is None))
     return 0

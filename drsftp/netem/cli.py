@@ -8,7 +8,7 @@ import subprocess
 from typing import Any
 
 from . import namespaces as nsmod
-from .errors import NetemError
+from .errors import NetemError, NetemUsageError, usage_exit
 from .link import start_owner
 from .spec import LinkSpec, check_name, parse_duration, parse_loss, parse_rate, parse_sysctl
 
@@ -31,22 +31,22 @@ def add_parser(sub) -> None:
     up.add_argument("--cc", choices=("bbr", "cubic", "reno"), help="congestion control on both sides")
     up.add_argument("--seed", type=int, help="random seed for loss and jitter")
     up.add_argument("--json", action="store_true", help="print the link as JSON")
-    up.set_defaults(func=cmd_up)
+    up.set_defaults(func=usage_exit(cmd_up))
 
     ex = nsub.add_parser("exec", help="run a command on one side: exec NAME client|server -- CMD ...")
     ex.add_argument("name", help="the link's name")
     ex.add_argument("side", choices=nsmod.SIDES, help="which end's namespace")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command and its arguments")
-    ex.set_defaults(func=cmd_exec)
+    ex.set_defaults(func=usage_exit(cmd_exec))
 
     down = nsub.add_parser("down", help="remove a link (or --all of them, crashed ones too)")
     down.add_argument("name", nargs="?", help="the link's name")
     down.add_argument("--all", action="store_true", help="every drsftp link, crashed ones too")
-    down.set_defaults(func=cmd_down)
+    down.set_defaults(func=usage_exit(cmd_down))
 
     st = nsub.add_parser("status", help="list links, their settings, sysctls and counters")
     st.add_argument("--json", action="store_true", help="print the links as JSON")
-    st.set_defaults(func=cmd_status)
+    st.set_defaults(func=usage_exit(cmd_status))
 
 
 def spec_from_args(args) -> LinkSpec:
@@ -92,7 +92,7 @@ def cmd_exec(args) -> int:
     name = check_name(args.name)
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not argv:
-        raise NetemError("exec needs a command after --")
+        raise NetemUsageError("exec needs a command after --")
     nsmod.require_root()
     ns = nsmod.Names(name).ns(args.side)
     if ns not in nsmod.list_namespaces():
@@ -104,10 +104,13 @@ def cmd_exec(args) -> int:
 
 
 def cmd_down(args) -> int:
+    if args.all and args.name:
+        raise NetemUsageError("give a link name or --all, not both")
+    if not args.all and not args.name:
+        raise NetemUsageError("give a link name or --all")
+    name = None if args.all else check_name(args.name)
     nsmod.require_root()
-    if args.all == bool(args.name):
-        raise NetemError("give a link name or --all")
-    targets = sorted(nsmod.our_links_on_host()) if args.all else [check_name(args.name)]
+    targets = sorted(nsmod.our_links_on_host()) if name is None else [name]
     removed = [t for t in targets if nsmod.remove_link(t)]
     if not args.all and not removed:
         raise NetemError(f"no link named {args.name!r} exists")

@@ -1,0 +1,131 @@
+"""Saved bench results read back (benchreport, bench --resume): the shape is
+checked once, where a file is read, so a file that is not the bench's, or
+is damaged, is one sentence and never a KeyError in a table."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..netem.errors import NetemError
+
+
+@dataclass
+class Saved:
+    kind: str  # "bench" (drsftp bench) | "field" (bench --streams/--peers/--datasets)
+    runs: list[dict]
+    env: dict | None = None  # the bench's environment; None for a CSV or field results
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _opt_number(x: Any) -> bool:
+    return x is None or _number(x)
+
+
+_SAMPLE_FIGURES = ("rcvbuf", "sndbuf", "peer_window", "in_flight_bytes", "rate_bps", "rtt_ms")
+
+
+def _samples(x: Any) -> bool:
+    """A sender's or receiver's `ss` timeline: each sample a time and the figures the plots read."""
+    return x is None or (isinstance(x, list) and all(
+        isinstance(s, dict) and _number(s.get("t")) and all(_opt_number(s.get(k)) for k in _SAMPLE_FIGURES)
+        for s in x))
+
+
+# what report.py reads of a bench run: (field, check, required)
+_BENCH_RUN = (
+    ("profile", lambda x: isinstance(x, str), True),
+    ("direction", lambda x: x in ("get", "put"), True),
+    ("tuning", lambda x: isinstance(x, str), True),
+    ("rep", lambda x: _number(x) and x >= 0, True),
+    ("rate_bps", lambda x: _number(x) and x > 0, True),
+    ("rtt_s", lambda x: _number(x) and x >= 0, True),
+    ("loss", lambda x: _number(x) and 0 <= x <= 1, True),
+    ("ceiling_mbps", lambda x: _number(x) and x > 0, True),
+    ("mbps", lambda x: _number(x) and x >= 0, True),
+    ("complete", lambda x: x is None or isinstance(x, bool), False),
+    ("error", lambda x: x is None or isinstance(x, str), False),
+    *((name, _opt_number, False) for name in (
+        "bytes", "seconds", "peak_rcvbuf", "peak_sndbuf", "peak_rcv_used", "peak_snd_used", "retransmits",
+        "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "client_cpu_s", "server_cpu_s", "probe_size", "first_block_s")),
+    *((name, _samples, False) for name in ("timeline", "receiver_timeline")),
+    ("client_report", lambda x: x is None or isinstance(x, dict), False),
+    ("tcp_counters", lambda x: x is None or (isinstance(x, dict) and all(
+        isinstance(c, dict) and all(_number(n) for n in c.values()) for c in x.values())), False),
+)
+
+# what field.table reads of a field run
+_FIELD_RUN = (
+    ("entry", lambda x: isinstance(x, str), True),
+    ("workload", lambda x: isinstance(x, str), True),
+    ("complete", lambda x: isinstance(x, bool), True),
+    ("mbps", lambda x: _number(x) and x >= 0, True),
+    ("ceiling_mbps", lambda x: _number(x) and x > 0, True),
+    ("bdp", lambda x: _number(x) and x > 0, True),
+    ("files", lambda x: _number(x) and x >= 0, True),
+    ("bytes", lambda x: _number(x) and x >= 0, True),
+    ("peak_snd_used", lambda x: _number(x) and x >= 0, True),
+    ("peak_rcv_used", lambda x: _number(x) and x >= 0, True),
+    ("data_mbps", _opt_number, False),
+    ("error", lambda x: x is None or isinstance(x, str), False),
+)
+
+_ENVIRONMENT = ("date", "kernel", "machine", "congestion_control", "buffer_force_used", "buffer_force_available",
+                "host_sysctls")
+_HOST_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_wmem")
+
+
+def check_runs(runs: Any, fields: tuple, what: str) -> list[dict]:
+    """The runs, or NetemError naming the first run and field that is wrong."""
+    if not isinstance(runs, list):
+        raise NetemError(f"{what}: its runs are not a list")
+    for i, run in enumerate(runs, 1):
+        if not isinstance(run, dict):
+            raise NetemError(f"{what}: run {i} is not an object")
+        for name, ok, required in fields:
+            if name not in run or (run[name] is None and required):
+                if required:
+                    raise NetemError(f"{what}: run {i} has no {name}")
+            elif not ok(run[name]):
+                raise NetemError(f"{what}: run {i} has a bad {name} ({str(run[name])[:40]!r})")
+    return runs
+
+
+def read_results(path: str) -> Saved:
+    """The runs of a results.json or results.csv of `drsftp bench`, or a
+    field.json of `drsftp bench --streams/--peers/--datasets`."""
+    from .report import read_csv
+
+    what = f"{path} is not the output of drsftp bench"
+    if path.endswith(".csv"):
+        try:
+            runs = read_csv(path)
+        except (ValueError, OverflowError, csv.Error) as exc:  # (UnicodeDecodeError is a ValueError)
+            raise NetemError(f"cannot read {path}: {exc}") from None
+        return Saved("bench", check_runs(runs, _BENCH_RUN, what))
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except RecursionError:
+        raise NetemError(f"cannot read {path}: its JSON is nested too deep") from None
+    except ValueError as exc:  # (UnicodeDecodeError is a ValueError)
+        raise NetemError(f"cannot read {path}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise NetemError(f"{what}: it holds no object")
+    if data.get("field"):
+        if "results" not in data:
+            raise NetemError(f"{what}: field results without their runs")
+        return Saved("field", check_runs(data["results"], _FIELD_RUN, what))
+    env = data.get("environment")
+    if env is None or "runs" not in data:
+        raise NetemError(f"{what}: it has no {'environment' if env is None else 'runs'}")
+    if not isinstance(env, dict) or any(k not in env for k in _ENVIRONMENT) or not isinstance(
+            env["host_sysctls"], dict) or any(k not in env["host_sysctls"] for k in _HOST_SYSCTLS):
+        raise NetemError(f"{what}: its environment is incomplete")
+    return Saved("bench", check_runs(data["runs"], _BENCH_RUN, what), env)
