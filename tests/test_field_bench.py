@@ -102,8 +102,9 @@ def test_gridftp_and_drsftp_run_side_by_side_on_a_link():
     work = tempfile.mkdtemp(prefix="drs-field-", dir="/var/tmp")
     try:
         os.chmod(work, 0o755)
-        cfg = field.FieldConfig(path=Path(rate=200e6, rtt=0.01), entries=["drsftp", "gridftp-p4", "lftp-pget4", "rclone"],
-                                workloads=["big"], scale=1 / 64, workdir=work, max_time=60, log=lambda s: None)
+        cfg = field.FieldConfig(path=Path(rate=200e6, rtt=0.01),
+                                entries=["drsftp", "gridftp-p4", "lftp-pget4", "rclone"], workloads=["big"],
+                                scale=1 / 64, workdir=work, max_time=60, log=lambda s: None)
         results = field.run_field(cfg)
     finally:
         shutil.rmtree(work, ignore_errors=True)

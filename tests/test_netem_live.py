@@ -181,7 +181,7 @@ def test_bad_arguments_are_rejected_with_nothing_made():
         assert r.returncode in (1, 2) and "Traceback" not in r.stderr, args
         assert r.stderr.strip()
     r = drsftp("netem", "up", "BAD_NAME!")
-    assert r.returncode == 1 and "link name" in r.stderr
+    assert r.returncode == 2 and "link name" in r.stderr  # a usage error
     r = drsftp("netem", "down", "tnothere")
     assert r.returncode == 1 and "no link" in r.stderr
     assert _leftovers("tbad") == []
