@@ -97,3 +97,32 @@ def test_get_r_and_put_r_with_stock_pyftpdlib(stock_server, tmp_path):
     r = drsftp("put", "-r", "-c", "3", str(out) + "/", f"{url}/up")
     assert r.returncode == 0, r.stderr
     assert_same_tree(out, root / "up")
+
+
+def _rclone(port, *args, timeout=120):
+    """rclone with an on-the-fly FTP remote (no config file); ``:ftp:PATH``
+    in ``args`` names PATH on drsftp serve."""
+    rclone = _need("rclone")
+    secret = subprocess.run([rclone, "obscure", PASSWORD], capture_output=True, text=True, timeout=30,
+                            check=True).stdout.strip()
+    remote = f":ftp,host=127.0.0.1,port={port},user={USER},pass={secret}:"
+    argv = [rclone, "--config", "", "--retries", "1", "--low-level-retries", "1",
+            *(a.replace(":ftp:", remote, 1) if a.startswith(":ftp:") else a for a in args)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_rclone_copy_and_check_both_ways_against_drsftp_serve(tmp_path):
+    """rclone's FTP backend (MLSD, EPSV, MKD of a missing destination after
+    the listing's 550) moves a tree each way with 4 transfers at once."""
+    root = tmp_path / "srv"
+    make_tree(root / "data", depth=6, files=5)
+    out = tmp_path / "rclone out"
+    with running_server(root) as srv:
+        r = _rclone(srv.port, "copy", "--transfers", "4", "--create-empty-src-dirs", ":ftp:data", str(out))
+        assert r.returncode == 0, r.stderr
+        assert_same_tree(root / "data", out)
+        r = _rclone(srv.port, "copy", "--transfers", "4", "--create-empty-src-dirs", str(out), ":ftp:up/new")
+        assert r.returncode == 0, r.stderr
+        assert_same_tree(out, root / "up" / "new")
+        r = _rclone(srv.port, "check", "--size-only", ":ftp:up/new", str(root / "data"))
+        assert r.returncode == 0, r.stderr
