@@ -126,3 +126,15 @@ def test_rclone_copy_and_check_both_ways_against_drsftp_serve(tmp_path):
         assert_same_tree(out, root / "up" / "new")
         r = _rclone(srv.port, "check", "--size-only", ":ftp:up/new", str(root / "data"))
         assert r.returncode == 0, r.stderr
+        # what rclone relies on: a missing directory's MLSD is 550, not 501
+        import ftplib
+        with ftplib.FTP() as ftp:
+            ftp.connect("127.0.0.1", srv.port, timeout=10)
+            ftp.login(USER, PASSWORD)
+            for path, code in (("nothere", "550"), ("data/plain.txt", "501")):
+                try:
+                    list(ftp.mlsd(path))
+                except ftplib.error_perm as exc:
+                    assert str(exc).startswith(code), (path, exc)
+                else:
+                    raise AssertionError(f"MLSD {path} listed")

@@ -200,10 +200,17 @@ class EModeCommands(EPortHooks, _Handler):
         return super().ftp_STOU(line)
 
     def ftp_MLSD(self, path):
+        # a path that does not exist is 550, file unavailable (RFC 959 sec.
+        # 4.2; RFC 3659 sec. 7.2.1), as ProFTPD and Pure-FTPd answer:
+        # pyftpdlib's 501 reads as a syntax error, and rclone then fails a
+        # copy into a directory it would have made
+        if not self.fs.lexists(path):
+            self.respond("550 No such directory.")
+            return None
         if not self.eblock.active:
             return super().ftp_MLSD(path)
         if not self.fs.isdir(path):
-            self.respond("501 No such directory.")
+            self.respond("501 Not a directory.")
             return None
         try:
             listing = self.run_as_current_user(self.fs.listdir, path)
