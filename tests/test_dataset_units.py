@@ -308,6 +308,8 @@ class _SlowListing:
 
     def __init__(self, parts: dict[str, list[list[Entry]]], log: list) -> None:
         self.parts, self.log = parts, log
+        self.ctl = _Ctl()
+        self.transfers = 0  # (RemoteSession's: listings the server started)
 
     async def listing(self, path, on_entries=None):
         every = []
@@ -378,61 +380,189 @@ def test_fleet_a_server_limit_during_a_probe_never_leaves_it_without_sessions():
     assert 1 <= ctl.sessions <= 2
 
 
-class _Breaking(_SlowListing):
-    """Lists like _SlowListing; its connection breaks on ``breaks``."""
+class _Ctl:
+    """A fake control connection: ``lost`` once closed; the NOOPs sent."""
 
-    def __init__(self, parts, log, breaks: str) -> None:
+    def __init__(self) -> None:
+        self.lost = False
+        self.sent: list[str] = []
+        self.features: set[str] = set()
+        self.router = type("Router", (), {"pending": 0})()
+        self.writer = type("Writer", (), {"is_closing": lambda _: False})()
+
+    @property
+    def _closed(self) -> bool:
+        return self.lost
+
+    def start(self, line):
+        from drsftp.client.control import FTPError
+
+        if self.lost:
+            raise FTPError("control connection closed by the server")
+        self.sent.append(line)
+
+
+def _lost_connection():
+    from drsftp.client.control import FTPError
+
+    return FTPError("control connection lost")
+
+
+class _Breaking(_SlowListing):
+    """Lists like _SlowListing; its connection breaks on ``breaks``, before
+    the server started that listing (no 1yz) unless ``began``."""
+
+    def __init__(self, parts, log, breaks: str, began: bool = False) -> None:
         super().__init__(parts, log)
-        self.breaks = breaks
-        self.ctl = type("Ctl", (), {"_closed": False, "writer": type("W", (), {"is_closing": lambda self: False})()})()
+        self.breaks, self.began = breaks, began
+        self.closed = False
 
     async def listing(self, path, on_entries=None):
-        if path == self.breaks:
+        if self.ctl.lost:
             from drsftp.client.control import FTPError
 
-            self.ctl._closed = True
-            raise FTPError("control connection lost")
+            raise FTPError("control connection closed by the server")
+        if path == self.breaks:
+            self.transfers += self.began
+            self.ctl.lost = True
+            raise _lost_connection()
+        self.transfers += 1
         return await super().listing(path, on_entries)
 
     async def close(self):
-        pass
+        self.closed = True
 
 
-def test_a_walk_whose_lister_breaks_lists_the_rest_on_another_session():
+def _job(sessions, walking=True):
     from drsftp.client.job import Job, JobOptions
     from drsftp.client.transfer import TransferOptions
     from drsftp.ftp.session import FTPLocation
 
-    parts = {"/d": [[Entry("a", DIR), Entry("b", DIR), Entry("c", DIR)]],
-             "/d/a": [[Entry("x", FILE, 1)]], "/d/b": [[Entry("y", FILE, 2)]]}
+    job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+              JobOptions(recursive=True, sessions=sessions, progress=False))
+    job.walking = walking  # files move meanwhile: the workers hold their sessions
+    job.live = 1
+    return job
 
+
+_ABC = {"/d": [[Entry("a", DIR), Entry("b", DIR), Entry("c", DIR)]],
+        "/d/a": [[Entry("x", FILE, 1)]], "/d/b": [[Entry("y", FILE, 2)]], "/d/c": [[Entry("z", FILE, 3)]]}
+
+
+def _walk_breaking(first_breaks: str, began: bool, others_break: str = "") -> tuple:
     async def main():
         log: list = []
-        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
-                  JobOptions(recursive=True, sessions=4, progress=False))
-        job.walking = True
-        first = _Breaking(parts, log, breaks="/d/c")  # todo pops the last found first
+        job = _job(4)
+        opened: list[_Breaking] = []
 
         async def session():
-            return _Breaking(parts, log, breaks="")
+            opened.append(_Breaking(_ABC, log, breaks=others_break))
+            return opened[-1]
 
         job.session = session  # type: ignore[method-assign]
-        job.live = 1
+        first = _Breaking(_ABC, log, breaks=first_breaks, began=began)  # todo pops the last found first
         trees = await job.walk_remote([(0, "/d")], lambda i, found: None, first=first)  # type: ignore[arg-type]
-        return job, trees
+        return job, trees, log, opened
 
-    job, trees = asyncio.run(main())
-    failed = [o.path for o in job.result.outcomes if o.status == "failed"]
-    assert failed == ["/d/c"]  # the one that broke, and only it
+    job, trees, log, opened = asyncio.run(main())
+    return [o.path for o in job.result.outcomes if o.status == "failed"], trees, log, opened
+
+
+def test_a_lister_whose_session_breaks_mid_listing_fails_that_directory_alone():
+    failed, trees, _log, _ = _walk_breaking("/d/c", began=True)
+    assert failed == ["/d/c"]  # the server had started it: it is reported, not listed twice
     assert ("a", "x") in trees[0] and ("b", "y") in trees[0]  # the rest listed on another session
 
 
-class _Counting:
-    """A session whose every listing takes ``delay``; counts how many run at once."""
+def test_a_session_that_breaks_before_a_listing_began_leaves_it_to_another():
+    """The server closed the session (an idle timeout) as the listing was
+    asked: no fault of the directory's (DATASETS.md#idle)."""
+    failed, trees, log, _ = _walk_breaking("/d/c", began=False)
+    assert failed == []
+    assert ("c", "z") in trees[0] and ("a", "x") in trees[0] and ("b", "y") in trees[0]
+    assert log.count(("listed", "/d/c", 0)) == 1
 
-    def __init__(self, parts, stats: dict, delay: float = 0.05) -> None:
+
+def test_a_directory_that_breaks_every_session_fails_after_a_bounded_number_of_tries():
+    from drsftp.client.job import LOST_AGAIN
+
+    failed, trees, _log, opened = _walk_breaking("/d/c", began=False, others_break="/d/c")
+    assert failed == ["/d/c"]
+    assert ("a", "x") in trees[0] and ("b", "y") in trees[0]
+    assert len(opened) == LOST_AGAIN + 1  # (each try broke its session: one more opened for the rest)
+
+
+def test_a_lister_drops_a_session_the_server_closed_while_it_waited():
+    """A stale session (closed by the server's idle timeout while its lister
+    waited) is dropped and another opened: no directory fails."""
+
+    class _GoesStale(_Breaking):
+        async def listing(self, path, on_entries=None):
+            entries = await super().listing(path, on_entries)
+            self.ctl.lost = True  # (closed while idle after this listing)
+            return entries
+
+    async def main():
+        log: list = []
+        job = _job(2)
+        opened: list[_Breaking] = []
+
+        async def session():
+            opened.append(_Breaking(_ABC, log, breaks=""))
+            return opened[-1]
+
+        job.session = session  # type: ignore[method-assign]
+        first = _GoesStale(_ABC, log, breaks="")
+        trees = await job.walk_remote([(0, "/d")], lambda i, found: None, first=first)  # type: ignore[arg-type]
+        return job, trees, first, opened
+
+    job, trees, first, opened = asyncio.run(main())
+    assert not [o for o in job.result.outcomes if o.status == "failed"]
+    assert len(trees[0]) == 6 and first.closed and len(opened) == 1
+    assert job.spare == opened  # (the stale one is not handed to a worker)
+
+
+def test_a_listing_that_times_out_drops_its_session():
+    class _Hangs(_Breaking):
+        async def listing(self, path, on_entries=None):
+            if path == "/d/c":
+                self.transfers += 1  # (started, then stalled)
+                raise TimeoutError()
+            return await super().listing(path, on_entries)
+
+    async def main():
+        log: list = []
+        job = _job(2)
+        opened: list[_Breaking] = []
+
+        async def session():
+            opened.append(_Breaking(_ABC, log, breaks=""))
+            return opened[-1]
+
+        job.session = session  # type: ignore[method-assign]
+        first = _Hangs(_ABC, log, breaks="")
+        trees = await job.walk_remote([(0, "/d")], lambda i, found: None, first=first)  # type: ignore[arg-type]
+        return job, trees, first, opened
+
+    job, trees, first, opened = asyncio.run(main())
+    assert [o.path for o in job.result.outcomes if o.status == "failed"] == ["/d/c"]
+    assert first.closed and first not in job.spare  # dropped as broken, not kept for a worker
+    assert ("a", "x") in trees[0] and ("b", "y") in trees[0] and len(opened) == 1
+
+
+class _Counting:
+    """A session whose every listing takes ``delay``; counts how many run at
+    once.  With ``state``: it breaks on its listing after ``breaks_after``
+    (started: the server had answered 1yz), and frees the server's slot
+    (``state["full"] = False``)."""
+
+    def __init__(self, parts, stats: dict, delay: float = 0.05, state: dict | None = None,
+                 breaks_after: int | None = None) -> None:
         self.parts, self.stats, self.delay = parts, stats, delay
-        self.ctl = type("Ctl", (), {"_closed": False, "writer": type("W", (), {"is_closing": lambda self: False})()})()
+        self.state, self.breaks_after = state, breaks_after
+        self.ctl = _Ctl()
+        self.transfers = 0
+        self.closed = False
 
     async def listing(self, path, on_entries=None):
         self.stats["now"] += 1
@@ -441,13 +571,19 @@ class _Counting:
             await asyncio.sleep(self.delay)
         finally:
             self.stats["now"] -= 1
+        self.transfers += 1
+        if self.breaks_after is not None and self.transfers > self.breaks_after:
+            self.ctl.lost = True
+            if self.state is not None:
+                self.state["full"] = False  # its server slot is free again
+            raise _lost_connection()
         entries = [e for part in self.parts[path] for e in part]
         if on_entries is not None:
             on_entries(entries)
         return entries
 
     async def close(self):
-        pass
+        self.closed = True
 
 
 def _deep_parts(n: int) -> dict:
@@ -456,27 +592,24 @@ def _deep_parts(n: int) -> dict:
     return parts
 
 
-def _walk_deep(sessions: int, opener) -> tuple:
-    from drsftp.client.job import Job, JobOptions
-    from drsftp.client.transfer import TransferOptions
-    from drsftp.ftp.session import FTPLocation
-
+def _walk_deep(sessions: int | None, opener, first=None, prepare=None) -> tuple:
     stats = {"now": 0, "most": 0, "opened": 0}
     parts = _deep_parts(24)
 
     async def main():
-        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
-                  JobOptions(recursive=True, sessions=sessions, progress=False))
-        job.walking = True  # files move meanwhile: the workers hold their sessions
+        job = _job(sessions)
+        if prepare is not None:
+            prepare(job)
 
         async def session():
             stats["opened"] += 1
             return await opener(parts, stats)
 
         job.session = session  # type: ignore[method-assign]
-        job.live = 1
+        started = asyncio.get_running_loop().time()
         trees = await job.walk_remote([(0, "/d")], lambda i, found: None,
-                                      first=_Counting(parts, stats))  # type: ignore[arg-type]
+                                      first=first or _Counting(parts, stats))  # type: ignore[arg-type]
+        stats["took"] = asyncio.get_running_loop().time() - started
         return job, trees
 
     job, trees = asyncio.run(main())
@@ -498,6 +631,29 @@ def test_a_deep_walk_lists_on_sessions_of_its_own_under_c_auto():
     assert len(job.spare) == WALK_LISTERS
 
 
+def test_the_walks_own_sessions_beyond_what_workers_take_are_closed_at_its_end():
+    """Workers hold 14 of the 16 sessions -c auto starts with: of the walk's
+    8, 2 stay for the workers, the others are closed rather than idle."""
+    stats0 = {"now": 0, "most": 0}
+    opened: list = [_Counting(_deep_parts(24), stats0)]  # the walk's first session
+
+    async def opener(parts, stats):
+        opened.append(_Counting(parts, stats))
+        job_ref[0].live += 1  # (Job.session counts what it opens)
+        return opened[-1]
+
+    job_ref: list = []
+
+    def prepare(job):
+        job_ref.append(job)
+        job.live = 1 + 14  # the walk's session, and the workers'
+
+    job, trees, _stats = _walk_deep(None, opener, first=opened[0], prepare=prepare)
+    assert len(trees[0]) == 48 and len(opened) == 8
+    assert len(job.spare) == 2 and job.live == 16 == job.allowed
+    assert sum(s.closed for s in opened) == 6
+
+
 def test_a_deep_walk_under_a_fixed_c_keeps_to_its_one_session():
     """-c N counts every session but the walk's one: with files moving, a
     deep tree is listed on it alone."""
@@ -505,7 +661,7 @@ def test_a_deep_walk_under_a_fixed_c_keeps_to_its_one_session():
     async def opener(parts, stats):
         return _Counting(parts, stats)
 
-    _job, trees, stats = _walk_deep(3, opener)
+    _, trees, stats = _walk_deep(3, opener)
     assert len(trees[0]) == 48
     assert stats["most"] == 1 and stats["opened"] == 0
 
@@ -520,3 +676,145 @@ def test_a_server_refusing_the_walks_extra_sessions_loses_no_directory():
     assert len(trees[0]) == 48  # every directory listed, on the one session there is
     assert not [o for o in job.result.outcomes if o.status == "failed"]
     assert stats["most"] == 1 and stats["opened"] >= 1
+
+
+def test_refused_listers_stay_to_reopen_when_the_walks_session_breaks():
+    """The server refuses the walk's extra sessions (at its limit), then
+    the walk's one session breaks mid-listing, which frees a slot: a lister
+    reopens, and only the directory being listed fails (before: 22 of 24,
+    the refused listers having ended)."""
+    from drsftp.client.control import FTPError
+    from drsftp.client.job import WALK_LISTERS
+
+    state = {"full": True}
+    opens = {"refused": 0}
+
+    async def opener(parts, stats):
+        await asyncio.sleep(0.005)
+        if state["full"]:
+            opens["refused"] += 1
+            raise FTPError("421 too many connections")
+        return _Counting(parts, stats, delay=0.01)
+
+    parts = _deep_parts(24)
+    stats0 = {"now": 0, "most": 0}
+    first = _Counting(parts, stats0, delay=0.01, state=state, breaks_after=3)
+    job, trees, _ = _walk_deep(None, opener, first=first)
+    failed = [o.path for o in job.result.outcomes if o.status == "failed"]
+    assert len(failed) == 1 and len(trees[0]) == 47, failed
+    # the listers' first opens went out together; after a refusal none until the break
+    assert opens["refused"] <= WALK_LISTERS - 1
+    assert first.closed
+
+
+def test_a_hanging_open_holds_no_directory_back():
+    """A lister opening a session (up to the 15 s connect timeout) holds
+    no directory meanwhile: the walk's session lists them all, and the
+    walk ends without waiting for the open."""
+    from drsftp.client.job import WALK_LISTERS
+
+    async def opener(parts, stats):
+        await asyncio.sleep(1.0)
+        raise TimeoutError()
+
+    stats0 = {"now": 0, "most": 0}
+    job, trees, stats = _walk_deep(None, opener, first=_Counting(_deep_parts(24), stats0, delay=0.01))
+    assert len(trees[0]) == 48 and not [o for o in job.result.outcomes if o.status == "failed"]
+    assert stats["took"] < 0.6, stats["took"]  # one session lists it all in 0.25 s (before: 1.08 s)
+    assert len(job.opening) == WALK_LISTERS - 1  # (the opens go on: a worker may take what they bring)
+
+
+# -- stale sessions (DATASETS.md#idle) --------------------------------------------------
+
+
+class _Stale:
+    """A session the server closed while it waited: every command fails."""
+
+    def __init__(self, log: list) -> None:
+        self.ctl = _Ctl()
+        self.transfers = 0
+        self.pipeline = True
+        self.log = log
+
+    def start(self, *lines):
+        self.log.append(lines)
+        self.ctl.lost = True
+        raise _lost_connection()
+
+    async def close(self):
+        pass
+
+
+def test_a_file_whose_session_breaks_before_it_started_pays_no_try_but_cannot_loop():
+    from drsftp.client.dataset import _get_worker
+    from drsftp.client.job import LOST_AGAIN, Source
+
+    async def main():
+        job = _job(1, walking=False)
+        job.sources.append(Source("/d", "/tmp/never-written", DIR))
+        job.enqueue(0, plan({("x",): Stat(5, 0.0)}, {}))
+        sent: list = []
+
+        async def session():
+            return _Stale(sent)
+
+        job.session = session  # type: ignore[method-assign]
+        for _ in range(LOST_AGAIN + 2):  # (the worker ends at each lost session; run_queue spawns another)
+            if not job.queue:
+                break
+            await _get_worker(job, 0)
+        return job, sent
+
+    job, sent = asyncio.run(main())
+    assert len(sent) == LOST_AGAIN + 1  # requeued free LOST_AGAIN times, then it paid its try (--retries 0)
+    assert [o.status for o in job.result.outcomes] == ["failed"] and not job.queue
+
+
+def test_an_idle_session_sends_noop_every_keepalive_interval_but_not_while_a_reply_is_awaited(monkeypatch):
+    from drsftp.client import job as jobmod
+
+    monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
+
+    async def wait(pending: int) -> list:
+        sess = _Stale([])
+        sess.ctl.router.pending = pending
+        event = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.15, event.set)
+        await asyncio.wait_for(jobmod.idle_wait(event, sess), 2)  # type: ignore[arg-type]
+        return sess.ctl.sent
+
+    assert 3 <= len(asyncio.run(wait(0))) <= 8 and set(asyncio.run(wait(0))) == {"NOOP"}
+    assert asyncio.run(wait(1)) == []  # (a transfer's reply awaited: a MODE E session is not idle)
+
+
+def test_workers_waiting_for_the_walk_keep_their_session_alive(monkeypatch):
+    from drsftp.client import job as jobmod
+
+    monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
+
+    async def main():
+        job = _job(2)
+        sess = _Stale([])
+        waiter = asyncio.ensure_future(job.more(sess))  # type: ignore[arg-type]
+        await asyncio.sleep(0.1)
+        assert not waiter.done()
+        job.walked()
+        await asyncio.wait_for(waiter, 1)
+        return sess.ctl.sent
+
+    assert len(asyncio.run(main())) >= 2
+
+
+def test_a_spare_session_the_server_closed_is_not_handed_out():
+    async def main():
+        job = _job(2)
+        stale, fresh = _Stale([]), _Stale([])
+        stale.ctl.lost = True
+        job.spare = [fresh, stale]  # type: ignore[list-item]
+        job.live = 3
+        got = await job.session()
+        await asyncio.gather(*job._closing)
+        return job, got, fresh
+
+    job, got, fresh = asyncio.run(main())
+    assert got is fresh and job.spare == [] and job.live == 2

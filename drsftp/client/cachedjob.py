@@ -16,7 +16,7 @@ from . import parallel
 from .cachedget import CachedGets, FileGet
 from .cachedput import CachedPuts, FilePut
 from .control import FTPError
-from .job import ERRORS, Item, Job, Outcome, check_cancelled, same_digest
+from .job import ERRORS, Item, Job, Outcome, broken, check_cancelled, same_digest
 from .remote import RemoteSession
 
 BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions of its own
@@ -104,13 +104,17 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
                direction: str) -> None:
     """The loop both directions share: request files ahead(), settle them
     in order; a failure after a file started breaks the session, and the
-    files still on the wire go back to the queue (not theirs to pay for)."""
+    files still on the wire go back to the queue (not theirs to pay for),
+    as does a file whose session broke before it started (Job.lost_session).
+    A session closed while it waited (the server's idle timeout) ends the
+    loop: the worker opens another (DATASETS.md#idle)."""
     inflight: deque = deque()
     job.active[wid] = cs
     try:
         while True:
             check_cancelled()
-            while job.queue and ahead(job, cs, inflight, direction) and job.may_run(wid) and cs.broken is None:
+            while (job.queue and ahead(job, cs, inflight, direction) and job.may_run(wid) and cs.broken is None
+                   and not sess.ctl.lost):
                 if big_file(job, job.queue[-1]):  # (found by the walk after this loop began)
                     if inflight:
                         break  # its streams of its own once this session's files are in
@@ -127,10 +131,15 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
                         item.check = False
                     inflight.append((item, request(item, remote, local)))
                 except ERRORS as exc:
+                    if broken(exc) and (cs.broken is not None or sess.ctl.lost):
+                        job.lost_session(item, exc)  # (not sent: the session broke before it)
+                        break
                     job.retry_or_fail(item, exc)
             if not inflight:
-                if job.walking and job.may_run(wid) and cs.broken is None:
-                    await job.more()  # the walk is still finding files: the streams wait open
+                if job.walking and job.may_run(wid) and cs.broken is None and not sess.ctl.lost:
+                    # the walk is still finding files: the streams wait open, the
+                    # session kept alive by NOOP (only now: nothing requested on it)
+                    await job.more(sess)
                     continue
                 return
             item, f = inflight[0]
@@ -146,9 +155,11 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
             if getattr(cs, "refused", False):  # MODE E refused: the files go back, stream mode from now on
                 job.jopts.cached = False
                 job.requeue(item)
+            elif broken(failure) and f.state in ("sent", "refused"):  # (no 1yz: the server never started it)
+                job.lost_session(item, failure)
             else:
                 job.retry_or_fail(item, failure)
-            if cs.broken is not None:
+            if cs.broken is not None or broken(failure):
                 return
     finally:
         job.active.pop(wid, None)

@@ -31,6 +31,7 @@ from .job import (
     Source,
     broken,
     check_cancelled,
+    lost_before,
     same_digest,
     verify,
 )
@@ -184,7 +185,7 @@ async def _get_worker(job: Job, wid: int) -> None:
             return
         if job.topts.verify:
             return  # the HASH of this file goes first
-        if not job.queue or job.queue[-1].check or sess is None or sess.ctl._closed:
+        if not job.queue or job.queue[-1].check or sess is None or sess.ctl.lost:
             return
         item = job.queue.pop()
         try:
@@ -201,10 +202,13 @@ async def _get_worker(job: Job, wid: int) -> None:
                 item = job.queue.pop() if job.queue and job.may_run(wid) else None
                 if item is None:
                     if job.walking and job.may_run(wid):
-                        await job.more()  # the walk is still finding files
+                        await job.more(sess)  # the walk is still finding files
                         continue
                     break
                 st = None
+                if sess is not None and sess.ctl.lost:  # closed while it waited (the server's idle timeout)
+                    await job.drop(sess)
+                    sess = None
             if sess is None:
                 try:
                     sess = await job.session()
@@ -221,6 +225,7 @@ async def _get_worker(job: Job, wid: int) -> None:
                 await cached_get_loop(job, wid, cached)
                 continue
             remote, local = job.paths(item)
+            begun = sess.transfers
             try:
                 if item.check:
                     if await same_digest(sess, remote, local):
@@ -248,7 +253,10 @@ async def _get_worker(job: Job, wid: int) -> None:
                 job.finished(item, Outcome(local, "ok", res))
             except ERRORS as exc:
                 job.active.pop(wid, None)
-                job.retry_or_fail(item, exc)
+                if lost_before(sess, begun, exc):
+                    job.lost_session(item, exc)  # (before the server started it)
+                else:
+                    job.retry_or_fail(item, exc)
                 if broken(exc):
                     if ahead is not None:
                         job.requeue(ahead[0])
@@ -358,6 +366,9 @@ async def _put_worker(job: Job, wid: int) -> None:
             item = job.queue.pop() if job.queue else None
             if item is None:
                 break
+            if sess is not None and sess.ctl.lost:
+                await job.drop(sess)
+                sess = None
             if sess is None:
                 try:
                     sess = await job.session()
@@ -376,6 +387,7 @@ async def _put_worker(job: Job, wid: int) -> None:
             s = job.sources[item.src]
             local = s.local if s.kind == FILE else local_path(s.local, item.t.rel)
             remote = s.remote if s.kind == FILE else remote_join(s.remote, item.t.rel)
+            begun = sess.transfers
             try:
                 if item.check and await same_digest(sess, remote, local):
                     job.finished(item, Outcome(remote, "skipped"))
@@ -390,7 +402,10 @@ async def _put_worker(job: Job, wid: int) -> None:
                 job.finished(item, Outcome(remote, "ok", res))
             except ERRORS as exc:
                 job.active.pop(wid, None)
-                job.retry_or_fail(item, exc)
+                if lost_before(sess, begun, exc):
+                    job.lost_session(item, exc)  # (before the server started it)
+                else:
+                    job.retry_or_fail(item, exc)
                 if broken(exc):
                     await job.drop(sess)
                     sess = None

@@ -26,7 +26,12 @@ from .remote import RemoteSession
 from .transfer import TransferOptions, TransferResult
 
 MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
-WALK_LISTERS = 8  # directories listed at once per source, within -c (DATASETS.md#walk)
+# listers per source, shared by all sources: min(allowed sessions, 8 x sources) (DATASETS.md#walk)
+WALK_LISTERS = 8
+# s: a session idle this long sends NOOP (RFC 959 sec. 4.1.3), well within
+# servers' idle timeouts (pyftpdlib, vsftpd: 300 s) (DATASETS.md#idle)
+KEEPALIVE = 30.0
+LOST_AGAIN = 3  # times a file or directory goes back free when its session broke before it started
 ERRORS = (FTPError, OSError, UnsafePath, UnicodeError, asyncio.TimeoutError)
 
 
@@ -98,6 +103,7 @@ class Item:
     check: bool = False  # --checksum: compare digests first
     tries: int = 0
     order: int = 0  # planned order, among files of one size
+    lost: int = 0  # times its session broke before its transfer started (LOST_AGAIN)
 
 
 class Job:
@@ -120,6 +126,7 @@ class Job:
         self.workers: dict[int, asyncio.Task] = {}
         self.spare: list[RemoteSession] = []
         self.opening: list[asyncio.Future] = []  # sessions prefetched, still logging in
+        self._closing: set[asyncio.Future] = set()  # sessions the server closed, closing here
         self.rtt: float | None = None
         self.live = 0  # sessions open now
         self.started = time.monotonic()  # the job's time counts its walk and plan
@@ -146,14 +153,53 @@ class Job:
         return sess
 
     async def session(self) -> RemoteSession:
-        if self.spare:
-            return self.spare.pop()
+        sess = self.take_spare()
+        if sess is not None:
+            return sess
         while self.opening:
             try:
-                return await self.opening.pop(0)
+                sess = await self.opening.pop(0)
             except ERRORS:
                 continue  # (the server may take fewer sessions: open one the usual way)
+            if not sess.ctl.lost:
+                return sess
+            self.discard(sess)
         return await self._open()
+
+    def take_spare(self) -> RemoteSession | None:
+        """A spare session still open; those the server closed while they
+        waited (its idle timeout) are dropped (DATASETS.md#idle)."""
+        while self.spare:
+            sess = self.spare.pop()
+            if not sess.ctl.lost:
+                return sess
+            self.discard(sess)
+        return None
+
+    def discard(self, sess: RemoteSession) -> None:
+        """A session the server closed: out of the count now, closed here
+        in the background (close_spare waits for it)."""
+        self.live -= 1
+        task = asyncio.ensure_future(sess.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def idle_sessions(self) -> list[RemoteSession]:
+        """Spare sessions and prefetched ones that have logged in."""
+        opened = [f.result() for f in self.opening if f.done() and not f.cancelled() and f.exception() is None]
+        return self.spare + opened
+
+    async def trim_spare(self) -> None:
+        """After the walk: spare sessions beyond what the workers can still
+        take (the walk's own, DATASETS.md#walk) are closed, not left idle.
+        With no worker holding one, the walk's are all the job has (run_queue)."""
+        busy = self.live - len(self.spare)
+        if busy <= 0:
+            return
+        extra = len(self.spare) - max(0, self.allowed - busy - len(self.opening))
+        if extra > 0:
+            closing, self.spare = self.spare[:extra], self.spare[extra:]
+            await asyncio.gather(*(self.drop(s) for s in closing), return_exceptions=True)
 
     async def _open(self) -> RemoteSession:
         return self._count(await RemoteSession.open(self.loc, self.topts))
@@ -176,7 +222,7 @@ class Job:
         self.opening.clear()
         self.spare.extend(s for s in opened if isinstance(s, RemoteSession))
         spare, self.spare = self.spare, []
-        await asyncio.gather(*(self.drop(s) for s in spare), return_exceptions=True)
+        await asyncio.gather(*(self.drop(s) for s in spare), *self._closing, return_exceptions=True)
 
     def record(self, outcome: Outcome) -> None:
         self.result.outcomes.append(outcome)
@@ -197,11 +243,17 @@ class Job:
         lines arrive (docs/DATASETS.md, "Transfers start during the walk")."""
         given = [first] if first is not None else []
         holding = 0  # listers with a session
+        joining = 0  # listers opening one
+        refused = False  # the server refused one of the walk's sessions: it opens no more of its own
+        stuck: BaseException | None = None  # none could be opened with none listing: no lister waits
+        listed = False  # a listing was asked for (else a walk that got no session fails as a whole)
         trees: dict[int, dict[Rel, Stat]] = {i: {} for i, _ in roots}
-        todo: list[tuple[int, str, Rel]] = [(i, path, ()) for i, path in roots]
+        # (source, root, directory, times its session broke before it was listed)
+        todo: list[tuple[int, str, Rel, int]] = [(i, path, (), 0) for i, path in roots]
         seen: set[str] = set()
         pending = 0
         wake = asyncio.Event()
+        ended = asyncio.get_running_loop().create_future()  # every directory listed
 
         def take(i: int, root: str, rel: Rel, entries: list[Entry]) -> None:
             found: dict[Rel, Stat] = {}
@@ -212,7 +264,7 @@ class Job:
                     self.fail(f"{root}/{'/'.join(rel)}", f"server sent {exc}; skipped")
                     continue
                 if child in trees[i]:
-                    continue  # a name listed twice
+                    continue  # a name listed twice (or listed again after a break)
                 if e.type == DIR:
                     if e.unique and (e.unique in seen):
                         self.view.file_line("skipped", remote_join(root, child), 0, 0,
@@ -224,7 +276,7 @@ class Job:
                         self.fail(remote_join(root, child), f"deeper than {MAX_DEPTH} levels; skipped")
                         continue
                     found[child] = trees[i][child] = Stat(is_dir=True)
-                    todo.append((i, root, child))
+                    todo.append((i, root, child, 0))
                     wake.set()
                 elif e.type == FILE:
                     found[child] = trees[i][child] = Stat(e.size, e.mtime)
@@ -234,51 +286,105 @@ class Job:
             if found and on_found is not None:
                 on_found(i, found)
 
+        def wants_session() -> bool:
+            """Whether a lister without a session takes one now: one given or
+            spare; none lists; or, under -c auto (or before files move: -c N
+            counts every session but the walk's one), one of the walk's own
+            while more directories wait than the listers holding or opening
+            one take, until the server refuses one."""
+            if given or self.spare or not holding + joining:
+                return True
+            return (not refused and len(todo) > holding + joining
+                    and (self.jopts.sessions is None or not self.walking))
+
+        async def open_one() -> RemoteSession | None:
+            """A session for a lister; None: the walk ended while it opened
+            (it is then the job's, as a prefetched one)."""
+            nonlocal joining
+            if given:
+                return given.pop()
+            sess = self.take_spare()
+            if sess is not None:
+                return sess
+            fut = asyncio.ensure_future(self.session())
+            joining += 1
+            done = False
+            try:
+                await asyncio.wait([fut, ended], return_when=asyncio.FIRST_COMPLETED)
+                done = fut.done()
+            finally:
+                joining -= 1
+                wake.set()
+                if not done:
+                    fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+                    self.opening.append(fut)  # (a worker takes it, or close_spare drops it)
+            return fut.result() if done else None
+
         async def lister() -> None:
-            nonlocal pending, holding
+            nonlocal pending, holding, refused, listed, stuck
             sess: RemoteSession | None = None  # taken when there is a directory to list
             try:
                 while todo or pending:
                     check_cancelled()
-                    own = self.jopts.sessions is None and len(todo) > holding
-                    if not todo or (sess is None and not given and holding and self.walking and not self.spare
-                                    and not own):
-                        # (files moving meanwhile: the sessions are the workers'; a lister
-                        # takes one they left, or, under -c auto, opens one of the walk's
-                        # own once more directories wait than the listers holding one can
-                        # take: -c N counts every session but the walk's one)
-                        wake.clear()
-                        await wake.wait()
+                    if stuck is not None and sess is None and not holding + joining:
+                        raise stuck
+                    if sess is not None and sess.ctl.lost:  # closed while it waited (the server's idle timeout)
+                        stale, sess = sess, None
+                        holding -= 1
+                        wake.set()
+                        await self.drop(stale)
                         continue
-                    i, root, rel = todo.pop()
-                    pending += 1
-                    try:
+                    if sess is None and todo and wants_session():
+                        try:
+                            sess = await open_one()
+                        except ERRORS as exc:
+                            refused = True  # (the others list; this one waits, to reopen if they break)
+                            if not holding + joining:
+                                stuck = exc  # (no session lists: the rest fail below)
+                            continue
                         if sess is None:
-                            try:
-                                sess = (given.pop() if given else self.spare.pop() if self.spare
-                                        else await self.session())
-                            except ERRORS:
-                                if not holding:
-                                    raise
-                                todo.append((i, root, rel))  # (the server takes no more: the others list it)
-                                return
-                            holding += 1
+                            continue
+                        if not todo:  # (the others took them while it opened)
+                            self.spare.append(sess)
+                            sess = None
+                            continue
+                        holding += 1
+                    if sess is None or not todo:
+                        # (files moving meanwhile: the sessions are the workers'; a lister
+                        # takes one they left, or opens one as wants_session() says)
+                        wake.clear()
+                        await idle_wait(wake, sess)
+                        continue
+                    begun = sess.transfers
+                    dead: RemoteSession | None = None
+                    i, root, rel, lost = todo.pop()
+                    pending += 1
+                    listed = True
+                    try:
                         streamed = functools.partial(take, i, root, rel) if on_found is not None else None
                         entries = await sess.listing(remote_join(root, rel), streamed)
                         if streamed is None:
                             take(i, root, rel, entries)
                     except ERRORS as exc:
-                        self.fail(remote_join(root, rel), f"cannot list: {exc}")
-                        if isinstance(exc, FTPError) and exc.reply is None:
-                            raise
+                        if lost_before(sess, begun, exc) and lost < LOST_AGAIN:
+                            todo.append((i, root, rel, lost + 1))  # (broke before its listing began)
+                        else:
+                            self.fail(remote_join(root, rel), f"cannot list: {exc}")
+                        if broken(exc):  # (its directories are the others', or this lister's next one's)
+                            sess, dead = None, sess
+                            holding -= 1
                     finally:
                         pending -= 1
+                        if not todo and not pending and not ended.done():
+                            ended.set_result(None)
                         wake.set()
+                    if dead is not None:
+                        await self.drop(dead)
             finally:
                 if sess is not None:
                     holding -= 1
                     wake.set()  # (a lister waiting for this one's end)
-                    if sess.ctl._closed or sess.ctl.writer.is_closing():
+                    if sess.ctl.lost:
                         await self.drop(sess)  # (broken: not a worker's to take)
                     else:
                         self.spare.append(sess)
@@ -286,10 +392,12 @@ class Job:
         n = min(max(1, self.allowed), max(1, len(roots)) * WALK_LISTERS)
         results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
         self.spare.extend(given)  # (no directory was listed)
+        await self.trim_spare()
         errors = [r for r in results if isinstance(r, BaseException)]
-        if len(errors) == n:
-            raise errors[0]
-        for _i, root, rel in todo:  # (every lister's session broke before these)
+        for exc in errors:
+            if not isinstance(exc, ERRORS) or not listed:
+                raise exc  # (a bug, a cancel; or no session was had at all)
+        for _i, root, rel, _ in todo:  # (every lister's session broke, none could be opened)
             self.fail(remote_join(root, rel), f"cannot list: {errors[0] if errors else 'no session'}")
         return trees
 
@@ -324,12 +432,13 @@ class Job:
         self._more.set()
         self._walk_done.set()
 
-    async def more(self) -> None:
+    async def more(self, sess: RemoteSession | None = None) -> None:
         """Until the walk queues more files or ends (workers of a job whose
-        transfers start while it is still walked)."""
+        transfers start while it is still walked); ``sess``, the worker's,
+        is kept alive meanwhile (idle_wait)."""
         while self.walking and not self.queue:
             self._more.clear()
-            await self._more.wait()
+            await idle_wait(self._more, sess)
 
     def paths(self, item: Item) -> tuple[str, str]:
         """(remote, local) of an item."""
@@ -395,12 +504,17 @@ class Job:
         """The bar every 0.2 s; the fleet controller every few RTTs."""
         last_t, last_b = time.monotonic(), self.moved_now()
         fleet_t, fleet_b = last_t, last_b
+        kept = last_t
         rate = 0.0
         for _ in range(10 ** 7):  # bounded: cancelled when the queue is done
             await asyncio.sleep(0.2)
             now, moved = time.monotonic(), self.moved_now()
             rate = 0.7 * rate + 0.3 * (moved - last_b) / max(now - last_t, 1e-6)
             last_t, last_b = now, moved
+            if now - kept >= KEEPALIVE:
+                kept = now
+                for sess in self.idle_sessions():
+                    keep_alive(sess)
             drivers = list(self.active.values()) + [d for _, d in self.big.values()]
             samples = [x for d in drivers for x in _samples(d)]
             rtts = [x.rtt for x in samples if x.rtt]
@@ -459,6 +573,17 @@ class Job:
             self.done_bytes += outcome.result.bytes
         self.record(outcome)
 
+    def lost_session(self, item: Item, exc: BaseException) -> None:
+        """Its session broke before the server started its transfer (a
+        session closed while it waited, DATASETS.md#idle): back to the
+        queue without paying a try, LOST_AGAIN times at most (a file that
+        breaks every session then pays)."""
+        if item.lost < LOST_AGAIN:
+            item.lost += 1
+            self.requeue(item)
+            return
+        self.retry_or_fail(item, exc)
+
     def retry_or_fail(self, item: Item, exc: BaseException) -> None:
         transient = isinstance(exc, FTPError) and exc.transient
         if transient and item.tries < self.jopts.retries:
@@ -478,8 +603,50 @@ def check_cancelled() -> None:
 
 
 def broken(exc: BaseException) -> bool:
-    """The session is unusable after this (the connection is gone)."""
-    return isinstance(exc, (FTPError, asyncio.TimeoutError)) and getattr(exc, "reply", None) is None
+    """The session is unusable after this: the connection is gone, or the
+    server said it closes it (421 answers any command then: RFC 959 sec. 4.2)."""
+    if not isinstance(exc, (FTPError, asyncio.TimeoutError)):
+        return False
+    reply = getattr(exc, "reply", None)
+    return reply is None or reply.code == 421
+
+
+def lost_before(sess: RemoteSession, begun: int, exc: BaseException) -> bool:
+    """The session was lost (closed, or a 421) before the server started
+    the transfer or listing asked for: no 1yz since it had ``begun``
+    (RemoteSession.transfers).  A data connection refused on a live
+    session is the file's own failure."""
+    reply = getattr(exc, "reply", None)
+    closed = sess.ctl.lost or (reply is not None and reply.code == 421)
+    return broken(exc) and closed and sess.transfers == begun
+
+
+def keep_alive(sess: RemoteSession) -> None:
+    """A NOOP on an idle session (RFC 959 sec. 4.1.3), so the server's
+    idle timeout does not close it; only while no reply is awaited on it:
+    never beside a transfer (on a MODE E session, nor between the
+    commands of one)."""
+    ctl = sess.ctl
+    if ctl.lost or ctl.router.pending:
+        return
+    try:
+        ctl.start("NOOP")  # (its reply is paired and dropped: replies come in order)
+    except FTPError:
+        pass
+
+
+async def idle_wait(event: asyncio.Event, sess: RemoteSession | None) -> None:
+    """Until ``event`` is set; ``sess``, idle meanwhile, sends a NOOP
+    every KEEPALIVE s (DATASETS.md#idle)."""
+    for _ in range(10 ** 7):  # bounded: the event comes with the walk's end
+        if sess is None or sess.ctl.lost:
+            await event.wait()
+            return
+        try:
+            await asyncio.wait_for(event.wait(), KEEPALIVE)
+            return
+        except TimeoutError:
+            keep_alive(sess)
 
 
 def sha256_file(path: str) -> str:

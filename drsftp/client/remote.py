@@ -79,6 +79,9 @@ class RemoteSession:
         self.peer = ctl.writer.get_extra_info("peername")[0]
         self.early: dict[str, Reply] = {}  # replies to queries sent with the log-in
         self.early_listing: tuple[str, Started] | None = None  # a listing asked with the log-in
+        # transfers the server started (1yz): a session that breaks with this
+        # unchanged broke before the one asked for began (drsftp.client.job.lost_session)
+        self.transfers = 0
 
     @classmethod
     async def open(cls, loc: FTPLocation, opts: TransferOptions) -> RemoteSession:
@@ -185,6 +188,7 @@ class RemoteSession:
         first = await self.ctl._wait(st.transfer.preliminary, 60)
         if not first.preliminary:
             raise FTPError(f"{what}: {first}", first)
+        self.transfers += 1
         return first
 
     async def final(self, pending: Pending, what: str, timeout: float = 120):
