@@ -1,12 +1,17 @@
 """`drsftp serve` against bad input: option values out of range, TLS
-files that do not load."""
+files that do not load, commands pipelined after QUIT, a STOR onto a
+directory and STORs that fail before writing a byte."""
 
 from __future__ import annotations
 
+import os
+import socket
+
 import pytest
-from conftest import PASSWORD, USER, drsftp
+from conftest import PASSWORD, USER, drsftp, running_server, wait_until
 from tlscerts import make_certs
 
+from drsftp.ftp.eblock import Desc, header
 from drsftp.server import config as server_config
 
 
@@ -157,3 +162,215 @@ def test_a_certificate_and_its_key_in_two_files_serve_tls(tmp_path, pems):
         assert server.handler.ssl_context is not None and server.handler.etls_context is not None
     finally:
         server.close_all()
+
+
+# -- a raw control connection ----------------------------------------------------------------
+
+
+class Ctl:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+        self.f = self.sock.makefile("rb")
+        assert self.reply()[0] == "220"
+        assert self.cmd(f"USER {USER}")[0] == "331"
+        assert self.cmd(f"PASS {PASSWORD}")[0] == "230"
+        assert self.cmd("TYPE I")[0] == "200"
+
+    def reply(self):
+        line = self.f.readline().decode()
+        code, lines = line[:3], [line]
+        if line[3:4] == "-":
+            while not (line := self.f.readline().decode()).startswith(code + " "):
+                lines.append(line)
+            lines.append(line)
+        return code, "".join(lines)
+
+    def final(self):
+        while (r := self.reply())[0].startswith("1"):
+            pass
+        return r
+
+    def cmd(self, line):
+        self.sock.sendall(line.encode() + b"\r\n")
+        return self.reply()
+
+    def pasv(self):
+        code, text = self.cmd("PASV")
+        assert code == "227", text
+        nums = text[text.index("(") + 1:text.index(")")].split(",")
+        return int(nums[4]) * 256 + int(nums[5])
+
+    def rest_of_session(self):
+        """Every line the server still sends before it closes."""
+        self.sock.settimeout(10)
+        return self.f.read().decode()
+
+    def close(self):
+        self.f.close()
+        self.sock.close()
+
+
+def _no_traceback(srv):
+    srv.proc.terminate()
+    srv.proc.wait(10)
+    err = srv.stderr_text()
+    assert "Traceback" not in err and "unhandled exception" not in err, err
+
+
+# -- QUIT ends the session (RFC 959 4.1.1) ---------------------------------------------------
+
+
+def test_commands_pipelined_after_quit_are_not_run(tmp_path):
+    (tmp_path / "small.txt").write_bytes(b"small\n")
+    with running_server(tmp_path) as srv:
+        ctl = Ctl(srv.port)
+        ctl.sock.sendall(b"QUIT\r\nSIZE small.txt\r\nNOOP\r\nDELE small.txt\r\n")
+        assert ctl.rest_of_session().splitlines() == ["221 Goodbye."]
+        ctl.close()
+        assert (tmp_path / "small.txt").exists()
+        _no_traceback(srv)
+
+
+def test_commands_after_quit_during_a_transfer_are_not_run(tmp_path):
+    """QUIT while a RETR runs: its final reply comes, then the session
+    closes; what followed QUIT in the same write is not run."""
+    (tmp_path / "big.bin").write_bytes(os.urandom(8 << 20))
+    (tmp_path / "keep.txt").write_bytes(b"keep\n")
+    with running_server(tmp_path) as srv:
+        ctl = Ctl(srv.port)
+        data = socket.create_connection(("127.0.0.1", ctl.pasv()), timeout=20)
+        data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        ctl.sock.sendall(b"RETR big.bin\r\n")
+        assert ctl.reply()[0] in ("125", "150")  # 125: the data connection was accepted first
+        assert data.recv(65536)
+        ctl.sock.sendall(b"QUIT\r\nDELE keep.txt\r\nNOOP\r\n")
+        got = 0
+        while chunk := data.recv(1 << 20):
+            got += len(chunk)
+        data.close()
+        replies = [ln[:3] for ln in ctl.rest_of_session().splitlines()]
+        ctl.close()
+        assert replies == ["221", "226"], replies
+        assert (tmp_path / "keep.txt").exists()
+        _no_traceback(srv)
+
+
+def test_commands_after_quit_during_a_mode_e_transfer_are_not_run(tmp_path):
+    (tmp_path / "keep.txt").write_bytes(b"keep\n")
+    with running_server(tmp_path) as srv:
+        ctl = Ctl(srv.port)
+        assert ctl.cmd("MODE E")[0] == "200"
+        port = ctl.pasv()
+        assert ctl.cmd("ALLO 8")[0] == "200"
+        assert ctl.cmd("STOR q.bin")[0] == "150"
+        s = socket.create_connection(("127.0.0.1", port), timeout=20)
+        s.sendall(header(0, 4, 0) + b"quit")
+        ctl.sock.sendall(b"QUIT\r\nNOOP\r\nDELE keep.txt\r\nSTAT\r\n")
+        assert ctl.reply()[0] == "221"
+        s.sendall(header(0, 4, 4) + b"late" + header(Desc.EOD | Desc.EOF, 0, 1))
+        code, text = ctl.final()
+        assert code == "226", text
+        assert ctl.rest_of_session() == ""
+        ctl.close()
+        s.close()
+        assert (tmp_path / "q.bin").read_bytes() == b"quitlate" and (tmp_path / "keep.txt").exists()
+        _no_traceback(srv)
+
+
+# -- STOR onto a directory; part files of STORs that wrote nothing ----------------------------
+
+
+def _parts(root):
+    return sorted(p.name for p in root.rglob("*.part"))
+
+
+def test_put_onto_a_directory_is_550_and_leaves_no_part_file(tmp_path):
+    root = tmp_path / "srv"
+    (root / "sub").mkdir(parents=True)
+    src = tmp_path / "local.txt"
+    src.write_bytes(b"local\n")
+    with running_server(root) as srv:
+        r = drsftp("put", str(src), srv.url("sub"))
+        assert r.returncode == 1
+        assert r.stderr.strip().splitlines()[-1].endswith("550 Is a directory: a file cannot be stored over it."), \
+            r.stderr
+        ctl = Ctl(srv.port)
+        assert ctl.cmd("STOR sub")[0] == "550"  # without a data connection: 550 too, not 425
+        ctl.pasv()
+        assert ctl.cmd("STOR sub")[0] == "550"
+        assert ctl.cmd("REST 3")[0] == "350"
+        assert ctl.cmd("STOR sub")[0] == "550"
+        assert ctl.cmd("MODE E")[0] == "200"
+        ctl.pasv()
+        assert ctl.cmd("STOR sub")[0] == "550"
+        ctl.close()
+    assert _parts(root) == [] and (root / "sub").is_dir() and os.listdir(root / "sub") == []
+
+
+def test_a_stor_that_wrote_nothing_leaves_no_part_file(tmp_path):
+    with running_server(tmp_path) as srv:
+        ctl = Ctl(srv.port)
+        # queued for its data connection, then ABOR
+        ctl.pasv()
+        assert ctl.cmd("STOR a.bin")[0] == "150"
+        assert ctl.cmd("ABOR")[0] == "426"
+        assert ctl.reply()[0] == "226"
+        # connected, nothing sent, then ABOR
+        data = socket.create_connection(("127.0.0.1", ctl.pasv()), timeout=20)
+        assert ctl.cmd("STOR b.bin")[0] in ("125", "150")  # 150: not yet accepted
+        assert ctl.cmd("ABOR")[0] == "426"
+        assert ctl.reply()[0] == "226"
+        data.close()
+        # ALLO announced bytes that never came
+        assert ctl.cmd("ALLO 10")[0] == "200"
+        data = socket.create_connection(("127.0.0.1", ctl.pasv()), timeout=20)
+        assert ctl.cmd("STOR c.bin")[0] in ("125", "150")
+        data.close()
+        code, text = ctl.final()
+        assert (code, text.strip()) == ("451", "451 Upload incomplete: 0 of 10 bytes."), text
+        # MODE E: queued then ABOR; and an EOF with no data short of ALLO
+        assert ctl.cmd("MODE E")[0] == "200"
+        port = ctl.pasv()
+        assert ctl.cmd("STOR d.bin")[0] == "150"
+        assert ctl.cmd("ABOR")[0] == "426"
+        assert ctl.reply()[0] == "226"
+        assert ctl.cmd("ALLO 100")[0] == "200"
+        assert ctl.cmd("STOR e.bin")[0] == "150"
+        s = socket.create_connection(("127.0.0.1", port), timeout=20)
+        s.sendall(header(Desc.EOD | Desc.EOF, 0, 1))
+        code, text = ctl.final()
+        assert (code, text.strip()) == ("451", "451 Upload incomplete: 0 of 100 bytes."), text
+        s.close()
+        # the session ends while a STOR waits for its data connection
+        assert ctl.cmd("MODE S")[0] == "200"
+        ctl.pasv()
+        assert ctl.cmd("STOR f.bin")[0] == "150"
+        ctl.close()
+        ctl = Ctl(srv.port)
+        assert ctl.cmd("MODE E")[0] == "200"
+        ctl.pasv()
+        assert ctl.cmd("STOR g.bin")[0] == "150"
+        ctl.close()
+        assert wait_until(lambda: os.listdir(tmp_path) == [], 10), os.listdir(tmp_path)
+
+
+def test_a_part_file_with_bytes_in_it_is_kept_for_rest(tmp_path):
+    """What a failed STOR did write stays (REST resumes it), and a REST
+    STOR that fails before writing keeps the part file it continues."""
+    with running_server(tmp_path) as srv:
+        ctl = Ctl(srv.port)
+        assert ctl.cmd("ALLO 10")[0] == "200"
+        data = socket.create_connection(("127.0.0.1", ctl.pasv()), timeout=20)
+        assert ctl.cmd("STOR h.bin")[0] in ("125", "150")
+        data.sendall(b"12345")
+        data.close()
+        code, text = ctl.final()
+        assert code == "451" and "5 of 10 bytes; kept for REST to resume" in text, text
+        assert (tmp_path / ".h.bin.part").read_bytes() == b"12345"
+        ctl.pasv()
+        assert ctl.cmd("REST 5")[0] == "350"
+        assert ctl.cmd("STOR h.bin")[0] == "150"
+        assert ctl.cmd("ABOR")[0] == "426"
+        assert ctl.reply()[0] == "226"
+        ctl.close()
+    assert (tmp_path / ".h.bin.part").read_bytes() == b"12345"
