@@ -174,7 +174,7 @@ def _budget_arg(text: str) -> int | None:
 def _cmd_serve(args) -> int:
     from .server import ServerConfig, serve
     from .server import config as server_config
-    from .server.app import parse_port_range
+    from .server.config import parse_port_range
     from .server.translog import configure as configure_log
 
     given = {key: getattr(args, key) for key in server_config.KEYS}

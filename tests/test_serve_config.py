@@ -55,6 +55,22 @@ def _log(path):
     ('port = 0\nuser = "a"\npassword = "b"\n', "{f}: root is missing (the directory to serve)"),
     ('root = "."\n[tls]\ncert = "x"\n', "{f}:2: unknown key 'tls'"),
     ('root = \n', "{f}: not valid TOML: "),
+    # values out of range: checked like the types, before listening
+    ('root = "."\n\nport = 70000\n', "{f}:3: port must be 0-65535 (0: any free port), not 70000"),
+    ('root = "."\nport = -1\n', "{f}:2: port must be 0-65535 (0: any free port), not -1"),
+    ('root = "."\nhost = ""\n', "{f}:2: host must name an address: 127.0.0.1 (this host only), or 0.0.0.0"),
+    ('root = "."\npassive_ports = "100-200"\n',
+     "{f}:2: passive_ports must be LO-HI with 1024 <= LO <= HI <= 65535, not '100-200'"),
+    ('root = "."\npassive_ports = "60000-70000"\n', "{f}:2: passive_ports must be LO-HI with 1024 <= LO"),
+    ('root = "."\nmax_connections = -5\n', "{f}:2: max_connections must be 1 or more, not -5"),
+    ('root = "."\nmax_connections_per_ip = 0\n', "{f}:2: max_connections_per_ip must be 1 or more, not 0"),
+    ('root = "."\nmax_streams_total = 0\n', "{f}:2: max_streams_total must be 1 or more, not 0"),
+    ('root = "."\nidle_timeout = nan\n', "{f}:2: idle_timeout must be a number of seconds above 0, not nan"),
+    ('root = "."\ndata_timeout = -1\n', "{f}:2: data_timeout must be a number of seconds above 0, not -1"),
+    ('root = "."\ngrace = inf\n', "{f}:2: grace must be a number of seconds, 0 or more, not inf"),
+    ('root = "."\nbuffer_budget = 0\n', "{f}:2: buffer_budget must be a size of 1 byte or more, or \"off\""),
+    ('root = "."\nbuffer_budget = "lots"\n', "{f}:2: buffer_budget must be a size such as \"256MiB\""),
+    ('root = "."\ntuning = "warp"\n', "{f}:2: tuning is not valid: unknown tuning 'warp'"),
 ])
 def test_a_bad_config_file_is_one_error_naming_the_key_and_line_before_listening(tmp_path, text, error):
     f = tmp_path / "drsftp.toml"

@@ -15,7 +15,7 @@ from .. import sockopt
 from ..tuning import check_spec
 from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget
-from . import etls, translog
+from . import config, tlsfiles, translog
 from .config import ConfigError
 from .eblock import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
@@ -58,17 +58,12 @@ class ServerConfig:
     max_streams_total: int = 256  # MODE E streams of all sessions together
 
 
-def parse_port_range(text: str) -> tuple[int, int]:
-    try:
-        lo, hi = (int(x) for x in text.split("-", 1))
-    except ValueError as exc:
-        raise ConfigError(f"passive ports must look like 60000-60100, not {text!r}") from exc
-    if not 1024 <= lo <= hi <= 65535:
-        raise ConfigError(f"passive port range {text!r} must lie within 1024-65535")
-    return lo, hi
-
-
 def build_server(cfg: ServerConfig) -> FTPServer:
+    config.check_options({
+        "host": cfg.host, "port": cfg.port, "idle_timeout": cfg.idle_timeout, "data_timeout": cfg.data_timeout,
+        "grace": cfg.grace, "max_connections": cfg.max_cons, "max_connections_per_ip": cfg.max_cons_per_ip,
+        "max_streams": cfg.max_streams, "max_streams_total": cfg.max_streams_total,
+        "buffer_budget": cfg.buffer_budget})
     if not os.path.isdir(cfg.root):
         raise ConfigError(f"root directory does not exist: {cfg.root}")
     try:
@@ -83,6 +78,8 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     base = DRSFTPHandler
     if cfg.require_tls and not cfg.tls_cert:
         raise ConfigError("--require-tls needs --tls-cert (and --tls-key)")
+    if cfg.tls_key and not cfg.tls_cert:
+        raise ConfigError("--tls-key needs --tls-cert (the certificate the key belongs to)")
     if cfg.tls_cert:
         try:
             base = tls_handler_class()
@@ -92,11 +89,7 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     if cfg.tls_cert:
         handler.certfile, handler.keyfile = cfg.tls_cert, cfg.tls_key or cfg.tls_cert
         handler.tls_control_required = handler.tls_data_required = cfg.require_tls
-        try:
-            handler.get_ssl_context()
-            handler.etls_context = etls.server_context(handler.certfile, handler.keyfile)  # MODE E streams
-        except Exception as exc:  # pyOpenSSL raises its own error types
-            raise ConfigError(f"cannot load the TLS certificate or key: {exc}") from exc
+        tlsfiles.load(handler)  # the control connection's context and the MODE E streams'
     handler.authorizer = authorizer
     handler.timeout = cfg.idle_timeout
     handler.dtp_handler = type("ConfiguredDTP", (handler.dtp_handler,), {"timeout": cfg.data_timeout})
@@ -168,17 +161,11 @@ def reload(server: FTPServer, cfg: ServerConfig) -> list[str]:
         except ConfigError as exc:
             log.error("reload: kept the old users: %s", exc)
     if cfg.tls_cert:
-        old_ctx, old_streams = handler.ssl_context, handler.etls_context
-        handler.ssl_context = None  # pyftpdlib builds it anew from certfile/keyfile
-        from OpenSSL import SSL
-
         try:
-            handler.get_ssl_context()
-            handler.etls_context = etls.server_context(handler.certfile, handler.keyfile)
+            tlsfiles.load(handler)
             done.append(f"TLS certificate {cfg.tls_cert}")
-        except (SSL.Error, OSError, ValueError) as exc:
-            handler.ssl_context, handler.etls_context = old_ctx, old_streams
-            log.error("reload: kept the old TLS certificate: cannot load %s: %s", cfg.tls_cert, exc)
+        except ConfigError as exc:
+            log.error("reload: kept the old TLS certificate: %s", exc)
     return done
 
 

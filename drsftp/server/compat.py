@@ -27,6 +27,7 @@ __all__ = [
     "line_buffer_clear",
     "mlst_facts",
     "pending_transfer",
+    "queued_upload",
     "restart_idle_timer",
     "restart_position",
     "set_final_reply",
@@ -51,6 +52,12 @@ class EPortHooks:
 def pending_transfer(handler) -> bool:
     """A RETR/STOR is queued waiting for its stream-mode data connection."""
     return handler._out_dtp_queue is not None or handler._in_dtp_queue is not None
+
+
+def queued_upload(handler):
+    """The file of a STOR/APPE queued waiting for its data connection (or None)."""
+    queue = handler._in_dtp_queue
+    return queue[0] if queue is not None else None
 
 
 def clear_pending_transfer(handler) -> None:

@@ -4,15 +4,18 @@ Keys are the long options of `drsftp serve` with ``_`` for ``-``
 (``root``, ``port``, ``users``, ``tls_cert``, ``require_tls``,
 ``log_file``...); options given on the command line override the file.
 Relative paths in the file are taken from the file's directory.  An
-unknown key, a wrong type or a missing root is one error naming the key
-and its line, raised before the server listens.
+unknown key, a wrong type, a value out of range or a missing root is one
+error naming the key and its line (or the option), raised before the
+server listens.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from typing import Any
 
 
@@ -44,6 +47,79 @@ DEFAULTS: dict[str, Any] = {
 LOG_FORMATS = ("text", "json")
 
 
+# -- values: each rule says what is wrong with a value (None: nothing) -----------
+def _port(v: int) -> str | None:
+    return None if 0 <= v <= 65535 else f"must be 0-65535 (0: any free port), not {v}"
+
+
+def _host(v: str) -> str | None:
+    # "" would bind every interface unasked (getaddrinfo's wildcard)
+    return None if v.strip() else ("must name an address: 127.0.0.1 (this host only), or 0.0.0.0 or ::"
+                                   " to listen on every interface")
+
+
+def _seconds_positive(v: float) -> str | None:
+    return None if math.isfinite(v) and v > 0 else f"must be a number of seconds above 0, not {v}"
+
+
+def _seconds(v: float) -> str | None:
+    return None if math.isfinite(v) and v >= 0 else f"must be a number of seconds, 0 or more, not {v}"
+
+
+def _count(v: int) -> str | None:
+    return None if v >= 1 else f"must be 1 or more, not {v}"
+
+
+def port_range_problem(text: str) -> str | None:
+    try:
+        lo, hi = (int(x) for x in text.split("-", 1))
+    except ValueError:
+        return f"must look like 60000-60100 (LO-HI), not {text!r}"
+    if not 1024 <= lo <= hi <= 65535:
+        return f"must be LO-HI with 1024 <= LO <= HI <= 65535, not {text!r}"
+    return None
+
+
+def parse_port_range(text: str) -> tuple[int, int]:
+    problem = port_range_problem(text)
+    if problem:
+        raise ConfigError(f"passive ports {problem}")
+    lo, hi = (int(x) for x in text.split("-", 1))
+    return lo, hi
+
+
+def _budget(v: str | int) -> str | None:
+    if isinstance(v, int):
+        return None if v >= 1 else f"must be a size of 1 byte or more, or \"off\", not {v}"
+    if v.strip().lower() == "off":
+        return None
+    from ..tuning import parse_size
+
+    try:
+        parse_size(v)
+    except ValueError as exc:
+        return f"must be a size such as \"256MiB\" or \"off\": {exc}"
+    return None
+
+
+def _tuning(v: str) -> str | None:
+    from ..tuning import check_spec
+
+    try:
+        check_spec(v)
+    except ValueError as exc:
+        return f"is not valid: {exc}"
+    return None
+
+
+RULES: dict[str, Callable[[Any], str | None]] = {
+    "port": _port, "host": _host, "idle_timeout": _seconds_positive, "data_timeout": _seconds_positive,
+    "grace": _seconds, "max_connections": _count, "max_connections_per_ip": _count, "max_streams": _count,
+    "max_streams_total": _count, "buffer_budget": _budget, "passive_ports": port_range_problem,
+    "tuning": _tuning,
+}
+
+
 def _type_name(value: Any) -> str:
     return {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "an array",
             dict: "a table"}.get(type(value), type(value).__name__)
@@ -70,7 +146,18 @@ def check(data: dict[str, Any], text: str, path: str) -> dict[str, Any]:
             raise ConfigError(f"{where}: {key} must be {want}, not {_type_name(value)}")
         if key == "log_format" and value not in LOG_FORMATS:
             raise ConfigError(f"{where}: log_format must be \"text\" or \"json\", not {value!r}")
+        problem = RULES[key](value) if key in RULES else None
+        if problem:
+            raise ConfigError(f"{where}: {key} {problem}")
     return data
+
+
+def check_options(values: dict[str, Any]) -> None:
+    """Values given as options (None: not given), checked by RULES."""
+    for key, value in values.items():
+        problem = RULES[key](value) if key in RULES and value is not None else None
+        if problem:
+            raise ConfigError(f"--{key.replace('_', '-')} {problem}")
 
 
 def load(path: str) -> dict[str, Any]:
@@ -104,4 +191,8 @@ def merge(file_values: dict[str, Any], cli_values: dict[str, Any], path: str | N
                           else "give --root DIR (the directory to serve) or --config FILE")
     if merged["log_format"] not in LOG_FORMATS:
         raise ConfigError(f"--log-format must be text or json, not {merged['log_format']!r}")
+    check_options(cli_values)  # the file's were checked by check()
+    if merged["tls_key"] and not merged["tls_cert"]:
+        where = "--tls-key needs --tls-cert" if cli_values.get("tls_key") else f"{path}: tls_key needs tls_cert"
+        raise ConfigError(f"{where} (the certificate the key belongs to)")
     return merged

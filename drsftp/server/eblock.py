@@ -14,7 +14,8 @@ Rules (GFD.20, extended block mode; docs/EBLOCK.md):
   transfer (GridFTP's cached data channels) unless sent CLOSE;
 - the receiver writes each block at its offset (os.pwrite) in the
   ``.NAME.part`` file that stream-mode STOR uses, renamed when the
-  ledger is complete and, with ALLO, the size matches;
+  ledger is complete and, with ALLO, the size matches, removed when the
+  STOR that started it (no REST) fails before writing a byte;
 - every stream has its own SocketTuner (DRS per stream, --buffer-budget);
 - under PROT P every stream runs TLS, the server as TLS server (etls.py):
   the same blocks inside it, read and written through the stream's TLS
@@ -47,6 +48,7 @@ from ..tlsbio import reason
 from ..tuner import SocketTuner
 from ..tuning import Role
 from .etls import StreamTLS
+from .partfile import discard_if_empty
 
 if TYPE_CHECKING:
     from .esession import ESession
@@ -595,9 +597,11 @@ class Receive(Job):
     role = Role.RECEIVER
 
     def __init__(self, session: ESession, fd: int, temp: str, final: str, expected: int | None,
-                 base: RangeSet | None) -> None:
+                 base: RangeSet | None, fresh: bool = False) -> None:
         super().__init__(session)
         self.fd, self.temp, self.final, self.expected = fd, temp, final, expected
+        self.fresh = fresh  # the part file was started anew (no REST): removed if it ends empty
+        self.discarded = False
         limit = expected if expected is not None else session.limits.max_file
         self.ledger = ReceiveLedger(limit=limit, base=base)
         self.buf = bytearray(RECV_CHUNK)
@@ -674,7 +678,7 @@ class Receive(Job):
         try:
             if missing:
                 raise _Incomplete(f"451 Upload incomplete: {size - sum(b - a for a, b in missing)} of {size}"
-                                  " bytes; kept for REST to resume.")
+                                  " bytes")
             os.ftruncate(self.fd, size)
             os.close(self.fd)
             self.fd = -1
@@ -682,7 +686,7 @@ class Receive(Job):
                 os.replace(self.temp, self.final)
         except _Incomplete as exc:
             self.cleanup()
-            h.respond(str(exc))
+            h.respond(f"{exc}." if self.discarded else f"{exc}; kept for REST to resume.")
             return
         except OSError as exc:
             self.cleanup()
@@ -691,10 +695,13 @@ class Receive(Job):
         h.respond("226 Transfer complete.")
 
     def cleanup(self) -> None:
+        """After a failure: a part file of its own with nothing written goes."""
         self._markers.cancel()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+        if self.fresh and self.temp != self.final:
+            self.discarded = discard_if_empty(self.temp)
 
 
 class _Incomplete(Exception):

@@ -136,6 +136,7 @@ class EModeCommands(EPortHooks, _Handler):
         """RFC 959: during a transfer the session stays open for its
         final reply, then closes."""
         if self.eblock is not None and self.eblock.busy:
+            self._quit_received = True
             self.eblock.quit_pending = True
             self.respond("221 Goodbye: closing after the running transfer.")
             return

@@ -13,7 +13,6 @@ import ssl
 
 from ..ftp import drscmd
 from ..ftp.eblock import RangeSet
-from ..ftp.session import partial_name
 from ..tuner import SocketTuner
 from ..tuning import Role
 from .compat import current_type, data_protected, restart_idle_timer
@@ -29,6 +28,7 @@ from .eblock import (
     StreamCount,
     plain_ip,
 )
+from .partfile import part_path
 
 DRS_SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans")
 DRS_SHARED = ("bytes", "rate", "wnd", "inflight", "cwnd")  # the peer's sums, split over our streams
@@ -323,6 +323,9 @@ class ESession:
         if not self._check_transfer():
             return
         rest, self.rest = self.rest, None
+        if os.path.isdir(path):  # before a part file is made: the rename could only fail
+            h.respond("550 Is a directory: a file cannot be stored over it.")
+            return
         cached = self._cached(Role.RECEIVER)
         if self._clear_text_refused() or self._stream_failed():
             return
@@ -332,7 +335,7 @@ class ESession:
             else:
                 h.respond("425 Use PASV or EPSV first.")
             return
-        temp = os.path.join(os.path.dirname(path), os.path.basename(partial_name("/" + os.path.basename(path))))
+        temp = part_path(path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         if rest is None:
             flags |= os.O_TRUNC
@@ -353,7 +356,7 @@ class ESession:
         except OSError as exc:
             h.respond(f"550 {exc.strerror}.")
             return
-        self.job = Receive(self, fd, temp, path, expected, rest)
+        self.job = Receive(self, fd, temp, path, expected, rest, fresh=rest is None)
         h.respond("125 Beginning transfer; reusing existing data connection." if any(s.used for s in cached)
                   else "150 Beginning transfer.")
         for s in cached:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import logging
@@ -25,11 +26,10 @@ from pyftpdlib.utils import is_ssl_sock
 
 from .. import sockopt
 from ..ftp import drscmd
-from ..ftp.session import partial_name
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.budget import BufferBudget
-from . import compat
+from . import compat, partfile
 from .compat import STOCK_COMMANDS as _stock_cmds
 from .compat import FileReadWriteError as _FileReadWriteError
 from .ecommands import EModeCommands, with_eblock_commands
@@ -157,13 +157,18 @@ class DRSDataMixin:
 
     def _finish_upload(self) -> None:
         """A complete upload is renamed into place before the 226 is sent;
-        an incomplete one stays under its temporary name (resumable)."""
+        an incomplete one stays under its temporary name (resumable), unless
+        it wrote nothing to a part file of its own (nothing to resume)."""
         target = self.cmd_channel._upload_targets.pop(getattr(self.file_obj, "name", None), None)
-        if target is None or not self.receive or not self.transfer_finished or not self._resp:
+        if target is None or not self.receive:
             return
-        if not self._resp[0].startswith("226"):
+        final, expected, fresh = target
+        if not self.transfer_finished or not self._resp or not self._resp[0].startswith("226"):
+            if fresh:
+                with contextlib.suppress(OSError, ValueError):
+                    self.file_obj.flush()  # what it holds counts as written
+                partfile.discard_if_empty(self.file_obj.name)
             return
-        final, expected = target
         try:
             self.file_obj.close()
             size = os.path.getsize(self.file_obj.name)
@@ -172,8 +177,8 @@ class DRSDataMixin:
                 # 3.4.1), so a client that died looks done: the size it
                 # announced with ALLO tells the difference.
                 self.transfer_finished = False
-                self._resp = ((f"451 Upload incomplete: {size} of {expected} bytes; "
-                              "kept for REST to resume."), log.warning)
+                kept = "" if fresh and partfile.discard_if_empty(self.file_obj.name) else "; kept for REST to resume"
+                self._resp = (f"451 Upload incomplete: {size} of {expected} bytes{kept}.", log.warning)
                 return
             os.replace(self.file_obj.name, final)
         except OSError as exc:
@@ -279,7 +284,9 @@ class DRSControlMixin:
         self._drs_refill = time.monotonic()
         self._hash_algo = "SHA-256"
         self._hash_job = None
-        self._upload_targets: dict[str, tuple] = {}  # temporary path -> (final path, expected size)
+        # temporary path -> (final path, expected size, part file started afresh)
+        self._upload_targets: dict[str, tuple[str, int | None, bool]] = {}
+        self._quit_received = False  # QUIT ends the session: later commands are not run (RFC 959 4.1.1)
         self._allo: int | None = None  # size announced by ALLO for the next STOR
         self._handshake_tuner: SocketTuner | None = None  # sized the data socket's handshake
         self.static_window: int | None = None  # ... with a fixed buffer, no decision after it
@@ -318,7 +325,7 @@ class DRSControlMixin:
         """pyftpdlib answers 500 to a line over 2048 bytes but then keeps
         collecting, so the line's tail ran as a command of its own (reply
         desync; command smuggling).  Discard up to the line's end instead."""
-        if getattr(self, "_discarding", False):
+        if getattr(self, "_discarding", False) or self._quit_received:
             return
         if compat.line_buffer_add(self, data) > self.MAX_LINE:
             self.respond_w_warning("500 Command too long.")
@@ -326,6 +333,9 @@ class DRSControlMixin:
             self._discarding = True
 
     def found_terminator(self):
+        if self._quit_received:  # lines sent after QUIT (pipelined with it): the session is over
+            compat.line_buffer_clear(self)
+            return
         if getattr(self, "_discarding", False):
             self._discarding = False
             compat.line_buffer_clear(self)
@@ -338,6 +348,8 @@ class DRSControlMixin:
         return (dc is not None and compat.data_channel_open(dc)) or compat.pending_transfer(self)
 
     def pre_process_command(self, line, cmd, arg):
+        if self._quit_received:  # a command held (MODE E) behind the QUIT that ended the session
+            return
         if self._hash_job is not None and cmd not in ("ABOR", "QUIT", "NOOP", "STAT", "DRS"):
             self.respond("503 Bad sequence of commands: HASH is still being computed.")
             return
@@ -386,12 +398,28 @@ class DRSControlMixin:
         compat.clear_pending_transfer(self)
         f = out[2] if out is not None else inq[0]
         if f is not None:
-            name = getattr(f, "name", None)
-            if name is not None:
-                self._upload_targets.pop(name, None)
-            f.close()
+            self._drop_upload(f)
         self.respond(reply)
         return True
+
+    def _drop_upload(self, f) -> None:
+        """Close the file of a transfer that never started; an upload's part
+        file it made is removed (nothing was written)."""
+        target = self._upload_targets.pop(getattr(f, "name", ""), None)
+        f.close()
+        if target is not None and target[2]:
+            partfile.discard_if_empty(f.name)
+
+    def close(self):
+        if not self._closed:  # a STOR still waiting for its data connection
+            f = compat.queued_upload(self)
+            if f is not None:
+                self._drop_upload(f)
+        super().close()
+
+    def ftp_QUIT(self, line):
+        self._quit_received = True
+        super().ftp_QUIT(line)
 
     def _path_usable(self, cmd, path) -> bool:
         """Whether the command's own checks would pass: a missing file or
@@ -403,7 +431,8 @@ class DRSControlMixin:
             if cmd == "RETR":
                 return bool(self.fs.isfile(path))
             if cmd in ("STOR", "APPE", "STOU"):
-                return bool(self.fs.isdir(os.path.dirname(path) or path))
+                return bool(self.fs.isdir(os.path.dirname(path) or path)) and not (
+                    cmd != "STOU" and self.fs.isdir(path))
             return bool(self.fs.lexists(path))
         except (OSError, ValueError):
             return False
@@ -451,13 +480,18 @@ class DRSControlMixin:
         temporary file.  APPE appends to the file itself (mode 'a')."""
         if "a" in mode:
             return super().ftp_STOR(file, mode)
-        temp = os.path.join(os.path.dirname(file), os.path.basename(partial_name("/" + os.path.basename(file))))
-        if compat.restart_position(self) and not os.path.exists(temp) and os.path.isfile(file):
-            temp = file  # resuming a file some other way: continue it in place
         expected, self._allo = self._allo, None
+        if os.path.isdir(file):  # before a part file is made: the rename could only fail
+            compat.restart_position(self, 0)
+            self.respond("550 Is a directory: a file cannot be stored over it.")
+            return None
+        temp = partfile.part_path(file)
+        fresh = not compat.restart_position(self)  # REST continues a part file; STOR alone starts it anew
+        if not fresh and not os.path.exists(temp) and os.path.isfile(file):
+            temp = file  # resuming a file some other way: continue it in place
         result = super().ftp_STOR(temp, mode)
         if result is not None and temp != file:
-            self._upload_targets[temp] = (file, expected)
+            self._upload_targets[temp] = (file, expected, fresh)
         return result
 
     def ftp_ALLO(self, line):
