@@ -129,7 +129,9 @@ def test_netrc_password_only_for_its_own_login(tmp_path):
 
 
 def test_anonymous_gets_a_placeholder_password(tmp_path):
-    loc = parse_url("ftp://h:2121/d/f", str(tmp_path / "no-netrc"))
+    empty = tmp_path / "netrc"
+    empty.write_text("")  # (not the user's own ~/.netrc)
+    loc = parse_url("ftp://h:2121/d/f", str(empty))
     assert (loc.user, loc.password, loc.port) == ("anonymous", "drsftp@", 2121)
 
 

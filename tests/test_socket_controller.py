@@ -2,6 +2,7 @@
 socket actions out (docs/DESIGN.md#socket-controller).  No sockets."""
 
 import dataclasses
+import itertools
 
 import pytest
 
@@ -515,3 +516,42 @@ def test_a_closed_senders_drain_time():
     huge = scripted(Role.SENDER, [Decision(sndbuf=1 << 30)], budget=budget)
     huge.tick({}, 0, now=0.0)
     assert huge.close(snapshot(notsent_bytes=1 << 30)) == 60.0  # at most a minute held
+
+
+def _doubling_sender_through(ctl, rtts=10):
+    """A slow-starting sender (its flight doubles every RTT, 100 ms) that
+    the receiver's clamp holds back a round trip late: a clamp raised in
+    one RTT lifts the window only up to what was offered (kf-clamp-lifts),
+    and the window the sender meets grows to it during the next.  So each
+    RTT it sends min(2 x its last flight, the clamp set two RTTs before).
+    The flights, per RTT."""
+    ctl.control_rtt = 0.1
+    ctl.attach(now=0.0)
+    flight, got, clamps, flights = 64 * KiB, 0, [64 * KiB, 64 * KiB], []
+    for k in range(rtts):
+        flight = min(2 * flight, clamps[-2]) if k else flight
+        flights.append(flight)
+        clamp = clamps[-1]
+        for half in (1, 2):  # two ticks per RTT (tick_interval: half an RTT)
+            got += flight // 2
+            acts = ctl.tick(snapshot(received=got, rcv_rtt_ms=100, rtt_ms=100), got, now=0.1 * k + 0.05 * half)
+            clamp = acts.clamp or clamp
+        clamps.append(clamp)
+    return flights
+
+
+def test_a_clamp_alone_does_not_hold_back_slow_start():
+    """Where autotuning owns the receive buffer, the clamp trails a doubling
+    sender by a round trip (kf-clamp-lifts): slow start gets twice the gain,
+    so the sender doubles every RTT up to the bottleneck, as under
+    autotuning (1 Gbit/s, 100 ms, one stream: 0.84x autotuning's goodput
+    before, level after)."""
+    clamp_only = SocketController("drs", Role.RECEIVER, limits=TUNED)
+    assert clamp_only.kernel_owns == "rcvbuf" and clamp_only.tuning.config.slow_start_gain == 4.0
+    flights = _doubling_sender_through(clamp_only)
+    # (the first two RTTs wait for the first measurement; 2x the paper's gain
+    # stalls from the fourth: 64 ... 256, 256, 511, 443, 678 KiB)
+    assert all(b >= 1.99 * a for a, b in itertools.pairwise(flights[2:])), [f // KiB for f in flights]
+    # where DRS sets the buffer its gain is the paper's 2 (the open start lifts the window)
+    assert SocketController("drs", Role.RECEIVER, limits=STOCK).tuning.config.slow_start_gain == 2.0
+    assert SocketController("drs", Role.SENDER, limits=TUNED).tuning.config.slow_start_gain == 2.0
