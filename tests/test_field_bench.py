@@ -46,6 +46,8 @@ def test_gridftp_columns_use_the_flags_the_issue_names(tmp_path):
 def test_drsftp_columns_ask_for_streams(tmp_path):
     ctx = _ctx(field.workload("big"), tmp_path)
     assert "-P" not in field.ENTRIES["drsftp"].client(ctx)
+    kernel = field.ENTRIES["drsftp-kernel"].client(ctx)
+    assert "-P" not in kernel and kernel[kernel.index("--tuning") + 1] == "kernel"
     argv = field.ENTRIES["drsftp-Pauto"].client(ctx)
     assert argv[argv.index("-P") + 1] == "auto" and argv[-2].endswith(":2121/big.bin")
     assert field.entry_names("drsftp, gridftp-p4") == ["drsftp", "gridftp-p4"]

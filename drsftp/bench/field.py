@@ -102,9 +102,9 @@ def _gsi_url(ctx: Ctx) -> str:
     return f"ftp://{ctx.host}:{GRIDFTP_PORT}{ctx.src}" + ("/" if ctx.workload.tree else "")
 
 
-def _drsftp_get(streams: str) -> Callable[[Ctx], list[str]]:
+def _drsftp_get(streams: str, *flags: str) -> Callable[[Ctx], list[str]]:
     def cmd(ctx: Ctx) -> list[str]:
-        base = [*DRSFTP, "get", "-q", "--progress", "never", "--json", ctx.json_out]
+        base = [*DRSFTP, "get", "-q", "--progress", "never", "--json", ctx.json_out, *flags]
         if streams != "1":
             base += ["-P", streams]
         return [*base, _drs_url(ctx), ctx.dest]
@@ -154,6 +154,8 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in [
     Entry("drsftp", "drsftp", _drsftp_get("1"), trees=False, description="drsftp get, one DRS stream"),
     *[Entry(f"drsftp-P{n}", "drsftp", _drsftp_get(str(n)), trees=False,
             description=f"drsftp get -P {n}: {n} DRS streams") for n in (2, 4, 8)],
+    Entry("drsftp-kernel", "drsftp", _drsftp_get("1", "--tuning", "kernel"), trees=False,
+          description="drsftp get --tuning kernel: one stream, kernel autotuning at the client"),
     Entry("drsftp-Pauto", "drsftp", _drsftp_get("auto"), trees=False,
           description="drsftp get -P auto: streams chosen while the transfer runs"),
     Entry("drsftp-r", "drsftp", _drsftp_tree("auto"), files=False,
