@@ -276,3 +276,28 @@ def test_auto_makes_no_probe_the_transfer_would_end_before_judging():
         assert ctl.update(100.0, quiet, intervals_left=50) is Action.HOLD  # settling
     assert ctl.update(100.0, quiet, intervals_left=5) is Action.HOLD  # 5 < 4 + 2: it could not pay off
     assert ctl.update(100.0, quiet, intervals_left=6) is Action.ADD and ctl.streams == 3
+
+
+def test_the_servers_taper_counts_only_the_streams_still_sending():
+    """drsftp serve's sender tapers as the client's does (the rest over 4 x
+    the streams); a stream retired by DRS streams=N takes no more blocks,
+    so it does not shrink the others' (more headers for nothing)."""
+    from types import SimpleNamespace
+
+    from drsftp.server.eblock import BLOCK_MIN, Send
+
+    def plan(retired):
+        members = [SimpleNamespace(retire=i < retired) for i in range(4)]
+        job = SimpleNamespace(members=members, block=4 * MiB)
+        return list(Send._blocks(job, [(0, 64 * MiB)], 64 * MiB))
+
+    all4, two_left = plan(0), plan(2)
+    for blocks in (all4, two_left):
+        assert sum(n for _, n in blocks) == 64 * MiB and blocks[0] == (0, 4 * MiB)
+    # 8 MiB left: 4 streams get 512 KiB blocks, the 2 still sending 1 MiB
+    at = {o: n for o, n in all4}, {o: n for o, n in two_left}
+    left8 = next(o for o, _ in all4 if o >= 56 * MiB)
+    assert at[0][left8] == max(BLOCK_MIN, (64 * MiB - left8) // 16)
+    left8b = next(o for o, _ in two_left if o >= 56 * MiB)
+    assert at[1][left8b] == max(BLOCK_MIN, (64 * MiB - left8b) // 8)
+    assert len(two_left) < len(all4)

@@ -471,7 +471,8 @@ class Send(Job):
         for a, b in ranges:
             o = a
             while o < b:
-                n = min(self.block, b - o, max(BLOCK_MIN, left // (4 * max(len(self.members), 1))))
+                sending = sum(1 for m in self.members if not m.retire)  # (a retired stream takes no more)
+                n = min(self.block, b - o, max(BLOCK_MIN, left // (4 * max(sending, 1))))
                 yield o, n
                 o += n
                 left -= n
