@@ -96,16 +96,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--users", metavar="FILE", help="users file with hashed passwords (drsftp passwd)")
     s.add_argument("--anonymous-read", action="store_true", default=None,
                    help="allow anonymous download (never upload)")
-    s.add_argument("--idle-timeout", type=float, help="seconds a session may idle (default 300)")
-    s.add_argument("--data-timeout", type=float, help="seconds a transfer may stall (default 120)")
+    s.add_argument("--idle-timeout", type=float, help="seconds a session may idle (default 300; 0: no limit)")
+    s.add_argument("--data-timeout", type=float, help="seconds a transfer may stall (default 120; 0: no limit)")
     s.add_argument("--read-only", action="store_true", default=None, help="no uploads or changes")
     s.add_argument("--tuning", type=_tuning_arg, help=f"buffer tuning of every transfer: {', '.join(names())}"
                    " (default drs)")
     s.add_argument("--force-buffers", action="store_true", default=None,
                    help="use SO_RCVBUFFORCE/SO_SNDBUFFORCE (CAP_NET_ADMIN) past rmem_max/wmem_max")
     s.add_argument("--passive-ports", metavar="LO-HI", help="data ports to listen on, e.g. 60000-60100")
-    s.add_argument("--max-connections", type=int, help="sessions at once (default 256)")
-    s.add_argument("--max-connections-per-ip", type=int, help="sessions at once from one address (default 32)")
+    s.add_argument("--max-connections", type=int, help="sessions at once (default 256; 0: no limit)")
+    s.add_argument("--max-connections-per-ip", type=int,
+                   help="sessions at once from one address (default 32; 0: no limit)")
     s.add_argument("--max-streams", type=int, metavar="N",
                    help="MODE E data connections per session (default 64)")
     s.add_argument("--max-streams-total", type=int, metavar="N",

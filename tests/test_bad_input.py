@@ -207,3 +207,17 @@ def test_a_missing_file_is_one_sentence_with_streams_and_delete_needs_r(server, 
     r = drsftp("get", "--delete", server.url("a.bin"), str(tmp_path / "y"), timeout=60)
     assert r.returncode == 2 and "--delete goes with -r" in _one_sentence(r)
     assert os.listdir(tmp_path) == ["srv"]
+
+
+def test_reasons_in_words_from_every_kind_of_os_error():
+    """os_reason reads an OS errno as words, but a resolver's (negative) or
+    OpenSSL's errno is no OS errno: their own text stands."""
+    import socket
+    import ssl
+
+    from drsftp.client.control import os_reason
+
+    assert os_reason(ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 1)")) == "connection refused"
+    assert os_reason(socket.gaierror(-2, "Name or service not known")) == "name or service not known"
+    assert os_reason(ssl.SSLEOFError(8, "EOF occurred in violation of protocol")).startswith("EOF occurred")
+    assert os_reason(TimeoutError()) == "timed out"

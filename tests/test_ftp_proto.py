@@ -111,9 +111,11 @@ def test_urls_and_netrc(tmp_path):
                 "ftp://u%0a:p@h/f", "ftp://h/f%00"):
         with pytest.raises(URLError):
             parse_url(bad)
-    with pytest.raises(URLError) as err:
-        parse_url("ftp://bob:s@cr3t@h:0/f")
-    assert "s@cr3t" not in str(err.value) and "bob:***@h:0" in str(err.value)  # (errors echo the URL)
+    for url, secret in (("ftp://bob:s@cr3t@h:0/f", "cr3t"), ("ftp://bob:ab/cd@h/f", "cd")):
+        with pytest.raises(URLError) as err:  # (errors echo the URL, never its password)
+            parse_url(url)
+        assert secret not in str(err.value) and "bob:***@h" in str(err.value), err.value
+    assert parse_url("ftp://h/f", "/dev/null").user == "anonymous"  # (no netrc, said so)
 
 
 def test_drs_grammar_roundtrip_and_limits():

@@ -39,18 +39,15 @@ HOST = ("must name an address: 127.0.0.1 (this host only), or 0.0.0.0 or :: to l
     (["--port", "-1"], "--port " + PORT + "-1"),
     (["--host", ""], "--host " + HOST),
     (["--host", " "], "--host " + HOST),
-    (["--idle-timeout", "-1"], "--idle-timeout must be a number of seconds above 0, not -1.0"),
-    (["--idle-timeout", "0"], "--idle-timeout must be a number of seconds above 0, not 0.0"),
-    (["--idle-timeout", "nan"], "--idle-timeout must be a number of seconds above 0, not nan"),
-    (["--data-timeout", "0"], "--data-timeout must be a number of seconds above 0, not 0.0"),
-    (["--data-timeout", "-3"], "--data-timeout must be a number of seconds above 0, not -3.0"),
-    (["--data-timeout", "inf"], "--data-timeout must be a number of seconds above 0, not inf"),
+    (["--idle-timeout", "-1"], "--idle-timeout must be a number of seconds, 0 or more, not -1.0"),
+    (["--idle-timeout", "nan"], "--idle-timeout must be a number of seconds, 0 or more, not nan"),
+    (["--data-timeout", "-3"], "--data-timeout must be a number of seconds, 0 or more, not -3.0"),
+    (["--data-timeout", "inf"], "--data-timeout must be a number of seconds, 0 or more, not inf"),
     (["--grace", "nan"], "--grace must be a number of seconds, 0 or more, not nan"),
     (["--grace", "-1"], "--grace must be a number of seconds, 0 or more, not -1.0"),
     (["--grace", "inf"], "--grace must be a number of seconds, 0 or more, not inf"),
-    (["--max-connections", "-5"], "--max-connections must be 1 or more, not -5"),
-    (["--max-connections", "0"], "--max-connections must be 1 or more, not 0"),
-    (["--max-connections-per-ip", "0"], "--max-connections-per-ip must be 1 or more, not 0"),
+    (["--max-connections", "-5"], "--max-connections must be 0 (no limit) or more, not -5"),
+    (["--max-connections-per-ip", "-1"], "--max-connections-per-ip must be 0 (no limit) or more, not -1"),
     (["--max-streams", "0"], "--max-streams must be 1 or more, not 0"),
     (["--max-streams-total", "-1"], "--max-streams-total must be 1 or more, not -1"),
     (["--buffer-budget", "-5"], "--buffer-budget must be a size such as \"256MiB\" or \"off\": not a size: '-5'"
@@ -75,6 +72,10 @@ def test_the_limits_that_mean_something_at_their_edge_are_accepted():
     merged = server_config.merge({}, {"root": ".", "port": 65535, "grace": 0.0, "max_streams": 1,
                                       "buffer_budget": "off", "passive_ports": "1024-65535"}, None)
     assert (merged["port"], merged["grace"], merged["max_streams"]) == (65535, 0.0, 1)
+    # 0 is no limit, as pyftpdlib reads timeouts and connection limits (they worked before the checks)
+    merged = server_config.merge({}, {"root": ".", "idle_timeout": 0.0, "data_timeout": 0.0, "max_connections": 0,
+                                      "max_connections_per_ip": 0, "buffer_budget": 0}, None)
+    assert (merged["idle_timeout"], merged["max_connections_per_ip"], merged["buffer_budget"]) == (0.0, 0, 0)
     assert server_config.parse_port_range("1024-65535") == (1024, 65535)
 
 
@@ -83,7 +84,7 @@ def test_a_server_config_built_in_code_is_checked_too(tmp_path):
 
     for bad, want in (({"port": 70000}, "--port must be 0-65535"), ({"host": ""}, "--host must name"),
                       ({"data_timeout": float("nan")}, "--data-timeout must be"),
-                      ({"max_cons": -5}, "--max-connections must be 1 or more")):
+                      ({"max_cons": -5}, "--max-connections must be 0 \\(no limit\\) or more")):
         cfg = ServerConfig(root=str(tmp_path), user=USER, password=PASSWORD, **{"port": 0, **bad})
         with pytest.raises(server_config.ConfigError, match=want):
             build_server(cfg)
@@ -374,3 +375,4 @@ def test_a_part_file_with_bytes_in_it_is_kept_for_rest(tmp_path):
         assert ctl.reply()[0] == "226"
         ctl.close()
     assert (tmp_path / ".h.bin.part").read_bytes() == b"12345"
+

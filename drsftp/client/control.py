@@ -40,11 +40,13 @@ class FTPError(Exception):
 def os_reason(exc: OSError) -> str:
     """The reason of an OSError as words, without errno or file name:
     "read-only file system", "connection refused"."""
-    # (asyncio's connect errors carry "Connect call failed ('h', p)" as strerror)
-    text = (os.strerror(exc.errno) if exc.errno else exc.strerror) or str(exc)
+    # (asyncio's connect errors carry "Connect call failed ('h', p)" as
+    # strerror; a resolver's or OpenSSL's errno is no OS errno)
+    errno = exc.errno if isinstance(exc.errno, int) and not isinstance(exc, (ssl.SSLError, socket.gaierror)) else 0
+    text = (os.strerror(errno) if errno > 0 else exc.strerror) or str(exc)
     if not text:
         return "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
-    return text[:1].lower() + text[1:]
+    return text if text[1:2].isupper() else text[:1].lower() + text[1:]  # ("EOF ...", "TLS ..." keep theirs)
 
 
 def size_of(reply: Reply) -> int | None:

@@ -93,7 +93,7 @@ def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
     """``ftp://[user[:pass]@]host[:port]/path``; the password may come from
     ~/.netrc (or ``netrc_file``); a missing user means anonymous.
     ``ftps://`` is implicit FTPS, port 990 unless given."""
-    if netrc_file and not os.path.isfile(netrc_file):  # (a typo must not log in as anonymous)
+    if netrc_file and not os.path.exists(netrc_file):  # (a typo must not log in as anonymous)
         raise URLError(f"cannot read --netrc {netrc_file}: no such file")
     shown = _without_password(url)  # (errors echo the URL, never its password)
     try:
@@ -133,7 +133,7 @@ def parse_url(url: str, netrc_file: str | None = None) -> FTPLocation:
 
 def _without_password(url: str) -> str:
     """``url`` with the password of its user part as ``***``."""
-    return re.sub(r"^([^:/]+://[^:@/]*:)[^/]*@", r"\1***@", url)
+    return re.sub(r"^([^:/]+://[^:@/]*:).*@", r"\1***@", url)  # (to the last @: a password may hold / or @)
 
 
 def _netrc_lookup(host: str, netrc_file: str | None) -> tuple[str, str | None, str | None] | None:

@@ -58,16 +58,17 @@ def _host(v: str) -> str | None:
                                    " to listen on every interface")
 
 
-def _seconds_positive(v: float) -> str | None:
-    return None if math.isfinite(v) and v > 0 else f"must be a number of seconds above 0, not {v}"
-
-
 def _seconds(v: float) -> str | None:
     return None if math.isfinite(v) and v >= 0 else f"must be a number of seconds, 0 or more, not {v}"
 
 
 def _count(v: int) -> str | None:
     return None if v >= 1 else f"must be 1 or more, not {v}"
+
+
+def _limit(v: int) -> str | None:
+    # (0: no limit, pyftpdlib's meaning of max_cons and max_cons_per_ip)
+    return None if v >= 0 else f"must be 0 (no limit) or more, not {v}"
 
 
 def port_range_problem(text: str) -> str | None:
@@ -89,8 +90,8 @@ def parse_port_range(text: str) -> tuple[int, int]:
 
 
 def _budget(v: str | int) -> str | None:
-    if isinstance(v, int):
-        return None if v >= 1 else f"must be a size of 1 byte or more, or \"off\", not {v}"
+    if isinstance(v, int):  # (0: off)
+        return None if v >= 0 else f"must be a size in bytes, or \"off\", not {v}"
     if v.strip().lower() == "off":
         return None
     from ..tuning import parse_size
@@ -113,8 +114,9 @@ def _tuning(v: str) -> str | None:
 
 
 RULES: dict[str, Callable[[Any], str | None]] = {
-    "port": _port, "host": _host, "idle_timeout": _seconds_positive, "data_timeout": _seconds_positive,
-    "grace": _seconds, "max_connections": _count, "max_connections_per_ip": _count, "max_streams": _count,
+    # timeouts and connection limits: 0 is none, as pyftpdlib reads them
+    "port": _port, "host": _host, "idle_timeout": _seconds, "data_timeout": _seconds,
+    "grace": _seconds, "max_connections": _limit, "max_connections_per_ip": _limit, "max_streams": _count,
     "max_streams_total": _count, "buffer_budget": _budget, "passive_ports": port_range_problem,
     "tuning": _tuning,
 }

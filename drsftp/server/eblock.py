@@ -382,8 +382,8 @@ class Job:
         self.members: set[Stream] = set()
         self.finished = False
         self.started = self.last = time.monotonic()
-        self.timeout = session.data_timeout
-        self._timer = session.h.ioloop.call_later(self.timeout, self._check_timeout)
+        self.timeout = session.data_timeout  # (0: no limit, as pyftpdlib's DTP)
+        self._timer = session.h.ioloop.call_later(self.timeout, self._check_timeout) if self.timeout else None
 
     def touch(self) -> None:
         self.last = time.monotonic()
@@ -401,7 +401,8 @@ class Job:
         if self.finished:
             return False
         self.finished = True
-        self._timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
         if self.session.job is self:
             self.session.job = None
         self.session.transfer_ended(failed)

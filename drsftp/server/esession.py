@@ -54,7 +54,8 @@ class ESession:
 
     @property
     def data_timeout(self) -> float:
-        return getattr(self.h.dtp_handler, "timeout", 120.0) or 120.0
+        timeout = getattr(self.h.dtp_handler, "timeout", None)
+        return 120.0 if timeout is None else timeout
 
     @property
     def tls_context(self) -> ssl.SSLContext | None:
