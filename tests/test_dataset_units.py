@@ -818,3 +818,33 @@ def test_a_spare_session_the_server_closed_is_not_handed_out():
 
     job, got, fresh = asyncio.run(main())
     assert got is fresh and job.spare == [] and job.live == 2
+
+
+def test_spare_sessions_are_kept_alive_while_a_walk_runs_before_any_file_moves(monkeypatch):
+    """--delete (and put --sync) walk first: the job's spare sessions idle
+    through the whole walk with no worker and no monitor yet."""
+    from drsftp.client import job as jobmod
+
+    monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
+
+    class _Slow:
+        def __init__(self):
+            self.ctl = _Stale([]).ctl
+            self.transfers = 0
+
+        async def listing(self, path, on_entries=None):
+            await asyncio.sleep(0.15)
+            return []
+
+        async def close(self):
+            pass
+
+    async def main():
+        job = _job(2)
+        spare = _Stale([])
+        job.spare = [spare]  # type: ignore[list-item]
+        job.live = 2
+        await job.walk_remote([(0, "/d")], first=_Slow())  # type: ignore[arg-type]
+        return spare.ctl.sent
+
+    assert len(asyncio.run(main())) >= 2

@@ -547,11 +547,20 @@ def test_a_clamp_alone_does_not_hold_back_slow_start():
     autotuning (1 Gbit/s, 100 ms, one stream: 0.84x autotuning's goodput
     before, level after)."""
     clamp_only = SocketController("drs", Role.RECEIVER, limits=TUNED)
-    assert clamp_only.kernel_owns == "rcvbuf" and clamp_only.tuning.config.slow_start_gain == 4.0
+    assert clamp_only.kernel_owns == "rcvbuf" and clamp_only.tuning.config.startup_gain == 4.0
     flights = _doubling_sender_through(clamp_only)
     # (the first two RTTs wait for the first measurement; 2x the paper's gain
     # stalls from the fourth: 64 ... 256, 256, 511, 443, 678 KiB)
     assert all(b >= 1.99 * a for a, b in itertools.pairwise(flights[2:])), [f // KiB for f in flights]
+    # only the first slow start: once the rate stops doubling it has ended, and a burst after
+    # loss recovery, which reads as growth, gets the paper's 2
+    assert not clamp_only.tuning.started_up
+    got = sum(flights)  # (what it received so far, then a steady 40 MB/s)
+    for k in range(6):
+        got += 2 * MiB
+        clamp_only.tick(snapshot(received=got, rcv_rtt_ms=100, rtt_ms=100), got, now=1.05 + 0.05 * k)
+    assert clamp_only.tuning.started_up and clamp_only.tuning.config.slow_start_gain == 2.0
     # where DRS sets the buffer its gain is the paper's 2 (the open start lifts the window)
-    assert SocketController("drs", Role.RECEIVER, limits=STOCK).tuning.config.slow_start_gain == 2.0
-    assert SocketController("drs", Role.SENDER, limits=TUNED).tuning.config.slow_start_gain == 2.0
+    for other in (SocketController("drs", Role.RECEIVER, limits=STOCK),
+                  SocketController("drs", Role.SENDER, limits=TUNED)):
+        assert other.tuning.config.startup_gain is None

@@ -193,7 +193,9 @@ class Job:
         """After the walk: spare sessions beyond what the workers can still
         take (the walk's own, DATASETS.md#walk) are closed, not left idle.
         With no worker holding one, the walk's are all the job has (run_queue)."""
-        busy = self.live - len(self.spare)
+        # (a prefetched session that has logged in is counted live, and is
+        # the workers' as those still opening are: not busy)
+        busy = self.live - len(self.spare) - (len(self.idle_sessions()) - len(self.spare))
         if busy <= 0:
             return
         extra = len(self.spare) - max(0, self.allowed - busy - len(self.opening))
@@ -390,7 +392,13 @@ class Job:
                         self.spare.append(sess)
 
         n = min(max(1, self.allowed), max(1, len(roots)) * WALK_LISTERS)
-        results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
+        # spare and prefetched sessions idle while the walk runs, also when it
+        # runs before any file moves (--delete): kept alive (DATASETS.md#idle)
+        idle = asyncio.ensure_future(self._keep_idle_alive())
+        try:
+            results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
+        finally:
+            idle.cancel()
         self.spare.extend(given)  # (no directory was listed)
         await self.trim_spare()
         errors = [r for r in results if isinstance(r, BaseException)]
@@ -400,6 +408,12 @@ class Job:
         for _i, root, rel, _ in todo:  # (every lister's session broke, none could be opened)
             self.fail(remote_join(root, rel), f"cannot list: {errors[0] if errors else 'no session'}")
         return trees
+
+    async def _keep_idle_alive(self) -> None:
+        for _ in range(10 ** 7):  # bounded: cancelled when the walk ends
+            await asyncio.sleep(KEEPALIVE)
+            for sess in self.idle_sessions():
+                keep_alive(sess)
 
     # -- running ------------------------------------------------------------------------
     def enqueue(self, i: int, p: Plan) -> None:

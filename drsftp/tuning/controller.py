@@ -38,7 +38,7 @@ DRAIN_MIN_RATE = 64 * 1024  # bytes/s assumed for a closed socket's queue when t
 DRAIN_MAX = 60.0  # seconds a closed socket's queue stays held in the budget, at most
 RATE_SPAN = 0.05  # seconds between the rate's samples, at least
 TICK_DEFAULT = 0.25  # seconds between ticks when the strategy names none
-# slow start's gain, times this, where the clamp is the receiver's only
+# the first slow start's gain, times this, where the clamp is the receiver's only
 # actuator (kernel autotuning owns the buffer: docs/DESIGN.md#kernel-owns)
 CLAMP_SLOW_START = 2.0
 
@@ -135,9 +135,9 @@ class SocketController:
             if receiving:
                 # the clamp alone lifts the window only up to what was already
                 # offered (kf-clamp-lifts): it trails a doubling sender by a
-                # round trip, so slow start gets twice the room
+                # round trip, so the first slow start gets twice the room
                 # (docs/DESIGN.md#kernel-owns)
-                cfg = replace(cfg, slow_start_gain=CLAMP_SLOW_START * cfg.slow_start_gain)
+                cfg = replace(cfg, startup_gain=CLAMP_SLOW_START * cfg.slow_start_gain)
         else:
             self.kernel_owns = None
             host = host_cap(self.limits, self.allow_force, receiving)

@@ -36,6 +36,7 @@ class DRSConfig:
     floor: int = 256 * KiB  # never allow less (also covers app read jitter)
     cap: int = 64 * MiB  # administrative maxwnd for one connection
     slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
+    startup_gain: float | None = None  # the first slow start's, where it differs (controller.CLAMP_SLOW_START)
     steady_gain: float = 1.25  # additive growth: measurement + 25 %
     recovery_window: float = 3.0  # x rate x min_rtt while losses recur (see _recovery_room)
     recovery_periods: int = 16  # ... for this many RTTs after the last out-of-order arrival
@@ -93,6 +94,7 @@ class DRSTuning(Tuning):
         self.applied = False
         self.slow_start = True
         self.queue_seen = False  # the pipe has been full once: no more doubling
+        self.started_up = False  # the first slow start has ended (startup_gain no longer applies)
         self.measurements: deque[tuple[float, float, float]] = deque()  # receiver: (time, bytes per RTT, rate)
         self._rates: deque[tuple[float, float]] = deque()  # sender: (time, acked rate)
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
@@ -197,11 +199,17 @@ class DRSTuning(Tuning):
         queue = self._queue_filling(srtt)
         self.queue_seen = self.queue_seen or queue
         self.slow_start = not self.queue_seen and rate_growing
+        self.started_up = self.started_up or not self.slow_start  # (a burst after loss recovery is no startup)
         recent.append((now, measured, rate))
         while recent and recent[0][0] < now - self._hold_span(srtt):
             recent.popleft()
         peak = max(m for _, m, _ in recent)
-        gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
+        if not self.slow_start:
+            gain = cfg.steady_gain
+        elif not self.started_up and cfg.startup_gain:
+            gain = cfg.startup_gain
+        else:
+            gain = cfg.slow_start_gain
         target = gain * peak
         min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
         if queue and min_rtt:  # (queue: a minimum RTT is known)
