@@ -239,7 +239,7 @@ def _cmd_passwd(args) -> int:
 def _cmd_transfer(args: argparse.Namespace) -> int:
     from .client import FTPError, TransferOptions, get, put
     from .client.control import os_reason
-    from .client.jobcli import run_job, wants_job
+    from .client.jobcli import check_json_path, run_job, wants_job
     from .ftp.session import parse_url
 
     if args.command == "put" and len(args.paths) < 2:
@@ -267,7 +267,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         streams = parallel.parse_parallel(args.parallel)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    _check_json_path(args.json)
+    check_json_path(args.json)
     if args.command == "get":
         name = posixpath.basename(loc.path)
         if name in ("", ".", ".."):
@@ -304,21 +304,6 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
         return 28
     return 0
-
-
-def _check_json_path(path: str | None) -> None:
-    """--json's file can be written, checked before the transfer (a result
-    that cannot be recorded should not cost the transfer first)."""
-    if path is None:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise UsageError(f"--json {path} is a directory; give a file's path")
-    if not os.path.isdir(folder):
-        why = "not a directory" if os.path.exists(folder) else f"no such directory {folder}"
-        raise UsageError(f"cannot write --json {path}: {why}")
-    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
-        raise UsageError(f"cannot write --json {path}: permission denied")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -221,3 +221,11 @@ def test_reasons_in_words_from_every_kind_of_os_error():
     assert os_reason(socket.gaierror(-2, "Name or service not known")) == "name or service not known"
     assert os_reason(ssl.SSLEOFError(8, "EOF occurred in violation of protocol")).startswith("EOF occurred")
     assert os_reason(TimeoutError()) == "timed out"
+
+
+def test_a_job_checks_its_json_path_before_it_moves_anything(server, tmp_path):
+    os.makedirs(os.path.join(server.root, "d"))
+    make_file(os.path.join(server.root, "d", "a.bin"), 100)
+    out = tmp_path / "out"
+    r = drsftp("get", "-r", "--json", str(tmp_path / "no" / "r.json"), server.url("d/"), str(out), timeout=60)
+    assert r.returncode == 2 and "no such directory" in _one_sentence(r) and not out.exists()

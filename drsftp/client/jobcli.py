@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import sys
 import time
 import urllib.parse
@@ -44,6 +45,21 @@ def seconds_arg(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"want a number of seconds above 0, not {text!r}")
     return value
+
+
+def check_json_path(path: str | None) -> None:
+    """--json's file can be written, checked before the transfer (a result
+    that cannot be recorded should not cost the transfer first)."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise JobUsageError(f"--json {path} is a directory; give a file's path")
+    if not os.path.isdir(folder):
+        why = "not a directory" if os.path.exists(folder) else f"no such directory {folder}"
+        raise JobUsageError(f"cannot write --json {path}: {why}")
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        raise JobUsageError(f"cannot write --json {path}: permission denied")
 
 
 def add_dataset_opts(p: argparse.ArgumentParser) -> None:
@@ -123,6 +139,7 @@ def run_job(args, topts) -> int:
     for name in ("drsftp.tuner", "drsftp.client"):
         logging.getLogger(name).addFilter(_Once())
 
+    check_json_path(args.json)
     if args.checksum and not args.sync:
         raise JobUsageError("--checksum goes with --sync")
     if args.delete and not args.recursive:
