@@ -26,6 +26,7 @@ import sys
 
 from .tuning import actuation
 from .tuning.actuation import SocketActions
+from .tuning.base import MAX_BUFFER
 
 log = logging.getLogger("drsftp.sockopt")
 
@@ -176,7 +177,7 @@ def _tcp_opt(sock: socket.socket, opt: int, value: int) -> None:
 def _set_buffer(sock: socket.socket, opt: int, force_opt: int, value: int, force: bool) -> bool:
     """Set a buffer, by FORCE when ``force``; returns whether FORCE still goes.
     The value is an int the kernel doubles (#kf-doubling): at most 1 GiB."""
-    value = min(value, 1 << 30)
+    value = min(value, MAX_BUFFER)
     if force:
         try:
             sock.setsockopt(socket.SOL_SOCKET, force_opt, value)

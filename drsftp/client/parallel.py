@@ -327,7 +327,7 @@ def _mdtm(ctl: ControlConnection, reply: Reply) -> str | None:
 async def _usable(ctl: ControlConnection, loc: FTPLocation, opts: TransferOptions) -> ControlConnection:
     """The session for the checks after a transfer (a new one if the
     transfer's had to be dropped)."""
-    if not ctl._closed and not ctl.writer.is_closing():
+    if not ctl.lost:
         return ctl
     return await _session(loc, opts)
 
