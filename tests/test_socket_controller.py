@@ -556,10 +556,32 @@ def test_a_clamp_alone_does_not_hold_back_slow_start():
     # loss recovery, which reads as growth, gets the paper's 2
     assert not clamp_only.tuning.started_up
     got = sum(flights)  # (what it received so far, then a steady 40 MB/s)
-    for k in range(6):
+    for k in range(10):  # (a plateau: three round trips without 25% growth, as BBR's Startup ends)
         got += 2 * MiB
         clamp_only.tick(snapshot(received=got, rcv_rtt_ms=100, rtt_ms=100), got, now=1.05 + 0.05 * k)
     assert clamp_only.tuning.started_up and clamp_only.tuning.config.slow_start_gain == 2.0
+
+
+def test_startup_is_not_ended_by_one_noisy_sample():
+    """The rate read per round trip swings (reads come in batches: 40 then
+    900 Mbit/s in turn at 1 Gbit/s, 100 ms) while it doubles on average:
+    startup holds until the rate has not grown 25% for 3 RTTs.  (Ending it
+    at the first round trip below doubling, 1.3x here, stalled one stream
+    at 0.84x autotuning.)"""
+    ctl = SocketController("drs", Role.RECEIVER, limits=TUNED)
+    ctl.control_rtt = 0.1
+    ctl.attach(now=0.0)
+    got, now, per_rtt = 0, 0.0, 256 * KiB
+    for k in range(8):  # x3, x1.3, x3, x1.3 ...: ~2x per RTT on average
+        per_rtt = int(per_rtt * (3 if k % 2 else 1.3)) if k else per_rtt
+        for _ in (1, 2):
+            got, now = got + per_rtt // 2, now + 0.05
+            ctl.tick(snapshot(received=got, rcv_rtt_ms=100, rtt_ms=100), got, now=now)
+        assert not ctl.tuning.started_up, k
+    for _ in range(8):  # flat at the last rate: a plateau
+        got, now = got + per_rtt // 2, now + 0.05
+        ctl.tick(snapshot(received=got, rcv_rtt_ms=100, rtt_ms=100), got, now=now)
+    assert ctl.tuning.started_up
     # where DRS sets the buffer its gain is the paper's 2 (the open start lifts the window)
     for other in (SocketController("drs", Role.RECEIVER, limits=STOCK),
                   SocketController("drs", Role.SENDER, limits=TUNED)):
