@@ -38,9 +38,6 @@ DRAIN_MIN_RATE = 64 * 1024  # bytes/s assumed for a closed socket's queue when t
 DRAIN_MAX = 60.0  # seconds a closed socket's queue stays held in the budget, at most
 RATE_SPAN = 0.05  # seconds between the rate's samples, at least
 TICK_DEFAULT = 0.25  # seconds between ticks when the strategy names none
-# the first slow start's gain, times this, where the clamp is the receiver's only
-# actuator (kernel autotuning owns the buffer: docs/DESIGN.md#kernel-owns)
-CLAMP_SLOW_START = 2.0
 
 
 # -- the socket's controller ---------------------------------------------------------
@@ -127,20 +124,14 @@ class SocketController:
     def _leave_to_kernel(self, kernel: bool) -> None:
         """Set who owns the data direction's buffer, and DRS's cap to match."""
         receiving = self.role is Role.RECEIVER
-        cfg = self._config0
         if kernel:
             self.kernel_owns = "rcvbuf" if receiving else "sndbuf"
             rmem = self.limits.tcp_rmem
             host = rmem[2] if receiving and rmem else None  # the clamp's memory ceiling
-            if receiving:
-                # the clamp alone lifts the window only up to what was already
-                # offered (kf-clamp-lifts): it trails a doubling sender by a
-                # round trip, so the first slow start gets twice the room
-                # (docs/DESIGN.md#kernel-owns)
-                cfg = replace(cfg, startup_gain=CLAMP_SLOW_START * cfg.slow_start_gain)
         else:
             self.kernel_owns = None
             host = host_cap(self.limits, self.allow_force, receiving)
+        cfg = self._config0
         for cap in (host, self.size_cap):
             if cap and cap < cfg.cap:
                 cfg = replace(cfg, cap=cap, floor=min(cfg.floor, cap))

@@ -29,7 +29,6 @@ from .base import NO_CHANGE, Decision, PeerReport, Role, Sample, Tuning, parse_b
 
 KiB = 1024
 MiB = 1024 * KiB
-STARTUP_GROWTH, STARTUP_ROUNDS = 1.25, 3  # BBR's bandwidth plateau: no 25% growth in 3 round trips
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,6 @@ class DRSConfig:
     floor: int = 256 * KiB  # never allow less (also covers app read jitter)
     cap: int = 64 * MiB  # administrative maxwnd for one connection
     slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
-    startup_gain: float | None = None  # the first slow start's, where it differs (controller.CLAMP_SLOW_START)
     steady_gain: float = 1.25  # additive growth: measurement + 25 %
     recovery_window: float = 3.0  # x rate x min_rtt while losses recur (see _recovery_room)
     recovery_periods: int = 16  # ... for this many RTTs after the last out-of-order arrival
@@ -95,8 +93,6 @@ class DRSTuning(Tuning):
         self.applied = False
         self.slow_start = True
         self.queue_seen = False  # the pipe has been full once: no more doubling
-        self.started_up = False  # the first slow start has ended (startup_gain no longer applies)
-        self._plateau_rate, self._plateau_since = 0.0, 0.0  # the rate startup last grew 25% to, and when
         self.measurements: deque[tuple[float, float, float]] = deque()  # receiver: (time, bytes per RTT, rate)
         self._rates: deque[tuple[float, float]] = deque()  # sender: (time, acked rate)
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
@@ -201,17 +197,11 @@ class DRSTuning(Tuning):
         queue = self._queue_filling(srtt)
         self.queue_seen = self.queue_seen or queue
         self.slow_start = not self.queue_seen and rate_growing
-        self._startup(rate, now, srtt, queue)
         recent.append((now, measured, rate))
         while recent and recent[0][0] < now - self._hold_span(srtt):
             recent.popleft()
         peak = max(m for _, m, _ in recent)
-        if cfg.startup_gain and not self.started_up:
-            gain = cfg.startup_gain
-        elif self.slow_start:
-            gain = cfg.slow_start_gain
-        else:
-            gain = cfg.steady_gain
+        gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
         target = gain * peak
         min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
         if queue and min_rtt:  # (queue: a minimum RTT is known)
@@ -230,22 +220,6 @@ class DRSTuning(Tuning):
             target = max(target, self._recovery_room(min_rtt or srtt))
         size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac)
         return self._emit(size)
-
-    def _startup(self, rate: float, now: float, srtt: float, queue: bool) -> None:
-        """The first slow start (``startup_gain``) ends as BBR's Startup does
-        on a bandwidth plateau: three round trips without 25% growth of the
-        delivery rate (draft-ietf-ccwg-bbr, "Exiting Startup Based on
-        Bandwidth Plateau"), or at once with a queue.  Not at the first
-        sample below doubling: the rate of reads is noisy from tick to tick,
-        and a burst after loss recovery is no startup."""
-        if self.started_up:
-            return
-        if queue:
-            self.started_up = True
-        elif rate >= STARTUP_GROWTH * self._plateau_rate:
-            self._plateau_rate, self._plateau_since = rate, now
-        elif now - self._plateau_since >= STARTUP_ROUNDS * srtt:
-            self.started_up = True
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x
