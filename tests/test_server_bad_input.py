@@ -9,6 +9,7 @@ import socket
 
 import pytest
 from conftest import PASSWORD, USER, drsftp, running_server, wait_until
+from test_eblock_server import Ctl as EblockCtl
 from tlscerts import make_certs
 
 from drsftp.ftp.eblock import Desc, header
@@ -168,38 +169,13 @@ def test_a_certificate_and_its_key_in_two_files_serve_tls(tmp_path, pems):
 # -- a raw control connection ----------------------------------------------------------------
 
 
-class Ctl:
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
-        self.f = self.sock.makefile("rb")
-        assert self.reply()[0] == "220"
-        assert self.cmd(f"USER {USER}")[0] == "331"
-        assert self.cmd(f"PASS {PASSWORD}")[0] == "230"
-        assert self.cmd("TYPE I")[0] == "200"
-
-    def reply(self):
-        line = self.f.readline().decode()
-        code, lines = line[:3], [line]
-        if line[3:4] == "-":
-            while not (line := self.f.readline().decode()).startswith(code + " "):
-                lines.append(line)
-            lines.append(line)
-        return code, "".join(lines)
+class Ctl(EblockCtl):
+    """test_eblock_server's raw control connection, its final() without the
+    markers, and what the server sends until it closes."""
 
     def final(self):
-        while (r := self.reply())[0].startswith("1"):
-            pass
-        return r
-
-    def cmd(self, line):
-        self.sock.sendall(line.encode() + b"\r\n")
-        return self.reply()
-
-    def pasv(self):
-        code, text = self.cmd("PASV")
-        assert code == "227", text
-        nums = text[text.index("(") + 1:text.index(")")].split(",")
-        return int(nums[4]) * 256 + int(nums[5])
+        code, text, _ = super().final()
+        return code, text
 
     def rest_of_session(self):
         """Every line the server still sends before it closes."""
@@ -208,7 +184,7 @@ class Ctl:
 
     def close(self):
         self.f.close()
-        self.sock.close()
+        super().close()
 
 
 def _no_traceback(srv):
