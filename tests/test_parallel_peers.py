@@ -141,7 +141,12 @@ def _get(url, dest, *extra, parallel="4"):
 def _check_streams(d, size, mode, streams=4):
     assert d["mode"] == mode and d["streams"] == streams
     assert sum(s["bytes"] for s in d["per_stream"]) == d["bytes"] == size
-    assert all(s["bytes"] > 0 for s in d["per_stream"])  # every stream carried data
+    carried = sum(1 for s in d["per_stream"] if s["bytes"] > 0)
+    if mode == "ranged":  # every session is given a range of its own
+        assert carried == streams, d["per_stream"]
+    else:  # MODE E: any block on any stream (GFD.20); one that connects after the
+        # others carried the file carries nothing (seen under CI load): the blocks spread
+        assert carried >= min(2, streams), d["per_stream"]
 
 
 def test_ranged_get_from_stock_pyftpdlib(stock_server, tmp_path):
