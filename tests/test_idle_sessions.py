@@ -1,5 +1,5 @@
 """Sessions that wait while a slow walk goes on, against a server that
-closes idle sessions (`drsftp serve --idle-timeout 1`): kept alive by NOOP,
+closes idle sessions (`drsftp serve --idle-timeout`): kept alive by NOOP,
 or, with the keepalive off, replaced without failing a file or directory
 (docs/DATASETS.md, "Idle sessions")."""
 
@@ -17,9 +17,9 @@ from drsftp.client.transfer import TransferOptions
 from drsftp.ftp.session import parse_url
 
 
-def _slow_walk_get(tmp_path, monkeypatch, cached: bool, sessions: int | None) -> dict:
+def _slow_walk_get(tmp_path, monkeypatch, cached: bool, sessions: int | None, idle_timeout: str) -> dict:
     """A get -r of a tree whose walk takes about 3.5 s (a chain of 5
-    directories, each listing followed by 0.6 s) with --idle-timeout 1: the
+    directories, each listing followed by 0.6 s) with a short --idle-timeout: the
     workers wait for the walk past the timeout, and so do the listers (under
     -c auto, the one that listed ``e`` beside the chain's)."""
     root = tmp_path / "srv"
@@ -53,7 +53,7 @@ def _slow_walk_get(tmp_path, monkeypatch, cached: bool, sessions: int | None) ->
     monkeypatch.setattr(ControlConnection, "start", watch_commands)
     jopts = JobOptions(recursive=True, sessions=sessions, progress=False)  # --retries 0
     jopts.cached = cached
-    with running_server(root, "--idle-timeout", "1") as srv:
+    with running_server(root, "--idle-timeout", idle_timeout) as srv:
         res = asyncio.run(asyncio.wait_for(
             run_get([(parse_url(srv.url("t")), False)], str(tmp_path / "out"), TransferOptions(progress=False),
                     jopts), 50))
@@ -68,7 +68,8 @@ def _slow_walk_get(tmp_path, monkeypatch, cached: bool, sessions: int | None) ->
 @pytest.mark.parametrize("sessions", [None, 2])
 def test_waiting_sessions_are_kept_alive_by_noop(tmp_path, monkeypatch, cached, sessions):
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.3)
-    seen = _slow_walk_get(tmp_path, monkeypatch, cached, sessions)
+    # (2 s: a NOOP every 0.3 s stays well inside it on a loaded machine)
+    seen = _slow_walk_get(tmp_path, monkeypatch, cached, sessions, "2")
     assert seen["noop"] > 0
     assert seen["timed_out"] == 0  # no session the job held went stale
 
@@ -77,6 +78,6 @@ def test_waiting_sessions_are_kept_alive_by_noop(tmp_path, monkeypatch, cached, 
 @pytest.mark.parametrize("sessions", [None, 2])
 def test_without_keepalive_a_stale_session_is_replaced_failing_nothing(tmp_path, monkeypatch, cached, sessions):
     monkeypatch.setattr(jobmod, "KEEPALIVE", 3600.0)
-    seen = _slow_walk_get(tmp_path, monkeypatch, cached, sessions)
+    seen = _slow_walk_get(tmp_path, monkeypatch, cached, sessions, "1")
     assert seen["noop"] == 0
     assert seen["timed_out"] > 0  # sessions did go stale while they waited (and every file is ok)
