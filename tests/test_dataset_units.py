@@ -492,16 +492,9 @@ def test_a_directory_that_breaks_every_session_fails_after_a_bounded_number_of_t
     assert len(opened) == LOST_AGAIN + 1  # (each try broke its session: one more opened for the rest)
 
 
-def test_a_lister_drops_a_session_the_server_closed_while_it_waited():
-    """A stale session (closed by the server's idle timeout while its lister
-    waited) is dropped and another opened: no directory fails."""
-
-    class _GoesStale(_Breaking):
-        async def listing(self, path, on_entries=None):
-            entries = await super().listing(path, on_entries)
-            self.ctl.lost = True  # (closed while idle after this listing)
-            return entries
-
+def _walk_abc_from(first_kind):
+    """Walk _ABC from a first session of ``first_kind`` (a _Breaking that
+    misbehaves); sessions opened later behave.  (job, trees, first, opened)."""
     async def main():
         log: list = []
         job = _job(2)
@@ -512,11 +505,24 @@ def test_a_lister_drops_a_session_the_server_closed_while_it_waited():
             return opened[-1]
 
         job.session = session  # type: ignore[method-assign]
-        first = _GoesStale(_ABC, log, breaks="")
+        first = first_kind(_ABC, log, breaks="")
         trees = await job.walk_remote([(0, "/d")], lambda i, found: None, first=first)  # type: ignore[arg-type]
         return job, trees, first, opened
 
-    job, trees, first, opened = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_a_lister_drops_a_session_the_server_closed_while_it_waited():
+    """A stale session (closed by the server's idle timeout while its lister
+    waited) is dropped and another opened: no directory fails."""
+
+    class _GoesStale(_Breaking):
+        async def listing(self, path, on_entries=None):
+            entries = await super().listing(path, on_entries)
+            self.ctl.lost = True  # (closed while idle after this listing)
+            return entries
+
+    job, trees, first, opened = _walk_abc_from(_GoesStale)
     assert not [o for o in job.result.outcomes if o.status == "failed"]
     assert len(trees[0]) == 6 and first.closed and len(opened) == 1
     assert job.spare == opened  # (the stale one is not handed to a worker)
@@ -530,21 +536,7 @@ def test_a_listing_that_times_out_drops_its_session():
                 raise TimeoutError()
             return await super().listing(path, on_entries)
 
-    async def main():
-        log: list = []
-        job = _job(2)
-        opened: list[_Breaking] = []
-
-        async def session():
-            opened.append(_Breaking(_ABC, log, breaks=""))
-            return opened[-1]
-
-        job.session = session  # type: ignore[method-assign]
-        first = _Hangs(_ABC, log, breaks="")
-        trees = await job.walk_remote([(0, "/d")], lambda i, found: None, first=first)  # type: ignore[arg-type]
-        return job, trees, first, opened
-
-    job, trees, first, opened = asyncio.run(main())
+    job, trees, first, opened = _walk_abc_from(_Hangs)
     assert [o.path for o in job.result.outcomes if o.status == "failed"] == ["/d/c"]
     assert first.closed and first not in job.spare  # dropped as broken, not kept for a worker
     assert ("a", "x") in trees[0] and ("b", "y") in trees[0] and len(opened) == 1

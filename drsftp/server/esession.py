@@ -28,7 +28,7 @@ from .eblock import (
     StreamCount,
     plain_ip,
 )
-from .partfile import part_path
+from .partfile import OVER_DIRECTORY, part_path
 
 DRS_SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans")
 DRS_SHARED = ("bytes", "rate", "wnd", "inflight", "cwnd")  # the peer's sums, split over our streams
@@ -324,8 +324,8 @@ class ESession:
         if not self._check_transfer():
             return
         rest, self.rest = self.rest, None
-        if os.path.isdir(path):  # before a part file is made: the rename could only fail
-            h.respond("550 Is a directory: a file cannot be stored over it.")
+        if os.path.isdir(path):
+            h.respond(OVER_DIRECTORY)
             return
         cached = self._cached(Role.RECEIVER)
         if self._clear_text_refused() or self._stream_failed():

@@ -481,9 +481,9 @@ class DRSControlMixin:
         if "a" in mode:
             return super().ftp_STOR(file, mode)
         expected, self._allo = self._allo, None
-        if os.path.isdir(file):  # before a part file is made: the rename could only fail
+        if os.path.isdir(file):
             compat.restart_position(self, 0)
-            self.respond("550 Is a directory: a file cannot be stored over it.")
+            self.respond(partfile.OVER_DIRECTORY)
             return None
         temp = partfile.part_path(file)
         fresh = not compat.restart_position(self)  # REST continues a part file; STOR alone starts it anew

@@ -8,6 +8,9 @@ import stat
 
 from ..ftp.session import partial_name
 
+# a STOR onto a directory, refused before a part file is made (its rename could only fail)
+OVER_DIRECTORY = "550 Is a directory: a file cannot be stored over it."
+
 
 def part_path(path: str) -> str:
     """``dir/.NAME.part`` for the local path ``dir/NAME``."""
