@@ -197,7 +197,7 @@ def _cmd_serve(args) -> int:
         buffer_budget=budget if isinstance(budget, int) else _budget_arg(budget), grace=o["grace"],
         users_file=o["users"], idle_timeout=o["idle_timeout"], data_timeout=o["data_timeout"],
         tls_cert=o["tls_cert"], tls_key=o["tls_key"], require_tls=o["require_tls"],
-        max_streams=o["max_streams"], max_streams_total=o["max_streams_total"],
+        max_streams=o["max_streams"], max_streams_total=o["max_streams_total"], config_file=args.config,
     )
     configure_log(o["log_file"], o["log_format"])
     return serve(cfg)

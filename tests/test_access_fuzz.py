@@ -28,14 +28,15 @@ def users_server(tmp_path):
     (root / "alice").mkdir(parents=True)
     (root / "fuzz").mkdir()
     users = tmp_path / "users"
-    for name, home, extra in (("alice", "root/alice", []), ("fuzz", "root/fuzz", ["--read-only"])):
+    for name, home, extra in (("alice", "alice", []), ("fuzz", "fuzz", ["--read-only"])):
         r = subprocess.run([PY, "-m", "drsftp", "passwd", str(users), name, "--home", home, "--password-stdin",
                             *extra], check=False, input=f"{name}-password\n", capture_output=True,
                            text=True, timeout=30)
         assert r.returncode == 0, r.stderr
     assert "alice-password" not in users.read_text()
     assert oct(os.stat(users).st_mode & 0o777) == "0o600"
-    assert [u.name for u in read_users(str(users))] == ["alice", "fuzz"]
+    assert [(u.name, u.home) for u in read_users(str(users), str(root))] == [
+        ("alice", str(root / "alice")), ("fuzz", str(root / "fuzz"))]  # relative homes: below --root
     srv = ServerProcess(root, cmd=[PY, "-m", "drsftp", "serve", "--root", str(root), "--port", "0",
                                    "--users", str(users)])
     yield srv, root

@@ -25,6 +25,7 @@ from .users import (
     HashedAuthorizer,
     UserEntry,
     UsersFileError,
+    exposed_secret,
     hash_password,
     read_users,
 )
@@ -56,6 +57,7 @@ class ServerConfig:
     require_tls: bool = False  # refuse plain-text login and data
     max_streams: int = 64  # MODE E streams per session (docs/EBLOCK.md)
     max_streams_total: int = 256  # MODE E streams of all sessions together
+    config_file: str | None = None  # the --config file, kept out of every home
 
 
 def build_server(cfg: ServerConfig) -> FTPServer:
@@ -128,7 +130,7 @@ def _authorizer(cfg: ServerConfig, password_hash: str | None = None) -> HashedAu
     root = os.path.abspath(cfg.root)
     try:
         if cfg.users_file:
-            for entry in read_users(cfg.users_file):
+            for entry in read_users(cfg.users_file, root):
                 if not cfg.write_perm:
                     entry.perm = READ_PERM
                 authorizer.add_hashed_user(entry)
@@ -142,7 +144,19 @@ def _authorizer(cfg: ServerConfig, password_hash: str | None = None) -> HashedAu
         raise ConfigError(str(exc)) from exc
     if cfg.anonymous_read:
         authorizer.add_anonymous(root, perm=READ_PERM)  # never anonymous write
+    homes = {name: user["home"] for name, user in authorizer.user_table.items()}
+    problem = exposed_secret(homes, _secrets(cfg))
+    if problem:
+        raise ConfigError(problem)
     return authorizer
+
+
+def _secrets(cfg: ServerConfig) -> dict[str, str]:
+    """The files no user may download: the hashes, the private key (in the
+    certificate file when no key file is given), the config."""
+    files = {"the users file": cfg.users_file, "the TLS key": cfg.tls_key or cfg.tls_cert,
+             "the config file": cfg.config_file}
+    return {what: path for what, path in files.items() if path}
 
 
 def reload(server: FTPServer, cfg: ServerConfig) -> list[str]:

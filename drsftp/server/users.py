@@ -4,8 +4,9 @@ One user per line, colon-separated (``#`` starts a comment):
 
     NAME:scrypt$N$r$p$SALT$HASH:HOME:PERM
 
-SALT and HASH are base64; HOME is absolute or relative to the file's
-directory; PERM is pyftpdlib's letters (``elr`` read-only, ``elradfmwMT``
+SALT and HASH are base64; HOME is absolute or relative to the server's
+``--root`` (``.`` is the root itself; never the users file's directory,
+which holds the hashes: docs/SECURITY.md "Homes"); PERM is pyftpdlib's letters (``elr`` read-only, ``elradfmwMT``
 full).  Passwords are never stored in plain text; checks use
 ``hmac.compare_digest``.  ``drsftp passwd`` writes the file (mode 0600).
 """
@@ -66,13 +67,14 @@ class UserEntry:
         return f"{self.name}:{self.hashed}:{self.home}:{self.perm}"
 
 
-def read_users(path: str) -> list[UserEntry]:
+def read_users(path: str, root: str) -> list[UserEntry]:
+    """The users of ``path``; a relative HOME resolves against ``root``."""
     try:
         with open(path) as f:
             text = f.read()
     except OSError as exc:
         raise UsersFileError(f"cannot read users file {path}: {exc.strerror}") from exc
-    users, base = [], os.path.dirname(os.path.abspath(path))
+    users, base = [], os.path.abspath(root)
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -83,8 +85,7 @@ def read_users(path: str) -> list[UserEntry]:
         name, hashed, home, perm = parts
         if not NAME_RE.match(name) or not hashed.startswith("scrypt$") or not PERM_RE.match(perm):
             raise UsersFileError(f"{path}:{no}: bad user name, hash or permissions")
-        users.append(UserEntry(name, hashed, home, perm))
-        users[-1].home = os.path.join(base, home) if not os.path.isabs(home) else home
+        users.append(UserEntry(name, hashed, os.path.normpath(os.path.join(base, home)), perm))
     return users
 
 
@@ -152,3 +153,20 @@ class HashedAuthorizer(DummyAuthorizer):
             return  # only present with --anonymous-read, and read-only
         if user is None or not self._check(username, user["pwd"], password):
             raise AuthenticationFailed("Authentication failed.")
+
+
+def exposed_secret(homes: dict[str, str], secrets: dict[str, str]) -> str | None:
+    """The first secret a user's home would serve, as one sentence, or None.
+
+    ``homes``: user -> home directory; ``secrets``: what -> file (the users
+    file, the TLS key, the config file).  A file is exposed when its real
+    path lies at or below a home's real path: pyftpdlib serves everything
+    below a home (symlinks resolved), docs/SECURITY.md "Homes"."""
+    for name, home in homes.items():
+        real_home = os.path.realpath(home)
+        for what, path in secrets.items():
+            real = os.path.realpath(path)
+            if os.path.commonpath([real_home, real]) == real_home:
+                return (f"user {name!r} would be served {what} {path} (home {home}):"
+                        f" keep it outside every user's home and --root")
+    return None
