@@ -90,7 +90,7 @@ def test_drs_mid_transfer_live_numbers_and_guarded_commands(server, tmp_path):
     assert (1 << 20) - 65536 <= int(pairs["bytes"]) <= 64 << 20
     # in flight never exceeds the cwnd; the cwnd is at least RFC 6928's
     # initial window (10 x 1460 B); DRS's send buffer at least its floor
-    # (256 KiB), which the kernel doubles (facts doc)
+    # (256 KiB), which the kernel doubles (docs/DESIGN.md, kf-doubling)
     assert 0 <= int(pairs["inflight"]) <= int(pairs["cwnd"]) and int(pairs["cwnd"]) >= 14600
     assert int(pairs["sndbuf"]) >= 2 * (256 << 10)
 

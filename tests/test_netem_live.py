@@ -237,7 +237,7 @@ def test_drs_transfer_over_the_link_and_resume_after_a_real_interruption(tmp_pat
             # sets no buffer, so no open start; with FORCE it sets both.
             rmem_max = int(Path("/proc/sys/net/core/rmem_max").read_text())
             tcp_rmem_max = int(Path("/proc/sys/net/ipv4/tcp_rmem").read_text().split()[2])
-            if tcp_rmem_max > 2 * rmem_max:  # SO_RCVBUF holds at most 2 x rmem_max (facts doc)
+            if tcp_rmem_max > 2 * rmem_max:  # SO_RCVBUF holds at most 2 x rmem_max (docs/DESIGN.md, kf-caps)
                 assert report["kernel_owns"] == "rcvbuf" and report["handshake_window"] is None
             else:
                 assert report["handshake_window"] > 1 << 20

@@ -12,7 +12,7 @@ from drsftp.tuning import Decision, actuation
 from drsftp.tuning.actuation import NO_ACTION, BufferPlan
 
 # SO_RCVBUF is set to 0.8 x the window: the usable window is about 1.25x the
-# value set (docs/DESIGN.md, "Buffers"; facts doc item 4).  Written here, not
+# value set (docs/DESIGN.md, kf-doubling).  Written here, not
 # read from drsftp.sockopt, so a wrong constant there fails these tests.
 RCVBUF_PER_WINDOW = 0.8
 
