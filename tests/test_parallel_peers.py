@@ -45,6 +45,15 @@ def _world_dir():
 @pytest.fixture
 def gridftp():
     """globus-gridftp-server, anonymous as nobody, on loopback: (dir, port)."""
+    with gridftp_server() as peer:
+        yield peer
+
+
+@contextlib.contextmanager
+def gridftp_server():
+    """globus-gridftp-server, anonymous as nobody, on loopback, serving the
+    whole file system (URLs name files by their absolute path): (a fresh
+    world-writable dir, port).  Stopped by its PID after the block."""
     assert os.path.exists(GRIDFTP), f"{GRIDFTP} is missing (Debian: globus-gridftp-server-progs)"
     with _world_dir() as d:
         proc = subprocess.Popen([GRIDFTP, "-aa", "-anonymous-user", "nobody", "-p", "0",

@@ -31,6 +31,7 @@ __all__ = [
     "restart_idle_timer",
     "restart_position",
     "set_final_reply",
+    "set_mlst_facts",
 ]
 
 
@@ -100,6 +101,12 @@ def extra_features(handler) -> list:
 def mlst_facts(handler) -> list:
     """The MLST facts chosen with OPTS MLST (RFC 3659)."""
     return handler._current_facts
+
+
+def set_mlst_facts(handler, facts) -> None:
+    """Make ``facts`` the session's MLST facts (those the server offers:
+    pyftpdlib's ``_available_facts``), as OPTS MLST would."""
+    handler._current_facts = [f for f in facts if f in handler._available_facts]
 
 
 def data_channel_open(dtp) -> bool:

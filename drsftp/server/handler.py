@@ -33,6 +33,7 @@ from . import compat, partfile
 from .compat import STOCK_COMMANDS as _stock_cmds
 from .compat import FileReadWriteError as _FileReadWriteError
 from .ecommands import EModeCommands, with_eblock_commands
+from .facts import MlsxFacts
 from .translog import TransferLogMixin
 
 log = logging.getLogger("drsftp.server")
@@ -606,7 +607,7 @@ class DRSDTPHandler(DRSDataMixin, DTPHandler):
     handle_read_event = DRSDataMixin.handle_read  # plain sockets: skip a dispatch layer
 
 
-class DRSFTPHandler(TransferLogMixin, EModeCommands, DRSControlMixin, FTPHandler):
+class DRSFTPHandler(TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin, FTPHandler):
     proto_cmds = DRS_CMDS
     dtp_handler = DRSDTPHandler
 
@@ -618,7 +619,7 @@ def tls_handler_class():
     class DRSTLSDTPHandler(DRSDataMixin, TLS_DTPHandler):
         pass
 
-    class DRSTLSFTPHandler(TransferLogMixin, EModeCommands, DRSControlMixin, TLS_FTPHandler):
+    class DRSTLSFTPHandler(TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin, TLS_FTPHandler):
         proto_cmds = _commands(TLS_FTPHandler.proto_cmds)
         dtp_handler = DRSTLSDTPHandler
 
