@@ -11,7 +11,7 @@ import logging
 import os
 import posixpath
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .tuning import check_spec, names
@@ -27,6 +27,18 @@ DESCRIPTION = ("drsftp moves files over FTP, right-sizing TCP buffers to the pat
 
 class UsageError(Exception):
     pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line, the sentence and where to read more, not
+    the usage block (README, "Errors"); exit 2.  Sub-parsers inherit the class."""
+
+    # the command's help, for errors the top parser reports about its
+    # arguments (argparse leaves unrecognized arguments to the top parser)
+    help_of: str | None = None
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"drsftp: error: {message}; see {self.help_of or self.prog} --help\n")
 
 
 def _tuning_arg(text: str) -> str:
@@ -71,17 +83,36 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
 # only when one of them runs, or for the full help
 HEAVY = ("netem", "bench", "datapath", "benchreport", "netemcheck")
 _LIGHT = ("serve", "get", "put", "ls", "passwd")
+COMMANDS = _LIGHT + HEAVY
+_VERBOSE_AFTER = "verbose_after_"  # -v given after a command: dest prefix, one per depth
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with ``command`` (the one being run) the heavy
-    parsers of other commands are left out."""
-    parser = argparse.ArgumentParser(prog="drsftp", description=DESCRIPTION)
+def _add_global_opts(parser: argparse.ArgumentParser, depth: int = 0) -> None:
+    """--version and -v, on the top parser and every command's (`drsftp
+    serve -v` as `drsftp -v serve`).  A command's parser counts its -v
+    apart: argparse gives it a namespace of its own."""
     parser.add_argument("--version", action="version", version=f"drsftp {__version__}",
                         help="print the version and exit")
-    parser.add_argument("-v", "--verbose", action="count", default=0,
+    parser.add_argument("-v", "--verbose", action="count",
+                        dest="verbose" if depth == 0 else f"{_VERBOSE_AFTER}{depth}",
+                        default=0 if depth == 0 else argparse.SUPPRESS,
                         help="log more on stderr (-vv: also pyftpdlib's debug log)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _add_global_opts(sub, depth + 1)
+
+
+def _verbosity(args: argparse.Namespace) -> int:
+    return args.verbose + sum(v for k, v in vars(args).items() if k.startswith(_VERBOSE_AFTER))
+
+
+def build_parser(command: str | None = None) -> _Parser:
+    """The whole parser; with ``command`` (the one being run) the heavy
+    parsers of other commands are left out, though the usage line still
+    names every command."""
+    parser = _Parser(prog="drsftp", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
 
     s = sub.add_parser("serve", help="run the FTP server with DRS")
     # Defaults live in drsftp.server.config.DEFAULTS: an option not given
@@ -147,6 +178,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
         add_netem(sub)
         add_bench(sub)
+    _add_global_opts(parser)
     return parser
 
 
@@ -306,11 +338,33 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args_in = sys.argv[1:] if argv is None else argv
-    command = next((a for a in args_in if not a.startswith("-")), None)
-    parser = build_parser(command if command in _LIGHT else None)
+def _command_word(argv: list[str]) -> tuple[str | None, bool]:
+    """The command (the first word that is not an option: the top-level
+    options take no value), and whether -h, --help or --version precede it."""
+    for arg in argv:
+        if arg in ("-h", "--help", "--version"):
+            return None, True
+        if not arg.startswith("-"):
+            return arg, False
+    return None, False
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    command, top_option = _command_word(argv)
+    parser = build_parser(command if command in _LIGHT else None)  # else the whole parser, for its help
+    if command is None and not top_option:
+        parser.error(f"give a command: {', '.join(COMMANDS)}")
+    if command is not None and command not in COMMANDS:
+        parser.error(f"unknown command {command!r} (commands: {', '.join(COMMANDS)})")
+    if command is not None:
+        parser.help_of = f"drsftp {command}"
     args = parser.parse_args(argv)
+    args.verbose = _verbosity(args)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
     from .client.control import FTPError
     from .client.jobcli import JobUsageError

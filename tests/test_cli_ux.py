@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import drsftp, make_file, sha256_file
 
 from drsftp.bench import tunings as T
@@ -162,3 +163,61 @@ def test_bench_columns_come_from_the_tuning_registry():
     p = T.plan("drs-closed", direction="get", root="/r", host="h", local="/l", remote="f", out_json="/j",
                path=T.Path(rate=1e8, rtt=0.1), force=False, max_time=5)
     assert p.kind == "drsftp" and p.client[p.client.index("--tuning") + 1] == "drs-closed"
+
+
+# -- the command line as README and --help describe it (issue: a newcomer on loopback) --------------
+
+
+def test_global_options_work_after_the_command_too():
+    from drsftp.cli import parse_args
+
+    assert parse_args(["serve", "-v", "--root", "r"]).verbose == 1
+    assert parse_args(["-v", "serve", "--root", "r", "-vv"]).verbose == 3
+    assert parse_args(["get", "ftp://h/f", "--verbose"]).verbose == 1
+    assert parse_args(["netem", "-v", "up", "lan", "-v"]).verbose == 2
+    assert parse_args(["ls", "ftp://h/"]).verbose == 0
+    for path, parser in _parsers(build_parser()):  # every command, nested ones too
+        given = {s for action in parser._actions for s in action.option_strings}
+        assert {"-v", "--verbose", "--version"} <= given, path
+
+
+def test_v_after_serve_reaches_the_server_log(tmp_path):
+    from conftest import ServerProcess, ftp_session
+
+    srv = ServerProcess(tmp_path, "-vv")  # `drsftp serve --root ... -vv`
+    ftp_session(srv.port).quit()  # (the IO loop runs: its closing is logged)
+    srv.proc.terminate()
+    srv.proc.wait(60)
+    text = srv.stderr_text()
+    srv.stop()
+    assert "[debug]" in text, text  # -vv: pyftpdlib's debug log
+
+
+def test_the_usage_line_names_every_command(capsys):
+    from drsftp.cli import COMMANDS, main
+
+    full = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(full.choices) == set(COMMANDS)
+    for command in (None, "serve", "get", "passwd"):  # the parser built for a light command too
+        usage = " ".join(build_parser(command).format_usage().split())
+        assert "{" + ",".join(COMMANDS) + "}" in usage, (command, usage)
+    with pytest.raises(SystemExit) as done:
+        main(["-h", "serve"])  # the top help, though a light command follows
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and all(f"    {c} " in out for c in COMMANDS), out
+
+
+@pytest.mark.parametrize("argv,error,hint", [
+    (["serve", "--bogus"], "unrecognized arguments: --bogus", "drsftp serve"),
+    (["get"], "the following arguments are required: PATH", "drsftp get"),
+    (["get", "--timeout", "0", "ftp://127.0.0.1:9/f"], "argument --timeout: want a number of seconds above 0,"
+                                                         " not '0'", "drsftp get"),
+    (["netem", "up"], "the following arguments are required: name", "drsftp netem up"),
+    ([], "give a command: serve, get, put, ls, passwd, netem, bench, datapath, benchreport, netemcheck", "drsftp"),
+    (["serv"], "unknown command 'serv' (commands: serve, get, put, ls, passwd, netem, bench, datapath,"
+               " benchreport, netemcheck)", "drsftp"),
+])
+def test_a_usage_error_is_one_line_and_says_where_to_read_more(argv, error, hint):
+    r = drsftp(*argv, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == f"drsftp: error: {error}; see {hint} --help\n", r.stderr
