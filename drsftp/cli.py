@@ -169,7 +169,8 @@ def build_parser(command: str | None = None) -> _Parser:
     pw.add_argument("name", help="user name")
     pw.add_argument("--home", help="the user's home (default: the server's --root)")
     pw.add_argument("--read-only", action="store_true", help="download only")
-    pw.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    pw.add_argument("--password-stdin", action="store_true",
+                    help="read the password from stdin (one line; where no terminal can ask for it)")
     pw.add_argument("--delete", action="store_true", help="remove the user")
 
     if command is None or command in HEAVY:
@@ -235,14 +236,55 @@ def _cmd_serve(args) -> int:
     return serve(cfg)
 
 
-def _cmd_passwd(args) -> int:
+MIN_PASSWORD = 8  # characters, for a users file (serve --password sets none: tests, a quick loopback)
+
+
+def _holds_user(path: str, name: str) -> bool:
+    """The users file has a line for ``name`` (the rule write_user replaces by)."""
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        return any(line.split(":", 1)[0] == name for line in f.read().splitlines())
+
+
+def _can_prompt() -> bool:
+    """getpass can ask without echo: on the controlling terminal, else on
+    stdin if that is one (its fallback would echo, or read a pipe)."""
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
+    except OSError:
+        return sys.stdin.isatty()
+    return True
+
+
+def _read_password(args) -> str:
     import getpass
 
+    if args.password_stdin:
+        line = sys.stdin.readline()
+        if not line:
+            raise UsageError("--password-stdin: stdin ended before a password line")
+        return line.rstrip("\n")
+    if not _can_prompt():
+        raise UsageError("no terminal to ask the password on: give it on stdin with --password-stdin")
+    try:
+        password = getpass.getpass(f"password for {args.name}: ")
+        again = getpass.getpass("again: ")
+    except EOFError:
+        print(file=sys.stderr)  # end the prompt's line
+        raise UsageError("input ended before a password: nothing written") from None
+    if again != password:
+        raise UsageError("the passwords differ")
+    return password
+
+
+def _cmd_passwd(args) -> int:
     from .server.users import (
         NAME_RE,
         READ_PERM,
         WRITE_PERM,
         UserEntry,
+        UsersFileError,
         hash_password,
         write_user,
     )
@@ -250,21 +292,19 @@ def _cmd_passwd(args) -> int:
     if not NAME_RE.match(args.name):
         raise UsageError("user names are 1-64 letters, digits, '.', '_' or '-'")
     if args.delete:
+        if not _holds_user(args.file, args.name):
+            raise UsersFileError(f"{args.name} is not in {args.file}: nothing deleted")
         write_user(args.file, UserEntry(args.name, "", "", ""), delete=True)
         print(f"deleted {args.name} from {args.file}")
         return 0
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = getpass.getpass(f"password for {args.name}: ")
-        if getpass.getpass("again: ") != password:
-            raise UsageError("the passwords differ")
-    if len(password) < 8:
-        raise UsageError("use a password of at least 8 characters")
-    home = args.home or "."
-    write_user(args.file, UserEntry(args.name, hash_password(password), home,
+    password = _read_password(args)
+    if len(password) < MIN_PASSWORD:
+        raise UsageError(f"use a password of at least {MIN_PASSWORD} characters")
+    # no --home: ".", which the server takes as its --root
+    write_user(args.file, UserEntry(args.name, hash_password(password), args.home or ".",
                                     READ_PERM if args.read_only else WRITE_PERM))
-    print(f"{args.name} written to {args.file} (home {home})")
+    home = args.home or "the server's --root"
+    print(f"{args.name} written to {args.file} (home: {home})")
     return 0
 
 

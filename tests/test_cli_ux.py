@@ -221,3 +221,14 @@ def test_a_usage_error_is_one_line_and_says_where_to_read_more(argv, error, hint
     r = drsftp(*argv, timeout=60)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr == f"drsftp: error: {error}; see {hint} --help\n", r.stderr
+
+
+def test_passwd_names_the_home_it_writes(tmp_path):
+    users = tmp_path / "users"
+    r = drsftp("passwd", str(users), "carol", "--password-stdin", input="carol-password\n", timeout=60)
+    assert r.returncode == 0 and r.stdout == f"carol written to {users} (home: the server's --root)\n", r
+    r = drsftp("passwd", str(users), "dave", "--password-stdin", "--home", "/srv/dave", input="dave-password\n",
+               timeout=60)
+    assert r.returncode == 0 and r.stdout == f"dave written to {users} (home: /srv/dave)\n", r
+    homes = dict((line.split(":")[0], line.split(":")[2]) for line in users.read_text().splitlines())
+    assert homes == {"carol": ".", "dave": "/srv/dave"}
