@@ -64,9 +64,10 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true",
                    help="print nothing on success (no result line, no progress bar)")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
-    p.add_argument("--timeout", type=seconds_arg, default=60.0, help="seconds a stalled transfer may last")
+    p.add_argument("--timeout", type=seconds_arg, default=60.0,
+                   help="seconds a stalled transfer may last (default 60)")
     p.add_argument("--retries", type=int, default=0, metavar="N",
-                   help="after a dropped connection or 4xx reply, reconnect and resume up to N times")
+                   help="after a dropped connection or 4xx reply, reconnect and resume up to N times (default 0)")
     p.add_argument("--verify", action="store_true",
                    help="compare SHA-256 with the server's HASH afterwards (non-zero exit if different)")
     p.add_argument("--max-time", type=seconds_arg, metavar="SECONDS",
@@ -74,7 +75,7 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     add_tls_opts(p)
     p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
                    help="data streams, 1-64, or 'auto' (chosen and changed while the transfer runs):"
-                        " extended block mode where the server lists PARALLEL, else (and always over TLS)"
+                        " extended block mode where the server lists PARALLEL (over TLS too), else"
                         " for a get N sessions on byte ranges (a put then runs one stream); default 1;"
                         " in a job (-r, several files): streams per session, files of 64 MiB or more -P auto")
 

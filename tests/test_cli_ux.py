@@ -5,9 +5,11 @@ bench's closing sentence on what won."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -166,6 +168,7 @@ def test_bench_columns_come_from_the_tuning_registry():
 
 
 # -- the command line as README and --help describe it (issue: a newcomer on loopback) --------------
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_global_options_work_after_the_command_too():
@@ -223,6 +226,23 @@ def test_a_usage_error_is_one_line_and_says_where_to_read_more(argv, error, hint
     assert r.stderr == f"drsftp: error: {error}; see {hint} --help\n", r.stderr
 
 
+def test_every_numeric_default_is_in_the_help():
+    seen = 0
+    for path, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            numeric = isinstance(action.default, (int, float)) and not isinstance(action.default, bool)
+            if action.option_strings and numeric and not isinstance(action, argparse._CountAction):
+                seen += 1
+                assert f"default {action.default:g}" in action.help, (path, action.option_strings, action.help)
+    assert seen >= 6
+
+
+def test_the_P_help_says_tls_runs_extended_block_mode():
+    get = dict(_parsers(build_parser()))["drsftp get"]
+    text = " ".join(next(a for a in get._actions if "-P" in a.option_strings).help.split())
+    assert "extended block mode where the server lists PARALLEL (over TLS too), else" in text, text
+
+
 def test_passwd_names_the_home_it_writes(tmp_path):
     users = tmp_path / "users"
     r = drsftp("passwd", str(users), "carol", "--password-stdin", input="carol-password\n", timeout=60)
@@ -232,3 +252,80 @@ def test_passwd_names_the_home_it_writes(tmp_path):
     assert r.returncode == 0 and r.stdout == f"dave written to {users} (home: /srv/dave)\n", r
     homes = dict((line.split(":")[0], line.split(":")[2]) for line in users.read_text().splitlines())
     assert homes == {"carol": ".", "dave": "/srv/dave"}
+
+
+def _readme_commands(heading: str) -> list[list[str]]:
+    """The indented command lines right under a README heading, comments cut."""
+    with open(os.path.join(REPO, "README.md")) as f:
+        section = f.read().split(f"\n## {heading}\n", 1)[1].lstrip("\n")
+    lines = itertools.takewhile(lambda line: line.startswith("    "), section.splitlines())
+    return [shlex.split(line.split("#")[0]) for line in lines]
+
+
+def test_readme_passwords_pass_drsftp_passwd():
+    from drsftp.cli import MIN_PASSWORD
+
+    with open(os.path.join(REPO, "README.md")) as f:
+        text = f.read()
+    passwords = re.findall(r"--password (\S+)", text) + re.findall(r"ftp://\w+:([^@/\s]+)@", text)
+    assert len(passwords) >= 4
+    assert all(len(p) >= MIN_PASSWORD for p in passwords), passwords
+
+
+def test_readme_using_it_runs_as_written_on_loopback(tmp_path):
+    from conftest import ServerProcess
+
+    serve, get, get_netrc, put = _readme_commands("Using it")
+    root, work, tmp, home = (tmp_path / d for d in ("srv", "work", "tmp", "home"))
+    for d in (root, work, tmp, home):
+        d.mkdir()
+    src = make_file(root / "big.iso", 1 << 20, seed=26)
+    serve = [str(root) if a == "/srv/data" else a for a in serve]
+    serve[serve.index("--port") + 1] = "0"
+    srv = ServerProcess(root, cmd=[sys.executable, "-m", *serve])
+    user, password = serve[serve.index("--user") + 1], serve[serve.index("--password") + 1]
+    netrc = home / ".netrc"
+    netrc.write_text(f"machine 127.0.0.1 login {user} password {password}\n")
+    netrc.chmod(0o600)
+    env = {**os.environ, "HOME": str(home)}
+
+    def run(argv):
+        argv = [a.replace("host:2121", f"127.0.0.1:{srv.port}").replace("/tmp/", f"{tmp}/") for a in argv]
+        return drsftp(*argv[1:], cwd=work, env=env, timeout=120)
+
+    try:
+        for argv, dest in ((get, work / "big.iso"), (get_netrc, tmp / "big.iso")):
+            r = run(argv)
+            assert r.returncode == 0 and sha256_file(dest) == sha256_file(src), (argv, r.stderr)
+        with open(os.path.join(REPO, "README.md")) as f:
+            assert "a put stores into a directory that exists" in " ".join(f.read().split())
+        r = run(put)
+        assert r.returncode == 1 and r.stderr.strip() == ("drsftp: error: cannot store /uploads/big.iso:"
+                                                          " 550 No such file or directory."), r.stderr
+        (root / "uploads").mkdir()
+        r = run(put)
+        assert r.returncode == 0, r.stderr
+        assert sha256_file(root / "uploads" / "big.iso") == sha256_file(src)
+        assert json.loads((work / "run.json").read_text())["direction"] == "put"
+    finally:
+        srv.stop()
+
+
+def test_deploy_md_and_serve_help_state_where_0_means_no_limit():
+    from drsftp.server.config import RULES
+
+    with open(os.path.join(REPO, "docs", "DEPLOY.md")) as f:
+        rows = [line for line in f.read().splitlines() if line.startswith("| `")]
+    limits = ("idle_timeout", "data_timeout", "grace", "max_connections", "max_connections_per_ip",
+              "max_streams", "max_streams_total")
+    checked = set()
+    for row in rows:
+        for key in set(re.findall(r"`(\w+)`", row.split("|")[1])) & set(limits):
+            assert ("0 or more" in row) == (RULES[key](0) is None), row
+            checked.add(key)
+    assert checked == set(limits)
+    serve = dict(_parsers(build_parser()))["drsftp serve"]
+    for action in serve._actions:
+        key = action.dest
+        if key in limits and key != "grace":  # (grace: 0 aborts at once)
+            assert ("0: no limit" in action.help) == (RULES[key](0) is None), (key, action.help)
