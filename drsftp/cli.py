@@ -11,7 +11,7 @@ import logging
 import os
 import posixpath
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .tuning import check_spec, names
@@ -27,6 +27,18 @@ DESCRIPTION = ("drsftp moves files over FTP, right-sizing TCP buffers to the pat
 
 class UsageError(Exception):
     pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line, the sentence and where to read more, not
+    the usage block (README, "Errors"); exit 2.  Sub-parsers inherit the class."""
+
+    # the command's help, for errors the top parser reports about its
+    # arguments (argparse leaves unrecognized arguments to the top parser)
+    help_of: str | None = None
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"drsftp: error: {message}; see {self.help_of or self.prog} --help\n")
 
 
 def _tuning_arg(text: str) -> str:
@@ -52,9 +64,10 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true",
                    help="print nothing on success (no result line, no progress bar)")
     p.add_argument("--netrc", metavar="FILE", help="credentials file (default ~/.netrc)")
-    p.add_argument("--timeout", type=seconds_arg, default=60.0, help="seconds a stalled transfer may last")
+    p.add_argument("--timeout", type=seconds_arg, default=60.0,
+                   help="seconds a stalled transfer may last (default 60)")
     p.add_argument("--retries", type=int, default=0, metavar="N",
-                   help="after a dropped connection or 4xx reply, reconnect and resume up to N times")
+                   help="after a dropped connection or 4xx reply, reconnect and resume up to N times (default 0)")
     p.add_argument("--verify", action="store_true",
                    help="compare SHA-256 with the server's HASH afterwards (non-zero exit if different)")
     p.add_argument("--max-time", type=seconds_arg, metavar="SECONDS",
@@ -62,7 +75,7 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     add_tls_opts(p)
     p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
                    help="data streams, 1-64, or 'auto' (chosen and changed while the transfer runs):"
-                        " extended block mode where the server lists PARALLEL, else (and always over TLS)"
+                        " extended block mode where the server lists PARALLEL (over TLS too), else"
                         " for a get N sessions on byte ranges (a put then runs one stream); default 1;"
                         " in a job (-r, several files): streams per session, files of 64 MiB or more -P auto")
 
@@ -71,17 +84,36 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
 # only when one of them runs, or for the full help
 HEAVY = ("netem", "bench", "datapath", "benchreport", "netemcheck")
 _LIGHT = ("serve", "get", "put", "ls", "passwd")
+COMMANDS = _LIGHT + HEAVY
+_VERBOSE_AFTER = "verbose_after_"  # -v given after a command: dest prefix, one per depth
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with ``command`` (the one being run) the heavy
-    parsers of other commands are left out."""
-    parser = argparse.ArgumentParser(prog="drsftp", description=DESCRIPTION)
+def _add_global_opts(parser: argparse.ArgumentParser, depth: int = 0) -> None:
+    """--version and -v, on the top parser and every command's (`drsftp
+    serve -v` as `drsftp -v serve`).  A command's parser counts its -v
+    apart: argparse gives it a namespace of its own."""
     parser.add_argument("--version", action="version", version=f"drsftp {__version__}",
                         help="print the version and exit")
-    parser.add_argument("-v", "--verbose", action="count", default=0,
+    parser.add_argument("-v", "--verbose", action="count",
+                        dest="verbose" if depth == 0 else f"{_VERBOSE_AFTER}{depth}",
+                        default=0 if depth == 0 else argparse.SUPPRESS,
                         help="log more on stderr (-vv: also pyftpdlib's debug log)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _add_global_opts(sub, depth + 1)
+
+
+def _verbosity(args: argparse.Namespace) -> int:
+    return args.verbose + sum(v for k, v in vars(args).items() if k.startswith(_VERBOSE_AFTER))
+
+
+def build_parser(command: str | None = None) -> _Parser:
+    """The whole parser; with ``command`` (the one being run) the heavy
+    parsers of other commands are left out, though the usage line still
+    names every command."""
+    parser = _Parser(prog="drsftp", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
 
     s = sub.add_parser("serve", help="run the FTP server with DRS")
     # Defaults live in drsftp.server.config.DEFAULTS: an option not given
@@ -138,7 +170,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     pw.add_argument("name", help="user name")
     pw.add_argument("--home", help="the user's home (default: the server's --root)")
     pw.add_argument("--read-only", action="store_true", help="download only")
-    pw.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    pw.add_argument("--password-stdin", action="store_true",
+                    help="read the password from stdin (one line; where no terminal can ask for it)")
     pw.add_argument("--delete", action="store_true", help="remove the user")
 
     if command is None or command in HEAVY:
@@ -147,6 +180,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
         add_netem(sub)
         add_bench(sub)
+    _add_global_opts(parser)
     return parser
 
 
@@ -203,14 +237,55 @@ def _cmd_serve(args) -> int:
     return serve(cfg)
 
 
-def _cmd_passwd(args) -> int:
+MIN_PASSWORD = 8  # characters, for a users file (serve --password sets none: tests, a quick loopback)
+
+
+def _holds_user(path: str, name: str) -> bool:
+    """The users file has a line for ``name`` (the rule write_user replaces by)."""
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        return any(line.split(":", 1)[0] == name for line in f.read().splitlines())
+
+
+def _can_prompt() -> bool:
+    """getpass can ask without echo: on the controlling terminal, else on
+    stdin if that is one (its fallback would echo, or read a pipe)."""
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
+    except OSError:
+        return sys.stdin.isatty()
+    return True
+
+
+def _read_password(args) -> str:
     import getpass
 
+    if args.password_stdin:
+        line = sys.stdin.readline()
+        if not line:
+            raise UsageError("--password-stdin: stdin ended before a password line")
+        return line.rstrip("\n")
+    if not _can_prompt():
+        raise UsageError("no terminal to ask the password on: give it on stdin with --password-stdin")
+    try:
+        password = getpass.getpass(f"password for {args.name}: ")
+        again = getpass.getpass("again: ")
+    except EOFError:
+        print(file=sys.stderr)  # end the prompt's line
+        raise UsageError("input ended before a password: nothing written") from None
+    if again != password:
+        raise UsageError("the passwords differ")
+    return password
+
+
+def _cmd_passwd(args) -> int:
     from .server.users import (
         NAME_RE,
         READ_PERM,
         WRITE_PERM,
         UserEntry,
+        UsersFileError,
         hash_password,
         write_user,
     )
@@ -218,21 +293,19 @@ def _cmd_passwd(args) -> int:
     if not NAME_RE.match(args.name):
         raise UsageError("user names are 1-64 letters, digits, '.', '_' or '-'")
     if args.delete:
+        if not _holds_user(args.file, args.name):
+            raise UsersFileError(f"{args.name} is not in {args.file}: nothing deleted")
         write_user(args.file, UserEntry(args.name, "", "", ""), delete=True)
         print(f"deleted {args.name} from {args.file}")
         return 0
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = getpass.getpass(f"password for {args.name}: ")
-        if getpass.getpass("again: ") != password:
-            raise UsageError("the passwords differ")
-    if len(password) < 8:
-        raise UsageError("use a password of at least 8 characters")
-    home = args.home or "."
-    write_user(args.file, UserEntry(args.name, hash_password(password), home,
+    password = _read_password(args)
+    if len(password) < MIN_PASSWORD:
+        raise UsageError(f"use a password of at least {MIN_PASSWORD} characters")
+    # no --home: ".", which the server takes as its --root
+    write_user(args.file, UserEntry(args.name, hash_password(password), args.home or ".",
                                     READ_PERM if args.read_only else WRITE_PERM))
-    print(f"{args.name} written to {args.file} (home {home})")
+    home = args.home or "the server's --root"
+    print(f"{args.name} written to {args.file} (home: {home})")
     return 0
 
 
@@ -306,11 +379,33 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args_in = sys.argv[1:] if argv is None else argv
-    command = next((a for a in args_in if not a.startswith("-")), None)
-    parser = build_parser(command if command in _LIGHT else None)
+def _command_word(argv: list[str]) -> tuple[str | None, bool]:
+    """The command (the first word that is not an option: the top-level
+    options take no value), and whether -h, --help or --version precede it."""
+    for arg in argv:
+        if arg in ("-h", "--help", "--version"):
+            return None, True
+        if not arg.startswith("-"):
+            return arg, False
+    return None, False
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    command, top_option = _command_word(argv)
+    parser = build_parser(command if command in _LIGHT else None)  # else the whole parser, for its help
+    if command is None and not top_option:
+        parser.error(f"give a command: {', '.join(COMMANDS)}")
+    if command is not None and command not in COMMANDS:
+        parser.error(f"unknown command {command!r} (commands: {', '.join(COMMANDS)})")
+    if command is not None:
+        parser.help_of = f"drsftp {command}"
     args = parser.parse_args(argv)
+    args.verbose = _verbosity(args)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
     from .client.control import FTPError
     from .client.jobcli import JobUsageError

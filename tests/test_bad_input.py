@@ -4,8 +4,9 @@ lost and nothing sent that the user did not ask for (README, "Errors")."""
 from __future__ import annotations
 
 import os
+import subprocess
 
-from conftest import drsftp, make_file
+from conftest import PY, drsftp, make_file
 
 
 def _one_sentence(r):
@@ -15,9 +16,9 @@ def _one_sentence(r):
 
 
 def _usage_error(r):
-    """An option argparse refused: its usage, then one error line; exit 2."""
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    return r.stderr.strip().splitlines()[-1]
+    """A usage error: one line, no usage block; exit 2."""
+    assert r.returncode == 2 and "usage:" not in r.stderr
+    return _one_sentence(r)
 
 
 def test_a_line_break_in_a_url_or_a_local_name_never_reaches_the_server(server, tmp_path):
@@ -229,3 +230,54 @@ def test_a_job_checks_its_json_path_before_it_moves_anything(server, tmp_path):
     out = tmp_path / "out"
     r = drsftp("get", "-r", "--json", str(tmp_path / "no" / "r.json"), server.url("d/"), str(out), timeout=60)
     assert r.returncode == 2 and "no such directory" in _one_sentence(r) and not out.exists()
+
+
+def test_passwd_without_a_terminal_or_a_password_is_one_sentence_and_writes_nothing(tmp_path):
+    users = tmp_path / "users"
+    # a new session: no controlling terminal, as under cron or CI
+    r = drsftp("passwd", str(users), "carol", stdin=subprocess.DEVNULL, start_new_session=True, timeout=60)
+    assert r.returncode == 2 and _one_sentence(r) == ("drsftp: error: no terminal to ask the password on: give it"
+                                                      " on stdin with --password-stdin")
+    r = drsftp("passwd", str(users), "carol", "--password-stdin", input="", timeout=60)
+    assert r.returncode == 2
+    assert _one_sentence(r) == "drsftp: error: --password-stdin: stdin ended before a password line"
+    assert not users.exists() and os.listdir(tmp_path) == []
+
+
+def test_passwd_at_a_terminal_that_ends_input_is_one_sentence_and_writes_nothing(tmp_path):
+    """Ctrl-D at the prompt: getpass's EOFError is one sentence."""
+    users = tmp_path / "users"
+    master, slave = os.openpty()
+    try:  # stdin a terminal, and no controlling one: getpass asks on stdin, the prompt on stderr
+        proc = subprocess.Popen([PY, "-m", "drsftp", "passwd", str(users), "carol"], stdin=slave,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        os.close(slave)
+        seen = b""
+        while b"password for carol: " not in seen and (chunk := proc.stderr.read1(4096)):
+            seen += chunk  # (echo is off and pending input flushed only then: wait for the prompt)
+        os.write(master, b"\x04")  # VEOF at the start of a line: read() returns nothing
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+    err = (seen + err).decode()
+    assert proc.returncode == 2 and "Traceback" not in err and out == b"", err
+    assert err.splitlines() == ["password for carol: ", "drsftp: error: input ended before a password: nothing written"]
+    assert not users.exists()
+
+
+def test_passwd_delete_of_a_user_not_in_the_file_fails_and_leaves_the_file(tmp_path):
+    users = tmp_path / "users"
+    r = drsftp("passwd", str(users), "alice", "--password-stdin", input="alice-password\n", timeout=60)
+    assert r.returncode == 0, r.stderr
+    before, inode = users.read_bytes(), os.stat(users).st_ino
+    r = drsftp("passwd", str(users), "carol", "--delete", timeout=60)
+    assert r.returncode == 1 and _one_sentence(r) == f"drsftp: error: carol is not in {users}: nothing deleted"
+    assert r.stdout == "" and users.read_bytes() == before
+    assert os.stat(users).st_ino == inode  # not rewritten (a write replaces the file)
+    missing = tmp_path / "none"
+    r = drsftp("passwd", str(missing), "carol", "--delete", timeout=60)
+    assert r.returncode == 1 and _one_sentence(r) == f"drsftp: error: carol is not in {missing}: nothing deleted"
+    assert sorted(os.listdir(tmp_path)) == ["users"]
+    r = drsftp("passwd", str(users), "alice", "--delete", timeout=60)
+    assert r.returncode == 0 and r.stdout == f"deleted alice from {users}\n"
+    assert "alice" not in users.read_text()

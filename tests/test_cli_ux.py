@@ -5,12 +5,15 @@ bench's closing sentence on what won."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
+import pytest
 from conftest import drsftp, make_file, sha256_file
 
 from drsftp.bench import tunings as T
@@ -162,3 +165,167 @@ def test_bench_columns_come_from_the_tuning_registry():
     p = T.plan("drs-closed", direction="get", root="/r", host="h", local="/l", remote="f", out_json="/j",
                path=T.Path(rate=1e8, rtt=0.1), force=False, max_time=5)
     assert p.kind == "drsftp" and p.client[p.client.index("--tuning") + 1] == "drs-closed"
+
+
+# -- the command line as README and --help describe it (issue: a newcomer on loopback) --------------
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_global_options_work_after_the_command_too():
+    from drsftp.cli import parse_args
+
+    assert parse_args(["serve", "-v", "--root", "r"]).verbose == 1
+    assert parse_args(["-v", "serve", "--root", "r", "-vv"]).verbose == 3
+    assert parse_args(["get", "ftp://h/f", "--verbose"]).verbose == 1
+    assert parse_args(["netem", "-v", "up", "lan", "-v"]).verbose == 2
+    assert parse_args(["ls", "ftp://h/"]).verbose == 0
+    for path, parser in _parsers(build_parser()):  # every command, nested ones too
+        given = {s for action in parser._actions for s in action.option_strings}
+        assert {"-v", "--verbose", "--version"} <= given, path
+
+
+def test_v_after_serve_reaches_the_server_log(tmp_path):
+    from conftest import ServerProcess, ftp_session
+
+    srv = ServerProcess(tmp_path, "-vv")  # `drsftp serve --root ... -vv`
+    ftp_session(srv.port).quit()  # (the IO loop runs: its closing is logged)
+    srv.proc.terminate()
+    srv.proc.wait(60)
+    text = srv.stderr_text()
+    srv.stop()
+    assert "[debug]" in text, text  # -vv: pyftpdlib's debug log
+
+
+def test_the_usage_line_names_every_command(capsys):
+    from drsftp.cli import COMMANDS, main
+
+    full = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(full.choices) == set(COMMANDS)
+    for command in (None, "serve", "get", "passwd"):  # the parser built for a light command too
+        usage = " ".join(build_parser(command).format_usage().split())
+        assert "{" + ",".join(COMMANDS) + "}" in usage, (command, usage)
+    with pytest.raises(SystemExit) as done:
+        main(["-h", "serve"])  # the top help, though a light command follows
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and all(f"    {c} " in out for c in COMMANDS), out
+
+
+@pytest.mark.parametrize("argv,error,hint", [
+    (["serve", "--bogus"], "unrecognized arguments: --bogus", "drsftp serve"),
+    (["get"], "the following arguments are required: PATH", "drsftp get"),
+    (["get", "--timeout", "0", "ftp://127.0.0.1:9/f"], "argument --timeout: want a number of seconds above 0,"
+                                                         " not '0'", "drsftp get"),
+    (["netem", "up"], "the following arguments are required: name", "drsftp netem up"),
+    ([], "give a command: serve, get, put, ls, passwd, netem, bench, datapath, benchreport, netemcheck", "drsftp"),
+    (["serv"], "unknown command 'serv' (commands: serve, get, put, ls, passwd, netem, bench, datapath,"
+               " benchreport, netemcheck)", "drsftp"),
+])
+def test_a_usage_error_is_one_line_and_says_where_to_read_more(argv, error, hint):
+    r = drsftp(*argv, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == f"drsftp: error: {error}; see {hint} --help\n", r.stderr
+
+
+def test_every_numeric_default_is_in_the_help():
+    seen = 0
+    for path, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            numeric = isinstance(action.default, (int, float)) and not isinstance(action.default, bool)
+            if action.option_strings and numeric and not isinstance(action, argparse._CountAction):
+                seen += 1
+                assert f"default {action.default:g}" in action.help, (path, action.option_strings, action.help)
+    assert seen >= 6
+
+
+def test_the_P_help_says_tls_runs_extended_block_mode():
+    get = dict(_parsers(build_parser()))["drsftp get"]
+    text = " ".join(next(a for a in get._actions if "-P" in a.option_strings).help.split())
+    assert "extended block mode where the server lists PARALLEL (over TLS too), else" in text, text
+
+
+def test_passwd_names_the_home_it_writes(tmp_path):
+    users = tmp_path / "users"
+    r = drsftp("passwd", str(users), "carol", "--password-stdin", input="carol-password\n", timeout=60)
+    assert r.returncode == 0 and r.stdout == f"carol written to {users} (home: the server's --root)\n", r
+    r = drsftp("passwd", str(users), "dave", "--password-stdin", "--home", "/srv/dave", input="dave-password\n",
+               timeout=60)
+    assert r.returncode == 0 and r.stdout == f"dave written to {users} (home: /srv/dave)\n", r
+    homes = dict((line.split(":")[0], line.split(":")[2]) for line in users.read_text().splitlines())
+    assert homes == {"carol": ".", "dave": "/srv/dave"}
+
+
+def _readme_commands(heading: str) -> list[list[str]]:
+    """The indented command lines right under a README heading, comments cut."""
+    with open(os.path.join(REPO, "README.md")) as f:
+        section = f.read().split(f"\n## {heading}\n", 1)[1].lstrip("\n")
+    lines = itertools.takewhile(lambda line: line.startswith("    "), section.splitlines())
+    return [shlex.split(line.split("#")[0]) for line in lines]
+
+
+def test_readme_passwords_pass_drsftp_passwd():
+    from drsftp.cli import MIN_PASSWORD
+
+    with open(os.path.join(REPO, "README.md")) as f:
+        text = f.read()
+    passwords = re.findall(r"--password (\S+)", text) + re.findall(r"ftp://\w+:([^@/\s]+)@", text)
+    assert len(passwords) >= 4
+    assert all(len(p) >= MIN_PASSWORD for p in passwords), passwords
+
+
+def test_readme_using_it_runs_as_written_on_loopback(tmp_path):
+    from conftest import ServerProcess
+
+    serve, get, get_netrc, put = _readme_commands("Using it")
+    root, work, tmp, home = (tmp_path / d for d in ("srv", "work", "tmp", "home"))
+    for d in (root, work, tmp, home):
+        d.mkdir()
+    src = make_file(root / "big.iso", 1 << 20, seed=26)
+    serve = [str(root) if a == "/srv/data" else a for a in serve]
+    serve[serve.index("--port") + 1] = "0"
+    srv = ServerProcess(root, cmd=[sys.executable, "-m", *serve])
+    user, password = serve[serve.index("--user") + 1], serve[serve.index("--password") + 1]
+    netrc = home / ".netrc"
+    netrc.write_text(f"machine 127.0.0.1 login {user} password {password}\n")
+    netrc.chmod(0o600)
+    env = {**os.environ, "HOME": str(home)}
+
+    def run(argv):
+        argv = [a.replace("host:2121", f"127.0.0.1:{srv.port}").replace("/tmp/", f"{tmp}/") for a in argv]
+        return drsftp(*argv[1:], cwd=work, env=env, timeout=120)
+
+    try:
+        for argv, dest in ((get, work / "big.iso"), (get_netrc, tmp / "big.iso")):
+            r = run(argv)
+            assert r.returncode == 0 and sha256_file(dest) == sha256_file(src), (argv, r.stderr)
+        with open(os.path.join(REPO, "README.md")) as f:
+            assert "a put stores into a directory that exists" in " ".join(f.read().split())
+        r = run(put)
+        assert r.returncode == 1 and r.stderr.strip() == ("drsftp: error: cannot store /uploads/big.iso:"
+                                                          " 550 No such file or directory."), r.stderr
+        (root / "uploads").mkdir()
+        r = run(put)
+        assert r.returncode == 0, r.stderr
+        assert sha256_file(root / "uploads" / "big.iso") == sha256_file(src)
+        assert json.loads((work / "run.json").read_text())["direction"] == "put"
+    finally:
+        srv.stop()
+
+
+def test_deploy_md_and_serve_help_state_where_0_means_no_limit():
+    from drsftp.server.config import RULES
+
+    with open(os.path.join(REPO, "docs", "DEPLOY.md")) as f:
+        rows = [line for line in f.read().splitlines() if line.startswith("| `")]
+    limits = ("idle_timeout", "data_timeout", "grace", "max_connections", "max_connections_per_ip",
+              "max_streams", "max_streams_total")
+    checked = set()
+    for row in rows:
+        for key in set(re.findall(r"`(\w+)`", row.split("|")[1])) & set(limits):
+            assert ("0 or more" in row) == (RULES[key](0) is None), row
+            checked.add(key)
+    assert checked == set(limits)
+    serve = dict(_parsers(build_parser()))["drsftp serve"]
+    for action in serve._actions:
+        key = action.dest
+        if key in limits and key != "grace":  # (grace: 0 aborts at once)
+            assert ("0: no limit" in action.help) == (RULES[key](0) is None), (key, action.help)

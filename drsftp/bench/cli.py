@@ -75,7 +75,7 @@ def add_parser(sub) -> None:
     p.add_argument("--profiles", help="default (host as is), tuned (ESnet-style); default both")
     p.add_argument("--reps", type=int, help="runs of each tuning on each path (default 3)")
     p.add_argument("--size", help="file size (default: 12 s at line rate, at least 128 MiB)")
-    p.add_argument("--max-time", type=float, default=60.0, help="cap on one run (slow tunings)")
+    p.add_argument("--max-time", type=float, default=60.0, help="seconds one run may take (slow tunings; default 60)")
     p.add_argument("--force-buffers", action="store_true",
                    help="let drs/manual/probe-static use SO_*BUFFORCE past rmem_max (root)")
     p.add_argument("--cc", choices=("bbr", "reno", "cubic"), help="congestion control in the namespaces")
