@@ -31,6 +31,7 @@ __all__ = [
     "restart_idle_timer",
     "restart_position",
     "set_final_reply",
+    "tls_established",
 ]
 
 
@@ -79,6 +80,11 @@ def current_type(handler) -> str:
 def data_protected(handler) -> bool:
     """PROT P is in force (RFC 4217): data channels must be TLS."""
     return bool(getattr(handler, "_prot", False))
+
+
+def tls_established(channel) -> bool:
+    """A pyftpdlib TLS connection (control or data) finished its handshake."""
+    return bool(getattr(channel, "_ssl_established", False))
 
 
 def restart_idle_timer(handler) -> None:

@@ -615,7 +615,9 @@ def tls_handler_class():
     """FTPS (RFC 4217: AUTH TLS, PBSZ, PROT P) classes; needs pyOpenSSL."""
     from pyftpdlib.handlers import TLS_DTPHandler, TLS_FTPHandler
 
-    class DRSTLSDTPHandler(DRSDataMixin, TLS_DTPHandler):
+    from .tlsdata import TLSDataReplies
+
+    class DRSTLSDTPHandler(TLSDataReplies, DRSDataMixin, TLS_DTPHandler):
         pass
 
     class DRSTLSFTPHandler(TransferLogMixin, EModeCommands, DRSControlMixin, TLS_FTPHandler):
