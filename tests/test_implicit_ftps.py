@@ -182,6 +182,8 @@ def test_a_refused_session_hears_why_over_tls(tmp_path, certs):  # noqa: F811
     ((), "implicit_tls_port = 0\n", "{f}: implicit_tls_port needs tls_cert"),
     ((), "implicit_tls_port = 99999\n", "{f}:5: implicit_tls_port must be 0-65535 (0: any free port), not 99999"),
     (("--implicit-tls-port", "-2"), "", "--implicit-tls-port must be 0-65535 (0: any free port), not -2"),
+    (("--tls-cert", "c.pem", "--port", "2122", "--implicit-tls-port", "2122"), "",
+     "--implicit-tls-port 2122 is --port too: give the implicit FTPS listener a port of its own"),
 ])
 def test_option_and_key_errors_are_one_sentence(tmp_path, args, toml, error):
     f = tmp_path / "drsftp.toml"

@@ -136,7 +136,7 @@ def _listen(cfg: ServerConfig, port: int, handler: type, main: FTPServer | None 
         server = FTPServer((cfg.host, port), handler, ioloop=main.ioloop if main else None)
     except OSError as exc:
         raise ConfigError(f"cannot listen on {cfg.host}:{port}: {exc.strerror or exc}") from exc
-    server.max_cons = cfg.max_cons  # (counted over the shared ioloop: all listeners together)
+    server.max_cons = cfg.max_cons  # (pyftpdlib counts the shared ioloop's sockets: both listeners' sessions)
     server.max_cons_per_ip = cfg.max_cons_per_ip
     if main is not None:
         server.ip_map = main.ip_map
