@@ -149,6 +149,8 @@ def build_parser(command: str | None = None) -> _Parser:
     s.add_argument("--tls-cert", metavar="FILE", help="certificate (PEM) for FTPS: AUTH TLS, PROT P")
     s.add_argument("--tls-key", metavar="FILE", help="private key (PEM; default: in --tls-cert)")
     s.add_argument("--require-tls", action="store_true", default=None, help="refuse plain-text login and data")
+    s.add_argument("--implicit-tls-port", type=int, metavar="PORT",
+                   help="also listen here for implicit FTPS (ftps://: TLS before the greeting; 990 by convention)")
     s.add_argument("--grace", type=float,
                    help="on SIGTERM, seconds running transfers may take before they are aborted (default 30)")
     s.add_argument("--buffer-budget",
@@ -231,6 +233,7 @@ def _cmd_serve(args) -> int:
         buffer_budget=budget if isinstance(budget, int) else _budget_arg(budget), grace=o["grace"],
         users_file=o["users"], idle_timeout=o["idle_timeout"], data_timeout=o["data_timeout"],
         tls_cert=o["tls_cert"], tls_key=o["tls_key"], require_tls=o["require_tls"],
+        implicit_tls_port=o["implicit_tls_port"],
         max_streams=o["max_streams"], max_streams_total=o["max_streams_total"], config_file=args.config,
     )
     configure_log(o["log_file"], o["log_format"])

@@ -14,6 +14,8 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import tlspolicy
+
 IMPLICIT_PORT = 990  # ftps:// (implicit FTPS)
 
 
@@ -48,7 +50,7 @@ class ClientTLS:
 
 def client_tls(ca_file: str | None = None, insecure: bool = False, implicit: bool = False) -> ClientTLS:
     ctx = _ReusingContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, check_hostname
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    tlspolicy.apply(ctx)  # the server's versions and suites (Mozilla's intermediate profile)
     if insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE

@@ -15,7 +15,7 @@ from .. import sockopt
 from ..tuning import check_spec
 from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget
-from . import config, tlsfiles, translog
+from . import config, implicit, tlsfiles, translog
 from .config import ConfigError
 from .eblock import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
@@ -55,6 +55,7 @@ class ServerConfig:
     tls_cert: str | None = None  # FTPS (RFC 4217) when given
     tls_key: str | None = None
     require_tls: bool = False  # refuse plain-text login and data
+    implicit_tls_port: int | None = None  # also listen for implicit FTPS (ftps://) here
     max_streams: int = 64  # MODE E streams per session (docs/EBLOCK.md)
     max_streams_total: int = 256  # MODE E streams of all sessions together
     config_file: str | None = None  # the --config file, kept out of every home
@@ -65,7 +66,7 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         "host": cfg.host, "port": cfg.port, "idle_timeout": cfg.idle_timeout, "data_timeout": cfg.data_timeout,
         "grace": cfg.grace, "max_connections": cfg.max_cons, "max_connections_per_ip": cfg.max_cons_per_ip,
         "max_streams": cfg.max_streams, "max_streams_total": cfg.max_streams_total,
-        "buffer_budget": cfg.buffer_budget})
+        "buffer_budget": cfg.buffer_budget, "implicit_tls_port": cfg.implicit_tls_port})
     if not os.path.isdir(cfg.root):
         raise ConfigError(f"root directory does not exist: {cfg.root}")
     try:
@@ -82,6 +83,11 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         raise ConfigError("--require-tls needs --tls-cert (and --tls-key)")
     if cfg.tls_key and not cfg.tls_cert:
         raise ConfigError("--tls-key needs --tls-cert (the certificate the key belongs to)")
+    if cfg.implicit_tls_port is not None and not cfg.tls_cert:
+        raise ConfigError("--implicit-tls-port needs --tls-cert (and --tls-key)")
+    if cfg.implicit_tls_port and cfg.implicit_tls_port == cfg.port:
+        raise ConfigError(f"--implicit-tls-port {cfg.port} is --port too: give the implicit FTPS listener"
+                          " a port of its own (990 by convention)")
     if cfg.tls_cert:
         try:
             base = tls_handler_class()
@@ -114,13 +120,34 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         log.warning("--force-buffers: no CAP_NET_ADMIN here; buffers stay capped at rmem_max/wmem_max")
     if cfg.passive_ports:
         handler.passive_ports = range(cfg.passive_ports[0], cfg.passive_ports[1] + 1)
-    try:
-        server = FTPServer((cfg.host, cfg.port), handler)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {cfg.host}:{cfg.port}: {exc.strerror or exc}") from exc
-    server.max_cons = cfg.max_cons
-    server.max_cons_per_ip = cfg.max_cons_per_ip
+    server = _listen(cfg, cfg.port, handler)
+    server.implicit_tls = None
+    if cfg.implicit_tls_port is not None:
+        try:
+            server.implicit_tls = _listen(cfg, cfg.implicit_tls_port, implicit.handler_class(handler), server)
+        except ConfigError:
+            server.close()
+            raise
     return server
+
+
+def _listen(cfg: ServerConfig, port: int, handler: type, main: FTPServer | None = None) -> FTPServer:
+    """A listener; a second one (``main`` given) shares the main one's
+    ioloop and its count of sessions per address."""
+    try:
+        server = FTPServer((cfg.host, port), handler, ioloop=main.ioloop if main else None)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {cfg.host}:{port}: {exc.strerror or exc}") from exc
+    server.max_cons = cfg.max_cons  # (pyftpdlib counts the shared ioloop's sockets: both listeners' sessions)
+    server.max_cons_per_ip = cfg.max_cons_per_ip
+    if main is not None:
+        server.ip_map = main.ip_map
+    return server
+
+
+def listeners(server: FTPServer) -> list[FTPServer]:
+    """The server's listeners: the main one, and the implicit FTPS one if any."""
+    return [server] + ([server.implicit_tls] if server.implicit_tls is not None else [])
 
 
 def _authorizer(cfg: ServerConfig, password_hash: str | None = None) -> HashedAuthorizer:
@@ -190,6 +217,9 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
     server = build_server(cfg)
     host, port = server.socket.getsockname()[:2]
     print(f"drsftp serve: listening on {host}:{port} (tuning {cfg.tuning})", file=ready_stream, flush=True)
+    if server.implicit_tls is not None:
+        host, port = server.implicit_tls.socket.getsockname()[:2]
+        print(f"drsftp serve: implicit FTPS (ftps://) on {host}:{port}", file=ready_stream, flush=True)
     signals = []
     reloads = []
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -210,7 +240,8 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
             if deadline is None:
                 deadline = time.monotonic() + cfg.grace
                 server.handler.shutting_down = True
-                server.close()  # the listener only: no new sessions
+                for listener in listeners(server):
+                    listener.close()  # the listener only: no new sessions
             running = _shutdown_step(server)
             if not running:
                 break

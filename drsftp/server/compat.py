@@ -27,11 +27,13 @@ __all__ = [
     "line_buffer_clear",
     "mlst_facts",
     "pending_transfer",
+    "protect_data_by_default",
     "queued_upload",
     "restart_idle_timer",
     "restart_position",
     "set_final_reply",
     "set_mlst_facts",
+    "tls_established",
 ]
 
 
@@ -80,6 +82,16 @@ def current_type(handler) -> str:
 def data_protected(handler) -> bool:
     """PROT P is in force (RFC 4217): data channels must be TLS."""
     return bool(getattr(handler, "_prot", False))
+
+
+def protect_data_by_default(handler) -> None:
+    """PBSZ 0 and PROT P in force without the commands (implicit FTPS)."""
+    handler._pbsz = handler._prot = True
+
+
+def tls_established(channel) -> bool:
+    """A pyftpdlib TLS connection (control or data) finished its handshake."""
+    return bool(getattr(channel, "_ssl_established", False))
 
 
 def restart_idle_timer(handler) -> None:

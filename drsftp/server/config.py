@@ -30,7 +30,8 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "anonymous_read": _BOOL, "idle_timeout": _FLOAT, "data_timeout": _FLOAT, "read_only": _BOOL,
     "tuning": _STR, "force_buffers": _BOOL, "passive_ports": _STR, "max_connections": _INT,
     "max_connections_per_ip": _INT, "log_file": _STR, "log_format": _STR, "tls_cert": _STR,
-    "tls_key": _STR, "require_tls": _BOOL, "grace": _FLOAT, "max_streams": _INT, "max_streams_total": _INT,
+    "tls_key": _STR, "require_tls": _BOOL, "implicit_tls_port": _INT, "grace": _FLOAT, "max_streams": _INT,
+    "max_streams_total": _INT,
     "buffer_budget": ((str, int), "a size such as \"256MiB\", a number of bytes, or \"off\""),
 }
 PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file")
@@ -41,7 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "anonymous_read": False, "idle_timeout": 300.0, "data_timeout": 120.0, "read_only": False,
     "tuning": "drs", "force_buffers": False, "passive_ports": None, "max_connections": 256,
     "max_connections_per_ip": 32, "log_file": None, "log_format": "text", "tls_cert": None,
-    "tls_key": None, "require_tls": False, "grace": 30.0, "buffer_budget": "256MiB",
+    "tls_key": None, "require_tls": False, "implicit_tls_port": None, "grace": 30.0, "buffer_budget": "256MiB",
     "max_streams": 64, "max_streams_total": 256,
 }
 LOG_FORMATS = ("text", "json")
@@ -115,7 +116,7 @@ def _tuning(v: str) -> str | None:
 
 RULES: dict[str, Callable[[Any], str | None]] = {
     # timeouts and connection limits: 0 is none, as pyftpdlib reads them
-    "port": _port, "host": _host, "idle_timeout": _seconds, "data_timeout": _seconds,
+    "port": _port, "implicit_tls_port": _port, "host": _host, "idle_timeout": _seconds, "data_timeout": _seconds,
     "grace": _seconds, "max_connections": _limit, "max_connections_per_ip": _limit, "max_streams": _count,
     "max_streams_total": _count, "buffer_budget": _budget, "passive_ports": port_range_problem,
     "tuning": _tuning,
@@ -197,4 +198,8 @@ def merge(file_values: dict[str, Any], cli_values: dict[str, Any], path: str | N
     if merged["tls_key"] and not merged["tls_cert"]:
         where = "--tls-key needs --tls-cert" if cli_values.get("tls_key") else f"{path}: tls_key needs tls_cert"
         raise ConfigError(f"{where} (the certificate the key belongs to)")
+    if merged["implicit_tls_port"] is not None and not merged["tls_cert"]:
+        where = ("--implicit-tls-port needs --tls-cert" if cli_values.get("implicit_tls_port") is not None
+                 else f"{path}: implicit_tls_port needs tls_cert")
+        raise ConfigError(f"{where} (implicit FTPS is TLS from the first byte)")
     return merged

@@ -16,19 +16,20 @@ ends without close_notify like its TCP close ends it in clear text.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 
+from .. import tlspolicy
 from ..tlsbio import TLSPipe
 
 RAW_CHUNK = 1 << 20  # ciphertext read per recv
 
 
 def server_context(certfile: str, keyfile: str | None) -> ssl.SSLContext:
-    """The streams' TLS context: TLS 1.2 or later, no renegotiation, no
-    session tickets (each stream is one long connection)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    """The streams' TLS context: drsftp's policy (drsftp.tlspolicy), no
+    renegotiation, no session tickets (each stream is one long connection)."""
+    ctx = tlspolicy.apply(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
     ctx.options |= ssl.OP_NO_RENEGOTIATION
     ctx.num_tickets = 0
     ctx.load_cert_chain(certfile, keyfile or certfile)
@@ -71,7 +72,13 @@ class StreamTLS:
             raise ConnectionResetError("the peer closed the connection during the TLS handshake")
         if k > 0:
             self.pipe.feed(memoryview(self.raw)[:k])
-        done = self.pipe.handshake()
+        try:
+            done = self.pipe.handshake()
+        except ssl.SSLError:
+            self._queue(self.pipe.take())  # the fatal alert that says why (RFC 8446 sec. 6.2)
+            with contextlib.suppress(OSError):
+                self.flush()
+            raise
         self._queue(self.pipe.take())
         self.flush()
         return done

@@ -616,7 +616,9 @@ def tls_handler_class():
     """FTPS (RFC 4217: AUTH TLS, PBSZ, PROT P) classes; needs pyOpenSSL."""
     from pyftpdlib.handlers import TLS_DTPHandler, TLS_FTPHandler
 
-    class DRSTLSDTPHandler(DRSDataMixin, TLS_DTPHandler):
+    from .tlsdata import TLSDataReplies
+
+    class DRSTLSDTPHandler(TLSDataReplies, DRSDataMixin, TLS_DTPHandler):
         pass
 
     class DRSTLSFTPHandler(TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin, TLS_FTPHandler):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import ssl
 
+from .. import tlspolicy
 from .config import ConfigError
 
 _CERT = re.compile(rb"^-----BEGIN CERTIFICATE-----", re.MULTILINE)
@@ -59,6 +60,22 @@ def _openssl_words(exc: Exception) -> str:
     return str(exc)
 
 
+def control_context(handler):
+    """The control connection's and the stream-mode data channels' context
+    (pyOpenSSL, pyftpdlib's TLS, which takes a context made here as it
+    is): pyftpdlib's options (no SSLv2/3, no compression) and drsftp's
+    policy (drsftp.tlspolicy)."""
+    from OpenSSL import SSL
+
+    ctx = SSL.Context(SSL.TLS_SERVER_METHOD)
+    ctx.set_options(handler.ssl_options)
+    tlspolicy.apply_openssl(ctx)
+    ctx.use_certificate_chain_file(handler.certfile)
+    ctx.use_privatekey_file(handler.keyfile)
+    ctx.check_privatekey()
+    return ctx
+
+
 def load(handler) -> None:
     """The control connection's context (pyOpenSSL, pyftpdlib's) and the
     MODE E streams' (the standard library's) from ``handler.certfile`` and
@@ -70,17 +87,14 @@ def load(handler) -> None:
 
     cert, key = handler.certfile, handler.keyfile
     check(cert, None if key == cert else key)
-    old = handler.ssl_context
-    handler.ssl_context = None  # pyftpdlib builds it anew from certfile/keyfile
     try:
         streams = etls.server_context(cert, key)
-        handler.get_ssl_context()
+        control = control_context(handler)
     except (ssl.SSLError, SSL.Error, OSError, ValueError) as exc:
-        handler.ssl_context = old
         if isinstance(exc, ssl.SSLError) and exc.reason == "KEY_VALUES_MISMATCH":
             raise ConfigError(f"the TLS key {key} is not the key of the certificate {cert}: give the"
                               " certificate's own key") from None
         why = exc.reason if isinstance(exc, ssl.SSLError) and exc.reason else _openssl_words(exc)
         raise ConfigError(f"cannot load the TLS certificate {cert} with the key {key}: check that they are"
                           f" the PEM files of one certificate and its key (OpenSSL: {why})") from None
-    handler.etls_context = streams
+    handler.ssl_context, handler.etls_context = control, streams
