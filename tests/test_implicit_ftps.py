@@ -187,7 +187,8 @@ def test_a_refused_session_hears_why_over_tls(tmp_path, certs):  # noqa: F811
 ])
 def test_option_and_key_errors_are_one_sentence(tmp_path, args, toml, error):
     f = tmp_path / "drsftp.toml"
-    f.write_text(f'root = "."\nport = 0\nuser = "{USER}"\npassword = "{PASSWORD}"\n{toml}')
+    (tmp_path / "srv").mkdir()  # a root that does not hold the config file (docs/SECURITY.md, "Homes")
+    f.write_text(f'root = "srv"\nport = 0\nuser = "{USER}"\npassword = "{PASSWORD}"\n{toml}')
     r = drsftp("serve", "--config", str(f), *args, timeout=60)
     assert r.returncode == 2, r.stderr
     assert "listening" not in r.stdout
