@@ -24,7 +24,7 @@ class TransferResult:
     total_size: int | None = None
     resumed_from: int = 0
     tuning: str | None = None  # the buffer strategy, e.g. "drs(cap=67108864)"
-    drs_peer: bool = False  # the server offered the DRS command
+    drs_peer: bool = False  # the peer answered DRS reports during the transfer (drs_replies > 0)
     drs_replies: int = 0  # DRS exchanges answered during the transfer
     server_last_report: dict[str, Any] = field(default_factory=dict)
     rtt_min_ms: float | None = None
@@ -82,7 +82,7 @@ class TransferResult:
             parts.append(f"RTT {rtt:.0f} ms" if rtt >= 10 else f"RTT {rtt:.2g} ms")
         tuning = self.tuning or ""
         if tuning.startswith("drs"):
-            parts.append("DRS with peer" if self.drs_replies else "DRS at this end only")
+            parts.append("DRS with peer" if self.drs_peer else "DRS at this end only")
         elif tuning:
             parts.append(f"tuning {tuning}")
         streams = self.extra.get("streams")

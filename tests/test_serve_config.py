@@ -120,7 +120,7 @@ def test_transfer_log_has_one_line_per_login_and_per_transfer(tmp_path):
     assert [(r["user"], r["ok"]) for r in logins] == [(USER, True), (USER, True), (USER, False)]
     get, put = transfers
     assert (get["direction"], get["path"], get["bytes"], get["complete"]) == ("get", "/big.bin", 32 << 20, True)
-    assert get["drs_peer"] is True  # drsftp's client sent DRS during the transfer
+    assert get["drs_peer"] is True  # DRS reports were exchanged with drsftp's client during the transfer
     assert (put["direction"], put["path"], put["bytes"], put["complete"]) == ("put", "/up load.bin", 32 << 20, True)
     assert put["drs_peer"] is False  # curl does not speak DRS
     for t in transfers:
@@ -236,11 +236,11 @@ def test_contrib_example_config_and_unit_are_valid(tmp_path):
 def test_log_lines_are_one_line_whatever_the_file_name():
     from drsftp.server import translog
 
-    rec = translog.transfer_record(0.0, "192.0.2.1:5", "u", "put", '/a\nb "c".bin', 10, 0.5, False, True, False)
+    rec = translog.transfer_record(0.0, "192.0.2.1:5", "u", "put", '/a\nb "c".bin', 10, 0.5, 1, False, True, False)
     text = translog.format_text(rec)
     assert "\n" not in text and r'path="/a\nb \"c\".bin"' in text
     assert text.startswith("1970-01-01T00:00:00.000Z transfer peer=192.0.2.1:5 user=u direction=put ")
-    assert text.endswith(" bytes=10 seconds=0.5 rate=0.0Mbit/s drs_peer=no complete=yes tls=no")
+    assert text.endswith(" bytes=10 seconds=0.5 rate=0.0Mbit/s streams=1 drs_peer=no complete=yes tls=no")
     assert json.loads(translog.format_json(rec))["path"] == '/a\nb "c".bin'
 
 

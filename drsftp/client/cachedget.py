@@ -52,6 +52,7 @@ class FileGet:
     retr: Pending
     state: str = "sent"  # sent -> started -> complete, or refused
     bytes: int = 0
+    drs_replies: int = 0  # DRS reports the server sent while this file was its transfer
     started: float | None = None
     reply: Reply | None = None  # the final reply
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..ftp.eblock import HEADER_SIZE, data_header, eod
+from ..ftp.replies import Reply
 from ..result import TransferResult
 from ..tuning import Role
 from .cachedsession import CachedSession
@@ -49,7 +50,9 @@ class FilePut:
     stor: Pending
     state: str = "sent"  # sent -> started -> done, or refused
     bytes: int = 0
+    drs_replies: int = 0  # DRS reports the server sent while this file was its transfer
     started: float | None = None
+    reply: Reply | None = None  # the final reply
     go: asyncio.Event = field(default_factory=asyncio.Event)  # 1yz came, or the file will never start
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
@@ -111,7 +114,7 @@ class CachedPuts(CachedSession):
         if fut.cancelled() or fut.exception() is not None:
             self.fail(FTPError(f"STOR {fp.remote}: control connection lost"))
             return
-        reply = fut.result()
+        fp.reply = reply = fut.result()
         if fp.state == "sent":  # refused before it started: no stream sends it
             fp.state = "refused"
             fp.go.set()

@@ -16,7 +16,8 @@ from .transfer import TransferOptions
 
 
 class CachedSession(_ModeE):
-    """A file here (FileGet, FilePut) has ``fd``, ``bytes`` and ``done``."""
+    """A file here (FileGet, FilePut) has ``fd``, ``bytes``, ``reply`` (its
+    final reply, once it came), ``drs_replies`` and ``done``."""
 
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
         super().__init__(ctl, opts, streams)
@@ -30,6 +31,18 @@ class CachedSession(_ModeE):
 
     def drs_wanted(self) -> bool:
         return bool(self.files)  # between files the exchange says nothing
+
+    def _on_drs_reply(self, fut) -> None:
+        """A DRS report counts for the oldest file without its final reply:
+        the server runs a session's transfers one at a time, in order, and
+        answers DRS during the one running, before its final reply
+        (docs/EBLOCK.md, "Pipelined transfers"); replies are handled in the
+        order they came."""
+        before = self.drs_replies
+        super()._on_drs_reply(fut)
+        running = next((f for f in self.files if f.reply is None), None)
+        if self.drs_replies > before and running is not None:
+            running.drs_replies += 1
 
     @property
     def tuner(self):
@@ -59,7 +72,7 @@ class CachedSession(_ModeE):
 
     def result(self, f: Any, direction: str, seconds: float, **figures: Any) -> TransferResult:
         r = TransferResult(direction=direction, path=f.remote, bytes=f.bytes, seconds=seconds,
-                           drs_peer="DRS" in self.ctl.features, drs_replies=self.drs_replies,
+                           drs_peer=f.drs_replies > 0, drs_replies=f.drs_replies,
                            server_last_report=self.server_last)
         r.update(self.summary())
         r.update(figures, streams=len(self.streams), cached=True)

@@ -309,9 +309,15 @@ class _ModeE:
         """Ask a drsftp server (the sender) to run ``n`` streams from now on."""
         if self.use_drs:
             try:
-                self.ctl.start(f"DRS streams={n}").final.add_done_callback(lambda f: f.exception())
+                self.ctl.start(f"DRS streams={n}").final.add_done_callback(self._on_streams_reply)
             except FTPError:
                 pass
+
+    def _on_streams_reply(self, fut: asyncio.Future) -> None:
+        """A ``200 DRS`` to ``streams=N`` is a report exchanged too (the
+        server's transfer log counts it alike)."""
+        if not fut.cancelled() and fut.exception() is None and fut.result().code == 200:
+            self.drs_replies += 1
 
     def _on_drs_reply(self, fut: asyncio.Future) -> None:
         self._drs_pending = False

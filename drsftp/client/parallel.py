@@ -359,7 +359,7 @@ def _result(direction: str, path: str, driver, total: int, resumed: int, out: Ou
                     "streams": len(summary["per_stream"]), "stream_changes": out.changes})
     r = TransferResult(
         direction=direction, path=path, bytes=driver.moved, total_size=total, resumed_from=resumed,
-        seconds=out.seconds, drs_peer="DRS" in driver.ctl.features, drs_replies=driver.drs_replies,
+        seconds=out.seconds, drs_peer=driver.drs_replies > 0, drs_replies=driver.drs_replies,
         server_last_report=driver.server_last, timeline=out.timeline, complete=not out.timed_out)
     r.update(summary)
     return r

@@ -595,11 +595,11 @@ def _result(direction: str, path: str, xfer: _Transfer, total: int | None, offse
         total_size=total,
         resumed_from=offset,
         seconds=seconds,
-        drs_peer="DRS" in xfer.ctl.features,
+        drs_peer=xfer.drs_replies > 0,
         drs_replies=xfer.drs_replies,
         server_last_report=xfer.server_last,
         timeline=xfer.tuner.stats.timeline,
         complete=complete,
     )
-    r.update(xfer.tuner.summary())
+    r.update(xfer.tuner.summary(), streams=1)
     return r

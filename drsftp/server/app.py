@@ -106,6 +106,7 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         raise ConfigError("--max-streams must be at least 1 and at most --max-streams-total")
     handler.eblock_limits = Limits(per_session=cfg.max_streams, per_server=cfg.max_streams_total)
     handler.eblock_count = StreamCount()
+    handler.ranged_downloads = translog.RangedDownloads()  # its sessions' downloads on byte ranges
     handler.host_limits = sockopt.HostLimits.read()
     handler.allow_force = cfg.force_buffers and handler.host_limits.can_force
     handler.buffer_budget = BufferBudget(cfg.buffer_budget) if cfg.buffer_budget else None

@@ -19,6 +19,7 @@ __all__ = [
     "EPortHooks",
     "FileReadWriteError",
     "clear_pending_transfer",
+    "control_tls_established",
     "current_type",
     "data_channel_open",
     "data_protected",
@@ -140,3 +141,8 @@ def line_buffer_clear(handler) -> None:
 def set_final_reply(dtp, reply: str | None, logfun=None) -> None:
     """The reply a stream-mode data channel sends when it closes (None: none)."""
     dtp._resp = () if reply is None else (reply, logfun)
+
+
+def control_tls_established(handler) -> bool:
+    """The control connection runs TLS (AUTH TLS done; FTPS handlers only)."""
+    return bool(getattr(handler, "_ssl_established", False))

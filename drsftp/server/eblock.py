@@ -379,7 +379,8 @@ class Job:
 
     def __init__(self, session: ESession) -> None:
         self.session = session
-        self.members: set[Stream] = set()
+        self.members: set[Stream] = set()  # the streams that carried it
+        self.path: str | None = None  # the file as the client names it (None: a listing)
         self.finished = False
         self.started = self.last = time.monotonic()
         self.timeout = session.data_timeout  # (0: no limit, as pyftpdlib's DTP)
@@ -397,7 +398,14 @@ class Job:
         else:
             self._timer = self.session.h.ioloop.call_later(self.timeout - idle, self._check_timeout)
 
-    def _end(self, failed: bool = False) -> bool:
+    @property
+    def moved(self) -> int:
+        """Payload bytes this transfer moved."""
+        raise NotImplementedError
+
+    def _end(self, complete: bool, failed: bool = False) -> bool:
+        """The transfer ends (``complete``: with 226), before its final
+        reply; ``failed``: the commands held behind it are not run."""
         if self.finished:
             return False
         self.finished = True
@@ -406,12 +414,13 @@ class Job:
         if self.session.job is self:
             self.session.job = None
         self.session.transfer_ended(failed)
+        self.session.log(self, complete)
         return True
 
     def fail(self, reply: str | None) -> None:
         """End with an error reply (None: the session is gone); the
         streams' state is unknown, so they leave the cache."""
-        if not self._end(failed=True):
+        if not self._end(complete=False, failed=True):
             return
         for s in [s for s in self.session.streams if s.role is self.role]:
             s.close()
@@ -463,6 +472,10 @@ class Send(Job):
         self.block = min(max(total // (4 * max(streams, 1)), BLOCK_MIN), BLOCK_MAX)
         self._plan = self._blocks(ranges, total)
         self.sent = 0
+
+    @property
+    def moved(self) -> int:
+        return self.sent
 
     def _blocks(self, ranges: list[tuple[int, int]], left: int):
         """(offset, count) in file order; toward the end a block is at most
@@ -570,7 +583,7 @@ class Send(Job):
             s.close()  # its EOD carried CLOSE
         else:
             s.want(self.session.h.ioloop.READ)
-        if all(o.done for o in self.members) and self._end():
+        if all(o.done for o in self.members) and self._end(complete=True):
             self.cleanup()
             self.session.h.respond("226 Transfer complete.")
 
@@ -608,6 +621,10 @@ class Receive(Job):
         self.ledger = ReceiveLedger(limit=limit, base=base)
         self.buf = bytearray(RECV_CHUNK)
         self._markers = session.h.ioloop.call_later(MARKER_INTERVAL, self._send_markers)
+
+    @property
+    def moved(self) -> int:
+        return self.ledger.new_bytes
 
     def read(self, s: Stream) -> None:
         try:
@@ -670,13 +687,18 @@ class Receive(Job):
     def _complete(self) -> None:
         """Every EOD came: rename if the file is whole (ALLO's size when
         announced), else keep the .part for a restart (451)."""
-        size = self.expected if self.expected is not None else self.ledger.size()
-        missing = self.ledger.received.missing(size)
-        if not self._end():
+        if self.finished:
             return
         self._markers.cancel()
         self._marker_replies()
-        h = self.session.h
+        reply = self._place()
+        self._end(complete=reply.startswith("226"))
+        self.session.h.respond(reply)
+
+    def _place(self) -> str:
+        """The file renamed into place, or kept: the final reply."""
+        size = self.expected if self.expected is not None else self.ledger.size()
+        missing = self.ledger.received.missing(size)
         try:
             if missing:
                 raise _Incomplete(f"451 Upload incomplete: {size - sum(b - a for a, b in missing)} of {size}"
@@ -688,13 +710,11 @@ class Receive(Job):
                 os.replace(self.temp, self.final)
         except _Incomplete as exc:
             self.cleanup()
-            h.respond(f"{exc}." if self.discarded else f"{exc}; kept for REST to resume.")
-            return
+            return f"{exc}." if self.discarded else f"{exc}; kept for REST to resume."
         except OSError as exc:
             self.cleanup()
-            h.respond(f"451 Cannot move the upload into place: {exc.strerror}.")
-            return
-        h.respond("226 Transfer complete.")
+            return f"451 Cannot move the upload into place: {exc.strerror}."
+        return "226 Transfer complete."
 
     def cleanup(self) -> None:
         """After a failure: a part file of its own with nothing written goes."""

@@ -10,6 +10,7 @@ import errno
 import os
 import socket
 import ssl
+import time
 
 from ..ftp import drscmd
 from ..ftp.eblock import RangeSet
@@ -131,6 +132,13 @@ class ESession:
         if self.listener is not None:
             self.listener.close()
             self.listener = None
+
+    def log(self, job: Job, complete: bool) -> None:
+        """The transfer log's line of a RETR or STOR (translog.py; a
+        listing has none, as in stream mode): the streams that carried it."""
+        if job.path is not None:
+            self.h.log_finished_transfer("get" if job.role is Role.SENDER else "put", job.path, job.moved,
+                                         time.monotonic() - job.started, len(job.members), complete)
 
     def transfer_ended(self, failed: bool = False) -> None:
         restart_idle_timer(self.h)
@@ -282,14 +290,14 @@ class ESession:
             source.close()
             self.h.respond(f"554 REST ranges past the end of the file ({size} bytes).")
             return
-        self._send(source, ranges, "RETR")
+        self._send(source, ranges, "RETR", self.h.fs.fs2ftp(path))
 
     def send_bytes(self, data: bytes, cmd: str) -> None:
         """A listing (MLSD) over MODE E streams."""
         self.rest = None
         self._send(BytesSource(data), [(0, len(data))], cmd)
 
-    def _send(self, source, ranges, cmd: str) -> None:
+    def _send(self, source, ranges, cmd: str, path: str | None = None) -> None:
         h = self.h
         cached = self._cached(Role.SENDER)
         if self._clear_text_refused() or self._stream_failed():
@@ -303,6 +311,7 @@ class ESession:
                 h.respond("425 Use PORT or EPRT first.")
             return
         job = Send(self, source, ranges, len(cached) or self.parallelism)
+        job.path = path
         self.job = job
         if cached:
             h.respond("125 Beginning transfer; reusing existing data connection.")
@@ -358,6 +367,7 @@ class ESession:
             h.respond(f"550 {exc.strerror}.")
             return
         self.job = Receive(self, fd, temp, path, expected, rest, fresh=rest is None)
+        self.job.path = h.fs.fs2ftp(path)
         h.respond("125 Beginning transfer; reusing existing data connection." if any(s.used for s in cached)
                   else "150 Beginning transfer.")
         for s in cached:

@@ -397,8 +397,9 @@ class DRSControlMixin:
         if out is None and inq is None:
             return False
         compat.clear_pending_transfer(self)
-        f = out[2] if out is not None else inq[0]
+        f, cmd = (out[2], out[3]) if out is not None else inq
         if f is not None:
+            self.log_transfer(cmd, f.name, out is None, False, 0.0, 0)  # a failed transfer has its line too
             self._drop_upload(f)
         self.respond(reply)
         return True

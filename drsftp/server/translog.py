@@ -1,14 +1,22 @@
 """The server's transfer log: one line per login and per transfer.
 
-A transfer line has the time, the client (peer), the user, the direction
-(``get``: the client downloads, RETR; ``put``: it uploads), the path, the
-bytes, seconds, rate, whether the client spoke DRS (had sent a DRS
-command by the end of the transfer), whether the transfer completed, and
-whether the control connection was in TLS.  ``text`` lines are
-``TIME EVENT key=value ...`` (values with spaces or control characters
-JSON-quoted, so a file name cannot forge a line); ``json`` lines are one
-object each.  Lines go to ``--log-file`` (reopened when logrotate moves
-it) or stderr; the server's warnings go there too, in the same format.
+A ``transfer`` line has the time, the client (peer), the user, the
+direction (``get``: the client downloads, RETR; ``put``: it uploads), the
+path, the bytes, seconds, rate, the data connections that carried it
+(``streams``), whether the client exchanged DRS reports during it
+(``drs_peer``), whether it completed, and whether the control connection
+was in TLS.  Every transfer gets one line, whatever its outcome: a
+stream-mode transfer when its data connection closes, a MODE E one
+(eblock.py) when its last stream ends or it fails, and a download on byte
+ranges (several REST + RETR of one file, from one or more sessions of one
+client: ``drsftp get -P N`` against stream mode, ``lftp pget``) when the
+last session that carried a part of it ends or turns to another file.  A
+``login`` line says whether the login was accepted and, if not, why.
+``text`` lines are ``TIME EVENT key=value ...`` (values with spaces or
+control characters JSON-quoted, so a file name cannot forge a line);
+``json`` lines are one object each.  Lines go to ``--log-file`` (reopened
+when logrotate moves it) or stderr; the server's warnings go there too,
+in the same format.  docs/DEPLOY.md, "The transfer log", has the fields.
 """
 
 from __future__ import annotations
@@ -16,32 +24,47 @@ from __future__ import annotations
 import json
 import logging
 import logging.handlers
+import os
 import re
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyftpdlib.utils import is_ssl_sock
 
+from ..ftp.eblock import RangeSet
 from ..ftp.session import final_name
+from . import compat
 
 LOGGER = "drsftp.transfer"
 log = logging.getLogger(LOGGER)
 _SAFE = re.compile(r"^[\x21-\x7e]+$")
+# Commands that start a data transfer (RFC 959 4.1.3): the DRS reports
+# counted for a transfer are those sent after its command.
+TRANSFER_COMMANDS = frozenset({"RETR", "STOR", "APPE", "STOU", "LIST", "NLST", "MLSD"})
+# Why a login was refused (the ``reason`` of a ``login ok=no`` line).
+BAD_CREDENTIALS = "credentials"  # the user name and password did not authenticate
+TLS_REQUIRED = "tls_required"  # a clear-text login under --require-tls (RFC 4217; answered 550)
 
 
 # -- records (sans-IO) ---------------------------------------------------------
-def login_record(now: float, peer: str, user: str, ok: bool, tls: bool) -> dict[str, Any]:
-    return {"time": _iso(now), "event": "login", "peer": peer, "user": user, "ok": ok, "tls": tls}
+def login_record(now: float, peer: str, user: str, ok: bool, tls: bool,
+                 reason: str | None = None) -> dict[str, Any]:
+    rec: dict[str, Any] = {"time": _iso(now), "event": "login", "peer": peer, "user": user, "ok": ok, "tls": tls}
+    if not ok:
+        rec["reason"] = reason or BAD_CREDENTIALS
+    return rec
 
 
 def transfer_record(now: float, peer: str, user: str, direction: str, path: str, nbytes: int,
-                    seconds: float, drs_peer: bool, complete: bool, tls: bool) -> dict[str, Any]:
+                    seconds: float, streams: int, drs_peer: bool, complete: bool, tls: bool) -> dict[str, Any]:
+    seconds = round(seconds, 3)  # the rate is the quotient of the figures on the line
     return {
         "time": _iso(now), "event": "transfer", "peer": peer, "user": user, "direction": direction,
-        "path": path, "bytes": nbytes, "seconds": round(seconds, 3),
+        "path": path, "bytes": nbytes, "seconds": seconds,
         "rate_bps": round(nbytes * 8 / seconds) if seconds > 0 else None,
-        "drs_peer": drs_peer, "complete": complete, "tls": tls,
+        "streams": streams, "drs_peer": drs_peer, "complete": complete, "tls": tls,
     }
 
 
@@ -75,6 +98,110 @@ def _text_value(value: Any) -> str:
         return "-"
     text = str(value)
     return text if _SAFE.match(text) and '"' not in text else json.dumps(text)
+
+
+# -- downloads on byte ranges (sans-IO) -------------------------------------------
+@dataclass
+class RangeRetr:
+    """One stream-mode RETR: from ``offset``, ``nbytes`` sent, of a file of
+    ``size`` bytes, between ``began`` and ``ended`` (wall clock)."""
+
+    session: Any  # the control connection that ran it
+    peer: str
+    offset: int
+    nbytes: int
+    size: int
+    began: float
+    ended: float
+    drs_peer: bool
+    tls: bool
+
+    @property
+    def partial(self) -> bool:
+        """Part of the file only: it began past the start (REST) or sent
+        some bytes and stopped before the end (a range's end, an abort, a
+        failure).  One that sent nothing from the start failed on its own."""
+        return self.offset > 0 or 0 < self.nbytes < self.size
+
+
+@dataclass
+class _Download:
+    attached: set = field(default_factory=set)  # sessions that RETR this file and have not left it
+    running: set = field(default_factory=set)  # ... with a RETR of it not ended yet
+    parts: list[RangeRetr] = field(default_factory=list)
+
+
+Key = tuple[str, str, str]  # (client address, user, path)
+MAX_PARTS = 4096  # parts one line gathers: a client's endless partial RETRs cannot grow the server's memory
+
+
+class RangedDownloads:
+    """Partial RETRs of one file by one client (address and user) are one
+    download on byte ranges, from however many sessions; it ends when
+    none of them runs and every session that carried a part has closed
+    or started a RETR of another file.  A RETR of the whole file is a
+    transfer of its own.  Methods return the downloads that ended (one
+    with MAX_PARTS parts ends there; its next parts start another)."""
+
+    def __init__(self) -> None:
+        self._downloads: dict[Key, _Download] = {}
+
+    def started(self, key: Key, session: Any) -> list[tuple[Key, list[RangeRetr]]]:
+        ended = self.left(session, keep=key)
+        d = self._downloads.setdefault(key, _Download())
+        d.attached.add(session)
+        d.running.add(session)
+        return ended
+
+    def ended(self, key: Key, part: RangeRetr) -> tuple[bool, list[tuple[Key, list[RangeRetr]]]]:
+        """(whether ``part`` is a whole transfer of its own, the downloads that ended)."""
+        d = self._downloads.setdefault(key, _Download())
+        d.running.discard(part.session)
+        d.attached.add(part.session)
+        if not part.partial:
+            return True, self._settle(key)
+        d.parts.append(part)
+        if len(d.parts) >= MAX_PARTS:
+            full, d.parts = d.parts, []
+            return False, [(key, full)]
+        return False, self._settle(key)
+
+    def left(self, session: Any, keep: Key | None = None) -> list[tuple[Key, list[RangeRetr]]]:
+        """``session`` closed (or turned to the file ``keep``)."""
+        ended = []
+        for key in [k for k, d in self._downloads.items() if k != keep and session in d.attached]:
+            d = self._downloads[key]
+            d.attached.discard(session)
+            d.running.discard(session)
+            ended += self._settle(key)
+        return ended
+
+    def _settle(self, key: Key) -> list[tuple[Key, list[RangeRetr]]]:
+        d = self._downloads[key]
+        carriers = {p.session for p in d.parts}
+        if d.running or carriers & d.attached:
+            return []
+        del self._downloads[key]
+        return [(key, d.parts)] if d.parts else []
+
+
+def ranged_record(now: float, key: Key, parts: list[RangeRetr]) -> dict[str, Any]:
+    """One line for a download on byte ranges: ``bytes`` are the file's
+    bytes its parts covered (a range's end sent past by the server, which
+    the client does not read, overlaps the next range: counted once);
+    ``streams`` the sessions that carried parts; complete when they cover
+    the file from the first part's offset to its end; the peer is the
+    first session's."""
+    _, user, path = key
+    first = min(parts, key=lambda p: p.began)
+    size = max(p.size for p in parts)
+    covered = RangeSet([(p.offset, min(p.offset + p.nbytes, size)) for p in parts])
+    start = min(p.offset for p in parts)
+    complete = not any(b > start for _, b in covered.missing(size))
+    seconds = max(p.ended for p in parts) - first.began
+    return transfer_record(now, first.peer, user, "get", path, covered.total, seconds,
+                           len({p.session for p in parts}), any(p.drs_peer for p in parts), complete,
+                           all(p.tls for p in parts))
 
 
 # -- logging ---------------------------------------------------------------------
@@ -116,38 +243,98 @@ def emit(rec: dict[str, Any]) -> None:
 
 # -- pyftpdlib hooks -----------------------------------------------------------------
 class TransferLogMixin:
-    """Mixed into the control handler ahead of the DRS mixin: pyftpdlib
-    calls on_login/on_login_failed and, when a data channel closes,
-    log_transfer with the bytes and seconds."""
+    """Mixed into the control handler ahead of the others: pyftpdlib calls
+    on_login/on_login_failed and, when a stream-mode data channel closes,
+    log_transfer with the bytes and seconds; a MODE E transfer calls
+    log_finished_transfer (esession.py).  A transfer's ``drs_peer`` says
+    whether this session sent a DRS report (``200 DRS``, docs/PROTOCOL.md)
+    between its command and its end, as the client's ``drs_replies``
+    counts them."""
 
-    _drs_peer = False
+    ranged_downloads = RangedDownloads()  # replaced per server by build_server
+    _drs_reports = 0  # 200 DRS replies since the running transfer's command
+    _retr: tuple[Key, int, int] | None = None  # the stream-mode RETR running: (key, offset, file size)
 
-    def ftp_DRS(self, line):
-        self._drs_peer = True
-        return super().ftp_DRS(line)  # type: ignore[misc]
+    def respond(self, resp, *args, **kwargs):
+        if resp.startswith("200 DRS"):
+            self._drs_reports += 1
+        return super().respond(resp, *args, **kwargs)  # type: ignore[misc]
+
+    def process_command(self, cmd, *args, **kwargs):
+        if cmd in TRANSFER_COMMANDS:
+            self._drs_reports = 0
+        elif cmd == "USER" and self._clear_text_refused():
+            emit(login_record(time.time(), self._peer(), args[0] if args else "", False, False, TLS_REQUIRED))
+        return super().process_command(cmd, *args, **kwargs)  # type: ignore[misc]
+
+    def _clear_text_refused(self) -> bool:
+        """USER before AUTH TLS under --require-tls: pyftpdlib answers 550
+        (RFC 4217: a server may refuse a login on a clear-text control
+        connection)."""
+        return bool(getattr(self, "tls_control_required", False)) and not compat.control_tls_established(self)
 
     def _peer(self) -> str:
         return f"{self.remote_ip}:{self.remote_port}"  # type: ignore[attr-defined]
 
     def _tls(self) -> bool:
-        return is_ssl_sock(self.socket)  # type: ignore[attr-defined]
+        sock = self.socket  # type: ignore[attr-defined]
+        return sock is not None and is_ssl_sock(sock)
+
+    def _ftp_path(self, filename: str) -> str:
+        try:
+            return self.fs.fs2ftp(filename)  # type: ignore[attr-defined]
+        except (AttributeError, ValueError):  # no fs (closed): the file system path will do
+            return filename
 
     def on_login(self, username):
         emit(login_record(time.time(), self._peer(), username, True, self._tls()))
         return super().on_login(username)  # type: ignore[misc]
 
     def on_login_failed(self, username, password):
-        emit(login_record(time.time(), self._peer(), username, False, self._tls()))
+        emit(login_record(time.time(), self._peer(), username, False, self._tls(), BAD_CREDENTIALS))
         return super().on_login_failed(username, password)  # type: ignore[misc]
 
+    def ftp_RETR(self, file):
+        offset = compat.restart_position(self)
+        started = super().ftp_RETR(file)  # type: ignore[misc]
+        if started is not None:  # a stream-mode RETR under way (MODE E answers None: its jobs log themselves)
+            try:
+                size = os.path.getsize(file)
+            except OSError:
+                size = 0
+            key = (self.remote_ip, self.username, self._ftp_path(file))  # type: ignore[attr-defined]
+            self._retr = (key, offset, size)
+            self._emit_ranged(self.ranged_downloads.started(key, self))
+        return started
+
     def log_transfer(self, cmd, filename, receive, completed, elapsed, bytes):
-        try:
-            path = self.fs.fs2ftp(filename)  # type: ignore[attr-defined]
-        except (AttributeError, ValueError):  # no fs (closed): the file system path will do
-            path = filename
+        retr, self._retr = self._retr, None
+        if cmd == "RETR" and retr is not None:
+            key, offset, size = retr
+            now = time.time()
+            part = RangeRetr(self, self._peer(), offset, bytes, size, now - elapsed, now, self._drs_reports > 0,
+                             self._tls())
+            whole, ended = self.ranged_downloads.ended(key, part)
+            self._emit_ranged(ended)
+            if not whole:  # a part of a download on byte ranges: its line comes when that ends
+                return super().log_transfer(cmd, filename, receive, completed, elapsed, bytes)  # type: ignore[misc]
+        path = self._ftp_path(filename)
         if cmd == "STOR":
             path = final_name(path)  # drsftp stores uploads under a temporary name until complete
-        emit(transfer_record(time.time(), self._peer(), self.username,  # type: ignore[attr-defined]
-                             "put" if receive else "get", path, bytes, elapsed, self._drs_peer, completed,
-                             self._tls()))
+        self.log_finished_transfer("put" if receive else "get", path, bytes, elapsed, 1, completed)
         return super().log_transfer(cmd, filename, receive, completed, elapsed, bytes)  # type: ignore[misc]
+
+    def log_finished_transfer(self, direction: str, path: str, nbytes: int, seconds: float, streams: int,
+                              complete: bool) -> None:
+        """The line of a transfer that ended (``path`` as the client sees it)."""
+        emit(transfer_record(time.time(), self._peer(), self.username,  # type: ignore[attr-defined]
+                             direction, path, nbytes, seconds, streams, self._drs_reports > 0, complete,
+                             self._tls()))
+
+    def _emit_ranged(self, ended: list[tuple[Key, list[RangeRetr]]]) -> None:
+        for key, parts in ended:
+            emit(ranged_record(time.time(), key, parts))
+
+    def close(self):
+        super().close()  # type: ignore[misc]
+        self._emit_ranged(self.ranged_downloads.left(self))
