@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     from .client.control import FTPError
     from .client.jobcli import JobUsageError
     from .ftp.session import URLError
-    from .netem.errors import NetemError
+    from .netem.errors import NetemError, NetemUsageError
     from .server.config import ConfigError
 
     try:
@@ -431,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("drsftp: interrupted", file=sys.stderr)
         return 130
-    except (UsageError, URLError, ConfigError, JobUsageError) as exc:
+    except (UsageError, URLError, ConfigError, JobUsageError, NetemUsageError) as exc:
         print(f"drsftp: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..netem.errors import NetemError, NetemUsageError, usage_exit
+from ..netem.errors import NetemError, NetemUsageError
 from ..netem.spec import LinkSpec, parse_duration, parse_loss, parse_rate
 from ..tuning import parse_size
 from . import tunings as T
@@ -94,7 +94,7 @@ def add_parser(sub) -> None:
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in OUT/results.json and measure only the missing ones "
                         "(a full matrix takes hours: run it over several sessions)")
-    p.set_defaults(func=usage_exit(cmd_bench))
+    p.set_defaults(func=cmd_bench)
 
     d = sub.add_parser("datapath", help="data path: drsftp serve and vsftpd with drsftp and curl clients,"
                                         " 1 GiB each way, CPU at both ends and their sum")
@@ -104,7 +104,7 @@ def add_parser(sub) -> None:
                                   " default: loopback")
     d.add_argument("--rtt", help="the emulated link's round-trip time (with --rate; default 0.5ms)")
     d.add_argument("--out", default="bench-results", help="directory for datapath-WHERE.json")
-    d.set_defaults(func=usage_exit(cmd_datapath))
+    d.set_defaults(func=cmd_datapath)
 
     r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
     r.add_argument("results", nargs="+",
@@ -124,12 +124,12 @@ def add_parser(sub) -> None:
     r.add_argument("--rate", help="only runs on this link rate (e.g. 100mbit)")
     r.add_argument("--rtt", help="only runs with this RTT (e.g. 100ms)")
     r.add_argument("--dataset", help="field results: only this dataset's table (big, small, mixed, deep), untitled")
-    r.set_defaults(func=usage_exit(cmd_benchreport))
+    r.set_defaults(func=cmd_benchreport)
 
     n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")
     n.add_argument("--quick", action="store_true", help="fewer and shorter checks")
     n.add_argument("--out", default="bench-results", help="directory for the check's JSON")
-    n.set_defaults(func=usage_exit(cmd_netemcheck))
+    n.set_defaults(func=cmd_netemcheck)
 
 
 def _bench_extras() -> None:

@@ -8,7 +8,7 @@ import subprocess
 from typing import Any
 
 from . import namespaces as nsmod
-from .errors import NetemError, NetemUsageError, usage_exit
+from .errors import NetemError, NetemUsageError
 from .link import start_owner
 from .spec import LinkSpec, check_name, parse_duration, parse_loss, parse_rate, parse_sysctl
 
@@ -31,22 +31,22 @@ def add_parser(sub) -> None:
     up.add_argument("--cc", choices=("bbr", "cubic", "reno"), help="congestion control on both sides")
     up.add_argument("--seed", type=int, help="random seed for loss and jitter")
     up.add_argument("--json", action="store_true", help="print the link as JSON")
-    up.set_defaults(func=usage_exit(cmd_up))
+    up.set_defaults(func=cmd_up)
 
     ex = nsub.add_parser("exec", help="run a command on one side: exec NAME client|server -- CMD ...")
     ex.add_argument("name", help="the link's name")
     ex.add_argument("side", choices=nsmod.SIDES, help="which end's namespace")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command and its arguments")
-    ex.set_defaults(func=usage_exit(cmd_exec))
+    ex.set_defaults(func=cmd_exec)
 
     down = nsub.add_parser("down", help="remove a link (or --all of them, crashed ones too)")
     down.add_argument("name", nargs="?", help="the link's name")
     down.add_argument("--all", action="store_true", help="every drsftp link, crashed ones too")
-    down.set_defaults(func=usage_exit(cmd_down))
+    down.set_defaults(func=cmd_down)
 
     st = nsub.add_parser("status", help="list links, their settings, sysctls and counters")
     st.add_argument("--json", action="store_true", help="print the links as JSON")
-    st.set_defaults(func=usage_exit(cmd_status))
+    st.set_defaults(func=cmd_status)
 
 
 def spec_from_args(args) -> LinkSpec:
