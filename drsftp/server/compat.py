@@ -27,6 +27,7 @@ __all__ = [
     "line_buffer_clear",
     "mlst_facts",
     "pending_transfer",
+    "queued_file",
     "queued_upload",
     "restart_idle_timer",
     "restart_position",
@@ -58,6 +59,13 @@ def queued_upload(handler):
     """The file of a STOR/APPE queued waiting for its data connection (or None)."""
     queue = handler._in_dtp_queue
     return queue[0] if queue is not None else None
+
+
+def queued_file(handler):
+    """The file of any transfer queued waiting for its data connection (or None)."""
+    if handler._out_dtp_queue is not None:
+        return handler._out_dtp_queue[2]
+    return queued_upload(handler)
 
 
 def clear_pending_transfer(handler) -> None:

@@ -275,6 +275,7 @@ class DRSControlMixin:
     buffer_budget: BufferBudget | None = None  # shared by all transfers of one server
     drs_rate = 20.0  # DRS commands per second and connection (token bucket)
     shutting_down = False  # set on SIGTERM: no new transfers
+    _without_data_path = False  # a transfer command runs with no data connection open or coming
 
     def __init__(self, conn, server, ioloop=None):
         super().__init__(conn, server, ioloop)
@@ -421,34 +422,36 @@ class DRSControlMixin:
         self._quit_received = True
         super().ftp_QUIT(line)
 
-    def _path_usable(self, cmd, path) -> bool:
-        """Whether the command's own checks would pass: a missing file or
-        directory gets its 550 first (RFC 959 4.2: the reply that says what
-        is wrong), not a 425 for the data connection."""
-        if not isinstance(path, str) or not path:
-            return True
-        try:
-            if cmd == "RETR":
-                return bool(self.fs.isfile(path))
-            if cmd in ("STOR", "APPE", "STOU"):
-                return bool(self.fs.isdir(os.path.dirname(path) or path)) and not (
-                    cmd != "STOU" and self.fs.isdir(path))
-            return bool(self.fs.lexists(path))
-        except (OSError, ValueError):
-            return False
+    NO_DATA_PATH = "425 Can't open data connection: none is open (PASV/EPSV/PORT/EPRT first)."
 
     def process_command(self, cmd, *args, **kwargs):
-        # Without a data connection open or being made, a transfer command
-        # would answer 150 and wait forever (the client closed its data
-        # connection, or never opened one): 425 is its final reply.
-        if (cmd in TRANSFER_CMDS and self.authenticated and not self.data_path_open()
-                and self._path_usable(cmd, args[0] if args else None)):
-            self._restart_position = 0  # REST applies to this command only
-            msg = "Can't open data connection: none is open (PASV/EPSV/PORT/EPRT first)."
-            self.respond("425 " + msg)
-            self.log_cmd(cmd, args[0] if args else "", 425, msg)
+        """Without a data connection open or being made, a transfer command
+        would answer 150 and wait forever (the client closed its data
+        connection, or never opened one): 425 is its final reply.  The
+        command's own checks answer first (RFC 959 4.2: the reply that says
+        what is wrong: 550 no such file, 554 REST past the end, 450 REST
+        before STOU/APPE or no unique name); the 425 takes the 150's place."""
+        if cmd not in TRANSFER_CMDS or not self.authenticated or self.data_path_open():
+            super().process_command(cmd, *args, **kwargs)
             return
-        super().process_command(cmd, *args, **kwargs)
+        self._without_data_path = True
+        try:
+            super().process_command(cmd, *args, **kwargs)
+        finally:
+            self._without_data_path = False
+        if self._last_response == self.NO_DATA_PATH:
+            compat.restart_position(self, 0)  # REST applies to this command only
+            f = compat.queued_file(self)
+            compat.clear_pending_transfer(self)
+            if f is not None:
+                self._drop_upload(f)
+                if cmd == "STOU":  # the empty file it made for its unique name
+                    partfile.discard_if_empty(f.name)
+
+    def respond(self, resp, *args, **kwargs):
+        if self._without_data_path and resp.startswith("150 "):
+            resp = self.NO_DATA_PATH  # no 150: nothing to wait for
+        super().respond(resp, *args, **kwargs)
 
     def ftp_ABOR(self, line):
         """RFC 959 4.1.3: a transfer command still without its final reply
@@ -479,7 +482,7 @@ class DRSControlMixin:
         interrupted upload never looks complete; REST + STOR continues the
         temporary file.  APPE appends to the file itself (mode 'a')."""
         if "a" in mode:
-            return super().ftp_STOR(file, mode)
+            return None if self._refused_before_open(file) else super().ftp_STOR(file, mode)
         expected, self._allo = self._allo, None
         if os.path.isdir(file):
             compat.restart_position(self, 0)
@@ -487,12 +490,23 @@ class DRSControlMixin:
             return None
         temp = partfile.part_path(file)
         fresh = not compat.restart_position(self)  # REST continues a part file; STOR alone starts it anew
+        if fresh and self._refused_before_open(temp):
+            return None
         if not fresh and not os.path.exists(temp) and os.path.isfile(file):
             temp = file  # resuming a file some other way: continue it in place
         result = super().ftp_STOR(temp, mode)
         if result is not None and temp != file:
             self._upload_targets[temp] = (file, expected, fresh)
         return result
+
+    def _refused_before_open(self, path) -> bool:
+        """A STOR without REST truncates its part file and APPE may create
+        its file: with no data connection to come, 425 before either
+        (only opening's own 550, the directory missing, comes first)."""
+        if not self._without_data_path or not os.path.isdir(os.path.dirname(path)):
+            return False
+        self.respond(self.NO_DATA_PATH)
+        return True
 
     def ftp_ALLO(self, line):
         """RFC 959 ALLO: drsftp takes the size as the upload's expected
