@@ -363,12 +363,27 @@ class DRSControlMixin:
             self.respond("503 " + msg)
             self.log_cmd(cmd, arg, 503, msg)
             return
+        if not self.authenticated and self._needs_login(cmd, arg):
+            # before the argument's syntax (pyftpdlib answers a bare one 501):
+            # a client not logged in learns only that it must log in
+            msg = "Log in with USER and PASS first."
+            self.respond("530 " + msg)
+            self.log_cmd(cmd, arg, 530, msg)
+            return
         if arg and "\x00" in arg:
             # pyftpdlib passes it to os.path.realpath, whose ValueError
             # closed the session and any transfer in it (the fuzzer found it)
             self.respond("501 Syntax error in parameters or arguments: NUL byte.")
             return
         super().pre_process_command(line, cmd, arg)
+
+    def _needs_login(self, cmd, arg) -> bool:
+        """The command is one pyftpdlib answers 530 before login (STAT with
+        a path is LIST; SITE's sub-commands have entries of their own)."""
+        if cmd == "SITE" and arg:
+            cmd = f"SITE {arg.split(' ')[0].upper()}"
+        entry = self.proto_cmds.get(cmd)
+        return entry is not None and bool(entry["auth"] or (cmd == "STAT" and arg))
 
     def abort_for_shutdown(self) -> None:
         """End the running transfer with 426 (RFC 959), then the session."""
