@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import logging
 import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from pyftpdlib.handlers import DTPHandler, FTPHandler
 from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
@@ -66,7 +68,7 @@ RECV_CHUNK = 1 << 20  # one recv_into per MiB: no per-packet Python work
 class DRSDataMixin:
     """Data channel that observes and tunes its socket every tick."""
 
-    ac_out_buffer_size = 4 << 20  # bytes per sendfile() call
+    file_obj: Any  # the transfer's file (pyftpdlib's DTPHandler sets it)
 
     def __init__(self, sock, cmd_channel):
         self.tuner: SocketTuner | None = None
@@ -118,8 +120,10 @@ class DRSDataMixin:
 
     # -- data path -----------------------------------------------------------
     def handle_read(self):
-        """recv_into one large buffer and write it straight to the file."""
-        if self._data_wrapper is not None or is_ssl_sock(self.socket):  # ASCII or TLS: stock path
+        """recv_into one large buffer and write it straight to the file.
+        ASCII, TLS and a class with a recv of its own (pyftpdlib's
+        ThrottledDTPHandler counts what it reads there) take the stock path."""
+        if self._data_wrapper is not None or is_ssl_sock(self.socket) or type(self).recv is not DTPHandler.recv:
             return super().handle_read()
         if self._recv_buf is None:
             self._recv_buf = bytearray(RECV_CHUNK)
@@ -181,6 +185,7 @@ class DRSDataMixin:
                 self._resp = (f"451 Upload incomplete: {size} of {expected} bytes{kept}.", log.warning)
                 return
             os.replace(self.file_obj.name, final)
+            self.file_obj = _MovedUpload(final)  # pyftpdlib reports this name to log_transfer, on_file_received
         except OSError as exc:
             self.transfer_finished = False
             self._resp = (f"451 Cannot move the upload into place: {exc.strerror}.", log.warning)
@@ -222,6 +227,29 @@ class DRSDataMixin:
             if drain:  # the kernel still sends what was queued: held in the budget till then
                 self.ioloop.call_later(drain, self.tuner.release)
         super().close()
+
+
+class _MovedUpload:
+    """A complete upload's file, closed and renamed into place: what
+    pyftpdlib's DTPHandler.close reads of it (``closed``, ``name``)."""
+
+    closed = True
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def close(self) -> None:
+        pass
+
+
+@functools.cache
+def with_drs_data(dtp_class: type) -> type:
+    """``dtp_class`` with the DRS data path (tuning, uploads renamed into
+    place, RFC 959 error codes): an embedder's own data handler class,
+    e.g. pyftpdlib's ThrottledDTPHandler, gets it mixed in."""
+    if issubclass(dtp_class, DRSDataMixin):
+        return dtp_class
+    return type(dtp_class.__name__, (DRSDataMixin, dtp_class), {})
 
 
 class DRSPassiveDTP(PassiveDTP):
@@ -279,6 +307,7 @@ class DRSControlMixin:
 
     def __init__(self, conn, server, ioloop=None):
         super().__init__(conn, server, ioloop)
+        self.dtp_handler = with_drs_data(type(self).dtp_handler)  # the class pyftpdlib's DTP dispatchers build
         compat.extra_features(self).append("DRS")
         self.last_transfer: dict | None = None
         self._drs_tokens = self.drs_rate
@@ -631,7 +660,11 @@ def _commands(base: dict) -> dict:
     return with_eblock_commands(cmds)
 
 
+SEND_CHUNK = 4 << 20  # bytes per sendfile() call (per read of the file under TLS)
+
+
 class DRSDTPHandler(DRSDataMixin, DTPHandler):
+    ac_out_buffer_size = SEND_CHUNK
     handle_read_event = DRSDataMixin.handle_read  # plain sockets: skip a dispatch layer
 
 
@@ -645,7 +678,7 @@ def tls_handler_class():
     from pyftpdlib.handlers import TLS_DTPHandler, TLS_FTPHandler
 
     class DRSTLSDTPHandler(DRSDataMixin, TLS_DTPHandler):
-        pass
+        ac_out_buffer_size = SEND_CHUNK
 
     class DRSTLSFTPHandler(TransferLogMixin, EModeCommands, DRSControlMixin, TLS_FTPHandler):
         proto_cmds = _commands(TLS_FTPHandler.proto_cmds)
