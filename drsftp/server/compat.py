@@ -1,8 +1,9 @@
-"""The one place drsftp touches pyftpdlib's private names (pyftpdlib>=2.0,<3).
+"""The one place drsftp touches pyftpdlib's private names (pyftpdlib 2.2.0).
 
-pyftpdlib has no public API for these; a major release may rename them,
-so every use goes through here and the dependency is pinned to the major
-version (pyproject.toml).  Each helper says what it stands for.
+pyftpdlib has no public API for these; a release may rename them, so
+every use goes through here and the dependency is pinned to the version
+whose functional suite tests/pyftpdlib_suite runs (pyproject.toml).  Each
+helper says what it stands for.
 """
 
 from __future__ import annotations
