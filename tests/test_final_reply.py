@@ -166,6 +166,40 @@ def test_a_missing_file_gets_550_before_any_425(ctl):
     assert ctl.cmd("RETR f.bin").startswith("425")  # the file is there: the connection is what is missing
     ctl.usable()
 
+
+def test_the_commands_own_checks_answer_before_any_425(ctl):
+    """REST past the end of the file is 554 (RFC 1123 4.1.3.4) and REST
+    before APPE or STOU 450, as with a data connection: the 425 only
+    replaces the 150 of a command that would start."""
+    for cmd in ("RETR f.bin", "STOR f.bin"):
+        assert ctl.cmd(f"REST {SIZE + 1}").startswith("350")
+        assert ctl.cmd(cmd).startswith("554"), cmd
+    assert ctl.cmd("REST 10").startswith("350")
+    assert ctl.cmd("APPE x.bin").startswith("450")
+    assert ctl.cmd("STOU").startswith("450")  # that REST is still pending: APPE did not run
+    assert ctl.cmd("REST 0").startswith("350")
+    ctl.usable()
+
+
+def test_a_refused_upload_leaves_the_tree_as_it_was(ctl, srv):
+    """STOU, APPE and STOR answered 425: STOU's file made for its unique
+    name is gone again, APPE made no file, and STOR (with REST or without)
+    left the part file of an interrupted upload as it was, to be resumed."""
+    part = os.path.join(srv.root, ".g.bin.part")
+    with open(part, "wb") as f:
+        f.write(b"x" * 1000)
+    try:
+        before = sorted(os.listdir(srv.root))
+        for cmd in ("STOU", "STOU g", "APPE new.bin", "STOR g.bin"):
+            assert ctl.cmd(cmd).startswith("425"), cmd
+        assert ctl.cmd("REST 1000").startswith("350")
+        assert ctl.cmd("STOR g.bin").startswith("425")
+        ctl.usable()
+        assert sorted(os.listdir(srv.root)) == before
+        assert os.path.getsize(part) == 1000
+    finally:
+        os.remove(part)
+
 @pytest.mark.parametrize("rest", [None, SIZE - 1000, SIZE])
 def test_closed_right_after_retr(ctl, rest):
     """RETR, then the client closes without reading: 426, or 226 when what

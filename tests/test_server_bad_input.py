@@ -1,6 +1,6 @@
 """`drsftp serve` against bad input: option values out of range, TLS
-files that do not load, commands pipelined after QUIT, a STOR onto a
-directory and STORs that fail before writing a byte."""
+files that do not load, commands before login, commands pipelined after
+QUIT, a STOR onto a directory and STORs that fail before writing a byte."""
 
 from __future__ import annotations
 
@@ -192,6 +192,28 @@ def _no_traceback(srv):
     srv.proc.wait(10)
     err = srv.stderr_text()
     assert "Traceback" not in err and "unhandled exception" not in err, err
+
+
+# -- before login ---------------------------------------------------------------------------
+
+
+def test_before_login_a_command_that_needs_it_is_530_with_or_without_its_argument(tmp_path):
+    """530 says the one thing wrong (RFC 959): not logged in; what the
+    argument lacks is for after login.  Commands open before login keep
+    their own replies."""
+    with running_server(tmp_path) as srv, socket.create_connection(("127.0.0.1", srv.port), timeout=20) as sock:
+        f = sock.makefile("rb")
+        assert f.readline().startswith(b"220")
+        want = [(line, "530") for line in ("HASH", "SBUF", "CKSM", "DCAU", "RETR", "RETR x", "SITE CHMOD",
+                                           "STAT /", "DRS")]
+        want += [("USER", "501"), ("NOOP", "200"), ("XYZZY", "500")]
+        for line, code in want:
+            sock.sendall(line.encode() + b"\r\n")
+            reply = f.readline().decode()
+            assert reply.startswith(code + " "), (line, reply)
+            if code == "530":
+                assert reply.rstrip() == "530 Log in with USER and PASS first.", line
+        f.close()
 
 
 # -- QUIT ends the session (RFC 959 4.1.1) ---------------------------------------------------

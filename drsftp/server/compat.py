@@ -1,8 +1,9 @@
-"""The one place drsftp touches pyftpdlib's private names (pyftpdlib>=2.0,<3).
+"""The one place drsftp touches pyftpdlib's private names (pyftpdlib 2.2.0).
 
-pyftpdlib has no public API for these; a major release may rename them,
-so every use goes through here and the dependency is pinned to the major
-version (pyproject.toml).  Each helper says what it stands for.
+pyftpdlib has no public API for these; a release may rename them, so
+every use goes through here and the dependency is pinned to the version
+whose functional suite tests/pyftpdlib_suite runs (pyproject.toml).  Each
+helper says what it stands for.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "mlst_facts",
     "pending_transfer",
     "protect_data_by_default",
+    "queued_file",
     "queued_upload",
     "restart_idle_timer",
     "restart_position",
@@ -62,6 +64,13 @@ def queued_upload(handler):
     """The file of a STOR/APPE queued waiting for its data connection (or None)."""
     queue = handler._in_dtp_queue
     return queue[0] if queue is not None else None
+
+
+def queued_file(handler):
+    """The file of any transfer queued waiting for its data connection (or None)."""
+    if handler._out_dtp_queue is not None:
+        return handler._out_dtp_queue[2]
+    return queued_upload(handler)
 
 
 def clear_pending_transfer(handler) -> None:

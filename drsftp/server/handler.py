@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import logging
 import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from pyftpdlib.handlers import DTPHandler, FTPHandler
 from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
@@ -67,7 +69,7 @@ RECV_CHUNK = 1 << 20  # one recv_into per MiB: no per-packet Python work
 class DRSDataMixin:
     """Data channel that observes and tunes its socket every tick."""
 
-    ac_out_buffer_size = 4 << 20  # bytes per sendfile() call
+    file_obj: Any  # the transfer's file (pyftpdlib's DTPHandler sets it)
 
     def __init__(self, sock, cmd_channel):
         self.tuner: SocketTuner | None = None
@@ -119,8 +121,10 @@ class DRSDataMixin:
 
     # -- data path -----------------------------------------------------------
     def handle_read(self):
-        """recv_into one large buffer and write it straight to the file."""
-        if self._data_wrapper is not None or is_ssl_sock(self.socket):  # ASCII or TLS: stock path
+        """recv_into one large buffer and write it straight to the file.
+        ASCII, TLS and a class with a recv of its own (pyftpdlib's
+        ThrottledDTPHandler counts what it reads there) take the stock path."""
+        if self._data_wrapper is not None or is_ssl_sock(self.socket) or type(self).recv is not DTPHandler.recv:
             return super().handle_read()
         if self._recv_buf is None:
             self._recv_buf = bytearray(RECV_CHUNK)
@@ -182,6 +186,7 @@ class DRSDataMixin:
                 self._resp = (f"451 Upload incomplete: {size} of {expected} bytes{kept}.", log.warning)
                 return
             os.replace(self.file_obj.name, final)
+            self.file_obj = _MovedUpload(final)  # pyftpdlib reports this name to log_transfer, on_file_received
         except OSError as exc:
             self.transfer_finished = False
             self._resp = (f"451 Cannot move the upload into place: {exc.strerror}.", log.warning)
@@ -223,6 +228,29 @@ class DRSDataMixin:
             if drain:  # the kernel still sends what was queued: held in the budget till then
                 self.ioloop.call_later(drain, self.tuner.release)
         super().close()
+
+
+class _MovedUpload:
+    """A complete upload's file, closed and renamed into place: what
+    pyftpdlib's DTPHandler.close reads of it (``closed``, ``name``)."""
+
+    closed = True
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def close(self) -> None:
+        pass
+
+
+@functools.cache
+def with_drs_data(dtp_class: type) -> type:
+    """``dtp_class`` with the DRS data path (tuning, uploads renamed into
+    place, RFC 959 error codes): an embedder's own data handler class,
+    e.g. pyftpdlib's ThrottledDTPHandler, gets it mixed in."""
+    if issubclass(dtp_class, DRSDataMixin):
+        return dtp_class
+    return type(dtp_class.__name__, (DRSDataMixin, dtp_class), {})
 
 
 class DRSPassiveDTP(PassiveDTP):
@@ -276,9 +304,11 @@ class DRSControlMixin:
     buffer_budget: BufferBudget | None = None  # shared by all transfers of one server
     drs_rate = 20.0  # DRS commands per second and connection (token bucket)
     shutting_down = False  # set on SIGTERM: no new transfers
+    _without_data_path = False  # a transfer command runs with no data connection open or coming
 
     def __init__(self, conn, server, ioloop=None):
         super().__init__(conn, server, ioloop)
+        self.dtp_handler = with_drs_data(type(self).dtp_handler)  # the class pyftpdlib's DTP dispatchers build
         compat.extra_features(self).append("DRS")
         self.last_transfer: dict | None = None
         self._drs_tokens = self.drs_rate
@@ -363,12 +393,27 @@ class DRSControlMixin:
             self.respond("503 " + msg)
             self.log_cmd(cmd, arg, 503, msg)
             return
+        if not self.authenticated and self._needs_login(cmd, arg):
+            # before the argument's syntax (pyftpdlib answers a bare one 501):
+            # a client not logged in learns only that it must log in
+            msg = "Log in with USER and PASS first."
+            self.respond("530 " + msg)
+            self.log_cmd(cmd, arg, 530, msg)
+            return
         if arg and "\x00" in arg:
             # pyftpdlib passes it to os.path.realpath, whose ValueError
             # closed the session and any transfer in it (the fuzzer found it)
             self.respond("501 Syntax error in parameters or arguments: NUL byte.")
             return
         super().pre_process_command(line, cmd, arg)
+
+    def _needs_login(self, cmd, arg) -> bool:
+        """The command is one pyftpdlib answers 530 before login (STAT with
+        a path is LIST; SITE's sub-commands have entries of their own)."""
+        if cmd == "SITE" and arg:
+            cmd = f"SITE {arg.split(' ')[0].upper()}"
+        entry = self.proto_cmds.get(cmd)
+        return entry is not None and bool(entry["auth"] or (cmd == "STAT" and arg))
 
     def abort_for_shutdown(self) -> None:
         """End the running transfer with 426 (RFC 959), then the session."""
@@ -423,34 +468,36 @@ class DRSControlMixin:
         self._quit_received = True
         super().ftp_QUIT(line)
 
-    def _path_usable(self, cmd, path) -> bool:
-        """Whether the command's own checks would pass: a missing file or
-        directory gets its 550 first (RFC 959 4.2: the reply that says what
-        is wrong), not a 425 for the data connection."""
-        if not isinstance(path, str) or not path:
-            return True
-        try:
-            if cmd == "RETR":
-                return bool(self.fs.isfile(path))
-            if cmd in ("STOR", "APPE", "STOU"):
-                return bool(self.fs.isdir(os.path.dirname(path) or path)) and not (
-                    cmd != "STOU" and self.fs.isdir(path))
-            return bool(self.fs.lexists(path))
-        except (OSError, ValueError):
-            return False
+    NO_DATA_PATH = "425 Can't open data connection: none is open (PASV/EPSV/PORT/EPRT first)."
 
     def process_command(self, cmd, *args, **kwargs):
-        # Without a data connection open or being made, a transfer command
-        # would answer 150 and wait forever (the client closed its data
-        # connection, or never opened one): 425 is its final reply.
-        if (cmd in TRANSFER_CMDS and self.authenticated and not self.data_path_open()
-                and self._path_usable(cmd, args[0] if args else None)):
-            self._restart_position = 0  # REST applies to this command only
-            msg = "Can't open data connection: none is open (PASV/EPSV/PORT/EPRT first)."
-            self.respond("425 " + msg)
-            self.log_cmd(cmd, args[0] if args else "", 425, msg)
+        """Without a data connection open or being made, a transfer command
+        would answer 150 and wait forever (the client closed its data
+        connection, or never opened one): 425 is its final reply.  The
+        command's own checks answer first (RFC 959 4.2: the reply that says
+        what is wrong: 550 no such file, 554 REST past the end, 450 REST
+        before STOU/APPE or no unique name); the 425 takes the 150's place."""
+        if cmd not in TRANSFER_CMDS or not self.authenticated or self.data_path_open():
+            super().process_command(cmd, *args, **kwargs)
             return
-        super().process_command(cmd, *args, **kwargs)
+        self._without_data_path = True
+        try:
+            super().process_command(cmd, *args, **kwargs)
+        finally:
+            self._without_data_path = False
+        if self._last_response == self.NO_DATA_PATH:
+            compat.restart_position(self, 0)  # REST applies to this command only
+            f = compat.queued_file(self)
+            compat.clear_pending_transfer(self)
+            if f is not None:
+                self._drop_upload(f)
+                if cmd == "STOU":  # the empty file it made for its unique name
+                    partfile.discard_if_empty(f.name)
+
+    def respond(self, resp, *args, **kwargs):
+        if self._without_data_path and resp.startswith("150 "):
+            resp = self.NO_DATA_PATH  # no 150: nothing to wait for
+        super().respond(resp, *args, **kwargs)
 
     def ftp_ABOR(self, line):
         """RFC 959 4.1.3: a transfer command still without its final reply
@@ -481,7 +528,7 @@ class DRSControlMixin:
         interrupted upload never looks complete; REST + STOR continues the
         temporary file.  APPE appends to the file itself (mode 'a')."""
         if "a" in mode:
-            return super().ftp_STOR(file, mode)
+            return None if self._refused_before_open(file) else super().ftp_STOR(file, mode)
         expected, self._allo = self._allo, None
         if os.path.isdir(file):
             compat.restart_position(self, 0)
@@ -489,12 +536,23 @@ class DRSControlMixin:
             return None
         temp = partfile.part_path(file)
         fresh = not compat.restart_position(self)  # REST continues a part file; STOR alone starts it anew
+        if fresh and self._refused_before_open(temp):
+            return None
         if not fresh and not os.path.exists(temp) and os.path.isfile(file):
             temp = file  # resuming a file some other way: continue it in place
         result = super().ftp_STOR(temp, mode)
         if result is not None and temp != file:
             self._upload_targets[temp] = (file, expected, fresh)
         return result
+
+    def _refused_before_open(self, path) -> bool:
+        """A STOR without REST truncates its part file and APPE may create
+        its file: with no data connection to come, 425 before either
+        (only opening's own 550, the directory missing, comes first)."""
+        if not self._without_data_path or not os.path.isdir(os.path.dirname(path)):
+            return False
+        self.respond(self.NO_DATA_PATH)
+        return True
 
     def ftp_ALLO(self, line):
         """RFC 959 ALLO: drsftp takes the size as the upload's expected
@@ -604,7 +662,11 @@ def _commands(base: dict) -> dict:
     return with_eblock_commands(cmds)
 
 
+SEND_CHUNK = 4 << 20  # bytes per sendfile() call (per read of the file under TLS)
+
+
 class DRSDTPHandler(DRSDataMixin, DTPHandler):
+    ac_out_buffer_size = SEND_CHUNK
     handle_read_event = DRSDataMixin.handle_read  # plain sockets: skip a dispatch layer
 
 
@@ -620,7 +682,7 @@ def tls_handler_class():
     from .tlsdata import TLSDataReplies
 
     class DRSTLSDTPHandler(TLSDataReplies, DRSDataMixin, TLS_DTPHandler):
-        pass
+        ac_out_buffer_size = SEND_CHUNK
 
     class DRSTLSFTPHandler(TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin, TLS_FTPHandler):
         proto_cmds = _commands(TLS_FTPHandler.proto_cmds)
