@@ -11,7 +11,7 @@ import time
 
 import pytest
 from conftest import PASSWORD, USER, drsftp, make_file, running_server
-from dataset_util import assert_same_tree, by_status, job_records, make_tree
+from dataset_util import assert_on_reused_streams, assert_same_tree, by_status, job_records, make_tree
 from test_parallel_peers import gridftp  # noqa: F401 (a fixture)
 
 from drsftp.client.cachedget import CachedGets
@@ -35,8 +35,8 @@ def test_get_r_on_cached_streams_from_drsftp_serve(tmp_path):
     assert_same_tree(src, out)
     recs, ok = _ok_records(tmp_path / "j.json")
     assert recs["sessions_max"] <= 2 + 1  # the walk's session, then at most -c
-    assert len(ok) > 20
-    assert all(x.get("cached") and x.get("streams") == 2 for x in ok), ok[0]
+    assert len(ok) > 20 and all(x["streams"] == 2 for x in ok), ok[0]
+    assert_on_reused_streams(ok, 2)
 
 
 def test_get_r_on_cached_streams_from_gridftp(gridftp, tmp_path):  # noqa: F811
@@ -58,7 +58,7 @@ def test_get_r_on_cached_streams_from_gridftp(gridftp, tmp_path):  # noqa: F811
     assert r.returncode == 0, r.stderr
     assert_same_tree(src, out)
     _, ok = _ok_records(tmp_path / "j.json")
-    assert ok and all(x.get("cached") for x in ok)
+    assert_on_reused_streams(ok, 3)
 
 
 def test_stream_mode_flag_and_resume_on_cached_streams(tmp_path):
@@ -82,9 +82,9 @@ def test_stream_mode_flag_and_resume_on_cached_streams(tmp_path):
     assert_same_tree(data, tmp_path / "out2")
     _, ok = _ok_records(tmp_path / "a.json")
     f3 = next(x for x in ok if x["path"].endswith("f3.bin"))
-    assert f3["cached"] and f3["resumed_from"] == 100_000 and f3["bytes"] == len(whole) - 100_000
+    assert "cached" in f3 and f3["resumed_from"] == 100_000 and f3["bytes"] == len(whole) - 100_000
     _, ok2 = _ok_records(tmp_path / "b.json")
-    assert ok2 and not any(x.get("cached") for x in ok2)
+    assert ok2 and not any("cached" in x for x in ok2)  # stream mode: no cached session
 
 
 def test_a_failed_file_leaves_the_others_on_the_session(tmp_path):
@@ -250,8 +250,8 @@ def test_a_big_file_in_a_tree_gets_streams_of_its_own_both_ways(tmp_path):
     for name in ("p.json", "g.json"):
         files = job_records(tmp_path / name)["files"]
         big = next(x for x in files if x["path"].endswith("big.bin"))
-        assert big["mode"] == "E" and big["parallel"] == "auto" and not big.get("cached"), big
-        assert all(x.get("cached") for x in files if not x["path"].endswith("big.bin"))
+        assert big["mode"] == "E" and big["parallel"] == "auto" and "cached" not in big, big
+        assert_on_reused_streams([x for x in files if not x["path"].endswith("big.bin")], 2)
 
 
 def test_a_bad_P_for_a_job_is_one_sentence():

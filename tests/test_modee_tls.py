@@ -18,7 +18,7 @@ import ssl
 import threading
 
 from conftest import PASSWORD, USER, ServerProcess, drsftp, make_file, sha256_file
-from dataset_util import assert_same_tree, make_tree
+from dataset_util import assert_on_reused_streams, assert_same_tree, make_tree
 from test_eblock_server import block
 from test_tls import certs  # noqa: F401 (a fixture)
 from test_tls_paths import _json, _run, _serve, spread_over_streams, tls_server  # noqa: F401 (tls_server: a fixture)
@@ -141,7 +141,7 @@ def test_trees_over_tls_use_cached_mode_e_sessions(tmp_path, tls_server):  # noq
     assert_same_tree(data, tmp_path / "back")
     for name in ("p.json", "g.json"):
         files = [f for f in _json(tmp_path / name)["files"] if f["status"] == "ok"]
-        assert files and all(f["cached"] for f in files), name  # every file on a cached MODE E session
+        assert_on_reused_streams(files, 2)  # every file on a cached MODE E session, streams reused
     log = srv.stderr_text()
     assert "<- MODE E" in log and "<- MODE S" not in log
     assert "reusing existing data connection" in log  # streams carried file after file

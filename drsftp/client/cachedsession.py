@@ -16,7 +16,9 @@ from .transfer import TransferOptions
 
 
 class CachedSession(_ModeE):
-    """A file here (FileGet, FilePut) has ``fd``, ``bytes`` and ``done``."""
+    """A file here (FileGet, FilePut) has ``fd``, ``bytes``, ``done`` and
+    ``reused``: a stream that had ended an earlier file of the session
+    carried it (the session's first file opens the streams)."""
 
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
         super().__init__(ctl, opts, streams)
@@ -62,5 +64,7 @@ class CachedSession(_ModeE):
                            drs_peer="DRS" in self.ctl.features, drs_replies=self.drs_replies,
                            server_last_report=self.server_last)
         r.update(self.summary())
-        r.update(figures, streams=len(self.streams), cached=True)
+        # cached: the file went on data connections an earlier file had used
+        # (docs/DATASETS.md, "--json")
+        r.update(figures, streams=len(self.streams), cached=f.reused)
         return r
