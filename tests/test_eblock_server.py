@@ -2,13 +2,16 @@
 client against it, and raw-socket peers that break the rules."""
 
 import os
+import select
 import socket
+import struct
 import subprocess
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
-from conftest import PASSWORD, USER, make_file, running_server, sha256_file
+from conftest import PASSWORD, USER, make_file, running_server, sha256_file, wait_until
 
 from drsftp.ftp.eblock import (
     BlockDecoder,
@@ -18,6 +21,8 @@ from drsftp.ftp.eblock import (
     ReceiveLedger,
     header,
 )
+from drsftp.server.eblock import Limits, Stream
+from drsftp.tuning import Role
 
 SIZE = 24 << 20
 
@@ -596,6 +601,49 @@ def test_every_stream_is_a_flow_in_the_buffer_budget(root):
         t.join(10)
         server.close_all()
     assert (root / "budget.bin").read_bytes() == b"q" * 30
+
+
+class _Job:
+    """What a stream's failure is reported to: the replies it got."""
+
+    def __init__(self):
+        self.members, self.replies = set(), []
+
+    def fail(self, reply):
+        self.replies.append(reply)
+
+
+@pytest.mark.parametrize("event", ["handle_close", "handle_write_event"])  # (HUP|ERR; or OUT alone)
+@pytest.mark.parametrize("peer, code", [("reset", "426"), ("closed port", "425")])
+def test_a_stream_that_failed_while_connecting_gets_the_rfc_959_reply(event, peer, code):
+    """A stream the server was connecting, failed before it saw the connect
+    end: 425 when it could not be opened (the port closed), 426 when the
+    client took it and reset it (RFC 959: the connection closed, the
+    transfer aborted), whichever event the poller reports."""
+    lst = socket.create_server(("127.0.0.1", 0))
+    addr = lst.getsockname()
+    if peer == "closed port":
+        lst.close()
+    sock = socket.socket()
+    sock.setblocking(False)
+    sock.connect_ex(addr)
+    if peer == "reset":
+        conn, _ = lst.accept()
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+        lst.close()
+    poller = select.poll()
+    poller.register(sock, select.POLLOUT)
+    assert wait_until(lambda: any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0)), 10)
+    job = _Job()
+    session = SimpleNamespace(h=SimpleNamespace(ioloop=None), limits=Limits(), job=job,
+                              stream_closed=lambda s: None)
+    stream = Stream(session, sock, Role.SENDER)
+    stream.connecting = True
+    job.members.add(stream)
+    getattr(stream, event)()
+    assert len(job.replies) == 1 and job.replies[0][:4] == code + " ", job.replies
+    assert stream.closed
 
 
 def test_retr_to_a_closed_port_answers_425(root):
