@@ -10,7 +10,7 @@ import socket
 import threading
 
 import pytest
-from conftest import drsftp, wait_until
+from conftest import drsftp, tcp_entry, wait_until
 
 from drsftp.ftp.eblock import data_header, eod
 
@@ -110,18 +110,9 @@ def _one_line_failure(r, dest, words, kept=b""):
 
 
 def _read_by_peer(sock):
-    """Whether the peer (on this host) has read all ``sock`` sent it: its
-    end's receive queue is empty (/proc/net/tcp, rx_queue)."""
-    def hexaddr(addr):
-        return f"{int.from_bytes(socket.inet_aton(addr[0]), 'little'):08X}:{addr[1]:04X}"
-
-    theirs, ours = hexaddr(sock.getpeername()), hexaddr(sock.getsockname())
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            fields = line.split()
-            if fields[1] == theirs and fields[2] == ours:
-                return int(fields[4].split(":")[1], 16) == 0
-    return False
+    """Whether the peer (on this host) has read all ``sock`` sent it."""
+    entry = tcp_entry(sock.getpeername(), sock.getsockname())
+    return entry is not None and entry[1] == 0
 
 
 def test_block_past_the_size(tmp_path):
