@@ -344,7 +344,7 @@ def _any_certificate():
 
 
 def _der(pem_file):
-    text = open(pem_file).read()
+    text = pem_file.read_text()
     return ssl.PEM_cert_to_DER_cert(text[:text.index("-----END CERTIFICATE-----") + 25])
 
 

@@ -4,6 +4,7 @@ against globus-gridftp-server; resume of only the missing ranges.  Every
 file byte-identical.  A missing peer program fails the test."""
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -153,7 +154,7 @@ def auto_streams(d):
     """-P auto's connections: the streams it started with, one more per
     increase in its record of changes (a decrease retires one)."""
     counts = [d["streams_start"]] + [c["streams"] for c in d["stream_changes"]]
-    return d["streams_start"] + sum(1 for a, b in zip(counts, counts[1:]) if b > a)
+    return d["streams_start"] + sum(1 for a, b in itertools.pairwise(counts) if b > a)
 
 
 def test_ranged_get_from_stock_pyftpdlib(stock_server, tmp_path):

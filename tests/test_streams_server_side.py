@@ -41,10 +41,9 @@ def wan(tmp_path_factory):
     """A 40 ms link, drsftp serve on its server side: (link, server, root)."""
     root = tmp_path_factory.mktemp("wan") / "srv"
     root.mkdir()
-    with Link(rtt=0.04, rate=200e6) as link:
-        with running_server(root, "--host", link.server_addr, "--tuning", "fixed:16k",
-                            ns_prefix=link.command("server", [])) as srv:
-            yield link, srv, root
+    with Link(rtt=0.04, rate=200e6) as link, running_server(
+            root, "--host", link.server_addr, "--tuning", "fixed:16k", ns_prefix=link.command("server", [])) as srv:
+        yield link, srv, root
 
 
 class Opens:
