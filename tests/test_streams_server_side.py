@@ -5,9 +5,10 @@ opened and accepted, whatever the client reports of itself.
 
 - `-P auto` (docs/PARALLEL.md, "-P auto"): each stream the controller
   adds is a connection the server opens (a get: `DRS streams=N`) or
-  accepts (a put).  The server's streams send through a fixed 16 KiB
-  buffer and the client's put streams too, so one stream carries about
-  its window per RTT and a probe finds the path free to add one.
+  accepts (a put).  The server's streams run on fixed 16 KiB buffers, and
+  the client's put streams too, so one stream carries about its window
+  per RTT, the path stays free of a queue, and the transfer outlasts the
+  first probe's settling and judgment: the controller adds a stream.
 - Cached data channels (docs/DATASETS.md#cached): the files of one
   session ride the streams the server opened (get) or accepted (put) for
   its first file.
@@ -87,10 +88,11 @@ def test_p_auto_streams_are_connections_the_server_saw(wan, tmp_path):
     assert opens.since() == (auto_streams(g), 0) and g["streams"] == auto_streams(g) > g["streams_start"], _auto(g)
     assert sha256_file(tmp_path / "auto.bin") == sha256_file(src)
 
+    up = make_file(tmp_path / "up.bin", 24 * MiB, seed=41)  # (the server's 16 KiB window: slower this way)
     opens = Opens(link, srv)
-    p = _drsftp(link, tmp_path, "p", "put", "-P", "auto", "--tuning", "fixed:16k", str(src), url + "up.bin")
+    p = _drsftp(link, tmp_path, "p", "put", "-P", "auto", "--tuning", "fixed:16k", str(up), url + "up.bin")
     assert opens.since() == (0, auto_streams(p)) and p["streams"] == auto_streams(p) > p["streams_start"], _auto(p)
-    assert sha256_file(root / "up.bin") == sha256_file(src)
+    assert sha256_file(root / "up.bin") == sha256_file(up)
 
 
 def _auto(record):
