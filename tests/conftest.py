@@ -132,6 +132,25 @@ def wait_until(pred, timeout=10.0, step=0.02):
     return False
 
 
+TCP_CLOSE_WAIT = "08"  # /proc/net/tcp's state: the peer's FIN came, this end not closed
+
+
+def tcp_entry(local, remote):
+    """The IPv4 TCP socket from ``local`` to ``remote`` ((host, port) each)
+    on this host, as /proc/net/tcp shows it: (state, bytes not yet read by
+    its owner), or None."""
+    def hexaddr(addr):
+        return f"{int.from_bytes(socket.inet_aton(addr[0]), 'little'):08X}:{addr[1]:04X}"
+
+    want = (hexaddr(local), hexaddr(remote))
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if (fields[1], fields[2]) == want:
+                return fields[3], int(fields[4].split(":")[1], 16)
+    return None
+
+
 def link_file(src, dst_dir, name=None):
     dst = os.path.join(str(dst_dir), name or os.path.basename(src))
     try:

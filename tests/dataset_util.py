@@ -58,3 +58,13 @@ def by_status(records):
     for r in records["files"]:
         out.setdefault(r["status"], set()).add(r["path"])
     return out
+
+
+def assert_on_reused_streams(ok, sessions):
+    """Files on cached data channels (docs/DATASETS.md#cached): each
+    session's first file opens its streams (``cached`` false), every later
+    one rides streams an earlier file used (true); at most ``sessions``
+    sessions carried files."""
+    assert ok and all("cached" in x for x in ok), ok[:1]
+    firsts = [x["path"] for x in ok if not x["cached"]]
+    assert 1 <= len(firsts) <= sessions, firsts

@@ -7,11 +7,10 @@ import asyncio
 import os
 import socket
 import threading
-import time
 
 import pytest
-from conftest import PASSWORD, USER, drsftp, make_file, running_server
-from dataset_util import assert_same_tree, by_status, job_records, make_tree
+from conftest import PASSWORD, USER, drsftp, make_file, running_server, wait_until
+from dataset_util import assert_on_reused_streams, assert_same_tree, by_status, job_records, make_tree
 from test_parallel_peers import gridftp  # noqa: F401 (a fixture)
 
 from drsftp.client.cachedget import CachedGets
@@ -35,8 +34,8 @@ def test_get_r_on_cached_streams_from_drsftp_serve(tmp_path):
     assert_same_tree(src, out)
     recs, ok = _ok_records(tmp_path / "j.json")
     assert recs["sessions_max"] <= 2 + 1  # the walk's session, then at most -c
-    assert len(ok) > 20
-    assert all(x.get("cached") and x.get("streams") == 2 for x in ok), ok[0]
+    assert len(ok) > 20 and all(x["streams"] == 2 for x in ok), ok[0]
+    assert_on_reused_streams(ok, 2)
 
 
 def test_get_r_on_cached_streams_from_gridftp(gridftp, tmp_path):  # noqa: F811
@@ -58,7 +57,7 @@ def test_get_r_on_cached_streams_from_gridftp(gridftp, tmp_path):  # noqa: F811
     assert r.returncode == 0, r.stderr
     assert_same_tree(src, out)
     _, ok = _ok_records(tmp_path / "j.json")
-    assert ok and all(x.get("cached") for x in ok)
+    assert_on_reused_streams(ok, 3)
 
 
 def test_stream_mode_flag_and_resume_on_cached_streams(tmp_path):
@@ -82,9 +81,9 @@ def test_stream_mode_flag_and_resume_on_cached_streams(tmp_path):
     assert_same_tree(data, tmp_path / "out2")
     _, ok = _ok_records(tmp_path / "a.json")
     f3 = next(x for x in ok if x["path"].endswith("f3.bin"))
-    assert f3["cached"] and f3["resumed_from"] == 100_000 and f3["bytes"] == len(whole) - 100_000
+    assert "cached" in f3 and f3["resumed_from"] == 100_000 and f3["bytes"] == len(whole) - 100_000
     _, ok2 = _ok_records(tmp_path / "b.json")
-    assert ok2 and not any(x.get("cached") for x in ok2)
+    assert ok2 and not any("cached" in x for x in ok2)  # stream mode: no cached session
 
 
 def test_a_failed_file_leaves_the_others_on_the_session(tmp_path):
@@ -138,7 +137,10 @@ class Scripted:
                     ctl.sendall(b"200 ok\r\n")
             data = socket.create_connection(("127.0.0.1", port), timeout=10)
             self.script(ctl, data)
-            time.sleep(0.5)
+            try:
+                assert data.recv(1) == b""  # until the client closes it (its session ended)
+            except ConnectionResetError:
+                pass
             data.close()
             ctl.close()
         except Exception as exc:  # reported by the test
@@ -152,10 +154,17 @@ def _block(offset, payload):
 END = header(Desc.EOD | Desc.EOF, 0, 1)
 
 
-async def _fetch(port, tmp_path, names, timeout=10):
+def _session():
+    """Where the scripted server's thread finds the client's session."""
+    return {"cg": None}
+
+
+async def _fetch(port, tmp_path, names, seen=None, timeout=10):
     ctl = await ControlConnection.open("127.0.0.1", port)
     ctl.features = {"PARALLEL"}
     cg = CachedGets(ctl, TransferOptions(), 1)
+    if seen is not None:
+        seen["cg"] = cg
     cg.open()
     files = [cg.request(n, str(tmp_path / n), None, 0, None) for n in names]
     try:
@@ -170,17 +179,17 @@ def test_bytes_of_the_next_transfer_wait_for_its_reply(tmp_path):
     """The second file's blocks come before the server's 125 for it: the
     stream pauses until the reply names the transfer, then routes them."""
     a, b = os.urandom(70_000), os.urandom(50_000)
+    seen = _session()
 
     def script(ctl, data):
         ctl.sendall(b"150 a\r\n")
         data.sendall(_block(0, a) + END + _block(0, b[:20_000]) + _block(20_000, b[20_000:]) + END)
-        time.sleep(0.3)
-        ctl.sendall(b"226 a\r\n")
-        time.sleep(0.3)  # b's bytes are in, its transfer not yet answered
-        ctl.sendall(b"125 b\r\n226 b\r\n")
+        # b's bytes are in, its transfer not yet answered: the stream pauses
+        assert wait_until(lambda: any(sink.paused for sink in seen["cg"].sinks), 10), "the stream never paused"
+        ctl.sendall(b"226 a\r\n125 b\r\n226 b\r\n")
 
     srv = Scripted(2, script)
-    _, files = asyncio.run(_fetch(srv.port, tmp_path, ["a", "b"]))
+    _, files = asyncio.run(_fetch(srv.port, tmp_path, ["a", "b"], seen))
     srv.thread.join(10)
     assert srv.error is None, srv.error
     assert [f.done.exception() for f in files] == [None, None]
@@ -208,25 +217,37 @@ def test_a_refused_transfer_between_is_skipped(tmp_path):
     assert cg.broken is None
 
 
-@pytest.mark.parametrize("case", ["no transfer asked", "overlap"])
+HOSTILE = {
+    # case: (the bytes after 150, what a.part holds after: the accepted blocks)
+    "no transfer asked": (lambda a: _block(0, a) + END + _block(0, b"x" * 100) + END, lambda a: a),
+    "overlap": (lambda a: _block(0, a) + _block(5_000, b"z" * 100) + END, lambda a: a),
+    # a lower block second, running into the range received before it
+    "overlap into a range above": (lambda a: _block(5_000, a[5_000:]) + _block(0, b"z" * 5_001) + END,
+                                   lambda a: b"\0" * 5_000 + a[5_000:]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hostile_bytes_fail_the_session_and_write_nothing_else(tmp_path, case):
     a = os.urandom(10_000)
+    sent, kept = HOSTILE[case]
+    seen = _session()
 
     def script(ctl, data):
         ctl.sendall(b"150 a\r\n")
-        if case == "overlap":
-            data.sendall(_block(0, a) + _block(5_000, b"z" * 100) + END)
-        else:
-            data.sendall(_block(0, a) + END + _block(0, b"x" * 100) + END)
-        time.sleep(0.2)
+        data.sendall(sent(a))
+        # the session breaks on them before a's 226 could end a's transfer
+        assert wait_until(lambda: seen["cg"].broken is not None, 10), "the hostile bytes went unseen"
         ctl.sendall(b"226 a\r\n")
 
     srv = Scripted(1, script)
-    cg, files = asyncio.run(_fetch(srv.port, tmp_path, ["a"]))
+    cg, files = asyncio.run(_fetch(srv.port, tmp_path, ["a"], seen))
     srv.thread.join(10)
+    assert srv.error is None, srv.error
     assert cg.broken is not None and "extended block mode" in str(cg.broken)
     assert isinstance(files[0].done.exception(), Exception)
     assert sorted(os.listdir(tmp_path)) == ["a.part"]
+    assert (tmp_path / "a.part").read_bytes() == kept(a)  # nothing of the refused block
 
 
 def test_a_big_file_in_a_tree_gets_streams_of_its_own_both_ways(tmp_path):
@@ -250,8 +271,8 @@ def test_a_big_file_in_a_tree_gets_streams_of_its_own_both_ways(tmp_path):
     for name in ("p.json", "g.json"):
         files = job_records(tmp_path / name)["files"]
         big = next(x for x in files if x["path"].endswith("big.bin"))
-        assert big["mode"] == "E" and big["parallel"] == "auto" and not big.get("cached"), big
-        assert all(x.get("cached") for x in files if not x["path"].endswith("big.bin"))
+        assert big["mode"] == "E" and big["parallel"] == "auto" and "cached" not in big, big
+        assert_on_reused_streams([x for x in files if not x["path"].endswith("big.bin")], 2)
 
 
 def test_a_bad_P_for_a_job_is_one_sentence():

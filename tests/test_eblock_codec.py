@@ -116,6 +116,12 @@ def test_ledger_completes_on_eof_and_the_announced_eods_from_any_connection():
     ([("data", 250, 100)], "past the limit"),
     ([("data", 0, 100), ("data", 50, 10)], "overlaps"),
     ([("data", 0, 100), ("data", 0, 100)], "overlaps"),  # a duplicate block
+    # a block running into a range above it, received earlier (any block
+    # may come on any connection, in any order: GFD.20)
+    ([("data", 100, 100), ("data", 0, 101)], "overlaps"),
+    ([("data", 100, 100), ("data", 50, 100)], "overlaps"),
+    ([("data", 100, 10), ("data", 0, 300)], "overlaps"),  # spanning it
+    ([("data", 0, 10), ("data", 200, 10), ("data", 150, 51)], "overlaps"),  # the higher of two
     ([("eof", 1), ("eod",), ("eod",)], "EODs for an EOD count"),
     ([("eod",), ("eod",), ("eof", 1)], "EODs for an EOD count"),
     ([("eof", 2), ("eof", 2)], "second EOF"),
@@ -130,6 +136,30 @@ def test_ledger_refuses_what_a_hostile_sender_does(steps, why):
                 led.end_of_file(EndOfFile(step[1]))
             else:
                 led.end_of_data()
+
+
+def test_ledger_takes_blocks_that_touch_a_range_from_either_side():
+    led = ReceiveLedger(limit=300)
+    for offset, count in [(100, 100), (0, 100), (200, 100)]:  # below, then above, a range held
+        led.data(offset, count)
+    assert list(led.received) == [(0, 300)] and led.new_bytes == 300
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 120), st.integers(1, 30)), min_size=1, max_size=12))
+def test_ledger_refuses_exactly_the_blocks_over_bytes_it_holds(blocks):
+    """Blocks in any order: each is refused if and only if it covers a byte
+    an earlier accepted block covered (a set of bytes as the model)."""
+    led, held = ReceiveLedger(), set()
+    for offset, count in blocks:
+        span = set(range(offset, offset + count))
+        if span & held:
+            with pytest.raises(BlockError, match="overlaps"):
+                led.data(offset, count)
+        else:
+            led.data(offset, count)
+            held |= span
+        assert {x for a, b in led.received for x in range(a, b)} == held
 
 
 def test_rangeset_merges_reports_gaps_and_round_trips_markers():

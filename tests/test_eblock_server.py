@@ -2,13 +2,16 @@
 client against it, and raw-socket peers that break the rules."""
 
 import os
+import select
 import socket
+import struct
 import subprocess
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
-from conftest import PASSWORD, USER, make_file, running_server, sha256_file
+from conftest import PASSWORD, USER, make_file, running_server, sha256_file, wait_until
 
 from drsftp.ftp.eblock import (
     BlockDecoder,
@@ -18,6 +21,8 @@ from drsftp.ftp.eblock import (
     ReceiveLedger,
     header,
 )
+from drsftp.server.eblock import Limits, Stream
+from drsftp.tuning import Role
 
 SIZE = 24 << 20
 
@@ -192,24 +197,34 @@ def honest_upload_beside(srv, root, payload, hostile):
     b.close()
 
 
+FRAGMENTS = 70000  # one-byte blocks with a hole between each: past the 65536 ranges an upload may hold
+
 HOSTILE = {
-    # name: (ALLO or None, bytes one stream sends, the final reply's code)
-    "past ALLO": (1000, lambda: block(990, b"x" * 20), "451"),
-    "past the server's limit": (None, lambda: block(1 << 50, b"x" * 20), "451"),
-    "count over the bound": (None, lambda: header(0, 1 << 40, 0) + b"x" * 100, "451"),
-    "overlap": (None, lambda: block(0, b"a" * 100) + block(50, b"b" * 100), "451"),
-    "duplicate": (None, lambda: block(0, b"a" * 100) + block(0, b"a" * 100), "451"),
+    # name: (ALLO or None, bytes one stream sends, the final reply's code,
+    # what the .part holds after: the accepted blocks at their offsets and
+    # nothing of a refused one, whose bytes differ from every accepted
+    # block's; b"": no part file left, or an empty one)
+    "past ALLO": (1000, lambda: block(990, b"x" * 20), "451", b""),
+    "past the server's limit": (None, lambda: block(1 << 50, b"x" * 20), "451", b""),
+    "count over the bound": (None, lambda: header(0, 1 << 40, 0) + b"x" * 100, "451", b""),
+    "overlap": (None, lambda: block(0, b"a" * 100) + block(50, b"b" * 100), "451", b"a" * 100),
+    # the lower block second, running into the range received first
+    "overlap into a range above": (None, lambda: block(100, b"h" * 100) + block(0, b"l" * 101), "451",
+                                   b"\0" * 100 + b"h" * 100),
+    "duplicate": (None, lambda: block(0, b"a" * 100) + block(0, b"d" * 100), "451", b"a" * 100),
+    # (one read: the decoder refuses the last header before the block is written)
     "EODs over the EOD count": (None, lambda: block(0, b"a" * 10) + header(Desc.EOD | Desc.EOF, 0, 1)
-                                + header(Desc.EOD, 0, 0), "451"),
-    "EOF twice": (None, lambda: header(Desc.EOF, 0, 2) + header(Desc.EOF, 0, 2), "451"),
-    "unknown descriptor": (None, lambda: header(0x01, 0, 0), "451"),
-    "too fragmented": (None, lambda: b"".join(block(2 * i, b"f") for i in range(70000)), "451"),
+                                + header(Desc.EOD, 0, 0), "451", b""),
+    "EOF twice": (None, lambda: header(Desc.EOF, 0, 2) + header(Desc.EOF, 0, 2), "451", b""),
+    "unknown descriptor": (None, lambda: header(0x01, 0, 0), "451", b""),
+    "too fragmented": (None, lambda: b"".join(block(2 * i, b"f") for i in range(FRAGMENTS)), "451",
+                       b"f\0" * 65535 + b"f"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hostile_blocks_get_a_clear_reply(root, case):
-    allo, payload, want = HOSTILE[case]
+    allo, payload, want, kept = HOSTILE[case]
     before = files_under(root.parent)
     with running_server(root) as srv:
         result = {}
@@ -232,7 +247,7 @@ def test_hostile_blocks_get_a_clear_reply(root, case):
     assert not os.path.exists(root / "evil.bin")  # never renamed into place
     assert set(after) - set(before) <= {"srv/.evil.bin.part", "srv/honest.bin"}
     part = root / ".evil.bin.part"
-    assert not part.exists() or part.stat().st_size <= 2 * 65536  # nothing past what was accepted
+    assert (part.read_bytes() if part.exists() else b"") == kept  # the accepted blocks, nothing refused
 
 
 def test_no_eod_ends_with_426_and_keeps_the_part(root):
@@ -586,6 +601,49 @@ def test_every_stream_is_a_flow_in_the_buffer_budget(root):
         t.join(10)
         server.close_all()
     assert (root / "budget.bin").read_bytes() == b"q" * 30
+
+
+class _Job:
+    """What a stream's failure is reported to: the replies it got."""
+
+    def __init__(self):
+        self.members, self.replies = set(), []
+
+    def fail(self, reply):
+        self.replies.append(reply)
+
+
+@pytest.mark.parametrize("event", ["handle_close", "handle_write_event"])  # (HUP|ERR; or OUT alone)
+@pytest.mark.parametrize("peer, code", [("reset", "426"), ("closed port", "425")])
+def test_a_stream_that_failed_while_connecting_gets_the_rfc_959_reply(event, peer, code):
+    """A stream the server was connecting, failed before it saw the connect
+    end: 425 when it could not be opened (the port closed), 426 when the
+    client took it and reset it (RFC 959: the connection closed, the
+    transfer aborted), whichever event the poller reports."""
+    lst = socket.create_server(("127.0.0.1", 0))
+    addr = lst.getsockname()
+    if peer == "closed port":
+        lst.close()
+    sock = socket.socket()
+    sock.setblocking(False)
+    sock.connect_ex(addr)
+    if peer == "reset":
+        conn, _ = lst.accept()
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+        lst.close()
+    poller = select.poll()
+    poller.register(sock, select.POLLOUT)
+    assert wait_until(lambda: any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0)), 10)
+    job = _Job()
+    session = SimpleNamespace(h=SimpleNamespace(ioloop=None), limits=Limits(), job=job,
+                              stream_closed=lambda s: None)
+    stream = Stream(session, sock, Role.SENDER)
+    stream.connecting = True
+    job.members.add(stream)
+    getattr(stream, event)()
+    assert len(job.replies) == 1 and job.replies[0][:4] == code + " ", job.replies
+    assert stream.closed
 
 
 def test_retr_to_a_closed_port_answers_425(root):

@@ -13,7 +13,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import PASSWORD, USER, make_file, running_server, sha256_file
+from conftest import PASSWORD, TCP_CLOSE_WAIT, USER, make_file, running_server, sha256_file, tcp_entry, wait_until
 
 SIZE = 8 << 20  # larger than loopback's socket buffers: a stalled reader stalls the sender
 TIMEOUT = 5.0
@@ -200,17 +200,35 @@ def test_a_refused_upload_leaves_the_tree_as_it_was(ctl, srv):
     finally:
         os.remove(part)
 
-@pytest.mark.parametrize("rest", [None, SIZE - 1000, SIZE])
-def test_closed_right_after_retr(ctl, rest):
-    """RETR, then the client closes without reading: 426, or 226 when what
-    RETR owed fitted in the socket buffers (stream mode cannot tell)."""
+
+def test_closed_before_retr_handed_it_all_gets_426(ctl):
+    """RETR's 1yz, then the client closes without reading: 8 MiB cannot
+    all go into the socket buffers, so the server sees the close before
+    its last byte (RFC 959: 426, connection closed, transfer aborted)."""
     data = ctl.pasv()
-    if rest is not None:
-        assert ctl.cmd(f"REST {rest}").startswith("350")
-    ctl.send("RETR f.bin")
+    r = ctl.cmd("RETR f.bin")
+    assert r[:3] in ("125", "150"), r
     data.close()
     r = ctl.final()
-    assert r[:3] in (("426",) if rest is None else ("426", "226")), r
+    assert r.startswith("426"), r
+    ctl.usable()
+
+
+@pytest.mark.parametrize("rest", [SIZE - 1000, SIZE])
+def test_closed_after_the_server_ended_the_retr_gets_226(ctl, rest):
+    """What REST left near the end goes into the socket buffers at once;
+    the server ends the transfer by closing (stream mode, RFC 959 3.4.1)
+    and answers 226 then: a client that closes after that without reading
+    changes nothing (stream mode cannot tell it from one that read it all)."""
+    data = ctl.pasv()
+    assert ctl.cmd(f"REST {rest}").startswith("350")
+    r = ctl.cmd("RETR f.bin")
+    assert r[:3] in ("125", "150"), r
+    ours = (data.getsockname(), data.getpeername())
+    assert wait_until(lambda: (tcp_entry(*ours) or ("",))[0] == TCP_CLOSE_WAIT, TIMEOUT), "the server never closed"
+    data.close()
+    r = ctl.final()
+    assert r.startswith("226"), r
     ctl.usable()
 
 

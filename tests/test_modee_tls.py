@@ -3,7 +3,9 @@ the TLS server and the client the TLS client whichever side connects (RFC
 4217; docs/EBLOCK.md, "TLS on the streams").  `put/get -P N --tls`, their
 resume, and `get -r/put -r --tls` on cached sessions, against
 `drsftp serve --require-tls` on loopback; a clear-text stream under PROT P
-and a data-stream certificate the client does not trust are refused."""
+and a data-stream certificate the client does not trust are refused; a
+raw reader of the server's streams across a SIGHUP that replaces the
+certificate and across PROT changes with streams cached."""
 
 from __future__ import annotations
 
@@ -13,19 +15,22 @@ import json
 import os
 import re
 import select
+import shutil
+import signal
 import socket
 import ssl
 import threading
 
-from conftest import PASSWORD, USER, ServerProcess, drsftp, make_file, sha256_file
-from dataset_util import assert_same_tree, make_tree
+from conftest import PASSWORD, USER, ServerProcess, drsftp, make_file, sha256_file, wait_until
+from dataset_util import assert_on_reused_streams, assert_same_tree, make_tree
 from test_eblock_server import block
+from test_serve_config import _log, _serve_config
 from test_tls import certs  # noqa: F401 (a fixture)
-from test_tls_paths import _json, _run, _serve, spread_over_streams, tls_server  # noqa: F401 (tls_server: a fixture)
+from test_tls_paths import _json, _run, _serve, streams_add_up, tls_server  # noqa: F401 (tls_server: a fixture)
 
 from drsftp.client import modee, parallel, putresume
 from drsftp.client.transfer import TransferOptions
-from drsftp.ftp.eblock import Desc, header
+from drsftp.ftp.eblock import BlockDecoder, Data, Desc, ReceiveLedger, header
 from drsftp.ftp.session import parse_url
 
 MiB = 1 << 20
@@ -43,15 +48,15 @@ def test_parallel_put_and_get_over_tls_run_mode_e(tmp_path, tls_server):  # noqa
     _run("put", "-P", "4", *tls, "--json", str(tmp_path / "p.json"), str(src), srv.url("up.bin"))
     assert sha256_file(os.path.join(srv.root, "up.bin")) == sha256_file(src)
     p = _json(tmp_path / "p.json")
-    assert p["mode"] == "E" and p["streams"] == 4, p  # not the single-stream fallback
-    spread_over_streams(p, SIZE)
+    assert p["mode"] == "E", p  # not the single-stream fallback
+    streams_add_up(p, 4, SIZE)
 
     out = tmp_path / "got.bin"
     _run("get", "-P", "4", *tls, "--json", str(tmp_path / "g.json"), srv.url("up.bin"), str(out))
     assert sha256_file(out) == sha256_file(src)
     g = _json(tmp_path / "g.json")
-    assert g["mode"] == "E" and g["streams"] == 4, g  # not ranged sessions
-    spread_over_streams(g, SIZE)
+    assert g["mode"] == "E", g  # not ranged sessions
+    streams_add_up(g, 4, SIZE)
     assert g["drs_peer"] and g["drs_replies"] >= 1
 
     log = srv.stderr_text()
@@ -141,7 +146,7 @@ def test_trees_over_tls_use_cached_mode_e_sessions(tmp_path, tls_server):  # noq
     assert_same_tree(data, tmp_path / "back")
     for name in ("p.json", "g.json"):
         files = [f for f in _json(tmp_path / name)["files"] if f["status"] == "ok"]
-        assert files and all(f["cached"] for f in files), name  # every file on a cached MODE E session
+        assert_on_reused_streams(files, 2)  # every file on a cached MODE E session, streams reused
     log = srv.stderr_text()
     assert "<- MODE E" in log and "<- MODE S" not in log
     assert "reusing existing data connection" in log  # streams carried file after file
@@ -324,3 +329,170 @@ def _close_notify(pipe):
     except ssl.SSLWantReadError:
         pass
     return pipe.take()
+
+
+# -- a raw MODE E reader: the server's streams as a client sees them ---------------------------
+
+
+def _any_certificate():
+    """The streams' client context here: any certificate, kept to compare
+    (the test names the one it expects)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _der(pem_file):
+    text = pem_file.read_text()
+    return ssl.PEM_cert_to_DER_cert(text[:text.index("-----END CERTIFICATE-----") + 25])
+
+
+class StreamReader:
+    """Takes the streams drsftp serve connects after PORT, in TLS (the
+    client's end: RFC 4217 sec. 10) or clear text, and decodes one
+    transfer from each once ``gate`` is set; the streams stay open
+    (cached) after their EOD."""
+
+    def __init__(self, size):
+        self.lst = socket.create_server(("127.0.0.1", 0))
+        self.lst.settimeout(20)
+        self.size = size
+        self.gate = threading.Event()
+
+    @property
+    def port_cmd(self):
+        p = self.lst.getsockname()[1]
+        return f"PORT 127,0,0,1,{p >> 8},{p & 255}"
+
+    def accept(self, n, tls):
+        """``n`` new streams, their TLS handshakes done; each peer certificate."""
+        streams = []
+        for _ in range(n):
+            s, _ = self.lst.accept()
+            s.settimeout(20)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)  # a gated reader stalls the sender
+            streams.append(_any_certificate().wrap_socket(s) if tls else s)
+        return streams, [s.getpeercert(binary_form=True) if tls else None for s in streams]
+
+    def transfer(self, streams):
+        """One transfer over ``streams``: the file's bytes, their EOD count."""
+        buf, ledger, lock = bytearray(self.size), ReceiveLedger(limit=self.size), threading.Lock()
+
+        def read(s):
+            dec = BlockDecoder()
+            self.gate.wait(20)
+            while not dec.ended:
+                data = s.recv(1 << 20)
+                assert data, "a stream closed before its EOD"
+                with lock:
+                    for ev in dec.feed(data):
+                        ledger.apply(ev)
+                        if isinstance(ev, Data):
+                            buf[ev.offset:ev.offset + len(ev.data)] = ev.data
+
+        threads = [threading.Thread(target=read, args=(s,), daemon=True) for s in streams]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert ledger.complete, "the transfer never completed"
+        return bytes(buf), ledger.eod_count
+
+    def close(self):
+        self.lst.close()
+
+
+def _retr(ftp, rx, name, tls, cached=None):
+    """RETR ``name`` on two new streams, or on the ``cached`` ones (125):
+    the file's bytes, the streams, their certificates."""
+    ftp.putcmd(f"RETR {name}")
+    assert ftp.getline().startswith("150" if cached is None else "125")
+    streams, peer_certs = rx.accept(2, tls) if cached is None else (cached, None)
+    rx.gate.set()
+    data, eods = rx.transfer(streams)
+    assert _final(ftp).startswith("226") and eods == len(streams)
+    return data, streams, peer_certs
+
+
+def test_sighup_during_a_mode_e_transfer_and_the_next_streams_get_the_new_certificate(tmp_path, certs):  # noqa: F811
+    """A MODE E RETR under PROT P runs across a SIGHUP that replaces the
+    certificate: it ends whole on its streams; streams connected after the
+    reload present the new certificate (docs/EBLOCK.md, "TLS on the
+    streams")."""
+    root = tmp_path / "srv"
+    root.mkdir()
+    big = make_file(root / "big.bin", 32 * MiB, seed=37)
+    small = make_file(root / "small.bin", 300_000, seed=38)
+    cert = tmp_path / "server.pem"
+    shutil.copyfile(certs.good, cert)
+    log = tmp_path / "t.log"
+    conf = tmp_path / "drsftp.toml"
+    conf.write_text(f'root = "{root}"\nport = 0\nuser = "{USER}"\npassword = "{PASSWORD}"\n'
+                    'tls_cert = "server.pem"\nlog_file = "t.log"\nlog_format = "json"\n')
+    srv = _serve_config(conf)
+    rx = StreamReader(32 * MiB)
+    try:
+        ftp = _ftps(srv.port, certs.ca)
+        for line in ("MODE E", "OPTS RETR Parallelism=2,2,2;", rx.port_cmd):
+            assert ftp.sendcmd(line).startswith("200")
+        ftp.putcmd("RETR big.bin")
+        assert ftp.getline().startswith("150")
+        streams, before = rx.accept(2, tls=True)  # the readers wait: the transfer stalls
+        shutil.copyfile(certs.self_signed, cert)
+        os.kill(srv.proc.pid, signal.SIGHUP)
+        assert wait_until(lambda: any(r["event"] == "reload" for r in _log(log)), 10), _log(log)
+        rx.gate.set()
+        data, eods = rx.transfer(streams)
+        assert _final(ftp).startswith("226") and eods == 2
+        assert data == big.read_bytes()
+        # a new PORT drops the cached streams: the next RETR's are new ones
+        rx.gate.clear()
+        assert ftp.sendcmd(rx.port_cmd).startswith("200")
+        data, _, after = _retr(ftp, rx, "small.bin", tls=True)
+        assert data[:300_000] == small.read_bytes()
+        ftp.quit()
+    finally:
+        rx.close()
+        srv.stop()
+    assert before == [_der(certs.good)] * 2 and after == [_der(certs.self_signed_cert)] * 2
+
+
+def test_a_prot_change_closes_the_cached_streams(tmp_path, certs):  # noqa: F811
+    """Streams cached under one PROT level are closed before a transfer
+    under the other; the next transfer's streams are connected anew with
+    the protection now in force (docs/EBLOCK.md, "TLS on the streams")."""
+    root = tmp_path / "srv"
+    root.mkdir()
+    files = [make_file(root / f"p{i}.bin", 200_000 + i, seed=39 + i).read_bytes() for i in range(4)]
+    srv = ServerProcess(root, "--tls-cert", str(certs.good))
+    rx = StreamReader(300_000)
+    try:
+        ftp = _ftps(srv.port, certs.ca)
+        for line in ("MODE E", "OPTS RETR Parallelism=2,2,2;", rx.port_cmd):
+            assert ftp.sendcmd(line).startswith("200")
+        data, tls_streams, peer_certs = _retr(ftp, rx, "p0.bin", tls=True)
+        assert data[:len(files[0])] == files[0] and all(peer_certs)
+        data, _, _ = _retr(ftp, rx, "p1.bin", tls=True, cached=tls_streams)
+        assert data[:len(files[1])] == files[1]
+        assert ftp.sendcmd("PROT C").startswith("200")
+        data, clear_streams, _ = _retr(ftp, rx, "p2.bin", tls=False)  # 150: two new streams, clear text
+        assert data[:len(files[2])] == files[2]
+        assert all(_closed(s) for s in tls_streams)
+        assert ftp.sendcmd("PROT P").startswith("200")
+        data, _, peer_certs = _retr(ftp, rx, "p3.bin", tls=True)  # in TLS again
+        assert data[:len(files[3])] == files[3] and all(peer_certs)
+        assert all(_closed(s) for s in clear_streams)
+        ftp.quit()
+    finally:
+        rx.close()
+        srv.stop()
+
+
+def _closed(s):
+    """The server closed the stream: it reads as ended (or reset)."""
+    s.settimeout(10)
+    try:
+        return s.recv(1) == b""
+    except (ConnectionResetError, ssl.SSLError):
+        return True

@@ -1,16 +1,16 @@
 """A hostile MODE E server against `drsftp get -P 2`: blocks past the size,
-overlapping blocks, EOD counts that do not add up, a stream that never
-ends, a data connection from another address.  The client ends with one
-plain line and a non-zero exit, writes nothing past the file's size, and
-never renames a bad .part into place."""
+overlapping blocks in either order, EOD counts that do not add up, a
+stream that never ends, a data connection from another address.  The
+client ends with one plain line and a non-zero exit, keeps in its .part
+the blocks it accepted and nothing of a refused one (their bytes differ
+from the file's), and never renames a bad .part into place."""
 
 import os
 import socket
 import threading
-import time
 
 import pytest
-from conftest import drsftp
+from conftest import drsftp, tcp_entry, wait_until
 
 from drsftp.ftp.eblock import data_header, eod
 
@@ -99,13 +99,20 @@ def _get(tmp_path, script, *extra):
     return r, dest
 
 
-def _one_line_failure(r, dest, words):
+def _one_line_failure(r, dest, words, kept=b""):
+    """``kept``: what the .part holds, the accepted blocks at their offsets."""
     assert r.returncode == 1 and "Traceback" not in r.stderr
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("drsftp: error:") and words in last, r.stderr
     assert not os.path.exists(dest)  # never renamed into place
-    part = dest + ".part"
-    assert not os.path.exists(part) or os.path.getsize(part) <= SIZE  # nothing past the size
+    with open(dest + ".part", "rb") as f:  # (kept for --continue)
+        assert f.read() == kept
+
+
+def _read_by_peer(sock):
+    """Whether the peer (on this host) has read all ``sock`` sent it."""
+    entry = tcp_entry(sock.getpeername(), sock.getsockname())
+    return entry is not None and entry[1] == 0
 
 
 def test_block_past_the_size(tmp_path):
@@ -119,19 +126,30 @@ def test_block_past_the_size(tmp_path):
 def test_overlapping_blocks(tmp_path):
     def script(addr):
         with _stream(addr) as s:
-            _blocks(s, data_header(0, 100), DATA[:100], data_header(50, 100), DATA[50:150], eod(eof_streams=1))
+            _blocks(s, data_header(0, 100), DATA[:100], data_header(50, 100), b"X" * 100, eod(eof_streams=1))
     r, dest = _get(tmp_path, script)
-    _one_line_failure(r, dest, "overlaps")
+    _one_line_failure(r, dest, "overlaps", DATA[:100])
+
+
+def test_a_block_running_into_a_range_received_before_it(tmp_path):
+    """The higher block first, then a lower one reaching into it (any
+    block may come first: GFD.20)."""
+    def script(addr):
+        with _stream(addr) as s:
+            _blocks(s, data_header(100, 100), DATA[100:200], data_header(0, 101), b"X" * 101, eod(eof_streams=1))
+    r, dest = _get(tmp_path, script)
+    _one_line_failure(r, dest, "overlaps", b"\0" * 100 + DATA[100:200])
 
 
 def test_more_eods_than_the_count(tmp_path):
     def script(addr):
         with _stream(addr) as a, _stream(addr) as b:
             _blocks(b, eod())  # a second EOD for a transfer the EOF says has one
-            time.sleep(0.3)  # (it arrives first: after completion it would be moot)
+            # read first (after completion it would be moot)
+            assert wait_until(lambda: _read_by_peer(b), 20), "the client never read the EOD"
             _blocks(a, data_header(0, SIZE), DATA[:SIZE], eod(eof_streams=1))
     r, dest = _get(tmp_path, script)
-    _one_line_failure(r, dest, "EOD")
+    _one_line_failure(r, dest, "EOD", DATA[:SIZE])
 
 
 def test_a_stream_that_never_sends_eod(tmp_path):
@@ -144,7 +162,7 @@ def test_a_stream_that_never_sends_eod(tmp_path):
     r, dest = _get(tmp_path, script)
     for s in held:
         s.close()
-    _one_line_failure(r, dest, "stalled")
+    _one_line_failure(r, dest, "stalled", DATA[:SIZE])
 
 
 def test_a_data_connection_from_another_address_is_refused(tmp_path):
@@ -175,4 +193,4 @@ def test_an_eod_count_out_of_range(tmp_path, count):
             _blocks(s, data_header(0, SIZE), DATA[:SIZE], bytes([0x48]) + (0).to_bytes(8, "big")
                     + count.to_bytes(8, "big"))
     r, dest = _get(tmp_path, script)
-    _one_line_failure(r, dest, "EOD count")
+    _one_line_failure(r, dest, "EOD count")  # (one read: the decoder refuses it before the block is written)

@@ -55,6 +55,7 @@ class FileGet:
     drs_replies: int = 0  # DRS reports the server sent while this file was its transfer
     started: float | None = None
     reply: Reply | None = None  # the final reply
+    reused: bool = False  # a stream that had ended an earlier transfer carried it
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     @property
@@ -267,6 +268,7 @@ class _CachedSink(asyncio.BufferedProtocol):
                             self.transport.pause_reading()
                         return
                     self.file = fg = nxt
+                    fg.reused = fg.reused or self.last >= 0
                     self.decoder.reset()
                 events, used = self.decoder.feed_some(data[pos:end], stop_at_eod=True)
                 pos += used

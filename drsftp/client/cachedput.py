@@ -53,6 +53,7 @@ class FilePut:
     drs_replies: int = 0  # DRS reports the server sent while this file was its transfer
     started: float | None = None
     reply: Reply | None = None  # the final reply
+    reused: bool = False  # a stream that had ended an earlier file carried it
     go: asyncio.Event = field(default_factory=asyncio.Event)  # 1yz came, or the file will never start
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
@@ -143,6 +144,7 @@ class CachedPuts(CachedSession):
         buf = memoryview(bytearray(HEADER_SIZE + CHUNK))
         seal = stream.tls.encrypt if stream.tls is not None else _clear  # PROT P: the stream's TLS
         k = 0
+        carried = False  # this stream ended an earlier file
         try:
             while self.broken is None and not self.done:
                 if k >= len(self.order):
@@ -154,6 +156,7 @@ class CachedPuts(CachedSession):
                 if fp.state != "started" or fp.fd < 0:
                     k += 1
                     continue
+                fp.reused = fp.reused or carried
                 while (block := fp.blocks.next()) is not None:
                     offset, count = block
                     buf[:HEADER_SIZE] = data_header(offset, count)
@@ -169,6 +172,7 @@ class CachedPuts(CachedSession):
                         head = 0
                 await loop.sock_sendall(stream.sock, seal(eod(eof_streams=fp.blocks.finish())))
                 k += 1
+                carried = True
         except FTPError as exc:
             self.fail(exc)
         except OSError as exc:

@@ -17,7 +17,9 @@ from .transfer import TransferOptions
 
 class CachedSession(_ModeE):
     """A file here (FileGet, FilePut) has ``fd``, ``bytes``, ``reply`` (its
-    final reply, once it came), ``drs_replies`` and ``done``."""
+    final reply, once it came), ``drs_replies``, ``done`` and ``reused``: a
+    stream that had ended an earlier file of the session carried it (the
+    session's first file opens the streams)."""
 
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
         super().__init__(ctl, opts, streams)
@@ -75,5 +77,7 @@ class CachedSession(_ModeE):
                            drs_peer=f.drs_replies > 0, drs_replies=f.drs_replies,
                            server_last_report=self.server_last)
         r.update(self.summary())
-        r.update(figures, streams=len(self.streams), cached=True)
+        # cached: the file went on data connections an earlier file had used
+        # (docs/DATASETS.md, "--json")
+        r.update(figures, streams=len(self.streams), cached=f.reused)
         return r

@@ -221,6 +221,7 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
 class Outcome:
     seconds: float = 0.0
     timed_out: bool = False
+    start: int | None = None  # -P auto: the streams it started with
     changes: list[dict] = field(default_factory=list)  # -P auto: when the stream count changed
     timeline: list[dict] = field(default_factory=list)  # every TICK: the sum over the streams
 
@@ -229,7 +230,7 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
                    resumed: int, save) -> Outcome:
     """Run the driver; meanwhile show progress, keep a timeline, write the
     resume record, stop at --max-time, and apply -P auto."""
-    out = Outcome()
+    out = Outcome(start=controller.streams if controller is not None else None)
     started = time.monotonic()
     run = asyncio.ensure_future(driver.run())
     last_save = last_ctl = started
@@ -357,6 +358,8 @@ def _result(direction: str, path: str, driver, total: int, resumed: int, out: Ou
     summary = driver.summary()
     summary.update({"mode": mode, "parallel": "auto" if streams is None else streams,
                     "streams": len(summary["per_stream"]), "stream_changes": out.changes})
+    if out.start is not None:
+        summary["streams_start"] = out.start
     r = TransferResult(
         direction=direction, path=path, bytes=driver.moved, total_size=total, resumed_from=resumed,
         seconds=out.seconds, drs_peer=driver.drs_replies > 0, drs_replies=driver.drs_replies,

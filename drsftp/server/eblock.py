@@ -239,7 +239,7 @@ class Stream(_Channel):
         if self.connecting:
             err = self.socket.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if err:
-                return self.lost(f"425 Cannot open data connection: {os.strerror(err)}.")
+                return self.lost(connect_failed(err))
             self.connecting = False
             hs, self.handshake = self.handshake, None
             assert hs is not None  # set by ESession.connect with connecting
@@ -302,7 +302,7 @@ class Stream(_Channel):
 
     def handle_close(self) -> None:
         if self.connecting:
-            self.lost("425 Cannot open data connection.")
+            self.lost(connect_failed(self.socket.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
         else:
             self.lost("426 Data connection lost; transfer aborted.")
 
@@ -329,6 +329,17 @@ class Stream(_Channel):
                     self.ioloop.call_later(drain, tuner.release)
         super().close()
         self.session.stream_closed(self)
+
+
+def connect_failed(err: int) -> str:
+    """The reply for a stream we were connecting that ended with ``err``
+    (SO_ERROR) before we saw it connected.  RFC 959: 425 when the data
+    connection could not be opened (refused, unreachable, timed out); 426
+    when the peer had taken it and then closed or reset it (the connection
+    closed, the transfer aborted), whichever the poller reported first."""
+    if err in (0, errno.ECONNRESET, errno.EPIPE):
+        return "426 Data connection closed by the peer; transfer aborted."
+    return f"425 Cannot open data connection: {os.strerror(err)}."
 
 
 class Listener(_Channel):
