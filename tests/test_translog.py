@@ -203,7 +203,9 @@ def test_trees_on_cached_streams_one_line_per_file(tmp_path):
     lines = _records(log_file, "transfer")
     for direction in ("put", "get"):
         files = [f for f in job_records(tmp_path / f"{direction}.json")["files"] if "direction" in f]
-        assert files and all(f["cached"] and f["streams"] == 2 for f in files), files[:1]
+        # every file on its session's 2 streams; each session's first file opened them (cached: false)
+        assert files and all(f["streams"] == 2 for f in files), files[:1]
+        assert 1 <= sum(not f["cached"] for f in files) <= 2, [f["cached"] for f in files]
         mine = {r["path"]: r for r in lines if r["direction"] == direction}
         assert len(mine) == len(files) == sum(r["direction"] == direction for r in lines)  # one line per file
         for f in files:
