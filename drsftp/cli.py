@@ -315,8 +315,8 @@ def _cmd_passwd(args) -> int:
 def _cmd_transfer(args: argparse.Namespace) -> int:
     from .client import FTPError, TransferOptions, get, put
     from .client.control import os_reason
+    from .client.credentials import locate
     from .client.jobcli import check_json_path, run_job, wants_job
-    from .ftp.session import parse_url
 
     if args.command == "put" and len(args.paths) < 2:
         raise UsageError("put needs SRC and URL")
@@ -333,7 +333,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     )
     if wants_job(args):
         return run_job(args, opts)
-    loc = parse_url(args.url, args.netrc)
+    loc = locate(args.url, args.netrc)
     from .client import parallel
     from .client.transfer import with_retries
 
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
     from .client.control import FTPError
     from .client.jobcli import JobUsageError
-    from .ftp.session import URLError
+    from .ftp.url import URLError
     from .netem.errors import NetemError, NetemUsageError
     from .server.config import ConfigError
 

@@ -178,7 +178,7 @@ def shrinking_put(monkeypatch, src, url):
 
     from drsftp.client import transfer
     from drsftp.client.control import FTPError
-    from drsftp.ftp.session import parse_url
+    from drsftp.ftp.url import parse_url
 
     orig = transfer._send
 

@@ -10,7 +10,7 @@ import uuid
 
 from drsftp.client.dataset import MAX_DEPTH, JobOptions, run_get
 from drsftp.client.transfer import TransferOptions
-from drsftp.ftp.session import parse_url
+from drsftp.ftp.url import parse_url
 
 
 class FakeFTP:

@@ -327,7 +327,7 @@ class _SlowListing:
 def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
     from drsftp.client.job import Job, JobOptions
     from drsftp.client.transfer import TransferOptions
-    from drsftp.ftp.session import FTPLocation
+    from drsftp.ftp.url import FTPLocation
 
     parts = {"/d": [[Entry("a", FILE, 1), Entry("sub", DIR)], [Entry("b", FILE, 2)]],
              "/d/sub": [[Entry("c", FILE, 3)]]}
@@ -350,7 +350,7 @@ def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
 def test_workers_wait_for_the_walk_and_wake_on_new_files():
     from drsftp.client.job import Job, JobOptions
     from drsftp.client.transfer import TransferOptions
-    from drsftp.ftp.session import FTPLocation
+    from drsftp.ftp.url import FTPLocation
 
     async def main():
         job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
@@ -438,7 +438,7 @@ class _Breaking(_SlowListing):
 def _job(sessions, walking=True):
     from drsftp.client.job import Job, JobOptions
     from drsftp.client.transfer import TransferOptions
-    from drsftp.ftp.session import FTPLocation
+    from drsftp.ftp.url import FTPLocation
 
     job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
               JobOptions(recursive=True, sessions=sessions, progress=False))

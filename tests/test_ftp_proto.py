@@ -1,11 +1,11 @@
 """Sans-IO FTP pieces: replies, FEAT/EPSV/PASV, reply routing, URLs, DRS grammar."""
 
-import os
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drsftp.client.credentials import locate
 from drsftp.ftp import drscmd
 from drsftp.ftp.replies import (
     ProtocolError,
@@ -15,7 +15,8 @@ from drsftp.ftp.replies import (
     parse_feat,
     parse_pasv,
 )
-from drsftp.ftp.session import ReplyRouter, URLError, parse_url
+from drsftp.ftp.routing import ReplyRouter
+from drsftp.ftp.url import URLError, parse_url
 
 FEAT = (b"211-Features supported:\r\n DRS\r\n EPSV\r\n MLST type*;size*;\r\n"
         b" REST STREAM\r\n SIZE\r\n211 End FEAT.\r\n")
@@ -100,11 +101,12 @@ def test_urls_and_netrc(tmp_path):
         "bob", "s@cret", "example.test", 2121, "/dir/file x.bin")
     netrc = tmp_path / "netrc"
     netrc.write_text("machine example.test login carol password pw1\n")
-    loc = parse_url("ftp://example.test/f", str(netrc))
+    loc = locate("ftp://example.test/f", str(netrc))
     assert (loc.user, loc.password, loc.port) == ("carol", "pw1", 21)
-    assert parse_url("ftp://h/f").user == "anonymous" or os.path.exists(os.path.expanduser("~/.netrc"))
+    assert parse_url("ftp://h/f").user == "anonymous"  # the sans-IO parser reads no file
+    assert parse_url("ftp://h/f", lambda host: ("dan", None, "pw2")).password == "pw2"
     with pytest.raises(URLError, match="no such file"):  # named and missing: not anonymous
-        parse_url("ftp://h/f", str(tmp_path / "none"))
+        locate("ftp://h/f", str(tmp_path / "none"))
     for bad in ("http://h/f", "ftp:///f", "ftp://h/", "ftp://h:99999/f", "ftp://h:0/f",
                 # a line break would end the command and send the rest as one of its own
                 "ftp://h/f%0d%0aDELE%20x", "ftp://h/f%0aDELE%20x", "ftp://u:p%0d%0aDELE%20x@h/f",
@@ -115,7 +117,7 @@ def test_urls_and_netrc(tmp_path):
         with pytest.raises(URLError) as err:  # (errors echo the URL, never its password)
             parse_url(url)
         assert secret not in str(err.value) and "bob:***@h" in str(err.value), err.value
-    assert parse_url("ftp://h/f", "/dev/null").user == "anonymous"  # (no netrc, said so)
+    assert locate("ftp://h/f", "/dev/null").user == "anonymous"  # (no netrc, said so)
 
 
 def test_drs_grammar_roundtrip_and_limits():

@@ -14,7 +14,7 @@ from drsftp.client.control import ControlConnection
 from drsftp.client.dataset import run_get
 from drsftp.client.job import JobOptions
 from drsftp.client.transfer import TransferOptions
-from drsftp.ftp.session import parse_url
+from drsftp.ftp.url import parse_url
 
 
 def _slow_walk_get(tmp_path, monkeypatch, cached: bool, sessions: int | None, idle_timeout: str) -> dict:

@@ -31,7 +31,7 @@ from test_tls_paths import _json, _run, _serve, streams_add_up, tls_server  # no
 from drsftp.client import modee, parallel, putresume
 from drsftp.client.transfer import TransferOptions
 from drsftp.ftp.eblock import BlockDecoder, Data, Desc, ReceiveLedger, header
-from drsftp.ftp.session import parse_url
+from drsftp.ftp.url import parse_url
 
 MiB = 1 << 20
 SIZE = 24 * MiB + 12345  # not a multiple of any block size

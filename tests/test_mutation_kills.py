@@ -6,9 +6,10 @@ import dataclasses
 
 import pytest
 
+from drsftp.client.credentials import locate
 from drsftp.ftp import drscmd
 from drsftp.ftp.replies import ProtocolError, Reply, ReplyParser, parse_epsv, parse_pasv
-from drsftp.ftp.session import FTPLocation, parse_url
+from drsftp.ftp.url import FTPLocation
 from drsftp.tuning import (
     Decision,
     DRSConfig,
@@ -123,15 +124,15 @@ def test_netrc_password_only_for_its_own_login(tmp_path):
     rc = tmp_path / "netrc"
     rc.write_text("machine h login alice password pw\n")
     rc.chmod(0o600)
-    assert parse_url("ftp://h/f", str(rc)) == FTPLocation("h", 21, "alice", "pw", "/f")
-    assert parse_url("ftp://alice@h/f", str(rc)).password == "pw"
-    assert parse_url("ftp://bob@h/f", str(rc)).password == ""  # never alice's password for bob
+    assert locate("ftp://h/f", str(rc)) == FTPLocation("h", 21, "alice", "pw", "/f")
+    assert locate("ftp://alice@h/f", str(rc)).password == "pw"
+    assert locate("ftp://bob@h/f", str(rc)).password == ""  # never alice's password for bob
 
 
 def test_anonymous_gets_a_placeholder_password(tmp_path):
     empty = tmp_path / "netrc"
     empty.write_text("")  # (not the user's own ~/.netrc)
-    loc = parse_url("ftp://h:2121/d/f", str(empty))
+    loc = locate("ftp://h:2121/d/f", str(empty))
     assert (loc.user, loc.password, loc.port) == ("anonymous", "drsftp@", 2121)
 
 

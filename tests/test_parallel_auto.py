@@ -12,7 +12,7 @@ from test_parallel_peers import throttled_server  # noqa: F401 (fixture)
 
 from drsftp.client import parallel
 from drsftp.client.transfer import TransferOptions
-from drsftp.ftp.session import parse_url
+from drsftp.ftp.url import parse_url
 from drsftp.tuning.streams import Action, StreamController
 
 MiB = 1 << 20

@@ -22,7 +22,7 @@ from drsftp.client.transfer import TransferOptions
 from drsftp.ftp.eblock import data_header, eod
 from drsftp.ftp.flow import Accepted, FlowError, Refused, State, TransferFlow, TransferStarted
 from drsftp.ftp.replies import Reply
-from drsftp.ftp.session import FTPLocation
+from drsftp.ftp.url import FTPLocation
 
 QUIET = 0.15  # seconds without a byte from the client that close a group
 PAYLOAD = os.urandom(300_000)

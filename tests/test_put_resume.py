@@ -14,7 +14,7 @@ from test_parallel_peers import gridftp  # noqa: F401 (a fixture)
 from drsftp.client import putresume
 from drsftp.client.modee import BlockQueue
 from drsftp.ftp.eblock import RangeSet
-from drsftp.ftp.session import parse_url
+from drsftp.ftp.url import parse_url
 
 MiB = 1 << 20
 

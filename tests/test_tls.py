@@ -30,7 +30,7 @@ from tlscerts import make_certs
 
 from drsftp.client import FTPError, TransferOptions, get
 from drsftp.client.tls import ClientTLS
-from drsftp.ftp.session import parse_url
+from drsftp.ftp.url import parse_url
 
 VSFTPD = "/usr/sbin/vsftpd"
 

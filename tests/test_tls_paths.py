@@ -26,7 +26,7 @@ from drsftp.client import dataconn, parallel, ranged, remote, transfer
 from drsftp.client.dataset import run_get, run_put
 from drsftp.client.job import JobOptions
 from drsftp.client.transfer import TransferOptions
-from drsftp.ftp.session import parse_url
+from drsftp.ftp.url import parse_url
 from drsftp.netem.link import stop_process
 
 MiB = 1 << 20

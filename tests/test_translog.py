@@ -37,7 +37,7 @@ from test_tls import certs  # noqa: F401 (a fixture)
 from drsftp.client import parallel
 from drsftp.client.transfer import TransferOptions
 from drsftp.ftp.eblock import Desc, header
-from drsftp.ftp.session import parse_url
+from drsftp.ftp.url import parse_url
 from drsftp.server import translog
 
 MiB = 1 << 20

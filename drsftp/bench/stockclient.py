@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from ..ftp.session import parse_url
+from ..ftp.url import parse_url
 from ..result import TransferResult
 
 BLOCK = 1 << 20

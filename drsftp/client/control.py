@@ -18,7 +18,7 @@ from ..ftp.replies import (
     parse_feat,
     parse_pasv,
 )
-from ..ftp.session import ReplyRouter
+from ..ftp.routing import ReplyRouter
 from .tls import ClientTLS, failure_sentence
 
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ..ftp.listing import DIR, FILE, Entry
 from ..ftp.safepath import check_name, local_path, remote_join
-from ..ftp.session import FTPLocation
+from ..ftp.url import FTPLocation
 from .cachedjob import big_file, big_get, big_put, cached_get_loop, cached_ok, cached_put_loop
 from .control import FTPError, os_reason
 from .job import (

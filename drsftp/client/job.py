@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ..ftp.listing import DIR, FILE, LINK, Entry
 from ..ftp.safepath import UnsafePath, check_name, local_path, remote_join
-from ..ftp.session import FTPLocation
+from ..ftp.url import FTPLocation
 from ..tuning.fleet import Change, FleetController, Kind, Work
 from ..tuning.streams import StreamSample
 from .control import FTPError

@@ -14,7 +14,8 @@ import time
 import urllib.parse
 
 from ..ftp.listing import DIR, LINK
-from ..ftp.session import FTPLocation, parse_url
+from ..ftp.url import FTPLocation
+from .credentials import locate
 
 
 class JobUsageError(ValueError):
@@ -114,7 +115,7 @@ def _parse_src_url(url: str, netrc: str | None) -> tuple[FTPLocation, bool]:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme in ("ftp", "ftps") and parts.path in ("", "/"):
         url = urllib.parse.urlunsplit(parts._replace(path="/."))
-    return parse_url(url, netrc), url.endswith(("/", "/."))
+    return locate(url, netrc), url.endswith(("/", "/."))
 
 
 class _Once(logging.Filter):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from .. import sockopt
 from ..ftp.eblock import RangeSet
 from ..ftp.replies import Reply
-from ..ftp.session import FTPLocation
+from ..ftp.url import FTPLocation
 from ..tuning import check_spec
 from ..tuning.actuation import host_cap
 from ..tuning.streams import Action, StreamController, StreamsConfig, first_streams

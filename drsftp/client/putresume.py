@@ -18,7 +18,7 @@ import logging
 import os
 
 from ..ftp.eblock import RangeSet
-from ..ftp.session import FTPLocation
+from ..ftp.url import FTPLocation
 from .rangeplan import ResumeRecord, drop_record, load_record, save_record
 
 log = logging.getLogger("drsftp.client")

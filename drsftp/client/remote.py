@@ -1,7 +1,7 @@
 """One dataset session: a logged-in control connection that lists
 directories and moves file after file, with its commands pipelined.
 
-Pipelining (RFC 959 replies come in command order, drsftp.ftp.session's
+Pipelining (RFC 959 replies come in command order, drsftp.ftp.routing's
 ReplyRouter pairs them): the passive command and the transfer command go
 out together, so the data connection's port and the transfer start take
 one round trip, not two; and a get sends the next file's pair as soon as
@@ -35,7 +35,7 @@ from ..ftp.listing import (
     parse_mlst_reply,
 )
 from ..ftp.replies import ProtocolError, Reply, parse_epsv, parse_pasv
-from ..ftp.session import FTPLocation
+from ..ftp.url import FTPLocation
 from ..tuner import SocketTuner
 from ..tuning import Role
 from .control import ControlConnection, FTPError, Pending

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 from .. import sockopt
 from ..ftp import drscmd
+from ..ftp.partname import partial_name
 from ..ftp.replies import Reply, parse_feat
-from ..ftp.session import FTPLocation, partial_name
+from ..ftp.url import FTPLocation
 from ..result import TransferResult
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec

@@ -23,7 +23,7 @@ come in command order (RFC 959 4.2), so :meth:`TransferFlow.receive` checks
 that a reply answers the oldest command still waiting.  After a refusal
 with commands still in flight the expected state is unknown: nothing more
 may be sent until their replies are in.  DRS and ABOR are answered out of
-band (drsftp.ftp.session.ReplyRouter) and are not queued.
+band (drsftp.ftp.routing.ReplyRouter) and are not queued.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class TransferFlow:
         return line.encode("utf-8") + b"\r\n"
 
     def receive(self, verb: str, reply: Reply) -> Event:
-        """A reply to ``verb`` (routed by the caller, drsftp.ftp.session)."""
+        """A reply to ``verb`` (routed by the caller, drsftp.ftp.routing)."""
         verb = verb.upper()
         if verb not in OUT_OF_BAND and self.in_flight and self.in_flight[0] != verb:
             raise FlowError(f"a reply to {verb} while {self.in_flight[0]} waits for its own (RFC 959 4.2)")

@@ -1,12 +1,12 @@
 """The ``.NAME.part`` file an upload is written to until it is complete
-(stream mode and MODE E alike; drsftp.ftp.session.partial_name)."""
+(stream mode and MODE E alike; drsftp.ftp.partname.partial_name)."""
 
 from __future__ import annotations
 
 import os
 import stat
 
-from ..ftp.session import partial_name
+from ..ftp.partname import partial_name
 
 # a STOR onto a directory, refused before a part file is made (its rename could only fail)
 OVER_DIRECTORY = "550 Is a directory: a file cannot be stored over it."

@@ -34,7 +34,7 @@ from typing import Any
 from pyftpdlib.utils import is_ssl_sock
 
 from ..ftp.eblock import RangeSet
-from ..ftp.session import final_name
+from ..ftp.partname import final_name
 from . import compat
 
 LOGGER = "drsftp.transfer"
