@@ -159,7 +159,7 @@ def run_job(args, topts) -> int:
     jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, delete=args.delete,
                        resume=args.resume, sessions=args.sessions, pipeline=args.pipeline, retries=args.retries,
                        verbose=args.verbose, streams=streams, cached=args.cached,
-                       progress={"auto": None, "always": True, "never": False}[args.progress])
+                       progress=False if args.quiet else {"auto": None, "always": True, "never": False}[args.progress])
     *srcs, dest = args.paths
     if args.command == "get":
         urls = [_parse_src_url(u, args.netrc) for u in srcs]
@@ -180,10 +180,10 @@ def run_job(args, topts) -> int:
                        "bytes": result.bytes, "sessions_max": result.sessions_max,
                        "files": [o.as_dict() for o in result.outcomes]}, f, indent=1)
     failed = result.count("failed")
-    if sys.stderr.isatty() or args.verbose:
+    if not args.quiet:  # (as a single file's result line: also when run from a script)
         print(result.summary_line(), file=sys.stderr)
     if failed:
-        print(f"drsftp: {failed} of {len(result.outcomes)} entries failed", file=sys.stderr)
+        print(f"drsftp: error: {failed} of {len(result.outcomes)} entries failed", file=sys.stderr)
         return 1
     return 0
 
