@@ -33,7 +33,7 @@ from ..tuning import check_spec
 from ..tuning.actuation import host_cap
 from ..tuning.streams import Action, StreamController, StreamsConfig, first_streams
 from . import putresume, transfer
-from .control import ControlConnection, FTPError, size_of
+from .control import ControlConnection, FTPError, os_reason, size_of
 from .modee import ModeEGet, ModeEPut
 from .progress import ProgressView
 from .ranged import RangedGet
@@ -116,7 +116,11 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
             if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
                 return _already_complete("get", loc.path, size)
             held = _held(part, size, mtime)
-        fd = _open_part(part, fresh=not held.total)
+        try:
+            transfer.make_parents(dest)
+            fd = _open_part(part, fresh=not held.total)
+        except OSError as exc:
+            raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
         try:
             controller = _controller(streams, ctl, opts)
             n = controller.streams if controller else streams

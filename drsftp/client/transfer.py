@@ -12,6 +12,7 @@ measurements with it (docs/PROTOCOL.md).
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import hashlib
 import logging
@@ -246,6 +247,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                     raise FTPError(f"cannot retrieve {loc.path}: {first}", first)
                 tuner.attach(sock)
                 try:
+                    make_parents(dest)  # (not before: a refused RETR makes no directory)
                     if resume_dest:  # (not before: a refused RETR leaves DEST as it was)
                         os.replace(dest, part)
                     f = _open_part(part, offset)
@@ -359,6 +361,18 @@ async def _rest_done(ctl: ControlConnection, rest: Pending | None, pending: Pend
     if reply[0].code != 350:
         await asyncio.gather(asyncio.wait_for(asyncio.shield(pending.preliminary), 60), return_exceptions=True)
         raise FTPError(f"resume (REST) failed: {reply[0]}", reply[0])
+
+
+def make_parents(dest: str) -> None:
+    """The directories DEST names that are missing, as `get -r` makes its
+    destination's: only those of the path the user gave (its dirname)."""
+    folder = os.path.dirname(dest)
+    if not folder:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:  # a file where a directory must be: say so, not "file exists"
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder) from None
 
 
 def _open_part(part: str, offset: int):
