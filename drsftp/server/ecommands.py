@@ -75,9 +75,7 @@ class EModeCommands(EPortHooks, _Handler):
             self.drop_held()
             self.respond("226 ABOR command successful.")
             return
-        # DRS passes: its replies are marked and paired by the mark (docs/PROTOCOL.md)
-        if not self._releasing and (self._login_failing or cmd != "DRS" and (self._held or (
-                eb is not None and eb.active and eb.busy and cmd not in PASSING and self.authenticated))):
+        if not self._releasing and self._must_wait(cmd):
             if len(self._held) >= MAX_HELD:
                 self.respond(f"421 More than {MAX_HELD} commands waiting for the running transfer; closing.")
                 self.close_when_done()
@@ -85,6 +83,18 @@ class EModeCommands(EPortHooks, _Handler):
             self._held.append((line, cmd, arg))
             return
         super().pre_process_command(line, cmd, arg)
+
+    def _must_wait(self, cmd: str) -> bool:
+        """Behind a refused PASS every command waits; behind a running MODE E
+        transfer all but PASSING (DRS passes even commands that wait: its
+        replies are marked and paired by the mark, docs/PROTOCOL.md)."""
+        if self._login_failing:
+            return True
+        if cmd == "DRS":
+            return False
+        eb = self.eblock
+        return bool(self._held) or (eb is not None and eb.active and eb.busy and cmd not in PASSING
+                                    and self.authenticated)
 
     # -- a refused PASS: the commands behind it wait for its reply -----------------
     def handle_auth_failed(self, msg, password):
