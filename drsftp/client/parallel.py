@@ -184,18 +184,18 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
         ctl = await _session(loc, opts)
         try:
             _announce(ctl, opts)
-            held = None  # what the server holds of an interrupted MODE E put (putresume)
-            if extended_block(ctl):
-                record, mtime = putresume.record_base(src, loc), putresume.source_mtime(f.fileno())
-                held = putresume.held_on_server(record, total, mtime) if opts.resume else RangeSet()
-            if held is None:
-                why = ("--continue without a record of an interrupted parallel upload resumes on one stream"
-                       if extended_block(ctl) else
-                       "the server has no extended block mode (PARALLEL); stream-mode FTP has no safe"
-                       " parallel upload")
-                log.info("put -P: %s: one stream", why)
+            if not extended_block(ctl):
+                log.info("put -P: the server has no extended block mode (PARALLEL); stream-mode FTP has no"
+                         " safe parallel upload: one stream")
                 await ctl.close()
                 return await transfer.put(src, loc, opts)
+            record, mtime = putresume.record_base(src, loc), putresume.source_mtime(f.fileno())
+            held = putresume.held_on_server(record, total, mtime) if opts.resume else RangeSet()
+            if held is None:  # no record: an interrupted stream-mode put's prefix, on the streams asked for
+                prefix = await transfer.uploaded_prefix(ctl, loc.path, src, total)
+                if prefix == total:
+                    return _already_complete("put", loc.path, total)
+                held = RangeSet([(0, prefix)] if prefix else [])
             if not held.total:
                 putresume.drop(record)  # a STOR without REST starts the server's file over
             controller = _controller(streams, ctl, opts)
@@ -208,9 +208,16 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
             view = ProgressView(os.path.basename(src), total, opts.progress)
             try:
                 out = await _monitor(driver, controller, opts, view, held.total, None)
+            except BaseException:
+                putresume.save(record, total, mtime, driver.server_held)
+                raise
             finally:
                 view.close()
-            if not out.timed_out:
+            if out.timed_out:
+                # what the server reported holding, also none: its part file has
+                # holes, so a later --continue must not take its size as a prefix
+                putresume.save(record, total, mtime, driver.server_held)
+            else:
                 putresume.drop(record)
             result = _result("put", loc.path, driver, total, held.total, out, "E", streams)
             if opts.verify and not out.timed_out:

@@ -295,14 +295,9 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
             _announce(ctl, opts)
             offset = 0
             if opts.resume:
-                offset = await ctl.size(loc.path) or 0
-                if not offset and "DRS" in ctl.features:
-                    # a drsftp server keeps an unfinished upload under a temporary name
-                    offset = await ctl.size(partial_name(loc.path)) or 0
+                offset = await uploaded_prefix(ctl, loc.path, src, total)
                 if offset == total:
                     return _already_complete("put", loc.path, total)
-                if offset > total:
-                    raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)", transient=False)
             tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
             xfer = _Transfer(ctl, tuner, opts, os.path.basename(src), total, offset)
             try:
@@ -349,6 +344,18 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
             return result
         finally:
             await ctl.close()
+
+
+async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: int) -> int:
+    """What an interrupted stream-mode put left on the server, a prefix of
+    the file: the remote file's size, or on a drsftp server (which keeps an
+    unfinished upload under a temporary name) that name's."""
+    offset = await ctl.size(path) or 0
+    if not offset and "DRS" in ctl.features:
+        offset = await ctl.size(partial_name(path)) or 0
+    if offset > total:
+        raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)", transient=False)
+    return offset
 
 
 async def _rest_done(ctl: ControlConnection, rest: Pending | None, pending: Pending) -> None:
