@@ -10,7 +10,7 @@ import asyncio
 import functools
 import hashlib
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field, replace
 
 from ..ftp.listing import DIR, FILE, LINK, Entry
@@ -81,6 +81,7 @@ class JobResult:
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
     sessions_max: int = 0
+    stopped: bool = False  # at --max-time: files still moving were left as they were (.part)
 
     @property
     def bytes(self) -> int:
@@ -109,7 +110,8 @@ class Item:
 class Job:
     def __init__(self, direction: str, loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> None:
         self.direction, self.loc, self.jopts = direction, loc, jopts
-        self.topts = replace(topts, progress=False)
+        self.max_time = topts.max_time  # the whole job's (run_within_max_time), not each file's
+        self.topts = replace(topts, progress=False, max_time=None, deadline=None)
         self.result = JobResult(direction)
         self.view = JobView(direction, jopts.progress, jopts.verbose)
         self.sources: list[Source] = []
@@ -135,6 +137,38 @@ class Job:
         self._more = asyncio.Event()
         self._walk_done = asyncio.Event()
         self._planned = 0
+
+    async def run_within_max_time(self, work: Awaitable[None]) -> JobResult:
+        """``work`` (the whole job) stopped at --max-time (as curl's, from
+        the job's start): the job's task and its workers are cancelled as by
+        Ctrl-C, each leaving its file as it was, and no worker starts after
+        (a cancel Python 3.11's wait_for dropped: check_cancelled)."""
+        if self.max_time is None:
+            await work
+            return self.result
+        task = asyncio.current_task()
+        assert task is not None
+
+        def stop() -> None:
+            self.result.stopped = True
+            task.cancel()
+            for worker in self.workers.values():
+                worker.cancel()
+
+        timer = asyncio.get_running_loop().call_later(self.max_time - (time.monotonic() - self.started), stop)
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not self.result.stopped or task.uncancel() > 0:
+                raise  # (Ctrl-C)
+        else:
+            if self.result.stopped:
+                task.uncancel()  # (its cancel was dropped: the job ended at the checks)
+        finally:
+            timer.cancel()
+        if self.result.stopped:
+            self.result.seconds = time.monotonic() - self.started
+        return self.result
 
     # -- sessions ---------------------------------------------------------------
     def prefetch(self, n: int) -> None:
@@ -466,7 +500,7 @@ class Job:
         monitor = asyncio.ensure_future(self.monitor())
         try:
             self.spawn(worker_fn)
-            while self.workers or self.walking:
+            while (self.workers or self.walking) and not self.result.stopped:
                 if not self.workers:
                     # the walk's sessions are all the server took: the files wait for them
                     await self._walk_done.wait()
@@ -500,6 +534,8 @@ class Job:
             self.show()
 
     def spawn(self, worker_fn) -> None:
+        if self.result.stopped:
+            return  # (at --max-time)
         want = self.allowed if self.walking else min(self.allowed, len(self.queue) + len(self.workers))
         wid = 0
         while len(self.workers) < want:

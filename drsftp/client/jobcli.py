@@ -146,8 +146,6 @@ def run_job(args, topts) -> int:
         raise JobUsageError("--delete goes with -r: it removes what a directory's copy holds beyond its source")
     if args.retries < 0:
         raise JobUsageError("--retries must be 0 or more")
-    if args.max_time is not None:
-        raise JobUsageError("--max-time applies to a single file, not to -r, several sources or --sync")
     if len(args.paths) < 2:
         raise JobUsageError(f"{args.command} needs a source and a destination")
     if args.parallel == "auto":
@@ -184,8 +182,10 @@ def run_job(args, topts) -> int:
         print(result.summary_line(), file=sys.stderr)
     if failed:
         print(f"drsftp: error: {failed} of {len(result.outcomes)} entries failed", file=sys.stderr)
-        return 1
-    return 0
+    if result.stopped:
+        print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
+        return 28
+    return 1 if failed else 0
 
 
 def run_ls(args) -> int:

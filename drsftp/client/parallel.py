@@ -32,7 +32,7 @@ from ..ftp.session import FTPLocation
 from ..tuning import check_spec
 from ..tuning.actuation import host_cap
 from ..tuning.streams import Action, StreamController, StreamsConfig, first_streams
-from . import putresume, transfer
+from . import maxtime, putresume, transfer
 from .control import ControlConnection, FTPError, os_reason, size_of
 from .modee import ModeEGet, ModeEPut
 from .progress import ProgressView
@@ -98,6 +98,10 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
     """``on_driver(driver)``: the running transfer (its ``moved``,
     ``samples()``, ``add_stream()``), for a dataset job's bar and its
     fleet controller, which then chooses the streams (``streams`` given)."""
+    return await maxtime.within(opts, "get", loc.path, lambda o: _get(loc, dest, o, streams, on_driver))
+
+
+async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None, on_driver) -> TransferResult:
     check_spec(opts.tuning)
     part = dest + ".part"
     # SIZE and MDTM go out with the login (transfer.open_session)
@@ -174,6 +178,10 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
 async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None,
               on_driver=None) -> TransferResult:
     """``on_driver``: as for get."""
+    return await maxtime.within(opts, "put", loc.path, lambda o: _put(src, loc, o, streams, on_driver))
+
+
+async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None, on_driver) -> TransferResult:
     check_spec(opts.tuning)
     try:
         f = open(src, "rb")  # noqa: SIM115 (closed by the with below)
@@ -242,13 +250,14 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
     resume record, stop at --max-time, and apply -P auto."""
     out = Outcome()
     started = time.monotonic()
+    deadline = maxtime.lift(opts)  # (the driver's run stops at its instant: below)
     run = asyncio.ensure_future(driver.run())
     last_save = last_ctl = started
     last_moved, last_tick, rate, ctl_moved = 0, started, 0.0, 0
     interval = StreamController.interval(None)
     try:
         while not run.done():
-            await asyncio.wait([run], timeout=TICK)
+            await asyncio.wait([run], timeout=min(TICK, deadline.left()) if deadline else TICK)
             now = time.monotonic()
             moved = driver.moved
             if now - last_tick > 0:
@@ -262,7 +271,7 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
             if save is not None and now - last_save >= SAVE_EVERY:
                 save()
                 last_save = now
-            if opts.max_time and now - started >= opts.max_time and not run.done():
+            if deadline is not None and deadline.passed and not run.done():
                 out.timed_out = True
                 run.cancel()
                 break

@@ -30,7 +30,7 @@ from ..ftp.session import FTPLocation, partial_name
 from ..result import TransferResult
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec
-from . import filesend
+from . import filesend, maxtime
 from .control import Check, ControlConnection, FTPError, Pending, expect, os_reason, size_of
 from .dataconn import open_data_socket, send_tls, settle, start_data
 from .progress import ProgressView
@@ -51,6 +51,7 @@ class TransferOptions:
     use_drs_command: bool = True
     idle_timeout: float = 60.0
     max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
+    deadline: maxtime.Deadline | None = None  # max_time's instant, set when the command starts (maxtime.py)
     verify: bool = False  # compare SHA-256 with the server's HASH afterwards
     connect_timeout: float = 15.0
     tls: bool = False  # explicit FTPS: AUTH TLS, PBSZ 0, PROT P (RFC 4217)
@@ -96,10 +97,6 @@ class _Transfer:
                 self.tuner.last_rtt or 0, DRS_MIN_INTERVAL
             ):
                 self._send_drs(now)
-            if self.opts.max_time and now - self.started >= self.opts.max_time:
-                self.timed_out = True
-                io_task.cancel()
-                return
             done = self.progress_bytes()
             if done != self._last_progress[1]:
                 self._last_progress = (now, done)
@@ -209,6 +206,10 @@ async def _finish(pending, label: str) -> None:
 
 
 async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
+    return await maxtime.within(opts, "get", loc.path, lambda o: _get(loc, dest, o))
+
+
+async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
     check_spec(opts.tuning)
     part = dest + ".part"
     ctl, (size_reply,) = await open_session(loc, opts, [f"SIZE {loc.path}"])
@@ -283,6 +284,10 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
 
 
 async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
+    return await maxtime.within(opts, "put", loc.path, lambda o: _put(src, loc, o))
+
+
+async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
     check_spec(opts.tuning)
     try:
         f = open(src, "rb")  # noqa: SIM115 (closed by the `with f:` below)
@@ -407,6 +412,7 @@ async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: 
     from dataclasses import replace
 
     attempt = 0
+    opts = maxtime.started(opts)  # (one --max-time for every attempt, as curl's)
     while True:
         try:
             return await run(opts)
@@ -530,8 +536,16 @@ async def _drain(sock: socket.socket, xfer: _Transfer, tuner: SocketTuner, limit
 
 
 async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
+    """The data phase: ``io`` watched by the ticker, stopped at --max-time's
+    instant (maxtime.py)."""
     ticker = asyncio.ensure_future(xfer.ticker(io))
     try:
+        deadline = maxtime.lift(xfer.opts)
+        if deadline is not None:
+            await asyncio.wait([io], timeout=deadline.left())
+            if not io.done():
+                xfer.timed_out = True
+                io.cancel()
         await io
     except (OSError, ConnectionError) as exc:
         raise FTPError(f"data connection failed: {os_reason(exc)}") from exc
