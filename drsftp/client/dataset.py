@@ -58,7 +58,7 @@ async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) ->
         # one source with -r: most likely a directory, listed with the log-in
         listing = remote_join(loc0.path, ()) if jopts.recursive and len(urls) == 1 else None
         sess = await job.first_session(tuple(f"MLST {loc.path}" for loc, _ in urls), listing)
-        job.prefetch(job.allowed - 1)
+        job.prefetch(min(job.allowed, len(urls)) - 1)  # (more as files are found: Job.spawn)
         dest_is_dir = os.path.isdir(dest) or len(urls) > 1 or dest.endswith("/")
         for loc, contents in urls:
             entry = await sess.stat(loc.path)
@@ -283,7 +283,7 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
     jopts = job.jopts
     try:
         sess = await job.session()
-        job.prefetch(job.allowed - 1)
+        job.prefetch(min(job.allowed, len(srcs)) - 1)  # (more as files are planned: Job.spawn)
         base = loc.path
         target = await sess.stat(base)
         base_is_dir = (target is not None and target.type == DIR) or len(srcs) > 1 or base.endswith("/")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from ..ftp.listing import DIR, FILE, LINK, Entry
 from ..ftp.safepath import UnsafePath, check_name, local_path, remote_join
 from ..ftp.session import FTPLocation
-from ..tuning.fleet import Change, FleetController, Kind, Work
+from ..tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
 from ..tuning.streams import StreamSample
 from .control import FTPError
 from .jobview import JobView
@@ -49,6 +49,7 @@ class JobOptions:
     pipeline: bool = True  # False: each command waits for the previous reply (for comparison)
     cached: bool = True  # gets from a server with extended block mode on cached data channels
     streams: int = 1  # data streams per session on cached channels (-P)
+    fleet: FleetConfig | None = None  # the sessions x streams controller's settings (None: its own)
 
 
 @dataclass
@@ -122,7 +123,7 @@ class Job:
         self.files_done = 0
         self.bytes_total = 0
         # sessions (-c) and a big file's streams: one controller (docs/DATASETS.md, "Sessions x streams")
-        self.fleet = FleetController(fixed_sessions=jopts.sessions)
+        self.fleet = FleetController(jopts.fleet, fixed_sessions=jopts.sessions)
         self.allowed = self.fleet.sessions
         self.big: dict[int, tuple[Item, object]] = {}  # id(a big file) -> it, its parallel driver
         self.workers: dict[int, asyncio.Task] = {}
@@ -136,6 +137,7 @@ class Job:
         self.gave_up: BaseException | None = None  # every session failed: nothing more is run
         self._more = asyncio.Event()
         self._walk_done = asyncio.Event()
+        self._worker_fn: Callable[[int], Awaitable[None]] | None = None  # while run_queue runs
         self._planned = 0
 
     async def run_within_max_time(self, work: Awaitable[None]) -> JobResult:
@@ -467,6 +469,8 @@ class Job:
         self.bytes_total += p.total_bytes + sum(t.size or 0 for t in p.checks)
         if new:
             self._more.set()
+            if self._worker_fn is not None:
+                self.spawn(self._worker_fn)  # (found by the walk: workers for them)
 
     def requeue(self, item: Item) -> None:
         """A file back to the queue (a retry, a session lost): next to go,
@@ -534,9 +538,12 @@ class Job:
             self.show()
 
     def spawn(self, worker_fn) -> None:
+        """Workers up to the allowed sessions, and no more than there are
+        files waiting or moving (a worker opens its session for a file); one
+        waits for the walk's first files."""
         if self.result.stopped:
             return  # (at --max-time)
-        want = self.allowed if self.walking else min(self.allowed, len(self.queue) + len(self.workers))
+        want = min(self.allowed, max(len(self.queue) + len(self.workers), 1 if self.walking else 0))
         wid = 0
         while len(self.workers) < want:
             while wid in self.workers:

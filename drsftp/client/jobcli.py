@@ -66,7 +66,7 @@ def add_dataset_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-r", "--recursive", action="store_true", help="copy directories and what they hold")
     p.add_argument("-c", "--sessions", type=_sessions_arg, default=None, metavar="N",
                    help="sessions moving different files at once (1-64, or auto: chosen from measured goodput,"
-                        " starting at 16); default auto")
+                        " starting at up to 16); never more than the files waiting; default auto")
     p.add_argument("--sync", action="store_true",
                    help="skip files the destination holds complete (same size, not older)")
     p.add_argument("--checksum", action="store_true",
