@@ -143,8 +143,9 @@ def test_a_tree_stopped_mid_data_reports_and_continues(tmp_path):
                 return link.run("client", [sys.executable, "-m", "drsftp", "get", "-r", *extra, url, str(out)],
                                 timeout=120)
 
-            r = run("--max-time", "2")
+            r = run("--max-time", "2", "--json", str(tmp_path / "j.json"))
             assert r.returncode == 28, r.stderr
+            assert json.loads((tmp_path / "j.json").read_text())["stopped"] is True
             lines = r.stderr.splitlines()
             assert lines[0].startswith("get: ") and lines[-1] == (
                 "drsftp: stopped after --max-time 2 s; --continue resumes")

@@ -175,7 +175,7 @@ def run_job(args, topts) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"direction": result.direction, "seconds": round(result.seconds, 4),
-                       "bytes": result.bytes, "sessions_max": result.sessions_max,
+                       "bytes": result.bytes, "sessions_max": result.sessions_max, "stopped": result.stopped,
                        "files": [o.as_dict() for o in result.outcomes]}, f, indent=1)
     failed = result.count("failed")
     if not args.quiet:  # (as a single file's result line: also when run from a script)
