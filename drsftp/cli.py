@@ -333,7 +333,9 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     )
     if wants_job(args):
         return run_job(args, opts)
-    loc = locate(args.url, args.netrc)
+    from .client.targets import get_dest, put_url
+
+    loc = locate(args.url if args.command == "get" else put_url(args.src, args.url), args.netrc)
     from .client import parallel
     from .client.transfer import with_retries
 
@@ -349,9 +351,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         if name in ("", ".", ".."):
             raise UsageError(f"{loc.path} names a directory, not a file: drop the trailing "
                              f"{name or '/'!r} or use -r")
-        dest = args.dest or name
-        if os.path.isdir(dest):
-            dest = os.path.join(dest, name)
+        dest = get_dest(args.dest, loc.path)
         if os.path.lexists(dest) and not os.path.isfile(dest):
             raise UsageError(f"{dest} exists and is not a regular file; give a file's path")
 

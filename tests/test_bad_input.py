@@ -38,7 +38,7 @@ def test_a_line_break_in_a_url_or_a_local_name_never_reaches_the_server(server, 
     r = drsftp("put", "-r", str(tree), server.url("up/"), timeout=60)
     # skipped before any command, and shown on one line
     assert r.returncode == 1 and "evil\\x0d\\x0aDELE victim.txt: name cannot be sent" in r.stderr, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 2, r.stderr  # that file, then the job's count
+    assert len(r.stderr.strip().splitlines()) == 3, r.stderr  # that file, the summary line, the job's count
     assert os.path.exists(victim)
     assert os.path.getsize(os.path.join(server.root, "up", "ok.bin")) == 1000
     assert sorted(os.listdir(os.path.join(server.root, "up"))) == ["ok.bin"]

@@ -275,7 +275,7 @@ def test_readme_passwords_pass_drsftp_passwd():
 def test_readme_using_it_runs_as_written_on_loopback(tmp_path):
     from conftest import ServerProcess
 
-    serve, get, get_netrc, put = _readme_commands("Using it")
+    serve, get, get_netrc, put, put_into_dir, get_into_new_dir = _readme_commands("Using it")
     root, work, tmp, home = (tmp_path / d for d in ("srv", "work", "tmp", "home"))
     for d in (root, work, tmp, home):
         d.mkdir()
@@ -307,6 +307,11 @@ def test_readme_using_it_runs_as_written_on_loopback(tmp_path):
         assert r.returncode == 0, r.stderr
         assert sha256_file(root / "uploads" / "big.iso") == sha256_file(src)
         assert json.loads((work / "run.json").read_text())["direction"] == "put"
+        os.remove(root / "uploads" / "big.iso")
+        r = run(put_into_dir)  # a URL ending in / names the directory: the file keeps its name
+        assert r.returncode == 0 and sha256_file(root / "uploads" / "big.iso") == sha256_file(src), r.stderr
+        r = run(get_into_new_dir)
+        assert r.returncode == 0 and sha256_file(work / "new" / "dir" / "big.iso") == sha256_file(src), r.stderr
     finally:
         srv.stop()
 

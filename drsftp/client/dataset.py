@@ -48,13 +48,17 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
     """``urls``: (location, contents) for each source, all on one server;
     ``contents`` (a trailing slash) copies a directory's contents into
     DEST rather than DEST/NAME."""
-    loc0 = urls[0][0]
-    job = Job("get", loc0, topts, jopts)
+    job = Job("get", urls[0][0], topts, jopts)
+    return await job.run_within_max_time(_get_job(job, urls, dest))
+
+
+async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) -> None:
+    loc0, jopts = urls[0][0], job.jopts
     try:
         # one source with -r: most likely a directory, listed with the log-in
         listing = remote_join(loc0.path, ()) if jopts.recursive and len(urls) == 1 else None
         sess = await job.first_session(tuple(f"MLST {loc.path}" for loc, _ in urls), listing)
-        job.prefetch(job.allowed - 1)
+        job.prefetch(min(job.allowed, len(urls)) - 1)  # (more as files are found: Job.spawn)
         dest_is_dir = os.path.isdir(dest) or len(urls) > 1 or dest.endswith("/")
         for loc, contents in urls:
             entry = await sess.stat(loc.path)
@@ -110,7 +114,7 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
                 if not walk.done():
                     walk.cancel()
                     await asyncio.gather(walk, return_exceptions=True)
-            return job.result  # (an early listing left unread goes with its session's close)
+            return  # (an early listing left unread goes with its session's close)
         trees = await job.walk_remote(dirs, first=sess) if dirs else {}
         if not dirs:
             job.spare.append(sess)
@@ -125,7 +129,6 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
     finally:
         job.view.close()
         await job.close_spare()
-    return job.result
 
 
 def _plan_file(job: Job, i: int, s: Source) -> None:
@@ -273,9 +276,14 @@ async def _get_worker(job: Job, wid: int) -> None:
 
 async def run_put(srcs: list[str], loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> JobResult:
     job = Job("put", loc, topts, jopts)
+    return await job.run_within_max_time(_put_job(job, srcs, loc))
+
+
+async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
+    jopts = job.jopts
     try:
         sess = await job.session()
-        job.prefetch(job.allowed - 1)
+        job.prefetch(min(job.allowed, len(srcs)) - 1)  # (more as files are planned: Job.spawn)
         base = loc.path
         target = await sess.stat(base)
         base_is_dir = (target is not None and target.type == DIR) or len(srcs) > 1 or base.endswith("/")
@@ -329,7 +337,6 @@ async def run_put(srcs: list[str], loc: FTPLocation, topts: TransferOptions, jop
     finally:
         job.view.close()
         await job.close_spare()
-    return job.result
 
 
 async def _apply_remote(job: Job, sess: RemoteSession, s: Source, p: Plan) -> None:

@@ -10,13 +10,13 @@ import asyncio
 import functools
 import hashlib
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field, replace
 
 from ..ftp.listing import DIR, FILE, LINK, Entry
 from ..ftp.safepath import UnsafePath, check_name, local_path, remote_join
 from ..ftp.url import FTPLocation
-from ..tuning.fleet import Change, FleetController, Kind, Work
+from ..tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
 from ..tuning.streams import StreamSample
 from .control import FTPError
 from .jobview import JobView
@@ -49,6 +49,7 @@ class JobOptions:
     pipeline: bool = True  # False: each command waits for the previous reply (for comparison)
     cached: bool = True  # gets from a server with extended block mode on cached data channels
     streams: int = 1  # data streams per session on cached channels (-P)
+    fleet: FleetConfig | None = None  # the sessions x streams controller's settings (None: its own)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class JobResult:
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
     sessions_max: int = 0
+    stopped: bool = False  # at --max-time: files still moving were left as they were (.part)
 
     @property
     def bytes(self) -> int:
@@ -109,7 +111,8 @@ class Item:
 class Job:
     def __init__(self, direction: str, loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> None:
         self.direction, self.loc, self.jopts = direction, loc, jopts
-        self.topts = replace(topts, progress=False)
+        self.max_time = topts.max_time  # the whole job's (run_within_max_time), not each file's
+        self.topts = replace(topts, progress=False, max_time=None, deadline=None)
         self.result = JobResult(direction)
         self.view = JobView(direction, jopts.progress, jopts.verbose)
         self.sources: list[Source] = []
@@ -120,7 +123,7 @@ class Job:
         self.files_done = 0
         self.bytes_total = 0
         # sessions (-c) and a big file's streams: one controller (docs/DATASETS.md, "Sessions x streams")
-        self.fleet = FleetController(fixed_sessions=jopts.sessions)
+        self.fleet = FleetController(jopts.fleet, fixed_sessions=jopts.sessions)
         self.allowed = self.fleet.sessions
         self.big: dict[int, tuple[Item, object]] = {}  # id(a big file) -> it, its parallel driver
         self.workers: dict[int, asyncio.Task] = {}
@@ -134,7 +137,40 @@ class Job:
         self.gave_up: BaseException | None = None  # every session failed: nothing more is run
         self._more = asyncio.Event()
         self._walk_done = asyncio.Event()
+        self._worker_fn: Callable[[int], Awaitable[None]] | None = None  # while run_queue runs
         self._planned = 0
+
+    async def run_within_max_time(self, work: Awaitable[None]) -> JobResult:
+        """``work`` (the whole job) stopped at --max-time (as curl's, from
+        the job's start): the job's task and its workers are cancelled as by
+        Ctrl-C, each leaving its file as it was, and no worker starts after
+        (a cancel Python 3.11's wait_for dropped: check_cancelled)."""
+        if self.max_time is None:
+            await work
+            return self.result
+        task = asyncio.current_task()
+        assert task is not None
+
+        def stop() -> None:
+            self.result.stopped = True
+            task.cancel()
+            for worker in self.workers.values():
+                worker.cancel()
+
+        timer = asyncio.get_running_loop().call_later(self.max_time - (time.monotonic() - self.started), stop)
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not self.result.stopped or task.uncancel() > 0:
+                raise  # (Ctrl-C)
+        else:
+            if self.result.stopped:
+                task.uncancel()  # (its cancel was dropped: the job ended at the checks)
+        finally:
+            timer.cancel()
+        if self.result.stopped:
+            self.result.seconds = time.monotonic() - self.started
+        return self.result
 
     # -- sessions ---------------------------------------------------------------
     def prefetch(self, n: int) -> None:
@@ -433,6 +469,8 @@ class Job:
         self.bytes_total += p.total_bytes + sum(t.size or 0 for t in p.checks)
         if new:
             self._more.set()
+            if self._worker_fn is not None:
+                self.spawn(self._worker_fn)  # (found by the walk: workers for them)
 
     def requeue(self, item: Item) -> None:
         """A file back to the queue (a retry, a session lost): next to go,
@@ -466,7 +504,7 @@ class Job:
         monitor = asyncio.ensure_future(self.monitor())
         try:
             self.spawn(worker_fn)
-            while self.workers or self.walking:
+            while (self.workers or self.walking) and not self.result.stopped:
                 if not self.workers:
                     # the walk's sessions are all the server took: the files wait for them
                     await self._walk_done.wait()
@@ -500,7 +538,12 @@ class Job:
             self.show()
 
     def spawn(self, worker_fn) -> None:
-        want = self.allowed if self.walking else min(self.allowed, len(self.queue) + len(self.workers))
+        """Workers up to the allowed sessions, and no more than there are
+        files waiting or moving (a worker opens its session for a file); one
+        waits for the walk's first files."""
+        if self.result.stopped:
+            return  # (at --max-time)
+        want = min(self.allowed, max(len(self.queue) + len(self.workers), 1 if self.walking else 0))
         wid = 0
         while len(self.workers) < want:
             while wid in self.workers:

@@ -67,7 +67,7 @@ def add_dataset_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-r", "--recursive", action="store_true", help="copy directories and what they hold")
     p.add_argument("-c", "--sessions", type=_sessions_arg, default=None, metavar="N",
                    help="sessions moving different files at once (1-64, or auto: chosen from measured goodput,"
-                        " starting at 16); default auto")
+                        " starting at up to 16); never more than the files waiting; default auto")
     p.add_argument("--sync", action="store_true",
                    help="skip files the destination holds complete (same size, not older)")
     p.add_argument("--checksum", action="store_true",
@@ -147,8 +147,6 @@ def run_job(args, topts) -> int:
         raise JobUsageError("--delete goes with -r: it removes what a directory's copy holds beyond its source")
     if args.retries < 0:
         raise JobUsageError("--retries must be 0 or more")
-    if args.max_time is not None:
-        raise JobUsageError("--max-time applies to a single file, not to -r, several sources or --sync")
     if len(args.paths) < 2:
         raise JobUsageError(f"{args.command} needs a source and a destination")
     if args.parallel == "auto":
@@ -160,7 +158,7 @@ def run_job(args, topts) -> int:
     jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, delete=args.delete,
                        resume=args.resume, sessions=args.sessions, pipeline=args.pipeline, retries=args.retries,
                        verbose=args.verbose, streams=streams, cached=args.cached,
-                       progress={"auto": None, "always": True, "never": False}[args.progress])
+                       progress=False if args.quiet else {"auto": None, "always": True, "never": False}[args.progress])
     *srcs, dest = args.paths
     if args.command == "get":
         urls = [_parse_src_url(u, args.netrc) for u in srcs]
@@ -178,15 +176,17 @@ def run_job(args, topts) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"direction": result.direction, "seconds": round(result.seconds, 4),
-                       "bytes": result.bytes, "sessions_max": result.sessions_max,
+                       "bytes": result.bytes, "sessions_max": result.sessions_max, "stopped": result.stopped,
                        "files": [o.as_dict() for o in result.outcomes]}, f, indent=1)
     failed = result.count("failed")
-    if sys.stderr.isatty() or args.verbose:
+    if not args.quiet:  # (as a single file's result line: also when run from a script)
         print(result.summary_line(), file=sys.stderr)
     if failed:
-        print(f"drsftp: {failed} of {len(result.outcomes)} entries failed", file=sys.stderr)
-        return 1
-    return 0
+        print(f"drsftp: error: {failed} of {len(result.outcomes)} entries failed", file=sys.stderr)
+    if result.stopped:
+        print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
+        return 28
+    return 1 if failed else 0
 
 
 def run_ls(args) -> int:

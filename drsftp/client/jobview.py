@@ -45,8 +45,11 @@ class JobView:
             stats=f"{files_done}/{files_total} files  {human_bits(rate_bps)}  x{sessions}  rtt {rtt_s}")
 
     def file_line(self, status: str, path: str, nbytes: int, seconds: float, error: str | None) -> None:
-        """One line per file with -v; failures always."""
-        if error is not None:
+        """One line per file with -v; failures always, as the single-file
+        path prints its failure ("drsftp: error: ..."), and notes of a skip."""
+        if status == "failed":
+            self._print(f"drsftp: error: {shown(path)}: {error or 'failed'}")
+        elif error is not None:
             self._print(f"drsftp: {shown(path)}: {error}")
         elif self.verbose:
             rate = nbytes * 8 / seconds if seconds > 0 else 0.0

@@ -32,8 +32,8 @@ from ..ftp.url import FTPLocation
 from ..tuning import check_spec
 from ..tuning.actuation import host_cap
 from ..tuning.streams import Action, StreamController, StreamsConfig, first_streams
-from . import putresume, transfer
-from .control import ControlConnection, FTPError, size_of
+from . import maxtime, putresume, transfer
+from .control import ControlConnection, FTPError, os_reason, size_of
 from .modee import ModeEGet, ModeEPut
 from .progress import ProgressView
 from .ranged import RangedGet
@@ -98,6 +98,10 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
     """``on_driver(driver)``: the running transfer (its ``moved``,
     ``samples()``, ``add_stream()``), for a dataset job's bar and its
     fleet controller, which then chooses the streams (``streams`` given)."""
+    return await maxtime.within(opts, "get", loc.path, lambda o: _get(loc, dest, o, streams, on_driver))
+
+
+async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None, on_driver) -> TransferResult:
     check_spec(opts.tuning)
     part = dest + ".part"
     # SIZE and MDTM go out with the login (transfer.open_session)
@@ -116,7 +120,11 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
             if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
                 return _already_complete("get", loc.path, size)
             held = _held(part, size, mtime)
-        fd = _open_part(part, fresh=not held.total)
+        try:
+            transfer.make_parents(dest)
+            fd = _open_part(part, fresh=not held.total)
+        except OSError as exc:
+            raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
         try:
             controller = _controller(streams, ctl, opts)
             n = controller.streams if controller else streams
@@ -170,6 +178,10 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
 async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None,
               on_driver=None) -> TransferResult:
     """``on_driver``: as for get."""
+    return await maxtime.within(opts, "put", loc.path, lambda o: _put(src, loc, o, streams, on_driver))
+
+
+async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None, on_driver) -> TransferResult:
     check_spec(opts.tuning)
     try:
         f = open(src, "rb")  # noqa: SIM115 (closed by the with below)
@@ -180,18 +192,18 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
         ctl = await _session(loc, opts)
         try:
             _announce(ctl, opts)
-            held = None  # what the server holds of an interrupted MODE E put (putresume)
-            if extended_block(ctl):
-                record, mtime = putresume.record_base(src, loc), putresume.source_mtime(f.fileno())
-                held = putresume.held_on_server(record, total, mtime) if opts.resume else RangeSet()
-            if held is None:
-                why = ("--continue without a record of an interrupted parallel upload resumes on one stream"
-                       if extended_block(ctl) else
-                       "the server has no extended block mode (PARALLEL); stream-mode FTP has no safe"
-                       " parallel upload")
-                log.info("put -P: %s: one stream", why)
+            if not extended_block(ctl):
+                log.info("put -P: the server has no extended block mode (PARALLEL); stream-mode FTP has no"
+                         " safe parallel upload: one stream")
                 await ctl.close()
                 return await transfer.put(src, loc, opts)
+            record, mtime = putresume.record_base(src, loc), putresume.source_mtime(f.fileno())
+            held = putresume.held_on_server(record, total, mtime) if opts.resume else RangeSet()
+            if held is None:  # no record: an interrupted stream-mode put's prefix, on the streams asked for
+                prefix = await transfer.uploaded_prefix(ctl, loc.path, src, total)
+                if prefix == total:
+                    return _already_complete("put", loc.path, total)
+                held = RangeSet([(0, prefix)] if prefix else [])
             if not held.total:
                 putresume.drop(record)  # a STOR without REST starts the server's file over
             controller = _controller(streams, ctl, opts)
@@ -204,9 +216,16 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
             view = ProgressView(os.path.basename(src), total, opts.progress)
             try:
                 out = await _monitor(driver, controller, opts, view, held.total, None)
+            except BaseException:
+                putresume.save(record, total, mtime, driver.server_held)
+                raise
             finally:
                 view.close()
-            if not out.timed_out:
+            if out.timed_out:
+                # what the server reported holding, also none: its part file has
+                # holes, so a later --continue must not take its size as a prefix
+                putresume.save(record, total, mtime, driver.server_held)
+            else:
                 putresume.drop(record)
             result = _result("put", loc.path, driver, total, held.total, out, "E", streams)
             if opts.verify and not out.timed_out:
@@ -232,13 +251,14 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
     resume record, stop at --max-time, and apply -P auto."""
     out = Outcome(start=controller.streams if controller is not None else None)
     started = time.monotonic()
+    deadline = maxtime.lift(opts)  # (the driver's run stops at its instant: below)
     run = asyncio.ensure_future(driver.run())
     last_save = last_ctl = started
     last_moved, last_tick, rate, ctl_moved = 0, started, 0.0, 0
     interval = StreamController.interval(None)
     try:
         while not run.done():
-            await asyncio.wait([run], timeout=TICK)
+            await asyncio.wait([run], timeout=min(TICK, deadline.left()) if deadline else TICK)
             now = time.monotonic()
             moved = driver.moved
             if now - last_tick > 0:
@@ -252,7 +272,7 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
             if save is not None and now - last_save >= SAVE_EVERY:
                 save()
                 last_save = now
-            if opts.max_time and now - started >= opts.max_time and not run.done():
+            if deadline is not None and deadline.passed and not run.done():
                 out.timed_out = True
                 run.cancel()
                 break

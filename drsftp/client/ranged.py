@@ -117,7 +117,7 @@ class RangedGet:
                  streams: int, controller=None) -> None:
         self.loc, self.fd, self.plan = loc, fd, plan
         # per stream: no bar of its own, no deadline of its own (the driver's)
-        self.opts = replace(opts, progress=False, max_time=None)
+        self.opts = replace(opts, progress=False, max_time=None, deadline=None)  # (the monitor stops it)
         self.spare = [FlowControl(ctl)]  # idle control connections
         self.want = streams
         self.controller = controller

@@ -12,6 +12,7 @@ measurements with it (docs/PROTOCOL.md).
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import hashlib
 import logging
@@ -30,7 +31,7 @@ from ..ftp.url import FTPLocation
 from ..result import TransferResult
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec
-from . import filesend
+from . import filesend, maxtime
 from .control import Check, ControlConnection, FTPError, Pending, expect, os_reason, size_of
 from .dataconn import open_data_socket, send_tls, settle, start_data
 from .progress import ProgressView
@@ -51,6 +52,7 @@ class TransferOptions:
     use_drs_command: bool = True
     idle_timeout: float = 60.0
     max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
+    deadline: maxtime.Deadline | None = None  # max_time's instant, set when the command starts (maxtime.py)
     verify: bool = False  # compare SHA-256 with the server's HASH afterwards
     connect_timeout: float = 15.0
     tls: bool = False  # explicit FTPS: AUTH TLS, PBSZ 0, PROT P (RFC 4217)
@@ -96,10 +98,6 @@ class _Transfer:
                 self.tuner.last_rtt or 0, DRS_MIN_INTERVAL
             ):
                 self._send_drs(now)
-            if self.opts.max_time and now - self.started >= self.opts.max_time:
-                self.timed_out = True
-                io_task.cancel()
-                return
             done = self.progress_bytes()
             if done != self._last_progress[1]:
                 self._last_progress = (now, done)
@@ -209,6 +207,10 @@ async def _finish(pending, label: str) -> None:
 
 
 async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
+    return await maxtime.within(opts, "get", loc.path, lambda o: _get(loc, dest, o))
+
+
+async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
     check_spec(opts.tuning)
     part = dest + ".part"
     ctl, (size_reply,) = await open_session(loc, opts, [f"SIZE {loc.path}"])
@@ -247,6 +249,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
                     raise FTPError(f"cannot retrieve {loc.path}: {first}", first)
                 tuner.attach(sock)
                 try:
+                    make_parents(dest)  # (not before: a refused RETR makes no directory)
                     if resume_dest:  # (not before: a refused RETR leaves DEST as it was)
                         os.replace(dest, part)
                     f = _open_part(part, offset)
@@ -282,6 +285,10 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
 
 
 async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
+    return await maxtime.within(opts, "put", loc.path, lambda o: _put(src, loc, o))
+
+
+async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
     check_spec(opts.tuning)
     try:
         f = open(src, "rb")  # noqa: SIM115 (closed by the `with f:` below)
@@ -294,14 +301,9 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
             _announce(ctl, opts)
             offset = 0
             if opts.resume:
-                offset = await ctl.size(loc.path) or 0
-                if not offset and "DRS" in ctl.features:
-                    # a drsftp server keeps an unfinished upload under a temporary name
-                    offset = await ctl.size(partial_name(loc.path)) or 0
+                offset = await uploaded_prefix(ctl, loc.path, src, total)
                 if offset == total:
                     return _already_complete("put", loc.path, total)
-                if offset > total:
-                    raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)", transient=False)
             tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
             xfer = _Transfer(ctl, tuner, opts, os.path.basename(src), total, offset)
             try:
@@ -350,6 +352,18 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
             await ctl.close()
 
 
+async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: int) -> int:
+    """What an interrupted stream-mode put left on the server, a prefix of
+    the file: the remote file's size, or on a drsftp server (which keeps an
+    unfinished upload under a temporary name) that name's."""
+    offset = await ctl.size(path) or 0
+    if not offset and "DRS" in ctl.features:
+        offset = await ctl.size(partial_name(path)) or 0
+    if offset > total:
+        raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)", transient=False)
+    return offset
+
+
 async def _rest_done(ctl: ControlConnection, rest: Pending | None, pending: Pending) -> None:
     """REST's reply, sent in one batch with the transfer command: a refused
     REST fails as "resume (REST) failed" after the transfer command's first
@@ -360,6 +374,18 @@ async def _rest_done(ctl: ControlConnection, rest: Pending | None, pending: Pend
     if reply[0].code != 350:
         await asyncio.gather(asyncio.wait_for(asyncio.shield(pending.preliminary), 60), return_exceptions=True)
         raise FTPError(f"resume (REST) failed: {reply[0]}", reply[0])
+
+
+def make_parents(dest: str) -> None:
+    """The directories DEST names that are missing, as `get -r` makes its
+    destination's: only those of the path the user gave (its dirname)."""
+    folder = os.path.dirname(dest)
+    if not folder:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:  # a file where a directory must be: say so, not "file exists"
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder) from None
 
 
 def _open_part(part: str, offset: int):
@@ -387,6 +413,7 @@ async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: 
     from dataclasses import replace
 
     attempt = 0
+    opts = maxtime.started(opts)  # (one --max-time for every attempt, as curl's)
     while True:
         try:
             return await run(opts)
@@ -510,8 +537,16 @@ async def _drain(sock: socket.socket, xfer: _Transfer, tuner: SocketTuner, limit
 
 
 async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
+    """The data phase: ``io`` watched by the ticker, stopped at --max-time's
+    instant (maxtime.py)."""
     ticker = asyncio.ensure_future(xfer.ticker(io))
     try:
+        deadline = maxtime.lift(xfer.opts)
+        if deadline is not None:
+            await asyncio.wait([io], timeout=deadline.left())
+            if not io.done():
+                xfer.timed_out = True
+                io.cancel()
         await io
     except (OSError, ConnectionError) as exc:
         raise FTPError(f"data connection failed: {os_reason(exc)}") from exc

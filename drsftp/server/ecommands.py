@@ -59,6 +59,7 @@ class EModeCommands(EPortHooks, _Handler):
         self.eblock = None
         self._held: deque[tuple[str, str, str]] = deque()
         self._releasing = False
+        self._login_failing = False  # a refused PASS's reply still waits (handle_auth_failed)
         super().__init__(conn, server, ioloop)
         self.eblock = ESession(self)
 
@@ -68,15 +69,13 @@ class EModeCommands(EPortHooks, _Handler):
         end, and every command after it waits too, so replies keep the
         commands' order (RFC 959 4.2).  ABOR and DRS are answered at once."""
         eb = self.eblock
-        if cmd == "ABOR" and self._held:
+        if cmd == "ABOR" and self._held and not self._login_failing:
             if eb is not None:
                 eb.abort()  # the running transfer's 426 first, then the waiting ones'
             self.drop_held()
             self.respond("226 ABOR command successful.")
             return
-        # DRS passes: its replies are marked and paired by the mark (docs/PROTOCOL.md)
-        if cmd != "DRS" and not self._releasing and (self._held or (
-                eb is not None and eb.active and eb.busy and cmd not in PASSING and self.authenticated)):
+        if not self._releasing and self._must_wait(cmd):
             if len(self._held) >= MAX_HELD:
                 self.respond(f"421 More than {MAX_HELD} commands waiting for the running transfer; closing.")
                 self.close_when_done()
@@ -84,6 +83,33 @@ class EModeCommands(EPortHooks, _Handler):
             self._held.append((line, cmd, arg))
             return
         super().pre_process_command(line, cmd, arg)
+
+    def _must_wait(self, cmd: str) -> bool:
+        """Behind a refused PASS every command waits; behind a running MODE E
+        transfer all but PASSING (DRS passes even commands that wait: its
+        replies are marked and paired by the mark, docs/PROTOCOL.md)."""
+        if self._login_failing:
+            return True
+        if cmd == "DRS":
+            return False
+        eb = self.eblock
+        return bool(self._held) or (eb is not None and eb.active and eb.busy and cmd not in PASSING
+                                    and self.authenticated)
+
+    # -- a refused PASS: the commands behind it wait for its reply -----------------
+    def handle_auth_failed(self, msg, password):
+        """pyftpdlib answers a refused PASS after auth_failed_timeout (3 s,
+        against password guessing) but meanwhile ran the commands already
+        read behind it, so their "530 Log in first" came before the PASS's
+        own reply and a pipelining client paired them with PASS.  They wait
+        for it instead: replies in command order (RFC 959 4.2)."""
+        self._login_failing = True
+        super().handle_auth_failed(msg, password)
+
+    def on_login_failed(self, username, password):
+        super().on_login_failed(username, password)
+        self._login_failing = False  # (called right after the PASS's 530)
+        self.release_held()
 
     def release_held(self) -> None:
         """The running transfer ended (its final reply is out): run the
