@@ -123,11 +123,16 @@ class SocketTuner:
         return actions.next_tick
 
     # -- DRS command payloads ----------------------------------------------
-    def report_pairs(self) -> str:
-        """Our measurements as DRS ``key=value`` pairs, read afresh."""
+    def report(self) -> dict[str, int]:
+        """Our measurements as DRS pairs (key -> int), read afresh: what the
+        transfer core (drsftp.ftp.drsexchange) sums and sends."""
         info = self._info()
         buffers = self._read_back(self._attached) if self._attached is not None else None
-        return drscmd.format_pairs(self.ctl.report(info, buffers))
+        return {k: int(v) for k, v in self.ctl.report(info, buffers).items() if v is not None and v >= 0}
+
+    def report_pairs(self) -> str:
+        """:meth:`report` as the DRS command's text."""
+        return drscmd.format_pairs(dict(self.report()))
 
     def on_peer_pairs(self, pairs: dict[str, int]) -> None:
         self.ctl.on_peer_report(drscmd.to_report(pairs), now=self.clock())
