@@ -341,6 +341,14 @@ def test_metrics_options_refused_in_one_sentence_before_listening(root, tmp_path
     assert len(lines) == 1 and lines[0].startswith("drsftp: error: " + error.format(tmp=tmp_path)), r.stderr
 
 
+def test_a_token_file_a_user_could_download_is_refused(root):
+    (root / "token").write_text(TOKEN + "\n")
+    r = drsftp("serve", "--root", str(root), "--port", "0", "--user", USER, "--password", PASSWORD,
+               "--metrics", "127.0.0.1:0", "--metrics-token-file", str(root / "token"), timeout=60)
+    assert r.returncode == 2 and "listening" not in r.stdout
+    assert f"would be served the metrics token file {root / 'token'}" in r.stderr, r.stderr
+
+
 def test_the_config_file_sets_metrics_and_its_token(root, tmp_path):
     conf = tmp_path / "drsftp.toml"
     conf.write_text(f'root = "{root}"\nport = 0\nuser = "{USER}"\npassword = "{PASSWORD}"\n'
@@ -452,3 +460,68 @@ def _chromium(chromium, tmp_path, *args):
                        capture_output=True, text=True, timeout=90)
     assert r.returncode == 0, r.stderr[-2000:]
     return r
+
+
+# -- the scrape config and alert rules of docs/DEPLOY.md ------------------------------------------
+def _deploy_block(first_line: str) -> str:
+    """The ```yaml block of docs/DEPLOY.md that starts with ``first_line``."""
+    text = (REPO / "docs" / "DEPLOY.md").read_text()
+    m = re.search(r"```yaml\n(" + re.escape(first_line) + r"\n.*?)```", text, re.S)
+    assert m, f"docs/DEPLOY.md has no yaml block starting {first_line!r}"
+    return m.group(1)
+
+
+def test_the_documented_scrape_config_and_alert_rules_hold(tmp_path):
+    """promtool (Debian prometheus) checks the scrape config and runs the
+    alert rules over made-up series: each fires when it should and only
+    then."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool comes with the Debian package prometheus, installed by ./run"
+    rules = _deploy_block("# drsftp-alerts.yml")
+    (tmp_path / "drsftp-alerts.yml").write_text(rules)
+    token = tmp_path / "drsftp-token"
+    token.write_text(TOKEN + "\n")
+    (tmp_path / "prometheus.yml").write_text(
+        _deploy_block("# prometheus.yml").replace("/etc/prometheus/drsftp-token", str(token)))
+    r = subprocess.run([promtool, "check", "config", str(tmp_path / "prometheus.yml")], check=False,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    summaries = dict(re.findall(r'- alert: (\w+)\n(?:.*\n)*?\s+summary: "(.*)"', rules))
+    assert set(summaries) == {"DrsftpTransfersFailing", "DrsftpBufferBudgetFull"}
+
+    def alert(name, instance):
+        summary = summaries[name].replace("{{ $labels.instance }}", instance)
+        return (f"{{exp_labels: {{instance: {instance}, severity: warning}},"
+                f" exp_annotations: {{summary: {json.dumps(summary)}}}}}")
+
+    def check(at, name, expected):
+        return f"      - {{eval_time: {at}, alertname: {name}, exp_alerts: [{expected}]}}\n"
+
+    def series(name, instance, values, **labels):
+        labels_text = ",".join([f'instance="{instance}"'] + [f'{k}="{v}"' for k, v in labels.items()])
+        return f"      - series: '{name}{{{labels_text}}}'\n        values: '{values}'\n"
+
+    inputs = (
+        # "bad": one transfer in two fails, and 95% of its budget is held; "good": neither
+        series("drsftp_transfers_total", "bad", "0+2x60", direction="get", result="complete")
+        + series("drsftp_transfers_total", "bad", "0+2x60", direction="get", result="failed")
+        + series("drsftp_transfers_total", "good", "0+4x60", direction="get", result="complete")
+        + series("drsftp_transfers_total", "good", "0+0x60", direction="get", result="failed")
+        + series("drsftp_buffer_budget_bytes", "bad", "1000x60")
+        + series("drsftp_buffer_budget_in_use_bytes", "bad", "950x60")
+        + series("drsftp_buffer_budget_bytes", "good", "1000x60")
+        + series("drsftp_buffer_budget_in_use_bytes", "good", "500x60"))
+    (tmp_path / "alerts-test.yml").write_text(
+        "rule_files: [drsftp-alerts.yml]\n"
+        "evaluation_interval: 1m\n"
+        "tests:\n"
+        "  - interval: 1m\n"
+        "    input_series:\n" + inputs +
+        "    alert_rule_test:\n"
+        + check("5m", "DrsftpTransfersFailing", "")  # not yet: it must hold for 10m
+        + check("40m", "DrsftpTransfersFailing", alert("DrsftpTransfersFailing", "bad"))
+        + check("10m", "DrsftpBufferBudgetFull", "")
+        + check("40m", "DrsftpBufferBudgetFull", alert("DrsftpBufferBudgetFull", "bad")))
+    r = subprocess.run([promtool, "test", "rules", "alerts-test.yml"], check=False, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
