@@ -156,6 +156,11 @@ def build_parser(command: str | None = None) -> _Parser:
     s.add_argument("--buffer-budget",
                    help="socket buffers of all transfers together (default 256MiB; DRS shares it by need); 'off':"
                         " no budget, and DRS leaves buffers to kernel autotuning where it reaches further")
+    s.add_argument("--metrics", metavar="ADDR:PORT",
+                   help="serve Prometheus /metrics, /api/transfers and a status page / here (off by default;"
+                        " PORT alone: 127.0.0.1)")
+    s.add_argument("--metrics-token-file", metavar="FILE",
+                   help="bearer token the metrics want (needed off loopback; a file keeps it out of ps)")
 
     from .client.jobcli import add_dataset_opts, add_ls_parser
 
@@ -214,7 +219,7 @@ def _cmd_serve(args) -> int:
     from .server.config import parse_port_range
     from .server.translog import configure as configure_log
 
-    given = {key: getattr(args, key) for key in server_config.KEYS}
+    given = {key: getattr(args, key, None) for key in server_config.KEYS}  # (metrics_token: the file only)
     o = server_config.merge(server_config.load(args.config) if args.config else {}, given, args.config)
     if o["log_file"]:
         try:
@@ -235,6 +240,7 @@ def _cmd_serve(args) -> int:
         tls_cert=o["tls_cert"], tls_key=o["tls_key"], require_tls=o["require_tls"],
         implicit_tls_port=o["implicit_tls_port"],
         max_streams=o["max_streams"], max_streams_total=o["max_streams_total"], config_file=args.config,
+        metrics=o["metrics"], metrics_token=o["metrics_token"], metrics_token_file=o["metrics_token_file"],
     )
     configure_log(o["log_file"], o["log_format"])
     return serve(cfg)

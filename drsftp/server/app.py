@@ -59,6 +59,9 @@ class ServerConfig:
     max_streams: int = 64  # MODE E streams per session (docs/EBLOCK.md)
     max_streams_total: int = 256  # MODE E streams of all sessions together
     config_file: str | None = None  # the --config file, kept out of every home
+    metrics: str | None = None  # ADDR:PORT of the metrics and status page (metrics.py); None: off
+    metrics_token: str | None = None  # the bearer token they want (needed off loopback)
+    metrics_token_file: str | None = None  # where the token came from, kept out of every home
 
 
 def build_server(cfg: ServerConfig) -> FTPServer:
@@ -66,7 +69,9 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         "host": cfg.host, "port": cfg.port, "idle_timeout": cfg.idle_timeout, "data_timeout": cfg.data_timeout,
         "grace": cfg.grace, "max_connections": cfg.max_cons, "max_connections_per_ip": cfg.max_cons_per_ip,
         "max_streams": cfg.max_streams, "max_streams_total": cfg.max_streams_total,
-        "buffer_budget": cfg.buffer_budget, "implicit_tls_port": cfg.implicit_tls_port})
+        "buffer_budget": cfg.buffer_budget, "implicit_tls_port": cfg.implicit_tls_port, "metrics": cfg.metrics,
+        "metrics_token": cfg.metrics_token})
+    _check_metrics_access(cfg)
     if not os.path.isdir(cfg.root):
         raise ConfigError(f"root directory does not exist: {cfg.root}")
     try:
@@ -119,6 +124,10 @@ def build_server(cfg: ServerConfig) -> FTPServer:
                  " (CAP_NET_ADMIN) lets DRS set larger buffers itself")
     if cfg.force_buffers and not handler.allow_force:
         log.warning("--force-buffers: no CAP_NET_ADMIN here; buffers stay capped at rmem_max/wmem_max")
+    if cfg.metrics:
+        from .metrics import Metrics
+
+        handler.metrics = Metrics(handler.buffer_budget)
     if cfg.passive_ports:
         handler.passive_ports = range(cfg.passive_ports[0], cfg.passive_ports[1] + 1)
     server = _listen(cfg, cfg.port, handler)
@@ -130,6 +139,14 @@ def build_server(cfg: ServerConfig) -> FTPServer:
             server.close()
             raise
     return server
+
+
+def _check_metrics_access(cfg: ServerConfig) -> None:
+    """The metrics endpoint off loopback wants a token (docs/SECURITY.md)."""
+    if cfg.metrics and not cfg.metrics_token and not config.is_loopback(config.parse_metrics_address(cfg.metrics)[0]):
+        raise ConfigError(f"--metrics {cfg.metrics} listens beyond this host: give a metrics token"
+                          " (--metrics-token-file FILE, or metrics_token in the config file) so that only its"
+                          " holders can read the metrics")
 
 
 def _listen(cfg: ServerConfig, port: int, handler: type, main: FTPServer | None = None) -> FTPServer:
@@ -183,7 +200,7 @@ def _secrets(cfg: ServerConfig) -> dict[str, str]:
     """The files no user may download: the hashes, the private key (in the
     certificate file when no key file is given), the config."""
     files = {"the users file": cfg.users_file, "the TLS key": cfg.tls_key or cfg.tls_cert,
-             "the config file": cfg.config_file}
+             "the config file": cfg.config_file, "the metrics token file": cfg.metrics_token_file}
     return {what: path for what, path in files.items() if path}
 
 
@@ -216,11 +233,18 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
     finish within ``cfg.grace`` seconds, abort the rest (426), exit 0.
     A second signal aborts at once."""
     server = build_server(cfg)
+    try:
+        endpoint = _start_metrics(server, cfg)
+    except ConfigError:
+        server.close_all()
+        raise
     host, port = server.socket.getsockname()[:2]
     print(f"drsftp serve: listening on {host}:{port} (tuning {cfg.tuning})", file=ready_stream, flush=True)
     if server.implicit_tls is not None:
         host, port = server.implicit_tls.socket.getsockname()[:2]
         print(f"drsftp serve: implicit FTPS (ftps://) on {host}:{port}", file=ready_stream, flush=True)
+    if endpoint is not None:
+        print(f"drsftp serve: metrics and status page on {endpoint.url}", file=ready_stream, flush=True)
     signals = []
     reloads = []
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -253,8 +277,21 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
                 _flush(server, 1.0)
                 break
     finally:
+        if endpoint is not None:
+            endpoint.close()
         server.close_all()
     return 0
+
+
+def _start_metrics(server: FTPServer, cfg: ServerConfig):
+    """--metrics: its HTTP server in threads of its own, fed by the ioloop."""
+    metrics = server.handler.metrics
+    if metrics is None or cfg.metrics is None:
+        return None
+    from .metrics import Endpoint
+
+    metrics.start_publishing(server.ioloop, lambda: _sessions(server))
+    return Endpoint(metrics, *config.parse_metrics_address(cfg.metrics), token=cfg.metrics_token)
 
 
 def _sessions(server) -> list[DRSControlMixin]:

@@ -11,6 +11,7 @@ server listens.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -31,10 +32,10 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "tuning": _STR, "force_buffers": _BOOL, "passive_ports": _STR, "max_connections": _INT,
     "max_connections_per_ip": _INT, "log_file": _STR, "log_format": _STR, "tls_cert": _STR,
     "tls_key": _STR, "require_tls": _BOOL, "implicit_tls_port": _INT, "grace": _FLOAT, "max_streams": _INT,
-    "max_streams_total": _INT,
+"max_streams_total": _INT, "metrics": _STR, "metrics_token": _STR, "metrics_token_file": _STR,
     "buffer_budget": ((str, int), "a size such as \"256MiB\", a number of bytes, or \"off\""),
 }
-PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file")
+PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file", "metrics_token_file")
 
 # What `drsftp serve` uses for a key neither the file nor the command line sets.
 DEFAULTS: dict[str, Any] = {
@@ -43,8 +44,9 @@ DEFAULTS: dict[str, Any] = {
     "tuning": "drs", "force_buffers": False, "passive_ports": None, "max_connections": 256,
     "max_connections_per_ip": 32, "log_file": None, "log_format": "text", "tls_cert": None,
     "tls_key": None, "require_tls": False, "implicit_tls_port": None, "grace": 30.0, "buffer_budget": "256MiB",
-    "max_streams": 64, "max_streams_total": 256,
+    "max_streams": 64, "max_streams_total": 256, "metrics": None, "metrics_token": None, "metrics_token_file": None,
 }
+MIN_TOKEN = 16  # characters of a metrics token
 LOG_FORMATS = ("text", "json")
 
 
@@ -90,6 +92,57 @@ def parse_port_range(text: str) -> tuple[int, int]:
     return lo, hi
 
 
+def parse_metrics_address(text: str) -> tuple[str, int]:
+    """``ADDR:PORT``, ``[V6ADDR]:PORT``, or ``PORT`` alone (127.0.0.1)."""
+    text = text.strip()
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.removeprefix("[").removesuffix("]")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"must be ADDR:PORT such as 127.0.0.1:9300 ([::1]:9300, or PORT alone), not {text!r}")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: it may resolve anywhere
+        return False
+
+
+def _metrics(v: str) -> str | None:
+    try:
+        parse_metrics_address(v)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def token_problem(token: str) -> str | None:
+    if len(token) < MIN_TOKEN or not re.fullmatch(r"[\x21-\x7e]+", token):
+        return (f"must be at least {MIN_TOKEN} printable characters without spaces (openssl rand -hex 32 makes"
+                " one)")
+    return None
+
+
+def read_token(path: str) -> str:
+    """The metrics token in ``path`` (its first line)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            token = f.readline().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the metrics token file {path}: {getattr(exc, 'strerror', None) or exc}"
+                          ) from exc
+    problem = token_problem(token)
+    if problem:
+        raise ConfigError(f"the metrics token in {path} {problem}")
+    return token
+
+
 def _budget(v: str | int) -> str | None:
     if isinstance(v, int):  # (0: off)
         return None if v >= 0 else f"must be a size in bytes, or \"off\", not {v}"
@@ -119,7 +172,7 @@ RULES: dict[str, Callable[[Any], str | None]] = {
     "port": _port, "implicit_tls_port": _port, "host": _host, "idle_timeout": _seconds, "data_timeout": _seconds,
     "grace": _seconds, "max_connections": _limit, "max_connections_per_ip": _limit, "max_streams": _count,
     "max_streams_total": _count, "buffer_budget": _budget, "passive_ports": port_range_problem,
-    "tuning": _tuning,
+    "tuning": _tuning, "metrics": _metrics, "metrics_token": token_problem,
 }
 
 
@@ -202,4 +255,8 @@ def merge(file_values: dict[str, Any], cli_values: dict[str, Any], path: str | N
         where = ("--implicit-tls-port needs --tls-cert" if cli_values.get("implicit_tls_port") is not None
                  else f"{path}: implicit_tls_port needs tls_cert")
         raise ConfigError(f"{where} (implicit FTPS is TLS from the first byte)")
+    if merged["metrics_token_file"]:
+        if merged["metrics_token"]:
+            raise ConfigError("give metrics_token or --metrics-token-file (metrics_token_file), not both")
+        merged["metrics_token"] = read_token(merged["metrics_token_file"])
     return merged

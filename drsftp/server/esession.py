@@ -30,6 +30,7 @@ from .eblock import (
     plain_ip,
 )
 from .partfile import OVER_DIRECTORY, part_path
+from .translog import mean_rtt
 
 DRS_SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans")
 DRS_SHARED = ("bytes", "rate", "wnd", "inflight", "cwnd")  # the peer's sums, split over our streams
@@ -87,10 +88,13 @@ class ESession:
     def refuse(self, ip: str) -> str | None:
         """Why an accepted data connection is refused, or None."""
         if plain_ip(ip) != plain_ip(self.h.remote_ip):
+            self.h.note_refusal("bounce")
             return "not the control connection's address"
         if len(self.streams) >= self.limits.per_session:
+            self.h.note_refusal("limit")
             return f"more than {self.limits.per_session} streams in one session"
         if not self.count.take(self.limits.per_server):
+            self.h.note_refusal("limit")
             return f"more than {self.limits.per_server} streams on this server"
         return None
 
@@ -138,7 +142,8 @@ class ESession:
         listing has none, as in stream mode): the streams that carried it."""
         if job.path is not None:
             self.h.log_finished_transfer("get" if job.role is Role.SENDER else "put", job.path, job.moved,
-                                         time.monotonic() - job.started, len(job.members), complete)
+                                         time.monotonic() - job.started, len(job.members), complete,
+                                         rtt=mean_rtt([s.tuner.stats.rtt_avg for s in job.members if s.tuner]))
 
     def transfer_ended(self, failed: bool = False) -> None:
         restart_idle_timer(self.h)

@@ -17,6 +17,8 @@ control characters JSON-quoted, so a file name cannot forge a line);
 ``json`` lines are one object each.  Lines go to ``--log-file`` (reopened
 when logrotate moves it) or stderr; the server's warnings go there too,
 in the same format.  docs/DEPLOY.md, "The transfer log", has the fields.
+With ``--metrics`` the same records, as they are emitted, feed the
+server's counters (metrics.py), so the log and the metrics agree.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class RangeRetr:
     ended: float
     drs_peer: bool
     tls: bool
+    rtt: float | None = None  # mean RTT of its data connection, seconds (None: not measured)
 
     @property
     def partial(self) -> bool:
@@ -185,6 +188,12 @@ class RangedDownloads:
         return [(key, d.parts)] if d.parts else []
 
 
+def mean_rtt(rtts: list[float | None]) -> float | None:
+    """The mean of the RTTs measured (None: none was)."""
+    known = [r for r in rtts if r is not None]
+    return sum(known) / len(known) if known else None
+
+
 def ranged_record(now: float, key: Key, parts: list[RangeRetr]) -> dict[str, Any]:
     """One line for a download on byte ranges: ``bytes`` are the file's
     bytes its parts covered (a range's end sent past by the server, which
@@ -252,19 +261,22 @@ class TransferLogMixin:
     counts them."""
 
     ranged_downloads = RangedDownloads()  # replaced per server by build_server
+    metrics: Any = None  # the server's metrics.Metrics under --metrics (set by build_server)
     _drs_reports = 0  # 200 DRS replies since the running transfer's command
     _retr: tuple[Key, int, int] | None = None  # the stream-mode RETR running: (key, offset, file size)
 
     def respond(self, resp, *args, **kwargs):
         if resp.startswith("200 DRS"):
             self._drs_reports += 1
+        if self.metrics is not None:
+            self.metrics.observe_reply(resp)
         return super().respond(resp, *args, **kwargs)  # type: ignore[misc]
 
     def process_command(self, cmd, *args, **kwargs):
         if cmd in TRANSFER_COMMANDS:
             self._drs_reports = 0
         elif cmd == "USER" and self._clear_text_refused():
-            emit(login_record(time.time(), self._peer(), args[0] if args else "", False, False, TLS_REQUIRED))
+            self._emit(login_record(time.time(), self._peer(), args[0] if args else "", False, False, TLS_REQUIRED))
         return super().process_command(cmd, *args, **kwargs)  # type: ignore[misc]
 
     def _clear_text_refused(self) -> bool:
@@ -287,11 +299,11 @@ class TransferLogMixin:
             return filename
 
     def on_login(self, username):
-        emit(login_record(time.time(), self._peer(), username, True, self._tls()))
+        self._emit(login_record(time.time(), self._peer(), username, True, self._tls()))
         return super().on_login(username)  # type: ignore[misc]
 
     def on_login_failed(self, username, password):
-        emit(login_record(time.time(), self._peer(), username, False, self._tls(), BAD_CREDENTIALS))
+        self._emit(login_record(time.time(), self._peer(), username, False, self._tls(), BAD_CREDENTIALS))
         return super().on_login_failed(username, password)  # type: ignore[misc]
 
     def ftp_RETR(self, file):
@@ -313,7 +325,7 @@ class TransferLogMixin:
             key, offset, size = retr
             now = time.time()
             part = RangeRetr(self, self._peer(), offset, bytes, size, now - elapsed, now, self._drs_reports > 0,
-                             self._tls())
+                             self._tls(), self._data_rtt())
             whole, ended = self.ranged_downloads.ended(key, part)
             self._emit_ranged(ended)
             if not whole:  # a part of a download on byte ranges: its line comes when that ends
@@ -321,19 +333,39 @@ class TransferLogMixin:
         path = self._ftp_path(filename)
         if cmd == "STOR":
             path = final_name(path)  # drsftp stores uploads under a temporary name until complete
-        self.log_finished_transfer("put" if receive else "get", path, bytes, elapsed, 1, completed)
+        self.log_finished_transfer("put" if receive else "get", path, bytes, elapsed, 1, completed,
+                                   rtt=self._data_rtt())
         return super().log_transfer(cmd, filename, receive, completed, elapsed, bytes)  # type: ignore[misc]
 
     def log_finished_transfer(self, direction: str, path: str, nbytes: int, seconds: float, streams: int,
-                              complete: bool) -> None:
-        """The line of a transfer that ended (``path`` as the client sees it)."""
-        emit(transfer_record(time.time(), self._peer(), self.username,  # type: ignore[attr-defined]
-                             direction, path, nbytes, seconds, streams, self._drs_reports > 0, complete,
-                             self._tls()))
+                              complete: bool, rtt: float | None = None) -> None:
+        """The line of a transfer that ended (``path`` as the client sees it;
+        ``rtt``: the mean RTT of its data connections, for the metrics)."""
+        self._emit(transfer_record(time.time(), self._peer(), self.username,  # type: ignore[attr-defined]
+                                   direction, path, nbytes, seconds, streams, self._drs_reports > 0, complete,
+                                   self._tls()), rtt)
+
+    def _data_rtt(self) -> float | None:
+        """The mean RTT of the stream-mode data connection that just ended
+        (pyftpdlib logs its transfer while it is still the data channel)."""
+        tuner = getattr(getattr(self, "data_channel", None), "tuner", None)
+        return tuner.stats.rtt_avg if tuner is not None else None
 
     def _emit_ranged(self, ended: list[tuple[Key, list[RangeRetr]]]) -> None:
         for key, parts in ended:
-            emit(ranged_record(time.time(), key, parts))
+            self._emit(ranged_record(time.time(), key, parts), mean_rtt([p.rtt for p in parts]))
+
+    def _emit(self, rec: dict[str, Any], rtt: float | None = None) -> None:
+        """The one place a session's records go out: the log, then the
+        metrics (``rtt``: a transfer's, which the log line does not carry)."""
+        emit(rec)
+        if self.metrics is not None:
+            self.metrics.observe(rec, rtt)
+
+    def note_refusal(self, reason: str) -> None:
+        """Something refused without a reply of its own (metrics.REFUSALS)."""
+        if self.metrics is not None:
+            self.metrics.refused(reason)
 
     def close(self):
         super().close()  # type: ignore[misc]
