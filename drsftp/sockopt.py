@@ -24,8 +24,7 @@ import socket
 import struct
 import sys
 
-from .tuning import actuation
-from .tuning.actuation import SocketActions
+from .tuning.actuation import HostLimits, SocketActions
 from .tuning.base import MAX_BUFFER
 
 log = logging.getLogger("drsftp.sockopt")
@@ -46,26 +45,23 @@ def _read_sysctl(name: str) -> list[int] | None:
         return None
 
 
-class HostLimits(actuation.HostLimits):
-    """:class:`actuation.HostLimits`, read from this host."""
-
-    @classmethod
-    def read(cls) -> HostLimits:
-        r, w = _read_sysctl("net.core.rmem_max"), _read_sysctl("net.core.wmem_max")
-        tr, tw = _read_sysctl("net.ipv4.tcp_rmem"), _read_sysctl("net.ipv4.tcp_wmem")
-        try:
-            with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
-                cc = f.read().strip()
-        except OSError:
-            cc = None
-        return cls(
-            r[0] if r else None,
-            w[0] if w else None,
-            tuple(tr) if tr else None,
-            tuple(tw) if tw else None,
-            cc,
-            _probe_force(),
-        )
+def read_host_limits() -> HostLimits:
+    """This host's buffer caps and autotuning ranges (docs/DESIGN.md, kf-caps)."""
+    r, w = _read_sysctl("net.core.rmem_max"), _read_sysctl("net.core.wmem_max")
+    tr, tw = _read_sysctl("net.ipv4.tcp_rmem"), _read_sysctl("net.ipv4.tcp_wmem")
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            cc = f.read().strip()
+    except OSError:
+        cc = None
+    return HostLimits(
+        r[0] if r else None,
+        w[0] if w else None,
+        tuple(tr) if tr else None,
+        tuple(tw) if tw else None,
+        cc,
+        _probe_force(),
+    )
 
 
 def _probe_force() -> bool:

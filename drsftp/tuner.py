@@ -39,7 +39,7 @@ class SocketTuner:
         batch_reads: bool = True,
         parallel: bool = False,
     ) -> None:
-        self.ctl = SocketController(spec, role, limits=limits or sockopt.HostLimits.read(), allow_force=allow_force,
+        self.ctl = SocketController(spec, role, limits=limits or sockopt.read_host_limits(), allow_force=allow_force,
                                     budget=budget, budget_key=self, batch_reads=batch_reads, parallel=parallel)
         self.clock = clock
         self.sock: socket.socket | None = None

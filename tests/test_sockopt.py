@@ -35,7 +35,7 @@ class Actuator:
 
     def __init__(self, sock, allow_force=False, limits=None, kernel_owns=None):
         self.sock = sock
-        self.plan = BufferPlan(limits or sockopt.HostLimits.read(), allow_force, kernel_owns=kernel_owns)
+        self.plan = BufferPlan(limits or sockopt.read_host_limits(), allow_force, kernel_owns=kernel_owns)
         self.peak_rcvbuf = 0
 
     def apply(self, decision, **kw):
@@ -106,7 +106,7 @@ def test_window_scale_follows_buffer_set_before_the_handshake():
 
 
 def test_actuator_sets_buffer_and_clamp_and_reads_back():
-    limits = sockopt.HostLimits.read()
+    limits = sockopt.read_host_limits()
     cli, srv = _pair()
     with cli, srv:
         act = Actuator(srv, allow_force=False, limits=limits)
@@ -122,7 +122,7 @@ def test_actuator_sets_buffer_and_clamp_and_reads_back():
 def test_a_senders_unsent_allowance_is_set_beside_its_buffer_and_kept_when_only_the_buffer_moves():
     cli, srv = _pair()
     with cli, srv:
-        act = Actuator(srv, allow_force=False, limits=sockopt.HostLimits.read())
+        act = Actuator(srv, allow_force=False, limits=sockopt.read_host_limits())
         act.apply(Decision(sndbuf=512 * 1024, notsent=200 * 1024))
 
         def lowat():
@@ -155,7 +155,7 @@ def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it(
         assert clamp(srv) == 8 << 20
     cli, srv = _pair()
     with cli, srv:
-        act = Actuator(srv, limits=sockopt.HostLimits.read(), kernel_owns="rcvbuf")
+        act = Actuator(srv, limits=sockopt.read_host_limits(), kernel_owns="rcvbuf")
         for window, batch in ((2 << 20, 256 * 1024), (8 << 20, 512 * 1024), (256 * 1024, 1), (1 << 20, 128 * 1024)):
             act.apply(Decision(rcv_window=window))
             assert (lowat(srv), clamp(srv), act.read_batch) == (batch, window, batch)
@@ -163,7 +163,7 @@ def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it(
         assert lowat(srv) == 128 * 1024
     cli, srv = _pair()
     with cli, srv:  # a buffer DRS sets: the same batch, within it
-        act = Actuator(srv, limits=sockopt.HostLimits.read())
+        act = Actuator(srv, limits=sockopt.read_host_limits())
         act.apply(Decision(rcv_window=1 << 20, sndbuf=16 * 1024))
         assert (lowat(srv), clamp(srv)) == (128 * 1024, 1 << 20)
         act.apply(Decision(rcv_window=16 * 1024))  # the ACK direction's size: nothing to batch
@@ -213,7 +213,7 @@ def test_a_low_water_mark_above_what_is_coming_does_not_stall_the_reader(clamp, 
 
 
 def test_unforced_buffers_are_capped_and_the_cap_is_reported():
-    limits = sockopt.HostLimits.read()
+    limits = sockopt.read_host_limits()
     if limits.rmem_max is None:
         pytest.fail("no /proc/sys/net/core/rmem_max on this machine")
     cli, srv = _pair()
@@ -226,7 +226,7 @@ def test_unforced_buffers_are_capped_and_the_cap_is_reported():
 
 @pytest.mark.root  # SO_RCVBUFFORCE needs CAP_NET_ADMIN
 def test_forced_buffers_pass_the_cap_when_allowed():
-    limits = sockopt.HostLimits.read()
+    limits = sockopt.read_host_limits()
     assert limits.can_force, "CI runs as root: SO_RCVBUFFORCE must work here"
     cli, srv = _pair()
     with cli, srv:
@@ -250,7 +250,7 @@ def test_open_start_lets_a_raised_clamp_lift_rcv_ssthresh_at_once():
     the window already offered.  A large buffer at the handshake offers a
     large window, so a small lock-and-clamp right after connect() can later
     be raised at once; a buffer never set offers ~64 KB and stays there."""
-    limits = sockopt.HostLimits.read()
+    limits = sockopt.read_host_limits()
     big, small, raised = 4 << 20, 256 << 10, 2 << 20
     results = {}
     for name, before in (("open", big), ("closed", None)):
@@ -292,7 +292,7 @@ def test_a_shrinking_receive_buffer_keeps_room_for_the_window_already_offered():
     """The clamp follows a shrink at once; the buffer keeps the memory the
     offered window needs (else the kernel prunes out-of-order data and
     reneges on SACKs), drains with the offer, and never grows for one."""
-    limits = sockopt.HostLimits.read()
+    limits = sockopt.read_host_limits()
     assert limits.can_force, "CI runs as root: FORCE keeps rmem_max out of this test"
     KiB = 1024
 
@@ -334,7 +334,7 @@ def test_tuner_re_applies_a_held_buffer_until_the_offer_drains(monkeypatch):
     monkeypatch.setattr(sockopt, "tcp_info", lambda s: dict(real_info(s), rcv_wnd=next(offers)))
     cli, srv = _pair()
     with cli, srv:
-        tuner = SocketTuner("fixed:4MiB", Role.RECEIVER, allow_force=True, limits=sockopt.HostLimits.read())
+        tuner = SocketTuner("fixed:4MiB", Role.RECEIVER, allow_force=True, limits=sockopt.read_host_limits())
         assert tuner.allow_force, "CI runs as root: FORCE keeps rmem_max out of this test"
         tuner.attach(srv)
         decisions = iter([Decision(rcv_window=3 << 20), Decision(rcv_window=256 << 10), Decision(), Decision()])
@@ -358,7 +358,7 @@ def test_tuner_applies_only_the_buffers_a_decision_changes(monkeypatch):
 
     cli, srv = _pair()
     with cli, srv:
-        tuner = SocketTuner("fixed:1MiB", Role.SENDER, limits=sockopt.HostLimits.read())
+        tuner = SocketTuner("fixed:1MiB", Role.SENDER, limits=sockopt.read_host_limits())
         tuner.attach(cli)
         decisions = iter([Decision(rcv_window=16 << 10, sndbuf=256 << 10),
                           Decision(rcv_window=16 << 10, sndbuf=512 << 10),
@@ -383,7 +383,7 @@ def test_a_budget_passes_the_unsent_allowance_through(monkeypatch):
 
     cli, srv = _pair()
     with cli, srv:
-        tuner = SocketTuner("drs", Role.SENDER, limits=sockopt.HostLimits.read(), budget=BufferBudget(1 << 20))
+        tuner = SocketTuner("drs", Role.SENDER, limits=sockopt.read_host_limits(), budget=BufferBudget(1 << 20))
         tuner.attach(cli)
         monkeypatch.setattr(tuner.tuning, "on_sample", lambda sample, *, now, rtt: Decision(
             rcv_window=16 << 10, sndbuf=4 << 20, notsent=300 << 10))
@@ -573,7 +573,7 @@ def test_server_locks_the_open_start_buffer_after_the_listener_closed(monkeypatc
     rtts = iter([0.1, 0.02])  # a second reading would fall under the 40 ms rule
     monkeypatch.setattr(SocketTuner, "note_control_rtt", lambda self, sock: setattr(self, "control_rtt", next(rtts)))
 
-    host = sockopt.HostLimits.read()  # with autotuning no further than setsockopt (else no open start)
+    host = sockopt.read_host_limits()  # with autotuning no further than setsockopt (else no open start)
     host = dataclasses.replace(host, tcp_rmem=(4096, 131072, 2 * host.rmem_max))
 
     class Session(DRSControlMixin):
@@ -604,7 +604,7 @@ def test_server_data_channel_batches_reads_for_a_fixed_buffer_set_at_the_handsha
 
     class Session(DRSControlMixin):
         def __init__(self, sock):
-            self.tuning_spec, self.allow_force, self.host_limits = spec, False, sockopt.HostLimits.read()
+            self.tuning_spec, self.allow_force, self.host_limits = spec, False, sockopt.read_host_limits()
             self.buffer_budget, self.socket, self._handshake_tuner = None, sock, None
 
     class Loop:

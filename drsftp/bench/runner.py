@@ -19,7 +19,7 @@ import psutil
 
 from ..netem.link import Link, wait_for_port
 from ..result import TransferResult
-from ..sockopt import HostLimits
+from ..sockopt import read_host_limits
 from . import tunings as T
 from .record import BenchRun
 from .sampler import Sampler, counter_delta, parse_counters
@@ -61,7 +61,7 @@ def run_key(r: dict) -> tuple:
 
 
 def environment(cfg: BenchConfig) -> dict:
-    limits = HostLimits.read()
+    limits = read_host_limits()
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "kernel": platform.release(),

@@ -79,7 +79,7 @@ def auto_start(ctl: ControlConnection, opts: TransferOptions) -> int:
     """-P auto's first streams on this path: from the control connection's
     RTT and the per-socket window this host lets setsockopt set
     (streams.first_streams)."""
-    limits = sockopt.HostLimits.read()
+    limits = sockopt.read_host_limits()
     caps = [host_cap(limits, opts.force_buffers, receiving) for receiving in (True, False)]
     cap = min((c for c in caps if c), default=None) if all(caps) else None
     us = sockopt.tcp_info(ctl.writer.get_extra_info("socket")).get("rtt")

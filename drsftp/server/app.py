@@ -112,7 +112,7 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     handler.eblock_limits = Limits(per_session=cfg.max_streams, per_server=cfg.max_streams_total)
     handler.eblock_count = StreamCount()
     handler.ranged_downloads = translog.RangedDownloads()  # its sessions' downloads on byte ranges
-    handler.host_limits = sockopt.HostLimits.read()
+    handler.host_limits = sockopt.read_host_limits()
     handler.allow_force = cfg.force_buffers and handler.host_limits.can_force
     handler.buffer_budget = BufferBudget(cfg.buffer_budget) if cfg.buffer_budget else None
     limits = handler.host_limits
