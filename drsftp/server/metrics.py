@@ -41,7 +41,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from prometheus_client.exposition import choose_encoder
 
 from .. import sockopt
-from ..ftp.session import final_name
+from ..ftp.partname import final_name
 from ..tuning import Role
 from ..tuning.budget import BufferBudget
 from . import compat
