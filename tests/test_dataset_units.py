@@ -393,10 +393,10 @@ class _Ctl:
         self.writer = type("Writer", (), {"is_closing": lambda _: False})()
 
     @property
-    def _closed(self) -> bool:
+    def closed(self) -> bool:
         return self.lost
 
-    def start(self, line):
+    def send_unwaited(self, line):
         from drsftp.client.control import FTPError
 
         if self.lost:

@@ -210,7 +210,7 @@ async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
     def done(item: Item, fp: FilePut) -> None:
         res = cp.file_result(fp, time.monotonic() - (fp.started or time.monotonic()))
         if "MFMT" in sess.ctl.features:
-            times.append(sess.ctl.start(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
+            times.append(sess.ctl.send_unwaited(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
         job.finished(item, Outcome(fp.remote, "ok", res))
 
     try:

@@ -16,6 +16,7 @@ import stat as statmod
 from dataclasses import replace
 
 from ..ftp.listing import DIR, FILE, Entry
+from ..ftp.replies import Reply
 from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.url import FTPLocation
 from .cachedjob import big_file, big_get, big_put, cached_get_loop, cached_ok, cached_put_loop
@@ -270,7 +271,7 @@ async def _get_worker(job: Job, wid: int) -> None:
         job.active.pop(wid, None)
         if ahead is not None:
             job.requeue(ahead[0])
-        if sess is not None and not sess.ctl._closed:
+        if sess is not None and not sess.ctl.closed:
             job.spare.append(sess)
 
 
@@ -344,25 +345,26 @@ async def _apply_remote(job: Job, sess: RemoteSession, s: Source, p: Plan) -> No
     pipelined (their replies come in order, RFC 959)."""
     for rel, why in p.conflicts:
         job.fail(remote_join(s.remote, rel), why)
-    mkd = [(rel, sess.ctl.start(f"MKD {remote_join(s.remote, rel)}")) for rel in p.mkdirs]
-    for rel, token in mkd:
-        reply = await sess.ctl._wait(token.final, 60)
+    made = await _pipelined(sess, [f"MKD {remote_join(s.remote, rel)}" for rel in p.mkdirs])
+    for rel, reply in zip(p.mkdirs, made, strict=True):
         if reply.code != 257:
             job.fail(remote_join(s.remote, rel), f"cannot make directory: {reply}")
     for rel in p.skipped:
         job.record(Outcome(remote_join(s.remote, rel), "skipped"))
-    dels = []
-    for rel in p.deletes:
-        path = remote_join(s.remote, rel)
-        dels.append((path, sess.ctl.start(f"DELE {path}")))
-    for path, token in dels:
-        reply = await sess.ctl._wait(token.final, 60)
+    paths = [remote_join(s.remote, rel) for rel in p.deletes]
+    for path, reply in zip(paths, await _pipelined(sess, [f"DELE {path}" for path in paths]), strict=True):
         if reply.code == 550:
             reply = await sess.ctl.command(f"RMD {path}")  # a directory (its children went first)
         if reply.code in (250, 200):
             job.record(Outcome(path, "deleted"))
         else:
             job.fail(path, f"cannot delete: {reply}")
+
+
+async def _pipelined(sess: RemoteSession, lines: list[str]) -> list[Reply]:
+    """``lines`` sent back to back, then their final replies, in order."""
+    sent = [sess.ctl.send_unwaited(line) for line in lines]
+    return await sess.ctl.settle([(pending, None) for pending in sent], 60)
 
 
 async def _put_worker(job: Job, wid: int) -> None:
@@ -418,7 +420,7 @@ async def _put_worker(job: Job, wid: int) -> None:
                     sess = None
     finally:
         job.active.pop(wid, None)
-        if sess is not None and not sess.ctl._closed:
+        if sess is not None and not sess.ctl.closed:
             job.spare.append(sess)
 
 

@@ -687,7 +687,7 @@ def keep_alive(sess: RemoteSession) -> None:
     if ctl.lost or ctl.router.pending:
         return
     try:
-        ctl.start("NOOP")  # (its reply is paired and dropped: replies come in order)
+        ctl.send_unwaited("NOOP")  # (its reply is paired and dropped: replies come in order)
     except FTPError:
         pass
 
