@@ -16,7 +16,8 @@ from . import parallel
 from .cachedget import CachedGets, FileGet
 from .cachedput import CachedPuts, FilePut
 from .control import FTPError
-from .job import ERRORS, Item, Job, Outcome, broken, check_cancelled, same_digest
+from .job import ERRORS, Item, Job, broken, check_cancelled, same_digest
+from .jobresult import FileOutcome
 from .remote import RemoteSession
 
 BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions of its own
@@ -59,7 +60,7 @@ async def big_get(job: Job, item: Item, sess: RemoteSession) -> None:
         return
     if item.t.mtime is not None and res.total_size == item.t.size:
         os.utime(local, (item.t.mtime, item.t.mtime))
-    job.finished(item, Outcome(local, "ok", res))
+    job.finished(item, FileOutcome(local, "ok", res))
 
 
 async def _big(job: Job, item: Item, sess: RemoteSession, transfer):
@@ -94,7 +95,7 @@ async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:
         cg.open()
         await _run(job, wid, sess, cg, lambda item, remote, local: cg.request(
             remote, local, item.t.size, item.t.resume_from, item.t.mtime),
-            lambda item, fg: job.finished(item, Outcome(fg.local, "ok", _complete(cg, fg))), "get")
+            lambda item, fg: job.finished(item, FileOutcome(fg.local, "ok", _complete(cg, fg))), "get")
     finally:
         await cg.close()
         await job.drop(sess)
@@ -126,7 +127,7 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
                 try:
                     if item.check:
                         if await same_digest(sess, remote, local):
-                            job.finished(item, Outcome(local if direction == "get" else remote, "skipped"))
+                            job.finished(item, FileOutcome(local if direction == "get" else remote, "skipped"))
                             continue
                         item.check = False
                     inflight.append((item, request(item, remote, local)))
@@ -199,7 +200,7 @@ async def big_put(job: Job, item: Item, sess: RemoteSession) -> None:
     res = await _big(job, item, sess, lambda n, on_driver: parallel.put(
         local, replace(job.loc, path=remote), job.topts, n, on_driver=on_driver))
     if res is not None:
-        job.finished(item, Outcome(remote, "ok", res))
+        job.finished(item, FileOutcome(remote, "ok", res))
 
 
 async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
@@ -211,7 +212,7 @@ async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
         res = cp.file_result(fp, time.monotonic() - (fp.started or time.monotonic()))
         if "MFMT" in sess.ctl.features:
             times.append(sess.ctl.send_unwaited(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
-        job.finished(item, Outcome(fp.remote, "ok", res))
+        job.finished(item, FileOutcome(fp.remote, "ok", res))
 
     try:
         try:

@@ -27,8 +27,6 @@ from .job import (
     Item,
     Job,
     JobOptions,
-    JobResult,
-    Outcome,
     Source,
     broken,
     check_cancelled,
@@ -36,6 +34,7 @@ from .job import (
     same_digest,
     verify,
 )
+from .jobresult import FileOutcome, JobResult
 from .localtree import local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
 from .remote import RemoteSession, Started, _Retry
@@ -64,12 +63,12 @@ async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) ->
         for loc, contents in urls:
             entry = await sess.stat(loc.path)
             if entry is None:
-                job.fail(loc.path, "no such file or directory on the server")
+                job.report.fail(loc.path, "no such file or directory on the server")
                 continue
             base = posixpath.basename(loc.path.rstrip("/"))
             name = check_name(base) if base not in ("", ".") else "ftp-root"
             if entry.type == DIR and not jopts.recursive:
-                job.fail(loc.path, "is a directory (use -r)")
+                job.report.fail(loc.path, "is a directory (use -r)")
                 continue
             if entry.type == DIR:
                 local = dest if contents or (not os.path.isdir(dest) and len(urls) == 1) else os.path.join(dest, name)
@@ -98,7 +97,7 @@ async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) ->
                 _apply_local(job, job.sources[i], p)
             except OSError as exc:
                 for t in p.transfers + p.checks:
-                    job.fail(local_path(job.sources[i].local, t.rel), f"cannot write here: {os_reason(exc)}")
+                    job.report.fail(local_path(job.sources[i].local, t.rel), f"cannot write here: {os_reason(exc)}")
                 return
             job.enqueue(i, p)
 
@@ -128,7 +127,7 @@ async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) ->
             job.enqueue(i, p)
         await job.run_queue(lambda wid: _get_worker(job, wid))
     finally:
-        job.view.close()
+        job.report.view.close()
         await job.close_spare()
 
 
@@ -151,11 +150,11 @@ def _plan_file(job: Job, i: int, s: Source) -> None:
 
 def _apply_local(job: Job, s: Source, p: Plan) -> None:
     for rel, why in p.conflicts:
-        job.fail(local_path(s.local, rel), why)
+        job.report.fail(local_path(s.local, rel), why)
     for rel in p.mkdirs:
         os.makedirs(local_path(s.local, rel), exist_ok=True)
     for rel in p.skipped:
-        job.record(Outcome(local_path(s.local, rel) if rel else s.local, "skipped"))
+        job.report.record(FileOutcome(local_path(s.local, rel) if rel else s.local, "skipped"))
     for rel in p.deletes:
         path = local_path(s.local, rel)
         try:
@@ -163,9 +162,9 @@ def _apply_local(job: Job, s: Source, p: Plan) -> None:
                 os.rmdir(path)
             else:
                 os.unlink(path)
-            job.record(Outcome(path, "deleted"))
+            job.report.record(FileOutcome(path, "deleted"))
         except OSError as exc:
-            job.fail(path, f"cannot delete: {exc.strerror or exc}")
+            job.report.fail(path, f"cannot delete: {exc.strerror or exc}")
 
 
 async def _get_worker(job: Job, wid: int) -> None:
@@ -233,7 +232,7 @@ async def _get_worker(job: Job, wid: int) -> None:
             try:
                 if item.check:
                     if await same_digest(sess, remote, local):
-                        job.finished(item, Outcome(local, "skipped"))
+                        job.finished(item, FileOutcome(local, "skipped"))
                         continue
                     item.check = False
                 lines = lines_of(item)
@@ -254,7 +253,7 @@ async def _get_worker(job: Job, wid: int) -> None:
                 res = await t.finish(item.t.mtime)
                 if job.topts.verify:
                     res.sha256 = await verify(sess, remote, local)
-                job.finished(item, Outcome(local, "ok", res))
+                job.finished(item, FileOutcome(local, "ok", res))
             except ERRORS as exc:
                 job.active.pop(wid, None)
                 if lost_before(sess, begun, exc):
@@ -293,7 +292,7 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
             name = check_name(os.path.basename(os.path.normpath(src)))
             if os.path.isdir(src):
                 if not jopts.recursive:
-                    job.fail(src, "is a directory (use -r)")
+                    job.report.fail(src, "is a directory (use -r)")
                     continue
                 remote = base if contents or (target is None and len(srcs) == 1) else remote_join(base, (name,))
                 job.sources.append(Source(remote, src, DIR))
@@ -301,7 +300,7 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
                 remote = remote_join(base, (name,)) if base_is_dir else base
                 job.sources.append(Source(remote, src, FILE))
             else:
-                job.fail(src, "no such file or directory")
+                job.report.fail(src, "no such file or directory")
         if base_is_dir and target is None and job.sources:
             reply = await sess.ctl.command(f"MKD {base.rstrip('/')}")
             if reply.code != 257:
@@ -322,7 +321,7 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
         sess = await job.session()
         for i, s in enumerate(job.sources):
             if s.kind == DIR:
-                source = local_source_tree(s.local, job.fail)
+                source = local_source_tree(s.local, job.report.fail)
                 dest = have.get(i, {}) if s.entry is not None and s.entry.type == DIR else {}
                 p = plan(source, dest, sync=jopts.sync, checksum=jopts.checksum, delete=jopts.delete)
                 if s.entry is None:
@@ -336,7 +335,7 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
         job.spare.append(sess)
         await job.run_queue(lambda wid: _put_worker(job, wid))
     finally:
-        job.view.close()
+        job.report.view.close()
         await job.close_spare()
 
 
@@ -344,21 +343,21 @@ async def _apply_remote(job: Job, sess: RemoteSession, s: Source, p: Plan) -> No
     """Directories made and entries deleted on the server, the commands
     pipelined (their replies come in order, RFC 959)."""
     for rel, why in p.conflicts:
-        job.fail(remote_join(s.remote, rel), why)
+        job.report.fail(remote_join(s.remote, rel), why)
     made = await _pipelined(sess, [f"MKD {remote_join(s.remote, rel)}" for rel in p.mkdirs])
     for rel, reply in zip(p.mkdirs, made, strict=True):
         if reply.code != 257:
-            job.fail(remote_join(s.remote, rel), f"cannot make directory: {reply}")
+            job.report.fail(remote_join(s.remote, rel), f"cannot make directory: {reply}")
     for rel in p.skipped:
-        job.record(Outcome(remote_join(s.remote, rel), "skipped"))
+        job.report.record(FileOutcome(remote_join(s.remote, rel), "skipped"))
     paths = [remote_join(s.remote, rel) for rel in p.deletes]
     for path, reply in zip(paths, await _pipelined(sess, [f"DELE {path}" for path in paths]), strict=True):
         if reply.code == 550:
             reply = await sess.ctl.command(f"RMD {path}")  # a directory (its children went first)
         if reply.code in (250, 200):
-            job.record(Outcome(path, "deleted"))
+            job.report.record(FileOutcome(path, "deleted"))
         else:
-            job.fail(path, f"cannot delete: {reply}")
+            job.report.fail(path, f"cannot delete: {reply}")
 
 
 async def _pipelined(sess: RemoteSession, lines: list[str]) -> list[Reply]:
@@ -399,7 +398,7 @@ async def _put_worker(job: Job, wid: int) -> None:
             begun = sess.transfers
             try:
                 if item.check and await same_digest(sess, remote, local):
-                    job.finished(item, Outcome(remote, "skipped"))
+                    job.finished(item, FileOutcome(remote, "skipped"))
                     continue
                 with await asyncio.to_thread(open, local, "rb") as f:
                     size = os.fstat(f.fileno()).st_size
@@ -408,7 +407,7 @@ async def _put_worker(job: Job, wid: int) -> None:
                 job.active.pop(wid, None)
                 if job.topts.verify:
                     res.sha256 = await verify(sess, remote, local)
-                job.finished(item, Outcome(remote, "ok", res))
+                job.finished(item, FileOutcome(remote, "ok", res))
             except ERRORS as exc:
                 job.active.pop(wid, None)
                 if lost_before(sess, begun, exc):

@@ -11,7 +11,7 @@ import functools
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from ..ftp.listing import DIR, FILE, LINK, Entry
 from ..ftp.safepath import UnsafePath, check_name, local_path, remote_join
@@ -19,11 +19,10 @@ from ..ftp.url import FTPLocation
 from ..tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
 from ..tuning.streams import StreamSample
 from .control import FTPError
-from .jobview import JobView
+from .jobresult import FileOutcome, JobReport, JobResult
 from .plan import Plan, Rel, Stat, Transfer
-from .progress import human_bits, human_bytes
 from .remote import RemoteSession
-from .transfer import TransferOptions, TransferResult
+from .transfer import TransferOptions
 
 MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
 # listers per source, shared by all sources: min(allowed sessions, 8 x sources) (DATASETS.md#walk)
@@ -61,44 +60,6 @@ class Source:
 
 
 @dataclass
-class Outcome:
-    path: str  # destination path
-    status: str  # ok, failed, skipped, deleted
-    result: TransferResult | None = None
-    error: str | None = None
-
-    def as_dict(self) -> dict:
-        d = {"path": self.path, "status": self.status, "error": self.error}
-        if self.result is not None:
-            r = self.result.to_dict()
-            r.pop("timeline", None)
-            d.update(r, path=self.path, remote=self.result.path)
-        return d
-
-
-@dataclass
-class JobResult:
-    direction: str
-    outcomes: list[Outcome] = field(default_factory=list)
-    seconds: float = 0.0
-    sessions_max: int = 0
-    stopped: bool = False  # at --max-time: files still moving were left as they were (.part)
-
-    @property
-    def bytes(self) -> int:
-        return sum(o.result.bytes for o in self.outcomes if o.result is not None)
-
-    def count(self, status: str) -> int:
-        return sum(1 for o in self.outcomes if o.status == status)
-
-    def summary_line(self) -> str:
-        rate = self.bytes * 8 / self.seconds if self.seconds > 0 else 0.0
-        return (f"{self.direction}: {self.count('ok')} files, {human_bytes(self.bytes)} in {self.seconds:.2f} s"
-                f" = {human_bits(rate)}; {self.count('skipped')} skipped, {self.count('deleted')} deleted,"
-                f" {self.count('failed')} failed; up to {self.sessions_max} sessions")
-
-
-@dataclass
 class Item:
     src: int  # index into the job's sources
     t: Transfer
@@ -113,8 +74,7 @@ class Job:
         self.direction, self.loc, self.jopts = direction, loc, jopts
         self.max_time = topts.max_time  # the whole job's (run_within_max_time), not each file's
         self.topts = replace(topts, progress=False, max_time=None, deadline=None)
-        self.result = JobResult(direction)
-        self.view = JobView(direction, jopts.progress, jopts.verbose)
+        self.report = JobReport(direction, jopts.progress, jopts.verbose)
         self.sources: list[Source] = []
         self.queue: list[Item] = []
         self.active: dict[int, object] = {}  # worker -> its running _Transfer
@@ -262,14 +222,9 @@ class Job:
         spare, self.spare = self.spare, []
         await asyncio.gather(*(self.drop(s) for s in spare), *self._closing, return_exceptions=True)
 
-    def record(self, outcome: Outcome) -> None:
-        self.result.outcomes.append(outcome)
-        r = outcome.result
-        self.view.file_line(outcome.status, outcome.path, r.bytes if r else 0, r.seconds if r else 0.0,
-                            outcome.error)
-
-    def fail(self, path: str, error: str) -> None:
-        self.record(Outcome(path, "failed", error=error))
+    @property
+    def result(self) -> JobResult:
+        return self.report.result
 
     # -- walking ----------------------------------------------------------------------
     async def walk_remote(self, roots: list[tuple[int, str]],
@@ -299,28 +254,27 @@ class Job:
                 try:
                     child = rel + (check_name(e.name),)
                 except UnsafePath as exc:
-                    self.fail(f"{root}/{'/'.join(rel)}", f"server sent {exc}; skipped")
+                    self.report.fail(f"{root}/{'/'.join(rel)}", f"server sent {exc}; skipped")
                     continue
                 if child in trees[i]:
                     continue  # a name listed twice (or listed again after a break)
                 if e.type == DIR:
                     if e.unique and (e.unique in seen):
-                        self.view.file_line("skipped", remote_join(root, child), 0, 0,
-                                            "a directory seen before (a loop); skipped")
+                        self.report.note(remote_join(root, child), "a directory seen before (a loop); skipped")
                         continue
                     if e.unique:
                         seen.add(e.unique)
                     if len(child) > MAX_DEPTH:
-                        self.fail(remote_join(root, child), f"deeper than {MAX_DEPTH} levels; skipped")
+                        self.report.fail(remote_join(root, child), f"deeper than {MAX_DEPTH} levels; skipped")
                         continue
                     found[child] = trees[i][child] = Stat(is_dir=True)
                     todo.append((i, root, child, 0))
                     wake.set()
                 elif e.type == FILE:
                     found[child] = trees[i][child] = Stat(e.size, e.mtime)
-                elif self.jopts.verbose:
+                else:
                     what = "symlink" if e.type == LINK else "special file"
-                    self.view.file_line("skipped", remote_join(root, child), 0, 0, f"{what}; skipped")
+                    self.report.note(remote_join(root, child), f"{what}; skipped", verbose_only=True)
             if found and on_found is not None:
                 on_found(i, found)
 
@@ -407,7 +361,7 @@ class Job:
                         if lost_before(sess, begun, exc) and lost < LOST_AGAIN:
                             todo.append((i, root, rel, lost + 1))  # (broke before its listing began)
                         else:
-                            self.fail(remote_join(root, rel), f"cannot list: {exc}")
+                            self.report.fail(remote_join(root, rel), f"cannot list: {exc}")
                         if broken(exc):  # (its directories are the others', or this lister's next one's)
                             sess, dead = None, sess
                             holding -= 1
@@ -442,7 +396,7 @@ class Job:
             if not isinstance(exc, ERRORS) or not listed:
                 raise exc  # (a bug, a cancel; or no session was had at all)
         for _i, root, rel, _ in todo:  # (every lister's session broke, none could be opened)
-            self.fail(remote_join(root, rel), f"cannot list: {errors[0] if errors else 'no session'}")
+            self.report.fail(remote_join(root, rel), f"cannot list: {errors[0] if errors else 'no session'}")
         return trees
 
     async def _keep_idle_alive(self) -> None:
@@ -459,7 +413,7 @@ class Job:
         new = [Item(i, t) for t in p.transfers] + [Item(i, t, check=True) for t in p.checks]
         if self.gave_up is not None:  # (found by a walk that outlived every session)
             for item in new:
-                self.fail(self.paths(item)[1], f"not transferred: {self.gave_up}")
+                self.report.fail(self.paths(item)[1], f"not transferred: {self.gave_up}")
             return
         for item in new:
             item.order, self._planned = self._planned, self._planned + 1
@@ -522,7 +476,7 @@ class Job:
                         if not self.workers and not self.walking:  # none left: every file left fails
                             self.gave_up = exc
                             for item in reversed(self.queue):
-                                self.fail(self.paths(item)[1], f"not transferred: {exc}")
+                                self.report.fail(self.paths(item)[1], f"not transferred: {exc}")
                             self.queue.clear()
                 if self.gave_up is None and (self.workers or not self.walking):
                     self.spawn(worker_fn)  # (none left while walking: they wait for the walk's sessions, above)
@@ -583,7 +537,7 @@ class Job:
                 fleet_t, fleet_b = now, moved
                 if change is not None:
                     self.apply(change)
-            self.view.update(files_done=self.files_done, files_total=self.files_total, done=moved,
+            self.report.view.update(files_done=self.files_done, files_total=self.files_total, done=moved,
                              total=self.bytes_total, rate_bps=rate * 8, sessions=self.live, rtt=self.rtt)
 
     def work(self, moved: int) -> Work:
@@ -620,15 +574,15 @@ class Job:
     def show(self) -> None:
         """The bar's last state: the job's mean rate and most sessions."""
         seconds = time.monotonic() - self.started
-        self.view.update(files_done=self.files_done, files_total=self.files_total, done=self.moved_now(),
+        self.report.view.update(files_done=self.files_done, files_total=self.files_total, done=self.moved_now(),
                          total=self.bytes_total, rate_bps=self.moved_now() * 8 / max(seconds, 1e-6),
                          sessions=self.result.sessions_max, rtt=self.rtt)
 
-    def finished(self, item: Item, outcome: Outcome) -> None:
+    def finished(self, item: Item, outcome: FileOutcome) -> None:
         self.files_done += 1
         if outcome.result is not None:
             self.done_bytes += outcome.result.bytes
-        self.record(outcome)
+        self.report.record(outcome)
 
     def lost_session(self, item: Item, exc: BaseException) -> None:
         """Its session broke before the server started its transfer (a
@@ -647,7 +601,7 @@ class Job:
             item.tries += 1
             self.requeue(item)
             return
-        self.finished(item, Outcome(self.paths(item)[1], "failed", error=str(exc)))
+        self.finished(item, FileOutcome(self.paths(item)[1], "failed", error=str(exc)))
 
 
 def check_cancelled() -> None:

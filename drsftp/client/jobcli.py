@@ -175,9 +175,7 @@ def run_job(args, topts) -> int:
         result = asyncio.run(run_put(srcs, loc, topts, jopts))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"direction": result.direction, "seconds": round(result.seconds, 4),
-                       "bytes": result.bytes, "sessions_max": result.sessions_max, "stopped": result.stopped,
-                       "files": [o.as_dict() for o in result.outcomes]}, f, indent=1)
+            json.dump(result.as_dict(), f, indent=1)
     failed = result.count("failed")
     if not args.quiet:  # (as a single file's result line: also when run from a script)
         print(result.summary_line(), file=sys.stderr)
