@@ -765,7 +765,7 @@ def test_a_file_whose_session_breaks_before_it_started_pays_no_try_but_cannot_lo
 
 
 def test_an_idle_session_sends_noop_every_keepalive_interval_but_not_while_a_reply_is_awaited(monkeypatch):
-    from drsftp.client import job as jobmod
+    from drsftp.client import jobsessions as jobmod
 
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
 
@@ -782,7 +782,7 @@ def test_an_idle_session_sends_noop_every_keepalive_interval_but_not_while_a_rep
 
 
 def test_workers_waiting_for_the_walk_keep_their_session_alive(monkeypatch):
-    from drsftp.client import job as jobmod
+    from drsftp.client import jobsessions as jobmod
 
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
 
@@ -817,7 +817,7 @@ def test_a_spare_session_the_server_closed_is_not_handed_out():
 def test_spare_sessions_are_kept_alive_while_a_walk_runs_before_any_file_moves(monkeypatch):
     """--delete (and put --sync) walk first: the job's spare sessions idle
     through the whole walk with no worker and no monitor yet."""
-    from drsftp.client import job as jobmod
+    from drsftp.client import jobsessions as jobmod
 
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
 

@@ -16,8 +16,9 @@ from . import parallel
 from .cachedget import CachedGets, FileGet
 from .cachedput import CachedPuts, FilePut
 from .control import FTPError
-from .job import ERRORS, Item, Job, broken, check_cancelled, same_digest
+from .job import Item, Job, same_digest
 from .jobresult import FileOutcome
+from .jobsessions import ERRORS, broken, check_cancelled
 from .remote import RemoteSession
 
 BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions of its own

@@ -21,20 +21,9 @@ from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.url import FTPLocation
 from .cachedjob import big_file, big_get, big_put, cached_get_loop, cached_ok, cached_put_loop
 from .control import FTPError, os_reason
-from .job import (
-    ERRORS,
-    MAX_DEPTH,
-    Item,
-    Job,
-    JobOptions,
-    Source,
-    broken,
-    check_cancelled,
-    lost_before,
-    same_digest,
-    verify,
-)
+from .job import MAX_DEPTH, Item, Job, JobOptions, Source, same_digest, verify
 from .jobresult import FileOutcome, JobResult
+from .jobsessions import ERRORS, broken, check_cancelled, lost_before
 from .localtree import local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
 from .remote import RemoteSession, Started, _Retry
@@ -270,8 +259,7 @@ async def _get_worker(job: Job, wid: int) -> None:
         job.active.pop(wid, None)
         if ahead is not None:
             job.requeue(ahead[0])
-        if sess is not None and not sess.ctl.closed:
-            job.spare.append(sess)
+        job.give_back(sess)
 
 
 async def run_put(srcs: list[str], loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> JobResult:
@@ -419,8 +407,7 @@ async def _put_worker(job: Job, wid: int) -> None:
                     sess = None
     finally:
         job.active.pop(wid, None)
-        if sess is not None and not sess.ctl.closed:
-            job.spare.append(sess)
+        job.give_back(sess)
 
 
 async def run_ls(loc: FTPLocation, topts: TransferOptions) -> list[Entry]:

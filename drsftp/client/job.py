@@ -20,6 +20,15 @@ from ..tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
 from ..tuning.streams import StreamSample
 from .control import FTPError
 from .jobresult import FileOutcome, JobReport, JobResult
+from .jobsessions import (
+    ERRORS,
+    LOST_AGAIN,
+    JobSessions,
+    broken,
+    check_cancelled,
+    idle_wait,
+    lost_before,
+)
 from .plan import Plan, Rel, Stat, Transfer
 from .remote import RemoteSession
 from .transfer import TransferOptions
@@ -27,11 +36,6 @@ from .transfer import TransferOptions
 MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
 # listers per source, shared by all sources: min(allowed sessions, 8 x sources) (DATASETS.md#walk)
 WALK_LISTERS = 8
-# s: a session idle this long sends NOOP (RFC 959 sec. 4.1.3), well within
-# servers' idle timeouts (pyftpdlib, vsftpd: 300 s) (DATASETS.md#idle)
-KEEPALIVE = 30.0
-LOST_AGAIN = 3  # times a file or directory goes back free when its session broke before it started
-ERRORS = (FTPError, OSError, UnsafePath, UnicodeError, asyncio.TimeoutError)
 
 
 @dataclass
@@ -69,11 +73,14 @@ class Item:
     lost: int = 0  # times its session broke before its transfer started (LOST_AGAIN)
 
 
-class Job:
+class Job(JobSessions):
     def __init__(self, direction: str, loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> None:
-        self.direction, self.loc, self.jopts = direction, loc, jopts
-        self.max_time = topts.max_time  # the whole job's (run_within_max_time), not each file's
-        self.topts = replace(topts, progress=False, max_time=None, deadline=None)
+        # sessions (-c) and a big file's streams: one controller (docs/DATASETS.md, "Sessions x streams")
+        self.fleet = FleetController(jopts.fleet, fixed_sessions=jopts.sessions)
+        # the whole job's --max-time (run_within_max_time), not each file's
+        super().__init__(loc, replace(topts, progress=False, max_time=None, deadline=None), jopts.pipeline,
+                         self.fleet.sessions)
+        self.direction, self.jopts, self.max_time = direction, jopts, topts.max_time
         self.report = JobReport(direction, jopts.progress, jopts.verbose)
         self.sources: list[Source] = []
         self.queue: list[Item] = []
@@ -82,16 +89,8 @@ class Job:
         self.files_total = 0
         self.files_done = 0
         self.bytes_total = 0
-        # sessions (-c) and a big file's streams: one controller (docs/DATASETS.md, "Sessions x streams")
-        self.fleet = FleetController(jopts.fleet, fixed_sessions=jopts.sessions)
-        self.allowed = self.fleet.sessions
         self.big: dict[int, tuple[Item, object]] = {}  # id(a big file) -> it, its parallel driver
         self.workers: dict[int, asyncio.Task] = {}
-        self.spare: list[RemoteSession] = []
-        self.opening: list[asyncio.Future] = []  # sessions prefetched, still logging in
-        self._closing: set[asyncio.Future] = set()  # sessions the server closed, closing here
-        self.rtt: float | None = None
-        self.live = 0  # sessions open now
         self.started = time.monotonic()  # the job's time counts its walk and plan
         self.walking = False  # the walk still finds files: workers wait for more (more())
         self.gave_up: BaseException | None = None  # every session failed: nothing more is run
@@ -101,13 +100,18 @@ class Job:
         self._planned = 0
 
     async def run_within_max_time(self, work: Awaitable[None]) -> JobResult:
-        """``work`` (the whole job) stopped at --max-time (as curl's, from
-        the job's start): the job's task and its workers are cancelled as by
-        Ctrl-C, each leaving its file as it was, and no worker starts after
-        (a cancel Python 3.11's wait_for dropped: check_cancelled)."""
+        """``work`` (the whole job) run, stopped at --max-time (as curl's,
+        from the job's start): the job's task and its workers are cancelled
+        as by Ctrl-C, each leaving its file as it was, and no worker starts
+        after (a cancel Python 3.11's wait_for dropped: check_cancelled)."""
         if self.max_time is None:
             await work
-            return self.result
+        else:
+            await self._stop_at_max_time(work, self.max_time)
+        self.result.sessions_max = self.most_live
+        return self.result
+
+    async def _stop_at_max_time(self, work: Awaitable[None], max_time: float) -> None:
         task = asyncio.current_task()
         assert task is not None
 
@@ -117,7 +121,7 @@ class Job:
             for worker in self.workers.values():
                 worker.cancel()
 
-        timer = asyncio.get_running_loop().call_later(self.max_time - (time.monotonic() - self.started), stop)
+        timer = asyncio.get_running_loop().call_later(max_time - (time.monotonic() - self.started), stop)
         try:
             await work
         except asyncio.CancelledError:
@@ -130,97 +134,6 @@ class Job:
             timer.cancel()
         if self.result.stopped:
             self.result.seconds = time.monotonic() - self.started
-        return self.result
-
-    # -- sessions ---------------------------------------------------------------
-    def prefetch(self, n: int) -> None:
-        """Open up to ``n`` more sessions in the background, while the job
-        still walks and plans: a session costs three round trips before its
-        first command (connection, greeting, log-in)."""
-        for _ in range(max(0, n - len(self.opening))):
-            fut = asyncio.ensure_future(self._open())
-            fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # read by session() or dropped
-            self.opening.append(fut)
-
-    async def first_session(self, queries: tuple[str, ...], listing: str | None = None) -> RemoteSession:
-        """The job's first session, ``queries`` (and ``listing``) sent with its log-in."""
-        sess = await RemoteSession.open_asking(self.loc, self.topts, queries, listing)
-        self._count(sess)
-        return sess
-
-    async def session(self) -> RemoteSession:
-        sess = self.take_spare()
-        if sess is not None:
-            return sess
-        while self.opening:
-            try:
-                sess = await self.opening.pop(0)
-            except ERRORS:
-                continue  # (the server may take fewer sessions: open one the usual way)
-            if not sess.ctl.lost:
-                return sess
-            self.discard(sess)
-        return await self._open()
-
-    def take_spare(self) -> RemoteSession | None:
-        """A spare session still open; those the server closed while they
-        waited (its idle timeout) are dropped (DATASETS.md#idle)."""
-        while self.spare:
-            sess = self.spare.pop()
-            if not sess.ctl.lost:
-                return sess
-            self.discard(sess)
-        return None
-
-    def discard(self, sess: RemoteSession) -> None:
-        """A session the server closed: out of the count now, closed here
-        in the background (close_spare waits for it)."""
-        self.live -= 1
-        task = asyncio.ensure_future(sess.close())
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
-
-    def idle_sessions(self) -> list[RemoteSession]:
-        """Spare sessions and prefetched ones that have logged in."""
-        opened = [f.result() for f in self.opening if f.done() and not f.cancelled() and f.exception() is None]
-        return self.spare + opened
-
-    async def trim_spare(self) -> None:
-        """After the walk: spare sessions beyond what the workers can still
-        take (the walk's own, DATASETS.md#walk) are closed, not left idle.
-        With no worker holding one, the walk's are all the job has (run_queue)."""
-        # (a prefetched session that has logged in is counted live, and is
-        # the workers' as those still opening are: not busy)
-        busy = self.live - len(self.spare) - (len(self.idle_sessions()) - len(self.spare))
-        if busy <= 0:
-            return
-        extra = len(self.spare) - max(0, self.allowed - busy - len(self.opening))
-        if extra > 0:
-            closing, self.spare = self.spare[:extra], self.spare[extra:]
-            await asyncio.gather(*(self.drop(s) for s in closing), return_exceptions=True)
-
-    async def _open(self) -> RemoteSession:
-        return self._count(await RemoteSession.open(self.loc, self.topts))
-
-    def _count(self, sess: RemoteSession) -> RemoteSession:
-        sess.pipeline = self.jopts.pipeline
-        self.live += 1
-        self.result.sessions_max = max(self.result.sessions_max, self.live)
-        self.rtt = self.rtt or sess.rtt
-        return sess
-
-    async def drop(self, sess: RemoteSession) -> None:
-        self.live -= 1
-        await sess.close()
-
-    async def close_spare(self) -> None:
-        for fut in self.opening:
-            fut.cancel()
-        opened = await asyncio.gather(*self.opening, return_exceptions=True)
-        self.opening.clear()
-        self.spare.extend(s for s in opened if isinstance(s, RemoteSession))
-        spare, self.spare = self.spare, []
-        await asyncio.gather(*(self.drop(s) for s in spare), *self._closing, return_exceptions=True)
 
     @property
     def result(self) -> JobResult:
@@ -384,7 +297,7 @@ class Job:
         n = min(max(1, self.allowed), max(1, len(roots)) * WALK_LISTERS)
         # spare and prefetched sessions idle while the walk runs, also when it
         # runs before any file moves (--delete): kept alive (DATASETS.md#idle)
-        idle = asyncio.ensure_future(self._keep_idle_alive())
+        idle = asyncio.ensure_future(self.keep_idle_alive())
         try:
             results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
         finally:
@@ -398,12 +311,6 @@ class Job:
         for _i, root, rel, _ in todo:  # (every lister's session broke, none could be opened)
             self.report.fail(remote_join(root, rel), f"cannot list: {errors[0] if errors else 'no session'}")
         return trees
-
-    async def _keep_idle_alive(self) -> None:
-        for _ in range(10 ** 7):  # bounded: cancelled when the walk ends
-            await asyncio.sleep(KEEPALIVE)
-            for sess in self.idle_sessions():
-                keep_alive(sess)
 
     # -- running ------------------------------------------------------------------------
     def enqueue(self, i: int, p: Plan) -> None:
@@ -515,17 +422,14 @@ class Job:
         """The bar every 0.2 s; the fleet controller every few RTTs."""
         last_t, last_b = time.monotonic(), self.moved_now()
         fleet_t, fleet_b = last_t, last_b
-        kept = last_t
+        self.pinged = last_t
         rate = 0.0
         for _ in range(10 ** 7):  # bounded: cancelled when the queue is done
             await asyncio.sleep(0.2)
             now, moved = time.monotonic(), self.moved_now()
             rate = 0.7 * rate + 0.3 * (moved - last_b) / max(now - last_t, 1e-6)
             last_t, last_b = now, moved
-            if now - kept >= KEEPALIVE:
-                kept = now
-                for sess in self.idle_sessions():
-                    keep_alive(sess)
+            self.ping_idle_if_due(now)
             drivers = list(self.active.values()) + [d for _, d in self.big.values()]
             samples = [x for d in drivers for x in _samples(d)]
             rtts = [x.rtt for x in samples if x.rtt]
@@ -576,7 +480,7 @@ class Job:
         seconds = time.monotonic() - self.started
         self.report.view.update(files_done=self.files_done, files_total=self.files_total, done=self.moved_now(),
                          total=self.bytes_total, rate_bps=self.moved_now() * 8 / max(seconds, 1e-6),
-                         sessions=self.result.sessions_max, rtt=self.rtt)
+                         sessions=self.most_live, rtt=self.rtt)
 
     def finished(self, item: Item, outcome: FileOutcome) -> None:
         self.files_done += 1
@@ -602,62 +506,6 @@ class Job:
             self.requeue(item)
             return
         self.finished(item, FileOutcome(self.paths(item)[1], "failed", error=str(exc)))
-
-
-def check_cancelled() -> None:
-    """Python 3.11's wait_for returns a result that arrived together with
-    a cancel and drops the cancel (gh-86296, fixed in 3.12); the task
-    still counts it, so a worker stops here on Ctrl-C."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
-
-
-def broken(exc: BaseException) -> bool:
-    """The session is unusable after this: the connection is gone, or the
-    server said it closes it (421 answers any command then: RFC 959 sec. 4.2)."""
-    if not isinstance(exc, (FTPError, asyncio.TimeoutError)):
-        return False
-    reply = getattr(exc, "reply", None)
-    return reply is None or reply.code == 421
-
-
-def lost_before(sess: RemoteSession, begun: int, exc: BaseException) -> bool:
-    """The session was lost (closed, or a 421) before the server started
-    the transfer or listing asked for: no 1yz since it had ``begun``
-    (RemoteSession.transfers).  A data connection refused on a live
-    session is the file's own failure."""
-    reply = getattr(exc, "reply", None)
-    closed = sess.ctl.lost or (reply is not None and reply.code == 421)
-    return broken(exc) and closed and sess.transfers == begun
-
-
-def keep_alive(sess: RemoteSession) -> None:
-    """A NOOP on an idle session (RFC 959 sec. 4.1.3), so the server's
-    idle timeout does not close it; only while no reply is awaited on it:
-    never beside a transfer (on a MODE E session, nor between the
-    commands of one)."""
-    ctl = sess.ctl
-    if ctl.lost or ctl.router.pending:
-        return
-    try:
-        ctl.send_unwaited("NOOP")  # (its reply is paired and dropped: replies come in order)
-    except FTPError:
-        pass
-
-
-async def idle_wait(event: asyncio.Event, sess: RemoteSession | None) -> None:
-    """Until ``event`` is set; ``sess``, idle meanwhile, sends a NOOP
-    every KEEPALIVE s (DATASETS.md#idle)."""
-    for _ in range(10 ** 7):  # bounded: the event comes with the walk's end
-        if sess is None or sess.ctl.lost:
-            await event.wait()
-            return
-        try:
-            await asyncio.wait_for(event.wait(), KEEPALIVE)
-            return
-        except TimeoutError:
-            keep_alive(sess)
 
 
 def sha256_file(path: str) -> str:
