@@ -613,7 +613,7 @@ def test_a_deep_walk_lists_on_sessions_of_its_own_under_c_auto():
     """More directories waiting than the walk's sessions can take: under
     -c auto it opens more, so listings overlap (each costs round trips),
     at most WALK_LISTERS; they go to the workers afterwards."""
-    from drsftp.client.job import WALK_LISTERS
+    from drsftp.client.remotewalk import WALK_LISTERS
 
     async def opener(parts, stats):
         return _Counting(parts, stats)
@@ -677,7 +677,7 @@ def test_refused_listers_stay_to_reopen_when_the_walks_session_breaks():
     reopens, and only the directory being listed fails (before: 22 of 24,
     the refused listers having ended)."""
     from drsftp.client.control import FTPError
-    from drsftp.client.job import WALK_LISTERS
+    from drsftp.client.remotewalk import WALK_LISTERS
 
     state = {"full": True}
     opens = {"refused": 0}
@@ -705,7 +705,7 @@ def test_a_hanging_open_holds_no_directory_back():
     """A lister opening a session (up to the 15 s connect timeout) holds
     no directory meanwhile: the walk's session lists them all, and the
     walk ends while the opens still hang."""
-    from drsftp.client.job import WALK_LISTERS
+    from drsftp.client.remotewalk import WALK_LISTERS
 
     async def opener(parts, stats):
         await asyncio.Event().wait()  # a server that never answers

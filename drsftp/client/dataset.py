@@ -21,12 +21,13 @@ from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.url import FTPLocation
 from .cachedjob import big_file, big_get, big_put, cached_get_loop, cached_ok, cached_put_loop
 from .control import FTPError, os_reason
-from .job import MAX_DEPTH, Item, Job, JobOptions, Source, same_digest, verify
+from .job import Item, Job, JobOptions, Source, same_digest, verify
 from .jobresult import FileOutcome, JobResult
 from .jobsessions import ERRORS, broken, check_cancelled, lost_before
 from .localtree import local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
 from .remote import RemoteSession, Started, _Retry
+from .remotewalk import MAX_DEPTH
 from .transfer import TransferOptions
 
 __all__ = ["MAX_DEPTH", "Job", "JobOptions", "JobResult", "run_get", "run_ls", "run_put"]

@@ -7,35 +7,27 @@ A file that fails is reported and skipped; the rest go on."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, replace
 
-from ..ftp.listing import DIR, FILE, LINK, Entry
-from ..ftp.safepath import UnsafePath, check_name, local_path, remote_join
+from ..ftp.listing import FILE, Entry
+from ..ftp.safepath import local_path, remote_join
 from ..ftp.url import FTPLocation
 from ..tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
 from ..tuning.streams import StreamSample
 from .control import FTPError
 from .jobresult import FileOutcome, JobReport, JobResult
 from .jobsessions import (
-    ERRORS,
     LOST_AGAIN,
     JobSessions,
-    broken,
-    check_cancelled,
     idle_wait,
-    lost_before,
 )
 from .plan import Plan, Rel, Stat, Transfer
 from .remote import RemoteSession
+from .remotewalk import Found, RemoteWalk
 from .transfer import TransferOptions
-
-MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostile server
-# listers per source, shared by all sources: min(allowed sessions, 8 x sources) (DATASETS.md#walk)
-WALK_LISTERS = 8
 
 
 @dataclass
@@ -139,178 +131,14 @@ class Job(JobSessions):
     def result(self) -> JobResult:
         return self.report.result
 
-    # -- walking ----------------------------------------------------------------------
-    async def walk_remote(self, roots: list[tuple[int, str]],
-                          on_found: Callable[[int, dict[Rel, Stat]], None] | None = None,
+    async def walk_remote(self, roots: list[tuple[int, str]], on_found: Found | None = None,
                           first: RemoteSession | None = None) -> dict[int, dict[Rel, Stat]]:
         """Every source directory's tree, listed on up to N sessions at once
         (``first`` lists the first root: its listing may be on the way);
         ``on_found(i, entries)`` gets source i's entries as their listing
-        lines arrive (docs/DATASETS.md, "Transfers start during the walk")."""
-        given = [first] if first is not None else []
-        holding = 0  # listers with a session
-        joining = 0  # listers opening one
-        refused = False  # the server refused one of the walk's sessions: it opens no more of its own
-        stuck: BaseException | None = None  # none could be opened with none listing: no lister waits
-        listed = False  # a listing was asked for (else a walk that got no session fails as a whole)
-        trees: dict[int, dict[Rel, Stat]] = {i: {} for i, _ in roots}
-        # (source, root, directory, times its session broke before it was listed)
-        todo: list[tuple[int, str, Rel, int]] = [(i, path, (), 0) for i, path in roots]
-        seen: set[str] = set()
-        pending = 0
-        wake = asyncio.Event()
-        ended = asyncio.get_running_loop().create_future()  # every directory listed
-
-        def take(i: int, root: str, rel: Rel, entries: list[Entry]) -> None:
-            found: dict[Rel, Stat] = {}
-            for e in entries:
-                try:
-                    child = rel + (check_name(e.name),)
-                except UnsafePath as exc:
-                    self.report.fail(f"{root}/{'/'.join(rel)}", f"server sent {exc}; skipped")
-                    continue
-                if child in trees[i]:
-                    continue  # a name listed twice (or listed again after a break)
-                if e.type == DIR:
-                    if e.unique and (e.unique in seen):
-                        self.report.note(remote_join(root, child), "a directory seen before (a loop); skipped")
-                        continue
-                    if e.unique:
-                        seen.add(e.unique)
-                    if len(child) > MAX_DEPTH:
-                        self.report.fail(remote_join(root, child), f"deeper than {MAX_DEPTH} levels; skipped")
-                        continue
-                    found[child] = trees[i][child] = Stat(is_dir=True)
-                    todo.append((i, root, child, 0))
-                    wake.set()
-                elif e.type == FILE:
-                    found[child] = trees[i][child] = Stat(e.size, e.mtime)
-                else:
-                    what = "symlink" if e.type == LINK else "special file"
-                    self.report.note(remote_join(root, child), f"{what}; skipped", verbose_only=True)
-            if found and on_found is not None:
-                on_found(i, found)
-
-        def wants_session() -> bool:
-            """Whether a lister without a session takes one now: one given or
-            spare; none lists; or, under -c auto (or before files move: -c N
-            counts every session but the walk's one), one of the walk's own
-            while more directories wait than the listers holding or opening
-            one take, until the server refuses one."""
-            if given or self.spare or not holding + joining:
-                return True
-            return (not refused and len(todo) > holding + joining
-                    and (self.jopts.sessions is None or not self.walking))
-
-        async def open_one() -> RemoteSession | None:
-            """A session for a lister; None: the walk ended while it opened
-            (it is then the job's, as a prefetched one)."""
-            nonlocal joining
-            if given:
-                return given.pop()
-            sess = self.take_spare()
-            if sess is not None:
-                return sess
-            fut = asyncio.ensure_future(self.session())
-            joining += 1
-            done = False
-            try:
-                await asyncio.wait([fut, ended], return_when=asyncio.FIRST_COMPLETED)
-                done = fut.done()
-            finally:
-                joining -= 1
-                wake.set()
-                if not done:
-                    fut.add_done_callback(lambda f: f.cancelled() or f.exception())
-                    self.opening.append(fut)  # (a worker takes it, or close_spare drops it)
-            return fut.result() if done else None
-
-        async def lister() -> None:
-            nonlocal pending, holding, refused, listed, stuck
-            sess: RemoteSession | None = None  # taken when there is a directory to list
-            try:
-                while todo or pending:
-                    check_cancelled()
-                    if stuck is not None and sess is None and not holding + joining:
-                        raise stuck
-                    if sess is not None and sess.ctl.lost:  # closed while it waited (the server's idle timeout)
-                        stale, sess = sess, None
-                        holding -= 1
-                        wake.set()
-                        await self.drop(stale)
-                        continue
-                    if sess is None and todo and wants_session():
-                        try:
-                            sess = await open_one()
-                        except ERRORS as exc:
-                            refused = True  # (the others list; this one waits, to reopen if they break)
-                            if not holding + joining:
-                                stuck = exc  # (no session lists: the rest fail below)
-                            continue
-                        if sess is None:
-                            continue
-                        if not todo:  # (the others took them while it opened)
-                            self.spare.append(sess)
-                            sess = None
-                            continue
-                        holding += 1
-                    if sess is None or not todo:
-                        # (files moving meanwhile: the sessions are the workers'; a lister
-                        # takes one they left, or opens one as wants_session() says)
-                        wake.clear()
-                        await idle_wait(wake, sess)
-                        continue
-                    begun = sess.transfers
-                    dead: RemoteSession | None = None
-                    i, root, rel, lost = todo.pop()
-                    pending += 1
-                    listed = True
-                    try:
-                        streamed = functools.partial(take, i, root, rel) if on_found is not None else None
-                        entries = await sess.listing(remote_join(root, rel), streamed)
-                        if streamed is None:
-                            take(i, root, rel, entries)
-                    except ERRORS as exc:
-                        if lost_before(sess, begun, exc) and lost < LOST_AGAIN:
-                            todo.append((i, root, rel, lost + 1))  # (broke before its listing began)
-                        else:
-                            self.report.fail(remote_join(root, rel), f"cannot list: {exc}")
-                        if broken(exc):  # (its directories are the others', or this lister's next one's)
-                            sess, dead = None, sess
-                            holding -= 1
-                    finally:
-                        pending -= 1
-                        if not todo and not pending and not ended.done():
-                            ended.set_result(None)
-                        wake.set()
-                    if dead is not None:
-                        await self.drop(dead)
-            finally:
-                if sess is not None:
-                    holding -= 1
-                    wake.set()  # (a lister waiting for this one's end)
-                    if sess.ctl.lost:
-                        await self.drop(sess)  # (broken: not a worker's to take)
-                    else:
-                        self.spare.append(sess)
-
-        n = min(max(1, self.allowed), max(1, len(roots)) * WALK_LISTERS)
-        # spare and prefetched sessions idle while the walk runs, also when it
-        # runs before any file moves (--delete): kept alive (DATASETS.md#idle)
-        idle = asyncio.ensure_future(self.keep_idle_alive())
-        try:
-            results = await asyncio.gather(*(lister() for _ in range(n)), return_exceptions=True)
-        finally:
-            idle.cancel()
-        self.spare.extend(given)  # (no directory was listed)
-        await self.trim_spare()
-        errors = [r for r in results if isinstance(r, BaseException)]
-        for exc in errors:
-            if not isinstance(exc, ERRORS) or not listed:
-                raise exc  # (a bug, a cancel; or no session was had at all)
-        for _i, root, rel, _ in todo:  # (every lister's session broke, none could be opened)
-            self.report.fail(remote_join(root, rel), f"cannot list: {errors[0] if errors else 'no session'}")
-        return trees
+        lines arrive (drsftp.client.remotewalk)."""
+        own_sessions = self.jopts.sessions is None or not self.walking
+        return await RemoteWalk(self, self.report, roots, on_found, first, own_sessions=own_sessions).run()
 
     # -- running ------------------------------------------------------------------------
     def enqueue(self, i: int, p: Plan) -> None:
