@@ -9,15 +9,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from ..ftp.listing import FILE, Entry
 from ..ftp.safepath import local_path, remote_join
 from ..ftp.url import FTPLocation
-from ..tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
-from ..tuning.streams import StreamSample
+from ..tuning.fleet import Change, FleetConfig, Kind
 from .control import FTPError
+from .jobfleet import FleetSteering, samples_of
 from .jobresult import FileOutcome, JobReport, JobResult
 from .jobsessions import (
     LOST_AGAIN,
@@ -68,7 +68,7 @@ class Item:
 class Job(JobSessions):
     def __init__(self, direction: str, loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> None:
         # sessions (-c) and a big file's streams: one controller (docs/DATASETS.md, "Sessions x streams")
-        self.fleet = FleetController(jopts.fleet, fixed_sessions=jopts.sessions)
+        self.fleet = FleetSteering(jopts.fleet, jopts.sessions)
         # the whole job's --max-time (run_within_max_time), not each file's
         super().__init__(loc, replace(topts, progress=False, max_time=None, deadline=None), jopts.pipeline,
                          self.fleet.sessions)
@@ -81,7 +81,6 @@ class Job(JobSessions):
         self.files_total = 0
         self.files_done = 0
         self.bytes_total = 0
-        self.big: dict[int, tuple[Item, object]] = {}  # id(a big file) -> it, its parallel driver
         self.workers: dict[int, asyncio.Task] = {}
         self.started = time.monotonic()  # the job's time counts its walk and plan
         self.walking = False  # the walk still finds files: workers wait for more (more())
@@ -242,14 +241,18 @@ class Job(JobSessions):
     def may_run(self, wid: int) -> bool:
         return wid < self.allowed
 
+    def drivers(self) -> list[object]:
+        """The running transfers: the workers' files, and the big files'."""
+        return list(self.active.values()) + self.fleet.big_drivers()
+
     def moved_now(self) -> int:
-        running = list(self.active.values()) + [d for _, d in self.big.values()]
-        return self.done_bytes + sum(getattr(x, "moved", 0) for x in running)
+        return self.done_bytes + sum(getattr(x, "moved", 0) for x in self.drivers())
 
     async def monitor(self) -> None:
-        """The bar every 0.2 s; the fleet controller every few RTTs."""
+        """The bar every 0.2 s; NOOPs on idle sessions every KEEPALIVE s;
+        the fleet controller every few RTTs (steer)."""
         last_t, last_b = time.monotonic(), self.moved_now()
-        fleet_t, fleet_b = last_t, last_b
+        self.fleet.begin(last_t, last_b)
         self.pinged = last_t
         rate = 0.0
         for _ in range(10 ** 7):  # bounded: cancelled when the queue is done
@@ -258,57 +261,49 @@ class Job(JobSessions):
             rate = 0.7 * rate + 0.3 * (moved - last_b) / max(now - last_t, 1e-6)
             last_t, last_b = now, moved
             self.ping_idle_if_due(now)
-            drivers = list(self.active.values()) + [d for _, d in self.big.values()]
-            samples = [x for d in drivers for x in _samples(d)]
-            rtts = [x.rtt for x in samples if x.rtt]
-            if rtts:
-                self.rtt = min(rtts)  # the data connections' own measure (TCP_INFO)
-            if now - fleet_t >= self.fleet.interval(self.rtt):
-                self.fleet.note_rtt(self.rtt)
-                change = self.fleet.update((moved - fleet_b) / (now - fleet_t), samples, self.work(moved))
-                fleet_t, fleet_b = now, moved
-                if change is not None:
-                    self.apply(change)
+            self.steer(now, moved)
             self.report.view.update(files_done=self.files_done, files_total=self.files_total, done=moved,
-                             total=self.bytes_total, rate_bps=rate * 8, sessions=self.live, rtt=self.rtt)
+                                    total=self.bytes_total, rate_bps=rate * 8, sessions=self.live, rtt=self.rtt)
 
-    def work(self, moved: int) -> Work:
-        big_left: dict[Hashable, int] = {k: max(0, (item.t.size or 0) - getattr(d, "moved", 0))
-                                         for k, (item, d) in self.big.items()}
-        return Work(len(self.queue), sum(it.t.size or 0 for it in self.queue), big_left,
-                    max(0, self.bytes_total - moved))
+    def steer(self, now: float, moved: int) -> None:
+        """The path's RTT from the data connections' own measure (TCP_INFO);
+        the fleet controller asked when due, its decision applied."""
+        samples = [x for d in self.drivers() for x in samples_of(d)]
+        rtts = [x.rtt for x in samples if x.rtt]
+        if rtts:
+            self.rtt = min(rtts)
+        if not self.fleet.due(now, self.rtt):
+            return
+        work = self.fleet.work([it.t.size or 0 for it in self.queue], max(0, self.bytes_total - moved))
+        change = self.fleet.update(now, moved, samples, self.rtt, work)
+        if change is not None:
+            self.apply(change)
 
     def apply(self, change: Change) -> None:
-        if change.kind is Kind.SESSION:
-            self.allowed = max(1, self.fleet.sessions)
-            self.spawn(self._worker_fn)  # more sessions now; fewer: workers past the count stop
+        """A decision of the fleet controller, at once (DATASETS.md#fleet):
+        more sessions start workers for the files waiting, fewer stop those
+        past the count (may_run); a stream is asked of a big file's transfer."""
+        if change.kind is not Kind.SESSION:
+            self.fleet.change_streams(change)
             return
-        entry = self.big.get(change.file) if isinstance(change.file, int) else None
-        driver = entry[1] if entry is not None else None
-        ok = driver is not None and (driver.add_stream() if change.delta > 0  # type: ignore[attr-defined]
-                                     else driver.remove_stream())  # type: ignore[attr-defined]
-        if not ok:
-            self.fleet.refused(change)
+        self.allowed = max(1, self.fleet.sessions)
+        self.spawn(self._worker_fn)
 
     def big_started(self, item: Item, first: int | None = None) -> int:
         """A big file starts on sessions of its own: its first streams
         (``first``: what -P auto would start with on this path)."""
-        return self.fleet.start_file(id(item), first)
+        return self.fleet.big_started(id(item), first)
 
     def big_running(self, item: Item, driver: object | None) -> None:
         """``driver``: the file's parallel transfer; None: it has ended."""
-        if driver is None:
-            self.big.pop(id(item), None)
-            self.fleet.end_file(id(item))
-        else:
-            self.big[id(item)] = (item, driver)
+        self.fleet.big_running(id(item), item.t.size or 0, driver)
 
     def show(self) -> None:
         """The bar's last state: the job's mean rate and most sessions."""
         seconds = time.monotonic() - self.started
         self.report.view.update(files_done=self.files_done, files_total=self.files_total, done=self.moved_now(),
-                         total=self.bytes_total, rate_bps=self.moved_now() * 8 / max(seconds, 1e-6),
-                         sessions=self.most_live, rtt=self.rtt)
+                                total=self.bytes_total, rate_bps=self.moved_now() * 8 / max(seconds, 1e-6),
+                                sessions=self.most_live, rtt=self.rtt)
 
     def finished(self, item: Item, outcome: FileOutcome) -> None:
         self.files_done += 1
@@ -379,16 +374,3 @@ async def same_digest(sess: RemoteSession, remote: str, local: str) -> bool:
     if theirs is None:
         raise FTPError("--checksum: the server offers no SHA-256 (HASH or CKSM)", transient=False)
     return theirs == await asyncio.to_thread(sha256_file, local)
-
-
-
-
-def _samples(driver: object) -> list[StreamSample]:
-    """The data connections of a running transfer, for the fleet controller."""
-    samples = getattr(driver, "samples", None)
-    if samples is not None:
-        return samples()
-    tuner = getattr(driver, "tuner", None)
-    if tuner is None:
-        return []
-    return [StreamSample(tuner.last_rtt, tuner.stats.rtt_min, tuner.stats.retransmits)]
