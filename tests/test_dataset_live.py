@@ -197,7 +197,7 @@ def _run_get(srv, path, out, hook=None, **jopts):
     """The job in this process, with ``hook`` run once, when the first
     files are planned (transfers start while the walk goes on)."""
     loc = _parse_src_url(srv.url(path), None)
-    orig = dataset.Job.enqueue
+    orig = dataset.TreeJob.enqueue
     hooked = []
 
     def enqueue(self, i, p):
@@ -206,11 +206,11 @@ def _run_get(srv, path, out, hook=None, **jopts):
             hooked.append(p)
             hook(p)
 
-    dataset.Job.enqueue = enqueue
+    dataset.TreeJob.enqueue = enqueue
     try:
         return asyncio.run(run_get([loc], str(out), TransferOptions(), JobOptions(recursive=True, **jopts)))
     finally:
-        dataset.Job.enqueue = orig
+        dataset.TreeJob.enqueue = orig
 
 
 def test_files_that_vanish_or_change_after_the_walk_fail_alone(tree_server, tmp_path):

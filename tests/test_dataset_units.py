@@ -325,7 +325,7 @@ class _SlowListing:
 
 
 def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
-    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.job import JobOptions, TreeJob
     from drsftp.client.transfer import TransferOptions
     from drsftp.ftp.url import FTPLocation
 
@@ -334,7 +334,7 @@ def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
 
     async def main():
         log: list = []
-        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+        job = TreeJob("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
                   JobOptions(recursive=True, sessions=2, progress=False))
         job.walking = True
         trees = await job.walk_remote([(0, "/d")], lambda i, found: log.append(("found", sorted(found))),
@@ -348,12 +348,12 @@ def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
 
 
 def test_workers_wait_for_the_walk_and_wake_on_new_files():
-    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.job import JobOptions, TreeJob
     from drsftp.client.transfer import TransferOptions
     from drsftp.ftp.url import FTPLocation
 
     async def main():
-        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+        job = TreeJob("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
                   JobOptions(recursive=True, sessions=2, progress=False))
         job.walking = True
         waiter = asyncio.ensure_future(job.more())
@@ -436,11 +436,11 @@ class _Breaking(_SlowListing):
 
 
 def _job(sessions, walking=True):
-    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.job import JobOptions, TreeJob
     from drsftp.client.transfer import TransferOptions
     from drsftp.ftp.url import FTPLocation
 
-    job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+    job = TreeJob("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
               JobOptions(recursive=True, sessions=sessions, progress=False))
     job.walking = walking  # files move meanwhile: the workers hold their sessions
     job.live = 1
@@ -632,7 +632,7 @@ def test_the_walks_own_sessions_beyond_what_workers_take_are_closed_at_its_end()
 
     async def opener(parts, stats):
         opened.append(_Counting(parts, stats))
-        job_ref[0].live += 1  # (Job.session counts what it opens)
+        job_ref[0].live += 1  # (TreeJob.session counts what it opens)
         return opened[-1]
 
     job_ref: list = []

@@ -16,7 +16,7 @@ from . import parallel
 from .cachedget import CachedGets, FileGet
 from .cachedput import CachedPuts, FilePut
 from .control import FTPError
-from .job import Item, Job, same_digest
+from .job import Item, TreeJob, same_digest
 from .jobresult import FileOutcome
 from .jobsessions import ERRORS, broken, check_cancelled
 from .remote import RemoteSession
@@ -27,7 +27,7 @@ BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions 
 MIN_AHEAD, MAX_AHEAD = 2, {"get": 32, "put": 16}
 
 
-def ahead(job: Job, session: CachedGets | CachedPuts, inflight: deque, direction: str) -> bool:
+def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direction: str) -> bool:
     """Whether to request one more file: while the files on the wire hold
     less than two round trips of the session's rate, so the next file's
     command is at the server before the current one ends (a 64 KiB file
@@ -43,12 +43,12 @@ def ahead(job: Job, session: CachedGets | CachedPuts, inflight: deque, direction
     return left < 2 * session.rate(2 * rtt) * rtt  # (the rate now: the last two RTTs' in a slow start)
 
 
-def big_file(job: Job, item: Item) -> bool:
+def big_file(job: TreeJob, item: Item) -> bool:
     """A file worth streams of its own beside the small ones' sessions."""
     return not item.check and (item.t.size or 0) >= BIG_FILE and job.jopts.streams < StreamsConfig().start
 
 
-async def big_get(job: Job, item: Item, sess: RemoteSession) -> None:
+async def big_get(job: TreeJob, item: Item, sess: RemoteSession) -> None:
     """One big file as ``get -P N`` does it (drsftp.client.parallel), on
     sessions of its own, its streams chosen by the job's fleet controller
     beside the small files' sessions (docs/DATASETS.md, "Sessions x streams")."""
@@ -64,7 +64,7 @@ async def big_get(job: Job, item: Item, sess: RemoteSession) -> None:
     job.finished(item, FileOutcome(local, "ok", res))
 
 
-async def _big(job: Job, item: Item, sess: RemoteSession, transfer):
+async def _big(job: TreeJob, item: Item, sess: RemoteSession, transfer):
     """``transfer(streams, on_driver)`` for a big file, its streams the job's
     fleet controller's (job.apply), starting from what -P auto would start
     with on the worker's session's path; None if it failed (retried or
@@ -81,13 +81,13 @@ async def _big(job: Job, item: Item, sess: RemoteSession, transfer):
     return res
 
 
-def cached_ok(job: Job, sess: RemoteSession) -> bool:
+def cached_ok(job: TreeJob, sess: RemoteSession) -> bool:
     """Cached data channels: a server with extended block mode (under PROT P
     its streams run TLS), no per-file HASH in between."""
     return job.jopts.cached and "PARALLEL" in sess.ctl.features and not job.topts.verify
 
 
-async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:
+async def cached_get_loop(job: TreeJob, wid: int, sess: RemoteSession) -> None:
     """Files from the job's queue on ``sess`` until the queue is empty or
     the session breaks (its unfinished files go back to the queue).  The
     session is dropped at the end: its streams are of no use to others."""
@@ -102,12 +102,12 @@ async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:
         await job.drop(sess)
 
 
-async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedPuts, request, done,
+async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | CachedPuts, request, done,
                direction: str) -> None:
     """The loop both directions share: request files ahead(), settle them
     in order; a failure after a file started breaks the session, and the
     files still on the wire go back to the queue (not theirs to pay for),
-    as does a file whose session broke before it started (Job.lost_session).
+    as does a file whose session broke before it started (TreeJob.lost_session).
     A session closed while it waited (the server's idle timeout) ends the
     loop: the worker opens another (DATASETS.md#idle)."""
     inflight: deque = deque()
@@ -169,7 +169,7 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
             job.requeue(item)
 
 
-async def _until_done(job: Job, cg: CachedGets | CachedPuts, fg: FileGet | FilePut) -> None:
+async def _until_done(job: TreeJob, cg: CachedGets | CachedPuts, fg: FileGet | FilePut) -> None:
     """The file's end, or a stall of the whole session's data."""
     last = (time.monotonic(), cg.received)
     while not fg.done.done():
@@ -195,7 +195,7 @@ def _complete(cg: CachedGets, fg: FileGet):
     return res
 
 
-async def big_put(job: Job, item: Item, sess: RemoteSession) -> None:
+async def big_put(job: TreeJob, item: Item, sess: RemoteSession) -> None:
     """One big file as ``put -P N`` does it, on sessions of its own (big_get)."""
     remote, local = job.paths(item)
     res = await _big(job, item, sess, lambda n, on_driver: parallel.put(
@@ -204,7 +204,7 @@ async def big_put(job: Job, item: Item, sess: RemoteSession) -> None:
         job.finished(item, FileOutcome(remote, "ok", res))
 
 
-async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
+async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession) -> None:
     """The put side of cached_get_loop (drsftp.client.cachedput)."""
     cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
     times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)

@@ -21,7 +21,7 @@ from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.url import FTPLocation
 from .cachedjob import big_file, big_get, big_put, cached_get_loop, cached_ok, cached_put_loop
 from .control import FTPError, os_reason
-from .job import Item, Job, JobOptions, Source, same_digest, verify
+from .job import Item, JobOptions, Source, TreeJob, same_digest, verify
 from .jobresult import FileOutcome, JobResult
 from .jobsessions import ERRORS, broken, check_cancelled, lost_before
 from .localtree import local_source_tree, local_tree
@@ -30,7 +30,7 @@ from .remote import RemoteSession, Started, _Retry
 from .remotewalk import MAX_DEPTH
 from .transfer import TransferOptions
 
-__all__ = ["MAX_DEPTH", "Job", "JobOptions", "JobResult", "run_get", "run_ls", "run_put"]
+__all__ = ["MAX_DEPTH", "JobOptions", "JobResult", "TreeJob", "run_get", "run_ls", "run_put"]
 
 
 async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: TransferOptions,
@@ -38,17 +38,17 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
     """``urls``: (location, contents) for each source, all on one server;
     ``contents`` (a trailing slash) copies a directory's contents into
     DEST rather than DEST/NAME."""
-    job = Job("get", urls[0][0], topts, jopts)
+    job = TreeJob("get", urls[0][0], topts, jopts)
     return await job.run_within_max_time(_get_job(job, urls, dest))
 
 
-async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) -> None:
+async def _get_job(job: TreeJob, urls: list[tuple[FTPLocation, bool]], dest: str) -> None:
     loc0, jopts = urls[0][0], job.jopts
     try:
         # one source with -r: most likely a directory, listed with the log-in
         listing = remote_join(loc0.path, ()) if jopts.recursive and len(urls) == 1 else None
         sess = await job.first_session(tuple(f"MLST {loc.path}" for loc, _ in urls), listing)
-        job.prefetch(min(job.allowed, len(urls)) - 1)  # (more as files are found: Job.spawn)
+        job.prefetch(min(job.allowed, len(urls)) - 1)  # (more as files are found: TreeJob.spawn)
         dest_is_dir = os.path.isdir(dest) or len(urls) > 1 or dest.endswith("/")
         for loc, contents in urls:
             entry = await sess.stat(loc.path)
@@ -121,7 +121,7 @@ async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) ->
         await job.close_spare()
 
 
-def _plan_file(job: Job, i: int, s: Source) -> None:
+def _plan_file(job: TreeJob, i: int, s: Source) -> None:
     """A file source: planned against what DEST holds of it."""
     e = s.entry
     assert e is not None  # a file source carries its stat entry (run_get)
@@ -138,7 +138,7 @@ def _plan_file(job: Job, i: int, s: Source) -> None:
     job.enqueue(i, p)
 
 
-def _apply_local(job: Job, s: Source, p: Plan) -> None:
+def _apply_local(job: TreeJob, s: Source, p: Plan) -> None:
     for rel, why in p.conflicts:
         job.report.fail(local_path(s.local, rel), why)
     for rel in p.mkdirs:
@@ -157,7 +157,7 @@ def _apply_local(job: Job, s: Source, p: Plan) -> None:
             job.report.fail(path, f"cannot delete: {exc.strerror or exc}")
 
 
-async def _get_worker(job: Job, wid: int) -> None:
+async def _get_worker(job: TreeJob, wid: int) -> None:
     """One session's loop.  The next file's commands go out when the
     current file's 226 arrives: the server has ended the transfer (it
     answers once the last data is in its socket), while the last round
@@ -264,15 +264,15 @@ async def _get_worker(job: Job, wid: int) -> None:
 
 
 async def run_put(srcs: list[str], loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> JobResult:
-    job = Job("put", loc, topts, jopts)
+    job = TreeJob("put", loc, topts, jopts)
     return await job.run_within_max_time(_put_job(job, srcs, loc))
 
 
-async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
+async def _put_job(job: TreeJob, srcs: list[str], loc: FTPLocation) -> None:
     jopts = job.jopts
     try:
         sess = await job.session()
-        job.prefetch(min(job.allowed, len(srcs)) - 1)  # (more as files are planned: Job.spawn)
+        job.prefetch(min(job.allowed, len(srcs)) - 1)  # (more as files are planned: TreeJob.spawn)
         base = loc.path
         target = await sess.stat(base)
         base_is_dir = (target is not None and target.type == DIR) or len(srcs) > 1 or base.endswith("/")
@@ -328,7 +328,7 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
         await job.close_spare()
 
 
-async def _apply_remote(job: Job, sess: RemoteSession, s: Source, p: Plan) -> None:
+async def _apply_remote(job: TreeJob, sess: RemoteSession, s: Source, p: Plan) -> None:
     """Directories made and entries deleted on the server, the commands
     pipelined (their replies come in order, RFC 959)."""
     for rel, why in p.conflicts:
@@ -355,7 +355,7 @@ async def _pipelined(sess: RemoteSession, lines: list[str]) -> list[Reply]:
     return await sess.ctl.settle([(pending, None) for pending in sent], 60)
 
 
-async def _put_worker(job: Job, wid: int) -> None:
+async def _put_worker(job: TreeJob, wid: int) -> None:
     sess: RemoteSession | None = None
     try:
         while job.may_run(wid):

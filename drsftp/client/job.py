@@ -65,7 +65,7 @@ class Item:
     lost: int = 0  # times its session broke before its transfer started (LOST_AGAIN)
 
 
-class Job(JobSessions):
+class TreeJob(JobSessions):
     def __init__(self, direction: str, loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> None:
         # sessions (-c) and a big file's streams: one controller (docs/DATASETS.md, "Sessions x streams")
         self.fleet = FleetSteering(jopts.fleet, jopts.sessions)
