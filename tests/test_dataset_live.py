@@ -16,7 +16,7 @@ from dataset_util import assert_same_tree, by_status, job_records, make_tree
 
 from drsftp.client import dataset
 from drsftp.client.dataset import JobOptions, run_get
-from drsftp.client.jobcli import _parse_src_url
+from drsftp.client.jobcli import parse_src_url
 from drsftp.client.transfer import TransferOptions
 
 
@@ -196,7 +196,7 @@ def test_symlinks_are_never_followed_out_of_the_served_root(tmp_path):
 def _run_get(srv, path, out, hook=None, **jopts):
     """The job in this process, with ``hook`` run once, when the first
     files are planned (transfers start while the walk goes on)."""
-    loc = _parse_src_url(srv.url(path), None)
+    loc = parse_src_url(srv.url(path), None)
     orig = dataset.TreeJob.enqueue
     hooked = []
 

@@ -87,6 +87,19 @@ def cached_ok(job: TreeJob, sess: RemoteSession) -> bool:
     return job.jopts.cached and "PARALLEL" in sess.ctl.features and not job.topts.verify
 
 
+async def run_cached(job: TreeJob, wid: int, item: Item, sess: RemoteSession, direction: str) -> RemoteSession | None:
+    """``item`` on a session whose server offers cached data channels
+    (cached_ok): a big file on sessions of its own beside it, ``sess``
+    still the worker's (returned); any other back to the queue for
+    ``sess``'s cached loop, which drops the session at its end (None)."""
+    if big_file(job, item):
+        await (big_get if direction == "get" else big_put)(job, item, sess)
+        return sess
+    job.requeue(item)
+    await (cached_get_loop if direction == "get" else cached_put_loop)(job, wid, sess)
+    return None
+
+
 async def cached_get_loop(job: TreeJob, wid: int, sess: RemoteSession) -> None:
     """Files from the job's queue on ``sess`` until the queue is empty or
     the session breaks (its unfinished files go back to the queue).  The

@@ -19,11 +19,11 @@ from ..ftp.listing import DIR, FILE, Entry
 from ..ftp.replies import Reply
 from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.url import FTPLocation
-from .cachedjob import big_file, big_get, big_put, cached_get_loop, cached_ok, cached_put_loop
+from .cachedjob import cached_ok, run_cached
 from .control import FTPError, os_reason
 from .job import Item, JobOptions, Source, TreeJob, same_digest, verify
 from .jobresult import FileOutcome, JobResult
-from .jobsessions import ERRORS, broken, check_cancelled, lost_before
+from .jobsessions import ERRORS, check_cancelled
 from .localtree import local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
 from .remote import RemoteSession, Started, _Retry
@@ -199,23 +199,10 @@ async def _get_worker(job: TreeJob, wid: int) -> None:
                         continue
                     break
                 st = None
-                if sess is not None and sess.ctl.lost:  # closed while it waited (the server's idle timeout)
-                    await job.drop(sess)
-                    sess = None
-            if sess is None:
-                try:
-                    sess = await job.session()
-                except ERRORS as exc:
-                    job.requeue(item)
-                    raise FTPError(f"cannot open a session: {exc}") from exc
-            if st is None and cached_ok(job, sess) and big_file(job, item):
-                await big_get(job, item, sess)
-                continue
+                sess = await job.session_for(item, sess)
+            assert sess is not None  # (a file's commands go ahead on a session: send_ahead)
             if st is None and cached_ok(job, sess):
-                job.requeue(item)
-                cached: RemoteSession = sess
-                sess = None  # dropped by the loop
-                await cached_get_loop(job, wid, cached)
+                sess = await run_cached(job, wid, item, sess, "get")
                 continue
             remote, local = job.paths(item)
             begun = sess.transfers
@@ -245,12 +232,7 @@ async def _get_worker(job: TreeJob, wid: int) -> None:
                     res.sha256 = await verify(sess, remote, local)
                 job.finished(item, FileOutcome(local, "ok", res))
             except ERRORS as exc:
-                job.active.pop(wid, None)
-                if lost_before(sess, begun, exc):
-                    job.lost_session(item, exc)  # (before the server started it)
-                else:
-                    job.retry_or_fail(item, exc)
-                if broken(exc):
+                if job.failed_on(wid, item, sess, begun, exc):
                     if ahead is not None:
                         job.requeue(ahead[0])
                         ahead = None
@@ -363,27 +345,11 @@ async def _put_worker(job: TreeJob, wid: int) -> None:
             item = job.queue.pop() if job.queue else None
             if item is None:
                 break
-            if sess is not None and sess.ctl.lost:
-                await job.drop(sess)
-                sess = None
-            if sess is None:
-                try:
-                    sess = await job.session()
-                except ERRORS as exc:
-                    job.requeue(item)
-                    raise FTPError(f"cannot open a session: {exc}") from exc
+            sess = await job.session_for(item, sess)
             if cached_ok(job, sess):
-                if big_file(job, item):
-                    await big_put(job, item, sess)
-                    continue
-                job.requeue(item)
-                cached: RemoteSession = sess
-                sess = None  # dropped by the loop
-                await cached_put_loop(job, wid, cached)
+                sess = await run_cached(job, wid, item, sess, "put")
                 continue
-            s = job.sources[item.src]
-            local = s.local if s.kind == FILE else local_path(s.local, item.t.rel)
-            remote = s.remote if s.kind == FILE else remote_join(s.remote, item.t.rel)
+            remote, local = job.paths(item)
             begun = sess.transfers
             try:
                 if item.check and await same_digest(sess, remote, local):
@@ -398,12 +364,7 @@ async def _put_worker(job: TreeJob, wid: int) -> None:
                     res.sha256 = await verify(sess, remote, local)
                 job.finished(item, FileOutcome(remote, "ok", res))
             except ERRORS as exc:
-                job.active.pop(wid, None)
-                if lost_before(sess, begun, exc):
-                    job.lost_session(item, exc)  # (before the server started it)
-                else:
-                    job.retry_or_fail(item, exc)
-                if broken(exc):
+                if job.failed_on(wid, item, sess, begun, exc):
                     await job.drop(sess)
                     sess = None
     finally:

@@ -19,11 +19,7 @@ from ..tuning.fleet import Change, FleetConfig, Kind
 from .control import FTPError
 from .jobfleet import FleetSteering, samples_of
 from .jobresult import FileOutcome, JobReport, JobResult
-from .jobsessions import (
-    LOST_AGAIN,
-    JobSessions,
-    idle_wait,
-)
+from .jobsessions import ERRORS, LOST_AGAIN, JobSessions, broken, idle_wait, lost_before
 from .plan import Plan, Rel, Stat, Transfer
 from .remote import RemoteSession
 from .remotewalk import Found, RemoteWalk
@@ -310,6 +306,34 @@ class TreeJob(JobSessions):
         if outcome.result is not None:
             self.done_bytes += outcome.result.bytes
         self.report.record(outcome)
+
+    async def session_for(self, item: Item, sess: RemoteSession | None) -> RemoteSession:
+        """A worker's session for ``item``: its own, or another if it has
+        none or the server closed it while it waited (its idle timeout,
+        DATASETS.md#idle).  If none can be opened, ``item`` goes back to
+        the queue and the worker ends (run_queue: the server takes no more)."""
+        if sess is not None and sess.ctl.lost:
+            await self.drop(sess)
+            sess = None
+        if sess is not None:
+            return sess
+        try:
+            return await self.session()
+        except ERRORS as exc:
+            self.requeue(item)
+            raise FTPError(f"cannot open a session: {exc}") from exc
+
+    def failed_on(self, wid: int, item: Item, sess: RemoteSession, begun: int, exc: BaseException) -> bool:
+        """``item`` failed on worker ``wid``'s session, whose transfer count
+        was ``begun`` when it was asked: back to the queue free if the
+        session was lost before the server started it, else retried or
+        failed (--retries).  True: the session is broken (the worker drops it)."""
+        self.active.pop(wid, None)
+        if lost_before(sess, begun, exc):
+            self.lost_session(item, exc)
+        else:
+            self.retry_or_fail(item, exc)
+        return broken(exc)
 
     def lost_session(self, item: Item, exc: BaseException) -> None:
         """Its session broke before the server started its transfer (a
