@@ -1,6 +1,8 @@
 """A dataset job's worker on a cached extended-block session
 (drsftp.client.cachedget, cachedput): it keeps files requested ahead on
-its session (ahead()) and records each as it completes, in order."""
+its session (ahead()) and records each as it completes, in order; a big
+file runs on sessions of its own (docs/DATASETS.md, "Cached data
+channels", "Sessions x streams: one controller")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
 """Dataset jobs: `drsftp get -r`, `put -r`, several sources in one call,
-`--sync`, and `drsftp ls`.  Walk the source (and the destination), plan
+`--sync`, and `drsftp ls` (docs/DATASETS.md, "What a job does").  Walk the
+source (and the destination: drsftp.client.remotewalk, localtree), plan
 (drsftp.client.plan), then run the plan on the job's sessions
-(drsftp.client.job).
+(drsftp.client.job), a worker each.
 
 Every local name is built from checked components (drsftp.ftp.safepath):
-nothing a server lists can make the client write outside DEST.
+nothing a server lists can make the client write outside DEST
+(DATASETS.md, "Failures and bad input").
 """
 
 from __future__ import annotations
@@ -316,13 +318,13 @@ async def _apply_remote(job: TreeJob, sess: RemoteSession, s: Source, p: Plan) -
     for rel, why in p.conflicts:
         job.report.fail(remote_join(s.remote, rel), why)
     made = await _pipelined(sess, [f"MKD {remote_join(s.remote, rel)}" for rel in p.mkdirs])
-    for rel, reply in zip(p.mkdirs, made, strict=True):
+    for rel, reply in zip(p.mkdirs, made):
         if reply.code != 257:
             job.report.fail(remote_join(s.remote, rel), f"cannot make directory: {reply}")
     for rel in p.skipped:
         job.report.record(FileOutcome(remote_join(s.remote, rel), "skipped"))
     paths = [remote_join(s.remote, rel) for rel in p.deletes]
-    for path, reply in zip(paths, await _pipelined(sess, [f"DELE {path}" for path in paths]), strict=True):
+    for path, reply in zip(paths, await _pipelined(sess, [f"DELE {path}" for path in paths])):
         if reply.code == 550:
             reply = await sess.ctl.command(f"RMD {path}")  # a directory (its children went first)
         if reply.code in (250, 200):

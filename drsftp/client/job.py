@@ -1,8 +1,11 @@
-"""The engine of dataset jobs: N sessions sharing one queue of files
-(-c N, or -c auto: sessions and a big file's streams chosen by one
-controller, drsftp.tuning.fleet), the directory walk on the
-same sessions, per-file outcomes, the job's bar (drsftp.client.jobview).
-A file that fails is reported and skipped; the rest go on."""
+"""A dataset job (docs/DATASETS.md, "What a job does"): its sources, one
+queue of planned files taken largest first by its workers, a session
+each (-c N, or -c auto: drsftp.client.jobfleet, "Sessions x streams"),
+while the walk (drsftp.client.remotewalk) may still be finding more
+("Transfers start during the walk"). A file that fails is reported and
+skipped, the rest go on ("Failures and bad input"); each outcome goes to
+the job's report (drsftp.client.jobresult), its sessions are kept by
+drsftp.client.jobsessions ("Idle sessions")."""
 
 from __future__ import annotations
 
@@ -62,6 +65,9 @@ class Item:
 
 
 class TreeJob(JobSessions):
+    """One get or put of a tree (or of several sources) on one server: its
+    sessions (JobSessions), its queue and workers, its report."""
+
     def __init__(self, direction: str, loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> None:
         # sessions (-c) and a big file's streams: one controller (docs/DATASETS.md, "Sessions x streams")
         self.fleet = FleetSteering(jopts.fleet, jopts.sessions)

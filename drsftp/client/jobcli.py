@@ -1,5 +1,6 @@
 """The command line of dataset jobs: `get`/`put` with -r, several sources,
---sync, -c; and `ls`.  drsftp.cli hands these over here."""
+--sync, -c; and `ls` (docs/DATASETS.md, "Usage").  drsftp.cli hands these
+over here."""
 
 from __future__ import annotations
 
