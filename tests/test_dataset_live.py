@@ -16,7 +16,7 @@ from dataset_util import assert_same_tree, by_status, job_records, make_tree
 
 from drsftp.client import dataset
 from drsftp.client.dataset import JobOptions, run_get
-from drsftp.client.jobcli import _parse_src_url
+from drsftp.client.jobcli import parse_src_url
 from drsftp.client.transfer import TransferOptions
 
 
@@ -196,8 +196,8 @@ def test_symlinks_are_never_followed_out_of_the_served_root(tmp_path):
 def _run_get(srv, path, out, hook=None, **jopts):
     """The job in this process, with ``hook`` run once, when the first
     files are planned (transfers start while the walk goes on)."""
-    loc = _parse_src_url(srv.url(path), None)
-    orig = dataset.Job.enqueue
+    loc = parse_src_url(srv.url(path), None)
+    orig = dataset.TreeJob.enqueue
     hooked = []
 
     def enqueue(self, i, p):
@@ -206,11 +206,11 @@ def _run_get(srv, path, out, hook=None, **jopts):
             hooked.append(p)
             hook(p)
 
-    dataset.Job.enqueue = enqueue
+    dataset.TreeJob.enqueue = enqueue
     try:
         return asyncio.run(run_get([loc], str(out), TransferOptions(), JobOptions(recursive=True, **jopts)))
     finally:
-        dataset.Job.enqueue = orig
+        dataset.TreeJob.enqueue = orig
 
 
 def test_files_that_vanish_or_change_after_the_walk_fail_alone(tree_server, tmp_path):

@@ -325,7 +325,7 @@ class _SlowListing:
 
 
 def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
-    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.job import JobOptions, TreeJob
     from drsftp.client.transfer import TransferOptions
     from drsftp.ftp.url import FTPLocation
 
@@ -334,7 +334,7 @@ def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
 
     async def main():
         log: list = []
-        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+        job = TreeJob("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
                   JobOptions(recursive=True, sessions=2, progress=False))
         job.walking = True
         trees = await job.walk_remote([(0, "/d")], lambda i, found: log.append(("found", sorted(found))),
@@ -348,12 +348,12 @@ def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
 
 
 def test_workers_wait_for_the_walk_and_wake_on_new_files():
-    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.job import JobOptions, TreeJob
     from drsftp.client.transfer import TransferOptions
     from drsftp.ftp.url import FTPLocation
 
     async def main():
-        job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+        job = TreeJob("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
                   JobOptions(recursive=True, sessions=2, progress=False))
         job.walking = True
         waiter = asyncio.ensure_future(job.more())
@@ -393,10 +393,10 @@ class _Ctl:
         self.writer = type("Writer", (), {"is_closing": lambda _: False})()
 
     @property
-    def _closed(self) -> bool:
+    def closed(self) -> bool:
         return self.lost
 
-    def start(self, line):
+    def send_unwaited(self, line):
         from drsftp.client.control import FTPError
 
         if self.lost:
@@ -436,11 +436,11 @@ class _Breaking(_SlowListing):
 
 
 def _job(sessions, walking=True):
-    from drsftp.client.job import Job, JobOptions
+    from drsftp.client.job import JobOptions, TreeJob
     from drsftp.client.transfer import TransferOptions
     from drsftp.ftp.url import FTPLocation
 
-    job = Job("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
+    job = TreeJob("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
               JobOptions(recursive=True, sessions=sessions, progress=False))
     job.walking = walking  # files move meanwhile: the workers hold their sessions
     job.live = 1
@@ -613,7 +613,7 @@ def test_a_deep_walk_lists_on_sessions_of_its_own_under_c_auto():
     """More directories waiting than the walk's sessions can take: under
     -c auto it opens more, so listings overlap (each costs round trips),
     at most WALK_LISTERS; they go to the workers afterwards."""
-    from drsftp.client.job import WALK_LISTERS
+    from drsftp.client.remotewalk import WALK_LISTERS
 
     async def opener(parts, stats):
         return _Counting(parts, stats)
@@ -632,7 +632,7 @@ def test_the_walks_own_sessions_beyond_what_workers_take_are_closed_at_its_end()
 
     async def opener(parts, stats):
         opened.append(_Counting(parts, stats))
-        job_ref[0].live += 1  # (Job.session counts what it opens)
+        job_ref[0].live += 1  # (TreeJob.session counts what it opens)
         return opened[-1]
 
     job_ref: list = []
@@ -677,7 +677,7 @@ def test_refused_listers_stay_to_reopen_when_the_walks_session_breaks():
     reopens, and only the directory being listed fails (before: 22 of 24,
     the refused listers having ended)."""
     from drsftp.client.control import FTPError
-    from drsftp.client.job import WALK_LISTERS
+    from drsftp.client.remotewalk import WALK_LISTERS
 
     state = {"full": True}
     opens = {"refused": 0}
@@ -705,7 +705,7 @@ def test_a_hanging_open_holds_no_directory_back():
     """A lister opening a session (up to the 15 s connect timeout) holds
     no directory meanwhile: the walk's session lists them all, and the
     walk ends while the opens still hang."""
-    from drsftp.client.job import WALK_LISTERS
+    from drsftp.client.remotewalk import WALK_LISTERS
 
     async def opener(parts, stats):
         await asyncio.Event().wait()  # a server that never answers
@@ -765,7 +765,7 @@ def test_a_file_whose_session_breaks_before_it_started_pays_no_try_but_cannot_lo
 
 
 def test_an_idle_session_sends_noop_every_keepalive_interval_but_not_while_a_reply_is_awaited(monkeypatch):
-    from drsftp.client import job as jobmod
+    from drsftp.client import jobsessions as jobmod
 
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
 
@@ -782,7 +782,7 @@ def test_an_idle_session_sends_noop_every_keepalive_interval_but_not_while_a_rep
 
 
 def test_workers_waiting_for_the_walk_keep_their_session_alive(monkeypatch):
-    from drsftp.client import job as jobmod
+    from drsftp.client import jobsessions as jobmod
 
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
 
@@ -817,7 +817,7 @@ def test_a_spare_session_the_server_closed_is_not_handed_out():
 def test_spare_sessions_are_kept_alive_while_a_walk_runs_before_any_file_moves(monkeypatch):
     """--delete (and put --sync) walk first: the job's spare sessions idle
     through the whole walk with no worker and no monitor yet."""
-    from drsftp.client import job as jobmod
+    from drsftp.client import jobsessions as jobmod
 
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
 

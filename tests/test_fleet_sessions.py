@@ -11,7 +11,7 @@ from conftest import PASSWORD, PY, USER, ServerProcess, drsftp, make_file, runni
 from dataset_util import assert_same_tree
 
 from drsftp.client.dataset import JobOptions, run_get
-from drsftp.client.jobcli import _parse_src_url
+from drsftp.client.jobcli import parse_src_url
 from drsftp.client.transfer import TransferOptions
 from drsftp.tuning.fleet import FleetConfig
 
@@ -28,7 +28,7 @@ def _logins(srv) -> int:
 
 
 def _job(srv, path, out, **jopts):
-    return asyncio.run(run_get([_parse_src_url(srv.url(path), None)], str(out), TransferOptions(progress=False),
+    return asyncio.run(run_get([parse_src_url(srv.url(path), None)], str(out), TransferOptions(progress=False),
                                JobOptions(recursive=True, **jopts)))
 
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from conftest import make_file, running_server
 
-from drsftp.client import job as jobmod
+from drsftp.client import jobsessions as jobmod
 from drsftp.client import remote
 from drsftp.client.control import ControlConnection
 from drsftp.client.dataset import run_get

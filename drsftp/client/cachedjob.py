@@ -1,6 +1,8 @@
 """A dataset job's worker on a cached extended-block session
 (drsftp.client.cachedget, cachedput): it keeps files requested ahead on
-its session (ahead()) and records each as it completes, in order."""
+its session (ahead()) and records each as it completes, in order; a big
+file runs on sessions of its own (docs/DATASETS.md, "Cached data
+channels", "Sessions x streams: one controller")."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from . import parallel
 from .cachedget import CachedGets, FileGet
 from .cachedput import CachedPuts, FilePut
 from .control import FTPError
-from .job import ERRORS, Item, Job, Outcome, broken, check_cancelled, same_digest
+from .job import Item, TreeJob, same_digest
+from .jobresult import FileOutcome
+from .jobsessions import ERRORS, broken, check_cancelled
 from .remote import RemoteSession
 
 BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions of its own
@@ -25,7 +29,7 @@ BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions 
 MIN_AHEAD, MAX_AHEAD = 2, {"get": 32, "put": 16}
 
 
-def ahead(job: Job, session: CachedGets | CachedPuts, inflight: deque, direction: str) -> bool:
+def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direction: str) -> bool:
     """Whether to request one more file: while the files on the wire hold
     less than two round trips of the session's rate, so the next file's
     command is at the server before the current one ends (a 64 KiB file
@@ -41,12 +45,12 @@ def ahead(job: Job, session: CachedGets | CachedPuts, inflight: deque, direction
     return left < 2 * session.rate(2 * rtt) * rtt  # (the rate now: the last two RTTs' in a slow start)
 
 
-def big_file(job: Job, item: Item) -> bool:
+def big_file(job: TreeJob, item: Item) -> bool:
     """A file worth streams of its own beside the small ones' sessions."""
     return not item.check and (item.t.size or 0) >= BIG_FILE and job.jopts.streams < StreamsConfig().start
 
 
-async def big_get(job: Job, item: Item, sess: RemoteSession) -> None:
+async def big_get(job: TreeJob, item: Item, sess: RemoteSession) -> None:
     """One big file as ``get -P N`` does it (drsftp.client.parallel), on
     sessions of its own, its streams chosen by the job's fleet controller
     beside the small files' sessions (docs/DATASETS.md, "Sessions x streams")."""
@@ -59,10 +63,10 @@ async def big_get(job: Job, item: Item, sess: RemoteSession) -> None:
         return
     if item.t.mtime is not None and res.total_size == item.t.size:
         os.utime(local, (item.t.mtime, item.t.mtime))
-    job.finished(item, Outcome(local, "ok", res))
+    job.finished(item, FileOutcome(local, "ok", res))
 
 
-async def _big(job: Job, item: Item, sess: RemoteSession, transfer):
+async def _big(job: TreeJob, item: Item, sess: RemoteSession, transfer):
     """``transfer(streams, on_driver)`` for a big file, its streams the job's
     fleet controller's (job.apply), starting from what -P auto would start
     with on the worker's session's path; None if it failed (retried or
@@ -79,13 +83,26 @@ async def _big(job: Job, item: Item, sess: RemoteSession, transfer):
     return res
 
 
-def cached_ok(job: Job, sess: RemoteSession) -> bool:
+def cached_ok(job: TreeJob, sess: RemoteSession) -> bool:
     """Cached data channels: a server with extended block mode (under PROT P
     its streams run TLS), no per-file HASH in between."""
     return job.jopts.cached and "PARALLEL" in sess.ctl.features and not job.topts.verify
 
 
-async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:
+async def run_cached(job: TreeJob, wid: int, item: Item, sess: RemoteSession, direction: str) -> RemoteSession | None:
+    """``item`` on a session whose server offers cached data channels
+    (cached_ok): a big file on sessions of its own beside it, ``sess``
+    still the worker's (returned); any other back to the queue for
+    ``sess``'s cached loop, which drops the session at its end (None)."""
+    if big_file(job, item):
+        await (big_get if direction == "get" else big_put)(job, item, sess)
+        return sess
+    job.requeue(item)
+    await (cached_get_loop if direction == "get" else cached_put_loop)(job, wid, sess)
+    return None
+
+
+async def cached_get_loop(job: TreeJob, wid: int, sess: RemoteSession) -> None:
     """Files from the job's queue on ``sess`` until the queue is empty or
     the session breaks (its unfinished files go back to the queue).  The
     session is dropped at the end: its streams are of no use to others."""
@@ -94,18 +111,18 @@ async def cached_get_loop(job: Job, wid: int, sess: RemoteSession) -> None:
         cg.open()
         await _run(job, wid, sess, cg, lambda item, remote, local: cg.request(
             remote, local, item.t.size, item.t.resume_from, item.t.mtime),
-            lambda item, fg: job.finished(item, Outcome(fg.local, "ok", _complete(cg, fg))), "get")
+            lambda item, fg: job.finished(item, FileOutcome(fg.local, "ok", _complete(cg, fg))), "get")
     finally:
         await cg.close()
         await job.drop(sess)
 
 
-async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedPuts, request, done,
+async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | CachedPuts, request, done,
                direction: str) -> None:
     """The loop both directions share: request files ahead(), settle them
     in order; a failure after a file started breaks the session, and the
     files still on the wire go back to the queue (not theirs to pay for),
-    as does a file whose session broke before it started (Job.lost_session).
+    as does a file whose session broke before it started (TreeJob.lost_session).
     A session closed while it waited (the server's idle timeout) ends the
     loop: the worker opens another (DATASETS.md#idle)."""
     inflight: deque = deque()
@@ -126,7 +143,7 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
                 try:
                     if item.check:
                         if await same_digest(sess, remote, local):
-                            job.finished(item, Outcome(local if direction == "get" else remote, "skipped"))
+                            job.finished(item, FileOutcome(local if direction == "get" else remote, "skipped"))
                             continue
                         item.check = False
                     inflight.append((item, request(item, remote, local)))
@@ -167,7 +184,7 @@ async def _run(job: Job, wid: int, sess: RemoteSession, cs: CachedGets | CachedP
             job.requeue(item)
 
 
-async def _until_done(job: Job, cg: CachedGets | CachedPuts, fg: FileGet | FilePut) -> None:
+async def _until_done(job: TreeJob, cg: CachedGets | CachedPuts, fg: FileGet | FilePut) -> None:
     """The file's end, or a stall of the whole session's data."""
     last = (time.monotonic(), cg.received)
     while not fg.done.done():
@@ -193,16 +210,16 @@ def _complete(cg: CachedGets, fg: FileGet):
     return res
 
 
-async def big_put(job: Job, item: Item, sess: RemoteSession) -> None:
+async def big_put(job: TreeJob, item: Item, sess: RemoteSession) -> None:
     """One big file as ``put -P N`` does it, on sessions of its own (big_get)."""
     remote, local = job.paths(item)
     res = await _big(job, item, sess, lambda n, on_driver: parallel.put(
         local, replace(job.loc, path=remote), job.topts, n, on_driver=on_driver))
     if res is not None:
-        job.finished(item, Outcome(remote, "ok", res))
+        job.finished(item, FileOutcome(remote, "ok", res))
 
 
-async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
+async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession) -> None:
     """The put side of cached_get_loop (drsftp.client.cachedput)."""
     cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
     times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)
@@ -210,8 +227,8 @@ async def cached_put_loop(job: Job, wid: int, sess: RemoteSession) -> None:
     def done(item: Item, fp: FilePut) -> None:
         res = cp.file_result(fp, time.monotonic() - (fp.started or time.monotonic()))
         if "MFMT" in sess.ctl.features:
-            times.append(sess.ctl.start(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
-        job.finished(item, Outcome(fp.remote, "ok", res))
+            times.append(sess.ctl.send_unwaited(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
+        job.finished(item, FileOutcome(fp.remote, "ok", res))
 
     try:
         try:

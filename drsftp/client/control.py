@@ -307,3 +307,16 @@ class ControlConnection:
     def family(self) -> int:
         sock = self.writer.get_extra_info("socket")
         return sock.family if sock is not None else socket.AF_INET
+
+    # -- commands whose replies are read later, or dropped; the close -----------
+    def send_unwaited(self, line: str) -> Pending:
+        """``line`` sent without waiting for the replies before it
+        (pipelined: replies come in command order, RFC 959 sec. 4.2): a
+        batch of MKD or DELE read with :meth:`settle`, an MFMT after a
+        file, an idle session's NOOP (its reply paired and dropped)."""
+        return self.start(line)
+
+    @property
+    def closed(self) -> bool:
+        """Closed here (:meth:`close`); :attr:`lost` counts the server's close too."""
+        return self._closed

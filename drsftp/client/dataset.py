@@ -1,10 +1,12 @@
 """Dataset jobs: `drsftp get -r`, `put -r`, several sources in one call,
-`--sync`, and `drsftp ls`.  Walk the source (and the destination), plan
+`--sync`, and `drsftp ls` (docs/DATASETS.md, "What a job does").  Walk the
+source (and the destination: drsftp.client.remotewalk, localtree), plan
 (drsftp.client.plan), then run the plan on the job's sessions
-(drsftp.client.job).
+(drsftp.client.job), a worker each.
 
 Every local name is built from checked components (drsftp.ftp.safepath):
-nothing a server lists can make the client write outside DEST.
+nothing a server lists can make the client write outside DEST
+(DATASETS.md, "Failures and bad input").
 """
 
 from __future__ import annotations
@@ -16,31 +18,21 @@ import stat as statmod
 from dataclasses import replace
 
 from ..ftp.listing import DIR, FILE, Entry
+from ..ftp.replies import Reply
 from ..ftp.safepath import check_name, local_path, remote_join
 from ..ftp.url import FTPLocation
-from .cachedjob import big_file, big_get, big_put, cached_get_loop, cached_ok, cached_put_loop
+from .cachedjob import cached_ok, run_cached
 from .control import FTPError, os_reason
-from .job import (
-    ERRORS,
-    MAX_DEPTH,
-    Item,
-    Job,
-    JobOptions,
-    JobResult,
-    Outcome,
-    Source,
-    broken,
-    check_cancelled,
-    lost_before,
-    same_digest,
-    verify,
-)
+from .job import Item, JobOptions, Source, TreeJob, same_digest, verify
+from .jobresult import FileOutcome, JobResult
+from .jobsessions import ERRORS, check_cancelled
 from .localtree import local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
 from .remote import RemoteSession, Started, _Retry
+from .remotewalk import MAX_DEPTH
 from .transfer import TransferOptions
 
-__all__ = ["MAX_DEPTH", "Job", "JobOptions", "JobResult", "run_get", "run_ls", "run_put"]
+__all__ = ["MAX_DEPTH", "JobOptions", "JobResult", "TreeJob", "run_get", "run_ls", "run_put"]
 
 
 async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: TransferOptions,
@@ -48,27 +40,27 @@ async def run_get(urls: list[tuple[FTPLocation, bool]], dest: str, topts: Transf
     """``urls``: (location, contents) for each source, all on one server;
     ``contents`` (a trailing slash) copies a directory's contents into
     DEST rather than DEST/NAME."""
-    job = Job("get", urls[0][0], topts, jopts)
+    job = TreeJob("get", urls[0][0], topts, jopts)
     return await job.run_within_max_time(_get_job(job, urls, dest))
 
 
-async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) -> None:
+async def _get_job(job: TreeJob, urls: list[tuple[FTPLocation, bool]], dest: str) -> None:
     loc0, jopts = urls[0][0], job.jopts
     try:
         # one source with -r: most likely a directory, listed with the log-in
         listing = remote_join(loc0.path, ()) if jopts.recursive and len(urls) == 1 else None
         sess = await job.first_session(tuple(f"MLST {loc.path}" for loc, _ in urls), listing)
-        job.prefetch(min(job.allowed, len(urls)) - 1)  # (more as files are found: Job.spawn)
+        job.prefetch(min(job.allowed, len(urls)) - 1)  # (more as files are found: TreeJob.spawn)
         dest_is_dir = os.path.isdir(dest) or len(urls) > 1 or dest.endswith("/")
         for loc, contents in urls:
             entry = await sess.stat(loc.path)
             if entry is None:
-                job.fail(loc.path, "no such file or directory on the server")
+                job.report.fail(loc.path, "no such file or directory on the server")
                 continue
             base = posixpath.basename(loc.path.rstrip("/"))
             name = check_name(base) if base not in ("", ".") else "ftp-root"
             if entry.type == DIR and not jopts.recursive:
-                job.fail(loc.path, "is a directory (use -r)")
+                job.report.fail(loc.path, "is a directory (use -r)")
                 continue
             if entry.type == DIR:
                 local = dest if contents or (not os.path.isdir(dest) and len(urls) == 1) else os.path.join(dest, name)
@@ -97,7 +89,7 @@ async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) ->
                 _apply_local(job, job.sources[i], p)
             except OSError as exc:
                 for t in p.transfers + p.checks:
-                    job.fail(local_path(job.sources[i].local, t.rel), f"cannot write here: {os_reason(exc)}")
+                    job.report.fail(local_path(job.sources[i].local, t.rel), f"cannot write here: {os_reason(exc)}")
                 return
             job.enqueue(i, p)
 
@@ -127,11 +119,11 @@ async def _get_job(job: Job, urls: list[tuple[FTPLocation, bool]], dest: str) ->
             job.enqueue(i, p)
         await job.run_queue(lambda wid: _get_worker(job, wid))
     finally:
-        job.view.close()
+        job.report.view.close()
         await job.close_spare()
 
 
-def _plan_file(job: Job, i: int, s: Source) -> None:
+def _plan_file(job: TreeJob, i: int, s: Source) -> None:
     """A file source: planned against what DEST holds of it."""
     e = s.entry
     assert e is not None  # a file source carries its stat entry (run_get)
@@ -148,13 +140,13 @@ def _plan_file(job: Job, i: int, s: Source) -> None:
     job.enqueue(i, p)
 
 
-def _apply_local(job: Job, s: Source, p: Plan) -> None:
+def _apply_local(job: TreeJob, s: Source, p: Plan) -> None:
     for rel, why in p.conflicts:
-        job.fail(local_path(s.local, rel), why)
+        job.report.fail(local_path(s.local, rel), why)
     for rel in p.mkdirs:
         os.makedirs(local_path(s.local, rel), exist_ok=True)
     for rel in p.skipped:
-        job.record(Outcome(local_path(s.local, rel) if rel else s.local, "skipped"))
+        job.report.record(FileOutcome(local_path(s.local, rel) if rel else s.local, "skipped"))
     for rel in p.deletes:
         path = local_path(s.local, rel)
         try:
@@ -162,12 +154,12 @@ def _apply_local(job: Job, s: Source, p: Plan) -> None:
                 os.rmdir(path)
             else:
                 os.unlink(path)
-            job.record(Outcome(path, "deleted"))
+            job.report.record(FileOutcome(path, "deleted"))
         except OSError as exc:
-            job.fail(path, f"cannot delete: {exc.strerror or exc}")
+            job.report.fail(path, f"cannot delete: {exc.strerror or exc}")
 
 
-async def _get_worker(job: Job, wid: int) -> None:
+async def _get_worker(job: TreeJob, wid: int) -> None:
     """One session's loop.  The next file's commands go out when the
     current file's 226 arrives: the server has ended the transfer (it
     answers once the last data is in its socket), while the last round
@@ -209,30 +201,17 @@ async def _get_worker(job: Job, wid: int) -> None:
                         continue
                     break
                 st = None
-                if sess is not None and sess.ctl.lost:  # closed while it waited (the server's idle timeout)
-                    await job.drop(sess)
-                    sess = None
-            if sess is None:
-                try:
-                    sess = await job.session()
-                except ERRORS as exc:
-                    job.requeue(item)
-                    raise FTPError(f"cannot open a session: {exc}") from exc
-            if st is None and cached_ok(job, sess) and big_file(job, item):
-                await big_get(job, item, sess)
-                continue
+                sess = await job.session_for(item, sess)
+            assert sess is not None  # (a file's commands go ahead on a session: send_ahead)
             if st is None and cached_ok(job, sess):
-                job.requeue(item)
-                cached: RemoteSession = sess
-                sess = None  # dropped by the loop
-                await cached_get_loop(job, wid, cached)
+                sess = await run_cached(job, wid, item, sess, "get")
                 continue
             remote, local = job.paths(item)
             begun = sess.transfers
             try:
                 if item.check:
                     if await same_digest(sess, remote, local):
-                        job.finished(item, Outcome(local, "skipped"))
+                        job.finished(item, FileOutcome(local, "skipped"))
                         continue
                     item.check = False
                 lines = lines_of(item)
@@ -253,14 +232,9 @@ async def _get_worker(job: Job, wid: int) -> None:
                 res = await t.finish(item.t.mtime)
                 if job.topts.verify:
                     res.sha256 = await verify(sess, remote, local)
-                job.finished(item, Outcome(local, "ok", res))
+                job.finished(item, FileOutcome(local, "ok", res))
             except ERRORS as exc:
-                job.active.pop(wid, None)
-                if lost_before(sess, begun, exc):
-                    job.lost_session(item, exc)  # (before the server started it)
-                else:
-                    job.retry_or_fail(item, exc)
-                if broken(exc):
+                if job.failed_on(wid, item, sess, begun, exc):
                     if ahead is not None:
                         job.requeue(ahead[0])
                         ahead = None
@@ -270,20 +244,19 @@ async def _get_worker(job: Job, wid: int) -> None:
         job.active.pop(wid, None)
         if ahead is not None:
             job.requeue(ahead[0])
-        if sess is not None and not sess.ctl._closed:
-            job.spare.append(sess)
+        job.give_back(sess)
 
 
 async def run_put(srcs: list[str], loc: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> JobResult:
-    job = Job("put", loc, topts, jopts)
+    job = TreeJob("put", loc, topts, jopts)
     return await job.run_within_max_time(_put_job(job, srcs, loc))
 
 
-async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
+async def _put_job(job: TreeJob, srcs: list[str], loc: FTPLocation) -> None:
     jopts = job.jopts
     try:
         sess = await job.session()
-        job.prefetch(min(job.allowed, len(srcs)) - 1)  # (more as files are planned: Job.spawn)
+        job.prefetch(min(job.allowed, len(srcs)) - 1)  # (more as files are planned: TreeJob.spawn)
         base = loc.path
         target = await sess.stat(base)
         base_is_dir = (target is not None and target.type == DIR) or len(srcs) > 1 or base.endswith("/")
@@ -292,7 +265,7 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
             name = check_name(os.path.basename(os.path.normpath(src)))
             if os.path.isdir(src):
                 if not jopts.recursive:
-                    job.fail(src, "is a directory (use -r)")
+                    job.report.fail(src, "is a directory (use -r)")
                     continue
                 remote = base if contents or (target is None and len(srcs) == 1) else remote_join(base, (name,))
                 job.sources.append(Source(remote, src, DIR))
@@ -300,7 +273,7 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
                 remote = remote_join(base, (name,)) if base_is_dir else base
                 job.sources.append(Source(remote, src, FILE))
             else:
-                job.fail(src, "no such file or directory")
+                job.report.fail(src, "no such file or directory")
         if base_is_dir and target is None and job.sources:
             reply = await sess.ctl.command(f"MKD {base.rstrip('/')}")
             if reply.code != 257:
@@ -321,7 +294,7 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
         sess = await job.session()
         for i, s in enumerate(job.sources):
             if s.kind == DIR:
-                source = local_source_tree(s.local, job.fail)
+                source = local_source_tree(s.local, job.report.fail)
                 dest = have.get(i, {}) if s.entry is not None and s.entry.type == DIR else {}
                 p = plan(source, dest, sync=jopts.sync, checksum=jopts.checksum, delete=jopts.delete)
                 if s.entry is None:
@@ -335,37 +308,38 @@ async def _put_job(job: Job, srcs: list[str], loc: FTPLocation) -> None:
         job.spare.append(sess)
         await job.run_queue(lambda wid: _put_worker(job, wid))
     finally:
-        job.view.close()
+        job.report.view.close()
         await job.close_spare()
 
 
-async def _apply_remote(job: Job, sess: RemoteSession, s: Source, p: Plan) -> None:
+async def _apply_remote(job: TreeJob, sess: RemoteSession, s: Source, p: Plan) -> None:
     """Directories made and entries deleted on the server, the commands
     pipelined (their replies come in order, RFC 959)."""
     for rel, why in p.conflicts:
-        job.fail(remote_join(s.remote, rel), why)
-    mkd = [(rel, sess.ctl.start(f"MKD {remote_join(s.remote, rel)}")) for rel in p.mkdirs]
-    for rel, token in mkd:
-        reply = await sess.ctl._wait(token.final, 60)
+        job.report.fail(remote_join(s.remote, rel), why)
+    made = await _pipelined(sess, [f"MKD {remote_join(s.remote, rel)}" for rel in p.mkdirs])
+    for rel, reply in zip(p.mkdirs, made):
         if reply.code != 257:
-            job.fail(remote_join(s.remote, rel), f"cannot make directory: {reply}")
+            job.report.fail(remote_join(s.remote, rel), f"cannot make directory: {reply}")
     for rel in p.skipped:
-        job.record(Outcome(remote_join(s.remote, rel), "skipped"))
-    dels = []
-    for rel in p.deletes:
-        path = remote_join(s.remote, rel)
-        dels.append((path, sess.ctl.start(f"DELE {path}")))
-    for path, token in dels:
-        reply = await sess.ctl._wait(token.final, 60)
+        job.report.record(FileOutcome(remote_join(s.remote, rel), "skipped"))
+    paths = [remote_join(s.remote, rel) for rel in p.deletes]
+    for path, reply in zip(paths, await _pipelined(sess, [f"DELE {path}" for path in paths])):
         if reply.code == 550:
             reply = await sess.ctl.command(f"RMD {path}")  # a directory (its children went first)
         if reply.code in (250, 200):
-            job.record(Outcome(path, "deleted"))
+            job.report.record(FileOutcome(path, "deleted"))
         else:
-            job.fail(path, f"cannot delete: {reply}")
+            job.report.fail(path, f"cannot delete: {reply}")
 
 
-async def _put_worker(job: Job, wid: int) -> None:
+async def _pipelined(sess: RemoteSession, lines: list[str]) -> list[Reply]:
+    """``lines`` sent back to back, then their final replies, in order."""
+    sent = [sess.ctl.send_unwaited(line) for line in lines]
+    return await sess.ctl.settle([(pending, None) for pending in sent], 60)
+
+
+async def _put_worker(job: TreeJob, wid: int) -> None:
     sess: RemoteSession | None = None
     try:
         while job.may_run(wid):
@@ -373,31 +347,15 @@ async def _put_worker(job: Job, wid: int) -> None:
             item = job.queue.pop() if job.queue else None
             if item is None:
                 break
-            if sess is not None and sess.ctl.lost:
-                await job.drop(sess)
-                sess = None
-            if sess is None:
-                try:
-                    sess = await job.session()
-                except ERRORS as exc:
-                    job.requeue(item)
-                    raise FTPError(f"cannot open a session: {exc}") from exc
+            sess = await job.session_for(item, sess)
             if cached_ok(job, sess):
-                if big_file(job, item):
-                    await big_put(job, item, sess)
-                    continue
-                job.requeue(item)
-                cached: RemoteSession = sess
-                sess = None  # dropped by the loop
-                await cached_put_loop(job, wid, cached)
+                sess = await run_cached(job, wid, item, sess, "put")
                 continue
-            s = job.sources[item.src]
-            local = s.local if s.kind == FILE else local_path(s.local, item.t.rel)
-            remote = s.remote if s.kind == FILE else remote_join(s.remote, item.t.rel)
+            remote, local = job.paths(item)
             begun = sess.transfers
             try:
                 if item.check and await same_digest(sess, remote, local):
-                    job.finished(item, Outcome(remote, "skipped"))
+                    job.finished(item, FileOutcome(remote, "skipped"))
                     continue
                 with await asyncio.to_thread(open, local, "rb") as f:
                     size = os.fstat(f.fileno()).st_size
@@ -406,20 +364,14 @@ async def _put_worker(job: Job, wid: int) -> None:
                 job.active.pop(wid, None)
                 if job.topts.verify:
                     res.sha256 = await verify(sess, remote, local)
-                job.finished(item, Outcome(remote, "ok", res))
+                job.finished(item, FileOutcome(remote, "ok", res))
             except ERRORS as exc:
-                job.active.pop(wid, None)
-                if lost_before(sess, begun, exc):
-                    job.lost_session(item, exc)  # (before the server started it)
-                else:
-                    job.retry_or_fail(item, exc)
-                if broken(exc):
+                if job.failed_on(wid, item, sess, begun, exc):
                     await job.drop(sess)
                     sess = None
     finally:
         job.active.pop(wid, None)
-        if sess is not None and not sess.ctl._closed:
-            job.spare.append(sess)
+        job.give_back(sess)
 
 
 async def run_ls(loc: FTPLocation, topts: TransferOptions) -> list[Entry]:

@@ -1,5 +1,6 @@
 """The command line of dataset jobs: `get`/`put` with -r, several sources,
---sync, -c; and `ls`.  drsftp.cli hands these over here."""
+--sync, -c; and `ls` (docs/DATASETS.md, "Usage").  drsftp.cli hands these
+over here."""
 
 from __future__ import annotations
 
@@ -68,12 +69,11 @@ def add_dataset_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--sessions", type=_sessions_arg, default=None, metavar="N",
                    help="sessions moving different files at once (1-64, or auto: chosen from measured goodput,"
                         " starting at up to 16); never more than the files waiting; default auto")
-    p.add_argument("--sync", action="store_true",
-                   help="skip files the destination holds complete (same size, not older)")
-    p.add_argument("--checksum", action="store_true",
-                   help="with --sync: compare SHA-256 (HASH) of same-size files instead of times")
-    p.add_argument("--delete", action="store_true",
-                   help="delete what the destination holds beyond the source (only with this flag)")
+    add_switches(p, {
+        "--sync": "skip files the destination holds complete (same size, not older)",
+        "--checksum": "with --sync: compare SHA-256 (HASH) of same-size files instead of times",
+        "--delete": "delete what the destination holds beyond the source (only with this flag)",
+    })
     p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
                    help="send each command after the previous reply (to measure what pipelining saves)")
     p.add_argument("--stream-mode", dest="cached", action="store_false",
@@ -91,12 +91,18 @@ def add_ls_parser(sub) -> None:
 
 
 def add_tls_opts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tls", action="store_true",
-                   help="FTPS: AUTH TLS, then control and data encrypted (ftps:// URLs: implicit TLS)")
+    add_switches(p, {
+        "--tls": "FTPS: AUTH TLS, then control and data encrypted (ftps:// URLs: implicit TLS)",
+        "--insecure": "do not check the server's TLS certificate or name (says so on stderr)",
+    })
     p.add_argument("--ca-file", metavar="FILE",
                    help="trust the CA certificates in FILE (PEM) instead of the system store")
-    p.add_argument("--insecure", action="store_true",
-                   help="do not check the server's TLS certificate or name (says so on stderr)")
+
+
+def add_switches(p: argparse.ArgumentParser, switches: dict[str, str]) -> None:
+    """Options that are off unless given (``--flag``: its help)."""
+    for flag, text in switches.items():
+        p.add_argument(flag, action="store_true", help=text)
 
 
 def wants_job(args) -> bool:
@@ -109,7 +115,7 @@ def _is_url(text: str) -> bool:
     return text.startswith(("ftp://", "ftps://"))
 
 
-def _parse_src_url(url: str, netrc: str | None) -> tuple[FTPLocation, bool]:
+def parse_src_url(url: str, netrc: str | None) -> tuple[FTPLocation, bool]:
     """A source URL; a trailing slash means 'the directory's contents'.
     ftp://host/ names the login directory."""
     parts = urllib.parse.urlsplit(url)
@@ -161,7 +167,7 @@ def run_job(args, topts) -> int:
                        progress=False if args.quiet else {"auto": None, "always": True, "never": False}[args.progress])
     *srcs, dest = args.paths
     if args.command == "get":
-        urls = [_parse_src_url(u, args.netrc) for u in srcs]
+        urls = [parse_src_url(u, args.netrc) for u in srcs]
         first = urls[0][0]
         if any((u.host, u.port, u.user) != (first.host, first.port, first.user) for u, _ in urls):
             raise JobUsageError("all sources of one call must be on the same server and user")
@@ -171,13 +177,11 @@ def run_job(args, topts) -> int:
     else:
         if any(_is_url(s) for s in srcs):
             raise JobUsageError("put reads local files: the sources must not be URLs")
-        loc, _ = _parse_src_url(dest, args.netrc)
+        loc, _ = parse_src_url(dest, args.netrc)
         result = asyncio.run(run_put(srcs, loc, topts, jopts))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"direction": result.direction, "seconds": round(result.seconds, 4),
-                       "bytes": result.bytes, "sessions_max": result.sessions_max, "stopped": result.stopped,
-                       "files": [o.as_dict() for o in result.outcomes]}, f, indent=1)
+            json.dump(result.as_dict(), f, indent=1)
     failed = result.count("failed")
     if not args.quiet:  # (as a single file's result line: also when run from a script)
         print(result.summary_line(), file=sys.stderr)
@@ -193,7 +197,7 @@ def run_ls(args) -> int:
     from .dataset import run_ls as ls
     from .transfer import TransferOptions
 
-    loc, _ = _parse_src_url(args.url, args.netrc)
+    loc, _ = parse_src_url(args.url, args.netrc)
     entries = asyncio.run(ls(loc, TransferOptions(idle_timeout=args.timeout, tls=args.tls, ca_file=args.ca_file,
                                                   insecure=args.insecure)))
     for e in entries:
