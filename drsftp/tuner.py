@@ -123,11 +123,17 @@ class SocketTuner:
         return actions.next_tick
 
     # -- DRS command payloads ----------------------------------------------
-    def report_pairs(self) -> str:
-        """Our measurements as DRS ``key=value`` pairs, read afresh."""
+    def report(self) -> dict[str, int]:
+        """Our measurements as DRS pairs, read afresh: the known values, as
+        whole numbers (docs/PROTOCOL.md, "DRS")."""
         info = self._info()
         buffers = self._read_back(self._attached) if self._attached is not None else None
-        return drscmd.format_pairs(self.ctl.report(info, buffers))
+        return {key: int(value) for key, value in self.ctl.report(info, buffers).items()
+                if value is not None and value >= 0}
+
+    def report_pairs(self) -> str:
+        """:meth:`report` as the wire's ``key=value`` text."""
+        return drscmd.format_pairs(dict(self.report()))
 
     def on_peer_pairs(self, pairs: dict[str, int]) -> None:
         self.ctl.on_peer_report(drscmd.to_report(pairs), now=self.clock())

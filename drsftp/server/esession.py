@@ -12,7 +12,7 @@ import socket
 import ssl
 import time
 
-from ..ftp import drscmd
+from ..ftp import drscmd, drsexchange
 from ..ftp.eblock import RangeSet
 from ..tuner import SocketTuner
 from ..tuning import Role
@@ -30,9 +30,6 @@ from .eblock import (
     plain_ip,
 )
 from .partfile import OVER_DIRECTORY, part_path
-
-DRS_SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans")
-DRS_SHARED = ("bytes", "rate", "wnd", "inflight", "cwnd")  # the peer's sums, split over our streams
 
 
 class ESession:
@@ -381,8 +378,10 @@ class ESession:
         return True
 
     def drs(self, pairs: dict[str, int]) -> str | None:
-        """DRS during a MODE E transfer: per-session sums (docs/PROTOCOL.md);
-        ``streams=N`` asks the sender (RETR) for N streams."""
+        """DRS during a MODE E transfer: the peer's per-session sums shared
+        over our streams, our streams' reports summed into one (docs/PROTOCOL.md,
+        "DRS in extended block mode"); ``streams=N`` asks the sender (RETR)
+        for N streams."""
         job = self.job
         if job is None:
             return None
@@ -392,25 +391,12 @@ class ESession:
         if isinstance(job, Receive):  # every open stream may carry this STOR's blocks
             streams.update(s for s in self.streams if s.role is Role.RECEIVER)
         tuners = [s.tuner for s in streams if s.tuner is not None and not s.closed]
-        if tuners:
-            share = {k: pairs[k] // len(tuners) for k in DRS_SHARED if k in pairs}
-            for t in tuners:
-                t.on_peer_pairs({**pairs, **share})
-        sums: dict[str, int] = {}
-        rtts = []
+        share = drsexchange.stream_share(pairs, len(tuners))
         for t in tuners:
-            try:
-                mine = drscmd.parse_args(t.report_pairs())
-            except drscmd.DRSArgumentError:
-                continue
-            if "rtt_us" in mine:
-                rtts.append(mine["rtt_us"])
-            for k in DRS_SUMMED:
-                if k in mine:
-                    sums[k] = sums.get(k, 0) + mine[k]
-        values: dict[str, float | int | None] = {"rtt_us": min(rtts) if rtts else None, **sums}
-        values["streams"] = sum(1 for s in streams if not s.closed)
-        return "DRS " + drscmd.format_pairs(values)
+            t.on_peer_pairs(share)
+        report = drsexchange.session_report((t.report() for t in tuners),
+                                            streams=sum(1 for s in streams if not s.closed))
+        return "DRS " + drscmd.format_pairs(dict(report))
 
     def close(self) -> None:
         if self.job is not None:
