@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..fileio import pwrite_all
+from ..ftp import blockplan
 from ..ftp.eblock import (
     BlockDecoder,
     BlockError,
@@ -58,7 +59,6 @@ log = logging.getLogger("drsftp.server")
 RECV_CHUNK = 1 << 20  # one recv_into per MiB
 SEND_CHUNK = 4 << 20  # bytes per sendfile() call
 TLS_CHUNK = 512 << 10  # plaintext per TLS write (read from the file, encrypted, queued)
-BLOCK_MIN, BLOCK_MAX = 256 << 10, 4 << 20  # block sizes the sender picks from
 MARKER_INTERVAL = 2.0  # seconds between 112/111 markers during STOR
 _LOST = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT, errno.ECONNABORTED)
 
@@ -480,27 +480,17 @@ class Send(Job):
         super().__init__(session)
         self.source = source
         total = sum(b - a for a, b in ranges)
-        self.block = min(max(total // (4 * max(streams, 1)), BLOCK_MIN), BLOCK_MAX)
-        self._plan = self._blocks(ranges, total)
+        self._plan = blockplan.BlockPlan(ranges, blockplan.block_size(total, streams))
         self.sent = 0
 
     @property
     def moved(self) -> int:
         return self.sent
 
-    def _blocks(self, ranges: list[tuple[int, int]], left: int):
-        """(offset, count) in file order; toward the end a block is at most
-        the rest over 4 x the streams (guided self-scheduling, Polychronopoulos
-        and Kuck, IEEE Trans. Computers 1987): the streams end together
-        instead of one still sending a whole block (docs/EBLOCK.md)."""
-        for a, b in ranges:
-            o = a
-            while o < b:
-                sending = sum(1 for m in self.members if not m.retire)  # (a retired stream takes no more)
-                n = min(self.block, b - o, max(BLOCK_MIN, left // (4 * max(sending, 1))))
-                yield o, n
-                o += n
-                left -= n
+    def sending(self) -> int:
+        """The streams still taking blocks (a stream retired by DRS
+        streams=N takes no more): the plan's taper divides by them."""
+        return max(sum(1 for m in self.members if not m.retire), 1)
 
     def pump(self, s: Stream) -> None:
         """Move this stream's next bytes: header, payload, next block, EOD."""
@@ -540,7 +530,7 @@ class Send(Job):
 
     def _next(self, s: Stream) -> None:
         """The stream's next block's header, or its EOD."""
-        block = None if s.retire else next(self._plan, None)
+        block = None if s.retire else self._plan.next(self.sending())
         if block is not None:
             s.pending = data_header(*block)
             s.pos, s.left = block
