@@ -17,7 +17,7 @@ from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget
 from . import config, implicit, tlsfiles, translog
 from .config import ConfigError
-from .eblock import Limits, StreamCount
+from .estreams import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
 from .users import (
     READ_PERM,

@@ -1,6 +1,7 @@
-"""MODE E commands of the control connection (GFD.20), dispatched to the
-session's ESession (eblock.py).  In MODE S every command here falls
-through to the stream-mode handler unchanged."""
+"""MODE E commands of the control connection (GFD.20; docs/EBLOCK.md,
+"Commands" and "Pipelined transfers"), dispatched to the session's
+ESession (esession.py).  In MODE S every command here falls through to
+the stream-mode handler unchanged."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from .compat import (
     mlst_facts,
     restart_idle_timer,
 )
-from .eblock import Limits, StreamCount
 from .esession import ESession
+from .estreams import Limits, StreamCount
 
 EBLOCK_CMDS = {
     "DCAU": {"perm": None, "auth": True, "arg": True,

@@ -1,8 +1,12 @@
 """MODE E state of one control connection: the commands' side of the
-extended block data path (eblock.py).  ecommands.py dispatches MODE,
-OPTS RETR, PORT/PASV, REST, RETR/STOR/MLSD, ABOR and DRS here while MODE E
-is in force (GFD.20; docs/EBLOCK.md).  Under PROT P every stream runs TLS
-(etls.py; RFC 4217), under PROT C clear text."""
+extended block data path (streams: estreams.py; transfers: esend.py,
+ereceive.py).  ecommands.py dispatches MODE, OPTS RETR, PORT/PASV, REST,
+RETR/STOR/MLSD, ABOR and DRS here while MODE E is in force (GFD.20;
+docs/EBLOCK.md, "Commands"; docs/DESIGN.md, "Extended block mode in the
+server").  DRS during a transfer speaks for the session: the peer's sums
+shared over its streams, theirs summed (drsftp/ftp/drsexchange.py;
+docs/EBLOCK.md, "DRS").  Under PROT P every stream runs TLS (etls.py;
+RFC 4217), under PROT C clear text."""
 
 from __future__ import annotations
 
@@ -17,18 +21,10 @@ from ..ftp.eblock import RangeSet
 from ..tuner import SocketTuner
 from ..tuning import Role
 from .compat import current_type, data_protected, restart_idle_timer
-from .eblock import (
-    BytesSource,
-    FileSource,
-    Job,
-    Limits,
-    Listener,
-    Receive,
-    Send,
-    Stream,
-    StreamCount,
-    plain_ip,
-)
+from .ejob import Job
+from .ereceive import Receive
+from .esend import BytesSource, FileSource, Send
+from .estreams import Limits, Listener, Stream, StreamCount, plain_ip
 from .partfile import OVER_DIRECTORY, part_path
 
 
@@ -129,6 +125,14 @@ class ESession:
         if self.listener is not None:
             self.listener.close()
             self.listener = None
+
+    def job_ended(self, job: Job, complete: bool, failed: bool) -> None:
+        """``job`` ended (``complete``: with 226), before its final reply;
+        ``failed``: the commands held behind it are not run."""
+        if self.job is job:
+            self.job = None
+        self.transfer_ended(failed)
+        self.log(job, complete)
 
     def log(self, job: Job, complete: bool) -> None:
         """The transfer log's line of a RETR or STOR (translog.py; a
