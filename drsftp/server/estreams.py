@@ -37,6 +37,7 @@ from .etls import StreamTLS
 
 log = logging.getLogger("drsftp.server")
 
+
 @dataclass
 class Limits:
     """Bounds a hostile peer cannot pass (docs/EBLOCK.md, "Limits")."""
