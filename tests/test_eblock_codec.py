@@ -1,6 +1,5 @@
 """Extended block mode codec and ledger (GFD.20), sans-IO."""
 
-import random
 import struct
 
 import pytest
@@ -188,13 +187,3 @@ def test_rangeset_equals_a_set_of_bytes(spans):
     assert covered == model
     gaps = {x for a, b in rs.missing(260) for x in range(a, b)}
     assert gaps == set(range(260)) - model
-
-
-def test_blocks_cover_a_range_exactly():
-    assert eblock.blocks(5, 25, 8) == [(5, 8), (13, 8), (21, 4)]
-    assert eblock.blocks(0, 0, 8) == []
-    rnd = random.Random(1)
-    for _ in range(20):
-        a, b, s = rnd.randrange(100), rnd.randrange(100, 300), rnd.randrange(1, 40)
-        bl = eblock.blocks(a, b, s)
-        assert sum(n for _, n in bl) == b - a and bl[0][0] == a

@@ -279,25 +279,38 @@ def test_auto_makes_no_probe_the_transfer_would_end_before_judging():
 
 
 def test_the_servers_taper_counts_only_the_streams_still_sending():
-    """drsftp serve's sender tapers as the client's does (the rest over 4 x
-    the streams); a stream retired by DRS streams=N takes no more blocks,
-    so it does not shrink the others' (more headers for nothing)."""
+    """drsftp serve's sender asks the one block plan (ftp/blockplan.py) for
+    each block with the streams still sending; a stream retired by DRS
+    streams=N takes no more blocks, so it does not shrink the others'
+    (more headers for nothing)."""
     from types import SimpleNamespace
 
-    from drsftp.server.eblock import BLOCK_MIN, Send
+    from drsftp.ftp.blockplan import MIN_BLOCK, TAPER, block_size
+    from drsftp.server.esend import BytesSource, Send
+
+    class Member:  # what the plan reads of a stream, and where _next puts its block
+        def __init__(self, retire):
+            self.retire, self.eod_queued, self.pos, self.left = retire, False, 0, 0
 
     def plan(retired):
-        members = [SimpleNamespace(retire=i < retired) for i in range(4)]
-        job = SimpleNamespace(members=members, block=4 * MiB)
-        return list(Send._blocks(job, [(0, 64 * MiB)], 64 * MiB))
+        session = SimpleNamespace(data_timeout=0)  # no data timeout: no timer on an ioloop
+        job = Send(session, BytesSource(b""), [(0, 64 * MiB)], 4)
+        members = [Member(i < retired) for i in range(4)]
+        job.members.update(members)
+        sender, blocks = members[-1], []
+        while True:
+            job._next(sender)
+            if sender.eod_queued:
+                return blocks
+            blocks.append((sender.pos, sender.left))
 
     all4, two_left = plan(0), plan(2)
     for blocks in (all4, two_left):
-        assert sum(n for _, n in blocks) == 64 * MiB and blocks[0] == (0, 4 * MiB)
+        assert sum(n for _, n in blocks) == 64 * MiB and blocks[0] == (0, block_size(64 * MiB, 4))
     # 8 MiB left: 4 streams get 512 KiB blocks, the 2 still sending 1 MiB
     at = {o: n for o, n in all4}, {o: n for o, n in two_left}
     left8 = next(o for o, _ in all4 if o >= 56 * MiB)
-    assert at[0][left8] == max(BLOCK_MIN, (64 * MiB - left8) // 16)
+    assert at[0][left8] == max(MIN_BLOCK, (64 * MiB - left8) // (TAPER * 4))
     left8b = next(o for o, _ in two_left if o >= 56 * MiB)
-    assert at[1][left8b] == max(BLOCK_MIN, (64 * MiB - left8b) // 8)
+    assert at[1][left8b] == max(MIN_BLOCK, (64 * MiB - left8b) // (TAPER * 2))
     assert len(two_left) < len(all4)

@@ -561,6 +561,31 @@ def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():
         assert tuner.tuning.rtt.min_rtt == 0.1
 
 
+def test_a_tuners_report_is_typed_pairs_and_the_wire_text_is_made_of_them():
+    """DRS pairs are typed (key -> whole number) wherever they are combined
+    (drsexchange); text exists only on the wire: report_pairs() formats
+    report(), whose unknown values are left out."""
+    from drsftp.ftp import drscmd
+    from drsftp.tuner import SocketTuner
+    from drsftp.tuning import Role
+
+    cli, srv = _pair()
+    with cli, srv:
+        for role, sock in ((Role.RECEIVER, srv), (Role.SENDER, cli)):
+            tuner = SocketTuner("drs", role)
+            tuner.attach(sock)
+            cli.sendall(b"x" * 100000)
+            got = 0
+            while got < 100000:
+                got += len(srv.recv(65536))
+            tuner.tick(got)
+            report = tuner.report()
+            assert report and all(type(v) is int and v >= 0 for v in report.values()), report
+            assert report["rcvbuf"] > 0 and report["sndbuf"] > 0  # read back from the socket
+            assert ("wnd" in report) is (role is Role.RECEIVER) and ("cwnd" in report) is (role is Role.SENDER)
+            assert drscmd.parse_args(tuner.report_pairs()).keys() == report.keys()  # (values read afresh)
+
+
 def test_server_locks_the_open_start_buffer_after_the_listener_closed(monkeypatch):
     """pyftpdlib closes the passive listener (releasing the budget's
     reservation) before it builds the data channel; the tuner that sized the

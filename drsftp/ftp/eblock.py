@@ -307,12 +307,3 @@ class ReceiveLedger:
         """The file's length as received (the end of the last range)."""
         return max((b for _, b in self.received), default=0)
 
-
-# -- the sender's plan -----------------------------------------------------------------
-
-
-def blocks(start: int, end: int, block_size: int) -> list[tuple[int, int]]:
-    """(offset, count) of each block in [start, end)."""
-    if block_size <= 0:
-        raise ValueError("block size must be positive")
-    return [(o, min(block_size, end - o)) for o in range(start, end, block_size)]

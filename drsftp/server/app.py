@@ -15,9 +15,9 @@ from .. import sockopt
 from ..tuning import check_spec
 from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget
-from . import config, implicit, tlsfiles, translog
+from . import compat, config, implicit, tlsfiles, translog
 from .config import ConfigError
-from .eblock import Limits, StreamCount
+from .estreams import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
 from .users import (
     READ_PERM,
@@ -304,7 +304,7 @@ def _shutdown_step(server) -> list[DRSControlMixin]:
     for h in _sessions(server):
         if h.transfer_running():
             running.append(h)
-        elif not h._closed and not getattr(h, "_bye_sent", False):
+        elif not compat.closed(h) and not getattr(h, "_bye_sent", False):
             h._bye_sent = True
             h.respond("421 Server shutting down.")
             h.close_when_done()

@@ -20,23 +20,31 @@ __all__ = [
     "EPortHooks",
     "FileReadWriteError",
     "clear_pending_transfer",
+    "closed",
     "control_tls_established",
+    "converts_data",
     "current_type",
     "data_channel_open",
+    "data_connection_coming",
     "data_protected",
     "extra_features",
+    "final_reply",
+    "last_reply",
     "line_buffer_add",
     "line_buffer_clear",
     "mlst_facts",
     "pending_transfer",
     "protect_data_by_default",
     "queued_file",
+    "queued_transfer",
     "queued_upload",
     "restart_idle_timer",
     "restart_position",
     "set_final_reply",
     "set_mlst_facts",
+    "stop_connecting",
     "tls_established",
+    "transfer_attached",
 ]
 
 
@@ -55,6 +63,11 @@ class EPortHooks:
             super()._make_epasv(extmode)
 
 
+def closed(channel) -> bool:
+    """A pyftpdlib connection (control or data) or dispatcher was closed."""
+    return bool(channel._closed)
+
+
 def pending_transfer(handler) -> bool:
     """A RETR/STOR is queued waiting for its stream-mode data connection."""
     return handler._out_dtp_queue is not None or handler._in_dtp_queue is not None
@@ -71,6 +84,35 @@ def queued_file(handler):
     if handler._out_dtp_queue is not None:
         return handler._out_dtp_queue[2]
     return queued_upload(handler)
+
+
+def queued_transfer(handler):
+    """(file, command, receiving) of the transfer queued waiting for its
+    data connection, or None."""
+    out, inq = handler._out_dtp_queue, handler._in_dtp_queue
+    if out is not None:
+        return out[2], out[3], False
+    if inq is not None:
+        return inq[0], inq[1], True
+    return None
+
+
+def data_connection_coming(handler) -> bool:
+    """A PASV listener is listening or a PORT connection is being made.
+    (pyftpdlib keeps a PORT's connector after it connected and a timed-out
+    listener after it closed.)"""
+    acc, con = handler._dtp_acceptor, handler._dtp_connector
+    return (acc is not None and not acc._closed) or (con is not None and not con._closed and not con.connected)
+
+
+def stop_connecting(handler) -> None:
+    """Close a PASV listener or PORT connector still waiting."""
+    handler._shutdown_connecting_dtp()
+
+
+def last_reply(handler) -> str:
+    """The last reply the control connection sent."""
+    return handler._last_response
 
 
 def clear_pending_transfer(handler) -> None:
@@ -131,6 +173,16 @@ def set_mlst_facts(handler, facts) -> None:
     handler._current_facts = [f for f in facts if f in handler._available_facts]
 
 
+def transfer_attached(dtp) -> bool:
+    """A transfer command was attached to this stream-mode data channel."""
+    return bool(dtp._initialized)
+
+
+def converts_data(dtp) -> bool:
+    """The data channel converts line endings (TYPE A)."""
+    return dtp._data_wrapper is not None
+
+
 def data_channel_open(dtp) -> bool:
     """A stream-mode data channel is connected and not yet closed."""
     return dtp._initialized and not dtp._closed
@@ -150,6 +202,11 @@ def line_buffer_clear(handler) -> None:
 def set_final_reply(dtp, reply: str | None, logfun=None) -> None:
     """The reply a stream-mode data channel sends when it closes (None: none)."""
     dtp._resp = () if reply is None else (reply, logfun)
+
+
+def final_reply(dtp) -> str | None:
+    """The reply a stream-mode data channel sends when it closes (None: none)."""
+    return dtp._resp[0] if dtp._resp else None
 
 
 def control_tls_established(handler) -> bool:

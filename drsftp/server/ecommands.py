@@ -1,13 +1,16 @@
-"""MODE E commands of the control connection (GFD.20), dispatched to the
-session's ESession (eblock.py).  In MODE S every command here falls
-through to the stream-mode handler unchanged."""
+"""MODE E commands of the control connection (GFD.20; docs/EBLOCK.md,
+"Commands" and "Pipelined transfers"), dispatched to the session's
+ESession (esession.py).  In MODE S every command here falls through to
+the stream-mode handler unchanged."""
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, Protocol
 
-from . import cksm
+from . import cksm, compat
 from .compat import (
     STOCK_COMMANDS,
     EPortHooks,
@@ -15,8 +18,9 @@ from .compat import (
     mlst_facts,
     restart_idle_timer,
 )
-from .eblock import Limits, StreamCount
 from .esession import ESession
+from .estreams import Limits, StreamCount
+from .hashing import hash_pool
 
 EBLOCK_CMDS = {
     "DCAU": {"perm": None, "auth": True, "arg": True,
@@ -36,12 +40,27 @@ MAX_HELD = 64  # commands one session may have waiting behind a MODE E transfer
 # commands' order (RFC 959 4.2).
 PASSING = frozenset({"DRS", "ABOR", "STAT", "QUIT", "NOOP"})
 
-if TYPE_CHECKING:  # what EModeCommands is mixed before (handler.DRSFTPHandler): its super() calls go there
+
+class StreamModeControl(Protocol):
+    """What EModeCommands needs of the handler it is mixed before
+    (handler.DRSControlMixin over pyftpdlib's FTPHandler): the state it
+    shares with the stream-mode rules, and the rules it extends."""
+
+    _hash_job: Future[Any] | None  # a HASH or CKSM being computed (hashing.py)
+    _allo: int | None  # ALLO's size for the next STOR (uploads.py)
+    _quit_received: bool  # QUIT ended the session (commandline.py)
+    # the rules its overrides extend through super() (callables: to mypy a
+    # protocol's methods are abstract, and abstract ones cannot be reached so)
+    transfer_running: Callable[[], bool]  # transferguard.py
+    data_path_open: Callable[[], bool]  # finalreply.py
+    abort_for_shutdown: Callable[[], None]  # shutdown.py
+    drs_reply: Callable[[dict[str, int]], None]  # drscommand.py
+
+
+if TYPE_CHECKING:  # its super() calls go to the stream-mode handler
     from pyftpdlib.handlers import FTPHandler
 
-    from .handler import DRSControlMixin
-
-    class _Handler(DRSControlMixin, FTPHandler):
+    class _Handler(StreamModeControl, FTPHandler):
         pass
 else:
     _Handler = object
@@ -114,7 +133,7 @@ class EModeCommands(EPortHooks, _Handler):
     def release_held(self) -> None:
         """The running transfer ended (its final reply is out): run the
         waiting commands until one starts the next transfer."""
-        while (self._held and not self._closed and self._hash_job is None
+        while (self._held and not compat.closed(self) and self._hash_job is None
                and not (self.eblock is not None and self.eblock.busy)):
             line, cmd, arg = self._held.popleft()
             self._releasing = True
@@ -288,7 +307,7 @@ class EModeCommands(EPortHooks, _Handler):
 
     def ftp_CKSM(self, line):
         """Hashed in the HASH command's thread pool; the session waits
-        for it as for HASH (handler.py)."""
+        for it as for HASH (hashing.py)."""
         try:
             alg, offset, length, name = cksm.parse(line)
         except ValueError as exc:
@@ -301,14 +320,12 @@ class EModeCommands(EPortHooks, _Handler):
         if not self.fs.isfile(path):
             self.respond("550 Not a regular file.")
             return
-        from .handler import _hash_pool
-
-        self._hash_job = _hash_pool.submit(cksm.checksum, path, alg, offset, length)
+        self._hash_job = hash_pool.submit(cksm.checksum, path, alg, offset, length)
         self._poll_cksm()
 
     def _poll_cksm(self):
         job = self._hash_job
-        if job is None or self._closed:
+        if job is None or compat.closed(self):
             return
         if not job.done():
             self.ioloop.call_later(0.02, self._poll_cksm, _errback=self.handle_error)

@@ -1,8 +1,12 @@
 """MODE E state of one control connection: the commands' side of the
-extended block data path (eblock.py).  ecommands.py dispatches MODE,
-OPTS RETR, PORT/PASV, REST, RETR/STOR/MLSD, ABOR and DRS here while MODE E
-is in force (GFD.20; docs/EBLOCK.md).  Under PROT P every stream runs TLS
-(etls.py; RFC 4217), under PROT C clear text."""
+extended block data path (streams: estreams.py; transfers: esend.py,
+ereceive.py).  ecommands.py dispatches MODE, OPTS RETR, PORT/PASV, REST,
+RETR/STOR/MLSD, ABOR and DRS here while MODE E is in force (GFD.20;
+docs/EBLOCK.md, "Commands"; docs/DESIGN.md, "Extended block mode in the
+server").  DRS during a transfer speaks for the session: the peer's sums
+shared over its streams, theirs summed (drsftp/ftp/drsexchange.py;
+docs/EBLOCK.md, "DRS").  Under PROT P every stream runs TLS (etls.py;
+RFC 4217), under PROT C clear text."""
 
 from __future__ import annotations
 
@@ -12,28 +16,17 @@ import socket
 import ssl
 import time
 
-from ..ftp import drscmd
+from ..ftp import drscmd, drsexchange
 from ..ftp.eblock import RangeSet
 from ..tuner import SocketTuner
 from ..tuning import Role
 from .compat import current_type, data_protected, restart_idle_timer
-from .eblock import (
-    BytesSource,
-    FileSource,
-    Job,
-    Limits,
-    Listener,
-    Receive,
-    Send,
-    Stream,
-    StreamCount,
-    plain_ip,
-)
+from .ejob import Job
+from .ereceive import Receive
+from .esend import BytesSource, FileSource, Send
+from .estreams import Limits, Listener, Stream, StreamCount, plain_ip
 from .partfile import OVER_DIRECTORY, part_path
 from .translog import mean_rtt
-
-DRS_SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans")
-DRS_SHARED = ("bytes", "rate", "wnd", "inflight", "cwnd")  # the peer's sums, split over our streams
 
 
 class ESession:
@@ -136,6 +129,14 @@ class ESession:
         if self.listener is not None:
             self.listener.close()
             self.listener = None
+
+    def job_ended(self, job: Job, complete: bool, failed: bool) -> None:
+        """``job`` ended (``complete``: with 226), before its final reply;
+        ``failed``: the commands held behind it are not run."""
+        if self.job is job:
+            self.job = None
+        self.transfer_ended(failed)
+        self.log(job, complete)
 
     def log(self, job: Job, complete: bool) -> None:
         """The transfer log's line of a RETR or STOR (translog.py; a
@@ -386,8 +387,10 @@ class ESession:
         return True
 
     def drs(self, pairs: dict[str, int]) -> str | None:
-        """DRS during a MODE E transfer: per-session sums (docs/PROTOCOL.md);
-        ``streams=N`` asks the sender (RETR) for N streams."""
+        """DRS during a MODE E transfer: the peer's per-session sums shared
+        over our streams, our streams' reports summed into one (docs/PROTOCOL.md,
+        "DRS in extended block mode"); ``streams=N`` asks the sender (RETR)
+        for N streams."""
         job = self.job
         if job is None:
             return None
@@ -397,25 +400,12 @@ class ESession:
         if isinstance(job, Receive):  # every open stream may carry this STOR's blocks
             streams.update(s for s in self.streams if s.role is Role.RECEIVER)
         tuners = [s.tuner for s in streams if s.tuner is not None and not s.closed]
-        if tuners:
-            share = {k: pairs[k] // len(tuners) for k in DRS_SHARED if k in pairs}
-            for t in tuners:
-                t.on_peer_pairs({**pairs, **share})
-        sums: dict[str, int] = {}
-        rtts = []
+        share = drsexchange.stream_share(pairs, len(tuners))
         for t in tuners:
-            try:
-                mine = drscmd.parse_args(t.report_pairs())
-            except drscmd.DRSArgumentError:
-                continue
-            if "rtt_us" in mine:
-                rtts.append(mine["rtt_us"])
-            for k in DRS_SUMMED:
-                if k in mine:
-                    sums[k] = sums.get(k, 0) + mine[k]
-        values: dict[str, float | int | None] = {"rtt_us": min(rtts) if rtts else None, **sums}
-        values["streams"] = sum(1 for s in streams if not s.closed)
-        return "DRS " + drscmd.format_pairs(values)
+            t.on_peer_pairs(share)
+        report = drsexchange.session_report((t.report() for t in tuners),
+                                            streams=sum(1 for s in streams if not s.closed))
+        return "DRS " + drscmd.format_pairs(dict(report))
 
     def close(self) -> None:
         if self.job is not None:

@@ -7,7 +7,7 @@ path, the bytes, seconds, rate, the data connections that carried it
 (``drs_peer``), whether it completed, and whether the control connection
 was in TLS.  Every transfer gets one line, whatever its outcome: a
 stream-mode transfer when its data connection closes, a MODE E one
-(eblock.py) when its last stream ends or it fails, and a download on byte
+(ejob.py) when its last stream ends or it fails, and a download on byte
 ranges (several REST + RETR of one file, from one or more sessions of one
 client: ``drsftp get -P N`` against stream mode, ``lftp pget``) when the
 last session that carried a part of it ends or turns to another file.  A

@@ -1,0 +1,78 @@
+"""What a command line must be before ``drsftp serve`` runs it
+(docs/DESIGN.md, "Server"; RFC 959 4.1.1, 5.3):
+
+- at most 2048 bytes: a longer line gets 500 and is discarded to its end,
+  never run in pieces (pyftpdlib ran its tail as a command of its own);
+- nothing after QUIT: lines pipelined behind it are not run;
+- a login first: commands pyftpdlib answers 530 before login get 530
+  before their argument is looked at;
+- no NUL byte in an argument (501).
+"""
+
+from __future__ import annotations
+
+from . import compat
+
+
+class CommandLines:
+    """Mixed into the control handler (handler.DRSControlMixin, whose
+    pre_process_command asks the ``refused_*`` rules in order)."""
+
+    MAX_LINE = 2048
+
+    def __init__(self, conn, server, ioloop=None):
+        super().__init__(conn, server, ioloop)
+        self._quit_received = False  # QUIT ends the session: later commands are not run (RFC 959 4.1.1)
+
+    def collect_incoming_data(self, data):
+        """pyftpdlib answers 500 to a line over 2048 bytes but then keeps
+        collecting, so the line's tail ran as a command of its own (reply
+        desync; command smuggling).  Discard up to the line's end instead."""
+        if getattr(self, "_discarding", False) or self._quit_received:
+            return
+        if compat.line_buffer_add(self, data) > self.MAX_LINE:
+            self.respond_w_warning("500 Command too long.")
+            compat.line_buffer_clear(self)
+            self._discarding = True
+
+    def found_terminator(self):
+        if self._quit_received:  # lines sent after QUIT (pipelined with it): the session is over
+            compat.line_buffer_clear(self)
+            return
+        if getattr(self, "_discarding", False):
+            self._discarding = False
+            compat.line_buffer_clear(self)
+            return
+        super().found_terminator()
+
+    def ftp_QUIT(self, line):
+        self._quit_received = True
+        super().ftp_QUIT(line)
+
+    def refused_before_login(self, cmd, arg) -> bool:
+        """Not logged in, ``cmd`` gets 530 (True) if it needs a login:
+        before the argument's syntax (pyftpdlib answers a bare one 501), a
+        client not logged in learns only that it must log in."""
+        if self.authenticated or not self._needs_login(cmd, arg):
+            return False
+        msg = "Log in with USER and PASS first."
+        self.respond("530 " + msg)
+        self.log_cmd(cmd, arg, 530, msg)
+        return True
+
+    def _needs_login(self, cmd, arg) -> bool:
+        """The command is one pyftpdlib answers 530 before login (STAT with
+        a path is LIST; SITE's sub-commands have entries of their own)."""
+        if cmd == "SITE" and arg:
+            cmd = f"SITE {arg.split(' ')[0].upper()}"
+        entry = self.proto_cmds.get(cmd)
+        return entry is not None and bool(entry["auth"] or (cmd == "STAT" and arg))
+
+    def refused_nul(self, arg) -> bool:
+        """An argument with a NUL byte gets 501 (True): pyftpdlib passes it
+        to os.path.realpath, whose ValueError closed the session and any
+        transfer in it (the fuzzer found it)."""
+        if not arg or "\x00" not in arg:
+            return False
+        self.respond("501 Syntax error in parameters or arguments: NUL byte.")
+        return True

@@ -1,0 +1,219 @@
+"""The stream-mode data channel of ``drsftp serve`` (docs/DESIGN.md,
+"Server"), mixed into pyftpdlib's DTPHandler (or an embedder's own data
+handler class: with_drs_data), and its PASV/PORT dispatchers.
+
+- Every transfer is tuned whether or not the client speaks DRS: a
+  SocketTuner starts when the direction is known (sender on RETR,
+  receiver on STOR/APPE/STOU) and ticks on the ioloop's call_later,
+  cancelled on close (docs/DESIGN.md#kf-pyftpdlib).
+- Receiving is one recv_into per MiB written straight to the file.
+- RFC 959 replies: 452 when storage is full, 451 for other local errors,
+  451 when the file shrank under a RETR, 426 when the client closed the
+  data connection first; a queued transfer whose PASV/PORT connection
+  fails or times out gets 425/421 (finalreply.py).
+- The data socket's handshake is sized by the session (datatuning.py);
+  a complete upload is renamed into place at close (uploads.py).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import sys
+
+from pyftpdlib.handlers import DTPHandler
+from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
+from pyftpdlib.utils import is_ssl_sock
+
+from ..tuner import SocketTuner
+from ..tuning import Role
+from . import compat
+from .compat import FileReadWriteError as _FileReadWriteError
+from .uploads import UploadPlacement
+
+log = logging.getLogger("drsftp.server")
+
+RECV_CHUNK = 1 << 20  # one recv_into per MiB: no per-packet Python work
+SEND_CHUNK = 4 << 20  # bytes per sendfile() call (per read of the file under TLS)
+
+
+class DRSDataMixin(UploadPlacement):
+    """Data channel that observes and tunes its socket every tick."""
+
+    def __init__(self, sock, cmd_channel):
+        self.tuner: SocketTuner | None = None
+        self._tick_handle = None
+        self._recv_buf = None
+        self._expected_send: int | None = None
+        self._send_end = 0
+        super().__init__(sock, cmd_channel)
+        if self.socket is not None:
+            cmd_channel.after_handshake(self.socket)  # before any data (open start)
+
+    # -- start tuning when the direction is known ---------------------------
+    def push_with_producer(self, producer):
+        self._start_tuning(Role.SENDER)
+        try:  # what RETR should deliver, to catch a file shrinking under it
+            f = producer.file
+            self._send_end = os.fstat(f.fileno()).st_size
+            self._expected_send = self._send_end - f.tell()
+        except (AttributeError, OSError, ValueError):
+            self._expected_send = None
+        super().push_with_producer(producer)
+
+    def enable_receiving(self, type, cmd):
+        self._start_tuning(Role.RECEIVER)
+        super().enable_receiving(type, cmd)
+
+    def _start_tuning(self, role: Role) -> None:
+        if self.tuner is not None or compat.closed(self):
+            return
+        server = self.cmd_channel
+        self.tuner = SocketTuner(
+            server.tuning_spec, role, allow_force=server.allow_force, limits=server.host_limits,
+            budget=server.buffer_budget, batch_reads=not is_ssl_sock(self.socket),
+        )
+        self.tuner.note_control_rtt(server.socket)
+        self.tuner.handshake_window = server.static_window  # a fixed buffer's, set before the handshake
+        self.tuner.attach(self.socket)
+        self._tick()
+
+    def _tick(self) -> None:
+        self._tick_handle = None
+        if compat.closed(self) or self.tuner is None:
+            return
+        delay = self.tuner.tick(self.get_transmitted_bytes())
+        if delay is not None:
+            # The ioloop's call_later, cancelled on close (AsyncChat.call_later
+            # would keep every callback until close: docs/DESIGN.md#kf-pyftpdlib).
+            self._tick_handle = self.ioloop.call_later(delay, self._tick, _errback=self.handle_error)
+
+    # -- data path -----------------------------------------------------------
+    def handle_read(self):
+        """recv_into one large buffer and write it straight to the file.
+        ASCII, TLS and a class with a recv of its own (pyftpdlib's
+        ThrottledDTPHandler counts what it reads there) take the stock path."""
+        if compat.converts_data(self) or is_ssl_sock(self.socket) or type(self).recv is not DTPHandler.recv:
+            return super().handle_read()
+        if self._recv_buf is None:
+            self._recv_buf = bytearray(RECV_CHUNK)
+        try:
+            n = self.socket.recv_into(self._recv_buf)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.handle_error()
+            return
+        if n == 0:
+            self.transfer_finished = True
+            self.handle_close()
+            return
+        self.tot_bytes_received += n
+        try:
+            self.file_obj.write(memoryview(self._recv_buf)[:n])
+        except OSError as err:
+            raise _FileReadWriteError(err.errno, err.strerror) from err
+
+    def handle_error(self):
+        """Write errors get RFC 959 codes: 452 when storage is full, 451
+        for other local errors (pyftpdlib says 426 for both)."""
+        err = sys.exc_info()[1]
+        if isinstance(err, _FileReadWriteError):
+            code = err.errno or getattr(err.__cause__, "errno", None)  # pyftpdlib's own wrap drops it
+            if code in (errno.ENOSPC, errno.EDQUOT):
+                reply = "452 Insufficient storage space; transfer aborted."
+            else:
+                reply = f"451 Local error: {os.strerror(code or errno.EIO)}; transfer aborted."
+            compat.set_final_reply(self, reply, log.warning)
+            self.transfer_finished = False
+            self.close()
+            return
+        super().handle_error()
+
+
+    def handle_close(self):
+        if not compat.transfer_attached(self):  # an idle data connection the peer closed: no command to answer
+            compat.set_final_reply(self, None)
+            self.close()
+            return
+        super().handle_close()
+
+    def _short_send_reply(self) -> tuple:
+        """RETR ended before the bytes it owes: the file shrank under it
+        (451) or the client closed the data connection first (426, RFC 959
+        4.2); pyftpdlib says 226 when the close comes inside sendfile."""
+        try:
+            shrank = os.fstat(self.file_obj.fileno()).st_size < self._send_end
+        except (AttributeError, OSError, ValueError):
+            shrank = False
+        if shrank:
+            return ("451 The file shrank during the transfer; transfer aborted.", log.warning)
+        return (f"426 Connection closed; transfer aborted after {self.tot_bytes_sent} bytes.", log.info)
+
+    def close(self):
+        if compat.closed(self):
+            return super().close()
+        if (not self.receive and self.transfer_finished and self._expected_send is not None
+                and self.tot_bytes_sent < self._expected_send
+                and (compat.final_reply(self) or "").startswith("226")):
+            self.transfer_finished = False
+            compat.set_final_reply(self, *self._short_send_reply())
+        self._finish_upload()
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None
+        if self.tuner is not None and not compat.closed(self):
+            self.cmd_channel.last_transfer = self.tuner.summary()
+            drain = self.tuner.close()  # before the socket closes: it reads the queue
+            if drain:  # the kernel still sends what was queued: held in the budget till then
+                self.ioloop.call_later(drain, self.tuner.release)
+        super().close()
+
+
+@functools.cache
+def with_drs_data(dtp_class: type) -> type:
+    """``dtp_class`` with the DRS data path (tuning, uploads renamed into
+    place, RFC 959 error codes): an embedder's own data handler class,
+    e.g. pyftpdlib's ThrottledDTPHandler, gets it mixed in."""
+    if issubclass(dtp_class, DRSDataMixin):
+        return dtp_class
+    return type(dtp_class.__name__, (DRSDataMixin, dtp_class), {})
+
+
+class DRSPassiveDTP(PassiveDTP):
+    def listen(self, num):
+        self.cmd_channel.before_handshake(self.socket)  # fixes the window scale
+        super().listen(num)
+
+    def close(self):
+        # no connection came (or it did: then this is a no-op)
+        self.cmd_channel.release_handshake_reservation()
+        super().close()
+
+    def handle_accepted(self, sock, addr):
+        super().handle_accepted(sock, addr)
+        if compat.closed(self) and self.cmd_channel.data_channel is None:  # reset before it was accepted
+            self.cmd_channel.fail_queued_transfer("425 Can't open data connection: it closed at once.")
+
+    def handle_timeout(self):
+        # 421 only answers a transfer command waiting for this connection;
+        # with none waiting it would be read as the reply to the next command.
+        self.close()
+        self.cmd_channel.fail_queued_transfer("421 Passive data channel timed out.")
+
+
+class DRSActiveDTP(ActiveDTP):
+    def create_socket(self, family, type):
+        super().create_socket(family, type)
+        self.cmd_channel.before_handshake(self.socket)
+
+    def handle_close(self):  # connect failed: PORT got its 425; a queued transfer gets one too
+        super().handle_close()
+        self.cmd_channel.fail_queued_transfer("425 Can't open data connection.")
+
+    def handle_timeout(self):
+        super().handle_timeout()
+        self.cmd_channel.fail_queued_transfer("425 Can't open data connection: timed out.")
+

@@ -1,0 +1,99 @@
+"""One MODE E transfer (RETR, STOR, MLSD) in ``drsftp serve``: the streams
+that carry it, its data timeout, its end (docs/EBLOCK.md, "Replies during
+and after a transfer"; docs/DESIGN.md, "Extended block mode in the server").
+
+A transfer that moves no byte for ``--data-timeout`` seconds fails with
+426; a failed transfer's streams leave the cache (their state is unknown).
+The kinds are esend.Send (RETR, MLSD) and ereceive.Receive (STOR).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from ..tuning import Role
+from .estreams import Session, Stream
+
+
+class TransferSession(Session, Protocol):
+    """One control connection's MODE E state as its transfers see it
+    (esession.ESession)."""
+
+    @property
+    def data_timeout(self) -> float: ...
+
+    def connect(self) -> Stream | None:
+        """A new outgoing stream (connecting), or None."""
+        ...
+
+    def job_ended(self, job: Job, complete: bool, failed: bool) -> None:
+        """``job`` ended, before its final reply."""
+        ...
+
+
+class Job:
+    """One RETR/STOR/MLSD in MODE E: its streams, its data timeout."""
+
+    role: Role  # the server's end: its streams of this role carry the transfer
+
+    def __init__(self, session: TransferSession) -> None:
+        self.session = session
+        self.members: set[Stream] = set()  # the streams that carried it
+        self.path: str | None = None  # the file as the client names it (None: a listing)
+        self.finished = False
+        self.started = self.last = time.monotonic()
+        self.timeout = session.data_timeout  # (0: no limit, as pyftpdlib's DTP)
+        self._timer = session.h.ioloop.call_later(self.timeout, self._check_timeout) if self.timeout else None
+
+    def touch(self) -> None:
+        self.last = time.monotonic()
+
+    def _check_timeout(self) -> None:
+        if self.finished:
+            return
+        idle = time.monotonic() - self.last
+        if idle >= self.timeout:
+            self.fail(f"426 Data connection timed out ({self.timeout:g} s without data); transfer aborted.")
+        else:
+            self._timer = self.session.h.ioloop.call_later(self.timeout - idle, self._check_timeout)
+
+    @property
+    def moved(self) -> int:
+        """Payload bytes this transfer moved."""
+        raise NotImplementedError
+
+    # -- what a stream's events hand its transfer (estreams.Transfer) -----------
+    def pump(self, s: Stream) -> None:
+        """Send on ``s`` (a sender's: esend.Send)."""
+        raise NotImplementedError
+
+    def read(self, s: Stream) -> None:
+        """Read from ``s`` (a receiver's: ereceive.Receive)."""
+        raise NotImplementedError
+
+    # -- the end -------------------------------------------------------------------
+    def _end(self, complete: bool, failed: bool = False) -> bool:
+        """The transfer ends (``complete``: with 226), before its final
+        reply; ``failed``: the commands held behind it are not run."""
+        if self.finished:
+            return False
+        self.finished = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self.session.job_ended(self, complete, failed)
+        return True
+
+    def fail(self, reply: str | None) -> None:
+        """End with an error reply (None: the session is gone); the
+        streams' state is unknown, so they leave the cache."""
+        if not self._end(complete=False, failed=True):
+            return
+        for s in [s for s in self.session.streams if s.role is self.role]:
+            s.close()
+        self.cleanup()
+        if reply:
+            self.session.h.respond(reply)
+
+    def cleanup(self) -> None:
+        pass

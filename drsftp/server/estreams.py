@@ -1,0 +1,435 @@
+"""The data connections of MODE E (GridFTP extended block mode, GFD.20)
+in ``drsftp serve``: streams and the PASV listener, on pyftpdlib's ioloop
+with dispatchers of their own (docs/EBLOCK.md, "Data connections";
+docs/DESIGN.md, "Extended block mode in the server").
+
+Rules:
+- the sender connects: RETR/MLSD after PORT/EPRT connect N streams
+  (``OPTS RETR Parallelism=N,N,N;``), STOR after PASV/EPSV accepts them,
+  from the control connection's address only, within the session's and
+  the server's limits (docs/EBLOCK.md, "Limits");
+- streams stay open for the session's next transfer (GridFTP's cached
+  data channels); between transfers a closed stream leaves the cache;
+- every stream has its own SocketTuner (DRS per stream, --buffer-budget);
+- under PROT P every stream runs TLS, the server as TLS server (etls.py).
+
+A stream moves bytes for the transfer its session runs (ejob.py and its
+kinds, esend.py and ereceive.py) and knows that transfer, and its
+session, only as the protocols below describe them.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import socket
+import ssl
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..ftp.eblock import BlockDecoder
+from ..tlsbio import reason
+from ..tuner import SocketTuner
+from ..tuning import Role
+from ..tuning.budget import BufferBudget
+from .etls import StreamTLS
+
+log = logging.getLogger("drsftp.server")
+
+
+@dataclass
+class Limits:
+    """Bounds a hostile peer cannot pass (docs/EBLOCK.md, "Limits")."""
+
+    per_session: int = 64  # streams one session may hold open
+    per_server: int = 256  # streams all sessions together may hold open
+    max_file: int = 1 << 44  # an upload's limit without ALLO (16 TiB)
+    max_block: int = 64 << 20  # bytes one block header may announce
+    max_ranges: int = 65536  # disjoint ranges an upload may hold (the ledger's memory)
+
+
+class StreamCount:
+    """Open streams of one server (shared by its sessions)."""
+
+    def __init__(self) -> None:
+        self.open = 0
+
+    def take(self, limit: int) -> bool:
+        if self.open >= limit:
+            return False
+        self.open += 1
+        return True
+
+    def give(self) -> None:
+        self.open = max(self.open - 1, 0)
+
+
+def plain_ip(ip: str) -> str:
+    return ip.removeprefix("::ffff:")
+
+
+class Control(Protocol):
+    """The control connection as the data path sees it (the pyftpdlib handler)."""
+
+    ioloop: Any  # pyftpdlib's IOLoop
+    buffer_budget: BufferBudget | None
+
+    def respond(self, resp: str) -> None: ...
+
+    def push(self, data: str) -> None: ...
+
+
+class Transfer(Protocol):
+    """The running transfer as its streams see it (ejob.Job)."""
+
+    @property
+    def role(self) -> Role:
+        """The server's end: SENDER (RETR, MLSD) or RECEIVER (STOR)."""
+        ...
+
+    @property
+    def members(self) -> set[Stream]:
+        """The streams that carry it."""
+        ...
+
+    def pump(self, s: Stream) -> None:
+        """A sender's stream ``s`` can take more bytes."""
+        ...
+
+    def read(self, s: Stream) -> None:
+        """A receiver's stream ``s`` has bytes to read."""
+        ...
+
+    def fail(self, reply: str | None) -> None: ...
+
+
+class Session(Protocol):
+    """One control connection's MODE E state as its streams see it
+    (esession.ESession)."""
+
+    stream_error: str | None  # a stream's TLS failed between transfers: the next one's reply
+
+    @property
+    def h(self) -> Control: ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def streams(self) -> list[Stream]: ...
+
+    @property
+    def job(self) -> Transfer | None: ...
+
+    @property
+    def tls_context(self) -> ssl.SSLContext | None: ...
+
+    def new_tuner(self, role: Role) -> SocketTuner: ...
+
+    def refuse(self, ip: str) -> str | None: ...
+
+    def stream_closed(self, s: Stream) -> None: ...
+
+
+class _Channel:
+    """A socket on pyftpdlib's ioloop: the poller calls readable/writable,
+    handle_read_event/handle_write_event, handle_close and close."""
+
+    def __init__(self, ioloop, sock: socket.socket) -> None:
+        self.ioloop = ioloop
+        self.socket = sock
+        self._fileno = sock.fileno()
+        self._events: int | None = None
+        self.closed = False
+
+    def want(self, events: int) -> None:
+        if self.closed or events == self._events:
+            return
+        if self._events is None:
+            self.ioloop.register(self._fileno, self, events)
+        else:
+            self.ioloop.modify(self._fileno, events)
+        self._events = events
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def handle_read_event(self) -> None:
+        pass
+
+    def handle_write_event(self) -> None:
+        pass
+
+    def handle_close(self) -> None:
+        self.close()
+
+    def handle_error(self) -> None:
+        log.exception("MODE E data connection error")
+        self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._events is not None:
+            self.ioloop.unregister(self._fileno)
+        self.socket.close()
+
+
+class Stream(_Channel):
+    """One MODE E data connection; SENDER streams were connected by us,
+    RECEIVER streams accepted.  It outlives a transfer (cached)."""
+
+    def __init__(self, session: Session, sock: socket.socket, role: Role) -> None:
+        super().__init__(session.h.ioloop, sock)
+        self.session = session
+        self.role = role
+        self.tuner: SocketTuner | None = None
+        self.handshake: SocketTuner | None = None  # sized the handshake (outgoing)
+        self.decoder = BlockDecoder(max_count=session.limits.max_block)
+        self.connecting = False
+        self.moved = 0  # bytes moved, for the tuner's rate
+        self._tick_handle = None
+        # sender state within a transfer
+        self.pending = b""  # header bytes not yet sent
+        self.pos = self.left = 0  # payload of the current block
+        self.eod_queued = self.done = self.retire = False
+        self.used = False  # carried a transfer before (125 "reusing")
+        self.tls: StreamTLS | None = None  # PROT P: the stream's TLS (etls.py)
+
+    def start(self, static_window: int | None) -> None:
+        """Connected: tune it from now on (per-stream DRS)."""
+        tuner = self.session.new_tuner(self.role)
+        tuner.handshake_window = static_window
+        tuner.attach(self.socket)
+        self.tuner = tuner
+        self._tick()
+
+    def _tick(self) -> None:
+        self._tick_handle = None
+        if self.closed or self.tuner is None:
+            return
+        delay = self.tuner.tick(self.moved)
+        if delay is not None:
+            self._tick_handle = self.ioloop.call_later(delay, self._tick, _errback=self.handle_error)
+
+    def secure(self, ctx: ssl.SSLContext | None) -> None:
+        """Under PROT P (``ctx``): TLS with us as server; the client
+        speaks first (RFC 4217 sec. 10)."""
+        if ctx is not None:
+            self.tls = StreamTLS(ctx, self.socket)
+
+    def recv_into(self, buf: bytearray) -> int:
+        """The stream's data (decrypted under PROT P), as socket.recv_into."""
+        if self.tls is None:
+            return self.socket.recv_into(buf)
+        return self.tls.recv_into(memoryview(buf))
+
+    def resume_reading(self) -> None:
+        """Read again; data its TLS already holds is read now (its socket
+        may never signal it)."""
+        self.want(self.ioloop.READ)
+        if self.tls is not None and self.tls.established and self.tls.buffered:
+            self.ioloop.call_later(0, self.handle_read_event, _errback=self.handle_error)
+
+    def _handshake(self) -> None:
+        assert self.tls is not None
+        try:
+            done = self.tls.handshake_step()
+        except (ssl.SSLError, OSError) as exc:
+            return self.tls_failed(exc)
+        if not done:
+            return self.want(self.ioloop.READ | (self.ioloop.WRITE if self.tls.unsent else 0))
+        job = self.session.job
+        if self._sending_for(job):
+            self.want(self.ioloop.WRITE)
+        elif self._receiving_for(job):
+            self.resume_reading()
+        else:
+            self.want(self.ioloop.READ)
+
+    def tls_failed(self, exc: BaseException) -> None:
+        """A stream whose TLS handshake failed (a clear-text peer under PROT
+        P, a client refusing the certificate): closed, never read; its
+        transfer, or the next one, fails with 425."""
+        log.warning("MODE E: TLS on a data connection failed: %s", reason(exc))
+        reply = f"425 TLS negotiation failed on a data connection: {reason(exc)}."
+        job = self.session.job
+        self.close()
+        if job is not None and job.role is self.role:
+            job.fail(reply)
+        else:
+            self.session.stream_error = reply
+
+    def new_transfer(self) -> None:
+        self.used = True
+        self.pending, self.pos, self.left = b"", 0, 0
+        self.eod_queued = self.done = False
+        if self.role is Role.RECEIVER:
+            self.decoder.reset()
+
+    @property
+    def part_done(self) -> bool:
+        """Its part of the running transfer is over: EOD sent (a sender's
+        stream) or received (a receiver's)."""
+        return self.decoder.ended if self.role is Role.RECEIVER else self.done
+
+    def _sending_for(self, job: Transfer | None) -> bool:
+        """``job`` sends on this stream, and its part is not over."""
+        return job is not None and job.role is Role.SENDER and self in job.members and not self.done
+
+    def _receiving_for(self, job: Transfer | None) -> bool:
+        """What this stream reads belongs to ``job`` (any receiving stream
+        may carry a STOR's blocks), until its EOD."""
+        return (job is not None and job.role is Role.RECEIVER and self.role is Role.RECEIVER
+                and not self.decoder.ended)
+
+    # -- events ------------------------------------------------------------
+    def handle_write_event(self) -> None:
+        if self.connecting:
+            err = self.socket.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                return self.lost(connect_failed(err))
+            self.connecting = False
+            hs, self.handshake = self.handshake, None
+            assert hs is not None  # set by ESession.connect with connecting
+            hs.after_handshake(self.socket, reserved_as=hs)  # ends the handshake's reservation
+            self.start(hs.static_window)
+            if self.tls is not None:
+                return self.want(self.ioloop.READ)  # the ClientHello comes
+        if self.tls is not None and not self.tls.established:
+            try:
+                self.tls.flush()
+            except OSError as exc:
+                return self.tls_failed(exc)
+            return self.want(self.ioloop.READ | (self.ioloop.WRITE if self.tls.unsent else 0))
+        job = self.session.job
+        if job is not None and self._sending_for(job):
+            job.pump(self)
+        else:
+            self.want(self.ioloop.READ)
+
+    def handle_read_event(self) -> None:
+        if self.tls is not None and not self.tls.established:
+            return self._handshake()
+        job = self.session.job
+        if job is not None and self._receiving_for(job):
+            job.read(self)
+            return
+        # Between transfers: a closed connection leaves the cache; data
+        # for a transfer not yet begun waits in the kernel.  Under TLS a
+        # stream we send on is read through (a close_notify is data to
+        # the kernel; the receiver has nothing else to say on it).
+        if self.tls is not None and self.role is Role.SENDER:
+            peek = self._read_idle_tls()
+            if peek is None:
+                return
+        else:
+            try:
+                peek = self.socket.recv(1, socket.MSG_PEEK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                peek = b""
+        if not peek:
+            self.lost("426 Data connection closed by the peer; transfer aborted.")
+        elif self._sending_for(job):
+            self.want(self.ioloop.WRITE)  # a receiver has nothing to say on it: keep sending
+        else:
+            self.want(0)
+
+    def _read_idle_tls(self) -> bytes | None:
+        """What the client sent on a stream we send on, decrypted and
+        dropped: b"" once it ended, None if nothing whole came."""
+        assert self.tls is not None
+        try:
+            n = self.tls.recv_into(memoryview(bytearray(1 << 16)))
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:  # ssl.SSLError among them
+            n = 0
+        return b"x" if n else b""
+
+    def handle_close(self) -> None:
+        if self.connecting:
+            self.lost(connect_failed(self.socket.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
+        else:
+            self.lost("426 Data connection lost; transfer aborted.")
+
+    def lost(self, reply: str) -> None:
+        """The connection failed or the peer closed it."""
+        job = self.session.job
+        member = job is not None and self in job.members and not self.part_done
+        self.close()
+        if member and job is not None:
+            job.fail(reply)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None
+        for tuner in (self.tuner, self.handshake):
+            if tuner is not None:
+                drain = tuner.close()  # before the socket closes: it reads the queue
+                if drain:
+                    self.ioloop.call_later(drain, tuner.release)
+        super().close()
+        self.session.stream_closed(self)
+
+
+def connect_failed(err: int) -> str:
+    """The reply for a stream we were connecting that ended with ``err``
+    (SO_ERROR) before we saw it connected.  RFC 959: 425 when the data
+    connection could not be opened (refused, unreachable, timed out); 426
+    when the peer had taken it and then closed or reset it (the connection
+    closed, the transfer aborted), whichever the poller reported first."""
+    if err in (0, errno.ECONNRESET, errno.EPIPE):
+        return "426 Data connection closed by the peer; transfer aborted."
+    return f"425 Cannot open data connection: {os.strerror(err)}."
+
+
+class Listener(_Channel):
+    """PASV/EPSV in MODE E: accepts the sending client's streams, from the
+    control connection's address only, within the session's and the
+    server's limits (extra connections are closed at once)."""
+
+    def __init__(self, session: Session, sock: socket.socket) -> None:
+        super().__init__(session.h.ioloop, sock)
+        self.session = session
+        self.handshake = session.new_tuner(Role.RECEIVER)
+        self.handshake.before_handshake(sock, reserve_as=self)  # accepted sockets inherit it
+        sock.listen(session.limits.per_session)
+        self.want(self.ioloop.READ)
+
+    def handle_read_event(self) -> None:
+        try:
+            sock, addr = self.socket.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return
+        s = self.session
+        reason = s.refuse(addr[0])
+        if reason:
+            log.warning("MODE E: refused a data connection from %s: %s", addr[0], reason)
+            sock.close()
+            return
+        sock.setblocking(False)
+        self.handshake.after_handshake(sock, reserved_as=self)  # the reservation ends: its own tuner claims
+        stream = Stream(s, sock, Role.RECEIVER)
+        s.streams.append(stream)
+        stream.secure(s.tls_context)
+        stream.start(self.handshake.static_window)
+        stream.want(self.ioloop.READ)
+
+    def close(self) -> None:
+        if not self.closed and self.session.h.buffer_budget is not None:
+            self.session.h.buffer_budget.release(self)
+        super().close()
+
+
+# -- transfers -----------------------------------------------------------------

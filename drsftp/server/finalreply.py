@@ -1,0 +1,102 @@
+"""One final reply per transfer command in stream mode (RFC 959 4.2, 5.4;
+docs/DESIGN.md#final-reply), whatever the client does with its data
+connection:
+
+- with no data connection open or coming, RETR/STOR/APPE/STOU/LIST/NLST/
+  MLSD get 425 in the 150's place, after their own checks, and REST is
+  cleared (pyftpdlib answered 150 and waited forever);
+- a queued transfer whose data connection fails or times out gets its
+  reply (425/421: datachannel.py) and its transfer-log line;
+- ABOR on a transfer still owed its reply gets 426 then 226, otherwise
+  225.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from . import compat, partfile
+
+log = logging.getLogger("drsftp.server")
+
+# Commands that move data over the data connection (RFC 959 4.1.3).
+TRANSFER_CMDS = frozenset({"RETR", "STOR", "APPE", "STOU", "LIST", "NLST", "MLSD"})
+
+
+class FinalReplies:
+    """Mixed into the control handler (handler.DRSControlMixin); a
+    transfer that never started drops its file through uploads.py."""
+
+    NO_DATA_PATH = "425 Can't open data connection: none is open (PASV/EPSV/PORT/EPRT first)."
+    _without_data_path = False  # a transfer command runs with no data connection open or coming
+
+    def data_path_open(self) -> bool:
+        """A data connection is open or being made: PASV listening, PORT
+        connecting."""
+        return self.data_channel is not None or compat.data_connection_coming(self)
+
+    def fail_queued_transfer(self, reply: str) -> bool:
+        """A transfer command answered 150 whose data connection will not
+        come gets ``reply`` as its final reply; True if one was waiting."""
+        queued = compat.queued_transfer(self)
+        if queued is None:
+            return False
+        compat.clear_pending_transfer(self)
+        f, cmd, receiving = queued
+        if f is not None:
+            self.log_transfer(cmd, f.name, receiving, False, 0.0, 0)  # a failed transfer has its line too
+            self._drop_upload(f)
+        self.respond(reply)
+        return True
+
+    def process_command(self, cmd, *args, **kwargs):
+        """Without a data connection open or being made, a transfer command
+        would answer 150 and wait forever (the client closed its data
+        connection, or never opened one): 425 is its final reply.  The
+        command's own checks answer first (RFC 959 4.2: the reply that says
+        what is wrong: 550 no such file, 554 REST past the end, 450 REST
+        before STOU/APPE or no unique name); the 425 takes the 150's place."""
+        if cmd not in TRANSFER_CMDS or not self.authenticated or self.data_path_open():
+            super().process_command(cmd, *args, **kwargs)
+            return
+        self._without_data_path = True
+        try:
+            super().process_command(cmd, *args, **kwargs)
+        finally:
+            self._without_data_path = False
+        if compat.last_reply(self) == self.NO_DATA_PATH:
+            compat.restart_position(self, 0)  # REST applies to this command only
+            f = compat.queued_file(self)
+            compat.clear_pending_transfer(self)
+            if f is not None:
+                self._drop_upload(f)
+                if cmd == "STOU":  # the empty file it made for its unique name
+                    partfile.discard_if_empty(f.name)
+
+    def respond(self, resp, *args, **kwargs):
+        if self._without_data_path and resp.startswith("150 "):
+            resp = self.NO_DATA_PATH  # no 150: nothing to wait for
+        super().respond(resp, *args, **kwargs)
+
+    def ftp_ABOR(self, line):
+        """RFC 959 4.1.3: a transfer command still without its final reply
+        gets 426, then ABOR gets 226; otherwise ABOR gets 225.  (pyftpdlib
+        sends a lone 225 for a transfer that has moved no byte yet, which
+        left that command without a reply.)"""
+        dc = self.data_channel
+        pending = compat.pending_transfer(self)
+        had_path = self.data_path_open()
+        compat.stop_connecting(self)
+        if dc is not None:
+            pending = pending or compat.data_channel_open(dc)
+            compat.set_final_reply(dc, None)  # its reply is the 426 below
+            dc.close()
+            self.data_channel = None
+        if pending:
+            if not self.fail_queued_transfer("426 Transfer aborted via ABOR."):
+                self.respond("426 Transfer aborted via ABOR.", logfun=log.info)
+            self.respond("226 ABOR command successful.")
+        elif had_path:
+            self.respond("225 ABOR command successful; data channel closed.")
+        else:
+            self.respond("225 No transfer to abort.")
