@@ -1,5 +1,5 @@
 """The sender's block plan in extended block mode, one rule for both ends
-(GFD.20 sec. 3: any block on any stream; docs/EBLOCK.md, "Block sizes").
+(GFD.20 sec. 3: any block on any stream; docs/EBLOCK.md, "Data format").
 
 Blocks of 256 KiB-4 MiB, about 8 a stream: small enough that the last
 blocks spread over the streams, large enough to cost little.  Toward the
