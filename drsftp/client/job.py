@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field, replace
@@ -18,6 +17,7 @@ from ..ftp.safepath import UnsafePath, check_name, local_path, remote_join
 from ..ftp.url import FTPLocation
 from ..tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
 from ..tuning.streams import StreamSample
+from . import verify as sha256check
 from .control import FTPError
 from .jobview import JobView
 from .plan import Plan, Rel, Stat, Transfer
@@ -706,49 +706,14 @@ async def idle_wait(event: asyncio.Event, sess: RemoteSession | None) -> None:
             keep_alive(sess)
 
 
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-async def remote_sha256(sess: RemoteSession, path: str) -> str | None:
-    """The server's SHA-256 of a file: HASH (draft-bryan-ftpext-hash), or
-    GridFTP's CKSM (GFD.20 era; ``213 <hex>``) where HASH is missing."""
-    if "HASH" not in sess.ctl.features:
-        if "CKSM" not in sess.ctl.features:
-            return None
-        reply = await sess.ctl.command(f"CKSM SHA256 0 -1 {path}", timeout=3600)
-        digest = reply.first.strip().lower()
-        ok = reply.code == 213 and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
-        return digest if ok else None
-    await sess.ctl.command("OPTS HASH SHA-256")
-    reply = await sess.ctl.command(f"HASH {path}", timeout=3600)
-    words = reply.first.split(" ", 3)
-    if reply.code != 213 or len(words) < 3 or words[0].upper() != "SHA-256":
-        return None
-    return words[2].lower()
-
-
 async def verify(sess: RemoteSession, remote: str, local: str) -> str:
-    """--verify in a job: the file's SHA-256 here equals the server's."""
-    theirs = await remote_sha256(sess, remote)
-    if theirs is None:
-        raise FTPError("--verify: the server offers no SHA-256 (HASH or CKSM)", transient=False)
-    ours = await asyncio.to_thread(sha256_file, local)
-    if ours != theirs:
-        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
-                       transient=False)
-    return ours
+    """--verify in a job: the file's SHA-256 here equals the server's (client/verify.py)."""
+    return await sha256check.verify(sess.ctl, remote, local)
 
 
 async def same_digest(sess: RemoteSession, remote: str, local: str) -> bool:
-    theirs = await remote_sha256(sess, remote)
-    if theirs is None:
-        raise FTPError("--checksum: the server offers no SHA-256 (HASH or CKSM)", transient=False)
-    return theirs == await asyncio.to_thread(sha256_file, local)
+    """--checksum in a job: both copies have the same SHA-256 (client/verify.py)."""
+    return await sha256check.same_digest(sess.ctl, remote, local)
 
 
 

@@ -44,12 +44,12 @@ from .transfer import (
     _already_complete,
     _announce,
     _session,
-    _sha256,
     open_session,
 )
+from .verify import verify
 
 log = logging.getLogger("drsftp.client")
-MAX_STREAMS = 64
+MAX_STREAMS = 64  # a session's streams at most: drsftp serve's --max-streams (docs/PARALLEL.md)
 AUTO_MAX = 16  # -P auto stays at or below this many streams
 SAVE_EVERY = 1.0  # seconds between resume-record writes
 TICK = 0.25
@@ -57,15 +57,16 @@ TIMELINE_LIMIT = 20_000  # timeline rows kept (bounded memory)
 
 
 def parse_parallel(text: str) -> int | None:
-    """``N`` (1-64) or ``auto`` (None)."""
+    """``-P``: ``N`` (1 to MAX_STREAMS) or ``auto`` (None); one rule for a
+    file and for a job's sessions."""
     if text.strip().lower() == "auto":
         return None
     try:
         n = int(text)
     except ValueError:
-        raise ValueError(f"-P takes a number of streams (1-{MAX_STREAMS}) or 'auto', not {text!r}") from None
+        n = 0
     if not 1 <= n <= MAX_STREAMS:
-        raise ValueError(f"-P takes 1 to {MAX_STREAMS} streams, not {n}")
+        raise ValueError(f"-P takes 1 to {MAX_STREAMS} streams or auto, not {text!r}")
     return n
 
 
@@ -351,26 +352,6 @@ async def _usable(ctl: ControlConnection, loc: FTPLocation, opts: TransferOption
     if not ctl.lost:
         return ctl
     return await _session(loc, opts)
-
-
-async def verify(ctl: ControlConnection, remote: str, local: str) -> str:
-    """SHA-256 of the whole file against the server's: HASH
-    (draft-bryan-ftpext-hash) or, on GridFTP servers, CKSM SHA256 (which
-    GridFTP lists in FEAT only after login: it is tried)."""
-    if "HASH" in ctl.features:
-        return await transfer._verify(ctl, remote, local)
-    reply = await ctl.command(f"CKSM SHA256 0 -1 {remote}", timeout=3600)
-    if reply.code in (500, 502, 504):
-        raise FTPError("--verify: the server offers neither HASH nor CKSM SHA256; the file was not verified",
-                       reply, transient=False)
-    theirs = reply.first.strip().lower()
-    if reply.code != 213 or len(theirs) != 64:
-        raise FTPError(f"--verify: CKSM failed: {reply}", reply)
-    ours = await asyncio.to_thread(_sha256, local)
-    if ours != theirs:
-        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
-                       transient=False)
-    return ours
 
 
 def _result(direction: str, path: str, driver, total: int, resumed: int, out: Outcome, mode: str,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
-import hashlib
 import logging
 import os
 import socket
@@ -36,6 +35,7 @@ from .control import Check, ControlConnection, FTPError, Pending, expect, os_rea
 from .dataconn import open_data_socket, send_tls, settle, start_data
 from .progress import ProgressView
 from .tls import client_tls
+from .verify import verify
 
 log = logging.getLogger("drsftp.client")
 RECV_CHUNK = 4 << 20
@@ -53,7 +53,7 @@ class TransferOptions:
     idle_timeout: float = 60.0
     max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
     deadline: maxtime.Deadline | None = None  # max_time's instant, set when the command starts (maxtime.py)
-    verify: bool = False  # compare SHA-256 with the server's HASH afterwards
+    verify: bool = False  # compare SHA-256 with the server's afterwards (client/verify.py)
     connect_timeout: float = 15.0
     tls: bool = False  # explicit FTPS: AUTH TLS, PBSZ 0, PROT P (RFC 4217)
     ca_file: str | None = None  # trust these CAs instead of the system store
@@ -272,7 +272,7 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
             xfer.finish_view()
         if size is not None and offset + xfer.moved != size:
             raise FTPError(f"short transfer: {offset + xfer.moved} of {size} bytes (--continue resumes)")
-        digest = await _verify(ctl, loc.path, part) if opts.verify else None
+        digest = await verify(ctl, loc.path, part) if opts.verify else None
         try:
             os.replace(part, dest)
         except OSError as exc:
@@ -346,7 +346,7 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferRes
             finally:
                 xfer.finish_view()
             result = _result("put", loc.path, xfer, total, offset, seconds)
-            result.sha256 = await _verify(ctl, loc.path, src) if opts.verify else None
+            result.sha256 = await verify(ctl, loc.path, src) if opts.verify else None
             return result
         finally:
             await ctl.close()
@@ -565,31 +565,6 @@ async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
                 await ticker
             except (asyncio.CancelledError, FTPError):
                 pass
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-async def _verify(ctl: ControlConnection, remote: str, local: str) -> str:
-    """End-to-end check with the HASH command (draft-bryan-ftpext-hash)."""
-    if "HASH" not in ctl.features:
-        raise FTPError("--verify: the server does not offer HASH; the file was not verified", transient=False)
-    await ctl.command("OPTS HASH SHA-256")
-    reply = await ctl.command(f"HASH {remote}", timeout=3600)
-    words = reply.first.split(" ", 3)
-    if reply.code != 213 or len(words) < 3 or words[0].upper() != "SHA-256":
-        raise FTPError(f"--verify: HASH failed: {reply}", reply)
-    theirs = words[2].lower()
-    ours = await asyncio.to_thread(_sha256, local)
-    if ours != theirs:
-        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
-                       transient=False)
-    return ours
 
 
 async def _server_says_why(work, pending, label: str) -> None:
