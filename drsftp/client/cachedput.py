@@ -24,6 +24,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
+from ..ftp.blockplan import block_size
 from ..ftp.eblock import HEADER_SIZE, data_header, eod
 from ..ftp.replies import Reply
 from ..result import TransferResult
@@ -31,7 +32,7 @@ from ..tuning import Role
 from .cachedsession import CachedSession
 from .control import ControlConnection, FTPError, Pending
 from .flowctl import FlowControl
-from .modee import BlockQueue, Stream, block_size
+from .modee import BlockQueue, Stream
 from .transfer import TransferOptions
 
 CHUNK = 1 << 20  # bytes read and sent at a time

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from .. import sockopt
 from ..fileio import pwrite_all
 from ..ftp import drscmd
+from ..ftp.blockplan import BlockPlan, block_size
 from ..ftp.eblock import (
     BlockDecoder,
     BlockError,
@@ -68,16 +69,8 @@ from .rangeplan import read_chunk
 from .transfer import DRS_MIN_INTERVAL, SEND_POLL, TransferOptions
 
 log = logging.getLogger("drsftp.client")
-MAX_BLOCK = 4 << 20
-MIN_BLOCK = 256 << 10
 ACCEPT_LIMIT = 256  # data connections one RETR may open, at most (a hostile server's flood)
 TLS_CHUNK = 512 << 10  # plaintext a put stream encrypts at a time
-
-
-def block_size(total: int, streams: int) -> int:
-    """Blocks of 256 KiB-4 MiB, about 8 per stream: small enough that the
-    last blocks spread over the streams, large enough to cost little."""
-    return max(MIN_BLOCK, min(MAX_BLOCK, total // max(streams * 8, 1) // 65536 * 65536))
 
 
 @dataclass
@@ -526,32 +519,15 @@ def _port(listener: socket.socket) -> tuple[str, str]:
 # -- put --------------------------------------------------------------------------
 
 
-def tapered(ranges: list[tuple[int, int]], block: int, streams: int | None):
-    """(offset, count) in file order; with ``streams``, toward the end a
-    block is at most the rest over 4 x the streams (guided self-scheduling,
-    Polychronopoulos and Kuck, IEEE Trans. Computers 1987; the server's
-    sender does the same): the streams end together instead of one still
-    sending a whole block."""
-    left = sum(b - a for a, b in ranges)
-    for a, b in ranges:
-        o = a
-        while o < b:
-            n = min(block, b - o)
-            if streams:
-                n = min(n, max(MIN_BLOCK, left // (4 * streams)))
-            yield o, n
-            o += n
-            left -= n
-
-
 class BlockQueue:
     """The blocks still to send, shared by the sending threads; it also
     decides which stream's EOD carries the EOF (the last to finish) and
     the EOD count (every stream that joined)."""
 
     def __init__(self, ranges: list[tuple[int, int]], block: int, streams: int | None = None) -> None:
-        self._blocks = list(tapered(ranges, block, streams))
-        self._blocks.reverse()  # pop() from the end: lowest offset first
+        """``streams``: the streams the taper plans for (blockplan); None: no taper."""
+        self._plan = BlockPlan(ranges, block)
+        self._streams = streams
         self._lock = threading.Lock()
         self.joined = 0
         self.finished = 0
@@ -560,7 +536,7 @@ class BlockQueue:
         """A stream is about to connect; False once nothing is left to send
         (the first always joins: an empty file still needs its EOF)."""
         with self._lock:
-            if not self._blocks and self.joined:
+            if self._plan.done and self.joined:
                 return False
             self.joined += 1
             return True
@@ -575,17 +551,17 @@ class BlockQueue:
 
     def next(self) -> tuple[int, int] | None:
         with self._lock:
-            return self._blocks.pop() if self._blocks else None
+            return self._plan.next(self._streams)
 
     def finish(self) -> int | None:
         """This stream is done: the EOD count if it is the last one."""
         with self._lock:
             self.finished += 1
-            return self.joined if self.finished == self.joined and not self._blocks else None
+            return self.joined if self.finished == self.joined and self._plan.done else None
 
     @property
     def empty(self) -> bool:
-        return not self._blocks
+        return self._plan.done
 
 
 class ModeEPut(_ModeE):
