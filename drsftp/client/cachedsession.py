@@ -34,16 +34,15 @@ class CachedSession(_ModeE):
     def drs_wanted(self) -> bool:
         return bool(self.files)  # between files the exchange says nothing
 
-    def _on_drs_reply(self, fut) -> None:
+    def _on_peer_report(self, pairs: dict[str, int], seconds: float) -> None:
         """A DRS report counts for the oldest file without its final reply:
         the server runs a session's transfers one at a time, in order, and
         answers DRS during the one running, before its final reply
         (docs/EBLOCK.md, "Pipelined transfers"); replies are handled in the
         order they came."""
-        before = self.drs_replies
-        super()._on_drs_reply(fut)
+        super()._on_peer_report(pairs, seconds)
         running = next((f for f in self.files if f.reply is None), None)
-        if self.drs_replies > before and running is not None:
+        if running is not None:
             running.drs_replies += 1
 
     @property

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 from .. import sockopt
 from ..fileio import pwrite_all
-from ..ftp import drscmd
+from ..ftp import drsexchange
 from ..ftp.blockplan import BlockPlan, block_size
 from ..ftp.eblock import (
     BlockDecoder,
@@ -64,9 +64,10 @@ from ..tuning.streams import StreamSample
 from . import filesend
 from .control import ControlConnection, FTPError
 from .dataconn import open_tls_stream, settle, tls_handshake
+from .drsclient import DRSDriver, DRSFigures, drs_enabled
 from .flowctl import FlowControl
 from .rangeplan import read_chunk
-from .transfer import DRS_MIN_INTERVAL, SEND_POLL, TransferOptions
+from .transfer import SEND_POLL, TransferOptions
 
 log = logging.getLogger("drsftp.client")
 ACCEPT_LIMIT = 256  # data connections one RETR may open, at most (a hostile server's flood)
@@ -101,7 +102,7 @@ class Stream:
                 "peak_rcvbuf": s["peak_rcvbuf"], "peak_sndbuf": s["peak_sndbuf"]}
 
 
-class _ModeE:
+class _ModeE(DRSFigures):
     """What get and put share: the streams, their tuners, the DRS sums."""
 
     role: Role
@@ -109,11 +110,7 @@ class _ModeE:
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
         self.ctl, self.opts, self.want = ctl, opts, streams
         self.streams: list[Stream] = []
-        self.use_drs = (opts.use_drs_command and opts.tuning.startswith("drs") and "DRS" in ctl.features)
-        self.drs_replies = 0
-        self.server_last: dict = {}
-        self._drs_pending = False
-        self._last_drs = 0.0
+        self.drs = DRSDriver(drs_enabled(ctl, opts), self._on_peer_report)
         self.done = False
         self._tasks: set[asyncio.Task] = set()
         self._rate_marks: deque[tuple[float, int]] = deque()  # (time, received): rate(window)
@@ -253,8 +250,10 @@ class _ModeE:
         """The stream's tuner, every fraction of an RTT, while it runs."""
         while stream.ended is None and not self.done:
             delay = stream.tuner.tick(stream.bytes) or 0.1
-            if self.use_drs and stream is next((s for s in self.streams if s.ended is None), None):
-                self._maybe_send_drs()  # one exchange per session, from the first live stream's ticks
+            if stream is next((s for s in self.streams if s.ended is None), None) and self.drs_wanted():
+                # one exchange per session, from the first live stream's ticks
+                rtt = min((s.tuner.last_rtt for s in self.streams if s.tuner.last_rtt), default=None)
+                self.drs.maybe_send(self.ctl.start, rtt, self.session_report)
             await asyncio.sleep(delay)
 
     def drs_wanted(self) -> bool:
@@ -262,74 +261,23 @@ class _ModeE:
         while a file is on the wire)."""
         return True
 
-    def _maybe_send_drs(self) -> None:
-        if not self.drs_wanted():
-            return
-        now = time.monotonic()
-        rtt = min((s.tuner.last_rtt for s in self.streams if s.tuner.last_rtt), default=None)
-        if self._drs_pending or now - self._last_drs < max(rtt or 0, DRS_MIN_INTERVAL):
-            return
-        try:
-            token = self.ctl.start(f"DRS {self.report_pairs()}".rstrip())
-        except FTPError:
-            return
-        self._drs_pending, self._last_drs = True, now
-        token.final.add_done_callback(self._on_drs_reply)
-
-    def report_pairs(self) -> str:
-        """Sums over the live streams (rtt_us: the least); a sender adds
-        ``streams=N``."""
+    def session_report(self) -> dict[str, int]:
+        """Sums over the live streams (rtt_us: the least).  A sender adds
+        ``streams=N``, the number running; a drsftp server sending (RETR)
+        takes streams=N as the number to run, so a receiver sends it only
+        to change it (request_streams; docs/EBLOCK.md, "DRS")."""
         live = [s for s in self.streams if s.ended is None] or self.streams[:1]
-        sums: dict[str, int] = {}
-        rtts = []
-        for s in live:
-            pairs = drscmd.parse_args(s.tuner.report_pairs())
-            for k, v in pairs.items():
-                if k == "rtt_us":
-                    rtts.append(v)
-                else:
-                    sums[k] = sums.get(k, 0) + v
-        if rtts:
-            sums["rtt_us"] = min(rtts)
-        # a drsftp server sending (RETR) takes streams=N as the number to run
-        # (EBLOCK contract): a receiver sends it only to change it
-        # (request_streams), as a sender it is the number running
-        if self.role is Role.SENDER:
-            sums["streams"] = len(live)
-        return drscmd.format_pairs(dict(sums))  # a copy, as the wider type it takes (dict is invariant)
+        streams = len(live) if self.role is Role.SENDER else None
+        return drsexchange.session_report((s.tuner.report() for s in live), streams)
 
     def request_streams(self, n: int) -> None:
         """Ask a drsftp server (the sender) to run ``n`` streams from now on."""
-        if self.use_drs:
-            try:
-                self.ctl.start(f"DRS streams={n}").final.add_done_callback(self._on_streams_reply)
-            except FTPError:
-                pass
+        self.drs.ask(self.ctl.start, {"streams": n})
 
-    def _on_streams_reply(self, fut: asyncio.Future) -> None:
-        """A ``200 DRS`` to ``streams=N`` is a report exchanged too (the
-        server's transfer log counts it alike)."""
-        if not fut.cancelled() and fut.exception() is None and fut.result().code == 200:
-            self.drs_replies += 1
-
-    def _on_drs_reply(self, fut: asyncio.Future) -> None:
-        self._drs_pending = False
-        if fut.cancelled() or fut.exception() is not None:
-            return
-        reply = fut.result()
-        if reply.code != 200:
-            self.use_drs = reply.code not in (500, 502)
-            return
-        pairs = drscmd.parse_reply_text(reply.first)
-        self.drs_replies += 1
-        self.server_last = pairs
+    def _on_peer_report(self, pairs: dict[str, int], seconds: float) -> None:
+        """The peer's session sums, shared evenly by the live streams' tuners."""
         live = [s for s in self.streams if s.ended is None]
-        if not live:
-            return
-        share = dict(pairs)
-        for k in ("rate", "wnd", "cwnd", "inflight", "bytes"):
-            if k in share:
-                share[k] //= len(live)
+        share = drsexchange.stream_share(pairs, len(live))
         for s in live:
             s.tuner.on_peer_pairs(share)
 

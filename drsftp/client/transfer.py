@@ -20,10 +20,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from .. import sockopt
-from ..ftp import drscmd
 from ..ftp.partname import partial_name
 from ..ftp.replies import Reply, parse_feat
 from ..ftp.url import FTPLocation
@@ -33,47 +31,26 @@ from ..tuning import Role, check_spec
 from . import filesend, maxtime
 from .control import Check, ControlConnection, FTPError, Pending, expect, os_reason, size_of
 from .dataconn import open_data_socket, send_tls, settle, start_data
+from .drsclient import DRSDriver, DRSFigures, drs_enabled
+from .options import TransferOptions
 from .progress import ProgressView
 from .tls import client_tls
 from .verify import verify
 
 log = logging.getLogger("drsftp.client")
 RECV_CHUNK = 4 << 20
-DRS_MIN_INTERVAL = 0.05  # seconds between DRS commands, at the most one per RTT
 SEND_POLL = 0.2  # seconds a blocked sendfile waits before it looks for a stop (SO_SNDTIMEO)
 
 
-@dataclass
-class TransferOptions:
-    tuning: str = "drs"
-    force_buffers: bool = False
-    resume: bool = False
-    progress: bool | None = None  # None: only when stderr is a terminal
-    use_drs_command: bool = True
-    idle_timeout: float = 60.0
-    max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
-    deadline: maxtime.Deadline | None = None  # max_time's instant, set when the command starts (maxtime.py)
-    verify: bool = False  # compare SHA-256 with the server's afterwards (client/verify.py)
-    connect_timeout: float = 15.0
-    tls: bool = False  # explicit FTPS: AUTH TLS, PBSZ 0, PROT P (RFC 4217)
-    ca_file: str | None = None  # trust these CAs instead of the system store
-    insecure: bool = False  # no certificate or name check (said on stderr)
-
-
-class _Transfer:
+class _Transfer(DRSFigures):
     """One data transfer: the data socket, the ticker, the DRS exchange."""
 
     def __init__(self, ctl: ControlConnection, tuner: SocketTuner, opts: TransferOptions,
                  label: str, total: int | None, resumed: int) -> None:
         self.ctl, self.tuner, self.opts = ctl, tuner, opts
-        # Only a DRS client exchanges measurements; fixed/kernel emulate stock peers.
-        self.use_drs = opts.use_drs_command and opts.tuning.startswith("drs") and "DRS" in ctl.features
+        self.drs = DRSDriver(drs_enabled(ctl, opts), self._on_peer_report)
         self.moved = 0
         self.resumed = resumed
-        self.drs_replies = 0
-        self.server_last: dict = {}
-        self._drs_pending = False
-        self._last_drs = 0.0
         self._last_progress = (time.monotonic(), 0)
         self.started = time.monotonic()
         self.timed_out = False
@@ -93,11 +70,8 @@ class _Transfer:
         """Observe, tune, report, exchange DRS; cancel a stalled transfer."""
         while not io_task.done():
             delay = self.tuner.tick(self.moved) or 0.1
+            self.drs.maybe_send(self.ctl.start, self.tuner.last_rtt, self.tuner.report)
             now = time.monotonic()
-            if self.use_drs and not self._drs_pending and now - self._last_drs >= max(
-                self.tuner.last_rtt or 0, DRS_MIN_INTERVAL
-            ):
-                self._send_drs(now)
             done = self.progress_bytes()
             if done != self._last_progress[1]:
                 self._last_progress = (now, done)
@@ -114,30 +88,10 @@ class _Transfer:
                          getattr(self.tuner.tuning, "window", None))
         self.view.close()
 
-    def _send_drs(self, now: float) -> None:
-        try:
-            token = self.ctl.start(f"DRS {self.tuner.report_pairs()}".rstrip())
-        except FTPError:
-            return
-        self._drs_pending, self._last_drs = True, now
-
-        def on_reply(fut: asyncio.Future) -> None:
-            self._drs_pending = False
-            if fut.cancelled() or fut.exception() is not None:
-                return
-            reply = fut.result()
-            if reply.code == 200:
-                pairs = drscmd.parse_reply_text(reply.first)
-                self.drs_replies += 1
-                self.server_last = pairs
-                rtt = time.monotonic() - now
-                if self.tuner.control_rtt is None or rtt < self.tuner.control_rtt:
-                    self.tuner.control_rtt = rtt  # fallback RTT where TCP_INFO is missing
-                self.tuner.on_peer_pairs(pairs)
-            elif reply.code in (500, 502):
-                self.use_drs = False  # the server does not know DRS after all
-
-        token.final.add_done_callback(on_reply)
+    def _on_peer_report(self, pairs: dict[str, int], seconds: float) -> None:
+        if self.tuner.control_rtt is None or seconds < self.tuner.control_rtt:
+            self.tuner.control_rtt = seconds  # the DRS round trip: the RTT where TCP_INFO is missing
+        self.tuner.on_peer_pairs(pairs)
 
 
 async def open_session(loc: FTPLocation, opts: TransferOptions, queries: Sequence[str] = (),
