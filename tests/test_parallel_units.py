@@ -235,6 +235,50 @@ def test_flow_a_refused_or_cut_transfer_returns_to_ready():
     assert isinstance(f.receive("MODE", R(501)), Refused) and f.state is State.READY
 
 
+def test_flow_a_listing_is_a_transfer_from_a_data_address():
+    f = TransferFlow()
+    with pytest.raises(FlowError):
+        f.send("MLSD /d")  # no data address yet
+    f.send("EPSV")
+    f.send("MLSD /d")  # pipelined: allowed in the state EPSV leads to
+    f.receive("EPSV", R(229, "(|||5000|)"))
+    assert isinstance(f.receive("MLSD", R(150)), TransferStarted)
+    assert isinstance(f.receive("MLSD", R(226)), TransferDone) and f.state is State.READY
+    f.send("PASV")
+    f.receive("PASV", R(227))
+    f.send("REST 5")
+    with pytest.raises(FlowError):
+        f.send("LIST /d")  # a restart marker is for the RETR or STOR that follows it
+    f2 = TransferFlow()
+    f2.send("PASV")
+    f2.receive("PASV", R(227))
+    f2.send("LIST /d")
+    assert isinstance(f2.receive("LIST", R(550)), Refused) and f2.state is State.READY
+
+
+def test_flow_a_refused_command_that_would_not_move_the_state_keeps_the_batch_going():
+    """A refused ALLO (a server that does not take it) changes nothing the
+    STOR sent after it assumed: the transfer's DRS may still go out."""
+    f = TransferFlow()
+    f.send("EPSV")
+    f.receive("EPSV", R(229, "(|||5000|)"))
+    for line in ("ALLO 10", "STOR /f"):
+        f.send(line)
+    assert isinstance(f.receive("ALLO", R(502)), Refused)
+    assert f.expected is State.TRANSFER
+    f.receive("STOR", R(150))
+    f.send("DRS rate=1")
+    g = TransferFlow()
+    g.send("EPSV")
+    g.receive("EPSV", R(229, "(|||5000|)"))
+    g.send("REST 5")
+    g.send("RETR /f")
+    assert isinstance(g.receive("REST", R(501)), Refused)
+    assert g.expected is None  # RETR assumed a REST that did not happen: nothing more may go out
+    with pytest.raises(FlowError):
+        g.send("DRS rate=1")
+
+
 def test_auto_starts_with_the_streams_the_buffer_cap_needs_at_this_rtt():
     from drsftp.tuning.streams import START_MAX, StreamsConfig, first_streams
 

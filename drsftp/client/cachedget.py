@@ -30,7 +30,8 @@ from ..result import TransferResult
 from ..tuning import Role
 from .cachedsession import CachedSession
 from .control import ControlConnection, FTPError, Pending
-from .modee import Stream, _listener, _port
+from .dataconn import active_command, listen_for_data
+from .modee import Stream
 from .rangeplan import read_chunk
 from .transfer import TransferOptions
 
@@ -80,10 +81,11 @@ class CachedGets(CachedSession):
         sent with the first RETRs (docs/DESIGN.md "Pipelined session
         setup"): a refusal fails the session (``refused`` says so) before
         any file's data is trusted, as every RETR's reply comes after it."""
-        self.listener = _listener(self.ctl, self.new_tuner())
+        self.listener = listen_for_data(self.ctl, self.new_tuner())
         n = self.want
         steps = [("MODE E", "extended block mode (MODE E)"),
-                 (f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"), _port(self.listener)]
+                 (f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"),
+                 active_command(self.listener)]
         for line, what in steps:
             self.ctl.start(line).final.add_done_callback(functools.partial(self._on_setup, what))
         self.spawn(self.accept_streams(self.listener, self._sink))

@@ -63,7 +63,7 @@ from ..tuning import Role
 from ..tuning.streams import StreamSample
 from . import filesend
 from .control import ControlConnection, FTPError
-from .dataconn import open_tls_stream, settle, tls_handshake
+from .dataconn import accept_data, active_command, connect_data, listen_for_data, open_tls_stream, settle, tls_handshake
 from .drsclient import DRSDriver, DRSFigures, drs_enabled
 from .flowctl import FlowControl
 from .rangeplan import read_chunk
@@ -167,17 +167,8 @@ class _ModeE(DRSFigures):
         """One stream connected to the server (the side that sends connects,
         GFD.20), tuned from before its handshake; OSError/TimeoutError if
         it cannot be."""
-        sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
-        sock.setblocking(False)
         tuner = self.new_tuner()
-        tuner.before_handshake(sock)
-        try:
-            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)),
-                                   self.opts.connect_timeout)
-        except BaseException:
-            sock.close()
-            raise
-        tuner.after_handshake(sock)
+        sock = await connect_data(self.ctl, (host, port), tuner, self.opts.connect_timeout)
         tuner.attach(sock)
         pipe = None
         if self.ctl.tls is not None:
@@ -201,14 +192,10 @@ class _ModeE(DRSFigures):
         loop = asyncio.get_running_loop()
         peer = self.ctl.writer.get_extra_info("peername")[0]
         for _ in range(ACCEPT_LIMIT):
-            conn, addr = await loop.sock_accept(listener)
-            if addr[0] != peer:
-                log.warning("refused a data connection from %s (the server is %s)", addr[0], peer)
-                conn.close()
+            accepted = await accept_data(listener, peer, self.new_tuner)
+            if accepted is None:
                 continue
-            tuner = self.new_tuner()
-            tuner.before_handshake(listener)  # (what the listener had: the window scale is fixed)
-            tuner.after_handshake(conn)
+            conn, tuner = accepted
             tuner.attach(conn)
             stream = Stream(len(self.streams), conn, tuner)
             self.streams.append(stream)
@@ -381,13 +368,13 @@ class ModeEGet(_ModeE):
         if self.size and not self.ledger.received.missing(self.size):
             return  # the .part holds it all already (--continue)
         fc, n = FlowControl(self.ctl), self.want
-        listener = _listener(self.ctl, self.new_tuner())
+        listener = listen_for_data(self.ctl, self.new_tuner())
         accept = None
         try:
             # one batch: none of these replies decides what is sent next
             # (docs/DESIGN.md "Pipelined session setup")
             steps = [("MODE E", "extended block mode (MODE E)"),
-                     (f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"), _port(listener)]
+                     (f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"), active_command(listener)]
             if self.ledger.received.total:
                 steps.append((f"REST {self.ledger.received.marker()}", "restart (REST ranges)"))
             accept = asyncio.ensure_future(self.accept_streams(listener, self._sink))
@@ -436,32 +423,6 @@ class ModeEGet(_ModeE):
         sink = _BlockSink(self, stream)
         self.sinks.append(sink)
         return sink
-
-
-def _listener(ctl: ControlConnection, tuner: SocketTuner) -> socket.socket:
-    """A listener on the control connection's local address (inside a
-    network namespace that is the address the server reaches us on)."""
-    local = ctl.writer.get_extra_info("sockname")[0]
-    sock = socket.socket(ctl.family(), socket.SOCK_STREAM)
-    try:
-        sock.bind((local, 0))
-        tuner.before_handshake(sock)  # accepted sockets inherit the window scale
-        sock.listen(64)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def _port(listener: socket.socket) -> tuple[str, str]:
-    """PORT (RFC 959 4.1.2) for IPv4, EPRT (RFC 2428 2) for IPv6: the
-    command and what to call it in an error."""
-    host, port = listener.getsockname()[:2]
-    if listener.family == socket.AF_INET6:
-        return f"EPRT |2|{host}|{port}|", "active mode (EPRT)"
-    h = host.replace(".", ",")
-    return f"PORT {h},{port >> 8},{port & 255}", "active mode (PORT)"
 
 
 # -- put --------------------------------------------------------------------------

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 from dataclasses import replace
 
 from ..fileio import pwrite_all
-from ..ftp.flow import State
+from ..ftp.flow import FlowError, State
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.streams import StreamSample
@@ -260,8 +259,8 @@ class RangedGet:
         tuner = SocketTuner(self.opts.tuning, Role.RECEIVER, allow_force=self.opts.force_buffers, parallel=True,
                             batch_reads=ctl.tls is None)
         stats.tuner = tuner
-        xfer = _Transfer(ctl, tuner, self.opts, self.loc.path, None, 0)
-        sock = await _open_data(fc, tuner, self.opts.connect_timeout)
+        xfer = _Transfer(fc, tuner, self.opts, self.loc.path, None, 0)
+        sock = await xfer.open_data()
         transport = None
         try:
             rest = [(f"REST {asg.pos}", "ranged get (REST)")] if asg.pos else []
@@ -300,25 +299,9 @@ async def _settle(fc: FlowControl, pending) -> bool:
     except (TimeoutError, FTPError):
         pass
     try:
-        abor = fc.start_transfer("ABOR")
+        abor = fc.send("ABOR")
         await asyncio.wait_for(asyncio.gather(pending.final, abor.final), SETTLE_TIMEOUT)
         fc.ended(pending, pending.final.result())
         return fc.flow.state is State.READY
-    except (TimeoutError, FTPError):
+    except (TimeoutError, FTPError, FlowError):
         return False
-
-
-async def _open_data(fc: FlowControl, tuner: SocketTuner, timeout: float) -> socket.socket:
-    """A passive data connection, tuned before and after its handshake."""
-    host, port = await fc.passive_address()
-    sock = socket.socket(fc.ctl.family(), socket.SOCK_STREAM)
-    sock.setblocking(False)
-    tuner.note_control_rtt(fc.ctl.writer.get_extra_info("socket"))
-    tuner.before_handshake(sock)  # window scale is fixed by this
-    try:
-        await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)), timeout)
-    except (OSError, TimeoutError) as exc:
-        sock.close()
-        raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
-    tuner.after_handshake(sock)
-    return sock

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from .. import sockopt
+from ..ftp.flow import FlowError, TransferDone
 from ..ftp.partname import partial_name
 from ..ftp.replies import Reply, parse_feat
 from ..ftp.url import FTPLocation
@@ -32,6 +33,7 @@ from . import filesend, maxtime
 from .control import Check, ControlConnection, FTPError, Pending, expect, os_reason, size_of
 from .dataconn import open_data_socket, send_tls, settle, start_data
 from .drsclient import DRSDriver, DRSFigures, drs_enabled
+from .flowctl import FlowControl
 from .options import TransferOptions
 from .progress import ProgressView
 from .tls import client_tls
@@ -45,10 +47,11 @@ SEND_POLL = 0.2  # seconds a blocked sendfile waits before it looks for a stop (
 class _Transfer(DRSFigures):
     """One data transfer: the data socket, the ticker, the DRS exchange."""
 
-    def __init__(self, ctl: ControlConnection, tuner: SocketTuner, opts: TransferOptions,
+    def __init__(self, fc: FlowControl, tuner: SocketTuner, opts: TransferOptions,
                  label: str, total: int | None, resumed: int) -> None:
-        self.ctl, self.tuner, self.opts = ctl, tuner, opts
-        self.drs = DRSDriver(drs_enabled(ctl, opts), self._on_peer_report)
+        """``fc``: the flow the transfer's commands go through (DRS too)."""
+        self.fc, self.ctl, self.tuner, self.opts = fc, fc.ctl, tuner, opts
+        self.drs = DRSDriver(drs_enabled(fc.ctl, opts), self._on_peer_report)
         self.moved = 0
         self.resumed = resumed
         self._last_progress = (time.monotonic(), 0)
@@ -57,8 +60,11 @@ class _Transfer(DRSFigures):
         self.view = ProgressView(label, total, opts.progress)
         self.data_transport: asyncio.Transport | None = None  # get: the socket's reader
 
-    async def open_data(self, send=None) -> socket.socket:
-        return await open_data_socket(self.ctl, self.tuner, self.opts.connect_timeout, send)
+    async def open_data(self, send: Callable[[], None] | None = None) -> socket.socket:
+        """The data connection to the server's passive address (EPSV, else
+        PASV), ``send`` sending the transfer's commands during its handshake."""
+        address = await self.fc.passive_address()
+        return await open_data_socket(self.ctl, address, self.tuner, self.opts.connect_timeout, send)
 
     def progress_bytes(self) -> int:
         if self.tuner.role is Role.SENDER and self.ctl.tls is None:  # (TLS: acked counts its records too)
@@ -70,7 +76,7 @@ class _Transfer(DRSFigures):
         """Observe, tune, report, exchange DRS; cancel a stalled transfer."""
         while not io_task.done():
             delay = self.tuner.tick(self.moved) or 0.1
-            self.drs.maybe_send(self.ctl.start, self.tuner.last_rtt, self.tuner.report)
+            self.drs.maybe_send(self.fc.send, self.tuner.last_rtt, self.tuner.report)
             now = time.monotonic()
             done = self.progress_bytes()
             if done != self._last_progress[1]:
@@ -154,9 +160,9 @@ def _announce(ctl: ControlConnection, opts: TransferOptions) -> None:
         log.warning("server does not offer DRS; right-sizing this end alone")
 
 
-async def _finish(pending, label: str) -> None:
+async def _finish(fc: FlowControl, pending: Pending, label: str) -> None:
     reply = await asyncio.wait_for(asyncio.shield(pending.final), 120)
-    if reply.code not in (226, 250):
+    if not isinstance(fc.ended(pending, reply), TransferDone):
         raise FTPError(f"{label} failed: {reply}", reply)
 
 
@@ -188,19 +194,17 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
         # SO_RCVLOWAT batching off over TLS: a close_notify is smaller than a batch
         tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers,
                             batch_reads=ctl.tls is None)
-        xfer = _Transfer(ctl, tuner, opts, os.path.basename(loc.path), size, offset)
+        fc = FlowControl(ctl)
+        xfer = _Transfer(fc, tuner, opts, os.path.basename(loc.path), size, offset)
         try:
-            sent: list[Pending | None] = []
+            sent: list = []
             # (REST and) RETR in one batch, while the data connection opens
             sock = await xfer.open_data(lambda: sent.extend(
-                (ctl.start(f"REST {offset}") if offset else None, ctl.start(f"RETR {loc.path}"))))
+                (fc.send_all(_rest(offset)), fc.send(f"RETR {loc.path}"))))
             try:
                 rest, pending = sent
-                assert pending is not None
-                await _rest_done(ctl, rest, pending)
-                first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
-                if not first.preliminary:
-                    raise FTPError(f"cannot retrieve {loc.path}: {first}", first)
+                await fc.check(rest, pending)
+                await fc.started(pending, f"cannot retrieve {loc.path}")
                 tuner.attach(sock)
                 try:
                     make_parents(dest)  # (not before: a refused RETR makes no directory)
@@ -217,9 +221,9 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
                     seconds = time.monotonic() - started
                 _close_data(sock, xfer)
                 if xfer.timed_out:
-                    await _abort(ctl, pending)
+                    await _abort(fc, pending)
                     return _result("get", loc.path, xfer, size, offset, seconds, complete=False)
-                await _finish(pending, f"RETR {loc.path}")
+                await _finish(fc, pending, f"RETR {loc.path}")
             finally:
                 _close_data(sock, xfer)
         finally:
@@ -259,23 +263,20 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferRes
                 if offset == total:
                     return _already_complete("put", loc.path, total)
             tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
-            xfer = _Transfer(ctl, tuner, opts, os.path.basename(src), total, offset)
+            fc = FlowControl(ctl)
+            xfer = _Transfer(fc, tuner, opts, os.path.basename(src), total, offset)
             try:
-                sent: list[Pending | None] = []
+                sent: list = []
                 # ALLO, (REST,) STOR in one batch, while the data connection
                 # opens.  ALLO: the size, so a server can tell an upload cut
                 # short from a complete one (stream mode ends both by closing).
                 sock = await xfer.open_data(lambda: sent.extend(
-                    (ctl.start(f"ALLO {total}"), ctl.start(f"REST {offset}") if offset else None,
-                     ctl.start(f"STOR {loc.path}"))))
+                    (fc.send(f"ALLO {total}"), fc.send_all(_rest(offset)), fc.send(f"STOR {loc.path}"))))
                 try:
                     allo, rest, pending = sent
-                    assert allo is not None and pending is not None
-                    await ctl.settle([(allo, None)])
-                    await _rest_done(ctl, rest, pending)
-                    first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
-                    if not first.preliminary:
-                        raise FTPError(f"cannot store {loc.path}: {first}", first)
+                    await fc.reply(allo)  # (refused or not: a server may not need it, RFC 959 4.1.3)
+                    await fc.check(rest, pending)
+                    await fc.started(pending, f"cannot store {loc.path}")
                     tuner.attach(sock)
                     started = time.monotonic()
                     xfer.started = started
@@ -288,12 +289,12 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferRes
                         xfer.moved = xfer.progress_bytes()
                         seconds = time.monotonic() - started
                         _close_data(sock, xfer)
-                        await _abort(ctl, pending)
+                        await _abort(fc, pending)
                         return _result("put", loc.path, xfer, total, offset, seconds, complete=False)
                     await _drain(sock, xfer, tuner)
                     seconds = time.monotonic() - started
                     sock.close()
-                    await _finish(pending, f"STOR {loc.path}")
+                    await _finish(fc, pending, f"STOR {loc.path}")
                     check_sent(xfer, total - offset, src)
                 finally:
                     _close_data(sock, xfer)
@@ -318,16 +319,10 @@ async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: in
     return offset
 
 
-async def _rest_done(ctl: ControlConnection, rest: Pending | None, pending: Pending) -> None:
-    """REST's reply, sent in one batch with the transfer command: a refused
-    REST fails as "resume (REST) failed" after the transfer command's first
-    reply is read (it refuses too, or starts: the caller then closes)."""
-    if rest is None:
-        return
-    reply = await ctl.settle([(rest, None)])
-    if reply[0].code != 350:
-        await asyncio.gather(asyncio.wait_for(asyncio.shield(pending.preliminary), 60), return_exceptions=True)
-        raise FTPError(f"resume (REST) failed: {reply[0]}", reply[0])
+def _rest(offset: int) -> list[tuple[str, str]]:
+    """REST before the transfer command, resuming at ``offset`` (RFC 959
+    4.1.3); a refusal fails the transfer as "resume (REST) failed"."""
+    return [(f"REST {offset}", "resume (REST)")] if offset else []
 
 
 def make_parents(dest: str) -> None:
@@ -536,12 +531,12 @@ async def _server_says_why(work, pending, label: str) -> None:
         raise
 
 
-async def _abort(ctl: ControlConnection, pending) -> None:
+async def _abort(fc: FlowControl, pending: Pending) -> None:
     """ABOR (RFC 959 4.1.3): the server answers 426 for the transfer, then 226."""
     try:
-        abor = ctl.start("ABOR")
+        abor = fc.send("ABOR")
         await asyncio.wait_for(asyncio.gather(pending.final, abor.final, return_exceptions=True), 10)
-    except (TimeoutError, FTPError):
+    except (TimeoutError, FTPError, FlowError):
         pass
 
 
