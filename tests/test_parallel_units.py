@@ -3,7 +3,7 @@ the resume record, the MODE E send queue and the -P auto controller."""
 
 import pytest
 
-from drsftp.client.modee import BlockQueue
+from drsftp.client.blocksend import BlockQueue
 from drsftp.client.parallel import parse_parallel
 from drsftp.client.rangeplan import MIN_STEAL, RangePlan, ResumeRecord
 from drsftp.ftp.eblock import RangeSet

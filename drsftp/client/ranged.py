@@ -33,8 +33,10 @@ from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
 from .dataconn import settle, start_data
 from .flowctl import FlowControl
+from .options import TransferOptions
 from .rangeplan import Assignment, RangePlan, read_chunk
-from .transfer import TransferOptions, _drive, _session, _Transfer
+from .session import open_logged_in
+from .streammode import StreamTransfer, drive_data
 
 log = logging.getLogger("drsftp.client")
 SETTLE_TIMEOUT = 10.0  # seconds for the RETR's final reply after the data connection closed
@@ -67,7 +69,7 @@ class _RangeSink(asyncio.BufferedProtocol):
     """Reads one range and no byte past its end (which may move nearer
     while it runs: work stealing, or a stream given back)."""
 
-    def __init__(self, fd: int, plan: RangePlan, asg: Assignment, xfer: _Transfer, stats: StreamStats,
+    def __init__(self, fd: int, plan: RangePlan, asg: Assignment, xfer: StreamTransfer, stats: StreamStats,
                  keep_open: bool = True) -> None:
         self.fd, self.plan, self.asg, self.xfer, self.stats = fd, plan, asg, xfer, stats
         self.keep_open = keep_open  # False over TLS: the transport answers the close_notify
@@ -118,7 +120,7 @@ class RangedGet:
         # per stream: no bar of its own, no deadline of its own (the driver's)
         self.opts = replace(opts, progress=False, max_time=None, deadline=None)  # (the monitor stops it)
         self.spare = [FlowControl(ctl)]  # idle control connections
-        self.want = streams
+        self.wanted = streams
         self.controller = controller
         self.stats: list[StreamStats] = []
         self.sinks: dict[int, _RangeSink] = {}
@@ -182,8 +184,8 @@ class RangedGet:
         return True
 
     async def run(self) -> None:
-        self.plan.split(self.want)
-        for _ in range(self.want):
+        self.plan.split(self.wanted)
+        for _ in range(self.wanted):
             if not self.start_worker():
                 break
         try:
@@ -239,7 +241,7 @@ class RangedGet:
         other sessions run (a per-address limit: vsftpd's max_per_ip,
         pyftpdlib's max_cons_per_ip answer 421)."""
         try:
-            ctl = await _session(self.loc, self.opts)
+            ctl = await open_logged_in(self.loc, self.opts)
         except FTPError as exc:
             others = any(not t.done() for i, t in self.tasks.items() if i != w)
             if not others:
@@ -259,7 +261,7 @@ class RangedGet:
         tuner = SocketTuner(self.opts.tuning, Role.RECEIVER, allow_force=self.opts.force_buffers, parallel=True,
                             batch_reads=ctl.tls is None)
         stats.tuner = tuner
-        xfer = _Transfer(fc, tuner, self.opts, self.loc.path, None, 0)
+        xfer = StreamTransfer(fc, tuner, self.opts, self.loc.path, None, 0)
         sock = await xfer.open_data()
         transport = None
         try:
@@ -273,7 +275,7 @@ class RangedGet:
                 ctl.tls, ctl.host, self.opts.connect_timeout)
             self.sinks[asg.worker] = sink
             io = asyncio.ensure_future(_wait(sink.done))
-            await _drive(io, xfer)
+            await drive_data(io, xfer)
         finally:
             self.sinks.pop(asg.worker, None)
             stats.summaries.append(tuner.summary())

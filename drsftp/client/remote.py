@@ -42,21 +42,18 @@ from ..tuning import Role
 from .control import ControlConnection, FTPError, Pending
 from .dataconn import open_data_socket, send_tls, settle, start_data
 from .flowctl import FlowControl
-from .transfer import (
-    TransferOptions,
-    TransferResult,
-    _close_data,
-    _drive,
-    _open_part,
-    _receive,
-    _result,
-    _send,
-    _server_says_why,
-    _session,
-    _Transfer,
+from .options import TransferOptions
+from .session import open_logged_in, open_session
+from .streammode import (
+    StreamTransfer,
     check_sent,
-    open_session,
+    close_data,
+    drive_data,
+    receive_file,
+    send_file,
+    server_says_why,
 )
+from .transfer import TransferResult, open_part
 
 LISTING_LIMIT = 64 << 20  # bytes of one directory listing: more is a hostile or broken server
 
@@ -90,7 +87,7 @@ class RemoteSession:
 
     @classmethod
     async def open(cls, loc: FTPLocation, opts: TransferOptions) -> RemoteSession:
-        return cls(await _session(loc, opts), opts)
+        return cls(await open_logged_in(loc, opts), opts)
 
     @classmethod
     async def open_asking(cls, loc: FTPLocation, opts: TransferOptions, queries: tuple[str, ...],
@@ -287,23 +284,23 @@ class RemoteSession:
             await self.preliminary(st, f"cannot retrieve {remote}")
             tuner.attach(sock)
             part = local + ".part"
-            with _open_part(part, offset) as f:
+            with open_part(part, offset) as f:
                 started = xfer.started = time.monotonic()
-                io = asyncio.ensure_future(_receive(sock, f, xfer, self.ctl.tls, self.ctl.host))
-                await _server_says_why(_drive(io, xfer), _sent(st), f"RETR {remote}")
+                io = asyncio.ensure_future(receive_file(sock, f, xfer, self.ctl.tls, self.ctl.host))
+                await server_says_why(drive_data(io, xfer), _sent(st), f"RETR {remote}")
                 seconds = time.monotonic() - started
         finally:
-            _close_data(sock, xfer)
+            close_data(sock, xfer)
         return GetTail(self, st, remote, local, part, size, offset, xfer, seconds)
 
     async def _open_data(self, st: Started, lines: tuple[str, ...], role: Role, local: str,
-                         size: int | None, offset: int, on_xfer) -> tuple[SocketTuner, _Transfer, socket.socket]:
+                         size: int | None, offset: int, on_xfer) -> tuple[SocketTuner, StreamTransfer, socket.socket]:
         """The tuner, the transfer's state and its connected data socket; a
         connection that fails first drains the replies of ``lines``."""
         # SO_RCVLOWAT batching off over TLS: a close_notify is smaller than a batch
         tuner = SocketTuner(self.opts.tuning, role, allow_force=self.opts.force_buffers,
                             batch_reads=self.ctl.tls is None)
-        xfer = _Transfer(st.flow, tuner, self.opts, os.path.basename(local), size, offset)
+        xfer = StreamTransfer(st.flow, tuner, self.opts, os.path.basename(local), size, offset)
         if on_xfer:
             on_xfer(xfer)
         try:
@@ -347,14 +344,14 @@ class RemoteSession:
                 io = asyncio.ensure_future(send_tls(sock, f, offset, size - offset, xfer, self.ctl.tls,
                                                     self.ctl.host))
             else:
-                io = asyncio.ensure_future(_send(sock, f, offset, size - offset, xfer))
-            await _server_says_why(_drive(io, xfer), _sent(st), f"STOR {remote}")
+                io = asyncio.ensure_future(send_file(sock, f, offset, size - offset, xfer))
+            await server_says_why(drive_data(io, xfer), _sent(st), f"STOR {remote}")
             # No wait for the last ACK (as a single put does, to time the
             # transfer alone): the kernel delivers what it holds after close,
             # and the 226 says the server has it all.
             seconds = time.monotonic() - started
         except BaseException:
-            _close_data(sock, xfer)  # (a TLS transport too)
+            close_data(sock, xfer)  # (a TLS transport too)
             raise
         finally:
             sock.close()
@@ -362,7 +359,7 @@ class RemoteSession:
         check_sent(xfer, size - offset, local)
         if mtime is not None and "MFMT" in self.ctl.features:
             self.ctl.start(f"MFMT {format_time_val(mtime)} {remote}")  # its reply is not needed
-        return _result("put", remote, xfer, size, offset, seconds)
+        return xfer.result("put", remote, size, offset, seconds)
 
 
 class _Feeder:
@@ -447,7 +444,7 @@ class GetTail:
     part: str
     size: int | None
     offset: int
-    xfer: _Transfer
+    xfer: StreamTransfer
     seconds: float
 
     async def finish(self, mtime: float | None) -> TransferResult:
@@ -460,7 +457,7 @@ class GetTail:
         os.replace(self.part, self.local)
         if mtime is not None and not changed:
             os.utime(self.local, (mtime, mtime))
-        res = _result("get", self.remote, self.xfer, got, self.offset, self.seconds)
+        res = self.xfer.result("get", self.remote, got, self.offset, self.seconds)
         if changed:
             res.update(note=f"changed during the copy: listed {self.size} B, got {got} B")
         return res
