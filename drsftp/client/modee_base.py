@@ -29,7 +29,7 @@ from ..tuning.streams import StreamSample
 from .blockstream import BlockStream
 from .control import ControlConnection, FTPError
 from .dataconn import accept_data, connect_data, open_tls_stream, tls_handshake
-from .drsclient import DRSDriver, DRSFigures, drs_enabled
+from .drsclient import DRSDriver, DRSFigures, Send, drs_enabled
 from .options import TransferOptions
 
 ACCEPT_LIMIT = 256  # data connections one RETR may open, at most (a hostile server's flood)
@@ -45,6 +45,10 @@ class ModeESession(DRSFigures):
         self.wanted = wanted  # the streams asked for (-P, or -P auto's number now)
         self.opened: list[BlockStream] = []  # every stream opened, in order; ended ones too
         self.drs = DRSDriver(drs_enabled(ctl, opts), self._on_peer_report)
+        # how a DRS command goes out: through the transfer's flow where there
+        # is one (DRS only while it runs); a cached session's many transfers
+        # on one data address are not the flow's (docs/PARALLEL.md)
+        self.send_drs: Send = ctl.start
         self.done = False
         self._tasks: set[asyncio.Task] = set()
         self._rate_marks: deque[tuple[float, int]] = deque()  # (time, received): rate(window)
@@ -174,7 +178,7 @@ class ModeESession(DRSFigures):
             if stream is next((s for s in self.opened if s.ended is None), None) and self.drs_wanted():
                 # one exchange per session, from the first live stream's ticks
                 rtt = min((s.tuner.last_rtt for s in self.opened if s.tuner.last_rtt), default=None)
-                self.drs.maybe_send(self.ctl.start, rtt, self.session_report)
+                self.drs.maybe_send(self.send_drs, rtt, self.session_report)
             await asyncio.sleep(delay)
 
     def drs_wanted(self) -> bool:
@@ -193,7 +197,7 @@ class ModeESession(DRSFigures):
 
     def request_streams(self, n: int) -> None:
         """Ask a drsftp server (the sender) to run ``n`` streams from now on."""
-        self.drs.ask(self.ctl.start, {"streams": n})
+        self.drs.ask(self.send_drs, {"streams": n})
 
     def _on_peer_report(self, pairs: dict[str, int], seconds: float) -> None:
         """The peer's session sums, shared evenly by the live streams' tuners."""

@@ -72,6 +72,7 @@ class ModeEGet(ModeESession):
         if self.size and not self.ledger.received.missing(self.size):
             return  # the .part holds it all already (--continue)
         fc, n = FlowControl(self.ctl), self.wanted
+        self.send_drs = fc.send
         listener = listen_for_data(self.ctl, self.new_tuner())
         accept = None
         try:

@@ -76,6 +76,7 @@ class ModeEPut(ModeESession):
 
     async def run(self) -> None:
         fc = FlowControl(self.ctl)
+        self.send_drs = fc.send
         self.address = await fc.passive_address(before=[("MODE E", "extended block mode (MODE E)")])
         try:
             # ALLO and STOR together; the streams connect while their
