@@ -18,12 +18,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from drsftp.cli import main
-from drsftp.client import filesend, transfer
+from drsftp.client import filesend, streammode
 from drsftp.tuning import actuation
 
 
 def _read_size(kib: int) -> None:
-    transfer.RECV_CHUNK = kib << 10
+    streammode.RECV_CHUNK = kib << 10
 
 
 def _read_batch(value: str) -> None:
@@ -35,7 +35,7 @@ def _read_batch(value: str) -> None:
 
 
 def _quickack(value: int) -> None:
-    updated = transfer._FileSink.buffer_updated
+    updated = streammode.FileSink.buffer_updated
 
     def buffer_updated(self, nbytes):
         updated(self, nbytes)
@@ -43,14 +43,14 @@ def _quickack(value: int) -> None:
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, value)
 
-    transfer._FileSink.buffer_updated = buffer_updated
+    streammode.FileSink.buffer_updated = buffer_updated
 
 
 def _drain(kib: int) -> None:
     """After each read, read on from the socket into the same buffer until
     it is empty or ``kib`` KiB went since the wakeup (0: one read per
     wakeup, as the client does; docs/decisions/0017-smaller-get-reads.md)."""
-    updated = transfer._FileSink.buffer_updated
+    updated = streammode.FileSink.buffer_updated
 
     def buffer_updated(self, nbytes):
         updated(self, nbytes)
@@ -66,7 +66,7 @@ def _drain(kib: int) -> None:
             updated(self, n)
             got += n
 
-    transfer._FileSink.buffer_updated = buffer_updated
+    streammode.FileSink.buffer_updated = buffer_updated
 
 
 def _send_path(value: str) -> None:

@@ -12,7 +12,7 @@ large hand-tuned buffer (4 MiB).  CPU is this process's (all threads):
                      wakeup, two epoll_ctl and a callback each time about
                      a third of the buffer frees;
                      docs/decisions/0008-asyncio-sock-sendfile.md)
-- thread sendfile:   drsftp's put now (drsftp.client.transfer._send: a
+- thread sendfile:   drsftp's put now (drsftp.client.streammode.send_file: a
                      blocking sendfile in a thread, SO_SNDTIMEO to see a stop)
 - blocking send 8K:  read 8 KiB, sendall (ftplib's storbinary)
 
@@ -30,7 +30,7 @@ import tempfile
 import time
 import types
 
-from drsftp.client.transfer import _send
+from drsftp.client.streammode import send_file
 
 CHUNK = 64 * 1024
 MODES = ("sock_sendfile", "thread sendfile", "blocking send 8K")
@@ -73,7 +73,7 @@ def run(mode: str, sndbuf: int, path: str, rate: float) -> float:
                 if mode == "sock_sendfile":
                     await asyncio.get_running_loop().sock_sendfile(sock, f, 0, total)
                 else:
-                    await _send(sock, f, 0, total, types.SimpleNamespace(moved=0))
+                    await send_file(sock, f, 0, total, types.SimpleNamespace(moved=0))
 
             asyncio.run(send())
     cpu = _cpu() - c0

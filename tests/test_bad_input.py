@@ -180,13 +180,13 @@ def shrinking_put(monkeypatch, src, url):
     from drsftp.client.control import FTPError
     from drsftp.ftp.url import parse_url
 
-    orig = transfer._send
+    orig = transfer.send_file
 
     async def shrinking(sock, f, offset, count, xfer):
         os.truncate(src, 1 << 20)
         await orig(sock, f, offset, count, xfer)
 
-    monkeypatch.setattr(transfer, "_send", shrinking)
+    monkeypatch.setattr(transfer, "send_file", shrinking)
     with pytest.raises(FTPError) as err:
         asyncio.run(transfer.put(str(src), parse_url(url), transfer.TransferOptions(progress=False)))
     return err.value

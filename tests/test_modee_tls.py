@@ -28,7 +28,7 @@ from test_serve_config import _log, _serve_config
 from test_tls import certs  # noqa: F401 (a fixture)
 from test_tls_paths import _json, _run, _serve, streams_add_up, tls_server  # noqa: F401 (tls_server: a fixture)
 
-from drsftp.client import modee, parallel, putresume
+from drsftp.client import blocksend, modee_base, parallel, putresume
 from drsftp.client.transfer import TransferOptions
 from drsftp.ftp.eblock import BlockDecoder, Data, Desc, ReceiveLedger, header
 from drsftp.ftp.url import parse_url
@@ -74,14 +74,14 @@ def test_the_streams_are_tls_checked_as_the_control_connection(tmp_path, tls_ser
     srv, _ = tls_server
     make_file(os.path.join(srv.root, "f.bin"), 6 * MiB, seed=32)
     got = []
-    orig = modee.open_tls_stream
+    orig = modee_base.open_tls_stream
 
     async def recording(sock, factory, tls, host, timeout):
         transport, proto = await orig(sock, factory, tls, host, timeout)
         got.append(transport.get_extra_info("ssl_object"))
         return transport, proto
 
-    monkeypatch.setattr(modee, "open_tls_stream", recording)
+    monkeypatch.setattr(modee_base, "open_tls_stream", recording)
     opts = TransferOptions(tls=True, ca_file=str(certs.ca), progress=False)
     res = asyncio.run(parallel.get(parse_url(srv.url("f.bin")), str(tmp_path / "f.bin"), opts, 3))
     assert res.extra["mode"] == "E" and len(got) == 3
@@ -89,13 +89,13 @@ def test_the_streams_are_tls_checked_as_the_control_connection(tmp_path, tls_ser
     assert all(o.getpeercert()["subjectAltName"] for o in got)  # verified: a peer certificate was checked
 
     sent = []
-    orig_put = modee.ModeEPut._send_blocks
+    orig_put = blocksend.BlockSender.send_stream
 
     def put_recording(self, stream):
         sent.append(stream.tls.obj.version() if stream.tls is not None else None)
         return orig_put(self, stream)
 
-    monkeypatch.setattr(modee.ModeEPut, "_send_blocks", put_recording)
+    monkeypatch.setattr(blocksend.BlockSender, "send_stream", put_recording)
     res = asyncio.run(parallel.put(str(tmp_path / "f.bin"), parse_url(srv.url("back.bin")), opts, 3))
     assert res.extra["mode"] == "E" and len(sent) == 3 and all(sent)  # every stream in TLS
     assert sha256_file(os.path.join(srv.root, "back.bin")) == sha256_file(tmp_path / "f.bin")
@@ -110,13 +110,13 @@ def test_an_interrupted_tls_put_continues_with_the_gaps(tmp_path, tls_server, ce
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     src = make_file(tmp_path / "r.bin", 32 * MiB + 7, seed=33)
     url = srv.url("r.bin")
-    real_send_all = modee._send_all
+    real_send_all = blocksend.send_all
 
     def slow_send_all(sock, data, stop, more=False):
         stop.wait(0.5)  # 512 KiB per half second a stream: about 4 MiB/s in all
         real_send_all(sock, data, stop, more)
 
-    monkeypatch.setattr(modee, "_send_all", slow_send_all)
+    monkeypatch.setattr(blocksend, "send_all", slow_send_all)
     opts = TransferOptions(tls=True, ca_file=str(certs.ca), progress=False, max_time=3.5)
     first = asyncio.run(parallel.put(str(src), parse_url(url), opts, 4))
     assert not first.complete

@@ -3,7 +3,7 @@ the resume record, the MODE E send queue and the -P auto controller."""
 
 import pytest
 
-from drsftp.client.modee import BlockQueue, block_size
+from drsftp.client.blocksend import BlockQueue
 from drsftp.client.parallel import parse_parallel
 from drsftp.client.rangeplan import MIN_STEAL, RangePlan, ResumeRecord
 from drsftp.ftp.eblock import RangeSet
@@ -117,12 +117,6 @@ def test_block_queue_empty_file_still_gets_one_stream():
     q = BlockQueue([], MiB)
     assert q.join() and not q.join()
     assert q.finish() == 1
-
-
-def test_block_size_bounds():
-    assert block_size(4 * MiB, 4) == 256 << 10  # 8 blocks per stream would be 128 KiB
-    assert block_size(64 * MiB, 4) == 2 * MiB
-    assert block_size(10 << 30, 4) == 4 * MiB
 
 
 # -- -P auto: synthetic figures ------------------------------------------------------
@@ -241,6 +235,50 @@ def test_flow_a_refused_or_cut_transfer_returns_to_ready():
     assert isinstance(f.receive("MODE", R(501)), Refused) and f.state is State.READY
 
 
+def test_flow_a_listing_is_a_transfer_from_a_data_address():
+    f = TransferFlow()
+    with pytest.raises(FlowError):
+        f.send("MLSD /d")  # no data address yet
+    f.send("EPSV")
+    f.send("MLSD /d")  # pipelined: allowed in the state EPSV leads to
+    f.receive("EPSV", R(229, "(|||5000|)"))
+    assert isinstance(f.receive("MLSD", R(150)), TransferStarted)
+    assert isinstance(f.receive("MLSD", R(226)), TransferDone) and f.state is State.READY
+    f.send("PASV")
+    f.receive("PASV", R(227))
+    f.send("REST 5")
+    with pytest.raises(FlowError):
+        f.send("LIST /d")  # a restart marker is for the RETR or STOR that follows it
+    f2 = TransferFlow()
+    f2.send("PASV")
+    f2.receive("PASV", R(227))
+    f2.send("LIST /d")
+    assert isinstance(f2.receive("LIST", R(550)), Refused) and f2.state is State.READY
+
+
+def test_flow_a_refused_command_that_would_not_move_the_state_keeps_the_batch_going():
+    """A refused ALLO (a server that does not take it) changes nothing the
+    STOR sent after it assumed: the transfer's DRS may still go out."""
+    f = TransferFlow()
+    f.send("EPSV")
+    f.receive("EPSV", R(229, "(|||5000|)"))
+    for line in ("ALLO 10", "STOR /f"):
+        f.send(line)
+    assert isinstance(f.receive("ALLO", R(502)), Refused)
+    assert f.expected is State.TRANSFER
+    f.receive("STOR", R(150))
+    f.send("DRS rate=1")
+    g = TransferFlow()
+    g.send("EPSV")
+    g.receive("EPSV", R(229, "(|||5000|)"))
+    g.send("REST 5")
+    g.send("RETR /f")
+    assert isinstance(g.receive("REST", R(501)), Refused)
+    assert g.expected is None  # RETR assumed a REST that did not happen: nothing more may go out
+    with pytest.raises(FlowError):
+        g.send("DRS rate=1")
+
+
 def test_auto_starts_with_the_streams_the_buffer_cap_needs_at_this_rtt():
     from drsftp.tuning.streams import START_MAX, StreamsConfig, first_streams
 
@@ -253,20 +291,19 @@ def test_auto_starts_with_the_streams_the_buffer_cap_needs_at_this_rtt():
     assert first_streams(0.100, cap, StreamsConfig(max_streams=2)) == 2
 
 
-def test_blocks_taper_toward_the_end_so_the_streams_end_together():
-    from itertools import pairwise
+def test_the_block_queue_tapers_for_the_streams_it_was_built_for():
+    """The queue hands out the transfer core's plan (drsftp/ftp/blockplan.py,
+    tested in test_transfer_core), tapered for its streams: the streams
+    that share it end together."""
+    from drsftp.ftp.blockplan import BlockPlan
 
-    from drsftp.client.modee import MIN_BLOCK, tapered
-
-    MiB = 1 << 20
-    blocks = list(tapered([(0, 512 * MiB)], 4 * MiB, 8))
-    assert sum(n for _, n in blocks) == 512 * MiB  # the whole file, once, in order
-    assert all(o == prev_o + prev_n for (prev_o, prev_n), (o, _) in pairwise(blocks))
-    assert blocks[0][1] == 4 * MiB and blocks[-1][1] <= MIN_BLOCK  # whole blocks first, small ones last
-    assert all(a >= b for (_, a), (_, b) in pairwise(blocks))  # never growing
-    last_round = blocks[-8:]
-    assert sum(n for _, n in last_round) <= 8 * MIN_BLOCK  # the streams' last blocks are small
-    assert list(tapered([(0, 10 * MiB)], 4 * MiB, None)) == [(0, 4 * MiB), (4 * MiB, 4 * MiB), (8 * MiB, 2 * MiB)]
+    q = BlockQueue([(0, 64 * MiB)], 4 * MiB, 16)
+    got = []
+    while (b := q.next()) is not None:
+        got.append(b)
+    assert got == BlockPlan([(0, 64 * MiB)], 4 * MiB).all(16)
+    assert got[:2] == [(0, MiB), (MiB, 63 * MiB // 64)]  # at most the rest over 4 x 16 streams
+    assert q.empty
 
 
 def test_auto_makes_no_probe_the_transfer_would_end_before_judging():

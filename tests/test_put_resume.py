@@ -12,7 +12,7 @@ from conftest import PASSWORD, USER, drsftp, make_file, running_server, sha256_f
 from test_parallel_peers import gridftp  # noqa: F401 (a fixture)
 
 from drsftp.client import putresume
-from drsftp.client.modee import BlockQueue
+from drsftp.client.blocksend import BlockQueue
 from drsftp.ftp.eblock import RangeSet
 from drsftp.ftp.url import parse_url
 

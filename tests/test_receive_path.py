@@ -10,7 +10,7 @@ import types
 import pytest
 from conftest import tcp_pair
 
-from drsftp.client.transfer import _close_data, _receive
+from drsftp.client.streammode import close_data, receive_file
 
 MiB = 1 << 20
 
@@ -43,8 +43,8 @@ def test_every_byte_reaches_the_file_in_order_and_eof_ends_the_receive():
     t = _send(sender, 24 * MiB + 12345)
 
     async def main():
-        await asyncio.wait_for(_receive(receiver, f, xfer), 30)
-        _close_data(receiver, xfer)
+        await asyncio.wait_for(receive_file(receiver, f, xfer), 30)
+        close_data(receiver, xfer)
         await asyncio.sleep(0)  # the transport's connection_lost runs
 
     asyncio.run(main())
@@ -70,10 +70,10 @@ def test_a_full_disk_ends_the_receive_with_the_files_error_and_no_loop_noise(cap
     async def main():
         try:
             with pytest.raises(OSError) as err:
-                await asyncio.wait_for(_receive(receiver, f, xfer), 30)
+                await asyncio.wait_for(receive_file(receiver, f, xfer), 30)
             return err.value
         finally:
-            _close_data(receiver, xfer)
+            close_data(receiver, xfer)
             await asyncio.sleep(0)
 
     with caplog.at_level(logging.DEBUG, logger="asyncio"):
@@ -101,7 +101,7 @@ def test_a_cancelled_receive_stops_writing_before_its_file_closes():
     t = _send(sender, 256 * MiB)  # bounded: the sender stops at a reset or at 256 MiB
 
     async def main():
-        task = asyncio.ensure_future(_receive(receiver, f, xfer))
+        task = asyncio.ensure_future(receive_file(receiver, f, xfer))
         while xfer.moved < 2 * MiB:
             await asyncio.sleep(0.001)
         task.cancel()
@@ -111,7 +111,7 @@ def test_a_cancelled_receive_stops_writing_before_its_file_closes():
         f.close()  # as get() does when the transfer is stopped
         await asyncio.sleep(0.2)  # data keeps arriving: nothing may be written now
         assert f.late_writes == 0 and xfer.moved == at_cancel
-        _close_data(receiver, xfer)
+        close_data(receiver, xfer)
         await asyncio.sleep(0)
 
     asyncio.run(main())

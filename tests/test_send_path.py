@@ -13,14 +13,15 @@ from conftest import make_file, tcp_pair
 
 from drsftp import sockopt
 from drsftp.client import filesend
-from drsftp.client.transfer import SEND_POLL, _send
+from drsftp.client.filesend import SEND_POLL
+from drsftp.client.streammode import send_file
 
 MiB = 1 << 20
 
 
 @pytest.fixture(params=["sendfile", "copy"])
 def path(request, monkeypatch):
-    """Which path _send takes: the peer is on this host (copies) or not."""
+    """Which path send_file takes: the peer is on this host (copies) or not."""
     calls = []
     real = filesend.send_range
 
@@ -52,7 +53,7 @@ def test_a_send_delivers_the_range_asked_for(tmp_path, path):
 
     async def main():
         with open(src, "rb") as f:
-            await _send(sender, f, offset, count, xfer)
+            await send_file(sender, f, offset, count, xfer)
         sender.close()
 
     got = {}
@@ -80,7 +81,7 @@ def test_a_cancelled_send_stops_within_the_poll_and_lets_the_socket_close(tmp_pa
 
     async def main():
         with open(src, "rb") as f:
-            task = asyncio.ensure_future(_send(sender, f, 0, 64 * MiB, xfer))
+            task = asyncio.ensure_future(send_file(sender, f, 0, 64 * MiB, xfer))
             await asyncio.sleep(0.5)
             assert not task.done()  # blocked: the peer reads nothing
             task.cancel()

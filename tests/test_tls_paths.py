@@ -22,7 +22,7 @@ from dataset_util import assert_same_tree, job_records, make_tree
 from test_parallel_peers import auto_streams
 from test_tls import certs, vsftpd  # noqa: F401 (certs: a fixture)
 
-from drsftp.client import dataconn, parallel, ranged, remote, transfer
+from drsftp.client import dataconn, parallel, ranged, remote, streammode
 from drsftp.client.dataset import run_get, run_put
 from drsftp.client.job import JobOptions
 from drsftp.client.transfer import TransferOptions
@@ -137,7 +137,7 @@ def test_every_data_connection_is_tls_and_resumes_its_session(tmp_path, tls_serv
             return transport, proto
         monkeypatch.setattr(mod, "start_data", start_data)
 
-    for mod in (ranged, remote, transfer, dataconn):  # (each calls its own start_data)
+    for mod in (ranged, remote, streammode, dataconn):  # (each calls its own start_data)
         recording(mod)
     monkeypatch.setattr(parallel, "extended_block", lambda ctl: False)  # a server without PARALLEL
     opts = TransferOptions(tls=True, ca_file=str(certs.ca), progress=False)
@@ -151,9 +151,9 @@ def test_every_data_connection_is_tls_and_resumes_its_session(tmp_path, tls_serv
                         JobOptions(recursive=True, sessions=2, progress=False, cached=False)))
     assert_same_tree(tmp_path / "data", os.path.join(srv.root, "back"))
     files = sum(len(f) for _, _, f in os.walk(tmp_path / "data"))
-    count = {m: sum(name == m for name, _ in seen) for m in ("remote", "transfer", "dataconn")}
+    count = {m: sum(name == m for name, _ in seen) for m in ("remote", "streammode", "dataconn")}
     assert count["remote"] >= 4  # listings
-    assert count["transfer"] == files and count["dataconn"] == files  # gets, puts
+    assert count["streammode"] == files and count["dataconn"] == files  # gets, puts
     assert all(reused for _, reused in seen), seen
 
 

@@ -21,24 +21,24 @@ import functools
 import os
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..fileio import pwrite_all
 from ..ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, RangeSet, ReceiveLedger
-from ..ftp.replies import Reply
 from ..result import TransferResult
 from ..tuning import Role
-from .cachedsession import CachedSession
+from .blockstream import BlockStream
+from .cachedsession import CachedFile, CachedSession
 from .control import ControlConnection, FTPError, Pending
-from .modee import Stream, _listener, _port
+from .dataconn import active_command, listen_for_data
+from .options import TransferOptions
 from .rangeplan import read_chunk
-from .transfer import TransferOptions
 
 MAX_BLOCK = 1 << 40  # a block's count bound (the ledger checks offsets against overlap)
 
 
 @dataclass
-class FileGet:
+class FileGet(CachedFile):
     """One RETR on a cached session."""
 
     seq: int
@@ -50,13 +50,6 @@ class FileGet:
     fd: int
     ledger: ReceiveLedger
     retr: Pending
-    state: str = "sent"  # sent -> started -> complete, or refused
-    bytes: int = 0
-    drs_replies: int = 0  # DRS reports the server sent while this file was its transfer
-    started: float | None = None
-    reply: Reply | None = None  # the final reply
-    reused: bool = False  # a stream that had ended an earlier transfer carried it
-    done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     @property
     def part(self) -> str:
@@ -68,8 +61,8 @@ class CachedGets(CachedSession):
 
     role = Role.RECEIVER
 
-    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
-        super().__init__(ctl, opts, streams)
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions, wanted: int) -> None:
+        super().__init__(ctl, opts, wanted)
         self.seq = 0
         self.listener: socket.socket | None = None
         self.sinks: list[_CachedSink] = []
@@ -80,10 +73,11 @@ class CachedGets(CachedSession):
         sent with the first RETRs (docs/DESIGN.md "Pipelined session
         setup"): a refusal fails the session (``refused`` says so) before
         any file's data is trusted, as every RETR's reply comes after it."""
-        self.listener = _listener(self.ctl, self.new_tuner())
-        n = self.want
+        self.listener = listen_for_data(self.ctl, self.new_tuner())
+        n = self.wanted
         steps = [("MODE E", "extended block mode (MODE E)"),
-                 (f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"), _port(self.listener)]
+                 (f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"),
+                 active_command(self.listener)]
         for line, what in steps:
             self.ctl.start(line).final.add_done_callback(functools.partial(self._on_setup, what))
         self.spawn(self.accept_streams(self.listener, self._sink))
@@ -103,7 +97,7 @@ class CachedGets(CachedSession):
         part = local + ".part"
         if not offset:
             try:
-                os.unlink(part)  # never truncate an old file in place (transfer._open_part)
+                os.unlink(part)  # never truncate an old file in place (transfer.open_part)
             except FileNotFoundError:
                 pass
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -189,7 +183,7 @@ class CachedGets(CachedSession):
             if sink.paused:
                 sink.resume()
 
-    def _sink(self, stream: Stream) -> _CachedSink:
+    def _sink(self, stream: BlockStream) -> _CachedSink:
         sink = _CachedSink(self, stream)
         self.sinks.append(sink)
         return sink
@@ -204,7 +198,7 @@ class CachedGets(CachedSession):
             self.listener.close()
         for fg in list(self.files):
             self.finish(fg, FTPError("session closed"))
-        for s in self.streams:
+        for s in self.opened:
             s.ended = s.ended or time.monotonic()
 
     def file_result(self, fg: FileGet, seconds: float) -> TransferResult:
@@ -214,10 +208,10 @@ class CachedGets(CachedSession):
 class _CachedSink(asyncio.BufferedProtocol):
     """One cached stream: decodes blocks and routes them by transfer."""
 
-    def __init__(self, owner: CachedGets, stream: Stream) -> None:
+    def __init__(self, owner: CachedGets, stream: BlockStream) -> None:
         self.owner, self.stream = owner, stream
         self.decoder = BlockDecoder(max_count=MAX_BLOCK)
-        self.buf = bytearray(read_chunk(owner.want))
+        self.buf = bytearray(read_chunk(owner.wanted))
         self.view = memoryview(self.buf)
         self.transport: asyncio.Transport | None = None
         self.file: FileGet | None = None  # the transfer its bytes belong to now
@@ -230,7 +224,7 @@ class _CachedSink(asyncio.BufferedProtocol):
         self.transport = transport
 
     def get_buffer(self, sizehint: int):
-        return self.view  # not the bytearray: asyncio's TLS transport fills slices of it (transfer.py)
+        return self.view  # not the bytearray: asyncio's TLS transport fills slices of it (streammode.FileSink)
 
     def buffer_updated(self, nbytes: int) -> None:
         self._consume(self.view[:nbytes])

@@ -12,7 +12,7 @@ would be read as the next transfer's.  Every stream ends its part of every
 file with an EOD; the last to finish adds EOF and the EOD count (all the
 session's streams).  A file is done at its 226: the server has every
 byte and renamed the upload.  Over TLS each stream encrypts through its
-own TLS connection (drsftp.client.modee).
+own TLS connection (drsftp.client.modee_base).
 """
 
 from __future__ import annotations
@@ -24,21 +24,22 @@ import socket
 import time
 from dataclasses import dataclass, field
 
+from ..ftp.blockplan import block_size
 from ..ftp.eblock import HEADER_SIZE, data_header, eod
-from ..ftp.replies import Reply
 from ..result import TransferResult
 from ..tuning import Role
-from .cachedsession import CachedSession
+from .blocksend import BlockQueue
+from .blockstream import BlockStream
+from .cachedsession import CachedFile, CachedSession
 from .control import ControlConnection, FTPError, Pending
 from .flowctl import FlowControl
-from .modee import BlockQueue, Stream, block_size
-from .transfer import TransferOptions
+from .options import TransferOptions
 
 CHUNK = 1 << 20  # bytes read and sent at a time
 
 
 @dataclass
-class FilePut:
+class FilePut(CachedFile):
     """One STOR on a cached session."""
 
     seq: int
@@ -48,14 +49,7 @@ class FilePut:
     fd: int
     blocks: BlockQueue
     stor: Pending
-    state: str = "sent"  # sent -> started -> done, or refused
-    bytes: int = 0
-    drs_replies: int = 0  # DRS reports the server sent while this file was its transfer
-    started: float | None = None
-    reply: Reply | None = None  # the final reply
-    reused: bool = False  # a stream that had ended an earlier file carried it
     go: asyncio.Event = field(default_factory=asyncio.Event)  # 1yz came, or the file will never start
-    done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
 class CachedPuts(CachedSession):
@@ -63,23 +57,23 @@ class CachedPuts(CachedSession):
 
     role = Role.SENDER
 
-    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
-        super().__init__(ctl, opts, streams)
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions, wanted: int) -> None:
+        super().__init__(ctl, opts, wanted)
         self.order: list[FilePut] = []  # every file requested, in command order
         self.wake = asyncio.Event()  # a file was requested
 
     async def open(self) -> None:
         """MODE E and the server's address, then the N streams."""
         host, port = await FlowControl(self.ctl).passive_address(before=[("MODE E", "extended block mode (MODE E)")])
-        for _ in range(self.want):
+        for _ in range(self.wanted):
             try:
                 stream = await self.connect_stream(host, port)
             except (TimeoutError, OSError) as exc:
-                if not self.streams:
+                if not self.opened:
                     raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
                 break
             self.spawn(self.tick(stream))
-        for stream in self.streams:
+        for stream in self.opened:
             self.spawn(self._writer(stream))
 
     # -- requests ----------------------------------------------------------
@@ -94,8 +88,8 @@ class CachedPuts(CachedSession):
         except BaseException:
             os.close(fd)
             raise
-        blocks = BlockQueue([(0, size)] if size else [], block_size(size, len(self.streams)))
-        blocks.joined = len(self.streams)  # every stream takes part in every file
+        blocks = BlockQueue([(0, size)] if size else [], block_size(size, len(self.opened)))
+        blocks.joined = len(self.opened)  # every stream takes part in every file
         fp = FilePut(len(self.order), local, remote, size, fd, blocks, stor)
         self.order.append(fp)
         self.files.append(fp)
@@ -129,7 +123,7 @@ class CachedPuts(CachedSession):
         for fp in self.files:
             fp.go.set()  # (its writers skip it)
         self.break_session(exc)
-        for s in self.streams:  # the writers see EPIPE; close() closes them after they end
+        for s in self.opened:  # the writers see EPIPE; close() closes them after they end
             try:
                 s.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -137,7 +131,7 @@ class CachedPuts(CachedSession):
         self.wake.set()
 
     # -- the streams ---------------------------------------------------------
-    async def _writer(self, stream: Stream) -> None:
+    async def _writer(self, stream: BlockStream) -> None:
         loop = asyncio.get_running_loop()
         # one buffer a stream: a block's header and its first chunk go in one
         # send, each chunk read straight into it (no per-chunk allocation)
@@ -182,7 +176,7 @@ class CachedPuts(CachedSession):
     async def close(self) -> None:
         self.done = True
         await self.end_tasks()
-        for s in self.streams:
+        for s in self.opened:
             s.sock.close()
             s.ended = s.ended or time.monotonic()
         for fp in list(self.files):

@@ -5,24 +5,38 @@ channels")."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..ftp.replies import Reply
 from ..result import TransferResult
 from .control import ControlConnection, FTPError
-from .modee import _ModeE
-from .transfer import TransferOptions
+from .modee_base import ModeESession
+from .options import TransferOptions
 
 
-class CachedSession(_ModeE):
-    """A file here (FileGet, FilePut) has ``fd``, ``bytes``, ``reply`` (its
-    final reply, once it came), ``drs_replies``, ``done`` and ``reused``: a
-    stream that had ended an earlier file of the session carried it (the
-    session's first file opens the streams)."""
+@dataclass(kw_only=True)
+class CachedFile:
+    """What a file on a cached session has, either direction (FileGet,
+    FilePut add ``seq``, ``fd``, their paths and their command)."""
 
-    def __init__(self, ctl: ControlConnection, opts: TransferOptions, streams: int) -> None:
-        super().__init__(ctl, opts, streams)
+    state: str = "sent"  # sent -> started (its 1yz came), or refused (no 1yz: the server never started it)
+    bytes: int = 0
+    drs_replies: int = 0  # DRS reports the server sent while this file was its transfer
+    started: float | None = None
+    reply: Reply | None = None  # the final reply
+    reused: bool = False  # a stream that had ended an earlier file carried it (the first file opens them)
+    done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+class CachedSession(ModeESession):
+    """The files requested on a cached session (:class:`CachedFile`)."""
+
+    def __init__(self, ctl: ControlConnection, opts: TransferOptions, wanted: int) -> None:
+        super().__init__(ctl, opts, wanted)
         self.files: deque[Any] = deque()  # requested, not yet finished
         self.broken: FTPError | None = None
 
@@ -34,21 +48,20 @@ class CachedSession(_ModeE):
     def drs_wanted(self) -> bool:
         return bool(self.files)  # between files the exchange says nothing
 
-    def _on_drs_reply(self, fut) -> None:
+    def _on_peer_report(self, pairs: dict[str, int], seconds: float) -> None:
         """A DRS report counts for the oldest file without its final reply:
         the server runs a session's transfers one at a time, in order, and
         answers DRS during the one running, before its final reply
         (docs/EBLOCK.md, "Pipelined transfers"); replies are handled in the
         order they came."""
-        before = self.drs_replies
-        super()._on_drs_reply(fut)
+        super()._on_peer_report(pairs, seconds)
         running = next((f for f in self.files if f.reply is None), None)
-        if self.drs_replies > before and running is not None:
+        if running is not None:
             running.drs_replies += 1
 
     @property
     def tuner(self):
-        live = [s for s in self.streams if s.ended is None]
+        live = [s for s in self.opened if s.ended is None]
         return live[0].tuner if live else None
 
     def finish(self, f: Any, exc: BaseException | None) -> None:
@@ -79,5 +92,5 @@ class CachedSession(_ModeE):
         r.update(self.summary())
         # cached: the file went on data connections an earlier file had used
         # (docs/DATASETS.md, "--json")
-        r.update(figures, streams=len(self.streams), cached=f.reused)
+        r.update(figures, streams=len(self.opened), cached=f.reused)
         return r

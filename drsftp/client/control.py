@@ -10,14 +10,7 @@ import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..ftp.replies import (
-    ProtocolError,
-    Reply,
-    ReplyParser,
-    parse_epsv,
-    parse_feat,
-    parse_pasv,
-)
+from ..ftp.replies import ProtocolError, Reply, ReplyParser, parse_feat
 from ..ftp.routing import ReplyRouter
 from .tls import ClientTLS, failure_sentence
 
@@ -193,6 +186,15 @@ class ControlConnection:
         except TimeoutError as exc:
             raise FTPError("server did not answer in time") from exc
 
+    async def first_reply(self, pending: Pending, timeout: float | None = 60.0) -> Reply:
+        """A command's first reply: its 1yz, or its final reply if no 1yz
+        came (an FTPError after ``timeout``)."""
+        return await self._wait(pending.preliminary, timeout)
+
+    async def final_reply(self, pending: Pending, timeout: float | None = 60.0) -> Reply:
+        """A command's final reply (an FTPError after ``timeout``)."""
+        return await self._wait(pending.final, timeout)
+
     @property
     def lost(self) -> bool:
         """The connection is of no more use: closed here, or the server
@@ -272,19 +274,6 @@ class ControlConnection:
 
     async def size(self, path: str) -> int | None:
         return size_of(await self.command(f"SIZE {path}"))
-
-    async def passive_address(self) -> tuple[str, int]:
-        """EPSV (RFC 2428), then PASV (RFC 959) if EPSV is not understood.
-        The data connection always goes to the control connection's host
-        (a PASV address could point elsewhere: RFC 2577 sec. 5)."""
-        peer = self.writer.get_extra_info("peername")[0]
-        reply = await self.command("EPSV")
-        if reply.code == 229:
-            return peer, parse_epsv(reply)
-        reply = await self.command("PASV")
-        if reply.code != 227:
-            raise FTPError(f"server offers no passive mode: {reply}", reply)
-        return peer, parse_pasv(reply)[1]
 
     async def close(self) -> None:
         """QUIT and close without waiting for the 221 (a session closed out

@@ -1,14 +1,21 @@
-"""Data connections: the one place a client data connection is opened.
+"""Data connections: the one place a client data connection is opened,
+tuned and secured (docs/DESIGN.md, "Client"; docs/PARALLEL.md).
 
-Two steps, because a TLS data connection's handshake must wait until the
-transfer command is sent (vsftpd accepts the connection, and starts TLS
-on it, only then):
+Every data socket is sized before its handshake (the window scale is fixed
+then: SocketTuner.before_handshake) and after it, whichever side connects:
 
-1. :func:`open_data_socket`: passive address, buffers sized before the
-   handshake (the window scale is fixed then), TCP connect.
-2. :func:`start_data`: after the 1yz reply, the asyncio transport for the
-   data, in TLS when the control connection is (PROT P), resuming its
-   session (RFC 4217 sec. 10).
+* :func:`connect_data` / :func:`open_data_socket`: to a passive address (a
+  stream-mode transfer, a listing, a MODE E put's streams);
+* :func:`listen_for_data`, :func:`active_command`, :func:`accept_data`: a
+  listener the server connects to (a MODE E get's streams), taking
+  connections from the control connection's peer only (RFC 2577 sec. 5).
+
+A TLS data connection's handshake waits until the transfer command is
+sent (vsftpd accepts the connection, and starts TLS on it, only then):
+:func:`start_data` makes the asyncio transport after the 1yz reply, in
+TLS when the control connection is (PROT P), resuming its session (RFC
+4217 sec. 10); :func:`open_tls_stream` and :func:`tls_handshake` do the
+same for MODE E streams, the client always the TLS client.
 
 Over TLS the bytes go through the TLS layer in Python, so the plain
 read/write path serves both directions (no sendfile, no SO_RCVLOWAT
@@ -18,40 +25,101 @@ batching: a TLS close_notify is smaller than a batch).
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import socket
 from collections.abc import Callable
 
 from ..tlsbio import TLSPipe
+from ..tuner import SocketTuner
 from .control import ControlConnection, FTPError
 from .tls import ClientTLS, failure_sentence
 
 TLS_WRITE_CHUNK = 1 << 20  # bytes read from the file per transport.write
 TLS_HIGH_WATER = 4 << 20  # plaintext queued in the transport before a put waits
 TLS_SHUTDOWN = 10.0  # seconds a closing TLS data connection waits for the peer's close_notify
+LISTEN_BACKLOG = 64  # a MODE E get's streams connecting at once
+
+log = logging.getLogger("drsftp.client")
 
 
-async def open_data_socket(ctl: ControlConnection, tuner, timeout: float,
-                           send: Callable[[], None] | None = None) -> socket.socket:
-    """A connected data socket, tuned by ``tuner`` before and after the
-    handshake.  The address is the control connection's host (a PASV
-    address could point elsewhere: RFC 2577 sec. 5).  ``send``: sends the
-    transfer command(s) while the data connection's handshake runs (a
+async def connect_data(ctl: ControlConnection, address: tuple[str, int], tuner: SocketTuner | None,
+                       timeout: float, send: Callable[[], None] | None = None) -> socket.socket:
+    """A data connection to ``address``, tuned by ``tuner`` before and
+    after its handshake; OSError or TimeoutError if it cannot be made.
+    ``send``: sends the transfer command(s) while the handshake runs (a
     passive server accepts once the command has come, RFC 959 3.2: one
     round trip less; a TLS handshake still waits for the 1yz)."""
-    host, port = await ctl.passive_address()
     sock = socket.socket(ctl.family(), socket.SOCK_STREAM)
     sock.setblocking(False)
-    tuner.note_control_rtt(ctl.writer.get_extra_info("socket"))
-    tuner.before_handshake(sock)  # window scale is fixed by this
-    if send is not None:
-        send()
+    if tuner is not None:
+        tuner.note_control_rtt(ctl.writer.get_extra_info("socket"))
+        tuner.before_handshake(sock)  # window scale is fixed by this
     try:
-        await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)), timeout)
-    except (TimeoutError, OSError) as exc:
+        if send is not None:
+            send()
+        await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, address), timeout)
+    except BaseException:
         sock.close()
-        raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
-    tuner.after_handshake(sock)
+        raise
+    if tuner is not None:
+        tuner.after_handshake(sock)
     return sock
+
+
+async def open_data_socket(ctl: ControlConnection, address: tuple[str, int], tuner: SocketTuner | None,
+                           timeout: float, send: Callable[[], None] | None = None) -> socket.socket:
+    """:func:`connect_data`, its failure an FTPError that names the address.
+    The address is the control connection's host (FlowControl.passive_address:
+    a PASV address could point elsewhere, RFC 2577 sec. 5)."""
+    try:
+        return await connect_data(ctl, address, tuner, timeout, send)
+    except (TimeoutError, OSError) as exc:
+        host, port = address
+        raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+
+
+def listen_for_data(ctl: ControlConnection, tuner: SocketTuner) -> socket.socket:
+    """A listener on the control connection's local address (inside a
+    network namespace that is the address the server reaches us on),
+    sized by ``tuner``: accepted sockets inherit its window scale."""
+    local = ctl.writer.get_extra_info("sockname")[0]
+    sock = socket.socket(ctl.family(), socket.SOCK_STREAM)
+    try:
+        sock.bind((local, 0))
+        tuner.before_handshake(sock)
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def active_command(listener: socket.socket) -> tuple[str, str]:
+    """PORT (RFC 959 4.1.2) for IPv4, EPRT (RFC 2428 2) for IPv6, naming
+    ``listener``: the command and what to call it in an error."""
+    host, port = listener.getsockname()[:2]
+    if listener.family == socket.AF_INET6:
+        return f"EPRT |2|{host}|{port}|", "active mode (EPRT)"
+    h = host.replace(".", ",")
+    return f"PORT {h},{port >> 8},{port & 255}", "active mode (PORT)"
+
+
+async def accept_data(listener: socket.socket, peer: str,
+                      new_tuner: Callable[[], SocketTuner]) -> tuple[socket.socket, SocketTuner] | None:
+    """The next connection to ``listener`` and its tuner (``new_tuner()``);
+    None for a connection from another address than the control
+    connection's ``peer``, which is closed (RFC 2577 sec. 5)."""
+    conn, addr = await asyncio.get_running_loop().sock_accept(listener)
+    if addr[0] != peer:
+        log.warning("refused a data connection from %s (the server is %s)", addr[0], peer)
+        conn.close()
+        return None
+    tuner = new_tuner()
+    tuner.before_handshake(listener)  # (what the listener had: the window scale is fixed)
+    tuner.after_handshake(conn)
+    return conn, tuner
 
 
 async def start_data(sock: socket.socket, protocol_factory, tls: ClientTLS | None, host: str,
@@ -155,7 +223,7 @@ async def send_tls(sock: socket.socket, f, offset: int, count: int, xfer, tls: C
     loop = asyncio.get_running_loop()
     while pos < end:
         await proto.writable()
-        chunk = await loop.run_in_executor(None, _pread, f.fileno(), min(TLS_WRITE_CHUNK, end - pos), pos)
+        chunk = await loop.run_in_executor(None, os.pread, f.fileno(), min(TLS_WRITE_CHUNK, end - pos), pos)
         if not chunk:
             break  # the file shrank: the server's size check (ALLO) tells
         transport.write(chunk)
@@ -163,12 +231,6 @@ async def send_tls(sock: socket.socket, f, offset: int, count: int, xfer, tls: C
         xfer.moved = pos - offset
     await proto.writable()
     transport.close()  # flushes, then close_notify
-
-
-def _pread(fd: int, n: int, pos: int) -> bytes:
-    import os
-
-    return os.pread(fd, n, pos)
 
 
 def settle(done: asyncio.Future, exc: BaseException | None, *, retrieved: bool = False) -> None:

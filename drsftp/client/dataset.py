@@ -28,7 +28,7 @@ from .jobresult import FileOutcome, JobResult
 from .jobsessions import ERRORS, check_cancelled
 from .localtree import local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
-from .remote import RemoteSession, Started, _Retry
+from .remote import PairRefused, RemoteSession, Started
 from .remotewalk import MAX_DEPTH
 from .transfer import TransferOptions
 
@@ -221,7 +221,7 @@ async def _get_worker(job: TreeJob, wid: int) -> None:
                         t = await sess.get_data(st, lines, remote, local, item.t.size, item.t.resume_from,
                                                 on_xfer=lambda x: job.active.__setitem__(wid, x),
                                                 on_final=send_ahead)
-                    except _Retry:
+                    except PairRefused:
                         st = None  # its 503s are read: send the pair again
                         continue
                     break

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 
 COPY_CHUNK = 64 << 10  # curl's upload buffer; 256 KiB saved the receiver less (0016)
+SEND_POLL = 0.2  # seconds a blocked send waits before it looks for a stop (SO_SNDTIMEO)
 
 
 def send_range(fd: int, fileno: int, offset: int, count: int, stop: threading.Event, copy: bool,

@@ -9,11 +9,10 @@ the batch's later replies are read."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from ..ftp import flow
-from ..ftp.replies import Reply, parse_epsv, parse_pasv
+from ..ftp.replies import ProtocolError, Reply, parse_epsv, parse_pasv
 from .control import ControlConnection, FTPError, Pending
 
 Steps = Sequence[tuple[str, str | None]]  # (command line, what to call it in an error)
@@ -58,17 +57,26 @@ class FlowControl:
         (see :meth:`start_after`)."""
         _, error = await self._read(sent, timeout)
         if error is not None:
-            self.flow.receive(pending.verb, await self.ctl._wait(pending.preliminary, timeout))
+            try:  # (the transfer command's refusal, or its start: the caller then closes)
+                self.flow.receive(pending.verb, await self.ctl.first_reply(pending, timeout))
+            except FTPError:
+                pass
             raise error
 
     def send_all(self, steps: Steps) -> list[tuple[Pending, str]]:
         return [(self.send(line), what or line.split(" ", 1)[0].upper()) for line, what in steps]
 
+    async def reply(self, pending: Pending, timeout: float = 60.0) -> Reply:
+        """``pending``'s final reply, whatever it says (the flow takes it)."""
+        reply = await self.ctl.final_reply(pending, timeout)
+        self.flow.receive(pending.verb, reply)
+        return reply
+
     async def _read(self, sent: list[tuple[Pending, str]], timeout: float) -> tuple[list[Reply], FTPError | None]:
         replies: list[Reply] = []
         error: FTPError | None = None
         for pending, what in sent:
-            reply = await self.ctl._wait(pending.final, timeout)
+            reply = await self.ctl.final_reply(pending, timeout)
             replies.append(reply)
             if isinstance(self.flow.receive(pending.verb, reply), flow.Refused) and error is None:
                 error = FTPError(f"{what} failed: {reply}", reply)
@@ -76,26 +84,25 @@ class FlowControl:
 
     async def passive_address(self, before: Steps | None = None) -> tuple[str, int]:
         """``before`` (e.g. MODE E) and EPSV (RFC 2428) in one batch, else
-        PASV; the data connection goes to the control connection's host
-        whatever PASV names (RFC 2577 sec. 5)."""
+        PASV (RFC 959); the data connection goes to the control
+        connection's host whatever PASV names (RFC 2577 sec. 5)."""
         peer = self.ctl.writer.get_extra_info("peername")[0]
         sent = self.send_all(before or ())
         epsv = self.send("EPSV")
         _, error = await self._read(sent, 60.0)
-        reply = await self.ctl._wait(epsv.final, 60.0)
-        refused = isinstance(self.flow.receive("EPSV", reply), flow.Refused)
+        reply = await self.reply(epsv)
         if error is not None:
             raise error
-        if not refused:
-            return peer, parse_epsv(reply)
-        return peer, parse_pasv(await self.step("PASV", "passive mode (PASV)"))[1]
-
-    def start_transfer(self, line: str) -> Pending:
-        return self.send(line)
+        try:
+            if reply.code == 229:
+                return peer, parse_epsv(reply)
+            return peer, parse_pasv(await self.step("PASV", "passive mode (PASV)"))[1]
+        except ProtocolError as exc:
+            raise FTPError(str(exc), transient=False) from exc
 
     async def started(self, pending: Pending, what: str, timeout: float = 60.0) -> Reply:
         """The transfer command's first reply: 125/150, or an FTPError."""
-        first = await asyncio.wait_for(asyncio.shield(pending.preliminary), timeout)
+        first = await self.ctl.first_reply(pending, timeout)
         if not isinstance(self.flow.receive(pending.verb, first), flow.TransferStarted):
             raise FTPError(f"{what}: {first}", first)
         return first

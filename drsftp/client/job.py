@@ -10,7 +10,6 @@ drsftp.client.jobsessions ("Idle sessions")."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -19,6 +18,7 @@ from ..ftp.listing import FILE, Entry
 from ..ftp.safepath import local_path, remote_join
 from ..ftp.url import FTPLocation
 from ..tuning.fleet import Change, FleetConfig, Kind
+from . import verify as sha256check
 from .control import FTPError
 from .jobfleet import FleetSteering, samples_of
 from .jobresult import FileOutcome, JobReport, JobResult
@@ -78,7 +78,7 @@ class TreeJob(JobSessions):
         self.report = JobReport(direction, jopts.progress, jopts.verbose)
         self.sources: list[Source] = []
         self.queue: list[Item] = []
-        self.active: dict[int, object] = {}  # worker -> its running _Transfer
+        self.active: dict[int, object] = {}  # worker -> its running transfer (StreamTransfer or a parallel driver)
         self.done_bytes = 0
         self.files_total = 0
         self.files_done = 0
@@ -361,46 +361,11 @@ class TreeJob(JobSessions):
         self.finished(item, FileOutcome(self.paths(item)[1], "failed", error=str(exc)))
 
 
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-async def remote_sha256(sess: RemoteSession, path: str) -> str | None:
-    """The server's SHA-256 of a file: HASH (draft-bryan-ftpext-hash), or
-    GridFTP's CKSM (GFD.20 era; ``213 <hex>``) where HASH is missing."""
-    if "HASH" not in sess.ctl.features:
-        if "CKSM" not in sess.ctl.features:
-            return None
-        reply = await sess.ctl.command(f"CKSM SHA256 0 -1 {path}", timeout=3600)
-        digest = reply.first.strip().lower()
-        ok = reply.code == 213 and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
-        return digest if ok else None
-    await sess.ctl.command("OPTS HASH SHA-256")
-    reply = await sess.ctl.command(f"HASH {path}", timeout=3600)
-    words = reply.first.split(" ", 3)
-    if reply.code != 213 or len(words) < 3 or words[0].upper() != "SHA-256":
-        return None
-    return words[2].lower()
-
-
 async def verify(sess: RemoteSession, remote: str, local: str) -> str:
-    """--verify in a job: the file's SHA-256 here equals the server's."""
-    theirs = await remote_sha256(sess, remote)
-    if theirs is None:
-        raise FTPError("--verify: the server offers no SHA-256 (HASH or CKSM)", transient=False)
-    ours = await asyncio.to_thread(sha256_file, local)
-    if ours != theirs:
-        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
-                       transient=False)
-    return ours
+    """--verify in a job: the file's SHA-256 here equals the server's (client/verify.py)."""
+    return await sha256check.verify(sess.ctl, remote, local)
 
 
 async def same_digest(sess: RemoteSession, remote: str, local: str) -> bool:
-    theirs = await remote_sha256(sess, remote)
-    if theirs is None:
-        raise FTPError("--checksum: the server offers no SHA-256 (HASH or CKSM)", transient=False)
-    return theirs == await asyncio.to_thread(sha256_file, local)
+    """--checksum in a job: both copies have the same SHA-256 (client/verify.py)."""
+    return await sha256check.same_digest(sess.ctl, remote, local)

@@ -155,12 +155,13 @@ def run_job(args, topts) -> int:
         raise JobUsageError("--retries must be 0 or more")
     if len(args.paths) < 2:
         raise JobUsageError(f"{args.command} needs a source and a destination")
-    if args.parallel == "auto":
-        streams = DEFAULT_STREAMS
-    elif args.parallel.isdigit() and 1 <= int(args.parallel) <= 16:
-        streams = int(args.parallel)
-    else:
-        raise JobUsageError("-P for a directory or several files is 1-16 streams per session, or auto")
+    from .parallel import parse_parallel  # (the one -P rule; loaded with the job)
+
+    try:
+        wanted = parse_parallel(args.parallel)
+    except ValueError as exc:
+        raise JobUsageError(str(exc)) from None
+    streams = DEFAULT_STREAMS if wanted is None else wanted
     jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, delete=args.delete,
                        resume=args.resume, sessions=args.sessions, pipeline=args.pipeline, retries=args.retries,
                        verbose=args.verbose, streams=streams, cached=args.cached,

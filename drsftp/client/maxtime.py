@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..result import TransferResult
 
 if TYPE_CHECKING:
-    from .transfer import TransferOptions
+    from .options import TransferOptions
 
 
 @dataclass(eq=False)

@@ -1,11 +1,11 @@
 """`drsftp get/put -P N|auto`: one file over N data streams.
 
 Chooses the data plane from the server's FEAT (docs/PARALLEL.md): extended
-block mode where it lists PARALLEL (:mod:`.modee`), else N stream-mode
+block mode where it lists PARALLEL (:mod:`.modee_get`, :mod:`.modee_put`), else N stream-mode
 sessions on REST ranges for a get (:mod:`.ranged`) and one stream for a
 put (stream-mode FTP has no safe parallel upload: a STOR at an offset
 truncates or appends, depending on the server).  Over TLS (PROT P) the
-MODE E streams run TLS each (RFC 4217; :mod:`.modee`), and every ranged
+MODE E streams run TLS each (RFC 4217; :mod:`.modee_base`), and every ranged
 session and its data connections run in TLS, resuming their control
 connection's session (RFC 4217 sec. 10).
 
@@ -34,22 +34,18 @@ from ..tuning.actuation import host_cap
 from ..tuning.streams import Action, StreamController, StreamsConfig, first_streams
 from . import maxtime, putresume, transfer
 from .control import ControlConnection, FTPError, os_reason, size_of
-from .modee import ModeEGet, ModeEPut
+from .modee_get import ModeEGet
+from .modee_put import ModeEPut
+from .options import TransferOptions
 from .progress import ProgressView
 from .ranged import RangedGet
 from .rangeplan import RangePlan, ResumeRecord, drop_record, load_record, save_record
-from .transfer import (
-    TransferOptions,
-    TransferResult,
-    _already_complete,
-    _announce,
-    _session,
-    _sha256,
-    open_session,
-)
+from .session import open_logged_in, open_session, warn_without_drs
+from .transfer import TransferResult, already_complete
+from .verify import verify
 
 log = logging.getLogger("drsftp.client")
-MAX_STREAMS = 64
+MAX_STREAMS = 64  # a session's streams at most: drsftp serve's --max-streams (docs/PARALLEL.md)
 AUTO_MAX = 16  # -P auto stays at or below this many streams
 SAVE_EVERY = 1.0  # seconds between resume-record writes
 TICK = 0.25
@@ -57,15 +53,16 @@ TIMELINE_LIMIT = 20_000  # timeline rows kept (bounded memory)
 
 
 def parse_parallel(text: str) -> int | None:
-    """``N`` (1-64) or ``auto`` (None)."""
+    """``-P``: ``N`` (1 to MAX_STREAMS) or ``auto`` (None); one rule for a
+    file and for a job's sessions."""
     if text.strip().lower() == "auto":
         return None
     try:
         n = int(text)
     except ValueError:
-        raise ValueError(f"-P takes a number of streams (1-{MAX_STREAMS}) or 'auto', not {text!r}") from None
+        n = 0
     if not 1 <= n <= MAX_STREAMS:
-        raise ValueError(f"-P takes 1 to {MAX_STREAMS} streams, not {n}")
+        raise ValueError(f"-P takes 1 to {MAX_STREAMS} streams or auto, not {text!r}")
     return n
 
 
@@ -104,10 +101,10 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
 async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None, on_driver) -> TransferResult:
     check_spec(opts.tuning)
     part = dest + ".part"
-    # SIZE and MDTM go out with the login (transfer.open_session)
+    # SIZE and MDTM go out with the login (session.open_session)
     ctl, (size_reply, mdtm_reply) = await open_session(loc, opts, [f"SIZE {loc.path}", f"MDTM {loc.path}"])
     try:
-        _announce(ctl, opts)
+        warn_without_drs(ctl, opts)
         size = size_of(size_reply)
         if size is None:
             if size_reply.code != 550:  # (550: no such file, which the RETR will say)
@@ -118,7 +115,7 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int 
         held = RangeSet()
         if opts.resume:
             if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
-                return _already_complete("get", loc.path, size)
+                return already_complete("get", loc.path, size)
             held = _held(part, size, mtime)
         try:
             transfer.make_parents(dest)
@@ -183,15 +180,9 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | 
 
 async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None, on_driver) -> TransferResult:
     check_spec(opts.tuning)
-    try:
-        f = open(src, "rb")  # noqa: SIM115 (closed by the with below)
-    except OSError as exc:
-        raise FTPError(f"cannot read {src}: {exc.strerror or exc}", transient=False) from exc
+    f, total, ctl = await transfer.open_put(src, loc, opts)
     with f:
-        total = os.fstat(f.fileno()).st_size
-        ctl = await _session(loc, opts)
         try:
-            _announce(ctl, opts)
             if not extended_block(ctl):
                 log.info("put -P: the server has no extended block mode (PARALLEL); stream-mode FTP has no"
                          " safe parallel upload: one stream")
@@ -202,7 +193,7 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int |
             if held is None:  # no record: an interrupted stream-mode put's prefix, on the streams asked for
                 prefix = await transfer.uploaded_prefix(ctl, loc.path, src, total)
                 if prefix == total:
-                    return _already_complete("put", loc.path, total)
+                    return already_complete("put", loc.path, total)
                 held = RangeSet([(0, prefix)] if prefix else [])
             if not held.total:
                 putresume.drop(record)  # a STOR without REST starts the server's file over
@@ -237,7 +228,7 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int |
 
 
 @dataclass
-class Outcome:
+class StreamsOutcome:
     seconds: float = 0.0
     timed_out: bool = False
     start: int | None = None  # -P auto: the streams it started with
@@ -246,10 +237,10 @@ class Outcome:
 
 
 async def _monitor(driver, controller: StreamController | None, opts: TransferOptions, view: ProgressView,
-                   resumed: int, save) -> Outcome:
+                   resumed: int, save) -> StreamsOutcome:
     """Run the driver; meanwhile show progress, keep a timeline, write the
     resume record, stop at --max-time, and apply -P auto."""
-    out = Outcome(start=controller.streams if controller is not None else None)
+    out = StreamsOutcome(start=controller.streams if controller is not None else None)
     started = time.monotonic()
     deadline = maxtime.lift(opts)  # (the driver's run stops at its instant: below)
     run = asyncio.ensure_future(driver.run())
@@ -327,7 +318,7 @@ def _held(part: str, size: int, mtime: str | None) -> RangeSet:
 
 def _open_part(part: str, fresh: bool) -> int:
     """The .part file for writes at offsets (a fresh one replaces any old
-    file rather than truncating it in place: transfer._open_part)."""
+    file rather than truncating it in place: transfer.open_part)."""
     if fresh:
         drop_record(part)
         try:
@@ -350,30 +341,10 @@ async def _usable(ctl: ControlConnection, loc: FTPLocation, opts: TransferOption
     transfer's had to be dropped)."""
     if not ctl.lost:
         return ctl
-    return await _session(loc, opts)
+    return await open_logged_in(loc, opts)
 
 
-async def verify(ctl: ControlConnection, remote: str, local: str) -> str:
-    """SHA-256 of the whole file against the server's: HASH
-    (draft-bryan-ftpext-hash) or, on GridFTP servers, CKSM SHA256 (which
-    GridFTP lists in FEAT only after login: it is tried)."""
-    if "HASH" in ctl.features:
-        return await transfer._verify(ctl, remote, local)
-    reply = await ctl.command(f"CKSM SHA256 0 -1 {remote}", timeout=3600)
-    if reply.code in (500, 502, 504):
-        raise FTPError("--verify: the server offers neither HASH nor CKSM SHA256; the file was not verified",
-                       reply, transient=False)
-    theirs = reply.first.strip().lower()
-    if reply.code != 213 or len(theirs) != 64:
-        raise FTPError(f"--verify: CKSM failed: {reply}", reply)
-    ours = await asyncio.to_thread(_sha256, local)
-    if ours != theirs:
-        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
-                       transient=False)
-    return ours
-
-
-def _result(direction: str, path: str, driver, total: int, resumed: int, out: Outcome, mode: str,
+def _result(direction: str, path: str, driver, total: int, resumed: int, out: StreamsOutcome, mode: str,
             streams: int | None) -> TransferResult:
     summary = driver.summary()
     summary.update({"mode": mode, "parallel": "auto" if streams is None else streams,

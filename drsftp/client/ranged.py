@@ -22,20 +22,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 from dataclasses import replace
 
 from ..fileio import pwrite_all
-from ..ftp.flow import State
+from ..ftp.flow import FlowError, State
 from ..tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.streams import StreamSample
 from .control import ControlConnection, FTPError
 from .dataconn import settle, start_data
 from .flowctl import FlowControl
+from .options import TransferOptions
 from .rangeplan import Assignment, RangePlan, read_chunk
-from .transfer import TransferOptions, _drive, _session, _Transfer
+from .session import open_logged_in
+from .streammode import StreamTransfer, drive_data
 
 log = logging.getLogger("drsftp.client")
 SETTLE_TIMEOUT = 10.0  # seconds for the RETR's final reply after the data connection closed
@@ -68,7 +69,7 @@ class _RangeSink(asyncio.BufferedProtocol):
     """Reads one range and no byte past its end (which may move nearer
     while it runs: work stealing, or a stream given back)."""
 
-    def __init__(self, fd: int, plan: RangePlan, asg: Assignment, xfer: _Transfer, stats: StreamStats,
+    def __init__(self, fd: int, plan: RangePlan, asg: Assignment, xfer: StreamTransfer, stats: StreamStats,
                  keep_open: bool = True) -> None:
         self.fd, self.plan, self.asg, self.xfer, self.stats = fd, plan, asg, xfer, stats
         self.keep_open = keep_open  # False over TLS: the transport answers the close_notify
@@ -119,7 +120,7 @@ class RangedGet:
         # per stream: no bar of its own, no deadline of its own (the driver's)
         self.opts = replace(opts, progress=False, max_time=None, deadline=None)  # (the monitor stops it)
         self.spare = [FlowControl(ctl)]  # idle control connections
-        self.want = streams
+        self.wanted = streams
         self.controller = controller
         self.stats: list[StreamStats] = []
         self.sinks: dict[int, _RangeSink] = {}
@@ -183,8 +184,8 @@ class RangedGet:
         return True
 
     async def run(self) -> None:
-        self.plan.split(self.want)
-        for _ in range(self.want):
+        self.plan.split(self.wanted)
+        for _ in range(self.wanted):
             if not self.start_worker():
                 break
         try:
@@ -240,7 +241,7 @@ class RangedGet:
         other sessions run (a per-address limit: vsftpd's max_per_ip,
         pyftpdlib's max_cons_per_ip answer 421)."""
         try:
-            ctl = await _session(self.loc, self.opts)
+            ctl = await open_logged_in(self.loc, self.opts)
         except FTPError as exc:
             others = any(not t.done() for i, t in self.tasks.items() if i != w)
             if not others:
@@ -260,8 +261,8 @@ class RangedGet:
         tuner = SocketTuner(self.opts.tuning, Role.RECEIVER, allow_force=self.opts.force_buffers, parallel=True,
                             batch_reads=ctl.tls is None)
         stats.tuner = tuner
-        xfer = _Transfer(ctl, tuner, self.opts, self.loc.path, None, 0)
-        sock = await _open_data(fc, tuner, self.opts.connect_timeout)
+        xfer = StreamTransfer(fc, tuner, self.opts, self.loc.path, None, 0)
+        sock = await xfer.open_data()
         transport = None
         try:
             rest = [(f"REST {asg.pos}", "ranged get (REST)")] if asg.pos else []
@@ -274,7 +275,7 @@ class RangedGet:
                 ctl.tls, ctl.host, self.opts.connect_timeout)
             self.sinks[asg.worker] = sink
             io = asyncio.ensure_future(_wait(sink.done))
-            await _drive(io, xfer)
+            await drive_data(io, xfer)
         finally:
             self.sinks.pop(asg.worker, None)
             stats.summaries.append(tuner.summary())
@@ -300,25 +301,9 @@ async def _settle(fc: FlowControl, pending) -> bool:
     except (TimeoutError, FTPError):
         pass
     try:
-        abor = fc.start_transfer("ABOR")
+        abor = fc.send("ABOR")
         await asyncio.wait_for(asyncio.gather(pending.final, abor.final), SETTLE_TIMEOUT)
         fc.ended(pending, pending.final.result())
         return fc.flow.state is State.READY
-    except (TimeoutError, FTPError):
+    except (TimeoutError, FTPError, FlowError):
         return False
-
-
-async def _open_data(fc: FlowControl, tuner: SocketTuner, timeout: float) -> socket.socket:
-    """A passive data connection, tuned before and after its handshake."""
-    host, port = await fc.passive_address()
-    sock = socket.socket(fc.ctl.family(), socket.SOCK_STREAM)
-    sock.setblocking(False)
-    tuner.note_control_rtt(fc.ctl.writer.get_extra_info("socket"))
-    tuner.before_handshake(sock)  # window scale is fixed by this
-    try:
-        await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)), timeout)
-    except (OSError, TimeoutError) as exc:
-        sock.close()
-        raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
-    tuner.after_handshake(sock)
-    return sock

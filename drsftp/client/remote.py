@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..ftp.flow import TransferDone
 from ..ftp.listing import (
     DIR,
     FILE,
@@ -39,31 +40,32 @@ from ..ftp.url import FTPLocation
 from ..tuner import SocketTuner
 from ..tuning import Role
 from .control import ControlConnection, FTPError, Pending
-from .dataconn import send_tls, settle, start_data
-from .transfer import (
-    TransferOptions,
-    TransferResult,
-    _close_data,
-    _drive,
-    _open_part,
-    _receive,
-    _result,
-    _send,
-    _server_says_why,
-    _session,
-    _Transfer,
+from .dataconn import open_data_socket, send_tls, settle, start_data
+from .flowctl import FlowControl
+from .options import TransferOptions
+from .session import open_logged_in, open_session
+from .streammode import (
+    StreamTransfer,
     check_sent,
-    open_session,
+    close_data,
+    drive_data,
+    receive_file,
+    send_file,
+    server_says_why,
 )
+from .transfer import TransferResult, open_part
 
 LISTING_LIMIT = 64 << 20  # bytes of one directory listing: more is a hostile or broken server
 
 
 @dataclass
 class Started:
-    """A transfer whose commands are on the wire."""
+    """A transfer whose commands are on the wire, through a flow of its own
+    (drsftp.ftp.flow: a data address serves one transfer in stream mode,
+    and the next file's commands may go out before this one's 226)."""
+    flow: FlowControl
     passive: Pending
-    transfer: Pending
+    transfer: Pending | None  # None until sent (a transfer not pipelined)
     pipelined: bool
     extra: tuple[Pending, ...] = ()
 
@@ -85,7 +87,7 @@ class RemoteSession:
 
     @classmethod
     async def open(cls, loc: FTPLocation, opts: TransferOptions) -> RemoteSession:
-        return cls(await _session(loc, opts), opts)
+        return cls(await open_logged_in(loc, opts), opts)
 
     @classmethod
     async def open_asking(cls, loc: FTPLocation, opts: TransferOptions, queries: tuple[str, ...],
@@ -99,8 +101,9 @@ class RemoteSession:
         early: list[Started] = []
 
         def ask(ctl: ControlConnection) -> None:
-            passive = ctl.start("EPSV")
-            early.append(Started(passive, ctl.start(f"MLSD {listing}"), True))
+            fc = FlowControl(ctl)
+            passive = fc.send("EPSV")
+            early.append(Started(fc, passive, fc.send(f"MLSD {listing}"), True))
 
         ctl, replies = await open_session(loc, opts, queries, ask if listing is not None else None)
         sess = cls(ctl, opts)
@@ -134,43 +137,29 @@ class RemoteSession:
     def start(self, *lines: str) -> Started:
         """Send the passive command, ``lines[:-1]`` and the transfer command
         ``lines[-1]`` together (once the passive verb is known)."""
-        verb = self.passive_verb or "EPSV"
-        passive = self.ctl.start(verb)
-        pipelined = self.passive_verb is not None and self.pipeline
-        if not pipelined:
-            return Started(passive, None, False, tuple(lines))  # type: ignore[arg-type]
-        extra = tuple(self.ctl.start(x) for x in lines[:-1])
-        return Started(passive, self.ctl.start(lines[-1]), True, extra)
+        fc = FlowControl(self.ctl)
+        passive = fc.send(self.passive_verb or "EPSV")
+        if self.passive_verb is None or not self.pipeline:
+            return Started(fc, passive, None, False)
+        extra = tuple(fc.send(x) for x in lines[:-1])
+        return Started(fc, passive, fc.send(lines[-1]), True, extra)
 
     async def connect(self, st: Started, tuner: SocketTuner | None, lines: tuple[str, ...]) -> socket.socket:
         """The data connection for ``st``; the transfer command is sent by
         now.  ``lines``: what start() was given (for the unpipelined path)."""
         port = await self._passive_port(st)
         if not st.pipelined:
-            st.extra = tuple(self.ctl.start(x) for x in lines[:-1])
-            st.transfer = self.ctl.start(lines[-1])
-        sock = socket.socket(self.ctl.family(), socket.SOCK_STREAM)
-        sock.setblocking(False)
-        if tuner is not None:
-            tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
-            tuner.before_handshake(sock)
-        try:
-            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (self.peer, port)),
-                                   self.opts.connect_timeout)
-        except (TimeoutError, OSError) as exc:
-            sock.close()
-            raise FTPError(f"cannot open data connection to {self.peer}:{port}: {exc}") from exc
-        if tuner is not None:
-            tuner.after_handshake(sock)
-        return sock
+            st.extra = tuple(st.flow.send(x) for x in lines[:-1])
+            st.transfer = st.flow.send(lines[-1])
+        return await open_data_socket(self.ctl, (self.peer, port), tuner, self.opts.connect_timeout)
 
     async def _passive_port(self, st: Started) -> int:
-        reply = await self.ctl._wait(st.passive.final, 60)
+        reply = await st.flow.reply(st.passive)
         if reply.code == 503 and st.pipelined:
-            raise _Retry()  # the previous transfer had not ended on the server yet
-        if st.passive.verb == "EPSV" and reply.code != 229 and self.passive_verb is None:
-            st.passive = self.ctl.start("PASV")
-            reply = await self.ctl._wait(st.passive.final, 60)
+            raise PairRefused()  # the previous transfer had not ended on the server yet
+        if st.passive.verb == "EPSV" and reply.code != 229 and self.passive_verb is None and not st.pipelined:
+            st.passive = st.flow.send("PASV")  # (pipelined, the commands after it are spent: the caller retries)
+            reply = await st.flow.reply(st.passive)
         try:
             if reply.code == 229:
                 port = parse_epsv(reply)
@@ -184,16 +173,16 @@ class RemoteSession:
             self.passive_verb = st.passive.verb
         return port
 
-    async def preliminary(self, st: Started, what: str):
-        first = await self.ctl._wait(st.transfer.preliminary, 60)
-        if not first.preliminary:
-            raise FTPError(f"{what}: {first}", first)
+    async def preliminary(self, st: Started, what: str) -> Reply:
+        """The transfer command's 1yz (an FTPError naming ``what`` otherwise)."""
+        first = await st.flow.started(_sent(st), what)
         self.transfers += 1
         return first
 
-    async def final(self, pending: Pending, what: str, timeout: float = 120):
-        reply = await self.ctl._wait(pending.final, timeout)
-        if reply.code not in (226, 250):
+    async def final(self, st: Started, what: str, timeout: float = 120) -> Reply:
+        """The transfer's 226/250 (an FTPError naming ``what`` otherwise)."""
+        reply = await self.ctl.final_reply(_sent(st), timeout)
+        if not isinstance(st.flow.ended(_sent(st), reply), TransferDone):
             raise FTPError(f"{what}: {reply}", reply)
         return reply
 
@@ -210,7 +199,7 @@ class RemoteSession:
             feed = _Feeder(parse_mlsd, on_entries) if ours and on_entries is not None else None
             try:
                 data = await self.read_data(line, what, early[1], feed)
-            except _Retry:
+            except PairRefused:
                 pass  # (a 503 to the early EPSV: refused, listed the usual way below)
             except FTPError as exc:
                 if exc.reply is None or (feed is not None and feed.fed):
@@ -246,7 +235,7 @@ class RemoteSession:
             if transport is not None:
                 transport.abort()
             sock.close()
-        await self.final(st.transfer, what)
+        await self.final(st, what)
         return b"".join(sink.chunks)
 
     async def stat(self, path: str) -> Entry | None:
@@ -289,46 +278,47 @@ class RemoteSession:
             if on_final is not None and not fut.cancelled() and fut.exception() is None:
                 on_final(fut.result())
 
-        st.transfer.final.add_done_callback(final_arrived)
+        _sent(st).final.add_done_callback(final_arrived)
         try:
-            await self._check_rest(st)
+            await self._check_extra(st)
             await self.preliminary(st, f"cannot retrieve {remote}")
             tuner.attach(sock)
             part = local + ".part"
-            with _open_part(part, offset) as f:
+            with open_part(part, offset) as f:
                 started = xfer.started = time.monotonic()
-                io = asyncio.ensure_future(_receive(sock, f, xfer, self.ctl.tls, self.ctl.host))
-                await _server_says_why(_drive(io, xfer), st.transfer, f"RETR {remote}")
+                io = asyncio.ensure_future(receive_file(sock, f, xfer, self.ctl.tls, self.ctl.host))
+                await server_says_why(drive_data(io, xfer), _sent(st), f"RETR {remote}")
                 seconds = time.monotonic() - started
         finally:
-            _close_data(sock, xfer)
+            close_data(sock, xfer)
         return GetTail(self, st, remote, local, part, size, offset, xfer, seconds)
 
     async def _open_data(self, st: Started, lines: tuple[str, ...], role: Role, local: str,
-                         size: int | None, offset: int, on_xfer) -> tuple[SocketTuner, _Transfer, socket.socket]:
+                         size: int | None, offset: int, on_xfer) -> tuple[SocketTuner, StreamTransfer, socket.socket]:
         """The tuner, the transfer's state and its connected data socket; a
         connection that fails first drains the replies of ``lines``."""
         # SO_RCVLOWAT batching off over TLS: a close_notify is smaller than a batch
         tuner = SocketTuner(self.opts.tuning, role, allow_force=self.opts.force_buffers,
                             batch_reads=self.ctl.tls is None)
-        xfer = _Transfer(self.ctl, tuner, self.opts, os.path.basename(local), size, offset)
+        xfer = StreamTransfer(st.flow, tuner, self.opts, os.path.basename(local), size, offset)
         if on_xfer:
             on_xfer(xfer)
         try:
             sock = await self.connect(st, tuner, lines)
-        except (FTPError, _Retry):
+        except (FTPError, PairRefused):
             await self._drain_tokens(st)
             raise
         return tuner, xfer, sock
 
-    async def _check_rest(self, st: Started) -> None:
-        """A REST sent ahead of the transfer must have been accepted (350,
-        RFC 959 sec. 4.1.3) before a byte is written at its offset."""
+    async def _check_extra(self, st: Started) -> None:
+        """The replies to the commands sent between the passive command and
+        the transfer command, in order: a REST must have been accepted (350,
+        RFC 959 sec. 4.1.3) before a byte is written at its offset; ALLO's
+        reply is no error either way (a server may not need it)."""
         for token in st.extra:
-            if token.verb == "REST":
-                reply = await self.ctl._wait(token.final, 60)
-                if reply.code != 350:
-                    raise FTPError(f"resume (REST) failed: {reply}", reply)
+            reply = await st.flow.reply(token)
+            if token.verb == "REST" and reply.code != 350:
+                raise FTPError(f"resume (REST) failed: {reply}", reply)
 
     async def _drain_tokens(self, st: Started) -> None:
         """Wait for the replies of commands sent for a transfer that will
@@ -336,7 +326,7 @@ class RemoteSession:
         for token in (*st.extra, st.transfer):
             if token is not None:
                 try:
-                    await self.ctl._wait(token.final, 30)
+                    await self.ctl.final_reply(token, 30)
                 except FTPError:
                     pass
 
@@ -346,7 +336,7 @@ class RemoteSession:
         st = self.start(*lines)
         tuner, xfer, sock = await self._open_data(st, lines, Role.SENDER, local, size, offset, on_xfer)
         try:
-            await self._check_rest(st)
+            await self._check_extra(st)
             await self.preliminary(st, f"cannot store {remote}")
             tuner.attach(sock)
             started = xfer.started = time.monotonic()
@@ -354,22 +344,22 @@ class RemoteSession:
                 io = asyncio.ensure_future(send_tls(sock, f, offset, size - offset, xfer, self.ctl.tls,
                                                     self.ctl.host))
             else:
-                io = asyncio.ensure_future(_send(sock, f, offset, size - offset, xfer))
-            await _server_says_why(_drive(io, xfer), st.transfer, f"STOR {remote}")
+                io = asyncio.ensure_future(send_file(sock, f, offset, size - offset, xfer))
+            await server_says_why(drive_data(io, xfer), _sent(st), f"STOR {remote}")
             # No wait for the last ACK (as a single put does, to time the
             # transfer alone): the kernel delivers what it holds after close,
             # and the 226 says the server has it all.
             seconds = time.monotonic() - started
         except BaseException:
-            _close_data(sock, xfer)  # (a TLS transport too)
+            close_data(sock, xfer)  # (a TLS transport too)
             raise
         finally:
             sock.close()
-        await self.final(st.transfer, f"STOR {remote}")
+        await self.final(st, f"STOR {remote}")
         check_sent(xfer, size - offset, local)
         if mtime is not None and "MFMT" in self.ctl.features:
             self.ctl.start(f"MFMT {format_time_val(mtime)} {remote}")  # its reply is not needed
-        return _result("put", remote, xfer, size, offset, seconds)
+        return xfer.result("put", remote, size, offset, seconds)
 
 
 class _Feeder:
@@ -431,8 +421,17 @@ class _Collect(asyncio.Protocol):
         settle(self.done, exc)
 
 
-class _Retry(Exception):
-    """A pipelined pair refused with 503: send it again after the 226."""
+class PairRefused(Exception):
+    """A pipelined passive command refused with 503 (the server had not yet
+    ended the transfer before it): send the pair again after the 226."""
+
+
+
+
+def _sent(st: Started) -> Pending:
+    """``st``'s transfer command, sent by now (connect sends it at the latest)."""
+    assert st.transfer is not None
+    return st.transfer
 
 
 @dataclass
@@ -444,11 +443,11 @@ class GetTail:
     part: str
     size: int | None
     offset: int
-    xfer: _Transfer
+    xfer: StreamTransfer
     seconds: float
 
     async def finish(self, mtime: float | None) -> TransferResult:
-        await self.sess.final(self.st.transfer, f"RETR {self.remote}")
+        await self.sess.final(self.st, f"RETR {self.remote}")
         # The 226 says the file was sent whole (stream mode: RFC 959 sec.
         # 3.4.1); a size other than the listing's is a file that changed
         # since the walk.  Its time is then not the listing's either.
@@ -457,7 +456,7 @@ class GetTail:
         os.replace(self.part, self.local)
         if mtime is not None and not changed:
             os.utime(self.local, (mtime, mtime))
-        res = _result("get", self.remote, self.xfer, got, self.offset, self.seconds)
+        res = self.xfer.result("get", self.remote, got, self.offset, self.seconds)
         if changed:
             res.update(note=f"changed during the copy: listed {self.size} B, got {got} B")
         return res

@@ -1,208 +1,49 @@
-"""`drsftp get` / `drsftp put`: one file over one FTP session, with DRS.
+"""`drsftp get` / `drsftp put`: one file over one FTP session, with DRS
+(docs/DESIGN.md, "Client").
 
-The data path is one large receive buffer written straight to the file
-(get: a BufferedProtocol, with SO_RCVLOWAT batching the reads) and
-blocking sends from a thread (put; client/filesend.py): no per-packet
-Python work.  A ticker
-task observes the data socket every fraction of an RTT, applies the tuning
-strategy's decisions and, when the server offers DRS in FEAT, exchanges
-measurements with it (docs/PROTOCOL.md).
+The session (:mod:`.session`), then in stream mode EPSV, (ALLO,) (REST,)
+and RETR or STOR through the flow table (:mod:`.flowctl`), the data
+connection opened while they go out (:mod:`.dataconn`) and moved by
+:mod:`.streammode`; ``--continue`` resumes with REST, ``--verify``
+compares digests afterwards (:mod:`.verify`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
-import functools
-import hashlib
-import logging
 import os
-import socket
-import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import BinaryIO
 
-from .. import sockopt
-from ..ftp import drscmd
+from ..ftp.flow import FlowError, TransferDone
 from ..ftp.partname import partial_name
-from ..ftp.replies import Reply, parse_feat
 from ..ftp.url import FTPLocation
 from ..result import TransferResult
 from ..tuner import SocketTuner
 from ..tuning import Role, check_spec
-from . import filesend, maxtime
-from .control import Check, ControlConnection, FTPError, Pending, expect, os_reason, size_of
-from .dataconn import open_data_socket, send_tls, settle, start_data
-from .progress import ProgressView
-from .tls import client_tls
-
-log = logging.getLogger("drsftp.client")
-RECV_CHUNK = 4 << 20
-DRS_MIN_INTERVAL = 0.05  # seconds between DRS commands, at the most one per RTT
-SEND_POLL = 0.2  # seconds a blocked sendfile waits before it looks for a stop (SO_SNDTIMEO)
-
-
-@dataclass
-class TransferOptions:
-    tuning: str = "drs"
-    force_buffers: bool = False
-    resume: bool = False
-    progress: bool | None = None  # None: only when stderr is a terminal
-    use_drs_command: bool = True
-    idle_timeout: float = 60.0
-    max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
-    deadline: maxtime.Deadline | None = None  # max_time's instant, set when the command starts (maxtime.py)
-    verify: bool = False  # compare SHA-256 with the server's HASH afterwards
-    connect_timeout: float = 15.0
-    tls: bool = False  # explicit FTPS: AUTH TLS, PBSZ 0, PROT P (RFC 4217)
-    ca_file: str | None = None  # trust these CAs instead of the system store
-    insecure: bool = False  # no certificate or name check (said on stderr)
+from . import maxtime
+from .control import ControlConnection, FTPError, Pending, os_reason, size_of
+from .dataconn import send_tls
+from .flowctl import FlowControl
+from .options import TransferOptions
+from .session import open_logged_in, open_session, warn_without_drs
+from .streammode import (
+    StreamTransfer,
+    check_sent,
+    close_data,
+    drain_sent,
+    drive_data,
+    receive_file,
+    send_file,
+    server_says_why,
+)
+from .verify import verify
 
 
-class _Transfer:
-    """One data transfer: the data socket, the ticker, the DRS exchange."""
-
-    def __init__(self, ctl: ControlConnection, tuner: SocketTuner, opts: TransferOptions,
-                 label: str, total: int | None, resumed: int) -> None:
-        self.ctl, self.tuner, self.opts = ctl, tuner, opts
-        # Only a DRS client exchanges measurements; fixed/kernel emulate stock peers.
-        self.use_drs = opts.use_drs_command and opts.tuning.startswith("drs") and "DRS" in ctl.features
-        self.moved = 0
-        self.resumed = resumed
-        self.drs_replies = 0
-        self.server_last: dict = {}
-        self._drs_pending = False
-        self._last_drs = 0.0
-        self._last_progress = (time.monotonic(), 0)
-        self.started = time.monotonic()
-        self.timed_out = False
-        self.view = ProgressView(label, total, opts.progress)
-        self.data_transport: asyncio.Transport | None = None  # get: the socket's reader
-
-    async def open_data(self, send=None) -> socket.socket:
-        return await open_data_socket(self.ctl, self.tuner, self.opts.connect_timeout, send)
-
-    def progress_bytes(self) -> int:
-        if self.tuner.role is Role.SENDER and self.ctl.tls is None:  # (TLS: acked counts its records too)
-            acked = self.tuner.last_info.get("bytes_acked")  # counts the SYN: one more than the data
-            return max(acked - 1, 0) if acked is not None else self.moved
-        return self.moved
-
-    async def ticker(self, io_task: asyncio.Task) -> None:
-        """Observe, tune, report, exchange DRS; cancel a stalled transfer."""
-        while not io_task.done():
-            delay = self.tuner.tick(self.moved) or 0.1
-            now = time.monotonic()
-            if self.use_drs and not self._drs_pending and now - self._last_drs >= max(
-                self.tuner.last_rtt or 0, DRS_MIN_INTERVAL
-            ):
-                self._send_drs(now)
-            done = self.progress_bytes()
-            if done != self._last_progress[1]:
-                self._last_progress = (now, done)
-            elif now - self._last_progress[0] > self.opts.idle_timeout:
-                io_task.cancel()
-                raise FTPError(f"data connection stalled for {self.opts.idle_timeout:.0f} s")
-            self.view.update(self.resumed + done, self.tuner.rate * 8, self.tuner.last_rtt,
-                             getattr(self.tuner.tuning, "window", None))
-            await asyncio.sleep(delay)
-
-    def finish_view(self) -> None:
-        """The last state, then the bar closes (it stays on the terminal)."""
-        self.view.update(self.resumed + self.progress_bytes(), self.tuner.rate * 8, self.tuner.last_rtt,
-                         getattr(self.tuner.tuning, "window", None))
-        self.view.close()
-
-    def _send_drs(self, now: float) -> None:
-        try:
-            token = self.ctl.start(f"DRS {self.tuner.report_pairs()}".rstrip())
-        except FTPError:
-            return
-        self._drs_pending, self._last_drs = True, now
-
-        def on_reply(fut: asyncio.Future) -> None:
-            self._drs_pending = False
-            if fut.cancelled() or fut.exception() is not None:
-                return
-            reply = fut.result()
-            if reply.code == 200:
-                pairs = drscmd.parse_reply_text(reply.first)
-                self.drs_replies += 1
-                self.server_last = pairs
-                rtt = time.monotonic() - now
-                if self.tuner.control_rtt is None or rtt < self.tuner.control_rtt:
-                    self.tuner.control_rtt = rtt  # fallback RTT where TCP_INFO is missing
-                self.tuner.on_peer_pairs(pairs)
-            elif reply.code in (500, 502):
-                self.use_drs = False  # the server does not know DRS after all
-
-        token.final.add_done_callback(on_reply)
-
-
-async def open_session(loc: FTPLocation, opts: TransferOptions, queries: Sequence[str] = (),
-                       then: Callable[[ControlConnection], None] | None = None,
-                       ) -> tuple[ControlConnection, list[Reply]]:
-    """A logged-in session in binary mode, and the replies to ``queries``
-    (SIZE, MDTM: read-only commands whose replies the caller judges).
-    ``then(ctl)`` sends more right behind the batch, its replies the
-    caller's (a listing asked for with the log-in: remote.py).
-    Round trips: the connection; (the greeting, AUTH TLS and the handshake:
-    RFC 4217 sec. 4, nothing else may be sent before); then FEAT, USER,
-    PASS, (PBSZ 0, PROT P,) TYPE I and the queries in one batch, their
-    replies checked in order (docs/DESIGN.md "Pipelined session setup").
-    Without explicit TLS the batch goes out before the greeting arrives:
-    the server reads it once it has greeted, and the greeting is checked
-    first (a 421 fails the session before any other reply is trusted)."""
-    tls = None
-    if opts.tls or loc.implicit_tls:
-        tls = client_tls(opts.ca_file, opts.insecure, implicit=loc.implicit_tls)
-        if opts.insecure:
-            _say_insecure()
-    explicit = tls is not None and not tls.implicit
-    ctl = await ControlConnection.open(loc.host, loc.port, opts.connect_timeout, tls, greeting=explicit)
-    try:
-        if tls is not None and explicit:
-            await ctl.secure(tls, opts.connect_timeout)
-        feat = ctl.start("FEAT")
-        login = ctl.start_login(loc.user, loc.password)
-        batch: list[tuple[Pending, Check | None]] = []
-        if tls is not None:  # RFC 4217 sec. 8-9, after the login: data connections in TLS too
-            batch += [(ctl.start("PBSZ 0"), expect(200, what="PBSZ 0 (FTPS)")),
-                      (ctl.start("PROT P"), expect(200, what="PROT P (encrypted data connections)"))]
-        batch.append((ctl.start("TYPE I"), expect(200, what="binary mode (TYPE I)")))
-        batch += [(ctl.start(q), None) for q in queries]
-        if then is not None:
-            then(ctl)
-        if not explicit:
-            await ctl.greeted(opts.connect_timeout)
-        ctl.features = parse_feat((await ctl.settle([(feat, None)]))[0])
-        await ctl.login_done(loc.user, login)
-        replies = await ctl.settle(batch)
-    except BaseException:
-        await ctl.close()
-        raise
-    return ctl, replies[len(batch) - len(queries):]
-
-
-@functools.cache
-def _say_insecure() -> None:
-    """Once per process, however many sessions (-P, -c) a call opens."""
-    log.warning("--insecure: the server's TLS certificate is not checked")
-
-
-async def _session(loc: FTPLocation, opts: TransferOptions) -> ControlConnection:
-    return (await open_session(loc, opts))[0]
-
-
-def _announce(ctl: ControlConnection, opts: TransferOptions) -> None:
-    if opts.use_drs_command and "DRS" not in ctl.features and opts.tuning.startswith("drs"):
-        log.warning("server does not offer DRS; right-sizing this end alone")
-
-
-async def _finish(pending, label: str) -> None:
+async def _finish(fc: FlowControl, pending: Pending, label: str) -> None:
     reply = await asyncio.wait_for(asyncio.shield(pending.final), 120)
-    if reply.code not in (226, 250):
+    if not isinstance(fc.ended(pending, reply), TransferDone):
         raise FTPError(f"{label} failed: {reply}", reply)
 
 
@@ -215,7 +56,7 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
     part = dest + ".part"
     ctl, (size_reply,) = await open_session(loc, opts, [f"SIZE {loc.path}"])
     try:
-        _announce(ctl, opts)
+        warn_without_drs(ctl, opts)
         size = size_of(size_reply)
         offset = 0
         resume_dest = False  # DEST itself is continued: it becomes DEST.part once data comes
@@ -225,7 +66,7 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
                     offset = os.path.getsize(candidate)
                     if candidate == dest:
                         if size is not None and offset == size:
-                            return _already_complete("get", loc.path, size)
+                            return already_complete("get", loc.path, size)
                         resume_dest = True
                     break
             if size is not None and offset > size:
@@ -234,50 +75,48 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
         # SO_RCVLOWAT batching off over TLS: a close_notify is smaller than a batch
         tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers,
                             batch_reads=ctl.tls is None)
-        xfer = _Transfer(ctl, tuner, opts, os.path.basename(loc.path), size, offset)
+        fc = FlowControl(ctl)
+        xfer = StreamTransfer(fc, tuner, opts, os.path.basename(loc.path), size, offset)
         try:
-            sent: list[Pending | None] = []
+            sent: list = []
             # (REST and) RETR in one batch, while the data connection opens
             sock = await xfer.open_data(lambda: sent.extend(
-                (ctl.start(f"REST {offset}") if offset else None, ctl.start(f"RETR {loc.path}"))))
+                (fc.send_all(_rest(offset)), fc.send(f"RETR {loc.path}"))))
             try:
                 rest, pending = sent
-                assert pending is not None
-                await _rest_done(ctl, rest, pending)
-                first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
-                if not first.preliminary:
-                    raise FTPError(f"cannot retrieve {loc.path}: {first}", first)
+                await fc.check(rest, pending)
+                await fc.started(pending, f"cannot retrieve {loc.path}")
                 tuner.attach(sock)
                 try:
                     make_parents(dest)  # (not before: a refused RETR makes no directory)
                     if resume_dest:  # (not before: a refused RETR leaves DEST as it was)
                         os.replace(dest, part)
-                    f = _open_part(part, offset)
+                    f = open_part(part, offset)
                 except OSError as exc:
                     raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
                 with f:
                     started = time.monotonic()
                     xfer.started = started
-                    io = asyncio.ensure_future(_receive(sock, f, xfer, ctl.tls, ctl.host))
-                    await _server_says_why(_drive(io, xfer), pending, f"RETR {loc.path}")
+                    io = asyncio.ensure_future(receive_file(sock, f, xfer, ctl.tls, ctl.host))
+                    await server_says_why(drive_data(io, xfer), pending, f"RETR {loc.path}")
                     seconds = time.monotonic() - started
-                _close_data(sock, xfer)
+                close_data(sock, xfer)
                 if xfer.timed_out:
-                    await _abort(ctl, pending)
-                    return _result("get", loc.path, xfer, size, offset, seconds, complete=False)
-                await _finish(pending, f"RETR {loc.path}")
+                    await _abort(fc, pending)
+                    return xfer.result("get", loc.path, size, offset, seconds, complete=False)
+                await _finish(fc, pending, f"RETR {loc.path}")
             finally:
-                _close_data(sock, xfer)
+                close_data(sock, xfer)
         finally:
             xfer.finish_view()
         if size is not None and offset + xfer.moved != size:
             raise FTPError(f"short transfer: {offset + xfer.moved} of {size} bytes (--continue resumes)")
-        digest = await _verify(ctl, loc.path, part) if opts.verify else None
+        digest = await verify(ctl, loc.path, part) if opts.verify else None
         try:
             os.replace(part, dest)
         except OSError as exc:
             raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
-        result = _result("get", loc.path, xfer, size, offset, seconds)
+        result = xfer.result("get", loc.path, size, offset, seconds)
         result.sha256 = digest
         return result
     finally:
@@ -290,66 +129,73 @@ async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResu
 
 async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
     check_spec(opts.tuning)
-    try:
-        f = open(src, "rb")  # noqa: SIM115 (closed by the `with f:` below)
-    except OSError as exc:
-        raise FTPError(f"cannot read {src}: {os_reason(exc)}", transient=False) from exc
+    f, total, ctl = await open_put(src, loc, opts)
     with f:
-        total = os.fstat(f.fileno()).st_size
-        ctl = await _session(loc, opts)
         try:
-            _announce(ctl, opts)
             offset = 0
             if opts.resume:
                 offset = await uploaded_prefix(ctl, loc.path, src, total)
                 if offset == total:
-                    return _already_complete("put", loc.path, total)
+                    return already_complete("put", loc.path, total)
             tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
-            xfer = _Transfer(ctl, tuner, opts, os.path.basename(src), total, offset)
+            fc = FlowControl(ctl)
+            xfer = StreamTransfer(fc, tuner, opts, os.path.basename(src), total, offset)
             try:
-                sent: list[Pending | None] = []
+                sent: list = []
                 # ALLO, (REST,) STOR in one batch, while the data connection
                 # opens.  ALLO: the size, so a server can tell an upload cut
                 # short from a complete one (stream mode ends both by closing).
                 sock = await xfer.open_data(lambda: sent.extend(
-                    (ctl.start(f"ALLO {total}"), ctl.start(f"REST {offset}") if offset else None,
-                     ctl.start(f"STOR {loc.path}"))))
+                    (fc.send(f"ALLO {total}"), fc.send_all(_rest(offset)), fc.send(f"STOR {loc.path}"))))
                 try:
                     allo, rest, pending = sent
-                    assert allo is not None and pending is not None
-                    await ctl.settle([(allo, None)])
-                    await _rest_done(ctl, rest, pending)
-                    first = await asyncio.wait_for(asyncio.shield(pending.preliminary), 60)
-                    if not first.preliminary:
-                        raise FTPError(f"cannot store {loc.path}: {first}", first)
+                    await fc.reply(allo)  # (refused or not: a server may not need it, RFC 959 4.1.3)
+                    await fc.check(rest, pending)
+                    await fc.started(pending, f"cannot store {loc.path}")
                     tuner.attach(sock)
                     started = time.monotonic()
                     xfer.started = started
                     if ctl.tls is not None:
                         io = asyncio.ensure_future(send_tls(sock, f, offset, total - offset, xfer, ctl.tls, ctl.host))
                     else:
-                        io = asyncio.ensure_future(_send(sock, f, offset, total - offset, xfer))
-                    await _server_says_why(_drive(io, xfer), pending, f"STOR {loc.path}")
+                        io = asyncio.ensure_future(send_file(sock, f, offset, total - offset, xfer))
+                    await server_says_why(drive_data(io, xfer), pending, f"STOR {loc.path}")
                     if xfer.timed_out:
                         xfer.moved = xfer.progress_bytes()
                         seconds = time.monotonic() - started
-                        _close_data(sock, xfer)
-                        await _abort(ctl, pending)
-                        return _result("put", loc.path, xfer, total, offset, seconds, complete=False)
-                    await _drain(sock, xfer, tuner)
+                        close_data(sock, xfer)
+                        await _abort(fc, pending)
+                        return xfer.result("put", loc.path, total, offset, seconds, complete=False)
+                    await drain_sent(sock, xfer, tuner)
                     seconds = time.monotonic() - started
                     sock.close()
-                    await _finish(pending, f"STOR {loc.path}")
+                    await _finish(fc, pending, f"STOR {loc.path}")
                     check_sent(xfer, total - offset, src)
                 finally:
-                    _close_data(sock, xfer)
+                    close_data(sock, xfer)
             finally:
                 xfer.finish_view()
-            result = _result("put", loc.path, xfer, total, offset, seconds)
-            result.sha256 = await _verify(ctl, loc.path, src) if opts.verify else None
+            result = xfer.result("put", loc.path, total, offset, seconds)
+            result.sha256 = await verify(ctl, loc.path, src) if opts.verify else None
             return result
         finally:
             await ctl.close()
+
+
+async def open_put(src: str, loc: FTPLocation, opts: TransferOptions) -> tuple[BinaryIO, int, ControlConnection]:
+    """The file to put, its size and a logged-in session (the absence of
+    DRS said): an unreadable file fails before any connection is made."""
+    try:
+        f = open(src, "rb")  # noqa: SIM115 (the caller closes it)
+    except OSError as exc:
+        raise FTPError(f"cannot read {src}: {os_reason(exc)}", transient=False) from exc
+    try:
+        ctl = await open_logged_in(loc, opts)
+    except BaseException:
+        f.close()
+        raise
+    warn_without_drs(ctl, opts)
+    return f, os.fstat(f.fileno()).st_size, ctl
 
 
 async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: int) -> int:
@@ -364,16 +210,10 @@ async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: in
     return offset
 
 
-async def _rest_done(ctl: ControlConnection, rest: Pending | None, pending: Pending) -> None:
-    """REST's reply, sent in one batch with the transfer command: a refused
-    REST fails as "resume (REST) failed" after the transfer command's first
-    reply is read (it refuses too, or starts: the caller then closes)."""
-    if rest is None:
-        return
-    reply = await ctl.settle([(rest, None)])
-    if reply[0].code != 350:
-        await asyncio.gather(asyncio.wait_for(asyncio.shield(pending.preliminary), 60), return_exceptions=True)
-        raise FTPError(f"resume (REST) failed: {reply[0]}", reply[0])
+def _rest(offset: int) -> list[tuple[str, str]]:
+    """REST before the transfer command, resuming at ``offset`` (RFC 959
+    4.1.3); a refusal fails the transfer as "resume (REST) failed"."""
+    return [(f"REST {offset}", "resume (REST)")] if offset else []
 
 
 def make_parents(dest: str) -> None:
@@ -388,7 +228,7 @@ def make_parents(dest: str) -> None:
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder) from None
 
 
-def _open_part(part: str, offset: int):
+def open_part(part: str, offset: int):
     """The download file, positioned at ``offset``.  A fresh download never
     truncates an old file in place: on ext4 (auto_da_alloc) a truncate then
     rewrite is flushed to disk on close, costing ~0.3 s per GiB."""
@@ -428,214 +268,18 @@ async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: 
             opts = replace(opts, resume=True)
 
 
-class _FileSink(asyncio.BufferedProtocol):
-    """The get data path: the kernel copies into one large buffer that is
-    written straight to the file.  A protocol rather than a sock_recv_into
-    loop: the socket stays registered with the selector, so a read costs one
-    callback, not a future and two epoll_ctl calls
-    (docs/decisions/0009-sock-recv-into-read-loop.md), and the ticker runs
-    between reads."""
-
-    def __init__(self, f, xfer: _Transfer, keep_open: bool = True) -> None:
-        self.buf = bytearray(RECV_CHUNK)
-        self.view = memoryview(self.buf)
-        self.f, self.xfer = f, xfer
-        self.keep_open = keep_open
-        self.done = asyncio.get_running_loop().create_future()
-
-    def get_buffer(self, sizehint: int):
-        # A memoryview, not the bytearray: asyncio's TLS transport fills the
-        # rest of the buffer through slices of it (a bytearray slice is a copy).
-        return self.view
-
-    def buffer_updated(self, nbytes: int) -> None:
-        # A write error (disk full) closes the transport, and asyncio hands
-        # the OSError to connection_lost: the receive ends with it.
-        self.f.write(self.view[:nbytes])
-        self.xfer.moved += nbytes
-
-    def eof_received(self) -> bool:
-        self._end(None)
-        # The caller closes the socket, after the ticker's last look.  A TLS
-        # transport answers the close_notify and closes its own duplicate.
-        return self.keep_open
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._end(exc)
-
-    def _end(self, exc: Exception | None) -> None:
-        settle(self.done, exc)
-
-
-async def _receive(sock: socket.socket, f, xfer: _Transfer, tls=None, host: str = "") -> None:
-    transport, sink = await start_data(sock, lambda: _FileSink(f, xfer, keep_open=tls is None), tls, host)
-    try:
-        await sink.done
-    finally:
-        # Stop reading (a cancelled transfer's file closes next); get()
-        # closes the transport once the ticker has taken its last look.
-        transport.pause_reading()
-        xfer.data_transport = transport
-
-
-def _close_data(sock: socket.socket, xfer: _Transfer) -> None:
-    if xfer.data_transport is not None:
-        xfer.data_transport.abort()
-    sock.close()
-
-
-async def _send(sock: socket.socket, f, offset: int, count: int, xfer: _Transfer) -> None:
-    """The file from a thread, the socket made blocking: the kernel waits
-    for send-buffer room itself.  asyncio's sock_sendfile instead wakes
-    Python, with two epoll_ctl calls, each time about a third of the send
-    buffer frees: with a buffer DRS keeps near 2 x BDP on a short path that
-    is thousands of wakeups a second (docs/decisions/0008-asyncio-sock-sendfile.md).  The thread
-    sends on a duplicate descriptor it closes itself, so a cancelled
-    transfer may close the socket at once; it stops within SEND_POLL.
-    sendfile, or copies to a peer on this host (filesend)."""
-    sent = 0
-    if count > 0:
-        sockopt.block_with_send_timeout(sock, SEND_POLL)
-        stop = threading.Event()
-        try:  # (a cancel leaves the thread's result to a cancelled future, which drops it)
-            sent = await asyncio.get_running_loop().run_in_executor(
-                None, _send_until, os.dup(sock.fileno()), f.fileno(), offset, count, stop,
-                sockopt.peer_on_this_host(sock))
-        finally:
-            stop.set()
-    xfer.moved = sent
-
-
-def check_sent(xfer: _Transfer, count: int, src: str) -> None:
-    """After the server's 226: a file that shrank while it was sent left
-    the server a short copy, which a server without an ALLO check (vsftpd)
-    took as whole."""
-    if xfer.moved < count:
-        raise FTPError(f"{src} shrank during the upload: {xfer.moved} of {count} bytes went, "
-                       "so the server's copy is short", transient=False)
-
-
-def _send_until(fd: int, fileno: int, offset: int, count: int, stop: threading.Event, copy: bool) -> int:
-    """filesend.send_range on ``fd``, which it closes.  A file that ends
-    early is not an error here: the server's size check (ALLO) tells."""
-    try:
-        return filesend.send_range(fd, fileno, offset, count, stop, copy)
-    finally:
-        os.close(fd)
-
-
-async def _drain(sock: socket.socket, xfer: _Transfer, tuner: SocketTuner, limit: float = 60.0) -> None:
-    """Wait until the peer has acknowledged what sendfile handed the kernel,
-    so the measured time is the transfer's, not the local copy's."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        tuner.tick(xfer.moved)
-        info = tuner.last_info
-        if not info or (info.get("unacked", 0) == 0 and info.get("notsent_bytes", 0) == 0):
-            return
-        await asyncio.sleep(0.005)
-
-
-async def _drive(io: asyncio.Task, xfer: _Transfer) -> None:
-    """The data phase: ``io`` watched by the ticker, stopped at --max-time's
-    instant (maxtime.py)."""
-    ticker = asyncio.ensure_future(xfer.ticker(io))
-    try:
-        deadline = maxtime.lift(xfer.opts)
-        if deadline is not None:
-            await asyncio.wait([io], timeout=deadline.left())
-            if not io.done():
-                xfer.timed_out = True
-                io.cancel()
-        await io
-    except (OSError, ConnectionError) as exc:
-        raise FTPError(f"data connection failed: {os_reason(exc)}") from exc
-    except asyncio.CancelledError:
-        failure = ticker.exception() if ticker.done() and not ticker.cancelled() else None
-        if failure is not None:
-            raise failure from None
-        if not xfer.timed_out:
-            raise
-    finally:
-        if not io.done():
-            io.cancel()
-        if not ticker.done():
-            ticker.cancel()
-            try:
-                await ticker
-            except (asyncio.CancelledError, FTPError):
-                pass
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-async def _verify(ctl: ControlConnection, remote: str, local: str) -> str:
-    """End-to-end check with the HASH command (draft-bryan-ftpext-hash)."""
-    if "HASH" not in ctl.features:
-        raise FTPError("--verify: the server does not offer HASH; the file was not verified", transient=False)
-    await ctl.command("OPTS HASH SHA-256")
-    reply = await ctl.command(f"HASH {remote}", timeout=3600)
-    words = reply.first.split(" ", 3)
-    if reply.code != 213 or len(words) < 3 or words[0].upper() != "SHA-256":
-        raise FTPError(f"--verify: HASH failed: {reply}", reply)
-    theirs = words[2].lower()
-    ours = await asyncio.to_thread(_sha256, local)
-    if ours != theirs:
-        raise FTPError(f"verification failed: SHA-256 {ours[:16]}... here, {theirs[:16]}... on the server",
-                       transient=False)
-    return ours
-
-
-async def _server_says_why(work, pending, label: str) -> None:
-    """When the data connection fails, the server's final reply (452 disk
-    full, 451, 426...) says why better than ECONNRESET does."""
-    try:
-        await work
-    except FTPError as exc:
-        try:
-            reply = await asyncio.wait_for(asyncio.shield(pending.final), 5)
-        except (TimeoutError, FTPError):
-            raise exc from None
-        if reply.code >= 400:
-            raise FTPError(f"{label} failed: {reply}", reply) from exc
-        raise
-
-
-async def _abort(ctl: ControlConnection, pending) -> None:
+async def _abort(fc: FlowControl, pending: Pending) -> None:
     """ABOR (RFC 959 4.1.3): the server answers 426 for the transfer, then 226."""
     try:
-        abor = ctl.start("ABOR")
+        abor = fc.send("ABOR")
         await asyncio.wait_for(asyncio.gather(pending.final, abor.final, return_exceptions=True), 10)
-    except (TimeoutError, FTPError):
+    except (TimeoutError, FTPError, FlowError):
         pass
 
 
-def _already_complete(direction: str, path: str, size: int) -> TransferResult:
+def already_complete(direction: str, path: str, size: int) -> TransferResult:
     r = TransferResult(direction=direction, path=path, bytes=0, seconds=0.0, total_size=size, resumed_from=size)
     r.update(note="already complete")
     return r
 
 
-def _result(direction: str, path: str, xfer: _Transfer, total: int | None, offset: int, seconds: float,
-            complete: bool = True) -> TransferResult:
-    r = TransferResult(
-        direction=direction,
-        path=path,
-        bytes=xfer.moved,
-        total_size=total,
-        resumed_from=offset,
-        seconds=seconds,
-        drs_peer=xfer.drs_replies > 0,
-        drs_replies=xfer.drs_replies,
-        server_last_report=xfer.server_last,
-        timeline=xfer.tuner.stats.timeline,
-        complete=complete,
-    )
-    r.update(xfer.tuner.summary(), streams=1)
-    return r

@@ -7,6 +7,7 @@ The legal transitions are the one table ``TRANSITIONS``:
 
     READY --PORT/EPRT/PASV/EPSV--> DATA_SET --(ALLO)--(REST)--> RESTARTED
     DATA_SET/RESTARTED --RETR/STOR 1yz--> TRANSFER --226/250--> READY
+    DATA_SET --LIST/NLST/MLSD 1yz--> TRANSFER (a listing is a transfer too)
     TRANSFER --426/451/...--> READY (the transfer failed or was cut short)
 
 (RFC 959 5.4: REST must be followed at once by the transfer command; a
@@ -14,7 +15,8 @@ data address serves one transfer in stream mode.)  TYPE, MODE, OPTS, ALLO
 set parameters in READY; SIZE, MDTM, FEAT, NOOP, HASH, CKSM are allowed
 outside a transfer, DRS and ABOR only during one (docs/PROTOCOL.md).  A
 refused command leaves the state as it was, except that a refused
-transfer command ends the set-up (a new data address is needed).
+transfer command ends the set-up (a new data address is needed).  Replies
+to RETR, STOR and the listings (RFC 959 4.1.3; RFC 3659 7) count alike.
 
 Pipelining (docs/DESIGN.md "Pipelined session setup"): commands may be
 sent before the replies to earlier ones, as long as each is allowed in the
@@ -22,7 +24,8 @@ state the earlier ones lead to if they succeed (``expected``).  Replies
 come in command order (RFC 959 4.2), so :meth:`TransferFlow.receive` checks
 that a reply answers the oldest command still waiting.  After a refusal
 with commands still in flight the expected state is unknown: nothing more
-may be sent until their replies are in.  DRS and ABOR are answered out of
+may be sent until their replies are in; a refused command that would not
+have moved the state (ALLO, TYPE, a query) leaves the expectation as it was.  DRS and ABOR are answered out of
 band (drsftp.ftp.routing.ReplyRouter) and are not queued.
 """
 
@@ -51,6 +54,8 @@ SETUP = ("TYPE", "MODE", "OPTS", "ALLO")
 QUERIES = ("SIZE", "MDTM", "FEAT", "NOOP", "HASH", "CKSM")
 ADDRESS = ("PORT", "EPRT", "PASV", "EPSV")
 XFER = ("RETR", "STOR")
+LISTINGS = ("LIST", "NLST", "MLSD")  # data from a directory: from DATA_SET only (no REST before them)
+DATA_VERBS = XFER + LISTINGS
 OUT_OF_BAND = ("DRS", "ABOR")  # replies routed by mark or awaited directly, not matched in order
 
 # (state, verb) -> state after the command's positive completion
@@ -61,6 +66,7 @@ TRANSITIONS: dict[tuple[State, str], State] = {
     (S.DATA_SET, "REST"): S.RESTARTED,
     **{(S.DATA_SET, v): S.TRANSFER for v in XFER},
     **{(S.RESTARTED, v): S.TRANSFER for v in XFER},
+    **{(S.DATA_SET, v): S.TRANSFER for v in LISTINGS},
     (S.TRANSFER, "DRS"): S.TRANSFER,
     (S.TRANSFER, "ABOR"): S.TRANSFER,
 }
@@ -70,7 +76,7 @@ POSITIVE: dict[str, tuple[int, ...]] = {
     "TYPE": (200,), "MODE": (200,), "OPTS": (200,), "ALLO": (200, 202), "PORT": (200,), "EPRT": (200,),
     "PASV": (227,), "EPSV": (229,), "REST": (350,), "SIZE": (213,), "MDTM": (213,), "FEAT": (211,),
     "NOOP": (200,), "HASH": (213,), "CKSM": (213,), "DRS": (200,), "ABOR": (225, 226),
-    "RETR": (226, 250), "STOR": (226, 250),
+    **{v: (226, 250) for v in XFER + LISTINGS},
 }
 
 
@@ -126,7 +132,7 @@ class TransferFlow:
             raise FlowError(f"{verb} sent before the replies to a batch with a refused command")
         if not self.allowed(verb):
             raise FlowError(f"{verb} is not allowed in state {self.expected.value}")
-        if verb in XFER:
+        if verb in DATA_VERBS:
             self._xfer_verb = verb
         if verb not in OUT_OF_BAND:
             self.expected = TRANSITIONS[(self.expected, verb)]
@@ -138,14 +144,18 @@ class TransferFlow:
         verb = verb.upper()
         if verb not in OUT_OF_BAND and self.in_flight and self.in_flight[0] != verb:
             raise FlowError(f"a reply to {verb} while {self.in_flight[0]} waits for its own (RFC 959 4.2)")
-        event = self._transfer_reply(verb, reply) if verb in XFER else self._reply(verb, reply)
+        event = self._transfer_reply(verb, reply) if verb in DATA_VERBS else self._reply(verb, reply)
         if verb not in OUT_OF_BAND and not reply.preliminary and self.in_flight:
             self.in_flight.popleft()
-        if isinstance(event, Refused | TransferEnded) and self.in_flight:
+        if isinstance(event, Refused | TransferEnded) and self.in_flight and not self._no_op(verb):
             self.expected = None  # what was sent after it assumed it succeeded
         if not self.in_flight:
             self.expected = self.state
         return event
+
+    def _no_op(self, verb: str) -> bool:
+        """Whether ``verb`` would have left the state as it is."""
+        return TRANSITIONS.get((self.state, verb)) is self.state
 
     def _reply(self, verb: str, reply: Reply) -> Event:
         if reply.code in POSITIVE.get(verb, ()):

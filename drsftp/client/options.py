@@ -1,0 +1,25 @@
+"""What the command line sets for a transfer, on every client path
+(single, -P, jobs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import maxtime
+
+
+@dataclass
+class TransferOptions:
+    tuning: str = "drs"
+    force_buffers: bool = False
+    resume: bool = False
+    progress: bool | None = None  # None: only when stderr is a terminal
+    use_drs_command: bool = True
+    idle_timeout: float = 60.0
+    max_time: float | None = None  # stop (ABOR) after this many seconds, like curl --max-time
+    deadline: maxtime.Deadline | None = None  # max_time's instant, set when the command starts (maxtime.py)
+    verify: bool = False  # compare SHA-256 with the server's afterwards (client/verify.py)
+    connect_timeout: float = 15.0
+    tls: bool = False  # explicit FTPS: AUTH TLS, PBSZ 0, PROT P (RFC 4217)
+    ca_file: str | None = None  # trust these CAs instead of the system store
+    insecure: bool = False  # no certificate or name check (said on stderr)
