@@ -10,6 +10,7 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
+MAX_LINES = 500  # a module does one thing; past this it does several
 
 
 def _graph():
@@ -51,6 +52,15 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def test_no_import_cycle_between_modules():
+    graph = _graph()
+    modules = {m for m in graph.modules if m.startswith("drsftp")}
+    edges = {m: {i for i in graph.find_modules_directly_imported_by(m) if i in modules} for m in modules}
+    # a package's __init__ re-exporting its modules is no cycle of behaviour
+    edges = {m: {i for i in deps if not m.startswith(i + ".")} for m, deps in edges.items()}
+    assert _cycles(edges) == []
+
+
 def test_the_cycle_finder_sees_a_cycle_through_three_modules():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
@@ -65,3 +75,9 @@ def test_the_layer_contracts_hold():
                        check=False)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "0 broken" in r.stdout
+
+
+def test_no_source_file_over_500_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "drsftp").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}

@@ -9,18 +9,27 @@ import asyncio
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..fileio import pwrite_all
-from ..ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile
+from ..ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, ReceiveLedger
 from ..tlsbio import TLSPipe
 from ..tuner import SocketTuner
 from ..tuning.streams import StreamSample
 from .control import FTPError
 from .rangeplan import read_chunk
 
-if TYPE_CHECKING:
-    from .modee_get import ModeEGet
+
+class BlockGet(Protocol):
+    """What a get's streams need from their transfer (modee_get.ModeEGet)."""
+
+    ledger: ReceiveLedger
+    wanted: int
+    fd: int
+
+    def fail(self, exc: FTPError) -> None: ...
+
+    def progress(self) -> None: ...
 
 
 @dataclass
@@ -55,7 +64,7 @@ class BlockSink(asyncio.BufferedProtocol):
     """A get's stream: blocks decoded, checked by the transfer's ledger,
     written at their offsets (pwrite)."""
 
-    def __init__(self, owner: ModeEGet, stream: BlockStream) -> None:
+    def __init__(self, owner: BlockGet, stream: BlockStream) -> None:
         self.owner, self.stream = owner, stream
         self.decoder = BlockDecoder(max_count=owner.ledger.limit or (1 << 40))
         self.buf = bytearray(read_chunk(owner.wanted))

@@ -12,35 +12,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 from ..result import TransferResult
-
-if TYPE_CHECKING:
-    from .options import TransferOptions
-
-
-@dataclass(eq=False)
-class Deadline:
-    at: float  # the event loop's clock (loop.time())
-    guard: asyncio.Timeout | None = None  # the transfer's own, until its data phase
-
-    @classmethod
-    def after(cls, seconds: float) -> Deadline:
-        return cls(asyncio.get_running_loop().time() + seconds)
-
-    def left(self) -> float:
-        return max(0.0, self.at - asyncio.get_running_loop().time())
-
-    @property
-    def passed(self) -> bool:
-        return self.left() <= 0
-
-    def lift(self) -> None:
-        """The data phase begins: it stops itself at the deadline."""
-        if self.guard is not None and not self.guard.expired():  # (expired: its cancel lands next)
-            self.guard.reschedule(None)
+from .options import Deadline, TransferOptions
 
 
 def started(opts: TransferOptions) -> TransferOptions:
