@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,8 @@ QUICK_TUNINGS = ["stock-64k", "kernel", "drs"]
 DEFAULT_RTTS, DEFAULT_RATES, DEFAULT_LOSSES = "0.5ms,25ms,50ms,100ms", "100mbit,1gbit", "0,0.1%"
 FIELD_RTT, FIELD_RATE, FIELD_LOSS = "100ms", "1gbit", "0"
 FIELD_OPTIONS = "--streams, --peers, --datasets"
+COMPETE_RATE, COMPETE_RTT, COMPETE_LOSS, COMPETE_DURATION = "100mbit", "100ms", "0", 30.0
+MAX_DURATION = 3600.0
 
 
 def _csv(text: str) -> list[str]:
@@ -79,7 +82,8 @@ def add_parser(sub) -> None:
     p.add_argument("--force-buffers", action="store_true",
                    help="let drs/manual/probe-static use SO_*BUFFORCE past rmem_max (root)")
     p.add_argument("--cc", choices=("bbr", "reno", "cubic"), help="congestion control in the namespaces")
-    p.add_argument("--out", default="bench-results", help="directory for results.json/.csv and plots")
+    p.add_argument("--out", default="bench-results",
+                   help="directory for results.json/.csv and plots (--compete: compete-*.json and its plot)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--streams", metavar="LIST",
                    help="against the field: drsftp get -P N for each N of LIST (1,2,4,8,auto) beside --peers, "
@@ -91,6 +95,15 @@ def add_parser(sub) -> None:
                         "and 1,000 x 64 KiB), deep (small's files in 40 directories); trees run drsftp get -r -c auto")
     p.add_argument("--scale", type=float,
                    help="against the field: shrink the datasets' sizes and counts, above 0 to 1 (0.25: a quarter)")
+    p.add_argument("--compete", metavar="SPEC",
+                   help="several flows over one link: [N*]KIND[@DELAY] joined by +, KIND one of --tunings, "
+                        "fixed:SIZE, drs:CAP (DRS capped at CAP), drs-P-N, drs-P-auto or iperf3, e.g. "
+                        "10*stock-64k+1*drs or drs-P-auto+2*drs@10s; one value of --rates, --rtts, --losses "
+                        f"(default {COMPETE_RATE}, {COMPETE_RTT}, {COMPETE_LOSS}); per-flow goodput over time, "
+                        "memory, Jain's index per kind, link use (docs/BENCHMARKS.md, 'Sharing the link')")
+    p.add_argument("--duration", type=float,
+                   help=f"with --compete: seconds each flow runs (default {COMPETE_DURATION:g}; --size instead: "
+                        "each flow moves a file of SIZE, capped by --max-time)")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in OUT/results.json and measure only the missing ones "
                         "(a full matrix takes hours: run it over several sessions)")
@@ -109,7 +122,8 @@ def add_parser(sub) -> None:
     r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
     r.add_argument("results", nargs="+",
                    help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
-                        "where a later file holds a path, its runs of that path replace the earlier files'")
+                        "where a later file holds a path, its runs of that path replace the earlier files'; "
+                        "or compete-*.json files of `drsftp bench --compete` (their tables, each file's)")
     r.add_argument("--table", choices=report_tables(),
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
                         "tuning's rate, the others' ratios to it, retransmits, sender memory)")
@@ -118,7 +132,9 @@ def add_parser(sub) -> None:
                    help="the tuning --table versus divides by, default kernel (field results: the entry the "
                         "ratios divide by, default gridftp-p4-16M)")
     r.add_argument("--profile", help="only runs on this host profile (default, tuned)")
-    r.add_argument("--plots", metavar="DIR", help="also draw the plots of the merged runs into DIR")
+    r.add_argument("--plots", metavar="DIR",
+                   help="also draw the plots of the merged runs into DIR (compete results: goodput over time, "
+                        "and goodput against the drs:CAP the files vary)")
     r.add_argument("--direction", choices=("get", "put"), help="only runs in this direction")
     r.add_argument("--loss", help="only runs with this loss (e.g. 0, 0.1%%)")
     r.add_argument("--rate", help="only runs on this link rate (e.g. 100mbit)")
@@ -230,8 +246,67 @@ def cmd_field(args) -> int:
     return 1 if results and all(r.get("error") for r in results) else 0
 
 
+def _one(option: str, text: str, parse: Callable[[str], Any]) -> Any:
+    values = _values(option, text, parse)
+    if len(values) > 1:
+        raise NetemUsageError(f"--compete runs on one link: give one {option} value")
+    return values[0]
+
+
+def _compete_config(args):
+    """--compete's flows, link and length, every value checked before anything is made."""
+    from .competerun import CompeteConfig
+    from .competespec import parse_compete
+    from .runner import PROFILES
+
+    stray = _given(args, ("quick", "tunings", "directions", "reps", "resume", "streams", "peers", "datasets",
+                          "scale"))
+    if stray:
+        raise NetemUsageError(f"{stray[0]} does not apply to --compete (one link, the flows of SPEC)")
+    try:
+        flows = parse_compete(args.compete)
+    except ValueError as exc:
+        raise NetemUsageError(f"--compete: {exc}") from None
+    rate = _one("--rates", _or(args.rates, COMPETE_RATE), parse_rate)
+    rtt = _one("--rtts", _or(args.rtts, COMPETE_RTT), parse_duration)
+    loss = _one("--losses", _or(args.losses, COMPETE_LOSS), parse_loss)
+    _link_value("--rates", rate=rate)
+    _link_value("--rtts", rtt=rtt)
+    if rate <= 0:
+        raise NetemUsageError("--rates: a bench rate must be above 0 (0 is a link without a ceiling)")
+    profile = _one("--profiles", _or(args.profiles, "default"), str)
+    if profile not in PROFILES:
+        raise NetemUsageError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
+    if args.size is not None and args.duration is not None:
+        raise NetemUsageError("--duration and --size exclude each other (a time or a file for each flow)")
+    duration = None if args.size is not None else (COMPETE_DURATION if args.duration is None else args.duration)
+    if duration is not None and not (math.isfinite(duration) and 0 < duration <= MAX_DURATION):
+        raise NetemUsageError(f"--duration must be seconds above 0, at most {MAX_DURATION:g}, not {duration:g}")
+    for kind in dict.fromkeys(f.kind for f in flows):
+        why = T.available(kind) or (None if kind != "iperf3" or shutil.which("iperf3") else
+                                    "iperf3 not installed (./run setup installs it as root)")
+        if why:
+            raise NetemError(f"{kind} cannot run here: {why}")
+    return CompeteConfig(spec=args.compete, flows=flows, path=T.Path(rate=rate, rtt=rtt, loss=loss, queue=args.queue),
+                         duration=duration, size=_size(args.size) if args.size else None, max_time=args.max_time,
+                         profile=profile, force=args.force_buffers, cc=args.cc, workdir=args.out,
+                         log=lambda msg: print(msg, file=sys.stderr, flush=True))
+
+
+def cmd_compete(args) -> int:
+    cfg = _compete_config(args)
+    _bench_extras()
+    from .compete import run_and_report
+
+    return run_and_report(cfg, args.out, plots=not args.no_plots)
+
+
 def cmd_bench(args) -> int:
     _check_common(args)
+    if args.compete is not None:
+        return cmd_compete(args)
+    if args.duration is not None:
+        raise NetemUsageError("--duration goes with --compete")
     if any(x is not None for x in (args.streams, args.peers, args.datasets)):
         return cmd_field(args)
     if args.scale is not None:
@@ -296,8 +371,6 @@ def _cleanup_data(outdir: str) -> None:
     for sub in ("root", "client"):
         d = os.path.join(outdir, sub)
         if os.path.isdir(d):
-            import shutil
-
             shutil.rmtree(d, ignore_errors=True)
 
 
@@ -366,6 +439,10 @@ def cmd_benchreport(args) -> int:
     tunings = (_choices("--tunings", args.tunings, T.TUNINGS, "tuning") if args.tunings is not None
                else list(T.TUNINGS))
     saved = [read_results(path) for path in args.results]
+    if any(s.kind == "compete" for s in saved):
+        if any(s.kind != "compete" for s in saved):
+            raise NetemError("compete results (drsftp bench --compete) print alone")
+        return _compete_report(args, [(path, s.data or {}) for path, s in zip(args.results, saved)])
     if any(s.kind == "field" for s in saved):
         if any(s.kind != "field" for s in saved):
             raise NetemError("field results (drsftp bench --streams/--peers/--datasets) print alone")
@@ -392,6 +469,17 @@ def cmd_benchreport(args) -> int:
         for p in plot(runs, args.plots):
             print(f"plot: {p}", file=sys.stderr)
     return 0
+
+
+def _compete_report(args, datas: list[tuple[str, dict]]) -> int:
+    """Compete results: each file's tables, and its plots (bench/compete.py)."""
+    from .compete import report
+
+    stray = [f"--{name}" for name in ("table", "tunings", "base", *_FILTERS, "dataset")
+             if getattr(args, name) is not None]
+    if stray:
+        raise NetemUsageError(f"{stray[0]} applies to bench results, not compete results (those take --plots)")
+    return report(datas, args.plots)
 
 
 def _field_report(args, runs: list[dict]) -> int:

@@ -249,7 +249,7 @@ def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, prob
         result.server_cpu_s = (None if tuning == "kernel-vsftpd" else
                                round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 3))
         result.client_cpu_s = round(rusage.ru_utime + rusage.ru_stime, 3)
-        result.update(_client_figures(plan.kind, client.returncode, stdout, stderr, out_json, direction))
+        result.update(client_figures(plan.kind, client.returncode, stdout, stderr, out_json, direction))
         sender, receiver = (s_srv, s_cli) if direction == "get" else (s_cli, s_srv)
         rtts = [s["rtt_ms"] for _, socks in sender.samples for s in socks if s.get("rtt_ms")]
         result.update(
@@ -289,7 +289,7 @@ def _counters(link: Link, side: str) -> dict[str, int]:
     return parse_counters(r.stdout)
 
 
-def _client_figures(kind, code, stdout, stderr, out_json, direction) -> dict:
+def client_figures(kind, code, stdout, stderr, out_json, direction) -> dict:
     if kind == "curl":
         try:
             d = json.loads(stdout.decode() or "{}")

@@ -14,16 +14,22 @@ import time
 
 _KV = re.compile(r"(\w+):(\S+)")
 _SKMEM = re.compile(r"skmem:\((.*?)\)")
+_USERS = re.compile(r"\s+users:\((.*)\)\s*$")  # `ss -p`: the processes holding the socket
+_PID = re.compile(r"pid=(\d+)")
 
 
 def parse_ss(text: str, skip_port: int | None = None) -> list[dict]:
-    """Sockets from `ss -tmiHn` output (header line + indented detail line)."""
+    """Sockets from `ss -tmiHn` output (header line + indented detail line);
+    with `-p`, each socket's ``pids`` too."""
     out, head = [], None
+    pids: list[int] | None = None
     for line in text.splitlines():
         if not line.strip():
             continue
         if not line[0].isspace():
-            head = line.split()
+            users = _USERS.search(line)
+            pids = [int(p) for p in _PID.findall(users.group(1))] if users else None
+            head = (line[:users.start()] if users else line).split()
             continue
         if head is None or len(head) < 4:
             continue
@@ -32,6 +38,8 @@ def parse_ss(text: str, skip_port: int | None = None) -> list[dict]:
             head = None
             continue
         d: dict = {"local": local, "peer": peer}
+        if pids is not None:
+            d["pids"] = pids
         m = _SKMEM.search(line)
         if m:
             for part in m.group(1).split(","):

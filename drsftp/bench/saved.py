@@ -15,9 +15,10 @@ from ..netem.errors import NetemError
 
 @dataclass
 class Saved:
-    kind: str  # "bench" (drsftp bench) | "field" (bench --streams/--peers/--datasets)
-    runs: list[dict]
+    kind: str  # "bench" (drsftp bench) | "field" (bench --streams/--peers/--datasets) | "compete" (--compete)
+    runs: list[dict]  # compete: the flows
     env: dict | None = None  # the bench's environment; None for a CSV or field results
+    data: dict | None = None  # compete: the whole file (its link, spec, flows)
 
 
 def _number(x: Any) -> bool:
@@ -76,25 +77,73 @@ _FIELD_RUN = (
     ("error", lambda x: x is None or isinstance(x, str), False),
 )
 
+def _kind(x: Any) -> bool:
+    from .competespec import check_kind
+
+    try:
+        return isinstance(x, str) and check_kind(x) == x
+    except ValueError:
+        return False
+
+
+def _numbers(x: Any) -> bool:
+    return isinstance(x, list) and all(_number(v) for v in x)
+
+
+def _compete_samples(x: Any) -> bool:
+    return isinstance(x, list) and all(
+        isinstance(s, dict) and _number(s.get("t")) and _number(s.get("rcvbuf")) and _number(s.get("bytes"))
+        for s in x)
+
+
+# what competereport.py reads of a flow of `drsftp bench --compete`
+_COMPETE_FLOW = (
+    ("label", lambda x: isinstance(x, str), True),
+    ("kind", _kind, True),
+    ("mbps", lambda x: _number(x) and x >= 0, True),
+    ("bytes", lambda x: _number(x) and x >= 0, True),
+    ("start_s", lambda x: _number(x) and x >= 0, True),
+    ("per_second", _numbers, True),
+    ("samples", _compete_samples, True),
+    ("error", lambda x: x is None or isinstance(x, str), False),
+    *((name, lambda x: x is None or (_number(x) and x >= 0), False) for name in (
+        "end_s", "first_byte_s", "rcvbuf_mean", "sndbuf_mean", "retransmits")),
+)
+
+# and of the file around them
+_COMPETE_FILE = (
+    ("spec", lambda x: isinstance(x, str), True),
+    ("link", lambda x: isinstance(x, dict) and all(_number(x.get(k)) and x[k] >= 0 for k in (
+        "rate_bps", "rtt_s", "loss", "queue_packets")) and _number(x.get("ceiling_mbps")) and x["ceiling_mbps"] > 0,
+     True),
+    ("duration_s", lambda x: x is None or (_number(x) and x > 0), False),
+    ("file_size", lambda x: _number(x) and x > 0, True),
+)
+
 _ENVIRONMENT = ("date", "kernel", "machine", "congestion_control", "buffer_force_used", "buffer_force_available",
                 "host_sysctls")
 _HOST_SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_wmem")
 
 
-def check_runs(runs: Any, fields: tuple, what: str) -> list[dict]:
+def check_runs(runs: Any, fields: tuple, what: str, noun: str = "run") -> list[dict]:
     """The runs, or NetemError naming the first run and field that is wrong."""
     if not isinstance(runs, list):
-        raise NetemError(f"{what}: its runs are not a list")
+        raise NetemError(f"{what}: its {noun}s are not a list")
     for i, run in enumerate(runs, 1):
         if not isinstance(run, dict):
-            raise NetemError(f"{what}: run {i} is not an object")
-        for name, ok, required in fields:
-            if name not in run or (run[name] is None and required):
-                if required:
-                    raise NetemError(f"{what}: run {i} has no {name}")
-            elif not ok(run[name]):
-                raise NetemError(f"{what}: run {i} has a bad {name} ({str(run[name])[:40]!r})")
+            raise NetemError(f"{what}: {noun} {i} is not an object")
+        check_fields(run, fields, what, f"{noun} {i}")
     return runs
+
+
+def check_fields(obj: dict, fields: tuple, what: str, who: str = "it") -> None:
+    """NetemError naming the first of ``fields`` that ``obj`` lacks or holds wrong."""
+    for name, ok, required in fields:
+        if name not in obj or (obj[name] is None and required):
+            if required:
+                raise NetemError(f"{what}: {who} has no {name}")
+        elif not ok(obj[name]):
+            raise NetemError(f"{what}: {who} has a bad {name} ({str(obj[name])[:40]!r})")
 
 
 def read_results(path: str) -> Saved:
@@ -118,6 +167,10 @@ def read_results(path: str) -> Saved:
         raise NetemError(f"cannot read {path}: not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise NetemError(f"{what}: it holds no object")
+    if data.get("compete"):
+        check_fields(data, _COMPETE_FILE, what)
+        flows = check_runs(data.get("flows"), _COMPETE_FLOW, what, "flow")
+        return Saved("compete", flows, data.get("environment"), data)
     if data.get("field"):
         if "results" not in data:
             raise NetemError(f"{what}: field results without their runs")

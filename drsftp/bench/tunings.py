@@ -78,8 +78,8 @@ def available(name: str) -> str | None:
     return None
 
 
-def drsftp_server(root: str, host: str, tuning: str, force: bool) -> list[str]:
-    cmd = [*DRSFTP, "serve", "--root", root, "--host", host, "--port", str(PORT),
+def drsftp_server(root: str, host: str, tuning: str, force: bool, port: int = PORT) -> list[str]:
+    cmd = [*DRSFTP, "serve", "--root", root, "--host", host, "--port", str(port),
            "--user", USER, "--password", PASSWORD, "--tuning", tuning]
     return cmd + (["--force-buffers"] if force else [])
 
@@ -96,8 +96,8 @@ def drsftp_client(direction: str, url: str, local: str, out_json: str, tuning: s
 
 def plan(name: str, *, direction: str, root: str, host: str, local: str, remote: str, out_json: str,
          path: Path, force: bool, max_time: float, probe_size: int | None = None,
-         vsftpd_conf: str | None = None) -> Plan:
-    url = f"ftp://{USER}:{PASSWORD}@{host}:{PORT}/{remote}"
+         vsftpd_conf: str | None = None, port: int = PORT) -> Plan:
+    url = f"ftp://{USER}:{PASSWORD}@{host}:{port}/{remote}"
     if name in FIXED_SIZES or name in DRSFTP_TUNINGS:
         tuning = {
             "stock-64k": "fixed:64k",
@@ -105,16 +105,16 @@ def plan(name: str, *, direction: str, root: str, host: str, local: str, remote:
             "probe-static": f"fixed:{probe_size or 65536}",
         }.get(name, name)
         fixed_force = force and name != "stock-64k"
-        return Plan(drsftp_server(root, host, tuning, fixed_force),
+        return Plan(drsftp_server(root, host, tuning, fixed_force, port),
                     drsftp_client(direction, url, local, out_json, tuning, fixed_force, max_time), "drsftp")
     if name == "kernel":
-        server = [PY, "-m", "pyftpdlib", "-i", host, "-p", str(PORT), "-w", "-d", root,
+        server = [PY, "-m", "pyftpdlib", "-i", host, "-p", str(port), "-w", "-d", root,
                   "-u", USER, "-P", PASSWORD]
         client = [PY, "-m", "drsftp.bench.stockclient", direction, url, local, "--json", out_json,
                   "--max-time", f"{max_time:g}"]
         return Plan(server, client, "stock")
     if name == "kernel-vsftpd":
-        anon = f"ftp://{host}:{PORT}/{'pub/' if direction == 'put' else ''}{remote}"
+        anon = f"ftp://{host}:{port}/{'pub/' if direction == 'put' else ''}{remote}"
         if direction == "get":
             client = ["curl", "-sS", "-o", local, "--max-time", f"{max_time:g}", "-w", "%{json}", anon]
         else:
@@ -125,7 +125,7 @@ def plan(name: str, *, direction: str, root: str, host: str, local: str, remote:
     raise ValueError(f"unknown tuning {name!r}")
 
 
-def vsftpd_config(root: str, host: str, workdir: str) -> str:
+def vsftpd_config(root: str, host: str, workdir: str, port: int = PORT) -> str:
     """An anonymous-only vsftpd for the bench, run as the launching user.
     Downloads from ROOT, uploads into ROOT/pub."""
     empty = os.path.join(workdir, "vsftpd-empty")
@@ -135,7 +135,7 @@ def vsftpd_config(root: str, host: str, workdir: str) -> str:
     conf = os.path.join(workdir, "vsftpd.conf")
     with open(conf, "w") as f:
         f.write("\n".join([
-            "listen=YES", "listen_ipv6=NO", f"listen_address={host}", f"listen_port={PORT}",
+            "listen=YES", "listen_ipv6=NO", f"listen_address={host}", f"listen_port={port}",
             "background=NO", "run_as_launching_user=YES", "anonymous_enable=YES", "local_enable=NO",
             "no_anon_password=YES", f"anon_root={root}", "write_enable=YES", "anon_upload_enable=YES",
             "anon_other_write_enable=YES", "anon_umask=022", f"secure_chroot_dir={empty}",

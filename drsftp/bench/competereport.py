@@ -1,0 +1,195 @@
+"""The tables and plots of a competition's results (`drsftp bench
+--compete`, `drsftp benchreport compete-*.json`): per flow, per kind, and
+goodput over time; across several results, each kind's goodput against
+the DRS flows' window cap (``drs:CAP``), as the simulation study's
+figures 5-7 plot it against maxwnd."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from typing import Any
+
+from .competespec import window_cap
+from .competestats import summary
+from .report import markdown_table
+
+Data = dict[str, Any]
+
+
+def _ok(data: Data) -> list[dict]:
+    return [f for f in data["flows"] if not f.get("error")]
+
+
+def figures(data: Data) -> Data:
+    """The summary of a results file, recomputed from its flows (the file's
+    own copy is for other readers)."""
+    return summary(_ok(data), data["link"]["ceiling_mbps"])
+
+
+def _mem(n: float | None) -> str:
+    if n is None:
+        return "-"
+    return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 1024:.0f} KiB"
+
+
+def _num(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def _per_mib(bps_per_byte: float | None) -> str:
+    """The papers' measure as Mbit/s per MiB of memory allotted."""
+    return _num(None if bps_per_byte is None else bps_per_byte * 2**20 / 1e6)
+
+
+def flow_table(data: Data) -> tuple[list[str], list[list[str]]]:
+    per = {f["label"]: f for f in figures(data)["flows"]}
+    header = ["flow", "start, s", "Mbit/s", "receiver buffer", "sender buffer", "Mbit/s per MiB", "x fair share",
+              "retransmits"]
+    rows = []
+    for f in data["flows"]:
+        p = per.get(f["label"], {})
+        note = f" (FAILED: {f['error']})" if f.get("error") else ""
+        rows.append([f["label"] + note, _num(f.get("start_s"), "{:.1f}"), f"{f['mbps']:.1f}",
+                     _mem(f.get("rcvbuf_mean")), _mem(f.get("sndbuf_mean")),
+                     _per_mib(p.get("bps_per_byte")), _num(p.get("fair_ratio")), str(f.get("retransmits", 0))])
+    return header, rows
+
+
+def kind_table(data: Data) -> tuple[list[str], list[list[str]]]:
+    header = ["kind", "flows", "Mbit/s each [min-max]", "Mbit/s together", "share", "Jain",
+              "receiver buffer", "Mbit/s per MiB"]
+    rows = [[k["kind"], str(k["flows"]), f"{k['mbps_mean']:.1f} [{k['mbps_min']:.1f}-{k['mbps_max']:.1f}]",
+             f"{k['mbps_total']:.1f}", _num(k["share"], "{:.0%}"), _num(k["jain"], "{:.3f}"),
+             _mem(k["rcvbuf_mean"]), _per_mib(k["bps_per_byte"])] for k in figures(data)["kinds"]]
+    return header, rows
+
+
+def title(data: Data) -> str:
+    link = data["link"]
+    rate = link["rate_bps"]
+    r = f"{rate / 1e9:g} Gbit/s" if rate >= 1e9 else f"{rate / 1e6:g} Mbit/s"
+    loss = f", loss {link['loss'] * 100:g}%" if link.get("loss") else ""
+    length = (f"{data['duration_s']:g} s each" if data.get("duration_s") is not None
+              else f"{data['file_size'] / 2**20:g} MiB each")
+    return (f"{data['spec']}: {r}, {link['rtt_s'] * 1000:g} ms{loss}, queue {link['queue_packets']} packets, "
+            f"{length}")
+
+
+def closing_line(data: Data) -> str:
+    s = figures(data)
+    use = s["link_use"]
+    failed = len(data["flows"]) - len(_ok(data))
+    return (f"Link use {_num(use, '{:.0%}')} of the goodput ceiling ({data['link']['ceiling_mbps']:.1f} Mbit/s);"
+            f" Jain over all flows {_num(s['jain_all'], '{:.3f}')}, over Mbit/s per byte of memory "
+            f"{_num(s['jain_per_memory'], '{:.3f}')}" + (f"; {failed} flow(s) FAILED" if failed else "") + ".")
+
+
+def markdown(data: Data) -> str:
+    out = [f"**{title(data)}**", ""]
+    for table in (kind_table(data), flow_table(data)):
+        out += markdown_table(*table) + [""]
+    out.append(closing_line(data))
+    return "\n".join(out)
+
+
+def legend() -> str:
+    return ("Mbit/s: a flow's bytes over its data phase (first byte its sockets saw to its client's exit). "
+            "Buffers: `ss` skmem rb at the receiver, tb at the sender, summed over the flow's data sockets and "
+            "averaged over its samples. Mbit/s per MiB: goodput per MiB of receive buffer, the memory allotted "
+            "(the papers' measure); x fair share: the flow's share of the goodput over its share of the memory "
+            "(1: bandwidth in proportion to memory). Jain: (sum x)^2 / (n sum x^2) over a kind's flows' Mbit/s.")
+
+
+def stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def slug(spec: str) -> str:
+    """A file-name form of a spec: 10*stock-64k+1*drs:1MiB -> 10xstock-64k+1xdrs_1MiB."""
+    s = spec.replace("*", "x").replace(":", "_").replace("@", "_at_")
+    s = re.sub(r"[^A-Za-z0-9.+_-]", "", s)
+    return s[:100]
+
+
+def plot_goodput(data: Data, path: str) -> str | None:
+    """Goodput of every flow each second (one colour a kind) with the link's
+    use, and each flow's receive buffer over time."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 8), sharex=True)
+    colours = {k: f"C{i % 10}" for i, k in enumerate(dict.fromkeys(f["kind"] for f in data["flows"]))}
+    for f in data["flows"]:
+        xs = [k + 0.5 for k in range(len(f["per_second"]))]
+        first = f is next(g for g in data["flows"] if g["kind"] == f["kind"])
+        top.plot(xs, f["per_second"], color=colours[f["kind"]], lw=1, alpha=0.8, label=f["kind"] if first else None)
+        bottom.plot([s["t"] for s in f["samples"]], [s["rcvbuf"] / 2**20 for s in f["samples"]],
+                    color=colours[f["kind"]], lw=1, alpha=0.8, label=f["kind"] if first else None)
+    ceiling = data["link"]["ceiling_mbps"]
+    use = figures(data)["link_use_per_second"]
+    top.plot([k + 0.5 for k in range(len(use))], [u * ceiling for u in use], color="black", lw=1.5,
+             label="all flows")
+    top.axhline(ceiling, color="grey", ls=":", label="goodput ceiling")
+    top.set_ylabel("goodput (Mbit/s, each second)")
+    top.set_title(title(data), fontsize=9)
+    bottom.set_ylabel("receive buffer (MiB)")
+    bottom.set_xlabel("time (s)")
+    for ax in (top, bottom):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def cap_points(datas: list[Data]) -> dict[tuple[float, int, str], list[tuple[int, float]]]:
+    """{(rate, queue, kind without its cap): [(the DRS window cap, mean Mbit/s of the kind's flows)]}
+    over results that each hold one ``drs:CAP`` cap (the simulation study's figures 5-7)."""
+    series: dict[tuple[float, int, str], list[tuple[int, float]]] = defaultdict(list)
+    for data in datas:
+        caps = {c for f in data["flows"] if (c := window_cap(f["kind"])) is not None}
+        if len(caps) != 1:
+            continue
+        cap = caps.pop()
+        for k in figures(data)["kinds"]:
+            name = k["kind"].partition(":")[0] if window_cap(k["kind"]) is not None else k["kind"]
+            series[(data["link"]["rate_bps"], data["link"]["queue_packets"], name)].append((cap, k["mbps_mean"]))
+    return {key: sorted(pts) for key, pts in series.items()}
+
+
+def plot_vs_cap(datas: list[Data], path: str) -> str | None:
+    """Mean goodput of each kind's flows against the DRS flows' window cap,
+    a panel per link rate, a line per kind and queue."""
+    series = cap_points(datas)
+    plt = _pyplot() if series else None
+    if plt is None:
+        return None
+    rates = sorted({rate for rate, _, _ in series})
+    fig, axes = plt.subplots(1, len(rates), figsize=(6 * len(rates), 4.5), squeeze=False)
+    for ax, rate in zip(axes[0], rates):
+        for (r, queue, kind), pts in sorted(series.items()):
+            if r == rate:
+                ax.plot([c / 2**20 for c, _ in pts], [m for _, m in pts], marker="o", label=f"{kind}, Q={queue}")
+        ax.set_title(f"{rate / 1e6:g} Mbit/s: mean goodput of each kind's flows", fontsize=9)
+        ax.set_xlabel("DRS flows' window cap, drs:CAP (MiB)")
+        ax.set_ylabel("goodput (Mbit/s)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
