@@ -6,59 +6,26 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Callable
-from typing import Any
 
 from ..netem.errors import NetemError, NetemUsageError
-from ..netem.spec import LinkSpec, parse_duration, parse_loss, parse_rate
-from ..tuning import parse_size
+from ..netem.spec import parse_duration, parse_loss, parse_rate
 from . import tunings as T
+from .competecli import COMPETE_DURATION, COMPETE_LOSS, COMPETE_RATE, COMPETE_RTT, cmd_compete, compete_report
+from .options import (
+    RUN_FILTERS,
+    check_link_value,
+    given_options,
+    need_bench_extras,
+    option_choices,
+    option_values,
+    or_default,
+    size_option,
+)
 
 QUICK_TUNINGS = ["stock-64k", "kernel", "drs"]
 DEFAULT_RTTS, DEFAULT_RATES, DEFAULT_LOSSES = "0.5ms,25ms,50ms,100ms", "100mbit,1gbit", "0,0.1%"
 FIELD_RTT, FIELD_RATE, FIELD_LOSS = "100ms", "1gbit", "0"
 FIELD_OPTIONS = "--streams, --peers, --datasets"
-COMPETE_RATE, COMPETE_RTT, COMPETE_LOSS, COMPETE_DURATION = "100mbit", "100ms", "0", 30.0
-MAX_DURATION = 3600.0
-
-
-def _csv(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
-
-
-def _values(option: str, text: str, parse: Callable[[str], Any] | None = None) -> list:
-    """Every value of a comma-separated option, parsed now (a typo in the last
-    value fails before the first run), without repeats."""
-    items = _csv(text)
-    if not items:
-        raise NetemUsageError(f"{option} needs at least one value")
-    try:
-        return list(dict.fromkeys(parse(x) for x in items) if parse else dict.fromkeys(items))
-    except (NetemError, ValueError) as exc:
-        raise NetemUsageError(f"{option}: {exc}") from None
-
-
-def _choices(option: str, text: str, known, noun: str) -> list[str]:
-    items = _values(option, text)
-    unknown = [x for x in items if x not in known]
-    if unknown:
-        raise NetemUsageError(f"unknown {noun} {unknown[0]!r}; choose from {', '.join(known)}")
-    return items
-
-
-def _link_value(option: str, **value) -> None:
-    """The emulator's limits (LinkSpec.validate), checked before any link or file is made."""
-    try:
-        LinkSpec(**value).validate()
-    except NetemError as exc:
-        raise NetemUsageError(f"{option}: {exc}") from None
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise NetemUsageError(f"--size: {exc}") from None
 
 
 def add_parser(sub) -> None:
@@ -148,14 +115,6 @@ def add_parser(sub) -> None:
     n.set_defaults(func=cmd_netemcheck)
 
 
-def _bench_extras() -> None:
-    """psutil (and matplotlib, for plots) come with the bench extras only."""
-    try:
-        import psutil  # noqa: F401
-    except ImportError as exc:
-        raise NetemError("the bench needs psutil: pip install 'drsftp[bench]'") from exc
-
-
 def _peer_entries() -> list[str]:
     from .field import ENTRIES
 
@@ -169,21 +128,21 @@ def _check_common(args) -> None:
     if not (math.isfinite(args.max_time) and args.max_time > 0):
         raise NetemUsageError(f"--max-time must be a number of seconds above 0, not {args.max_time:g}")
     if args.queue is not None:
-        _link_value("--queue", queue=args.queue)
+        check_link_value("--queue", queue=args.queue)
 
 
 def _paths(args, field: bool) -> list[T.Path]:
     """Every emulated path of the options, each value parsed and within the
     emulator's limits before the first run."""
-    rates = _values("--rates", _or(args.rates, FIELD_RATE if field else DEFAULT_RATES), parse_rate)
-    rtts = _values("--rtts", _or(args.rtts, FIELD_RTT if field else DEFAULT_RTTS), parse_duration)
-    losses = _values("--losses", _or(args.losses, FIELD_LOSS if field else DEFAULT_LOSSES), parse_loss)
+    rates = option_values("--rates", or_default(args.rates, FIELD_RATE if field else DEFAULT_RATES), parse_rate)
+    rtts = option_values("--rtts", or_default(args.rtts, FIELD_RTT if field else DEFAULT_RTTS), parse_duration)
+    losses = option_values("--losses", or_default(args.losses, FIELD_LOSS if field else DEFAULT_LOSSES), parse_loss)
     for rate in rates:
-        _link_value("--rates", rate=rate)
+        check_link_value("--rates", rate=rate)
         if rate <= 0:
             raise NetemUsageError("--rates: a bench rate must be above 0 (0 is a link without a ceiling)")
     for rtt in rtts:
-        _link_value("--rtts", rtt=rtt)
+        check_link_value("--rtts", rtt=rtt)
     paths = [T.Path(rate=r, rtt=t, loss=loss, queue=args.queue) for r in rates for t in rtts for loss in losses]
     for p in paths:
         if field and p.bdp < 1:  # field.table and its log give memory in BDPs
@@ -192,43 +151,33 @@ def _paths(args, field: bool) -> list[T.Path]:
     return paths
 
 
-def _or(value: str | None, default: str) -> str:
-    """An option's text, or its default where the command line left it out ("" is given, and empty)."""
-    return default if value is None else value
-
-
-def _given(args, names: tuple[str, ...]) -> list[str]:
-    """The options among ``names`` (dests) the command line set."""
-    unset = {"quick": False, "force_buffers": False, "resume": False}
-    return ["--" + n.replace("_", "-") for n in names if getattr(args, n) != unset.get(n)]
-
-
 def cmd_field(args) -> int:
     """drsftp beside GridFTP and lftp on one link per path (bench/field.py)."""
     import json
 
     from .field import FieldConfig, entry_names, run_field, table, workload
 
-    stray = _given(args, ("quick", "tunings", "directions", "profiles", "queue", "size", "force_buffers", "resume"))
+    stray = given_options(args, ("quick", "tunings", "directions", "profiles", "queue", "size", "force_buffers",
+                                 "resume"))
     if stray:
         raise NetemUsageError(f"{stray[0]} does not apply against the field ({FIELD_OPTIONS})")
     scale = 1.0 if args.scale is None else args.scale
     if not (math.isfinite(scale) and 0 < scale <= 1):
         raise NetemUsageError(f"--scale must be above 0 and at most 1, not {scale:g}")
-    datasets = _values("--datasets", _or(args.datasets, "big"), lambda d: workload(d).name)
+    datasets = option_values("--datasets", or_default(args.datasets, "big"), lambda d: workload(d).name)
     entries = [("drsftp" if n == "1" else f"drsftp-P{n}")
-               for n in _values("--streams", _or(args.streams, "1"))]
+               for n in option_values("--streams", or_default(args.streams, "1"))]
     if any(d != "big" for d in datasets):
         entries.append("drsftp-r")
     if args.peers is not None:
-        entries += _values("--peers", args.peers)
+        entries += option_values("--peers", args.peers)
     try:
         entries = entry_names(",".join(dict.fromkeys(entries)))
     except ValueError as exc:
         raise NetemUsageError(str(exc)) from None
     paths = _paths(args, field=True)
     reps = args.reps or 3
-    _bench_extras()
+    need_bench_extras()
     os.makedirs(args.out, exist_ok=True)
     results: list[dict] = []
     for path in paths:
@@ -246,61 +195,6 @@ def cmd_field(args) -> int:
     return 1 if results and all(r.get("error") for r in results) else 0
 
 
-def _one(option: str, text: str, parse: Callable[[str], Any]) -> Any:
-    values = _values(option, text, parse)
-    if len(values) > 1:
-        raise NetemUsageError(f"--compete runs on one link: give one {option} value")
-    return values[0]
-
-
-def _compete_config(args):
-    """--compete's flows, link and length, every value checked before anything is made."""
-    from .competerun import CompeteConfig
-    from .competespec import parse_compete
-    from .runner import PROFILES
-
-    stray = _given(args, ("quick", "tunings", "directions", "reps", "resume", "streams", "peers", "datasets",
-                          "scale"))
-    if stray:
-        raise NetemUsageError(f"{stray[0]} does not apply to --compete (one link, the flows of SPEC)")
-    try:
-        flows = parse_compete(args.compete)
-    except ValueError as exc:
-        raise NetemUsageError(f"--compete: {exc}") from None
-    rate = _one("--rates", _or(args.rates, COMPETE_RATE), parse_rate)
-    rtt = _one("--rtts", _or(args.rtts, COMPETE_RTT), parse_duration)
-    loss = _one("--losses", _or(args.losses, COMPETE_LOSS), parse_loss)
-    _link_value("--rates", rate=rate)
-    _link_value("--rtts", rtt=rtt)
-    if rate <= 0:
-        raise NetemUsageError("--rates: a bench rate must be above 0 (0 is a link without a ceiling)")
-    profile = _one("--profiles", _or(args.profiles, "default"), str)
-    if profile not in PROFILES:
-        raise NetemUsageError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
-    if args.size is not None and args.duration is not None:
-        raise NetemUsageError("--duration and --size exclude each other (a time or a file for each flow)")
-    duration = None if args.size is not None else (COMPETE_DURATION if args.duration is None else args.duration)
-    if duration is not None and not (math.isfinite(duration) and 0 < duration <= MAX_DURATION):
-        raise NetemUsageError(f"--duration must be seconds above 0, at most {MAX_DURATION:g}, not {duration:g}")
-    for kind in dict.fromkeys(f.kind for f in flows):
-        why = T.available(kind) or (None if kind != "iperf3" or shutil.which("iperf3") else
-                                    "iperf3 not installed (./run setup installs it as root)")
-        if why:
-            raise NetemError(f"{kind} cannot run here: {why}")
-    return CompeteConfig(spec=args.compete, flows=flows, path=T.Path(rate=rate, rtt=rtt, loss=loss, queue=args.queue),
-                         duration=duration, size=_size(args.size) if args.size else None, max_time=args.max_time,
-                         profile=profile, force=args.force_buffers, cc=args.cc, workdir=args.out,
-                         log=lambda msg: print(msg, file=sys.stderr, flush=True))
-
-
-def cmd_compete(args) -> int:
-    cfg = _compete_config(args)
-    _bench_extras()
-    from .compete import run_and_report
-
-    return run_and_report(cfg, args.out, plots=not args.no_plots)
-
-
 def cmd_bench(args) -> int:
     _check_common(args)
     if args.compete is not None:
@@ -311,25 +205,27 @@ def cmd_bench(args) -> int:
         return cmd_field(args)
     if args.scale is not None:
         raise NetemUsageError(f"--scale applies against the field only ({FIELD_OPTIONS})")
-    _bench_extras()
+    need_bench_extras()
     from .runner import PROFILES, BenchConfig, run_bench, run_key
 
     if args.quick:
-        stray = _given(args, ("rtts", "rates", "losses", "tunings", "directions", "profiles", "reps"))
+        stray = given_options(args, ("rtts", "rates", "losses", "tunings", "directions", "profiles", "reps"))
         if stray:
             raise NetemUsageError(f"{stray[0]} does not apply to --quick (100 Mbit/s, 100 ms, "
                                   f"{', '.join(QUICK_TUNINGS)}, one get each)")
         paths = [T.Path(rate=100e6, rtt=0.1, queue=args.queue)]
         tunings, directions, profiles, reps = QUICK_TUNINGS, ["get"], ["default"], 1
-        size: int | None = _size(args.size) if args.size else 64 << 20
+        size: int | None = size_option(args.size) if args.size else 64 << 20
         max_time = min(args.max_time, 25.0)
     else:
         paths = _paths(args, field=False)
-        tunings = _choices("--tunings", _or(args.tunings, ",".join(T.TUNINGS)), T.TUNINGS, "tuning")
-        directions = _choices("--directions", _or(args.directions, "get,put"), ("get", "put"), "direction")
-        profiles = _choices("--profiles", _or(args.profiles, ",".join(PROFILES)), tuple(PROFILES), "profile")
+        tunings = option_choices("--tunings", or_default(args.tunings, ",".join(T.TUNINGS)), T.TUNINGS, "tuning")
+        directions = option_choices("--directions", or_default(args.directions, "get,put"), ("get", "put"),
+                                    "direction")
+        profiles = option_choices("--profiles", or_default(args.profiles, ",".join(PROFILES)), tuple(PROFILES),
+                                  "profile")
         reps = args.reps or 3
-        size = _size(args.size) if args.size else None
+        size = size_option(args.size) if args.size else None
         max_time = args.max_time
     prior = _resumed(args.out) if args.resume else []
     from .report import plot, print_table, verdict, write_files
@@ -375,16 +271,16 @@ def _cleanup_data(outdir: str) -> None:
 
 
 def cmd_datapath(args) -> int:
-    size = _size(args.size)
+    size = size_option(args.size)
     if args.reps < 1:
         raise NetemUsageError("--reps must be at least 1")
     link = None
     if args.rate is not None:
-        link = (parse_rate(args.rate), parse_duration(_or(args.rtt, "0.5ms")))
-        _link_value("--rate/--rtt", rate=link[0], rtt=link[1])
+        link = (parse_rate(args.rate), parse_duration(or_default(args.rtt, "0.5ms")))
+        check_link_value("--rate/--rtt", rate=link[0], rtt=link[1])
     elif args.rtt is not None:
         raise NetemUsageError("--rtt goes with --rate (loopback has no RTT to set)")
-    _bench_extras()
+    need_bench_extras()
     from .datapath import run_datapath
 
     return run_datapath(size, args.reps, args.out, link)
@@ -428,7 +324,6 @@ def _run_filter(args):
     return lambda r: all(w(r) for w in want)
 
 
-_FILTERS = ("profile", "direction", "loss", "rate", "rtt")
 
 
 def cmd_benchreport(args) -> int:
@@ -436,27 +331,27 @@ def cmd_benchreport(args) -> int:
     from .saved import read_results
 
     keep = _run_filter(args)
-    tunings = (_choices("--tunings", args.tunings, T.TUNINGS, "tuning") if args.tunings is not None
+    tunings = (option_choices("--tunings", args.tunings, T.TUNINGS, "tuning") if args.tunings is not None
                else list(T.TUNINGS))
     saved = [read_results(path) for path in args.results]
     if any(s.kind == "compete" for s in saved):
         if any(s.kind != "compete" for s in saved):
             raise NetemError("compete results (drsftp bench --compete) print alone")
-        return _compete_report(args, [(path, s.data or {}) for path, s in zip(args.results, saved)])
+        return compete_report(args, [(path, s.data or {}) for path, s in zip(args.results, saved)])
     if any(s.kind == "field" for s in saved):
         if any(s.kind != "field" for s in saved):
             raise NetemError("field results (drsftp bench --streams/--peers/--datasets) print alone")
         return _field_report(args, [r for s in saved for r in s.runs])
     if args.dataset is not None:
         raise NetemUsageError(f"--dataset applies to field results only (drsftp bench {FIELD_OPTIONS})")
-    base = _or(args.base, "kernel")
+    base = or_default(args.base, "kernel")
     if base not in T.TUNINGS:
         raise NetemUsageError(f"unknown --base {base!r}; choose from {', '.join(T.TUNINGS)}")
     if args.base is not None and args.table != "versus":
         raise NetemUsageError("--base goes with --table versus (or with field results)")
     runs = [r for r in merge_latest([s.runs for s in saved]) if keep(r)]
     if not runs:
-        filtered = any(getattr(args, f, None) is not None for f in _FILTERS)
+        filtered = any(getattr(args, f, None) is not None for f in RUN_FILTERS)
         raise NetemError("no runs match the filters" if filtered else "these results hold no runs")
     if args.table == "versus" and not any(r["tuning"] == base and not r.get("error") for r in runs):
         have = [t for t in T.TUNINGS if any(r["tuning"] == t and not r.get("error") for r in runs)]
@@ -471,26 +366,15 @@ def cmd_benchreport(args) -> int:
     return 0
 
 
-def _compete_report(args, datas: list[tuple[str, dict]]) -> int:
-    """Compete results: each file's tables, and its plots (bench/compete.py)."""
-    from .compete import report
-
-    stray = [f"--{name}" for name in ("table", "tunings", "base", *_FILTERS, "dataset")
-             if getattr(args, name) is not None]
-    if stray:
-        raise NetemUsageError(f"{stray[0]} applies to bench results, not compete results (those take --plots)")
-    return report(datas, args.plots)
-
-
 def _field_report(args, runs: list[dict]) -> int:
     """Field results: the table of each dataset (bench/field.py)."""
     from .field import ENTRIES, table
 
-    stray = [f"--{name}" for name in ("table", "tunings", *_FILTERS, "plots") if getattr(args, name) is not None]
+    stray = [f"--{name}" for name in ("table", "tunings", *RUN_FILTERS, "plots") if getattr(args, name) is not None]
     if stray:
         raise NetemUsageError(f"{stray[0]} applies to bench results, not field results (those take --dataset "
                               "and --base)")
-    base = _or(args.base, "gridftp-p4-16M")
+    base = or_default(args.base, "gridftp-p4-16M")
     if base not in ENTRIES:
         raise NetemUsageError(f"unknown --base {base!r}; choose from {', '.join(ENTRIES)}")
     if args.dataset is not None:
