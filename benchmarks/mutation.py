@@ -65,6 +65,134 @@ MINMAX = {"min": "max", "max": "min"}
 # "path scope: `source` mutation" (see Site.key), which does not move when
 # lines are added elsewhere; a key matching no site is reported as stale.
 KNOWN: dict[str, str] = {
+    # drsftp/ftp
+    'drsftp/ftp/drscmd.py parse_args: `tok[:40]` 40 -> 41':
+        'how much of a bad token the 501 reply quotes',
+    'drsftp/ftp/drscmd.py parse_args: `(None, 1, EXTRA_BOUNDS.get(key, 1 << 62))` 1 -> 2':
+        "the scale in an unknown key's bound: only the bound is read",
+    'drsftp/ftp/drscmd.py to_report: `scale != 1` 1 -> 2':
+        'a shortcut: multiplying by a scale of 1 changes nothing',
+    'drsftp/ftp/eblock.py Desc: `RESTART = 0x10` 16 -> 17':
+        'bit 0 is refused before a header\'s flags are read, and drsftp never sends this flag',
+    'drsftp/ftp/eblock.py Desc: `ERRORS = 0x20` 32 -> 33':
+        'bit 0 is refused before a header\'s flags are read, and nothing sends or reads this flag',
+    'drsftp/ftp/eblock.py Desc: `EOR = 0x80` 128 -> 129':
+        'bit 0 is refused before a header\'s flags are read, and drsftp never sends this flag',
+    'drsftp/ftp/eblock.py Data: `slots=True` True -> False':
+        'memory layout only: the event is frozen either way',
+    'drsftp/ftp/eblock.py EndOfFile: `slots=True` True -> False':
+        'memory layout only: the event is frozen either way',
+    'drsftp/ftp/eblock.py EndOfData: `slots=True` True -> False':
+        'memory layout only: the event is frozen either way',
+    'drsftp/ftp/eblock.py BlockDecoder.__init__: `self._offset = 0` 0 -> 1':
+        "every block's header sets the offset before any payload is read",
+    'drsftp/ftp/eblock.py BlockDecoder.feed_some: `len(take) < need` Lt -> LtE':
+        'a whole header taken through the split-header buffer is the same 17 bytes',
+    'drsftp/ftp/eblock.py RangeSet.missing: `a > at` Gt -> GtE':
+        'adds a zero-width gap, which the last line drops',
+    'drsftp/ftp/eblock.py RangeSet.missing: `at >= size` GtE -> Gt':
+        'a further pass over ranges at or past the end adds only zero-width gaps, dropped',
+    'drsftp/ftp/eblock.py RangeSet.missing: `at < size` Lt -> LtE':
+        'adds the zero-width gap (size, size), dropped',
+    'drsftp/ftp/flow.py TransferFlow.send: `verb = line.split(" ", 1)[0].upper()` 1 -> 2':
+        'the verb is the first word whatever the split count',
+    'drsftp/ftp/flow.py TransferFlow.send: `verb in XFER` In -> NotIn':
+        'sets _xfer_verb, which nothing reads',
+    'drsftp/ftp/listing.py parse_time_val: `1 <= mo <= 12` 12 -> 13':
+        'calendar.timegm refuses month 13 (ValueError) before the range check sees it',
+    'drsftp/ftp/listing.py parse_mlst_reply: `len(lines) > 2` 2 -> 3':
+        "a 250 reply's opening and closing lines are text, not `fact=value;` facts: searched, they give no entry",
+    'drsftp/ftp/replies.py ReplyParser._line: `raw[:80]` 80 -> 81':
+        'how much of a bad line the ProtocolError message quotes',
+    'drsftp/ftp/safepath.py check_name: `name[:40]` 40 -> 41':
+        'how much of an overlong name the UnsafePath message quotes',
+    # drsftp/tuning
+    'drsftp/tuning/actuation.py rtt_from_info: `info.get("bytes_acked", 0)` 0 -> 1':
+        'a missing bytes_acked read as 0 or 1: neither is past the SYN (> 1)',
+    'drsftp/tuning/budget.py BufferBudget.limit: `flow.need > allowed` Gt -> GtE':
+        'at need == allowed the scale is 1.0 and the floors leave the sizes as asked',
+    'drsftp/tuning/budget.py BufferBudget.limit: `scale = max(allowed, 0) / flow.need` 0 -> 1':
+        'allowed <= 0 scales to 0 or 1 byte, which the floor replaces'
+        ' (the floor is 0 only for a budget under one byte per flow)',
+    'drsftp/tuning/budget.py BufferBudget.share: `wanted <= pool` LtE -> Lt':
+        "at wanted == pool the proportional share is exactly the flow's need: no grant changes",
+    'drsftp/tuning/budget.py BufferBudget.share: `max(pool, 0)` 0 -> 1':
+        'a negative pool needs claims past the total, which claim() and reserve() (half of what is free) prevent',
+    'drsftp/tuning/budget.py BufferBudget.can_claim: `self._free() // 2` FloorDiv -> Div':
+        'for an integer amount, amount <= free // 2 and amount <= free / 2 agree',
+    'drsftp/tuning/budget.py BufferBudget._floor: `max(len(self._flows), 1)` 1 -> 2':
+        '_floor() runs with the flow registered (n >= 1); n = 1 differs only for a lone flow'
+        ' over a budget under 128 KiB in both directions',
+    'drsftp/tuning/controller.py SocketController.__init__: `self.started = 0.0` 0.0 -> 1.0':
+        'attach() sets started before anything reads it',
+    'drsftp/tuning/controller.py SocketController.__init__: `self._moved = 0` 0 -> 1':
+        'every tick sets the moved count before the driver records a timeline row',
+    'drsftp/tuning/controller.py SocketController._leave_to_kernel: `cap < cfg.cap` Lt -> LtE':
+        "a cap equal to the config's replaces it with itself (the floor is already at most the cap)",
+    'drsftp/tuning/controller.py SocketController._autotuning_max: `lim[2] if lim else 0` 0 -> 1':
+        'without tcp_rmem/tcp_wmem autotuning never reaches further, so the claim is never asked',
+    'drsftp/tuning/controller.py SocketController.before_handshake:'
+    ' `self.tuning.config.floor if isinstance(self.tuning, DRSTu...` 0 -> 1':
+        'a strategy without a floor: max(0, 1) and max(1, 1) are both 1',
+    'drsftp/tuning/controller.py SocketController.record: `"rtt_ms": round(self.last_rtt * 1000, 3)` 3 -> 4':
+        'TCP_INFO RTTs are whole microseconds: milliseconds have 3 decimals at most',
+    'drsftp/tuning/drs.py DRSTuning.__init__: `self.slow_start = True` True -> False':
+        'the first measured tick sets slow_start before anything reads it',
+    'drsftp/tuning/drs.py DRSTuning._receiver: `rate >= cfg.growth_seen * prev` GtE -> Gt':
+        'a rate exactly 1.5x the last at float precision: a boundary measured rates do not sit on',
+    'drsftp/tuning/drs.py DRSTuning._receiver: `recent[0][0] < now - self._hold_span(srtt)` Lt -> LtE':
+        'a measurement exactly one hold span old (float times): boundary',
+    'drsftp/tuning/drs.py DRSTuning._cpu_floor:'
+    ' `self.config.cpu_floor if min_rtt is not None and min_rtt ...` 0 -> 1':
+        'no CPU floor on long paths: max(target, 1) is the target (the window floor is 256 KiB)',
+    'drsftp/tuning/drs.py DRSTuning._recovering: `now < self._recovery_until` Lt -> LtE':
+        'a tick exactly at the end of the recovery period (float times): boundary',
+    'drsftp/tuning/drs.py DRSTuning._sender: `recent[0][0] < now - 2 * srtt` Lt -> LtE':
+        "a sender's rate exactly two RTTs old (float times): boundary",
+    'drsftp/tuning/drs.py DRSTuning._sender: `rate >= cfg.growth_seen * prev` GtE -> Gt':
+        "the sender's rate exactly 1.5x the last: boundary, as the receiver's",
+    'drsftp/tuning/drs.py DRSTuning._sender: `peer_window = max(peer_window or 0, sample.peer_window)` 0 -> 1':
+        "without a reported window, max(1, the kernel's window) is the kernel's window (guarded non-zero)",
+    'drsftp/tuning/drs.py DRSTuning._sender: `need <= 0` 0 -> 1':
+        'need is the smaller of positive byte counts; a cwnd or window of 1 byte does not occur'
+        ' (TCP: one MSS at least)',
+    'drsftp/tuning/drs.py DRSTuning._queue_filling: `latest > self.config.inflation_limit * min_rtt` Gt -> GtE':
+        'an RTT exactly 1.25x the minimum: boundary',
+    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` Gt -> GtE':
+        'with two samples hist[1] is the newest, never a span old: the loop stops there either way',
+    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1][0] <= now - span` LtE -> Lt':
+        'keeps a sample exactly one span old; the interpolation gives the same count',
+    'drsftp/tuning/drs.py DRSTuning._rate: `1 - 1e-9` 1e-09 -> 5e-10':
+        'float tolerance of the one-span test',
+    'drsftp/tuning/drs.py DRSTuning._rate: `now - t0 < span * (1 - 1e-9)` Lt -> LtE':
+        'a history exactly one span long at float precision: boundary',
+    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` Gt -> GtE #2':
+        'with two samples, interpolating toward the newest keeps the same slope: the same rate',
+    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1]` 1 -> 2 #2':
+        'hist[2] is newer than hist[1], so it is after t0 whenever hist[1] is',
+    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1][0] > t0` Gt -> GtE':
+        'guards a division by zero for two samples at one instant at the head of a span-old history: not reached',
+    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2 and hist[1][0] > t0` And -> Or':
+        'as `len(hist) > 2` #2: two-sample interpolation keeps the slope',
+    'drsftp/tuning/drs.py DRSTuning._rate: `max(total - b0, 0)` 0 -> 1':
+        "one byte per span instead of none when nothing arrived: ~10 B/s, below any window's floor",
+    'drsftp/tuning/drs.py DRSTuning._step: `target < self.window` Lt -> LtE':
+        'a target equal to the window: max(target, window x shrink) is the target',
+    'drsftp/tuning/drs.py DRSTuning._fresh: `now - self._peer_time <= max(self.config.peer_report_ttl ...` LtE -> Lt':
+        'a peer report exactly at its freshness limit: boundary',
+    'drsftp/tuning/fleet.py FleetController.__init__: `self._baseline = 0.0` 0.0 -> 1.0':
+        "a probe's start sets it before its judgment reads it",
+    'drsftp/tuning/fleet.py FleetController.__init__: `self._needed = 0.0` 0.0 -> 1.0':
+        "a probe's start sets it before its judgment reads it",
+    'drsftp/tuning/fleet.py FleetController.__init__: `self._rtt = 0.1` 0.1 -> 0.05':
+        'the RTT assumed until one is measured: the job passes its first session\'s RTT (note_rtt)'
+        ' before every update, so it stands only where no RTT was ever measured',
+    'drsftp/tuning/fleet.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':
+        'a mean is taken only with the current interval in the history: never of nothing',
+    'drsftp/tuning/streams.py StreamController._give_back: `self.streams <= c.min_streams` LtE -> Lt':
+        'a probe added a stream, so the count is above the minimum whenever one is given back',
+    'drsftp/tuning/streams.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':
+        'a mean is taken only with the current interval in the history: never of nothing',
 }
 
 
@@ -121,15 +249,32 @@ class Mutator(ast.NodeTransformer):
     def _source(self, node: ast.AST) -> str:
         """The node's source; a constant's with the expression around it."""
         shown = node
-        if isinstance(node, ast.Constant) and isinstance(self.parents.get(node), (ast.expr, ast.keyword)):
-            shown = self.parents[node]
+        parent = self.parents.get(node)
+        if isinstance(node, ast.Constant) and isinstance(parent, (ast.expr, ast.keyword, ast.Assign, ast.AnnAssign,
+                                                                  ast.AugAssign, ast.Return)):
+            shown = parent
         if isinstance(shown, ast.Slice):
             shown = self.parents[shown]
         text = " ".join((ast.get_source_segment(self.text, shown) or "").split())
-        table = self.parents.get(shown)
-        if isinstance(table, ast.Dict) and shown in table.values:  # a table's row: its key too
-            key = table.keys[table.values.index(shown)]
+        if isinstance(parent, ast.arguments):  # a default: name it
+            named = parent.args[len(parent.args) - len(parent.defaults):] + parent.kwonlyargs
+            values = parent.defaults + parent.kw_defaults
+            text = next((f"{a.arg}={text}" for a, v in zip(named, values, strict=True) if v is node), text)
+        return self._context(shown, text)
+
+    def _context(self, shown: ast.AST, text: str) -> str:
+        """``text`` named by where it stands: a table row's key, or the short
+        assignment it is the value of."""
+        row = shown
+        while isinstance(self.parents.get(row), ast.expr) and not isinstance(self.parents[row], ast.Dict):
+            row = self.parents[row]
+        table, stmt = self.parents.get(row), self.parents.get(row)
+        if isinstance(table, ast.Dict) and row in table.values:
+            key = table.keys[table.values.index(row)]
             text = f"{ast.get_source_segment(self.text, key) if key else '**'}: {text}"
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and row is stmt.value and shown is not row:
+            whole = " ".join((ast.get_source_segment(self.text, stmt) or "").split())
+            text = whole if len(whole) <= 60 else text
         return text if len(text) <= 60 else text[:57] + "..."
 
     def _site(self, node: ast.AST, what: str) -> bool:
@@ -394,6 +539,11 @@ def kill_table(all_sites: list[Site], results: dict[Site, str]) -> tuple[list[st
     return rows, ok
 
 
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell: a pipe escaped (GFM, also in code spans)."""
+    return text.replace("|", "\\|")
+
+
 def _named(path: str) -> set[str]:
     """Keys from a previous run's output ('SURVIVED loc | key') or one key a line."""
     return {line.split(" | ", 1)[-1].strip() for line in _read(path).splitlines() if line.strip()}
@@ -409,7 +559,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", metavar="FILE",
                     help="only the mutants named in FILE: a previous run's output, or one key a line")
     ap.add_argument("--list", action="store_true", help="list the sites and each module's tests, and exit")
+    ap.add_argument("--known", action="store_true",
+                    help="print KNOWN as the Markdown table docs/MUTATION.md carries, and exit")
     args = ap.parse_args(argv)
+    if args.known:
+        print("| mutant | why it is harmless |\n|---|---|")
+        for key, why in KNOWN.items():
+            print(f"| {_cell(key)} | {_cell(why)} |")
+        return 0
     files = args.files or sorted(p for g in TARGETS for p in glob.glob(g, root_dir=ROOT))
     texts = {f: _read(os.path.join(ROOT, f)) for f in files}
     every_site = [s for f in files for s in sites(f, texts[f])]

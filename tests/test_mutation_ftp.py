@@ -20,7 +20,15 @@ from drsftp.ftp.flow import (
     TransferFlow,
     TransferStarted,
 )
-from drsftp.ftp.listing import FILE, LINK, Entry, parse_list_line, parse_mlsx_line, parse_time_val
+from drsftp.ftp.listing import (
+    FILE,
+    LINK,
+    Entry,
+    parse_list_line,
+    parse_mlst_reply,
+    parse_mlsx_line,
+    parse_time_val,
+)
 from drsftp.ftp.replies import Reply
 from drsftp.ftp.safepath import UnsafePath, check_name, local_path
 from drsftp.ftp.session import URLError, final_name, parse_url, partial_name
@@ -267,6 +275,13 @@ def test_an_mlsd_line_needs_facts_a_space_and_a_name():
     assert parse_mlsx_line("type=file;size=1; ") is None  # no name after the space
     assert parse_mlsx_line("type=file;size=1;") is None  # no space
     assert parse_mlsx_line("type=file;size=1; x") == Entry("x", FILE, 1)
+
+
+def test_an_mlst_reply_without_an_opening_line_still_gives_its_entry():
+    """RFC 3659 sec. 7.2 puts the entry between an opening and a closing
+    line; a reply of the entry and the closing line alone is read too."""
+    assert parse_mlst_reply((" type=file;size=5; /f", "End")) == Entry("/f", FILE, 5)
+    assert parse_mlst_reply(("type=file;size=5; /f",)) == Entry("/f", FILE, 5)
 
 
 def test_a_list_line_keeps_an_arrow_in_a_files_name_and_splits_a_links_at_its_first():
