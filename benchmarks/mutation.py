@@ -1,128 +1,205 @@
 """Mutation testing of the sans-IO cores, outside the suite (docs/MUTATION.md).
 
 Applies one small change at a time to drsftp/tuning/*.py and drsftp/ftp/*.py
-(a comparison, an arithmetic or boolean operator, a numeric constant, min/max,
-a ``not``) in a temporary copy of the tree, runs the fast unit tests against
-the copy and reports the mutants no test kills ("survivors").  The working
-tree is never touched.
+(a comparison, an arithmetic, bit or boolean operator, a numeric constant,
+min/max, a ``not``) in a temporary copy of the tree, runs the fast unit tests that
+import the mutated module (directly or through other drsftp modules) against
+the copy, and reports the mutants no test kills ("survivors") and a kill
+table per module.  The working tree is never touched.
 
-    python benchmarks/mutation.py                 # every file, every site
+    python benchmarks/mutation.py --jobs 2        # every file, every site
     python benchmarks/mutation.py --files drsftp/tuning/drs.py --max-seconds 600
-    python benchmarks/mutation.py --list          # the sites only, no runs
+    python benchmarks/mutation.py --list          # the sites and the tests each module runs
+    python benchmarks/mutation.py --known         # KNOWN as docs/MUTATION.md's table
 
-Exit status 0 when every mutant is killed or listed in KNOWN (explained as
-harmless in docs/MUTATION.md), 1 otherwise.
+Exit status 0 when every mutant ran, each one is killed or listed in KNOWN
+(explained as harmless in docs/MUTATION.md) and every module has 90% of its
+mutants killed; 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import glob
 import os
+import queue
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGETS = ("drsftp/tuning/*.py", "drsftp/ftp/*.py")
-TESTS = ("tests/test_mutation_kills.py", "tests/test_tuning_pinned.py", "tests/test_tuning.py",
-         "tests/test_ftp_proto.py", "tests/test_budget.py", "tests/test_socket_controller.py")
+TARGETS = ("drsftp/ftp/*.py", "drsftp/tuning/*.py")
+# The fast sans-IO unit tests (no root, namespaces, servers or sockets), in the
+# order a mutant runs them: quick files first, so most mutants die early (-x).
+# (Not tests/test_mutation_known.py: it checks this file's KNOWN against the
+# sources, which a mutant's rewritten file would fail.)
+UNIT_TESTS = ("tests/test_mutation_kills.py", "tests/test_mutation_ftp.py", "tests/test_mutation_tuning.py",
+              "tests/test_socket_controller.py", "tests/test_parallel_units.py",
+              "tests/test_eblock_codec.py", "tests/test_budget.py", "tests/test_tuning_pinned.py",
+              "tests/test_ftp_proto.py", "tests/test_tuning.py", "tests/test_dataset_units.py")
+# Loaded into each test run (-p): property tests derandomized and without an
+# example database, so a run's survivors do not depend on the runs before it,
+# and without Hypothesis' per-example deadline (a loaded machine is no failure).
+PLUGIN = '''from hypothesis import settings
+settings.register_profile("mutation", derandomize=True, database=None, deadline=None)
+settings.load_profile("mutation")
+'''
 
 COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
            ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In,
            ast.Is: ast.IsNot, ast.IsNot: ast.Is}
 BINOP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
-         ast.FloorDiv: ast.Div, ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult}
+         ast.FloorDiv: ast.Div, ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult,
+         ast.LShift: ast.RShift, ast.RShift: ast.LShift, ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd}
 BOOLOP = {ast.And: ast.Or, ast.Or: ast.And}
 MINMAX = {"min": "max", "max": "min"}
 
-# Mutants explained as harmless in docs/MUTATION.md (equivalent, a float boundary,
-# or a message's wording), keyed "file:line:column: description"; line numbers move
-# with every edit of the file, so re-check them with --only after one.
+# Mutants explained as harmless in docs/MUTATION.md ("Survivors"): equivalent
+# (no input tells them apart), a boundary at float precision that measured
+# times and rates do not sit on, or the wording of a message.  Keyed
+# "path scope: `source` mutation" (see Site.key), which does not move when
+# lines are added elsewhere; a key matching no site is reported as stale.
 KNOWN: dict[str, str] = {
-    'drsftp/tuning/actuation.py:97:56: 0 -> 1':
-        'a missing bytes_acked read as 0 or 1: either is not past the SYN (> 1)',
-    'drsftp/tuning/controller.py:89:23: 0.0 -> 1.0':
-        'attach() sets started before anything reads it',
-    'drsftp/tuning/controller.py:96:22: 0 -> 1':
-        'every tick sets the moved count before the driver records a timeline row',
-    'drsftp/tuning/controller.py:136:23: Lt -> LtE':
-        "a cap equal to the config's replaces it with itself (the floor already at most the cap)",
-    'drsftp/tuning/controller.py:150:34: 0 -> 1':
-        'without tcp_rmem/tcp_wmem autotuning never reaches further, so the claim is never asked',
-    'drsftp/tuning/controller.py:180:88: 0 -> 1':
-        'a strategy without a floor: max(0, 1) and max(1, 1) are both 1',
-    'drsftp/tuning/controller.py:291:50: 3 -> 4':
-        'TCP_INFO RTTs are whole microseconds: milliseconds have 3 decimals at most',
-    'drsftp/tuning/drs.py:233:105: 0 -> 1':
-        'no CPU floor on long paths: max(target, 1) is the target (the window floor is 256 KiB)',
-    'drsftp/ftp/drscmd.py:50:52: 40 -> 41':
-        'length of the bad token quoted in a 501 message',
-    'drsftp/ftp/drscmd.py:54:39: 1 -> 2':
-        'scale of the default bound tuple for unknown keys: never read (only the bound is)',
-    'drsftp/ftp/drscmd.py:65:59: 1 -> 2':
-        '`scale != 1` is a shortcut: multiplying by a scale of 1 is the identity',
-    'drsftp/ftp/replies.py:77:62: 80 -> 81':
-        'length of the bad line quoted in a ProtocolError message',
-    'drsftp/tuning/budget.py:63:11: Gt -> GtE':
+    # drsftp/ftp
+    'drsftp/ftp/drscmd.py parse_args: `tok[:40]` 40 -> 41':
+        'how much of a bad token the 501 reply quotes',
+    'drsftp/ftp/drscmd.py parse_args: `(None, 1, EXTRA_BOUNDS.get(key, 1 << 62))` 1 -> 2':
+        "the scale in an unknown key's bound: only the bound is read",
+    'drsftp/ftp/drscmd.py to_report: `scale != 1` 1 -> 2':
+        'a shortcut: multiplying by a scale of 1 changes nothing',
+    'drsftp/ftp/eblock.py Desc: `RESTART = 0x10` 16 -> 17':
+        'adds bit 0, which no header reaching the flag test carries (bits 0-1 are refused first):'
+        ' 0x10 is refused as before',
+    'drsftp/ftp/eblock.py Desc: `ERRORS = 0x20` 32 -> 33':
+        'nothing sends or reads this flag (a header with bit 0 is refused before its flags are read)',
+    'drsftp/ftp/eblock.py Desc: `EOR = 0x80` 128 -> 129':
+        'adds bit 0, which no header reaching the flag test carries (bits 0-1 are refused first):'
+        ' 0x80 is refused as before',
+    'drsftp/ftp/eblock.py Data: `slots=True` True -> False':
+        'memory layout only: the event is frozen either way',
+    'drsftp/ftp/eblock.py EndOfFile: `slots=True` True -> False':
+        'memory layout only: the event is frozen either way',
+    'drsftp/ftp/eblock.py EndOfData: `slots=True` True -> False':
+        'memory layout only: the event is frozen either way',
+    'drsftp/ftp/eblock.py BlockDecoder.__init__: `self._offset = 0` 0 -> 1':
+        "every block's header sets the offset before any payload is read",
+    'drsftp/ftp/eblock.py BlockDecoder.feed_some: `len(take) < need` Lt -> LtE':
+        'a whole header taken through the split-header buffer is the same 17 bytes',
+    'drsftp/ftp/eblock.py RangeSet.missing: `a > at` Gt -> GtE':
+        'adds a zero-width gap, which the last line drops',
+    'drsftp/ftp/eblock.py RangeSet.missing: `at >= size` GtE -> Gt':
+        'a further pass over ranges at or past the end adds only zero-width gaps, dropped',
+    'drsftp/ftp/eblock.py RangeSet.missing: `at < size` Lt -> LtE':
+        'adds the zero-width gap (size, size), dropped',
+    'drsftp/ftp/flow.py TransferFlow.send: `verb = line.split(" ", 1)[0].upper()` 1 -> 2':
+        'the verb is the first word whatever the split count',
+    'drsftp/ftp/flow.py TransferFlow.send: `verb in XFER` In -> NotIn':
+        'sets _xfer_verb, which nothing reads',
+    'drsftp/ftp/listing.py parse_time_val: `1 <= mo <= 12` 12 -> 13':
+        'calendar.timegm refuses month 13 (ValueError) before the range check sees it',
+    'drsftp/ftp/listing.py parse_mlst_reply: `len(lines) > 2` 2 -> 3':
+        "a 250 reply's opening and closing lines are text, not `fact=value;` facts: searched, they give no entry",
+    'drsftp/ftp/replies.py ReplyParser._line: `raw[:80]` 80 -> 81':
+        'how much of a bad line the ProtocolError message quotes',
+    'drsftp/ftp/safepath.py check_name: `name[:40]` 40 -> 41':
+        'how much of an overlong name the UnsafePath message quotes',
+    # drsftp/tuning
+    'drsftp/tuning/actuation.py rtt_from_info: `info.get("bytes_acked", 0)` 0 -> 1':
+        'a missing bytes_acked read as 0 or 1: neither is past the SYN (> 1)',
+    'drsftp/tuning/budget.py BufferBudget.limit: `flow.need > allowed` Gt -> GtE':
         'at need == allowed the scale is 1.0 and the floors leave the sizes as asked',
-    'drsftp/tuning/budget.py:64:33: 0 -> 1':
+    'drsftp/tuning/budget.py BufferBudget.limit: `scale = max(allowed, 0) / flow.need` 0 -> 1':
         'allowed <= 0 scales to 0 or 1 byte, which the floor replaces'
         ' (the floor is 0 only for a budget under one byte per flow)',
-    'drsftp/tuning/budget.py:85:27: LtE -> Lt':
+    'drsftp/tuning/budget.py BufferBudget.share: `wanted <= pool` LtE -> Lt':
         "at wanted == pool the proportional share is exactly the flow's need: no grant changes",
-    'drsftp/tuning/budget.py:86:29: 0 -> 1':
-        'a negative pool needs whole claims past the total, which claim() and reserve() (half of what is free) prevent',
-    'drsftp/tuning/budget.py:90:25: FloorDiv -> Div':
+    'drsftp/tuning/budget.py BufferBudget.share: `max(pool, 0)` 0 -> 1':
+        'a negative pool needs claims past the total, which claim() and reserve() (half of what is free) prevent',
+    'drsftp/tuning/budget.py BufferBudget.can_claim: `self._free() // 2` FloorDiv -> Div':
         'for an integer amount, amount <= free // 2 and amount <= free / 2 agree',
-    'drsftp/tuning/budget.py:110:67: 1 -> 2':
+    'drsftp/tuning/budget.py BufferBudget._floor: `max(len(self._flows), 1)` 1 -> 2':
         '_floor() runs with the flow registered (n >= 1); n = 1 differs only for a lone flow'
         ' over a budget under 128 KiB in both directions',
-    'drsftp/tuning/drs.py:94:26: True -> False':
-        'the initial slow_start is assigned at the first measured tick before anything reads it',
-    'drsftp/tuning/drs.py:190:39: GtE -> Gt':
+    'drsftp/tuning/controller.py SocketController.__init__: `self.started = 0.0` 0.0 -> 1.0':
+        'attach() sets started before anything reads it',
+    'drsftp/tuning/controller.py SocketController.__init__: `self._moved = 0` 0 -> 1':
+        'every tick sets the moved count before the driver records a timeline row',
+    'drsftp/tuning/controller.py SocketController._leave_to_kernel: `cap < cfg.cap` Lt -> LtE':
+        "a cap equal to the config's replaces it with itself (the floor is already at most the cap)",
+    'drsftp/tuning/controller.py SocketController._autotuning_max: `lim[2] if lim else 0` 0 -> 1':
+        'without tcp_rmem/tcp_wmem autotuning never reaches further, so the claim is never asked',
+    'drsftp/tuning/controller.py SocketController.before_handshake:'
+    ' `self.tuning.config.floor if isinstance(self.tuning, DRSTu...` 0 -> 1':
+        'a strategy without a floor: max(0, 1) and max(1, 1) are both 1',
+    'drsftp/tuning/controller.py SocketController.record: `"rtt_ms": round(self.last_rtt * 1000, 3)` 3 -> 4':
+        'TCP_INFO RTTs are whole microseconds: milliseconds have 3 decimals at most',
+    'drsftp/tuning/drs.py DRSTuning.__init__: `self.slow_start = True` True -> False':
+        'the first measured tick sets slow_start before anything reads it',
+    'drsftp/tuning/drs.py DRSTuning._receiver: `rate >= cfg.growth_seen * prev` GtE -> Gt':
         'a rate exactly 1.5x the last at float precision: a boundary measured rates do not sit on',
-    'drsftp/tuning/drs.py:201:25: Lt -> LtE':
+    'drsftp/tuning/drs.py DRSTuning._receiver: `recent[0][0] < now - self._hold_span(srtt)` Lt -> LtE':
         'a measurement exactly one hold span old (float times): boundary',
-    'drsftp/tuning/drs.py:244:15: Lt -> LtE':
+    'drsftp/tuning/drs.py DRSTuning._cpu_floor:'
+    ' `self.config.cpu_floor if min_rtt is not None and min_rtt ...` 0 -> 1':
+        'no CPU floor on long paths: max(target, 1) is the target (the window floor is 256 KiB)',
+    'drsftp/tuning/drs.py DRSTuning._recovering: `now < self._recovery_until` Lt -> LtE':
         'a tick exactly at the end of the recovery period (float times): boundary',
-    'drsftp/tuning/drs.py:280:25: Lt -> LtE':
-        'a sender rate exactly two RTTs old (float times): boundary',
-    'drsftp/tuning/drs.py:283:38: GtE -> Gt':
-        "the sender's rate exactly 1.5x the last: boundary, as drs.py:208",
-    'drsftp/tuning/drs.py:285:49: 0 -> 1':
-        "without a reported window, max(1, kernel's window) is the kernel's window (guarded non-zero)",
-    'drsftp/tuning/drs.py:296:19: 0 -> 1':
+    'drsftp/tuning/drs.py DRSTuning._sender: `recent[0][0] < now - 2 * srtt` Lt -> LtE':
+        "a sender's rate exactly two RTTs old (float times): boundary",
+    'drsftp/tuning/drs.py DRSTuning._sender: `rate >= cfg.growth_seen * prev` GtE -> Gt':
+        "the sender's rate exactly 1.5x the last: boundary, as the receiver's",
+    'drsftp/tuning/drs.py DRSTuning._sender: `peer_window = max(peer_window or 0, sample.peer_window)` 0 -> 1':
+        "without a reported window, max(1, the kernel's window) is the kernel's window (guarded non-zero)",
+    'drsftp/tuning/drs.py DRSTuning._sender: `need <= 0` 0 -> 1':
         'need is the smaller of positive byte counts; a cwnd or window of 1 byte does not occur'
         ' (TCP: one MSS at least)',
-    'drsftp/tuning/drs.py:331:32: Gt -> GtE':
+    'drsftp/tuning/drs.py DRSTuning._queue_filling: `latest > self.config.inflation_limit * min_rtt` Gt -> GtE':
         'an RTT exactly 1.25x the minimum: boundary',
-    'drsftp/tuning/drs.py:339:14: Gt -> GtE':
+    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` Gt -> GtE':
         'with two samples hist[1] is the newest, never a span old: the loop stops there either way',
-    'drsftp/tuning/drs.py:339:32: LtE -> Lt':
+    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1][0] <= now - span` LtE -> Lt':
         'keeps a sample exactly one span old; the interpolation gives the same count',
-    'drsftp/tuning/drs.py:342:34: 1e-09 -> 5e-10':
+    'drsftp/tuning/drs.py DRSTuning._rate: `1 - 1e-9` 1e-09 -> 5e-10':
         'float tolerance of the one-span test',
-    'drsftp/tuning/drs.py:342:11: Lt -> LtE':
-        'history exactly one span long at float precision: boundary',
-    'drsftp/tuning/drs.py:344:11: Gt -> GtE':
+    'drsftp/tuning/drs.py DRSTuning._rate: `now - t0 < span * (1 - 1e-9)` Lt -> LtE':
+        'a history exactly one span long at float precision: boundary',
+    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` Gt -> GtE #2':
         'with two samples, interpolating toward the newest keeps the same slope: the same rate',
-    'drsftp/tuning/drs.py:344:34: 1 -> 2':
+    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1]` 1 -> 2 #2':
         'hist[2] is newer than hist[1], so it is after t0 whenever hist[1] is',
-    'drsftp/tuning/drs.py:344:29: Gt -> GtE':
+    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1][0] > t0` Gt -> GtE':
         'guards a division by zero for two samples at one instant at the head of a span-old history: not reached',
-    'drsftp/tuning/drs.py:344:11: And -> Or':
-        'as drs.py:365 Gt -> GtE: two-sample interpolation keeps the slope',
-    'drsftp/tuning/drs.py:348:31: 0 -> 1':
+    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2 and hist[1][0] > t0` And -> Or':
+        'as `len(hist) > 2` #2: two-sample interpolation keeps the slope',
+    'drsftp/tuning/drs.py DRSTuning._rate: `max(total - b0, 0)` 0 -> 1':
         "one byte per span instead of none when nothing arrived: ~10 B/s, below any window's floor",
-    'drsftp/tuning/drs.py:353:11: Lt -> LtE':
+    'drsftp/tuning/drs.py DRSTuning._step: `target < self.window` Lt -> LtE':
         'a target equal to the window: max(target, window x shrink) is the target',
-    'drsftp/tuning/drs.py:375:15: LtE -> Lt':
+    'drsftp/tuning/drs.py DRSTuning._fresh: `now - self._peer_time <= max(self.config.peer_report_ttl ...` LtE -> Lt':
         'a peer report exactly at its freshness limit: boundary',
+    'drsftp/tuning/fleet.py FleetController.__init__: `self._baseline = 0.0` 0.0 -> 1.0':
+        "a probe's start sets it before its judgment reads it",
+    'drsftp/tuning/fleet.py FleetController.__init__: `self._needed = 0.0` 0.0 -> 1.0':
+        "a probe's start sets it before its judgment reads it",
+    'drsftp/tuning/fleet.py FleetController.__init__: `self._rtt = 0.1` 0.1 -> 0.05':
+        'the RTT assumed until one is measured: the job passes its first session\'s RTT (note_rtt)'
+        ' before every update, so it stands only where no RTT was ever measured',
+    'drsftp/tuning/fleet.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':
+        'a mean is taken only with the current interval in the history: never of nothing',
+    'drsftp/tuning/streams.py StreamController._give_back: `self.streams <= c.min_streams` LtE -> Lt':
+        'a probe added a stream, so the count is above the minimum whenever one is given back',
+    'drsftp/tuning/streams.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':
+        'a mean is taken only with the current interval in the history: never of nothing',
 }
 
 
@@ -132,19 +209,25 @@ class Site:
     index: int
     line: int
     col: int
+    scope: str
+    source: str
     what: str
+    nth: int
 
     def key(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.what}"
+        """'path scope: `source` what', with '#n' for the n-th alike site in a scope."""
+        tail = f" #{self.nth}" if self.nth > 1 else ""
+        return f"{self.path} {self.scope}: `{self.source}` {self.what}{tail}"
+
+    def location(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
 
 
 def _skip(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """Annotations and docstrings carry no behaviour."""
+    """Annotations carry no behaviour."""
     while node in parents:
         parent = parents[node]
-        if isinstance(parent, ast.AnnAssign) and node is parent.annotation:
-            return True
-        if isinstance(parent, ast.arg) and node is parent.annotation:
+        if isinstance(parent, (ast.AnnAssign, ast.arg)) and node is parent.annotation:
             return True
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is parent.returns:
             return True
@@ -156,15 +239,59 @@ class Mutator(ast.NodeTransformer):
     """Counts mutation sites in a fixed walk order; mutates site ``target``
     (None: only collect them)."""
 
-    def __init__(self, path: str, tree: ast.AST, target: int | None = None) -> None:
-        self.path, self.target, self.sites = path, target, []
+    def __init__(self, path: str, text: str, tree: ast.AST, target: int | None = None) -> None:
+        self.path, self.text, self.target = path, text, target
+        self.sites: list[Site] = []
+        self.seen: Counter[tuple[str, str, str]] = Counter()
         self.parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+
+    def _scope(self, node: ast.AST) -> str:
+        names = []
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(node.name)
+        return ".".join(reversed(names)) or "<module>"
+
+    def _source(self, node: ast.AST) -> str:
+        """The node's source; a constant's with the expression around it."""
+        shown = node
+        parent = self.parents.get(node)
+        if isinstance(node, ast.Constant) and isinstance(parent, (ast.expr, ast.keyword, ast.Assign, ast.AnnAssign,
+                                                                  ast.AugAssign, ast.Return)):
+            shown = parent
+        if isinstance(shown, ast.Slice):
+            shown = self.parents[shown]
+        text = " ".join((ast.get_source_segment(self.text, shown) or "").split())
+        if isinstance(parent, ast.arguments):  # a default: name it
+            named = parent.args[len(parent.args) - len(parent.defaults):] + parent.kwonlyargs
+            values = parent.defaults + parent.kw_defaults
+            text = next((f"{a.arg}={text}" for a, v in zip(named, values, strict=True) if v is node), text)
+        return self._context(shown, text)
+
+    def _context(self, shown: ast.AST, text: str) -> str:
+        """``text`` named by where it stands: a table row's key, or the short
+        assignment it is the value of."""
+        row = shown
+        while isinstance(self.parents.get(row), ast.expr) and not isinstance(self.parents[row], ast.Dict):
+            row = self.parents[row]
+        holder = self.parents.get(row)
+        if isinstance(holder, ast.Dict) and row in holder.values:
+            key = holder.keys[holder.values.index(row)]
+            text = f"{ast.get_source_segment(self.text, key) if key else '**'}: {text}"
+        elif isinstance(holder, (ast.Assign, ast.AnnAssign)) and row is holder.value and shown is not row:
+            whole = " ".join((ast.get_source_segment(self.text, holder) or "").split())
+            text = whole if len(whole) <= 60 else text
+        return text if len(text) <= 60 else text[:57] + "..."
 
     def _site(self, node: ast.AST, what: str) -> bool:
         if _skip(node, self.parents):
             return False
+        scope, source = self._scope(node), self._source(node)
+        self.seen[scope, source, what] += 1
         i = len(self.sites)
-        self.sites.append(Site(self.path, i, node.lineno, node.col_offset, what))
+        line, col = getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+        self.sites.append(Site(self.path, i, line, col, scope, source, what, self.seen[scope, source, what]))
         return i == self.target
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
@@ -230,89 +357,273 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def sites(path: str) -> list[Site]:
-    tree = ast.parse(_read(os.path.join(ROOT, path)))
-    m = Mutator(path, tree)
-    m.visit(tree)
-    return m.sites
+def _mutator(path: str, text: str, target: int | None = None) -> tuple[Mutator, ast.AST]:
+    tree = ast.parse(text)
+    m = Mutator(path, text, tree, target)
+    return m, m.visit(tree)
 
 
-def mutate(path: str, index: int) -> str:
-    tree = ast.parse(_read(os.path.join(ROOT, path)))
-    Mutator(path, tree, index).visit(tree)
-    return ast.unparse(ast.fix_missing_locations(tree))
+def sites(path: str, text: str | None = None) -> list[Site]:
+    return _mutator(path, _read(os.path.join(ROOT, path)) if text is None else text)[0].sites
 
 
-def run_tests(tree_dir: str, timeout: float) -> str:
-    """'killed', 'survived' or 'timeout' (a hang counts as killed)."""
+def mutate(path: str, text: str, index: int) -> str:
+    """``text`` (the file as it was when the sites were counted) with site ``index`` changed."""
+    return ast.unparse(ast.fix_missing_locations(_mutator(path, text, index)[1]))
+
+
+# -- which unit tests exercise a module: the static import graph ------------------
+
+def _module_name(path: str) -> str:
+    name = path[:-3].replace("/", ".")
+    return name.removesuffix(".__init__")
+
+
+def _drsftp_modules() -> dict[str, str]:
+    paths = glob.glob("drsftp/**/*.py", root_dir=ROOT, recursive=True)
+    return {_module_name(p): p for p in paths}
+
+
+def _imports(path: str, modules: dict[str, str]) -> set[str]:
+    """The drsftp modules a file imports (an import of a.b.c also runs a and a.b)."""
+    here = _module_name(path)
+    package = here if path.endswith("__init__.py") else here.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(_read(os.path.join(ROOT, path)))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+    return {".".join(n.split(".")[:k]) for n in found for k in range(1, n.count(".") + 2)} & modules.keys()
+
+
+def _reach(path: str, modules: dict[str, str]) -> set[str]:
+    """Every drsftp module importing ``path`` runs, transitively."""
+    seen: set[str] = set()
+    todo = list(_imports(path, modules))
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(_imports(modules[name], modules))
+    return seen
+
+
+def unit_tests() -> list[str]:
+    out: list[str] = []
+    for pattern in UNIT_TESTS:
+        out += [p for p in sorted(glob.glob(pattern, root_dir=ROOT)) if p not in out]
+    return out
+
+
+def tests_for(files: Iterable[str]) -> dict[str, list[str]]:
+    """Per mutated file, the unit tests that import it: those naming it first."""
+    modules, tests = _drsftp_modules(), unit_tests()
+    direct = {t: _imports(t, modules) for t in tests}
+    reach = {t: _reach(t, modules) for t in tests}
+    out = {}
+    for f in files:
+        name = _module_name(f)
+        out[f] = ([t for t in tests if name in direct[t]]
+                  + [t for t in tests if name in reach[t] and name not in direct[t]])
+    return out
+
+
+# -- running ----------------------------------------------------------------------
+
+def run_tests(tree_dir: str, tests: list[str], timeout: float, running: set[int] | None = None) -> str:
+    """'killed', 'survived' or 'timeout' (a hang: its process group is killed,
+    and the mutant counts as killed)."""
     env = dict(os.environ, PYTHONPATH=tree_dir, PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-           "-o", "addopts=", *[os.path.join(tree_dir, t) for t in TESTS]]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "_mutation_plugin",
+           "-o", "addopts=", *tests]
+    proc = subprocess.Popen(cmd, cwd=tree_dir, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    if running is not None:
+        running.add(proc.pid)
     try:
-        r = subprocess.run(cmd, check=False, cwd=tree_dir, env=env, capture_output=True, timeout=timeout)
+        code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         return "timeout"
-    return "survived" if r.returncode == 0 else "killed"
+    finally:
+        if running is not None:
+            running.discard(proc.pid)
+    return "survived" if code == 0 else "killed"
+
+
+def make_tree(texts: dict[str, str]) -> str:
+    """A copy of the tree to mutate in; the mutated files as ``texts`` (read
+    when their sites were counted: an edit of the working tree meanwhile
+    does not shift the sites)."""
+    tmp = tempfile.mkdtemp(prefix="drsmut")
+    shutil.copytree(os.path.join(ROOT, "drsftp"), os.path.join(tmp, "drsftp"))
+    for path, text in texts.items():
+        with open(os.path.join(tmp, path), "w") as f:
+            f.write(text)
+    shutil.copytree(os.path.join(ROOT, "tests"), os.path.join(tmp, "tests"))
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), tmp)
+    with open(os.path.join(tmp, "_mutation_plugin.py"), "w") as f:
+        f.write(PLUGIN)
+    return tmp
+
+
+class Runner:
+    """Runs mutants on ``jobs`` copies of the tree, one mutant per copy at a time."""
+
+    def __init__(self, jobs: int, texts: dict[str, str], tests: dict[str, list[str]], timeout: float,
+                 deadline: float) -> None:
+        self.trees: queue.Queue[str] = queue.Queue()
+        self.all_trees = [make_tree(texts) for _ in range(jobs)]
+        for t in self.all_trees:
+            self.trees.put(t)
+        self.tests, self.timeout, self.deadline = tests, timeout, deadline
+        self.lock = threading.Lock()
+        self.results: dict[Site, str] = {}
+        self.running: set[int] = set()
+
+    def stop(self) -> None:
+        """No more mutants; the running ones' process groups are killed (their
+        results are dropped)."""
+        self.deadline = 0.0
+        for pid in list(self.running):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        for t in self.all_trees:
+            shutil.rmtree(t, ignore_errors=True)
+
+    def run(self, s: Site) -> None:
+        if time.monotonic() > self.deadline:
+            return
+        tree = self.trees.get()
+        try:
+            target = os.path.join(tree, s.path)
+            original = _read(target)  # the copy's, made when the sites were counted
+            with open(target, "w") as f:
+                f.write(mutate(s.path, original, s.index))
+            try:
+                result = run_tests(tree, self.tests[s.path], self.timeout, self.running)
+            finally:
+                with open(target, "w") as f:
+                    f.write(original)
+        finally:
+            self.trees.put(tree)
+        if self.deadline == 0.0:
+            return
+        with self.lock:
+            self.results[s] = result
+            if len(self.results) % 100 == 0:
+                print(f"# {len(self.results)} mutants run", flush=True)
+            if result == "survived":
+                mark = "known" if s.key() in KNOWN else "SURVIVED"
+                print(f"{mark} {s.location()} | {s.key()}", flush=True)
+            elif result == "timeout":
+                print(f"timeout {s.location()} | {s.key()}", flush=True)
+
+
+def kill_table(all_sites: list[Site], results: dict[Site, str]) -> tuple[list[str], bool]:
+    """The per-module table and whether every module reaches 90% killed."""
+    per: dict[str, Counter[str]] = defaultdict(Counter)
+    for s in all_sites:
+        r = results.get(s, "not run")
+        per[s.path][r if r != "survived" else ("known" if s.key() in KNOWN else "unexplained")] += 1
+    rows = [f"{'module':28} {'sites':>6} {'killed':>7} {'known':>6} {'unexpl.':>8} {'not run':>8} {'killed %':>9}"]
+    ok = True
+    for path in sorted(per):
+        c = per[path]
+        n, killed = sum(c.values()), c["killed"] + c["timeout"]
+        ok &= killed >= 0.9 * n
+        rows.append(f"{path:28} {n:6} {killed:7} {c['known']:6} {c['unexplained']:8} {c['not run']:8} "
+                    f"{100 * killed / n:8.1f}%")
+    return rows, ok
+
+
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell: a pipe escaped (GFM, also in code spans)."""
+    return text.replace("|", "\\|")
+
+
+def _named(path: str) -> set[str]:
+    """Keys from a previous run's output ('SURVIVED loc | key') or one key a line."""
+    return {line.split(" | ", 1)[-1].strip() for line in _read(path).splitlines() if line.strip()}
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--files", nargs="*", help=f"files to mutate (default: {', '.join(TARGETS)})")
+    ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (each on its own copy of the tree)")
     ap.add_argument("--max-seconds", type=float, default=3600, help="stop starting mutants after this")
-    ap.add_argument("--timeout", type=float, default=120, help="per-mutant test timeout (a hang = killed)")
+    ap.add_argument("--timeout", type=float, default=30, help="per-mutant test timeout (a hang counts as killed)")
     ap.add_argument("--lines", help="only the sites on these lines (comma-separated; with one file)")
     ap.add_argument("--only", metavar="FILE",
-                    help="only the mutants named in FILE, one 'path:line: what' or 'SURVIVED: ...' a line"
-                         " (a previous run's output: re-check its survivors)")
-    ap.add_argument("--list", action="store_true", help="list the sites and exit")
+                    help="only the mutants named in FILE: a previous run's output, or one key a line")
+    ap.add_argument("--list", action="store_true", help="list the sites and each module's tests, and exit")
+    ap.add_argument("--known", action="store_true",
+                    help="print KNOWN as the Markdown table docs/MUTATION.md carries, and exit")
     args = ap.parse_args(argv)
+    if args.known:
+        print("| mutant | why it is harmless |\n|---|---|")
+        for key, why in KNOWN.items():
+            print(f"| {_cell(key)} | {_cell(why)} |")
+        return 0
     files = args.files or sorted(p for g in TARGETS for p in glob.glob(g, root_dir=ROOT))
-    all_sites = [s for f in files for s in sites(f)]
+    texts = {f: _read(os.path.join(ROOT, f)) for f in files}
+    every_site = [s for f in files for s in sites(f, texts[f])]
+    all_sites = every_site
     if args.lines:
         wanted = {int(n) for n in args.lines.split(",")}
         all_sites = [s for s in all_sites if s.line in wanted]
     if args.only:
-        named = {line.split(": ", 1)[-1].strip() if line.startswith(("SURVIVED", "known")) else line.strip()
-                 for line in _read(args.only).splitlines()}
-        all_sites = [s for s in all_sites if f"{s.path}:{s.line}: {s.what}" in named or s.key() in named]
+        named = _named(args.only)
+        all_sites = [s for s in all_sites if s.key() in named]
+    tests = tests_for(files)
     if args.list:
         for s in all_sites:
-            print(s.key())
+            print(f"{s.location()} | {s.key()}")
+        for f in files:
+            print(f"{f}: {' '.join(os.path.basename(t) for t in tests[f]) or 'NO TESTS'}")
         print(f"{len(all_sites)} sites")
         return 0
-    tmp = tempfile.mkdtemp(prefix="drsmut")
+    stale = sorted(set(KNOWN) - {s.key() for s in every_site}) if not args.files else []
+    for key in stale:
+        print(f"stale KNOWN key (no such site): {key}")
+    untested = [f for f in files if not tests[f]]
+    if untested:
+        print(f"no unit test imports {', '.join(untested)}", file=sys.stderr)
+        return 1
+    start = time.monotonic()
+    runner = Runner(max(1, args.jobs), texts, tests, args.timeout, start + args.max_seconds)
     try:
-        shutil.copytree(os.path.join(ROOT, "drsftp"), os.path.join(tmp, "drsftp"))
-        shutil.copytree(os.path.join(ROOT, "tests"), os.path.join(tmp, "tests"))
-        shutil.copy(os.path.join(ROOT, "pyproject.toml"), tmp)
-        if run_tests(tmp, args.timeout) != "survived":
+        union = sorted({t for f in files for t in tests[f]}, key=unit_tests().index)
+        if run_tests(runner.all_trees[0], union, args.timeout * 4) != "survived":
             print("the unmutated tree fails its tests", file=sys.stderr)
             return 1
-        start, done, survivors = time.monotonic(), 0, []
-        for s in all_sites:
-            if time.monotonic() - start > args.max_seconds:
-                break
-            target = os.path.join(tmp, s.path)
-            original = _read(target)
-            with open(target, "w") as f:
-                f.write(mutate(s.path, s.index))
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             try:
-                result = run_tests(tmp, args.timeout)
-            finally:
-                with open(target, "w") as f:
-                    f.write(original)
-            done += 1
-            if result == "survived":
-                survivors.append(s)
-                mark = "known" if s.key() in KNOWN else "SURVIVED"
-                print(f"{mark}: {s.key()}", flush=True)
-        unknown = [s for s in survivors if s.key() not in KNOWN]
-        print(f"{done}/{len(all_sites)} mutants run in {time.monotonic() - start:.0f} s: "
-              f"{done - len(survivors)} killed, {len(survivors)} survived "
-              f"({len(unknown)} not explained)")
-        return 1 if unknown or done < len(all_sites) else 0
+                list(pool.map(runner.run, all_sites))
+            except KeyboardInterrupt:
+                runner.stop()
+                print("interrupted", file=sys.stderr)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        runner.close()
+    results = runner.results
+    survived = [s for s, r in results.items() if r == "survived"]
+    unknown = [s for s in survived if s.key() not in KNOWN]
+    rows, ok = kill_table(all_sites, results)
+    print("\n".join(rows))
+    print(f"{len(results)}/{len(all_sites)} mutants run in {time.monotonic() - start:.0f} s "
+          f"(--jobs {args.jobs}): {len(results) - len(survived)} killed, {len(survived)} survived "
+          f"({len(unknown)} not explained)")
+    complete = len(results) == len(all_sites)
+    return 0 if complete and not unknown and not stale and (ok or args.only or args.lines) else 1
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def parse_time_val(text: str) -> float | None:
         return None
     y, mo, d, h, mi, s = (int(x) for x in m.groups()[:6])
     try:
-        base = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
+        base = calendar.timegm((y, mo, d, h, mi, s))
     except (ValueError, OverflowError):
         return None
     if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 61):
@@ -133,12 +133,12 @@ def _list_time(mon: str, day: str, hm_or_year: str, now: float | None) -> float 
         h, mi = (int(x) for x in hm_or_year.split(":"))
         year = time.gmtime(now).tm_year
         try:
-            t = calendar.timegm((year, month, int(day), h, mi, 0, 0, 0, 0))
+            t = calendar.timegm((year, month, int(day), h, mi, 0))
         except (ValueError, OverflowError):
             return None
-        return t if t <= now + 86400 else calendar.timegm((year - 1, month, int(day), h, mi, 0, 0, 0, 0))
+        return t if t <= now + 86400 else calendar.timegm((year - 1, month, int(day), h, mi, 0))
     try:
-        return calendar.timegm((int(hm_or_year), month, int(day), 0, 0, 0, 0, 0, 0))
+        return calendar.timegm((int(hm_or_year), month, int(day), 0, 0, 0))
     except (ValueError, OverflowError):
         return None
 

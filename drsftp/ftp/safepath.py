@@ -46,11 +46,19 @@ def local_path(root: str, parts: tuple[str, ...]) -> str:
     is always below ``root`` (asserted, not assumed)."""
     check_rel(parts)
     path = posixpath.join(root, *parts) if parts else root
-    base = posixpath.normpath(root)
-    norm = posixpath.normpath(path)
-    if parts and not (norm.startswith(base.rstrip("/") + "/") or base == "/"):
+    if parts and not _below(path, root):
         raise UnsafePath(f"{'/'.join(parts)!r} leaves {root!r}")
     return path
+
+
+def _below(path: str, root: str) -> bool:
+    """``path`` lies strictly below ``root``, both normalised.  A root of
+    "." (DEST given as the current directory) normalises away: "./a" is "a",
+    below "." unless it is absolute or climbs out."""
+    base, norm = posixpath.normpath(root), posixpath.normpath(path)
+    if base == ".":
+        return not (norm in (".", "..") or norm.startswith(("/", "../")))
+    return norm != base and norm.startswith(base.rstrip("/") + "/")
 
 
 def remote_join(base: str, parts: tuple[str, ...]) -> str:
