@@ -7,7 +7,9 @@ import dataclasses
 
 import pytest
 
+from drsftp.client.credentials import locate
 from drsftp.ftp import eblock, safepath
+from drsftp.ftp.blockplan import BlockPlan
 from drsftp.ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, RangeSet, ReceiveLedger
 from drsftp.ftp.flow import (
     Accepted,
@@ -29,9 +31,10 @@ from drsftp.ftp.listing import (
     parse_mlsx_line,
     parse_time_val,
 )
+from drsftp.ftp.partname import final_name, partial_name
 from drsftp.ftp.replies import Reply
 from drsftp.ftp.safepath import UnsafePath, check_name, local_path
-from drsftp.ftp.session import URLError, final_name, parse_url, partial_name
+from drsftp.ftp.url import URLError
 
 # -- safepath (docs/SECURITY.md: a listed name is one component of at most 255 bytes) --
 
@@ -164,7 +167,7 @@ def test_an_eof_after_all_its_eods_completes_the_transfer():
 
 def test_a_block_size_of_zero_is_refused_as_such():
     with pytest.raises(ValueError, match="block size"):
-        eblock.blocks(0, 10, 0)
+        BlockPlan([(0, 10)], 0)
 
 
 # -- the transfer flow (RFC 959 4.2 and 5.4; RFC 2389, 2428, 3659; docs/PROTOCOL.md) ----
@@ -332,14 +335,14 @@ def test_ftps_urls_default_to_the_implicit_ftps_port_990(tmp_path):
     """RFC 4217 sec. 7 and IANA: implicit FTPS listens on 990, FTP on 21."""
     rc = tmp_path / "netrc"
     rc.write_text("")
-    assert parse_url("ftps://h/f", str(rc)).port == 990
-    assert parse_url("ftp://h/f", str(rc)).port == 21
+    assert locate("ftps://h/f", str(rc)).port == 990
+    assert locate("ftp://h/f", str(rc)).port == 21
 
 
 def test_an_unreadable_or_malformed_netrc_is_a_plain_error(tmp_path):
     bad = tmp_path / "netrc"
     bad.write_text("machine\n")
     with pytest.raises(URLError, match=r"cannot read .*missing 'machine' name"):
-        parse_url("ftp://h/f", str(bad))
+        locate("ftp://h/f", str(bad))
     with pytest.raises(URLError, match=r"cannot read .*: is a directory"):
-        parse_url("ftp://h/f", str(tmp_path))
+        locate("ftp://h/f", str(tmp_path))
