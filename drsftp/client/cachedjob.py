@@ -92,33 +92,43 @@ def cached_ok(job: TreeJob, sess: RemoteSession) -> bool:
 async def run_cached(job: TreeJob, wid: int, item: Item, sess: RemoteSession, direction: str) -> RemoteSession | None:
     """``item`` on a session whose server offers cached data channels
     (cached_ok): a big file on sessions of its own beside it, ``sess``
-    still the worker's (returned); any other back to the queue for
-    ``sess``'s cached loop, which drops the session at its end (None)."""
+    still the worker's (returned); any other the first file of
+    ``sess``'s cached loop, which drops the session at its end (None).
+    The file goes to the loop in hand, not through the queue: a file in
+    the queue is one more worker's (TreeJob.spawn), and this one has its
+    worker (-c auto opens no more sessions than files wait)."""
     if big_file(job, item):
         await (big_get if direction == "get" else big_put)(job, item, sess)
         return sess
-    job.requeue(item)
-    await (cached_get_loop if direction == "get" else cached_put_loop)(job, wid, sess)
+    await (cached_get_loop if direction == "get" else cached_put_loop)(job, wid, sess, [item])
     return None
 
 
-async def cached_get_loop(job: TreeJob, wid: int, sess: RemoteSession) -> None:
-    """Files from the job's queue on ``sess`` until the queue is empty or
-    the session breaks (its unfinished files go back to the queue).  The
-    session is dropped at the end: its streams are of no use to others."""
+async def cached_get_loop(job: TreeJob, wid: int, sess: RemoteSession, held: list[Item]) -> None:
+    """``held`` (the worker's file), then files from the job's queue on
+    ``sess`` until the queue is empty or the session breaks (its unfinished
+    files go back to the queue).  The session is dropped at the end: its
+    streams are of no use to others."""
     cg = CachedGets(sess.ctl, job.topts, job.jopts.streams)
     try:
         cg.open()
-        await _run(job, wid, sess, cg, lambda item, remote, local: cg.request(
+        await _run(job, wid, sess, cg, held, lambda item, remote, local: cg.request(
             remote, local, item.t.size, item.t.resume_from, item.t.mtime),
             lambda item, fg: job.finished(item, FileOutcome(fg.local, "ok", _complete(cg, fg))), "get")
     finally:
+        _give_back(job, held)
         await cg.close()
         await job.drop(sess)
 
 
-async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | CachedPuts, request, done,
-               direction: str) -> None:
+def _give_back(job: TreeJob, held: list[Item]) -> None:
+    """A worker's file its loop never took (refused, broken first): to the queue."""
+    while held:
+        job.requeue(held.pop())
+
+
+async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | CachedPuts, held: list[Item],
+               request, done, direction: str) -> None:
     """The loop both directions share: request files ahead(), settle them
     in order; a failure after a file started breaks the session, and the
     files still on the wire go back to the queue (not theirs to pay for),
@@ -130,15 +140,15 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
     try:
         while True:
             check_cancelled()
-            while (job.queue and ahead(job, cs, inflight, direction) and job.may_run(wid) and cs.broken is None
-                   and not sess.ctl.lost):
-                if big_file(job, job.queue[-1]):  # (found by the walk after this loop began)
+            while ((held or job.queue) and ahead(job, cs, inflight, direction) and job.may_run(wid)
+                   and cs.broken is None and not sess.ctl.lost):
+                if not held and big_file(job, job.queue[-1]):  # (found by the walk after this loop began)
                     if inflight:
                         break  # its streams of its own once this session's files are in
                     big = job.queue.pop()
                     await (big_get if direction == "get" else big_put)(job, big, sess)
                     continue
-                item = job.queue.pop()
+                item = held.pop() if held else job.queue.pop()
                 remote, local = job.paths(item)
                 try:
                     if item.check:
@@ -219,7 +229,7 @@ async def big_put(job: TreeJob, item: Item, sess: RemoteSession) -> None:
         job.finished(item, FileOutcome(remote, "ok", res))
 
 
-async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession) -> None:
+async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession, held: list[Item]) -> None:
     """The put side of cached_get_loop (drsftp.client.cachedput)."""
     cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
     times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)
@@ -238,8 +248,9 @@ async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession) -> None:
                 raise
             job.jopts.cached = False  # refused (MODE E, EPSV): stream mode from now on
             return
-        await _run(job, wid, sess, cp, lambda item, remote, local: cp.request(local, remote), done, "put")
+        await _run(job, wid, sess, cp, held, lambda item, remote, local: cp.request(local, remote), done, "put")
     finally:
+        _give_back(job, held)
         if times and cp.broken is None:  # (--sync compares them): in before the session closes
             await asyncio.gather(*(asyncio.wait_for(asyncio.shield(t.final), 30) for t in times),
                                  return_exceptions=True)
