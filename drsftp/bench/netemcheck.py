@@ -69,8 +69,12 @@ def queue_delay(rate: float, queue_packets: int) -> float:
 
 def _ping(link: Link, count: int, interval: float) -> tuple[float, list[float]]:
     """Loss and the round trips (s) of one ping run from the client."""
-    r = link.run("client", ["ping", "-c", str(count), "-i", str(interval), "-W", "2", link.server_addr],
-                 timeout=count * interval + 30)
+    limit = 3 * count * interval + 30  # a slow machine sends late
+    try:
+        r = link.run("client", ["ping", "-c", str(count), "-i", str(interval), "-W", "2", link.server_addr],
+                     timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise NetemError(f"{count} pings {interval * 1000:g} ms apart took over {limit:g} s") from None
     lost = re.search(r"([\d.]+)% packet loss", r.stdout)
     if lost is None:
         raise NetemError(f"ping printed no loss figure: {r.stdout.strip()[-200:]!r}")
@@ -82,9 +86,14 @@ def _iperf(link: Link, seconds: int, cc: str) -> tuple[float, int]:
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(link, "server", 5201)
     args = ["iperf3", "-c", link.server_addr, "-t", str(seconds), "-O", "3", "-J", "-C", cc]
-    r = link.run("client", args, timeout=seconds + 60)
-    d = json.loads(r.stdout)
-    return d["end"]["sum_received"]["bits_per_second"], d["end"]["sum_sent"].get("retransmits", 0)
+    try:
+        r = link.run("client", args, timeout=seconds + 60)
+        d = json.loads(r.stdout)
+        return d["end"]["sum_received"]["bits_per_second"], d["end"]["sum_sent"].get("retransmits", 0)
+    except subprocess.TimeoutExpired:
+        raise NetemError(f"iperf3 ({cc}) did not end within {seconds + 60} s") from None
+    except (ValueError, KeyError):
+        raise NetemError(f"iperf3 ({cc}) failed: {(r.stdout + r.stderr).strip()[-200:]!r}") from None
 
 
 def _label(rate: float, rtt: float) -> str:
@@ -136,20 +145,25 @@ def _goodput(cc: str, label: str, got: float, retr: int, rate: float, backend: s
 
 
 def _queue(link: Link, label: str, rtt: float, rate: float) -> Check:
-    """A UDP flood at 1.25x the rate keeps the drop-tail queue full: every
-    ping then waits the RTT plus a full queue's delay (the median: a reply
-    the machine's scheduler delayed moves a maximum, not a median)."""
+    """A UDP flood at 1.25x the rate keeps the drop-tail queue full (from its
+    first queue drop on): every ping then waits the RTT plus a full queue's
+    delay.  The median: a reply the machine's scheduler delayed moves a
+    maximum, not a median."""
     link.popen("server", ["iperf3", "-s", "-1", "-B", link.server_addr],
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(link, "server", 5201)
-    fill = queue_delay(rate, link.spec.queue_packets) * 4 + 1  # the excess fills it at a quarter of the rate
-    count = 60
+    drops = _queue_drops(link)
     flood = link.popen("client", ["iperf3", "-c", link.server_addr, "-u", "-b", f"{int(rate * 1.25)}",
-                                  "-l", str(MTU - 28), "-t", f"{fill + count * 0.05 + 1:.0f}"],
+                                  "-l", str(MTU - 28), "-t", "60"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(fill)
-    _, times = _ping(link, count, 0.05)
-    flood.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while _queue_drops(link) <= drops:
+        if time.monotonic() > deadline or flood.poll() is not None:
+            raise NetemError("the UDP flood never filled the queue")
+        time.sleep(0.1)
+    _, times = _ping(link, 60, 0.05)
+    flood.terminate()
+    flood.wait(timeout=30)
     if not times:
         raise NetemError("no ping came back through the full queue")
     want = queue_delay(rate, link.spec.queue_packets)
@@ -157,6 +171,11 @@ def _queue(link: Link, label: str, rtt: float, rate: float) -> Check:
     ok = abs(got - want) <= QUEUE_TOLERANCE[0] + QUEUE_TOLERANCE[1] * want
     return Check(f"queue delay, full ({link.spec.queue_packets} packets)", label, f"{got * 1000:.1f} ms",
                  f"{100 * got / want:.0f}% of {want * 1000:.1f} ms", link.backend, ok, got, want)
+
+
+def _queue_drops(link: Link) -> int:
+    """The client-to-server queue's drops so far (the tun owner writes them every 0.5 s)."""
+    return link.stats().get("c2s", {}).get("queue_drops") or 0
 
 
 def check_loss(plan: Plan, loss: float) -> Check:
