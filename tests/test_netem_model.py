@@ -129,6 +129,10 @@ def test_tc_backend_builds_netem_on_both_veth_ends(monkeypatch):
         assert ns + ["neigh", "replace", peer_addr, "lladdr", peer_mac, "dev", f"drstcx{side}", "nud",
                      "permanent"] in calls
         assert ns + ["link", "set", "dev", f"drstcx{side}", "addrgenmode", "none"] in calls
+    calls.clear()  # neither rate nor loss: nothing counts packets, and GSO carries more
+    owner_mod.LinkOwner("tcy", LinkSpec(rtt=0.1, rate=0, backend="tc").validate())._build_tc()
+    (veth,) = [c for c in calls if c[:3] == ["ip", "link", "add"]]
+    assert "gso_max_segs" not in veth
 
 
 def test_tc_limit_is_the_queue_plus_the_delay_line():

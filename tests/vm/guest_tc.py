@@ -112,6 +112,17 @@ def test_ctrl_c_to_the_owner_and_a_failed_build_leave_nothing():
     assert leftovers(failing.name) == []
 
 
+def test_jitter_without_a_rate_keeps_packet_order():
+    """netem releases its delay line in time order: jitter alone would
+    reorder, and the order-keeping rate prevents it (tcnetem.netem_args)."""
+    with Link(rtt=0.02, rate=0, jitter=0.008, backend="tc") as link:
+        r = link.run("client", ["ping", "-c", "300", "-i", "0.002", link.server_addr], timeout=60)
+    seqs = [int(x) for x in re.findall(r"icmp_seq=(\d+)", r.stdout)]
+    times = [float(x) / 1000 for x in re.findall(r"time=([\d.]+) ms", r.stdout)]
+    assert len(seqs) == 300 and seqs == sorted(seqs), seqs
+    assert max(times) - min(times) > 0.008  # the jitter is there: 2 x 8 ms of spread at most
+
+
 def test_netemcheck_agrees_with_the_spec(tmp_path):
     # reno: BBR's pacing timers run late on the emulated CPU (docs/NETEM.md#the-tc-backend-measured)
     r = drsftp("netemcheck", "--backend", "tc", "--rtts", "50ms", "--paths", "30mbit/50ms", "--losses", "1%",
