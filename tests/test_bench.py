@@ -351,6 +351,53 @@ def test_datapath_refuses_bad_options_before_writing_its_file(argv, message, mon
     assert capsys.readouterr().err == f"drsftp: error: {message}\n"
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["--paths", "100mbit"], "--paths: a path is RATE/RTT, e.g. 100mbit/100ms, not '100mbit'"),
+    (["--paths", "5kbit/10ms"], "--paths: rate must be at least 10 kbit/s (or 0 for unlimited), not 5000"),
+    (["--rtts", "11s"], "--rtts: rtt must be between 0 and 10 s, not 11.0"),
+    (["--losses", "120%"], "--losses: loss must lie between 0 and 100%, not 120%"),
+    (["--ccs", "vegas"], "unknown congestion control 'vegas'; choose from bbr, cubic, reno"),
+    (["--rtts", "", "--paths", "", "--losses", ""], "nothing to check: --rtts, --paths and --losses are all empty"),
+])
+def test_netemcheck_refuses_bad_options_before_any_link(argv, message, monkeypatch, capsys):
+    from drsftp.bench import netemcheck
+    from drsftp.cli import main
+
+    def reached(*args, **kw):
+        raise Reached
+
+    monkeypatch.setattr(netemcheck, "run_netem_check", reached)
+    assert main(["netemcheck", *argv]) == 2
+    assert capsys.readouterr().err == f"drsftp: error: {message}\n"
+
+
+def test_netemcheck_plan_takes_every_value_and_quick_shortens_it(monkeypatch):
+    from drsftp.bench import netemcheck
+    from drsftp.cli import main
+
+    plans = []
+    monkeypatch.setattr(netemcheck, "run_netem_check", lambda out, plan: plans.append(plan) or 0)
+    assert main(["netemcheck", "--backend", "tc", "--rtts", "50ms", "--paths", "30mbit/50ms,0/10ms",
+                 "--losses", "1%", "--ccs", "reno", "--quick"]) == 0
+    (plan,) = plans
+    assert plan == netemcheck.Plan(rtts=[0.05], paths=[(30e6, 0.05), (0.0, 0.01)], losses=[0.01], backend="tc",
+                                   ccs=("reno",), seconds=8, loss_pings=2000)
+    assert main(["netemcheck"]) == 0  # the defaults: the tun table of docs/NETEM.md
+    assert plans[1].paths == [(100e6, 0.1), (1e9, 0.1), (100e6, 0.02), (0.0, 0.1)]
+    assert (plans[1].ccs, plans[1].seconds, plans[1].loss_pings, plans[1].backend) == (("bbr", "reno"), 15, 4000,
+                                                                                        "auto")
+
+
+def test_netemcheck_judges_the_queue_by_its_drain_time_and_goodput_by_the_ceiling():
+    from drsftp.bench.netemcheck import _goodput, ceiling, queue_delay
+
+    assert queue_delay(30e6, 125) == pytest.approx(0.05)  # 125 x 1500 bytes at 30 Mbit/s
+    assert ceiling(100e6) == pytest.approx(96.53e6, rel=1e-3)  # 1448 of each 1500 bytes
+    assert _goodput("reno", "", 0.975 * ceiling(30e6), 0, 30e6, "tc").ok
+    assert not _goodput("reno", "", 0.96 * ceiling(30e6), 0, 30e6, "tc").ok
+    assert _goodput("bbr", "", 0.96 * ceiling(30e6), 0, 30e6, "tc").ok  # its pacing margin and PROBE_RTT
+
+
 @pytest.mark.parametrize("command", [["bench"], ["datapath"], ["benchreport"], ["netemcheck"], ["netem", "up"],
                                      ["netem", "down"], ["netem", "exec"], ["netem", "status"]])
 def test_help_of_the_bench_and_netem_commands_renders(command, capsys):

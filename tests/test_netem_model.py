@@ -108,16 +108,81 @@ def test_tc_backend_builds_netem_on_both_veth_ends(monkeypatch):
     owner_mod, calls = _capture_owner(monkeypatch)
     spec = LinkSpec(rtt=0.1, rate=100e6, loss=0.001, jitter=0.001, queue=500, backend="tc").validate()
     owner_mod.LinkOwner("tcx", spec)._build_tc()
-    veth = [c for c in calls if c[:3] == ["ip", "link", "add"]]
-    assert veth and "veth" in veth[0]
+    (veth,) = [c for c in calls if c[:3] == ["ip", "link", "add"]]
+    assert "veth" in veth
+    # both ends pass 1500-byte packets to the qdisc, never GSO super-packets
+    assert veth.count("gso_max_segs") == 2 and all(veth[i + 1] == "1" for i, w in enumerate(veth)
+                                                   if w == "gso_max_segs")
     qdiscs = [c for c in calls if c[0] == "tc"]
     assert len(qdiscs) == 2  # one per direction, on each end
     for q in qdiscs:
         assert q[q.index("netem") - 1] == "root"
-        assert q[q.index("limit") + 1] == "500"
+        # the queue plus what 51 ms (one way and the jitter) hold at 100 Mbit/s: 425 packets
+        assert q[q.index("limit") + 1] == "925"
         assert q[q.index("delay") + 1:q.index("delay") + 3] == ["50000us", "1000us"]  # half the RTT each way
         assert q[q.index("loss") + 1] == "0.100000%"
-        assert q[q.index("rate") + 1] == "100000000bit"
+        assert q[q.index("rate") + 1:q.index("rate") + 3] == ["100000000bit", "-14"]  # IP bytes, as tun charges
+    peers = (("c", "10.201.0.2", "02:d5:00:00:00:02"), ("s", "10.201.0.1", "02:d5:00:00:00:01"))
+    for side, peer_addr, peer_mac in peers:
+        ns = ["ip", "-n", f"drs-tcx-{side}"]
+        # no ARP and no IPv6 link-local chatter through the emulated link
+        assert ns + ["neigh", "replace", peer_addr, "lladdr", peer_mac, "dev", f"drstcx{side}", "nud",
+                     "permanent"] in calls
+        assert ns + ["link", "set", "dev", f"drstcx{side}", "addrgenmode", "none"] in calls
+    calls.clear()  # neither rate nor loss: nothing counts packets, and GSO carries more
+    owner_mod.LinkOwner("tcy", LinkSpec(rtt=0.1, rate=0, backend="tc").validate())._build_tc()
+    (veth,) = [c for c in calls if c[:3] == ["ip", "link", "add"]]
+    assert "gso_max_segs" not in veth
+
+
+def test_tc_limit_is_the_queue_plus_the_delay_line():
+    from drsftp.netem.tcnetem import netem_args, netem_limit
+
+    def args(**kw):
+        return netem_args(LinkSpec(**kw).validate())
+
+    # 30 Mbit/s, 25 ms each way: 62.5 packets in flight, the queue 1 BDP (125)
+    assert netem_limit(LinkSpec(rtt=0.05, rate=30e6).validate()) == 125 + 63
+    assert netem_limit(LinkSpec(rtt=0.05, rate=30e6, queue=20).validate()) == 20 + 63
+    assert netem_limit(LinkSpec(rtt=0.0, rate=30e6, queue=20).validate()) == 20
+    assert args(rtt=0.05, rate=0)[:2] == ["limit", "1000000"]  # no bottleneck, no queue to hold
+    assert "rate" not in args(rtt=0.05, rate=0) and "loss" not in args(rtt=0.05, rate=0)
+    # jitter without a rate: a rate no link reaches keeps netem's releases in order
+    jittered = args(rtt=0.05, rate=0, jitter=0.005)
+    assert jittered[jittered.index("rate") + 1] == "100000000000bit"
+
+
+QDISC_SHOW = """qdisc netem 8001: root refcnt 3 limit 188 delay 25ms rate 30Mbit packetoverhead -14
+ Sent 30039262 bytes 19873 pkt (dropped 91, overlimits 0 requeues 0) 
+ backlog 136456b 49p requeues 0
+"""  # noqa: W291 (tc ends the counter line with a space)
+
+
+def test_tc_counters_parse_and_map_onto_the_tun_backends():
+    from drsftp.netem.tcnetem import direction_stats, parse_qdisc_stats
+
+    c = parse_qdisc_stats("qdisc noqueue 0: dev lo root refcnt 2\n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 "
+                          "requeues 0)\n backlog 0b 0p requeues 0\n" + QDISC_SHOW)
+    assert c == {"bytes": 30039262, "packets": 19873, "dropped": 91, "backlog_bytes": 136456, "backlog_packets": 49}
+    assert parse_qdisc_stats(QDISC_SHOW.replace("136456b", "133.3Kb"))["backlog_bytes"] == 136499
+    assert parse_qdisc_stats("qdisc noqueue 0: dev lo root refcnt 2\n") is None
+    d = direction_stats(c, loss=0, rate=30e6)
+    assert (d["lost"], d["queue_drops"], d["dropped"]) == (0, 91, 91)
+    assert d["packets_in"] == 19873 + 91 + 49 and d["packets_out"] == 19873
+    assert d["bytes_out"] == 30039262 - 14 * 19873  # IP bytes: the veth's Ethernet headers off
+    assert (direction_stats(c, loss=0.01, rate=0)["lost"], direction_stats(c, loss=0.01, rate=0)["queue_drops"]) \
+        == (91, 0)
+    both = direction_stats(c, loss=0.01, rate=30e6)
+    assert both["lost"] is None and both["queue_drops"] is None and both["dropped"] == 91
+
+
+def test_status_names_tc_drops_it_cannot_split():
+    from drsftp.netem.cli import direction_counters
+
+    split = {"packets_in": 10, "lost": 1, "queue_drops": 2, "bytes_out": 900}
+    assert direction_counters(split) == "10 packets in, 1 lost, 2 queue drops, 900 bytes out"
+    joint = {"packets_in": 10, "lost": None, "queue_drops": None, "dropped": 3, "bytes_out": 900}
+    assert direction_counters(joint) == "10 packets in, 3 dropped (loss and queue together), 900 bytes out"
 
 
 def test_auto_falls_back_to_tun_and_explicit_tc_fails_clearly(monkeypatch, tmp_path):

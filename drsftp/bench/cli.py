@@ -26,6 +26,8 @@ QUICK_TUNINGS = ["stock-64k", "kernel", "drs"]
 DEFAULT_RTTS, DEFAULT_RATES, DEFAULT_LOSSES = "0.5ms,25ms,50ms,100ms", "100mbit,1gbit", "0,0.1%"
 FIELD_RTT, FIELD_RATE, FIELD_LOSS = "100ms", "1gbit", "0"
 FIELD_OPTIONS = "--streams, --peers, --datasets"
+NETEMCHECK_RTTS, NETEMCHECK_LOSSES = "0.5ms,25ms,100ms", "0.1%,1%"
+NETEMCHECK_PATHS = "100mbit/100ms,1gbit/100ms,100mbit/20ms,0/100ms"
 
 
 def add_parser(sub) -> None:
@@ -109,8 +111,19 @@ def add_parser(sub) -> None:
     r.add_argument("--dataset", help="field results: only this dataset's table (big, small, mixed, deep), untitled")
     r.set_defaults(func=cmd_benchreport)
 
-    n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, loss, queue drops")
-    n.add_argument("--quick", action="store_true", help="fewer and shorter checks")
+    n = sub.add_parser("netemcheck", help="emulated link fidelity: RTT, goodput, queue, loss; exit 1 if one is off")
+    n.add_argument("--quick", action="store_true",
+                   help="shorter runs: iperf3 8 s instead of 15 s, 2000 pings through loss instead of 4000")
+    n.add_argument("--backend", choices=("auto", "tc", "tun"), default="auto",
+                   help="the links' backend (as drsftp netem up --backend; default auto)")
+    n.add_argument("--rtts", default=NETEMCHECK_RTTS, help=f"idle RTTs to ping (default {NETEMCHECK_RTTS})")
+    n.add_argument("--paths", default=NETEMCHECK_PATHS,
+                   help=f"RATE/RTT links for goodput and the queue, rate 0 for the emulator's own ceiling "
+                        f"(default {NETEMCHECK_PATHS})")
+    n.add_argument("--losses", default=NETEMCHECK_LOSSES,
+                   help=f"loss rates to ping through (default {NETEMCHECK_LOSSES.replace('%', '%%')})")
+    n.add_argument("--ccs", default="bbr,reno", help="congestion controls to measure goodput with (default "
+                                                     "bbr,reno; a path without a rate takes the first)")
     n.add_argument("--out", default="bench-results", help="directory for the check's JSON")
     n.set_defaults(func=cmd_netemcheck)
 
@@ -287,9 +300,22 @@ def cmd_datapath(args) -> int:
 
 
 def cmd_netemcheck(args) -> int:
-    from .netemcheck import run_netem_check
+    from .netemcheck import Plan, parse_path, run_netem_check
 
-    return run_netem_check(args.out, args.quick)
+    rtts = _values("--rtts", args.rtts, parse_duration) if args.rtts.strip() else []
+    paths = _values("--paths", args.paths, lambda p: parse_path(p, parse_rate, parse_duration)) \
+        if args.paths.strip() else []
+    losses = _values("--losses", args.losses, parse_loss) if args.losses.strip() else []
+    for rtt in rtts:
+        _link_value("--rtts", rtt=rtt)
+    for loss in losses:
+        _link_value("--losses", loss=loss)
+    if not (rtts or paths or losses):
+        raise NetemUsageError("nothing to check: --rtts, --paths and --losses are all empty")
+    ccs = _choices("--ccs", args.ccs, ("bbr", "cubic", "reno"), "congestion control")
+    plan = Plan(rtts=rtts, paths=paths, losses=losses, backend=args.backend, ccs=tuple(ccs),
+                seconds=8 if args.quick else 15, loss_pings=2000 if args.quick else 4000)
+    return run_netem_check(args.out, plan)
 
 
 def report_tables() -> list[str]:

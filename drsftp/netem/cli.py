@@ -11,6 +11,7 @@ from . import namespaces as nsmod
 from .errors import NetemError, NetemUsageError
 from .link import start_owner
 from .spec import LinkSpec, check_name, parse_duration, parse_loss, parse_rate, parse_sysctl
+from .tcnetem import read_stats
 
 
 def add_parser(sub) -> None:
@@ -123,12 +124,8 @@ def cmd_status(args) -> int:
     out: list[dict[str, Any]] = []
     for name in sorted(nsmod.our_links_on_host()):
         state = nsmod.read_state(name)
-        entry = {"name": name, "alive": bool(state and nsmod.owner_pid_alive(state)), "info": state}
-        try:
-            with open(nsmod.Names(name).stats_file) as f:
-                entry["stats"] = json.load(f)
-        except (OSError, ValueError):
-            entry["stats"] = None
+        entry = {"name": name, "alive": bool(state and nsmod.owner_pid_alive(state)), "info": state,
+                 "stats": _stats(name, state)}
         out.append(entry)
     if args.json:
         print(json.dumps(out, indent=1))
@@ -144,8 +141,28 @@ def cmd_status(args) -> int:
         if st:
             for d in ("c2s", "s2c"):
                 if d in st:
-                    c = st[d]
-                    print(f"  {d}: {c['packets_in']} packets in, {c['lost']} lost, "
-                          f"{c['queue_drops']} queue drops, {c['bytes_out']} bytes out")
+                    print(f"  {d}: {direction_counters(st[d])}")
     return 0
 
+
+
+def _stats(name: str, state: dict | None) -> dict | None:
+    """A link's counters: the kernel's now for a live tc link, else the owner's last file."""
+    if state and state.get("backend") == "tc" and nsmod.owner_pid_alive(state):
+        spec = state["spec"]
+        return read_stats(nsmod.Names(name), loss=spec["loss"], rate=spec["rate"])
+    try:
+        with open(nsmod.Names(name).stats_file) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def direction_counters(c: dict) -> str:
+    """One direction's counters; tc's netem counts loss and queue drops as one figure
+    where the link has both (tcnetem.direction_stats)."""
+    if c.get("lost") is None:
+        drops = f"{c['dropped']} dropped (loss and queue together)"
+    else:
+        drops = f"{c['lost']} lost, {c['queue_drops']} queue drops"
+    return f"{c['packets_in']} packets in, {drops}, {c['bytes_out']} bytes out"

@@ -23,6 +23,7 @@ from . import namespaces as nsmod
 from .errors import NetemError
 from .namespaces import Names
 from .spec import LinkSpec, check_name
+from .tcnetem import read_stats
 
 
 def start_owner(name: str, spec: LinkSpec, *, detach: bool, timeout: float = 60.0):
@@ -138,6 +139,10 @@ class Link:
         return subprocess.run(self.command(side, argv), timeout=timeout, **kwargs)
 
     def stats(self) -> dict:
+        """Both directions' counters: the kernel's now (tc), the forwarder's
+        of at most 0.5 s ago (tun)."""
+        if self.backend == "tc" and self._owner is not None:
+            return read_stats(self.names, loss=self.spec.loss, rate=self.spec.rate)
         return self._read_stats() or {}
 
     def _read_stats(self) -> dict | None:

@@ -21,6 +21,8 @@ from .errors import NetemError
 STATE_DIR = os.environ.get("DRSFTP_NETEM_STATE", "/run/drsftp/netem")
 CLIENT_ADDR = "10.201.0.1"  # private, and only ever inside our namespaces
 SERVER_ADDR = "10.201.0.2"
+CLIENT_MAC = "02:d5:00:00:00:01"  # locally administered; only ever on our veth pair
+SERVER_MAC = "02:d5:00:00:00:02"
 NS_RE = re.compile(r"^drs-([a-z0-9]{1,8})-[cs]$")
 SIDES = ("client", "server")
 
@@ -37,6 +39,9 @@ class Names:
 
     def addr(self, side: str) -> str:
         return CLIENT_ADDR if side == "client" else SERVER_ADDR
+
+    def mac(self, side: str) -> str:
+        return CLIENT_MAC if side == "client" else SERVER_MAC
 
     @property
     def state_file(self) -> str:

@@ -27,6 +27,7 @@ from .errors import NetemError
 from .namespaces import Names, run
 from .shaper import Shaper
 from .spec import LinkSpec
+from .tcnetem import netem_args, read_stats
 from .tun import READ_SIZE, TimerFD, open_tun, segments_and_wire_size
 
 STATS_EVERY = 0.5
@@ -146,28 +147,31 @@ class LinkOwner:
 
     def _build_tc(self) -> None:
         n, spec = self.names, self.spec
-        run(["ip", "link", "add", n.dev("client"), "netns", n.ns("client"), "type", "veth",
-             "peer", "name", n.dev("server"), "netns", n.ns("server")])
+        # gso_max_segs 1: TCP hands the qdisc 1500-byte packets, never 64 KB
+        # GSO super-packets, so netem's loss and its packet limit count real
+        # packets; a link with neither keeps GSO, the faster (docs/NETEM.md#the-tc-backend)
+        segs = ["gso_max_segs", "1"] if spec.rate or spec.loss else []
+        run(["ip", "link", "add", n.dev("client"), "netns", n.ns("client"), "address", n.mac("client"), *segs,
+             "type", "veth", "peer", "name", n.dev("server"), "netns", n.ns("server"), "address", n.mac("server"),
+             *segs])
         for side in nsmod.SIDES:
+            other = "server" if side == "client" else "client"
+            ns = ["ip", "-n", n.ns(side)]
+            # a point-to-point link as the tun backend's: no IPv6 link-local
+            # chatter and no ARP crosses the emulated link
+            run(ns + ["link", "set", "dev", n.dev(side), "addrgenmode", "none"])
             self._configure_side(side)
-            args = ["tc", "-n", n.ns(side), "qdisc", "add", "dev", n.dev(side), "root", "netem",
-                    "limit", str(spec.queue_packets), "delay", f"{spec.one_way * 1e6:.0f}us"]
-            if spec.jitter:
-                args.append(f"{spec.jitter * 1e6:.0f}us")
-            if spec.loss:
-                args += ["loss", f"{spec.loss * 100:.6f}%"]
-            if spec.rate:
-                args += ["rate", f"{int(spec.rate)}bit"]
-            run(args)
+            run(ns + ["neigh", "replace", n.addr(other), "lladdr", n.mac(other), "dev", n.dev(side),
+                      "nud", "permanent"])
+            run(["tc", "-n", n.ns(side), "qdisc", "add", "dev", n.dev(side), "root", "netem", *netem_args(spec)])
 
     # -- running ---------------------------------------------------------------
     def serve(self) -> None:
         if self.backend == "tun":
             self._forward()
-        else:
+        else:  # the kernel shapes; whoever asks reads its counters (tcnetem.read_stats)
             while True:
-                time.sleep(STATS_EVERY)
-                self._write_stats()
+                signal.pause()
 
     def _forward(self) -> None:
         fd_c, fd_s = self.tun_fds
@@ -217,6 +221,8 @@ class LinkOwner:
             timer.close()
 
     def stats(self) -> dict:
+        if self.backend == "tc":
+            return {**read_stats(self.names, loss=self.spec.loss, rate=self.spec.rate), "time": time.time()}
         out: dict[str, object] = {"backend": self.backend, "write_errors": self.write_errors, "time": time.time()}
         for direction, shaper in self.shapers.items():
             out[direction] = shaper.stats.as_dict()
