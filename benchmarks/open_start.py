@@ -22,8 +22,8 @@ import socket
 import sys
 import time
 
+from drsftp.io.sockopt import SO_RCVBUFFORCE, SO_SNDBUFFORCE, TCP_WINDOW_CLAMP, tcp_info
 from drsftp.netem.link import Link, wait_for_port
-from drsftp.sockopt import SO_RCVBUFFORCE, SO_SNDBUFFORCE, TCP_WINDOW_CLAMP, tcp_info
 
 MODES = ("manual", "small-clamp", "open-buf", "open-clamp")
 RTT, SECONDS = 0.1, 6.0

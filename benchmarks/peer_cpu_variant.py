@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from drsftp.cli import main
-from drsftp.client import filesend, streammode
+from drsftp.client.transfer import filesend, streammode
 from drsftp.tuning import actuation
 
 

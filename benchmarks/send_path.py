@@ -12,7 +12,7 @@ large hand-tuned buffer (4 MiB).  CPU is this process's (all threads):
                      wakeup, two epoll_ctl and a callback each time about
                      a third of the buffer frees;
                      docs/decisions/0008-asyncio-sock-sendfile.md)
-- thread sendfile:   drsftp's put now (drsftp.client.streammode.send_file: a
+- thread sendfile:   drsftp's put now (drsftp.client.transfer.streammode.send_file: a
                      blocking sendfile in a thread, SO_SNDTIMEO to see a stop)
 - blocking send 8K:  read 8 KiB, sendall (ftplib's storbinary)
 
@@ -30,7 +30,7 @@ import tempfile
 import time
 import types
 
-from drsftp.client.streammode import send_file
+from drsftp.client.transfer.streammode import send_file
 
 CHUNK = 64 * 1024
 MODES = ("sock_sendfile", "thread sendfile", "blocking send 8K")

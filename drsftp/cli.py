@@ -49,7 +49,7 @@ def _tuning_arg(text: str) -> str:
 
 
 def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
-    from .client.jobcli import add_tls_opts, seconds_arg
+    from .client.trees.jobcli import add_tls_opts, seconds_arg
 
     p.add_argument("--tuning", type=_tuning_arg, default="drs",
                    help=f"buffer tuning: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
@@ -162,7 +162,7 @@ def build_parser(command: str | None = None) -> _Parser:
     s.add_argument("--metrics-token-file", metavar="FILE",
                    help="bearer token the metrics want (needed off loopback; a file keeps it out of ps)")
 
-    from .client.jobcli import add_dataset_opts, add_ls_parser
+    from .client.trees.jobcli import add_dataset_opts, add_ls_parser
 
     for name, helptext, paths in (("get", "download ftp://... to DEST", "URL ... [DEST]"),
                                   ("put", "upload SRC to ftp://...", "SRC ... URL")):
@@ -289,15 +289,7 @@ def _read_password(args) -> str:
 
 
 def _cmd_passwd(args) -> int:
-    from .server.users import (
-        NAME_RE,
-        READ_PERM,
-        WRITE_PERM,
-        UserEntry,
-        UsersFileError,
-        hash_password,
-        write_user,
-    )
+    from .server.users import NAME_RE, READ_PERM, WRITE_PERM, UserEntry, UsersFileError, hash_password, write_user
 
     if not NAME_RE.match(args.name):
         raise UsageError("user names are 1-64 letters, digits, '.', '_' or '-'")
@@ -320,9 +312,9 @@ def _cmd_passwd(args) -> int:
 
 def _cmd_transfer(args: argparse.Namespace) -> int:
     from .client import FTPError, TransferOptions, get, put
-    from .client.control import os_reason
-    from .client.credentials import locate
-    from .client.jobcli import check_json_path, run_job, wants_job
+    from .client.session.control import os_reason
+    from .client.session.credentials import locate
+    from .client.trees.jobcli import check_json_path, run_job, wants_job
 
     if args.command == "put" and len(args.paths) < 2:
         raise UsageError("put needs SRC and URL")
@@ -339,11 +331,11 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     )
     if wants_job(args):
         return run_job(args, opts)
-    from .client.targets import get_dest, put_url
+    from .client.transfer.targets import get_dest, put_url
 
     loc = locate(args.url if args.command == "get" else put_url(args.src, args.url), args.netrc)
-    from .client import parallel
-    from .client.transfer import with_retries
+    from .client.streams import parallel
+    from .client.transfer.getput import with_retries
 
     if args.retries < 0:
         raise UsageError("--retries must be 0 or more")
@@ -416,8 +408,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
-    from .client.control import FTPError
-    from .client.jobcli import JobUsageError
+    from .client.session.control import FTPError
+    from .client.trees.jobcli import JobUsageError
     from .ftp.url import URLError
     from .netem.errors import NetemError, NetemUsageError
     from .server.config import ConfigError
@@ -430,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "passwd":
             return _cmd_passwd(args)
         if args.command == "ls":
-            from .client.jobcli import run_ls
+            from .client.trees.jobcli import run_ls
 
             return run_ls(args)
         return args.func(args)
@@ -450,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _os_error_sentence(exc: OSError) -> str:
     """"cannot use /x/y: permission denied", not "[Errno 13] Permission denied: '/x/y'"."""
-    from .client.control import os_reason
+    from .client.session.control import os_reason
 
     name = exc.filename if isinstance(exc.filename, str) else None
     return f"cannot use {name}: {os_reason(exc)}" if name else os_reason(exc)

@@ -53,7 +53,7 @@ def test_the_control_connection_refuses_a_line_with_a_break_and_a_command_after_
 
     from conftest import PASSWORD, USER
 
-    from drsftp.client.control import ControlConnection, FTPError
+    from drsftp.client.session.control import ControlConnection, FTPError
 
     async def main():
         ctl = await ControlConnection.open("127.0.0.1", server.port)
@@ -176,8 +176,8 @@ def shrinking_put(monkeypatch, src, url):
 
     import pytest
 
-    from drsftp.client import transfer
-    from drsftp.client.control import FTPError
+    from drsftp.client.session.control import FTPError
+    from drsftp.client.transfer import getput as transfer
     from drsftp.ftp.url import parse_url
 
     orig = transfer.send_file
@@ -216,7 +216,7 @@ def test_reasons_in_words_from_every_kind_of_os_error():
     import socket
     import ssl
 
-    from drsftp.client.control import os_reason
+    from drsftp.client.session.control import os_reason
 
     assert os_reason(ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 1)")) == "connection refused"
     assert os_reason(socket.gaierror(-2, "Name or service not known")) == "name or service not known"

@@ -13,9 +13,9 @@ from conftest import PASSWORD, USER, drsftp, make_file, running_server, wait_unt
 from dataset_util import assert_on_reused_streams, assert_same_tree, by_status, job_records, make_tree
 from test_parallel_peers import gridftp  # noqa: F401 (a fixture)
 
-from drsftp.client.cachedget import CachedGets
-from drsftp.client.control import ControlConnection
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.session.control import ControlConnection
+from drsftp.client.transfer.getput import TransferOptions
+from drsftp.client.trees.cachedget import CachedGets
 from drsftp.ftp.eblock import Desc, header
 
 

@@ -1,15 +1,15 @@
 """The client's drivers of the transfer core, without a server: the DRS
-exchange over a control connection (drsftp/client/drsclient.py) and
---verify/--checksum (drsftp/client/verify.py)."""
+exchange over a control connection (drsftp/client/transfer/drsclient.py) and
+--verify/--checksum (drsftp/client/transfer/verify.py)."""
 
 import asyncio
 import hashlib
 
 import pytest
 
-from drsftp.client import verify
-from drsftp.client.control import FTPError, Pending
-from drsftp.client.drsclient import DRSDriver
+from drsftp.client.session.control import FTPError, Pending
+from drsftp.client.transfer import verify
+from drsftp.client.transfer.drsclient import DRSDriver
 from drsftp.ftp.flow import FlowError, TransferFlow
 from drsftp.ftp.replies import Reply
 

@@ -8,8 +8,8 @@ import os
 import threading
 import uuid
 
-from drsftp.client.dataset import MAX_DEPTH, JobOptions, run_get
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.transfer.getput import TransferOptions
+from drsftp.client.trees.dataset import MAX_DEPTH, JobOptions, run_get
 from drsftp.ftp.url import parse_url
 
 

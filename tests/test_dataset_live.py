@@ -14,10 +14,10 @@ import pytest
 from conftest import drsftp, make_file, running_server, sha256_file, wait_until
 from dataset_util import assert_same_tree, by_status, job_records, make_tree
 
-from drsftp.client import dataset
-from drsftp.client.dataset import JobOptions, run_get
-from drsftp.client.jobcli import parse_src_url
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.transfer.getput import TransferOptions
+from drsftp.client.trees import dataset
+from drsftp.client.trees.dataset import JobOptions, run_get
+from drsftp.client.trees.jobcli import parse_src_url
 
 
 @pytest.fixture

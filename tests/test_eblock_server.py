@@ -549,8 +549,8 @@ def test_retr_stream_closed_by_client_ends_with_426(root):
 
 def test_every_stream_is_a_flow_in_the_buffer_budget(root):
     """Each MODE E stream has its own tuner, counted in --buffer-budget."""
+    from drsftp.io.tuner import SocketTuner
     from drsftp.server.app import ServerConfig, build_server
-    from drsftp.tuner import SocketTuner
 
     server = build_server(ServerConfig(root=str(root), user=USER, password=PASSWORD, port=0))
     budget = server.handler.buffer_budget

@@ -10,9 +10,9 @@ import re
 from conftest import PASSWORD, PY, USER, ServerProcess, drsftp, make_file, running_server, sha256_file
 from dataset_util import assert_same_tree
 
-from drsftp.client.dataset import JobOptions, run_get
-from drsftp.client.jobcli import parse_src_url
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.transfer.getput import TransferOptions
+from drsftp.client.trees.dataset import JobOptions, run_get
+from drsftp.client.trees.jobcli import parse_src_url
 from drsftp.tuning.fleet import FleetConfig
 
 MiB = 1 << 20

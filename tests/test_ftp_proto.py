@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drsftp.client.credentials import locate
+from drsftp.client.session.credentials import locate
 from drsftp.ftp import drscmd
 from drsftp.ftp.replies import (
     ProtocolError,

@@ -8,12 +8,12 @@ import asyncio
 import pytest
 from conftest import make_file, running_server
 
-from drsftp.client import jobsessions as jobmod
-from drsftp.client import remote
-from drsftp.client.control import ControlConnection
-from drsftp.client.dataset import run_get
-from drsftp.client.job import JobOptions
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.session.control import ControlConnection
+from drsftp.client.transfer.getput import TransferOptions
+from drsftp.client.trees import jobsessions as jobmod
+from drsftp.client.trees import remote
+from drsftp.client.trees.dataset import run_get
+from drsftp.client.trees.job import JobOptions
 from drsftp.ftp.url import parse_url
 
 

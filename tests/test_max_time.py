@@ -1,6 +1,6 @@
 """--max-time, as curl's: one instant from the command's start, on every
 path (one stream, -P N in MODE E, ranged sessions, trees); when it comes
-the transfer stops, keeps what arrived and exits 28 (client/maxtime.py)."""
+the transfer stops, keeps what arrived and exits 28 (client/transfer/maxtime.py)."""
 
 import json
 import os

@@ -28,8 +28,9 @@ from test_serve_config import _log, _serve_config
 from test_tls import certs  # noqa: F401 (a fixture)
 from test_tls_paths import _json, _run, _serve, streams_add_up, tls_server  # noqa: F401 (tls_server: a fixture)
 
-from drsftp.client import blocksend, modee_base, parallel, putresume
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.streams import blocksend, modee_base, parallel
+from drsftp.client.transfer import putresume
+from drsftp.client.transfer.getput import TransferOptions
 from drsftp.ftp.eblock import BlockDecoder, Data, Desc, ReceiveLedger, header
 from drsftp.ftp.url import parse_url
 
@@ -272,9 +273,9 @@ def test_the_stream_tls_reader_takes_every_whole_record_it_read(certs):  # noqa:
     client a TLSPipe: records bigger than the reader's buffer, read with
     no read event left owed (every call returns data until the socket is
     empty), then the client's close_notify reads as the end (0)."""
-    from drsftp.client.tls import client_tls
+    from drsftp.client.session.tls import client_tls
+    from drsftp.io.tlsbio import TLSPipe
     from drsftp.server.etls import StreamTLS, server_context
-    from drsftp.tlsbio import TLSPipe
 
     a, b = socket.socketpair()
     a.setblocking(False)

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from drsftp.client.credentials import locate
+from drsftp.client.session.credentials import locate
 from drsftp.ftp import eblock, safepath
 from drsftp.ftp.blockplan import BlockPlan
 from drsftp.ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, RangeSet, ReceiveLedger

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from drsftp.client.credentials import locate
+from drsftp.client.session.credentials import locate
 from drsftp.ftp import drscmd
 from drsftp.ftp.replies import ProtocolError, Reply, ReplyParser, parse_epsv, parse_pasv
 from drsftp.ftp.url import FTPLocation

@@ -10,8 +10,8 @@ import pytest
 from conftest import PASSWORD, USER, make_file, sha256_file
 from test_parallel_peers import throttled_server  # noqa: F401 (fixture)
 
-from drsftp.client import parallel
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.streams import parallel
+from drsftp.client.transfer.getput import TransferOptions
 from drsftp.ftp.url import parse_url
 from drsftp.tuning.streams import Action, StreamController
 

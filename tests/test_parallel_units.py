@@ -3,9 +3,9 @@ the resume record, the MODE E send queue and the -P auto controller."""
 
 import pytest
 
-from drsftp.client.blocksend import BlockQueue
-from drsftp.client.parallel import parse_parallel
-from drsftp.client.rangeplan import MIN_STEAL, RangePlan, ResumeRecord
+from drsftp.client.streams.blocksend import BlockQueue
+from drsftp.client.streams.parallel import parse_parallel
+from drsftp.client.streams.rangeplan import MIN_STEAL, RangePlan, ResumeRecord
 from drsftp.ftp.eblock import RangeSet
 from drsftp.ftp.flow import (
     Accepted,

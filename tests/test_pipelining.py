@@ -14,11 +14,12 @@ import re
 
 import pytest
 
-from drsftp.client import parallel, transfer
-from drsftp.client.control import FTPError
-from drsftp.client.dataset import JobOptions, run_get
-from drsftp.client.flowctl import FlowControl
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.session.control import FTPError
+from drsftp.client.session.flowctl import FlowControl
+from drsftp.client.streams import parallel
+from drsftp.client.transfer import getput as transfer
+from drsftp.client.transfer.getput import TransferOptions
+from drsftp.client.trees.dataset import JobOptions, run_get
 from drsftp.ftp.eblock import data_header, eod
 from drsftp.ftp.flow import Accepted, FlowError, Refused, State, TransferFlow, TransferStarted
 from drsftp.ftp.replies import Reply
@@ -231,7 +232,7 @@ def test_a_refused_command_mid_batch_names_it_after_the_later_replies(tmp_path):
 def test_flow_control_batch_reads_every_reply_and_keeps_the_flow_in_step():
     async def main():
         async with FakeServer(refuse={"MODE": "504 no such mode"}) as srv:
-            from drsftp.client.control import ControlConnection
+            from drsftp.client.session.control import ControlConnection
 
             ctl = await ControlConnection.open("127.0.0.1", srv.port)
             try:

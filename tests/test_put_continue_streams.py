@@ -9,7 +9,7 @@ import os
 
 from conftest import drsftp, make_file, running_server, sha256_file
 
-from drsftp.client import putresume
+from drsftp.client.transfer import putresume
 from drsftp.ftp.url import parse_url
 
 MiB = 1 << 20

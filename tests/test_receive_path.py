@@ -10,7 +10,7 @@ import types
 import pytest
 from conftest import tcp_pair
 
-from drsftp.client.streammode import close_data, receive_file
+from drsftp.client.transfer.streammode import close_data, receive_file
 
 MiB = 1 << 20
 

@@ -11,10 +11,10 @@ import types
 import pytest
 from conftest import make_file, tcp_pair
 
-from drsftp import sockopt
-from drsftp.client import filesend
-from drsftp.client.filesend import SEND_POLL
-from drsftp.client.streammode import send_file
+from drsftp.client.transfer import filesend
+from drsftp.client.transfer.filesend import SEND_POLL
+from drsftp.client.transfer.streammode import send_file
+from drsftp.io import sockopt
 
 MiB = 1 << 20
 

@@ -8,7 +8,7 @@ import os
 import pytest
 from conftest import drsftp, make_file, sha256_file
 
-from drsftp.client.targets import get_dest, put_url
+from drsftp.client.transfer.targets import get_dest, put_url
 
 
 def test_put_into_a_directory_url_keeps_the_files_name(server, tmp_path):

@@ -7,13 +7,13 @@ import struct
 
 import pytest
 
-from drsftp import sockopt
+from drsftp.io import sockopt
 from drsftp.tuning import Decision, actuation
 from drsftp.tuning.actuation import NO_ACTION, BufferPlan
 
 # SO_RCVBUF is set to 0.8 x the window: the usable window is about 1.25x the
 # value set (docs/DESIGN.md, kf-doubling).  Written here, not
-# read from drsftp.sockopt, so a wrong constant there fails these tests.
+# read from drsftp.io.sockopt, so a wrong constant there fails these tests.
 RCVBUF_PER_WINDOW = 0.8
 
 
@@ -168,7 +168,7 @@ def test_reads_are_batched_to_an_eighth_of_the_window_and_the_clamp_survives_it(
         assert (lowat(srv), clamp(srv)) == (128 * 1024, 1 << 20)
         act.apply(Decision(rcv_window=16 * 1024))  # the ACK direction's size: nothing to batch
         assert lowat(srv) == 1
-    from drsftp.tuner import SocketTuner
+    from drsftp.io.tuner import SocketTuner
     from drsftp.tuning import Role
 
     # a fixed buffer: its one decision came before the handshake; a TLS data
@@ -326,7 +326,7 @@ def test_a_shrinking_receive_buffer_keeps_room_for_the_window_already_offered():
 def test_tuner_re_applies_a_held_buffer_until_the_offer_drains(monkeypatch):
     """A strategy that says "no change" still gets its held buffer brought
     down as the offered window drains."""
-    from drsftp.tuner import SocketTuner
+    from drsftp.io.tuner import SocketTuner
     from drsftp.tuning import Role
 
     offers = iter([2 << 20, 2 << 20, 1 << 20, 0])
@@ -353,7 +353,7 @@ def test_tuner_re_applies_a_held_buffer_until_the_offer_drains(monkeypatch):
 def test_tuner_applies_only_the_buffers_a_decision_changes(monkeypatch):
     """A sender's decisions carry its constant ACK-side buffer: setting it
     again every tick was a syscall per tick for nothing."""
-    from drsftp.tuner import SocketTuner
+    from drsftp.io.tuner import SocketTuner
     from drsftp.tuning import Role
 
     cli, srv = _pair()
@@ -377,7 +377,7 @@ def test_tuner_applies_only_the_buffers_a_decision_changes(monkeypatch):
 def test_a_budget_passes_the_unsent_allowance_through(monkeypatch):
     """The budget bounds memory (the send buffer); the unsent allowance
     within it is no memory of its own and reaches the socket unchanged."""
-    from drsftp.tuner import SocketTuner
+    from drsftp.io.tuner import SocketTuner
     from drsftp.tuning import Role
     from drsftp.tuning.budget import BufferBudget
 
@@ -419,7 +419,7 @@ def test_drs_leaves_the_data_buffer_to_autotuning_where_it_reaches_further(monke
     with TCP_WINDOW_CLAMP, set again each tick: autotuning raises the clamp
     whenever it grows the buffer (measured on 6.18: 256 KiB -> 23 MB); a
     sender bounds its unsent data with TCP_NOTSENT_LOWAT."""
-    from drsftp.tuner import SocketTuner
+    from drsftp.io.tuner import SocketTuner
     from drsftp.tuning import Role
 
     calls = []
@@ -473,7 +473,7 @@ def test_under_a_budget_autotuning_is_left_the_buffer_only_while_the_budget_hold
     """A server's budget bounds kernel memory: a buffer left to autotuning is
     claimed at tcp_rmem/tcp_wmem max for the transfer; when the budget cannot
     hold that, DRS sets the buffers within its share, as before."""
-    from drsftp.tuner import SocketTuner
+    from drsftp.io.tuner import SocketTuner
     from drsftp.tuning import Role
     from drsftp.tuning.budget import BufferBudget
 
@@ -502,7 +502,7 @@ def test_a_sender_closing_with_data_queued_keeps_it_in_the_budget_until_drained(
     """The kernel sends a closed socket's queue after close(): the server's
     budget keeps that memory held and the tuner says when to release it;
     a receiver, or a sender with nothing queued, releases at once."""
-    from drsftp.tuner import DRAIN_MAX, SocketTuner
+    from drsftp.io.tuner import DRAIN_MAX, SocketTuner
     from drsftp.tuning import Role
     from drsftp.tuning.budget import BufferBudget
 
@@ -539,7 +539,7 @@ def test_tuner_distrusts_a_data_rtt_far_below_the_control_paths():
     """rcv_rtt's first samples on a fresh connection can read 0.3 ms on a
     100 ms path; as DRS's min_rtt they would end slow start at once.  The
     control connection shares the path, so its RTT is the reference."""
-    from drsftp.tuner import SocketTuner
+    from drsftp.io.tuner import SocketTuner
     from drsftp.tuning import Role
 
     cli, srv = _pair()
@@ -566,7 +566,7 @@ def test_a_tuners_report_is_typed_pairs_and_the_wire_text_is_made_of_them():
     (drsexchange); text exists only on the wire: report_pairs() formats
     report(), whose unknown values are left out."""
     from drsftp.ftp import drscmd
-    from drsftp.tuner import SocketTuner
+    from drsftp.io.tuner import SocketTuner
     from drsftp.tuning import Role
 
     cli, srv = _pair()
@@ -591,8 +591,8 @@ def test_server_locks_the_open_start_buffer_after_the_listener_closed(monkeypatc
     reservation) before it builds the data channel; the tuner that sized the
     handshake must still lock the buffer then, whatever the control RTT
     reads by that time."""
+    from drsftp.io.tuner import SocketTuner
     from drsftp.server.handler import DRSControlMixin
-    from drsftp.tuner import SocketTuner
     from drsftp.tuning.budget import BufferBudget
 
     rtts = iter([0.1, 0.02])  # a second reading would fall under the 40 ms rule
@@ -666,7 +666,7 @@ def test_a_parallel_stream_keeps_drs_where_autotuning_reaches_further():
     buffer to autotuning, one of N streams keeps DRS and offers its cap at
     the handshake (open start), since N sockets multiply the 4 MiB
     (docs/DESIGN.md#parallel-streams)."""
-    from drsftp.tuner import SocketTuner
+    from drsftp.io.tuner import SocketTuner
     from drsftp.tuning import Role
 
     limits = sockopt.HostLimits(rmem_max=4 << 20, wmem_max=4 << 20, tcp_rmem=(4096, 131072, 32 << 20),

@@ -29,7 +29,7 @@ from conftest import (
 from tlscerts import make_certs
 
 from drsftp.client import FTPError, TransferOptions, get
-from drsftp.client.tls import ClientTLS
+from drsftp.client.session.tls import ClientTLS
 from drsftp.ftp.url import parse_url
 
 VSFTPD = "/usr/sbin/vsftpd"

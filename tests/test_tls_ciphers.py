@@ -1,4 +1,4 @@
-"""drsftp's one TLS policy (drsftp.tlspolicy: Mozilla's intermediate
+"""drsftp's one TLS policy (drsftp.io.tlspolicy: Mozilla's intermediate
 profile, TLS 1.2 with ECDHE AEAD suites only, and TLS 1.3) on every
 connection: `drsftp serve`'s control connection, its stream-mode data
 channels after PROT P and its MODE E streams refuse a client that offers
@@ -21,12 +21,12 @@ from test_modee_tls import _final
 from test_tls import certs  # noqa: F401 (a fixture)
 from test_tls_paths import _serve
 
-from drsftp import tlspolicy
-from drsftp.client.tls import client_tls
+from drsftp.client.session.tls import client_tls
 from drsftp.ftp.eblock import Desc, header
+from drsftp.io import tlspolicy
+from drsftp.io.tlsbio import TLSPipe
 from drsftp.server import etls, tlsfiles
 from drsftp.server.app import ServerConfig, build_server
-from drsftp.tlsbio import TLSPipe
 
 # CBC suites (SHA-2 and SHA-1 MACs) for both certificate kinds: what testssl
 # reports as "obsolete CBC ciphers" (LUCKY13)

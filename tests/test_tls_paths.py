@@ -22,10 +22,12 @@ from dataset_util import assert_same_tree, job_records, make_tree
 from test_parallel_peers import auto_streams
 from test_tls import certs, vsftpd  # noqa: F401 (certs: a fixture)
 
-from drsftp.client import dataconn, parallel, ranged, remote, streammode
-from drsftp.client.dataset import run_get, run_put
-from drsftp.client.job import JobOptions
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.streams import parallel, ranged
+from drsftp.client.transfer import dataconn, streammode
+from drsftp.client.transfer.getput import TransferOptions
+from drsftp.client.trees import remote
+from drsftp.client.trees.dataset import run_get, run_put
+from drsftp.client.trees.job import JobOptions
 from drsftp.ftp.url import parse_url
 from drsftp.netem.link import stop_process
 

@@ -34,8 +34,8 @@ from test_eblock_server import Ctl, block, guc, put_mode_e, stream
 from test_interop_peers import _lftp
 from test_tls import certs  # noqa: F401 (a fixture)
 
-from drsftp.client import parallel
-from drsftp.client.transfer import TransferOptions
+from drsftp.client.streams import parallel
+from drsftp.client.transfer.getput import TransferOptions
 from drsftp.ftp.eblock import Desc, header
 from drsftp.ftp.url import parse_url
 from drsftp.server import translog
@@ -117,7 +117,7 @@ def test_stream_mode_get_and_put_one_line_each(tmp_path):
 
 def test_ranged_get_from_stream_mode_sessions_is_one_line(tmp_path, monkeypatch):
     """`get -P 4` against a server without MODE E: four sessions on REST
-    ranges (drsftp.client.ranged), one download, one line when the last
+    ranges (drsftp.client.streams.ranged), one download, one line when the last
     session ends: the file's bytes once, four streams."""
     root = tmp_path / "srv"
     root.mkdir()

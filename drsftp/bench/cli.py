@@ -302,17 +302,17 @@ def cmd_datapath(args) -> int:
 def cmd_netemcheck(args) -> int:
     from .netemcheck import Plan, parse_path, run_netem_check
 
-    rtts = _values("--rtts", args.rtts, parse_duration) if args.rtts.strip() else []
-    paths = _values("--paths", args.paths, lambda p: parse_path(p, parse_rate, parse_duration)) \
+    rtts = option_values("--rtts", args.rtts, parse_duration) if args.rtts.strip() else []
+    paths = option_values("--paths", args.paths, lambda p: parse_path(p, parse_rate, parse_duration)) \
         if args.paths.strip() else []
-    losses = _values("--losses", args.losses, parse_loss) if args.losses.strip() else []
+    losses = option_values("--losses", args.losses, parse_loss) if args.losses.strip() else []
     for rtt in rtts:
-        _link_value("--rtts", rtt=rtt)
+        check_link_value("--rtts", rtt=rtt)
     for loss in losses:
-        _link_value("--losses", loss=loss)
+        check_link_value("--losses", loss=loss)
     if not (rtts or paths or losses):
         raise NetemUsageError("nothing to check: --rtts, --paths and --losses are all empty")
-    ccs = _choices("--ccs", args.ccs, ("bbr", "cubic", "reno"), "congestion control")
+    ccs = option_choices("--ccs", args.ccs, ("bbr", "cubic", "reno"), "congestion control")
     plan = Plan(rtts=rtts, paths=paths, losses=losses, backend=args.backend, ccs=tuple(ccs),
                 seconds=8 if args.quick else 15, loss_pings=2000 if args.quick else 4000)
     return run_netem_check(args.out, plan)

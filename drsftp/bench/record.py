@@ -1,4 +1,4 @@
-"""One bench run: a :class:`~drsftp.result.TransferResult` as the bench
+"""One bench run: a :class:`~drsftp.client.result.TransferResult` as the bench
 measured it, with what ran and where.  ``timeline`` holds the sender's
 `ss` samples and ``receiver_timeline`` the receiver's; ``client_report``
 and ``client_timeline`` keep what a drsftp client reported itself."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..result import TransferResult
+from ..client.result import TransferResult
 
 
 @dataclass(kw_only=True)

@@ -17,9 +17,9 @@ from typing import Any
 
 import psutil
 
+from ..client.result import TransferResult
+from ..io.sockopt import read_host_limits
 from ..netem.link import Link, wait_for_port
-from ..result import TransferResult
-from ..sockopt import read_host_limits
 from . import tunings as T
 from .record import BenchRun
 from .sampler import Sampler, counter_delta, parse_counters

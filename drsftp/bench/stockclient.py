@@ -16,8 +16,8 @@ import os
 import sys
 import time
 
+from ..client.result import TransferResult
 from ..ftp.url import parse_url
-from ..result import TransferResult
 
 BLOCK = 1 << 20
 

@@ -28,7 +28,7 @@ class FTPLocation:
 def parse_url(url: str, credentials: Credentials | None = None) -> FTPLocation:
     """``ftp://[user[:pass]@]host[:port]/path``; a URL without a password
     asks ``credentials(host)`` for ``(login, account, password)`` (netrc's
-    authenticators: drsftp.client.credentials reads the file); a missing
+    authenticators: drsftp.client.session.credentials reads the file); a missing
     user means anonymous.  ``ftps://`` is implicit FTPS, port 990 unless
     given."""
     shown = _without_password(url)  # (errors echo the URL, never its password)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pyftpdlib.servers import FTPServer
 
-from .. import sockopt
+from ..io import sockopt
 from ..tuning import check_spec
 from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget

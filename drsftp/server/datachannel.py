@@ -27,7 +27,7 @@ from pyftpdlib.handlers import DTPHandler
 from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
 from pyftpdlib.utils import is_ssl_sock
 
-from ..tuner import SocketTuner
+from ..io.tuner import SocketTuner
 from ..tuning import Role
 from . import compat
 from .compat import FileReadWriteError as _FileReadWriteError

@@ -12,8 +12,8 @@ streams size their own handshakes: estreams.py.)
 
 from __future__ import annotations
 
-from .. import sockopt
-from ..tuner import SocketTuner
+from ..io import sockopt
+from ..io.tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.budget import BufferBudget
 

@@ -11,13 +11,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import cksm, compat
-from .compat import (
-    STOCK_COMMANDS,
-    EPortHooks,
-    extra_features,
-    mlst_facts,
-    restart_idle_timer,
-)
+from .compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts, restart_idle_timer
 from .esession import ESession
 from .estreams import Limits, StreamCount
 from .hashing import hash_pool

@@ -21,9 +21,9 @@ import os
 import ssl
 import time
 
-from ..fileio import pwrite_all
 from ..ftp.eblock import BlockError, Data, EndOfFile, RangeSet, ReceiveLedger
-from ..tlsbio import reason
+from ..io.fileio import pwrite_all
+from ..io.tlsbio import reason
 from ..tuning import Role
 from .ejob import Job, TransferSession
 from .estreams import Stream

@@ -22,7 +22,7 @@ import socket
 
 from ..ftp import blockplan
 from ..ftp.eblock import data_header, eod
-from ..tlsbio import reason
+from ..io.tlsbio import reason
 from ..tuning import Role
 from .ejob import Job, TransferSession
 from .estreams import Stream

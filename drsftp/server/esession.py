@@ -18,7 +18,7 @@ import time
 
 from ..ftp import drscmd, drsexchange
 from ..ftp.eblock import RangeSet
-from ..tuner import SocketTuner
+from ..io.tuner import SocketTuner
 from ..tuning import Role
 from .compat import current_type, data_protected, restart_idle_timer
 from .ejob import Job

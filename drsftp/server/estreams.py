@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..ftp.eblock import BlockDecoder
-from ..tlsbio import reason
-from ..tuner import SocketTuner
+from ..io.tlsbio import reason
+from ..io.tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.budget import BufferBudget
 from .etls import StreamTLS

@@ -20,14 +20,14 @@ import contextlib
 import socket
 import ssl
 
-from .. import tlspolicy
-from ..tlsbio import TLSPipe
+from ..io import tlspolicy
+from ..io.tlsbio import TLSPipe
 
 RAW_CHUNK = 1 << 20  # ciphertext read per recv
 
 
 def server_context(certfile: str, keyfile: str | None) -> ssl.SSLContext:
-    """The streams' TLS context: drsftp's policy (drsftp.tlspolicy), no
+    """The streams' TLS context: drsftp's policy (drsftp.io.tlspolicy), no
     renegotiation, no session tickets (each stream is one long connection)."""
     ctx = tlspolicy.apply(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
     ctx.options |= ssl.OP_NO_RENEGOTIATION

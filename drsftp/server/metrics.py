@@ -40,8 +40,8 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 
-from .. import sockopt
 from ..ftp.partname import final_name
+from ..io import sockopt
 from ..tuning import Role
 from ..tuning.budget import BufferBudget
 from . import compat

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import ssl
 
-from .. import tlspolicy
+from ..io import tlspolicy
 from .config import ConfigError
 
 _CERT = re.compile(rb"^-----BEGIN CERTIFICATE-----", re.MULTILINE)
@@ -64,7 +64,7 @@ def control_context(handler):
     """The control connection's and the stream-mode data channels' context
     (pyOpenSSL, pyftpdlib's TLS, which takes a context made here as it
     is): pyftpdlib's options (no SSLv2/3, no compression) and drsftp's
-    policy (drsftp.tlspolicy)."""
+    policy (drsftp.io.tlspolicy)."""
     from OpenSSL import SSL
 
     ctx = SSL.Context(SSL.TLS_SERVER_METHOD)

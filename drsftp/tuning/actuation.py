@@ -4,7 +4,7 @@ What one decision of a tuning strategy (a :class:`Decision`) asks of a socket
 on this host: the SO_RCVBUF/SO_SNDBUF values, TCP_WINDOW_CLAMP,
 SO_RCVLOWAT and TCP_NOTSENT_LOWAT (:class:`BufferPlan`), what that costs in
 kernel memory, what setsockopt can reach here (:class:`HostLimits`), and the
-figures a TCP_INFO snapshot gives.  ``drsftp.sockopt`` applies the
+figures a TCP_INFO snapshot gives.  ``drsftp.io.sockopt`` applies the
 :class:`SocketActions`; :mod:`.controller` decides when.
 """
 
@@ -33,7 +33,7 @@ READ_BATCH_MAX = 512 * 1024
 @dataclass(frozen=True)
 class HostLimits:
     """The host's socket-buffer sysctls and whether FORCE works here
-    (read by ``drsftp.sockopt.HostLimits.read``)."""
+    (read by ``drsftp.io.sockopt.HostLimits.read``)."""
 
     rmem_max: int | None
     wmem_max: int | None

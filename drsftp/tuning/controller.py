@@ -1,14 +1,14 @@
 """One data socket's buffer control, sans-IO (docs/DESIGN.md#socket-controller).
 
 :class:`SocketController` takes the host's limits, TCP_INFO snapshots (the
-dicts ``drsftp.sockopt.tcp_info`` returns), the bytes moved and ``now``, and
+dicts ``drsftp.io.sockopt.tcp_info`` returns), the bytes moved and ``now``, and
 returns :class:`SocketActions`: the socket options to set.  It decides who
 owns the data direction's buffer (setsockopt or kernel autotuning) and caps
 the strategy to match, which RTT samples to trust, what a server's budget
 grants, the receive buffer held for a window already offered, the read batch
 (SO_RCVLOWAT) and how long a closed sender's queue stays held.  The driver
-(``drsftp.tuner.SocketTuner``) reads TCP_INFO, calls it and applies the
-actions through ``drsftp.sockopt``; nothing here touches a socket.
+(``drsftp.io.tuner.SocketTuner``) reads TCP_INFO, calls it and applies the
+actions through ``drsftp.io.sockopt``; nothing here touches a socket.
 """
 
 from __future__ import annotations

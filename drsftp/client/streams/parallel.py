@@ -1,0 +1,360 @@
+"""`drsftp get/put -P N|auto`: one file over N data streams.
+
+Chooses the data plane from the server's FEAT (docs/PARALLEL.md): extended
+block mode where it lists PARALLEL (:mod:`.modee_get`, :mod:`.modee_put`), else N stream-mode
+sessions on REST ranges for a get (:mod:`.ranged`) and one stream for a
+put (stream-mode FTP has no safe parallel upload: a STOR at an offset
+truncates or appends, depending on the server).  Over TLS (PROT P) the
+MODE E streams run TLS each (RFC 4217; :mod:`.modee_base`), and every ranged
+session and its data connections run in TLS, resuming their control
+connection's session (RFC 4217 sec. 10).
+
+A get writes ``DEST.part`` at the offsets it receives and keeps beside it
+``DEST.part.ranges`` (:mod:`.rangeplan`): the remote size and MDTM and the
+ranges held, rewritten every second and when the transfer stops;
+``--continue`` fetches only the gaps.  The monitor here sums progress,
+enforces --max-time and, under ``-P auto``, applies the stream
+controller's decisions (:mod:`drsftp.tuning.streams`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from ...ftp.eblock import RangeSet
+from ...ftp.replies import Reply
+from ...ftp.url import FTPLocation
+from ...io import sockopt
+from ...tuning import check_spec
+from ...tuning.actuation import host_cap
+from ...tuning.streams import Action, StreamController, StreamsConfig, first_streams
+from ..session.control import ControlConnection, FTPError, os_reason, size_of
+from ..session.login import open_logged_in, open_session, warn_without_drs
+from ..transfer import getput as transfer
+from ..transfer import maxtime, putresume
+from ..transfer.getput import TransferResult, already_complete
+from ..transfer.options import TransferOptions
+from ..transfer.progress import ProgressView
+from ..transfer.verify import verify
+from .modee_get import ModeEGet
+from .modee_put import ModeEPut
+from .ranged import RangedGet
+from .rangeplan import RangePlan, ResumeRecord, drop_record, load_record, save_record
+
+log = logging.getLogger("drsftp.client")
+MAX_STREAMS = 64  # a session's streams at most: drsftp serve's --max-streams (docs/PARALLEL.md)
+AUTO_MAX = 16  # -P auto stays at or below this many streams
+SAVE_EVERY = 1.0  # seconds between resume-record writes
+TICK = 0.25
+TIMELINE_LIMIT = 20_000  # timeline rows kept (bounded memory)
+
+
+def parse_parallel(text: str) -> int | None:
+    """``-P``: ``N`` (1 to MAX_STREAMS) or ``auto`` (None); one rule for a
+    file and for a job's sessions."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_STREAMS:
+        raise ValueError(f"-P takes 1 to {MAX_STREAMS} streams or auto, not {text!r}")
+    return n
+
+
+def extended_block(ctl: ControlConnection) -> bool:
+    """Extended block mode: the server lists PARALLEL (under PROT P its
+    streams run TLS: the module docstring)."""
+    return "PARALLEL" in ctl.features
+
+
+def auto_start(ctl: ControlConnection, opts: TransferOptions) -> int:
+    """-P auto's first streams on this path: from the control connection's
+    RTT and the per-socket window this host lets setsockopt set
+    (streams.first_streams)."""
+    limits = sockopt.read_host_limits()
+    caps = [host_cap(limits, opts.force_buffers, receiving) for receiving in (True, False)]
+    cap = min((c for c in caps if c), default=None) if all(caps) else None
+    us = sockopt.tcp_info(ctl.writer.get_extra_info("socket")).get("rtt")
+    rtt = us / 1e6 if us else None
+    return first_streams(rtt, cap, StreamsConfig(max_streams=AUTO_MAX))
+
+
+def _controller(streams: int | None, ctl: ControlConnection, opts: TransferOptions) -> StreamController | None:
+    if streams is not None:
+        return None
+    return StreamController(StreamsConfig(start=auto_start(ctl, opts), max_streams=AUTO_MAX))
+
+
+async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None,
+              on_driver=None) -> TransferResult:
+    """``on_driver(driver)``: the running transfer (its ``moved``,
+    ``samples()``, ``add_stream()``), for a dataset job's bar and its
+    fleet controller, which then chooses the streams (``streams`` given)."""
+    return await maxtime.within(opts, "get", loc.path, lambda o: _get(loc, dest, o, streams, on_driver))
+
+
+async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None, on_driver) -> TransferResult:
+    check_spec(opts.tuning)
+    part = dest + ".part"
+    # SIZE and MDTM go out with the login (session.open_session)
+    ctl, (size_reply, mdtm_reply) = await open_session(loc, opts, [f"SIZE {loc.path}", f"MDTM {loc.path}"])
+    try:
+        warn_without_drs(ctl, opts)
+        size = size_of(size_reply)
+        if size is None:
+            if size_reply.code != 550:  # (550: no such file, which the RETR will say)
+                log.warning("the server gives no SIZE for %s: one stream", loc.path)
+            await ctl.close()
+            return await transfer.get(loc, dest, opts)
+        mtime = _mdtm(ctl, mdtm_reply)
+        held = RangeSet()
+        if opts.resume:
+            if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
+                return already_complete("get", loc.path, size)
+            held = _held(part, size, mtime)
+        try:
+            transfer.make_parents(dest)
+            fd = _open_part(part, fresh=not held.total)
+        except OSError as exc:
+            raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
+        try:
+            controller = _controller(streams, ctl, opts)
+            n = controller.streams if controller else streams
+            assert n is not None  # a controller exactly when streams is None (auto)
+            if streams is None and extended_block(ctl) and "DRS" not in ctl.features:
+                # the sender (server) chooses its streams at RETR: only a
+                # drsftp server takes DRS streams=N while it runs
+                log.info("-P auto: the server cannot change its streams during a get: %d streams", n)
+                controller = None
+            driver: ModeEGet | RangedGet
+            if extended_block(ctl):
+                driver = ModeEGet(ctl, opts, n, loc.path, fd, size, held)
+                mode = "E"
+            else:
+                driver = RangedGet(loc, ctl, fd, RangePlan(size, held), opts, n, controller)
+                mode = "ranged"
+
+            if on_driver is not None:
+                on_driver(driver)
+
+            def save() -> None:
+                save_record(part, ResumeRecord(size, mtime, driver.held))
+
+            save()
+            view = ProgressView(os.path.basename(loc.path), size, opts.progress)
+            try:
+                out = await _monitor(driver, controller, opts, view, held.total, save)
+            finally:
+                view.close()
+                save()
+            if out.timed_out:
+                return _result("get", loc.path, driver, size, held.total, out, mode, streams)
+            missing = driver.held.missing(size)
+            if missing:
+                raise FTPError(f"short transfer: {size - sum(b - a for a, b in missing)} of {size} bytes"
+                               " (--continue resumes)")
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+        result = _result("get", loc.path, driver, size, held.total, out, mode, streams)
+        if opts.verify:
+            ctl = await _usable(ctl, loc, opts)
+            result.sha256 = await verify(ctl, loc.path, part)
+        os.replace(part, dest)
+        drop_record(part)
+        return result
+    finally:
+        await ctl.close()
+
+
+async def put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None,
+              on_driver=None) -> TransferResult:
+    """``on_driver``: as for get."""
+    return await maxtime.within(opts, "put", loc.path, lambda o: _put(src, loc, o, streams, on_driver))
+
+
+async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int | None, on_driver) -> TransferResult:
+    check_spec(opts.tuning)
+    f, total, ctl = await transfer.open_put(src, loc, opts)
+    with f:
+        try:
+            if not extended_block(ctl):
+                log.info("put -P: the server has no extended block mode (PARALLEL); stream-mode FTP has no"
+                         " safe parallel upload: one stream")
+                await ctl.close()
+                return await transfer.put(src, loc, opts)
+            record, mtime = putresume.record_base(src, loc), putresume.source_mtime(f.fileno())
+            held = putresume.held_on_server(record, total, mtime) if opts.resume else RangeSet()
+            if held is None:  # no record: an interrupted stream-mode put's prefix, on the streams asked for
+                prefix = await transfer.uploaded_prefix(ctl, loc.path, src, total)
+                if prefix == total:
+                    return already_complete("put", loc.path, total)
+                held = RangeSet([(0, prefix)] if prefix else [])
+            if not held.total:
+                putresume.drop(record)  # a STOR without REST starts the server's file over
+            controller = _controller(streams, ctl, opts)
+            n = controller.streams if controller else streams
+            assert n is not None  # a controller exactly when streams is None (auto)
+            driver = ModeEPut(ctl, opts, n, loc.path, f, total, held,
+                              on_held=lambda h: putresume.save(record, total, mtime, h))
+            if on_driver is not None:
+                on_driver(driver)
+            view = ProgressView(os.path.basename(src), total, opts.progress)
+            try:
+                out = await _monitor(driver, controller, opts, view, held.total, None)
+            except BaseException:
+                putresume.save(record, total, mtime, driver.server_held)
+                raise
+            finally:
+                view.close()
+            if out.timed_out:
+                # what the server reported holding, also none: its part file has
+                # holes, so a later --continue must not take its size as a prefix
+                putresume.save(record, total, mtime, driver.server_held)
+            else:
+                putresume.drop(record)
+            result = _result("put", loc.path, driver, total, held.total, out, "E", streams)
+            if opts.verify and not out.timed_out:
+                ctl = await _usable(ctl, loc, opts)
+                result.sha256 = await verify(ctl, loc.path, src)
+            return result
+        finally:
+            await ctl.close()
+
+
+@dataclass
+class StreamsOutcome:
+    seconds: float = 0.0
+    timed_out: bool = False
+    start: int | None = None  # -P auto: the streams it started with
+    changes: list[dict] = field(default_factory=list)  # -P auto: when the stream count changed
+    timeline: list[dict] = field(default_factory=list)  # every TICK: the sum over the streams
+
+
+async def _monitor(driver, controller: StreamController | None, opts: TransferOptions, view: ProgressView,
+                   resumed: int, save) -> StreamsOutcome:
+    """Run the driver; meanwhile show progress, keep a timeline, write the
+    resume record, stop at --max-time, and apply -P auto."""
+    out = StreamsOutcome(start=controller.streams if controller is not None else None)
+    started = time.monotonic()
+    deadline = maxtime.lift(opts)  # (the driver's run stops at its instant: below)
+    run = asyncio.ensure_future(driver.run())
+    last_save = last_ctl = started
+    last_moved, last_tick, rate, ctl_moved = 0, started, 0.0, 0
+    interval = StreamController.interval(None)
+    try:
+        while not run.done():
+            await asyncio.wait([run], timeout=min(TICK, deadline.left()) if deadline else TICK)
+            now = time.monotonic()
+            moved = driver.moved
+            if now - last_tick > 0:
+                rate = (moved - last_moved) / (now - last_tick)
+            samples = driver.samples()
+            rtt = min((s.rtt for s in samples if s.rtt), default=None)
+            view.update(resumed + moved, rate * 8, rtt, None)
+            if len(out.timeline) < TIMELINE_LIMIT:
+                out.timeline.append({"t": round(now - started, 4), "bytes": moved, "rate_bps": round(rate * 8),
+                                     "streams": len(samples), "rtt_ms": round(rtt * 1000, 3) if rtt else None})
+            if save is not None and now - last_save >= SAVE_EVERY:
+                save()
+                last_save = now
+            if deadline is not None and deadline.passed and not run.done():
+                out.timed_out = True
+                run.cancel()
+                break
+            if controller is not None and now - last_ctl >= interval:
+                goodput = (moved - ctl_moved) / (now - last_ctl)
+                left = _bytes_left(driver, resumed)
+                action = controller.update(goodput, samples,
+                                           left / goodput / interval if left is not None and goodput > 0 else None)
+                interval = StreamController.interval(rtt)
+                last_ctl, ctl_moved = now, moved
+                if action is not Action.HOLD:
+                    if (driver.add_stream() if action is Action.ADD else driver.remove_stream()):
+                        out.changes.append({"t": round(now - started, 3), "streams": controller.streams})
+                    else:
+                        controller.refused(action)
+            last_moved, last_tick = moved, now
+        try:
+            await run
+        except asyncio.CancelledError:
+            if not out.timed_out:
+                raise
+    finally:
+        if not run.done():
+            run.cancel()
+            await asyncio.gather(run, return_exceptions=True)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def _bytes_left(driver, resumed: int) -> int | None:
+    """What the transfer still has to move (None: its size is unknown)."""
+    size = getattr(driver, "size", None) or getattr(driver, "total", None) or getattr(
+        getattr(driver, "plan", None), "size", None)
+    return max(0, size - resumed - driver.moved) if size else None
+
+
+def _held(part: str, size: int, mtime: str | None) -> RangeSet:
+    """What an earlier get left in ``part``: its record's ranges if the
+    record describes this remote file; with no record, a single-stream
+    get's prefix; a record of another file: nothing."""
+    if not os.path.exists(part):
+        return RangeSet()
+    record = load_record(part)
+    if record is None:
+        return RangeSet([(0, min(os.path.getsize(part), size))])
+    if not record.matches(size, mtime):
+        log.warning("%s is from another version of the file (size or MDTM differs): starting over", part)
+        return RangeSet()
+    have = os.path.getsize(part)
+    return RangeSet([(a, min(b, have)) for a, b in record.held if a < have])
+
+
+def _open_part(part: str, fresh: bool) -> int:
+    """The .part file for writes at offsets (a fresh one replaces any old
+    file rather than truncating it in place: transfer.open_part)."""
+    if fresh:
+        drop_record(part)
+        try:
+            os.unlink(part)
+        except FileNotFoundError:
+            pass
+    return os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
+
+
+def _mdtm(ctl: ControlConnection, reply: Reply) -> str | None:
+    """The remote modification time (RFC 3659 3), to tell a changed file;
+    taken only from a server that lists MDTM in FEAT."""
+    if "MDTM" not in ctl.features:
+        return None
+    return reply.first.strip() if reply.code == 213 else None
+
+
+async def _usable(ctl: ControlConnection, loc: FTPLocation, opts: TransferOptions) -> ControlConnection:
+    """The session for the checks after a transfer (a new one if the
+    transfer's had to be dropped)."""
+    if not ctl.lost:
+        return ctl
+    return await open_logged_in(loc, opts)
+
+
+def _result(direction: str, path: str, driver, total: int, resumed: int, out: StreamsOutcome, mode: str,
+            streams: int | None) -> TransferResult:
+    summary = driver.summary()
+    summary.update({"mode": mode, "parallel": "auto" if streams is None else streams,
+                    "streams": len(summary["per_stream"]), "stream_changes": out.changes})
+    if out.start is not None:
+        summary["streams_start"] = out.start
+    r = TransferResult(
+        direction=direction, path=path, bytes=driver.moved, total_size=total, resumed_from=resumed,
+        seconds=out.seconds, drs_peer=driver.drs_replies > 0, drs_replies=driver.drs_replies,
+        server_last_report=driver.server_last, timeline=out.timeline, complete=not out.timed_out)
+    r.update(summary)
+    return r

@@ -1,0 +1,203 @@
+"""Who fetches which byte range of a parallel download, sans-IO.
+
+``RangePlan`` hands ranges to N workers: the gaps still missing are split
+into one share per worker; a worker that finishes takes an unassigned gap
+or, when none is left, the second half of the largest range another worker
+still has ahead of it (work stealing, so a slow stream does not hold the
+end of the transfer).  A worker reports its progress with ``advance``;
+what it reported is held (written), so ``held`` is what a resume record
+may claim (docs/PARALLEL.md).
+
+``ResumeRecord`` is the JSON kept beside ``DEST.part``: the remote size and
+modification time, and the ranges the .part holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from ...ftp.eblock import RangeSet
+
+MIN_STEAL = 1 << 20  # a range with less than 2x this ahead of it is not split
+ALIGN = 1 << 16  # split points on 64 KiB boundaries
+
+
+@dataclass
+class Assignment:
+    """Worker ``worker`` fetches [start, end); it has written [start, pos)."""
+
+    worker: int
+    start: int
+    end: int
+    pos: int = field(default=-1)
+
+    def __post_init__(self) -> None:
+        if self.pos < 0:
+            self.pos = self.start
+
+    @property
+    def left(self) -> int:
+        return self.end - self.pos
+
+    @property
+    def done(self) -> bool:
+        return self.pos >= self.end
+
+
+class RangePlan:
+    def __init__(self, size: int, held: RangeSet | None = None, min_steal: int = MIN_STEAL) -> None:
+        self.size = size
+        self.held = RangeSet(list(held or ()))
+        self.min_steal = min_steal
+        self._free: list[tuple[int, int]] = self.held.missing(size)
+        self.active: dict[int, Assignment] = {}
+
+    @property
+    def missing(self) -> int:
+        return self.size - self.held.total
+
+    @property
+    def complete(self) -> bool:
+        return self.held.total >= self.size and not self.active
+
+    def split(self, workers: int) -> None:
+        """Cut the free gaps so that ``workers`` can start at once: the
+        largest gap is halved until there are that many (or none is worth
+        cutting)."""
+        for _ in range(4 * workers):
+            if len(self._free) >= workers:
+                break
+            a, b = max(self._free, key=lambda r: r[1] - r[0], default=(0, 0))
+            if b - a < 2 * self.min_steal:
+                break
+            mid = _align(a + (b - a) // 2)
+            self._free.remove((a, b))
+            self._free += [(a, mid), (mid, b)]
+            self._free.sort()
+
+    def can_take(self) -> bool:
+        """Would :meth:`take` give a new worker a range now?"""
+        if self._free:
+            return True
+        victim = max(self.active.values(), key=lambda s: s.left, default=None)
+        return victim is not None and victim.left >= 2 * self.min_steal
+
+    def take(self, worker: int) -> Assignment | None:
+        """The next range for ``worker`` (which has none), or None: all
+        ranges are done or too small to share."""
+        if worker in self.active:
+            raise ValueError(f"worker {worker} already has a range")
+        if self._free:
+            a, b = max(self._free, key=lambda r: r[1] - r[0])
+            self._free.remove((a, b))
+            asg = Assignment(worker, a, b)
+        else:
+            victim = max(self.active.values(), key=lambda s: s.left, default=None)
+            if victim is None or victim.left < 2 * self.min_steal:
+                return None
+            mid = _align(victim.pos + victim.left // 2)
+            if mid <= victim.pos or mid >= victim.end:
+                return None
+            asg = Assignment(worker, mid, victim.end)
+            victim.end = mid
+        self.active[worker] = asg
+        return asg
+
+    def advance(self, worker: int, nbytes: int) -> None:
+        """``worker`` wrote ``nbytes`` more at its position."""
+        asg = self.active[worker]
+        if nbytes < 0 or asg.pos + nbytes > asg.end:
+            raise ValueError(f"worker {worker} went past its range")
+        self.held.add(asg.pos, asg.pos + nbytes)
+        asg.pos += nbytes
+
+    def release(self, worker: int) -> None:
+        """``worker`` stops (its range done, or given back): what it did not
+        fetch returns to the free list."""
+        asg = self.active.pop(worker, None)
+        if asg is not None and asg.pos < asg.end:
+            self._free.append((asg.pos, asg.end))
+            self._free.sort()
+
+    def give_back(self, worker: int) -> None:
+        """Stop ``worker`` early (one stream fewer): its range ends where it is."""
+        asg = self.active.get(worker)
+        if asg is not None and asg.left > 0:
+            self._free.append((asg.pos, asg.end))
+            self._free.sort()
+            asg.end = asg.pos
+
+
+def read_chunk(streams: int) -> int:
+    """Each stream's read buffer: 4 MiB (the single stream's) up to 4
+    streams, then less, at least 1 MiB (64 streams: 64 MiB in all)."""
+    return max(1 << 20, min(4 << 20, (16 << 20) // max(streams, 1)))
+
+
+def _align(n: int) -> int:
+    return n - n % ALIGN if n % ALIGN and n - n % ALIGN > 0 else n
+
+
+# -- the resume record -----------------------------------------------------------
+
+
+@dataclass
+class ResumeRecord:
+    """What a .part file holds of which remote file (JSON beside it)."""
+
+    size: int
+    mtime: str | None
+    held: RangeSet
+
+    def to_json(self) -> str:
+        return json.dumps({"size": self.size, "mtime": self.mtime,
+                           "ranges": [[a, b] for a, b in self.held]})
+
+    @classmethod
+    def from_json(cls, text: str) -> ResumeRecord:
+        """Raises ValueError on anything but a well-formed record."""
+        d = json.loads(text)
+        if not isinstance(d, dict) or not isinstance(d.get("size"), int) or d["size"] < 0:
+            raise ValueError("not a resume record")
+        held = RangeSet()
+        for pair in d.get("ranges", []):
+            if (not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, int) for x in pair)
+                    or not 0 <= pair[0] <= pair[1] <= d["size"]):
+                raise ValueError("bad range in resume record")
+            held.add(pair[0], pair[1])
+        mtime = d.get("mtime")
+        return cls(d["size"], mtime if isinstance(mtime, str) else None, held)
+
+    def matches(self, size: int, mtime: str | None) -> bool:
+        """Same remote file: same size, and same MDTM where both are known."""
+        return self.size == size and (self.mtime is None or mtime is None or self.mtime == mtime)
+
+
+def record_path(part: str) -> str:
+    return part + ".ranges"
+
+
+def load_record(part: str) -> ResumeRecord | None:
+    try:
+        with open(record_path(part)) as f:
+            return ResumeRecord.from_json(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def save_record(part: str, record: ResumeRecord) -> None:
+    """Written to a temporary name and renamed: a crash leaves the old one."""
+    tmp = record_path(part) + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(record.to_json())
+    os.replace(tmp, record_path(part))
+
+
+def drop_record(part: str) -> None:
+    for p in (record_path(part), record_path(part) + ".tmp"):
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,285 @@
+"""`drsftp get` / `drsftp put`: one file over one FTP session, with DRS
+(docs/DESIGN.md, "Client").
+
+The session (:mod:`.session`), then in stream mode EPSV, (ALLO,) (REST,)
+and RETR or STOR through the flow table (:mod:`.flowctl`), the data
+connection opened while they go out (:mod:`.dataconn`) and moved by
+:mod:`.streammode`; ``--continue`` resumes with REST, ``--verify``
+compares digests afterwards (:mod:`.verify`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import time
+from typing import BinaryIO
+
+from ...ftp.flow import FlowError, TransferDone
+from ...ftp.partname import partial_name
+from ...ftp.url import FTPLocation
+from ...io.tuner import SocketTuner
+from ...tuning import Role, check_spec
+from ..result import TransferResult
+from ..session.control import ControlConnection, FTPError, Pending, os_reason, size_of
+from ..session.flowctl import FlowControl
+from ..session.login import open_logged_in, open_session, warn_without_drs
+from . import maxtime
+from .dataconn import send_tls
+from .options import TransferOptions
+from .streammode import (
+    StreamTransfer,
+    check_sent,
+    close_data,
+    drain_sent,
+    drive_data,
+    receive_file,
+    send_file,
+    server_says_why,
+)
+from .verify import verify
+
+
+async def _finish(fc: FlowControl, pending: Pending, label: str) -> None:
+    reply = await asyncio.wait_for(asyncio.shield(pending.final), 120)
+    if not isinstance(fc.ended(pending, reply), TransferDone):
+        raise FTPError(f"{label} failed: {reply}", reply)
+
+
+async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
+    return await maxtime.within(opts, "get", loc.path, lambda o: _get(loc, dest, o))
+
+
+async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
+    check_spec(opts.tuning)
+    part = dest + ".part"
+    ctl, (size_reply,) = await open_session(loc, opts, [f"SIZE {loc.path}"])
+    try:
+        warn_without_drs(ctl, opts)
+        size = size_of(size_reply)
+        offset = 0
+        resume_dest = False  # DEST itself is continued: it becomes DEST.part once data comes
+        if opts.resume:
+            for candidate in (part, dest):
+                if os.path.isfile(candidate):
+                    offset = os.path.getsize(candidate)
+                    if candidate == dest:
+                        if size is not None and offset == size:
+                            return already_complete("get", loc.path, size)
+                        resume_dest = True
+                    break
+            if size is not None and offset > size:
+                raise FTPError(f"local file ({offset} B) is larger than the remote one ({size} B)",
+                               transient=False)
+        # SO_RCVLOWAT batching off over TLS: a close_notify is smaller than a batch
+        tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers,
+                            batch_reads=ctl.tls is None)
+        fc = FlowControl(ctl)
+        xfer = StreamTransfer(fc, tuner, opts, os.path.basename(loc.path), size, offset)
+        try:
+            sent: list = []
+            # (REST and) RETR in one batch, while the data connection opens
+            sock = await xfer.open_data(lambda: sent.extend(
+                (fc.send_all(_rest(offset)), fc.send(f"RETR {loc.path}"))))
+            try:
+                rest, pending = sent
+                await fc.check(rest, pending)
+                await fc.started(pending, f"cannot retrieve {loc.path}")
+                tuner.attach(sock)
+                try:
+                    make_parents(dest)  # (not before: a refused RETR makes no directory)
+                    if resume_dest:  # (not before: a refused RETR leaves DEST as it was)
+                        os.replace(dest, part)
+                    f = open_part(part, offset)
+                except OSError as exc:
+                    raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
+                with f:
+                    started = time.monotonic()
+                    xfer.started = started
+                    io = asyncio.ensure_future(receive_file(sock, f, xfer, ctl.tls, ctl.host))
+                    await server_says_why(drive_data(io, xfer), pending, f"RETR {loc.path}")
+                    seconds = time.monotonic() - started
+                close_data(sock, xfer)
+                if xfer.timed_out:
+                    await _abort(fc, pending)
+                    return xfer.result("get", loc.path, size, offset, seconds, complete=False)
+                await _finish(fc, pending, f"RETR {loc.path}")
+            finally:
+                close_data(sock, xfer)
+        finally:
+            xfer.finish_view()
+        if size is not None and offset + xfer.moved != size:
+            raise FTPError(f"short transfer: {offset + xfer.moved} of {size} bytes (--continue resumes)")
+        digest = await verify(ctl, loc.path, part) if opts.verify else None
+        try:
+            os.replace(part, dest)
+        except OSError as exc:
+            raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
+        result = xfer.result("get", loc.path, size, offset, seconds)
+        result.sha256 = digest
+        return result
+    finally:
+        await ctl.close()
+
+
+async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
+    return await maxtime.within(opts, "put", loc.path, lambda o: _put(src, loc, o))
+
+
+async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
+    check_spec(opts.tuning)
+    f, total, ctl = await open_put(src, loc, opts)
+    with f:
+        try:
+            offset = 0
+            if opts.resume:
+                offset = await uploaded_prefix(ctl, loc.path, src, total)
+                if offset == total:
+                    return already_complete("put", loc.path, total)
+            tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
+            fc = FlowControl(ctl)
+            xfer = StreamTransfer(fc, tuner, opts, os.path.basename(src), total, offset)
+            try:
+                sent: list = []
+                # ALLO, (REST,) STOR in one batch, while the data connection
+                # opens.  ALLO: the size, so a server can tell an upload cut
+                # short from a complete one (stream mode ends both by closing).
+                sock = await xfer.open_data(lambda: sent.extend(
+                    (fc.send(f"ALLO {total}"), fc.send_all(_rest(offset)), fc.send(f"STOR {loc.path}"))))
+                try:
+                    allo, rest, pending = sent
+                    await fc.reply(allo)  # (refused or not: a server may not need it, RFC 959 4.1.3)
+                    await fc.check(rest, pending)
+                    await fc.started(pending, f"cannot store {loc.path}")
+                    tuner.attach(sock)
+                    started = time.monotonic()
+                    xfer.started = started
+                    if ctl.tls is not None:
+                        io = asyncio.ensure_future(send_tls(sock, f, offset, total - offset, xfer, ctl.tls, ctl.host))
+                    else:
+                        io = asyncio.ensure_future(send_file(sock, f, offset, total - offset, xfer))
+                    await server_says_why(drive_data(io, xfer), pending, f"STOR {loc.path}")
+                    if xfer.timed_out:
+                        xfer.moved = xfer.progress_bytes()
+                        seconds = time.monotonic() - started
+                        close_data(sock, xfer)
+                        await _abort(fc, pending)
+                        return xfer.result("put", loc.path, total, offset, seconds, complete=False)
+                    await drain_sent(sock, xfer, tuner)
+                    seconds = time.monotonic() - started
+                    sock.close()
+                    await _finish(fc, pending, f"STOR {loc.path}")
+                    check_sent(xfer, total - offset, src)
+                finally:
+                    close_data(sock, xfer)
+            finally:
+                xfer.finish_view()
+            result = xfer.result("put", loc.path, total, offset, seconds)
+            result.sha256 = await verify(ctl, loc.path, src) if opts.verify else None
+            return result
+        finally:
+            await ctl.close()
+
+
+async def open_put(src: str, loc: FTPLocation, opts: TransferOptions) -> tuple[BinaryIO, int, ControlConnection]:
+    """The file to put, its size and a logged-in session (the absence of
+    DRS said): an unreadable file fails before any connection is made."""
+    try:
+        f = open(src, "rb")  # noqa: SIM115 (the caller closes it)
+    except OSError as exc:
+        raise FTPError(f"cannot read {src}: {os_reason(exc)}", transient=False) from exc
+    try:
+        ctl = await open_logged_in(loc, opts)
+    except BaseException:
+        f.close()
+        raise
+    warn_without_drs(ctl, opts)
+    return f, os.fstat(f.fileno()).st_size, ctl
+
+
+async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: int) -> int:
+    """What an interrupted stream-mode put left on the server, a prefix of
+    the file: the remote file's size, or on a drsftp server (which keeps an
+    unfinished upload under a temporary name) that name's."""
+    offset = await ctl.size(path) or 0
+    if not offset and "DRS" in ctl.features:
+        offset = await ctl.size(partial_name(path)) or 0
+    if offset > total:
+        raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)", transient=False)
+    return offset
+
+
+def _rest(offset: int) -> list[tuple[str, str]]:
+    """REST before the transfer command, resuming at ``offset`` (RFC 959
+    4.1.3); a refusal fails the transfer as "resume (REST) failed"."""
+    return [(f"REST {offset}", "resume (REST)")] if offset else []
+
+
+def make_parents(dest: str) -> None:
+    """The directories DEST names that are missing, as `get -r` makes its
+    destination's: only those of the path the user gave (its dirname)."""
+    folder = os.path.dirname(dest)
+    if not folder:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:  # a file where a directory must be: say so, not "file exists"
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder) from None
+
+
+def open_part(part: str, offset: int):
+    """The download file, positioned at ``offset``.  A fresh download never
+    truncates an old file in place: on ext4 (auto_da_alloc) a truncate then
+    rewrite is flushed to disk on close, costing ~0.3 s per GiB."""
+    if not offset:
+        try:
+            os.unlink(part)
+        except FileNotFoundError:
+            pass
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
+    f = open(fd, "wb", buffering=0, closefd=True)  # noqa: SIM115 (the caller closes it)
+    if offset and os.fstat(fd).st_size > offset:
+        f.truncate(offset)
+    f.seek(offset)
+    return f
+
+
+async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: float = 1.0,
+                       max_delay: float = 30.0, on_retry=None) -> TransferResult:
+    """Run ``run(opts)``; after a transient failure (lost connection, 4yz
+    reply, short transfer) reconnect with exponential backoff and resume
+    with REST, up to ``retries`` more times."""
+    from dataclasses import replace
+
+    attempt = 0
+    opts = maxtime.started(opts)  # (one --max-time for every attempt, as curl's)
+    while True:
+        try:
+            return await run(opts)
+        except FTPError as exc:
+            if not exc.transient or attempt >= retries:
+                raise
+            delay = min(base_delay * 2 ** attempt, max_delay)
+            attempt += 1
+            if on_retry:
+                on_retry(attempt, delay, exc)
+            await asyncio.sleep(delay)
+            opts = replace(opts, resume=True)
+
+
+async def _abort(fc: FlowControl, pending: Pending) -> None:
+    """ABOR (RFC 959 4.1.3): the server answers 426 for the transfer, then 226."""
+    try:
+        abor = fc.send("ABOR")
+        await asyncio.wait_for(asyncio.gather(pending.final, abor.final, return_exceptions=True), 10)
+    except (TimeoutError, FTPError, FlowError):
+        pass
+
+
+def already_complete(direction: str, path: str, size: int) -> TransferResult:
+    r = TransferResult(direction=direction, path=path, bytes=0, seconds=0.0, total_size=size, resumed_from=size)
+    r.update(note="already complete")
+    return r
+
+

@@ -1,0 +1,80 @@
+"""What a local directory holds, for dataset jobs: the destination of a
+get (with unfinished NAME.part downloads) and the source of a put."""
+
+from __future__ import annotations
+
+import os
+import stat as statmod
+
+from ...ftp.safepath import UnsafePath, check_name
+from .plan import Rel, Stat
+
+
+def local_tree(root: str) -> tuple[dict[Rel, Stat], dict[Rel, int]]:
+    """What a local directory holds (symlinks are not followed), and the
+    sizes of unfinished downloads (NAME.part)."""
+    tree: dict[Rel, Stat] = {}
+    parts: dict[Rel, int] = {}
+    if not os.path.isdir(root):
+        return tree, parts
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = tuple(p for p in os.path.relpath(dirpath, root).split(os.sep) if p != ".")
+        for d in dirnames:
+            tree[rel_dir + (d,)] = Stat(is_dir=True)
+        for name in filenames:
+            st = os.lstat(os.path.join(dirpath, name))
+            if not statmod.S_ISREG(st.st_mode):
+                continue
+            if name.endswith(".part"):
+                parts[rel_dir + (name[:-5],)] = st.st_size
+            tree[rel_dir + (name,)] = Stat(st.st_size, st.st_mtime)
+    return tree, parts
+
+
+
+def _sendable(name: str) -> bool:
+    try:
+        check_name(name)
+    except UnsafePath:
+        return False
+    return True
+
+
+def local_source_tree(root: str, report) -> dict[Rel, Stat]:
+    """A local directory to upload.  A symlink is followed only to a file
+    inside ``root``; others are reported and left out."""
+    tree: dict[Rel, Stat] = {}
+    real_root = os.path.realpath(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = tuple(p for p in os.path.relpath(dirpath, root).split(os.sep) if p != ".")
+        for d in list(dirnames):
+            full = os.path.join(dirpath, d)
+            if not _sendable(d):
+                dirnames.remove(d)
+                report(full, "name cannot be sent (not UTF-8, or CR/LF); skipped")
+                continue
+            if os.path.islink(full):
+                dirnames.remove(d)
+                report(full, "symlink to a directory; skipped")
+                continue
+            tree[rel_dir + (d,)] = Stat(is_dir=True)
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            if not _sendable(name):
+                report(full, "name cannot be sent (not UTF-8, or CR/LF); skipped")
+                continue
+            try:
+                if os.path.islink(full):
+                    real = os.path.realpath(full)
+                    if not real.startswith(real_root + os.sep):
+                        report(full, "symlink out of the source tree; skipped")
+                        continue
+                st = os.stat(full)
+            except OSError as exc:
+                report(full, f"cannot read: {exc.strerror or exc}")
+                continue
+            if statmod.S_ISREG(st.st_mode):
+                tree[rel_dir + (name,)] = Stat(st.st_size, st.st_mtime)
+    return tree
+
+
