@@ -136,13 +136,7 @@ def plot_goodput(data: Data, path: str) -> str | None:
     top.set_title(title(data), fontsize=9)
     bottom.set_ylabel("receive buffer (MiB)")
     bottom.set_xlabel("time (s)")
-    for ax in (top, bottom):
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, (top, bottom), path)
 
 
 def cap_points(datas: list[Data]) -> dict[tuple[float, int, str], list[tuple[int, float]]]:
@@ -176,6 +170,12 @@ def plot_vs_cap(datas: list[Data], path: str) -> str | None:
         ax.set_title(f"{rate / 1e6:g} Mbit/s: mean goodput of each kind's flows", fontsize=9)
         ax.set_xlabel("DRS flows' window cap, drs:CAP (MiB)")
         ax.set_ylabel("goodput (Mbit/s)")
+    return _save(plt, fig, axes[0], path)
+
+
+def _save(plt: Any, fig: Any, axes: Any, path: str) -> str:
+    """Grid and legend on every panel, the figure written to ``path``."""
+    for ax in axes:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
