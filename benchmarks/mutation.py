@@ -104,8 +104,6 @@ KNOWN: dict[str, str] = {
         'adds the zero-width gap (size, size), dropped',
     'drsftp/ftp/flow.py TransferFlow.send: `verb = line.split(" ", 1)[0].upper()` 1 -> 2':
         'the verb is the first word whatever the split count',
-    'drsftp/ftp/flow.py TransferFlow.send: `verb in XFER` In -> NotIn':
-        'sets _xfer_verb, which nothing reads',
     'drsftp/ftp/listing.py parse_time_val: `1 <= mo <= 12` 12 -> 13':
         'calendar.timegm refuses month 13 (ValueError) before the range check sees it',
     'drsftp/ftp/listing.py parse_mlst_reply: `len(lines) > 2` 2 -> 3':

@@ -120,7 +120,6 @@ class TransferFlow:
         self.state = State.READY
         self.expected: State | None = State.READY  # after every command in flight succeeds; None: unknown
         self.in_flight: deque[str] = deque()  # verbs sent, final reply not yet received, oldest first
-        self._xfer_verb: str | None = None
 
     def allowed(self, verb: str) -> bool:
         return self.expected is not None and (self.expected, verb.upper()) in TRANSITIONS
@@ -132,8 +131,6 @@ class TransferFlow:
             raise FlowError(f"{verb} sent before the replies to a batch with a refused command")
         if not self.allowed(verb):
             raise FlowError(f"{verb} is not allowed in state {self.expected.value}")
-        if verb in DATA_VERBS:
-            self._xfer_verb = verb
         if verb not in OUT_OF_BAND:
             self.expected = TRANSITIONS[(self.expected, verb)]
             self.in_flight.append(verb)
@@ -179,7 +176,6 @@ class TransferFlow:
         if reply.preliminary:
             return Marker(reply)
         self.state = State.READY
-        self._xfer_verb = None
         if reply.code in POSITIVE[verb]:
             return TransferDone(reply)
         return TransferEnded(reply)
