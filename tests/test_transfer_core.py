@@ -80,11 +80,13 @@ def test_the_command_line_carries_known_values_only():
 
 
 def test_block_size_is_about_eight_a_stream_in_whole_64k_within_the_bounds():
-    assert block_size(4 * MiB, 4) == MIN_BLOCK  # 8 a stream would be 128 KiB
+    # the bounds as docs/EBLOCK.md states them: 256 KiB to 4 MiB
+    assert MIN_BLOCK == 256 * 1024 and MAX_BLOCK == 4 * MiB
+    assert block_size(4 * MiB, 4) == 256 * 1024  # 8 a stream would be 128 KiB
     assert block_size(64 * MiB, 4) == 2 * MiB
     assert block_size(96 * MiB + 12345, 4) == 3 * MiB
-    assert block_size(10 << 30, 4) == MAX_BLOCK
-    assert block_size(0, 0) == MIN_BLOCK
+    assert block_size(10 << 30, 4) == 4 * MiB
+    assert block_size(0, 0) == 256 * 1024
     assert block_size(int(8 * 1.5 * MiB), 1) == int(1.5 * MiB)
 
 
@@ -151,3 +153,9 @@ def test_a_non_positive_block_is_refused():
             continue
         raise AssertionError(bad)
     assert math.isfinite(block_size(1, 1))
+
+
+def test_block_sizes_are_whole_64k_and_a_plan_without_streams_is_one_share():
+    assert block_size(34 * MiB, 4) == 1088 * 1024  # 34 MiB over 32 blocks: 17 x 64 KiB, not rounded to 128 KiB
+    assert block_size(2 * MiB, 0) == 2 * MiB  # no stream count: the whole, within the bounds
+    assert BlockPlan([(0, 3)], 1).all() == [(0, 1), (1, 1), (2, 1)]  # a 1-byte block is a block
