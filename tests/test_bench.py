@@ -256,7 +256,7 @@ def test_stock_get_is_timed_from_the_first_byte_received_and_stops_at_max_time()
 
     meter = stockclient.Meter(max_time=3.0, clock=lambda: clock[0])
     sink = []
-    with pytest.raises(stockclient._Stop):
+    with pytest.raises(stockclient._Stopped):
         stockclient.retrieve(FakeFTP(), "f", type("F", (), {"write": lambda self, c: sink.append(c)})(), meter)
     fig = meter.figures(clock[0])
     assert (fig["bytes"], fig["seconds"], fig["complete"]) == (4000, 3.0, False)
@@ -380,7 +380,7 @@ def test_netemcheck_plan_takes_every_value_and_quick_shortens_it(monkeypatch):
     assert main(["netemcheck", "--backend", "tc", "--rtts", "50ms", "--paths", "30mbit/50ms,0/10ms",
                  "--losses", "1%", "--ccs", "reno", "--quick"]) == 0
     (plan,) = plans
-    assert plan == netemcheck.Plan(rtts=[0.05], paths=[(30e6, 0.05), (0.0, 0.01)], losses=[0.01], backend="tc",
+    assert plan == netemcheck.CheckPlan(rtts=[0.05], paths=[(30e6, 0.05), (0.0, 0.01)], losses=[0.01], backend="tc",
                                    ccs=("reno",), seconds=8, loss_pings=2000)
     assert main(["netemcheck"]) == 0  # the defaults: the tun table of docs/NETEM.md
     assert plans[1].paths == [(100e6, 0.1), (1e9, 0.1), (100e6, 0.02), (0.0, 0.1)]

@@ -81,7 +81,7 @@ def test_the_command_line_carries_known_values_only():
 
 def test_block_size_is_about_eight_a_stream_in_whole_64k_within_the_bounds():
     # the bounds as docs/EBLOCK.md states them: 256 KiB to 4 MiB
-    assert MIN_BLOCK == 256 * 1024 and MAX_BLOCK == 4 * MiB
+    assert (MIN_BLOCK, MAX_BLOCK) == (256 * 1024, 4 * 1024 * 1024)
     assert block_size(4 * MiB, 4) == 256 * 1024  # 8 a stream would be 128 KiB
     assert block_size(64 * MiB, 4) == 2 * MiB
     assert block_size(96 * MiB + 12345, 4) == 3 * MiB

@@ -300,7 +300,7 @@ def cmd_datapath(args) -> int:
 
 
 def cmd_netemcheck(args) -> int:
-    from .netemcheck import Plan, parse_path, run_netem_check
+    from .netemcheck import CheckPlan, parse_path, run_netem_check
 
     rtts = option_values("--rtts", args.rtts, parse_duration) if args.rtts.strip() else []
     paths = option_values("--paths", args.paths, lambda p: parse_path(p, parse_rate, parse_duration)) \
@@ -313,7 +313,7 @@ def cmd_netemcheck(args) -> int:
     if not (rtts or paths or losses):
         raise NetemUsageError("nothing to check: --rtts, --paths and --losses are all empty")
     ccs = option_choices("--ccs", args.ccs, ("bbr", "cubic", "reno"), "congestion control")
-    plan = Plan(rtts=rtts, paths=paths, losses=losses, backend=args.backend, ccs=tuple(ccs),
+    plan = CheckPlan(rtts=rtts, paths=paths, losses=losses, backend=args.backend, ccs=tuple(ccs),
                 seconds=8 if args.quick else 15, loss_pings=2000 if args.quick else 4000)
     return run_netem_check(args.out, plan)
 

@@ -255,7 +255,7 @@ def _launch(cfg: CompeteConfig, link: Link, flow: Flow, root: str, dest: str, wo
         watch = Watch(flow, client, "iperf3", lambda s: _port_of(s["local"]) == str(cport), out_json)
         return ["iperf3", "-s", "-1", "-B", host, "-p", str(port)], watch, port
 
-    def plan(port: int) -> T.Plan:
+    def plan(port: int) -> T.RunPlan:
         return _ftp_plan(cfg, flow, root, host, os.path.join(dest, f"flow-{flow.index}.bin"), out_json, probe,
                          port, work)
 
@@ -267,7 +267,7 @@ def _launch(cfg: CompeteConfig, link: Link, flow: Flow, root: str, dest: str, wo
 
 
 def _ftp_plan(cfg: CompeteConfig, flow: Flow, root: str, host: str, local: str, out_json: str,
-              probe: int | None, port: int, work: str) -> T.Plan:
+              probe: int | None, port: int, work: str) -> T.RunPlan:
     """A flow's FTP server and client: the bench's tuning columns
     (tunings.plan), a drsftp tuning with its argument, or drsftp get -P."""
     p = _ftp_columns(cfg, flow, root, host, local, out_json, probe, port, work)
@@ -277,14 +277,14 @@ def _ftp_plan(cfg: CompeteConfig, flow: Flow, root: str, host: str, local: str, 
 
 
 def _ftp_columns(cfg: CompeteConfig, flow: Flow, root: str, host: str, local: str, out_json: str,
-                 probe: int | None, port: int, work: str) -> T.Plan:
+                 probe: int | None, port: int, work: str) -> T.RunPlan:
     if flow.family == "parallel" or flow.arg is not None:
         tuning = "drs" if flow.family == "parallel" else flow.kind
         url = f"ftp://{T.USER}:{T.PASSWORD}@{host}:{port}/{SOURCE}"
         client = T.drsftp_client("get", url, local, out_json, tuning, cfg.force, cfg.cap)
         if flow.streams:
             client += ["-P", flow.streams]
-        return T.Plan(T.drsftp_server(root, host, tuning, cfg.force, port), client, "drsftp")
+        return T.RunPlan(T.drsftp_server(root, host, tuning, cfg.force, port), client, "drsftp")
     conf = None
     if flow.kind == "kernel-vsftpd":  # (port 0: the server's key, no file yet)
         conf = T.vsftpd_config(root, host, work, port) if port else "vsftpd.conf"

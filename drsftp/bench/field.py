@@ -68,7 +68,7 @@ def workload(name: str, scale: float = 1.0) -> Workload:
 
 
 @dataclass(frozen=True)
-class Entry:
+class FieldEntry:
     """One column: who serves, and the client's command for a workload."""
 
     name: str
@@ -150,37 +150,37 @@ def _rclone(*flags: str) -> Callable[[Ctx], list[str]]:
     return cmd
 
 
-ENTRIES: dict[str, Entry] = {e.name: e for e in [
-    Entry("drsftp", "drsftp", _drsftp_get("1"), trees=False, description="drsftp get, one DRS stream"),
-    *[Entry(f"drsftp-P{n}", "drsftp", _drsftp_get(str(n)), trees=False,
+ENTRIES: dict[str, FieldEntry] = {e.name: e for e in [
+    FieldEntry("drsftp", "drsftp", _drsftp_get("1"), trees=False, description="drsftp get, one DRS stream"),
+    *[FieldEntry(f"drsftp-P{n}", "drsftp", _drsftp_get(str(n)), trees=False,
             description=f"drsftp get -P {n}: {n} DRS streams") for n in (2, 4, 8)],
-    Entry("drsftp-kernel", "drsftp", _drsftp_get("1", "--tuning", "kernel"), trees=False,
+    FieldEntry("drsftp-kernel", "drsftp", _drsftp_get("1", "--tuning", "kernel"), trees=False,
           description="drsftp get --tuning kernel: one stream, kernel autotuning at the client"),
-    Entry("drsftp-Pauto", "drsftp", _drsftp_get("auto"), trees=False,
+    FieldEntry("drsftp-Pauto", "drsftp", _drsftp_get("auto"), trees=False,
           description="drsftp get -P auto: streams chosen while the transfer runs"),
-    Entry("drsftp-r", "drsftp", _drsftp_tree("auto"), files=False,
+    FieldEntry("drsftp-r", "drsftp", _drsftp_tree("auto"), files=False,
           description="drsftp get -r -c auto: sessions chosen while the job runs, pipelined commands"),
-    *[Entry(f"drsftp-r-c{n}", "drsftp", _drsftp_tree(str(n)), files=False, description=f"drsftp get -r -c {n}")
+    *[FieldEntry(f"drsftp-r-c{n}", "drsftp", _drsftp_tree(str(n)), files=False, description=f"drsftp get -r -c {n}")
       for n in (8, 16, 32)],
-    *[Entry(f"drsftp-r-c{n}-P{m}", "drsftp", _drsftp_tree(str(n), "-P", str(m)), files=False,
+    *[FieldEntry(f"drsftp-r-c{n}-P{m}", "drsftp", _drsftp_tree(str(n), "-P", str(m)), files=False,
             description=f"drsftp get -r -c {n} -P {m}: {m} cached streams per session") for n in (4, 8, 16)
       for m in (2, 4)],
-    Entry("drsftp-r-stream", "drsftp", _drsftp_tree("auto", "--stream-mode"), files=False,
+    FieldEntry("drsftp-r-stream", "drsftp", _drsftp_tree("auto", "--stream-mode"), files=False,
           description="drsftp get -r --stream-mode: a data connection per file"),
-    Entry("gridftp", "gridftp", _guc(), description="globus-url-copy, defaults (one stream, autotuning)"),
-    Entry("gridftp-p4", "gridftp", _guc("-p", "4", tcp_bs=lambda c: str(c.quarter_2bdp)),
+    FieldEntry("gridftp", "gridftp", _guc(), description="globus-url-copy, defaults (one stream, autotuning)"),
+    FieldEntry("gridftp-p4", "gridftp", _guc("-p", "4", tcp_bs=lambda c: str(c.quarter_2bdp)),
           description="globus-url-copy -p 4 -tcp-bs 2xBDP/4"),
-    Entry("gridftp-p4-16M", "gridftp", _guc("-p", "4", tcp_bs=lambda c: "16M"),
+    FieldEntry("gridftp-p4-16M", "gridftp", _guc("-p", "4", tcp_bs=lambda c: "16M"),
           description="globus-url-copy -p 4 -tcp-bs 16M (hand-tuned)"),
-    Entry("gridftp-fast", "gridftp", _guc("-fast", "-pp", "-cc", "8", tcp_bs=lambda c: "16M"), files=False,
+    FieldEntry("gridftp-fast", "gridftp", _guc("-fast", "-pp", "-cc", "8", tcp_bs=lambda c: "16M"), files=False,
           description="globus-url-copy -r -fast -pp -cc 8 -tcp-bs 16M"),
-    Entry("lftp-pget4", "drsftp", _lftp(lambda c: f"pget -n 4 {os.path.basename(c.src)} -o {c.dest}"),
+    FieldEntry("lftp-pget4", "drsftp", _lftp(lambda c: f"pget -n 4 {os.path.basename(c.src)} -o {c.dest}"),
           trees=False, description="lftp pget -n 4 against drsftp serve"),
-    Entry("lftp-mirror8", "drsftp", _lftp(lambda c: f"mirror --parallel=8 {os.path.basename(c.src)} {c.dest}"),
+    FieldEntry("lftp-mirror8", "drsftp", _lftp(lambda c: f"mirror --parallel=8 {os.path.basename(c.src)} {c.dest}"),
           files=False, description="lftp mirror --parallel=8 against drsftp serve"),
-    Entry("rclone", "drsftp", _rclone("--multi-thread-streams", "0"), trees=False,
+    FieldEntry("rclone", "drsftp", _rclone("--multi-thread-streams", "0"), trees=False,
           description="rclone copyto against drsftp serve (one connection)"),
-    Entry("rclone-t8", "drsftp", _rclone("--transfers", "8", "--checkers", "8"), files=False,
+    FieldEntry("rclone-t8", "drsftp", _rclone("--transfers", "8", "--checkers", "8"), files=False,
           description="rclone copy --transfers 8 against drsftp serve"),
 ]}
 
@@ -288,7 +288,7 @@ def _check(dest: str, wl: Workload) -> str | None:
     return None
 
 
-def run_one(cfg: FieldConfig, link: Link, entry: Entry, wl: Workload, src: str, rep: int) -> dict:
+def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: str, rep: int) -> dict:
     root = os.path.dirname(src.rstrip("/")) if not wl.tree else os.path.dirname(src)
     dest = os.path.join(cfg.workdir, "dest", f"{entry.name}-{wl.name}")
     shutil.rmtree(dest, ignore_errors=True)

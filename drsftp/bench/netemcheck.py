@@ -47,7 +47,7 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Plan:
+class CheckPlan:
     rtts: list[float]
     paths: list[tuple[float, float]]  # (rate bit/s, rtt s); rate 0: no rate limit
     losses: list[float]
@@ -102,7 +102,7 @@ def _label(rate: float, rtt: float) -> str:
     return f"{rate / 1e6:g} Mbit/s, {rtt * 1000:g} ms"
 
 
-def check_idle_rtt(plan: Plan, rtt: float) -> Check:
+def check_idle_rtt(plan: CheckPlan, rtt: float) -> Check:
     with Link(rtt=rtt, rate=IDLE_RATE, backend=plan.backend) as link:
         _ping(link, 3, 0.05)  # warm up
         _, rtts = _ping(link, 30, 0.05)
@@ -115,7 +115,7 @@ def check_idle_rtt(plan: Plan, rtt: float) -> Check:
                      f"{err * 1000:+.3f} ms", link.backend, ok, avg, rtt)
 
 
-def check_path(plan: Plan, rate: float, rtt: float) -> list[Check]:
+def check_path(plan: CheckPlan, rate: float, rtt: float) -> list[Check]:
     """Goodput with each congestion control; the queue's delay and drops under a flood."""
     out = []
     with Link(rtt=rtt, rate=rate, sysctls=WMEM, backend=plan.backend) as link:
@@ -178,7 +178,7 @@ def _queue_drops(link: Link) -> int:
     return link.stats().get("c2s", {}).get("queue_drops") or 0
 
 
-def check_loss(plan: Plan, loss: float) -> Check:
+def check_loss(plan: CheckPlan, loss: float) -> Check:
     with Link(rtt=0.002, rate=0, loss=loss, seed=1, backend=plan.backend) as link:
         n = plan.loss_pings
         ploss, _ = _ping(link, n, 0.002)
@@ -194,7 +194,7 @@ def check_loss(plan: Plan, loss: float) -> Check:
                      ploss, expected)
 
 
-def run_checks(plan: Plan) -> list[Check]:
+def run_checks(plan: CheckPlan) -> list[Check]:
     checks = [check_idle_rtt(plan, rtt) for rtt in plan.rtts]
     for rate, rtt in plan.paths:
         checks += check_path(plan, rate, rtt)
@@ -202,7 +202,7 @@ def run_checks(plan: Plan) -> list[Check]:
     return checks
 
 
-def run_netem_check(outdir: str, plan: Plan) -> int:
+def run_netem_check(outdir: str, plan: CheckPlan) -> int:
     """Measure, print the table, write OUT/netem.json; 1 if a check is off its tolerance."""
     checks = run_checks(plan)
     backends = sorted({c.backend for c in checks})

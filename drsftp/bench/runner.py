@@ -209,7 +209,7 @@ def _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, prob
     vconf = T.vsftpd_config(root, link.server_addr, cfg.workdir) if tuning == "kernel-vsftpd" else None
     if tuning_override:  # the probe's own transfer
         url = f"ftp://{T.USER}:{T.PASSWORD}@{link.server_addr}:{T.PORT}/{remote}"
-        plan = T.Plan(T.drsftp_server(root, link.server_addr, tuning_override, False),
+        plan = T.RunPlan(T.drsftp_server(root, link.server_addr, tuning_override, False),
                       T.drsftp_client("get", url, local, out_json, tuning_override, False, max_time), "drsftp")
     else:
         plan = T.plan(tuning, direction=direction, root=root, host=link.server_addr, local=local,

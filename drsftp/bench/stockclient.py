@@ -22,7 +22,7 @@ from ..ftp.url import parse_url
 BLOCK = 1 << 20
 
 
-class _Stop(Exception):
+class _Stopped(Exception):
     pass
 
 
@@ -48,7 +48,7 @@ class Meter:
         self.bytes += n
         if self.max_time and now - self.t0 >= self.max_time:
             self.complete = False
-            raise _Stop
+            raise _Stopped
 
     def figures(self, end: float) -> dict:
         seconds = end - (self.t0 if self.t0 is not None else end)
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with open(args.local, "wb" if args.direction == "get" else "rb") as f:
             (retrieve if args.direction == "get" else store)(ftp, loc.path, f, meter)
-    except _Stop:
+    except _Stopped:
         pass
     fig = meter.figures(time.monotonic())
     record = TransferResult(direction=args.direction, path=loc.path, bytes=fig["bytes"], seconds=fig["seconds"],

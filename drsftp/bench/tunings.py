@@ -39,7 +39,7 @@ class Path:
 
 
 @dataclass
-class Plan:
+class RunPlan:
     """Commands for one run of one tuning."""
 
     server: list[str]
@@ -96,7 +96,7 @@ def drsftp_client(direction: str, url: str, local: str, out_json: str, tuning: s
 
 def plan(name: str, *, direction: str, root: str, host: str, local: str, remote: str, out_json: str,
          path: Path, force: bool, max_time: float, probe_size: int | None = None,
-         vsftpd_conf: str | None = None, port: int = PORT) -> Plan:
+         vsftpd_conf: str | None = None, port: int = PORT) -> RunPlan:
     url = f"ftp://{USER}:{PASSWORD}@{host}:{port}/{remote}"
     if name in FIXED_SIZES or name in DRSFTP_TUNINGS:
         tuning = {
@@ -105,14 +105,14 @@ def plan(name: str, *, direction: str, root: str, host: str, local: str, remote:
             "probe-static": f"fixed:{probe_size or 65536}",
         }.get(name, name)
         fixed_force = force and name != "stock-64k"
-        return Plan(drsftp_server(root, host, tuning, fixed_force, port),
+        return RunPlan(drsftp_server(root, host, tuning, fixed_force, port),
                     drsftp_client(direction, url, local, out_json, tuning, fixed_force, max_time), "drsftp")
     if name == "kernel":
         server = [PY, "-m", "pyftpdlib", "-i", host, "-p", str(port), "-w", "-d", root,
                   "-u", USER, "-P", PASSWORD]
         client = [PY, "-m", "drsftp.bench.stockclient", direction, url, local, "--json", out_json,
                   "--max-time", f"{max_time:g}"]
-        return Plan(server, client, "stock")
+        return RunPlan(server, client, "stock")
     if name == "kernel-vsftpd":
         anon = f"ftp://{host}:{port}/{'pub/' if direction == 'put' else ''}{remote}"
         if direction == "get":
@@ -121,7 +121,7 @@ def plan(name: str, *, direction: str, root: str, host: str, local: str, remote:
             client = ["curl", "-sS", "-T", local, "--max-time", f"{max_time:g}", "-w", "%{json}", anon]
         if vsftpd_conf is None:
             raise ValueError("kernel-vsftpd needs a vsftpd configuration (vsftpd_config)")
-        return Plan(["vsftpd", vsftpd_conf], client, "curl")
+        return RunPlan(["vsftpd", vsftpd_conf], client, "curl")
     raise ValueError(f"unknown tuning {name!r}")
 
 

@@ -63,7 +63,7 @@ class Job:
         """Payload bytes this transfer moved."""
         raise NotImplementedError
 
-    # -- what a stream's events hand its transfer (estreams.Transfer) -----------
+    # -- what a stream's events hand its transfer (estreams.StreamsJob) -----------
     def pump(self, s: Stream) -> None:
         """Send on ``s`` (a sender's: esend.Send)."""
         raise NotImplementedError

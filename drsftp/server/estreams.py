@@ -80,7 +80,7 @@ class Control(Protocol):
     def push(self, data: str) -> None: ...
 
 
-class Transfer(Protocol):
+class StreamsJob(Protocol):
     """The running transfer as its streams see it (ejob.Job)."""
 
     @property
@@ -120,7 +120,7 @@ class Session(Protocol):
     def streams(self) -> list[Stream]: ...
 
     @property
-    def job(self) -> Transfer | None: ...
+    def job(self) -> StreamsJob | None: ...
 
     @property
     def tls_context(self) -> ssl.SSLContext | None: ...
@@ -278,11 +278,11 @@ class Stream(_Channel):
         stream) or received (a receiver's)."""
         return self.decoder.ended if self.role is Role.RECEIVER else self.done
 
-    def _sending_for(self, job: Transfer | None) -> bool:
+    def _sending_for(self, job: StreamsJob | None) -> bool:
         """``job`` sends on this stream, and its part is not over."""
         return job is not None and job.role is Role.SENDER and self in job.members and not self.done
 
-    def _receiving_for(self, job: Transfer | None) -> bool:
+    def _receiving_for(self, job: StreamsJob | None) -> bool:
         """What this stream reads belongs to ``job`` (any receiving stream
         may carry a STOR's blocks), until its EOD."""
         return (job is not None and job.role is Role.RECEIVER and self.role is Role.RECEIVER
