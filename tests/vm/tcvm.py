@@ -155,7 +155,11 @@ mount -t sysfs sys /root/sys
 mount -t devtmpfs dev /root/dev
 mkdir -p /root/dev/pts /root/dev/shm
 mount -t devpts devpts /root/dev/pts
+# the checkout stays reachable where it is, also below a directory the
+# tmpfs mounts below hide (a clone in /tmp): held aside, bound back after
+mkdir -p /repo && mount -o bind /root@REPO@ /repo
 for d in /root/run /root/tmp /root/var/tmp /root/dev/shm; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
+mkdir -p /root@REPO@ 2>/dev/null; mount -o bind /repo /root@REPO@
 ip link set lo up
 echo "@MARK@: start"
 chroot /root /usr/bin/env -i PATH=@PATH@ HOME=/tmp TERM=dumb PYTHONDONTWRITEBYTECODE=1 \
@@ -168,7 +172,7 @@ reboot -f
 
 def init_script(argv: list[str], mark: str, bin_first: str) -> str:
     command = f"cd {shlex.quote(REPO)} && exec {shlex.join(argv)}"
-    fill = {"@MARK@": mark, "@COMMAND@": shlex.quote(command),
+    fill = {"@MARK@": mark, "@COMMAND@": shlex.quote(command), "@REPO@": shlex.quote(REPO),
             "@PATH@": shlex.quote(f"{bin_first}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")}
     text = INIT
     for key, value in fill.items():
