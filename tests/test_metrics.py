@@ -38,6 +38,7 @@ from test_interop_peers import _lftp
 from tlscerts import make_certs
 
 from drsftp.ftp.eblock import Desc, header
+from drsftp.netem.link import stop_process
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "tests" / "artifacts"  # kept after the run (ignored by git)
@@ -403,12 +404,7 @@ def test_prometheus_scrapes_the_bytes_of_a_transfer(root, tmp_path):
         [up] = prometheus_query(prom_port, 'up{job="drsftp"}')
         assert up["value"][1] == "1"  # scraped with the bearer token
     finally:
-        prom.terminate()
-        try:
-            prom.wait(15)
-        except subprocess.TimeoutExpired:
-            prom.kill()
-            prom.wait()
+        stop_process(prom)  # (by its PID: terminate, then kill after 15 s)
         srv.stop()
 
 

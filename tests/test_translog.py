@@ -395,7 +395,7 @@ def test_parts_of_one_file_from_several_sessions_are_one_download():
     for s, offset, nbytes in ((2, 400, 300), (1, 0, 450), (3, 700, 300)):
         whole, ended = rd.ended(key, _part(s, offset, nbytes, began=s, drs=s == 3))
         assert not whole and ended == []
-    assert rd.left(1) == [] and rd.left(3) == []  # session 2 still holds its part
+    assert rd.left(1) == [] and rd.left(3) == []  # control connection 2 still holds its part
     [(k, parts)] = rd.left(2)
     rec = translog.ranged_record(10.0, k, parts)
     assert (rec["path"], rec["bytes"], rec["streams"], rec["drs_peer"], rec["complete"]) == ("/f.bin", 1000, 3,
@@ -415,7 +415,7 @@ def test_a_whole_file_is_its_own_transfer_and_a_gap_is_incomplete():
     rd.ended(key, _part(1, 0, 300))
     rd.ended(key, _part(2, 600, 400))
     rd.left(1)
-    # session 2 turns to another file: the download ends, 300-600 never sent
+    # control connection 2 turns to another file: the download ends, 300-600 never sent
     [(k, parts)] = rd.started(("192.0.2.1", "u", "/other.bin"), 2)
     rec = translog.ranged_record(10.0, k, parts)
     assert (rec["bytes"], rec["streams"], rec["complete"]) == (700, 2, False)
@@ -440,9 +440,9 @@ def test_a_part_still_running_holds_the_download_open():
     rd.started(key, 1)
     rd.started(key, 2)
     rd.ended(key, _part(2, 500, 500))
-    assert rd.left(2) == []  # session 1's RETR has not ended
+    assert rd.left(2) == []  # control connection 1's RETR has not ended
     whole, ended = rd.ended(key, _part(1, 0, 520))
-    assert not whole and ended == []  # session 1 still open
+    assert not whole and ended == []  # control connection 1 still open
     [(_, parts)] = rd.left(1)
     assert translog.ranged_record(0.0, key, parts)["complete"] is True
 
