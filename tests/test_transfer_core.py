@@ -49,7 +49,7 @@ def test_one_drs_command_at_a_time_and_at_most_one_per_rtt():
     ex.sent(0.0)
     assert not ex.due(10.0, 0.1)  # the reply is still out
     assert ex.on_reply(200, "DRS rtt_us=5000 rate=77") == {"rtt_us": 5000, "rate": 77}
-    assert ex.peer_answered and ex.peer_last == {"rtt_us": 5000, "rate": 77}
+    assert ex.replies == 1 and ex.peer_last == {"rtt_us": 5000, "rate": 77}
     assert not ex.due(0.099, 0.1) and ex.due(0.1, 0.1)
     assert not ex.due(0.049, 0.001) and ex.due(drsexchange.MIN_INTERVAL, 0.001)  # the floor on short paths
     assert ex.due(0.05, None)
@@ -60,7 +60,7 @@ def test_a_500_or_502_turns_the_exchange_off_other_refusals_do_not():
         ex = drsexchange.Exchange(enabled=True)
         ex.sent(0.0)
         assert ex.on_reply(code, "no") is None
-        assert ex.enabled is stays and not ex.pending and not ex.peer_answered
+        assert ex.enabled is stays and not ex.pending and ex.replies == 0
         assert ex.due(1.0, 0.1) is stays
 
 

@@ -83,10 +83,6 @@ class Exchange:
             self.enabled = False
         return None
 
-    @property
-    def peer_answered(self) -> bool:
-        """The peer took part: it answered at least one DRS with its measurements."""
-        return self.replies > 0
 
 
 def command(pairs: Mapping[str, float | int | None]) -> str:
