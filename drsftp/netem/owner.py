@@ -65,8 +65,7 @@ class LinkOwner:
         plan = self.plan
         state = nsmod.read_state(plan.name)
         if nsmod.link_namespaces(plan.name) or (state and nsmod.owner_pid_alive(state)):
-            what = "topology" if plan.topology else "link"
-            raise NetemError(f"{what} {plan.name!r} is up already (drsftp netem down {plan.name})")
+            raise NetemError(f"a link or topology named {plan.name!r} is up already (drsftp netem down {plan.name})")
         for ns in plan.nodes.values():
             run(["ip", "netns", "add", ns])
             self.made_ns.append(ns)
