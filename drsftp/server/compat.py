@@ -50,17 +50,22 @@ __all__ = [
 
 class EPortHooks:
     """PORT/EPRT and PASV/EPSV end in pyftpdlib's ``_make_eport`` and
-    ``_make_epasv`` after their arguments are parsed; a handler that
-    defines ``data_address_hook(ip, port)`` / ``passive_hook(extmode)``
-    returning True takes the command over (MODE E)."""
+    ``_make_epasv`` after their arguments are parsed; they go to the
+    handler's ``data_address_hook(ip, port)`` / ``passive_hook(extmode)``
+    instead (the address rules, MODE E), which call ``stock_eport`` /
+    ``stock_epasv`` for pyftpdlib's stream-mode data channel."""
 
     def _make_eport(self, ip, port):
-        if not self.data_address_hook(ip, port):
-            super()._make_eport(ip, port)
+        self.data_address_hook(ip, port)
 
     def _make_epasv(self, extmode=False):
-        if not self.passive_hook(extmode):
-            super()._make_epasv(extmode)
+        self.passive_hook(extmode)
+
+    def stock_eport(self, ip, port):
+        super()._make_eport(ip, port)
+
+    def stock_epasv(self, extmode):
+        super()._make_epasv(extmode)
 
 
 def closed(channel) -> bool:
