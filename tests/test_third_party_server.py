@@ -173,6 +173,25 @@ def test_stream_mode_reverse_source_passive_destination_active(tmp_path):
         assert last_transfer(a)["data_peer"] == B_DATA and last_transfer(b)["data_peer"] == A_DATA
 
 
+def test_stream_mode_reverse_with_the_whole_file_sent_before_the_stor(tmp_path):
+    """A client that waits for B's PORT reply (sent once B has connected)
+    before STOR: A has sent the whole small file and closed by then; B
+    keeps it in the kernel for the STOR, unread, and stores all of it."""
+    small = tmp_path / "a" / "small.bin"
+    with servers(tmp_path) as (a, b):
+        make_file(small, 1000, seed=5)
+        ca, cb = Ctl(a.port).login(), Ctl(b.port).login()
+        ca.send("PASV")
+        addr = pasv_address(ca.reply())
+        ca.send("RETR small.bin")
+        assert cb.cmd("PORT " + port_arg(*addr)).startswith("200")
+        assert ca.final()[0].startswith("226")  # A is done before B's STOR
+        cb.send("STOR small.bin")
+        final, prelim = cb.final()
+        assert final.startswith("226") and prelim[0].startswith("125"), (final, prelim)
+        assert (tmp_path / "b" / "small.bin").read_bytes() == small.read_bytes()
+
+
 def test_mode_e_refuses_the_reverse_direction(tmp_path):
     """GFD.20: in MODE E the sender connects; a STOR after PORT is 425."""
     with servers(tmp_path) as (_a, b):

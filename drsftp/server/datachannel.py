@@ -98,6 +98,8 @@ class DRSDataMixin(UploadPlacement):
         """recv_into one large buffer and write it straight to the file.
         ASCII, TLS and a class with a recv of its own (pyftpdlib's
         ThrottledDTPHandler counts what it reads there) take the stock path."""
+        if not compat.transfer_attached(self) and not is_ssl_sock(self.socket):
+            return self._read_before_transfer()
         if compat.converts_data(self) or is_ssl_sock(self.socket) or type(self).recv is not DTPHandler.recv:
             return super().handle_read()
         if self._recv_buf is None:
@@ -118,6 +120,32 @@ class DRSDataMixin(UploadPlacement):
             self.file_obj.write(memoryview(self._recv_buf)[:n])
         except OSError as err:
             raise _FileReadWriteError(err.errno, err.strerror) from err
+
+    def readable(self):
+        # pyftpdlib closes a data channel that is readable before its
+        # transfer command, as if its peer had gone; _read_before_transfer
+        # tells early data from a close instead
+        if not compat.transfer_attached(self) and not compat.closed(self) and not is_ssl_sock(self.socket):
+            return True
+        return super().readable()
+
+    def _read_before_transfer(self) -> None:
+        """Bytes before the transfer command: a third-party source sends as
+        soon as it is connected, and pyftpdlib connects at PORT, before the
+        STOR (docs/PROTOCOL.md, "Third-party transfers").  They stay in the
+        kernel for the STOR, unread, and the channel stops polling reads
+        till then.  A connection its peer closed with nothing sent is
+        closed (handle_close: no command to answer)."""
+        try:
+            pending = self.socket.recv(1, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            pending = b""
+        if pending:
+            self.modify_ioloop_events(0)  # enable_receiving polls again
+        else:
+            self.handle_close()
 
     def handle_error(self):
         """Write errors get RFC 959 codes: 452 when storage is full, 451

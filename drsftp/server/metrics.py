@@ -66,7 +66,6 @@ REFUSALS = ("limit", "bounce", "tls")
 REFUSAL_REPLIES = (
     ("421 Too many connections", "limit"),
     ("501 Rejected data connection to foreign address", "bounce"),
-    ("425 Rejected data connection from foreign address", "bounce"),
     ("501 PORT against the privileged port", "bounce"),
     ("550 SSL/TLS required", "tls"),
     ("522 SSL handshake failed", "tls"),
