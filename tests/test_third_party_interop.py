@@ -22,6 +22,7 @@ from conftest import PASSWORD, USER, make_file, sha256_file, wait_until
 from test_gfal_peer import gfal, ok
 from test_parallel_peers import GRIDFTP, _world_dir
 from test_third_party_server import A_DATA, B_DATA, Server
+from test_tls import certs  # noqa: F401 (a fixture)
 
 from drsftp.netem.link import stop_process
 
@@ -161,6 +162,25 @@ def test_lftp_fxp_between_two_drsftp_serves(tmp_path, passive_source):
         passive, foreign = (a, B_DATA) if passive_source else (b, A_DATA)
         assert wait_until(lambda: passive.records(), 10)
         assert passive.records()[-1]["data_peer"] == foreign
+
+
+def test_lftp_fxp_over_tls_with_sscn(tmp_path, certs):  # noqa: F811
+    """lftp's FXP between two FTPS servers (PROT P on both): lftp sends
+    SSCN ON to the passive one (ftp:fxp-passive-sscn), which takes the TLS
+    client's role on the data connection."""
+    tls = ("--tls-cert", str(certs.good), "--require-tls")
+    with two_servers(tmp_path, ("--data-interface", A_DATA, *tls),
+                     ("--data-interface", "127.0.0.1", "--third-party-peers", A_DATA, *tls)) as (a, b):
+        r = lftp(f"set ftp:use-fxp true; set ftp:fxp-force true; set ftp:ssl-force true;"
+                 f" set ftp:ssl-protect-data true; set ftp:ssl-protect-fxp true; set ssl:ca-file {certs.ca};"
+                 f" set net:max-retries 1; set net:timeout 15; set xfer:log false; debug -o {tmp_path}/lftp.log 5;"
+                 f" get {drs_url(a, 'src.bin')} -o {drs_url(b, 'dst.bin')}")
+        assert r.returncode == 0, r.stderr + (tmp_path / "lftp.log").read_text()[-3000:]
+        assert sha256_file(os.path.join(b.root, "dst.bin")) == sha256_file(os.path.join(a.root, "src.bin"))
+        trace = (tmp_path / "lftp.log").read_text()
+        assert "SSCN ON" in trace and "200 SSCN:CLIENT METHOD" in trace and "PROT P" in trace
+        assert wait_until(lambda: b.records(), 10)
+        assert (b.records()[-1]["data_peer"], b.records()[-1]["tls"]) == (A_DATA, True)
 
 
 def test_gfal_copy_between_two_drsftp_serves(tmp_path):

@@ -65,6 +65,13 @@ class Ctl:
             prelim.append(r)
         return r, prelim
 
+    def starttls(self, ctx: ssl.SSLContext) -> Ctl:
+        """AUTH TLS (RFC 4217): the control connection in TLS from here."""
+        assert self.cmd("AUTH TLS").startswith("234")
+        self.sock = ctx.wrap_socket(self.sock, server_hostname="127.0.0.1")
+        self.f = self.sock.makefile("rb")
+        return self
+
     def login(self, *setup: str) -> Ctl:
         assert self.cmd(f"USER {USER}").startswith("331")
         assert self.cmd(f"PASS {PASSWORD}").startswith("230")
@@ -221,6 +228,34 @@ def test_rest_resumes_a_third_party_transfer(tmp_path, mode):
         assert ca.final()[0].startswith("226") and cb.final()[0].startswith("226")
         assert sha256_file(b.root + "/dst.bin") == sha256_file(a.root + "/src.bin")
         assert last_transfer(b)["bytes"] == SIZE - held
+
+
+@pytest.mark.parametrize(("mode", "client_end"), [("S", "source"), ("S", "destination"), ("E", "source"),
+                                                  ("E", "destination")])
+def test_sscn_lets_two_ftps_servers_protect_the_data_connection(tmp_path, certs, mode, client_end):  # noqa: F811
+    """Under PROT P both servers would be TLS servers; SSCN ON makes one
+    of them (the active source, or the passive destination) the TLS
+    client, and the file moves in TLS, byte-identical."""
+    tls = ("--tls-cert", str(certs.good), "--require-tls")
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    extended = ("MODE E",) if mode == "E" else ()
+    with servers(tmp_path, tls, tls) as (a, b):
+        ca = Ctl(a.port).starttls(ctx).login("PBSZ 0", "PROT P", *extended)
+        cb = Ctl(b.port).starttls(ctx).login("PBSZ 0", "PROT P", *extended)
+        client, server = (ca, cb) if client_end == "source" else (cb, ca)
+        assert client.cmd("SSCN ON") == "200 SSCN:CLIENT METHOD"
+        assert server.cmd("SSCN") == "200 SSCN:SERVER METHOD"
+        assert "SSCN" in server.cmd("FEAT")
+        if mode == "E":
+            assert ca.cmd("OPTS RETR Parallelism=3,3,3;").startswith("200")
+        reply = cb.cmd("PASV")
+        assert cb.cmd(f"ALLO {SIZE}").startswith("200")
+        cb.send("STOR dst.bin")
+        assert ca.cmd("PORT " + port_arg(*pasv_address(reply))).startswith("200")
+        ca.send("RETR src.bin")
+        assert ca.final()[0].startswith("226") and cb.final()[0].startswith("226")
+        assert sha256_file(b.root + "/dst.bin") == sha256_file(a.root + "/src.bin")
+        assert cb.cmd("SSCN MAYBE").startswith("501")
 
 
 # -- the bounce rule (RFC 2577) ---------------------------------------------------------------

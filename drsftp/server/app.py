@@ -155,7 +155,8 @@ def _data_addresses(handler: type, cfg: ServerConfig) -> None:
     if cfg.data_interface:
         handler.data_interface = cfg.data_interface.strip()
         try:  # an address this host has: a listener or an outgoing connection could not use another
-            socket.create_server((handler.data_interface, 0)).close()
+            family = socket.AF_INET6 if ":" in handler.data_interface else socket.AF_INET
+            socket.create_server((handler.data_interface, 0), family=family).close()
         except OSError as exc:
             raise ConfigError(f"--data-interface {handler.data_interface} is not an address of this host:"
                               f" {exc.strerror or exc}") from exc

@@ -42,6 +42,7 @@ __all__ = [
     "restart_position",
     "set_final_reply",
     "set_mlst_facts",
+    "start_tls_as_client",
     "stop_connecting",
     "tls_established",
     "transfer_attached",
@@ -217,3 +218,12 @@ def final_reply(dtp) -> str | None:
 def control_tls_established(handler) -> bool:
     """The control connection runs TLS (AUTH TLS done; FTPS handlers only)."""
     return bool(getattr(handler, "_ssl_established", False))
+
+
+def start_tls_as_client(channel) -> None:
+    """A pyftpdlib TLS connection just secured (secure_connection) takes
+    the TLS client's role and sends its ClientHello now (SSCN ON): its
+    handshake steps on read and write events from then on, as a server's."""
+    channel.socket.set_connect_state()
+    with channel._handle_ssl_want_rw():
+        channel._do_ssl_handshake()

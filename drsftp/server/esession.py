@@ -55,8 +55,16 @@ class ESession:
 
     @property
     def tls_context(self) -> ssl.SSLContext | None:
-        """The streams' TLS context under PROT P, None under PROT C."""
-        return getattr(self.h, "etls_context", None) if data_protected(self.h) else None
+        """The streams' TLS context under PROT P (the TLS client's under
+        SSCN ON), None under PROT C."""
+        if not data_protected(self.h):
+            return None
+        return getattr(self.h, "etls_client_context" if self.tls_client else "etls_context", None)
+
+    @property
+    def tls_client(self) -> bool:
+        """SSCN ON: this end is the TLS client on its streams (sscn.py)."""
+        return bool(getattr(self.h, "sscn_client", False))
 
     @property
     def busy(self) -> bool:
@@ -104,7 +112,7 @@ class ESession:
         sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
         sock.setblocking(False)
         stream = Stream(self, sock, Role.SENDER)
-        stream.secure(self.tls_context)
+        stream.secure(self.tls_context, self.tls_client)
         stream.connecting = True
         self.streams.append(stream)
         stream.handshake = self.new_tuner(Role.SENDER, ip)
@@ -203,9 +211,11 @@ class ESession:
 
     def _cached(self, role: Role) -> list[Stream]:
         """The open streams of ``role``; those set up under the other PROT
-        level are closed first (PROT P streams run TLS, PROT C ones not)."""
+        level, or the other TLS role (SSCN), are closed first (PROT P
+        streams run TLS, PROT C ones not)."""
         tls = self.tls_context is not None
-        for s in [s for s in self.streams if s.role is role and (s.tls is not None) != tls]:
+        for s in [s for s in self.streams if s.role is role and (
+                (s.tls is not None) != tls or (s.tls is not None and s.tls.client != self.tls_client))]:
             s.close()
         return [s for s in self.streams if s.role is role]
 

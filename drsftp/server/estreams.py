@@ -122,6 +122,9 @@ class Session(Protocol):
     @property
     def tls_context(self) -> ssl.SSLContext | None: ...
 
+    @property
+    def tls_client(self) -> bool: ...
+
     def new_tuner(self, role: Role, peer: str | None) -> SocketTuner: ...
 
     def refuse(self, ip: str) -> str | None: ...
@@ -219,11 +222,20 @@ class Stream(_Channel):
         if delay is not None:
             self._tick_handle = self.ioloop.call_later(delay, self._tick, _errback=self.handle_error)
 
-    def secure(self, ctx: ssl.SSLContext | None) -> None:
-        """Under PROT P (``ctx``): TLS with us as server; the client
-        speaks first (RFC 4217 sec. 10)."""
+    def secure(self, ctx: ssl.SSLContext | None, client: bool = False) -> None:
+        """Under PROT P (``ctx``): TLS with us as server, the client
+        speaking first (RFC 4217 sec. 10); as the TLS client under SSCN ON
+        (``client``, sscn.py)."""
         if ctx is not None:
-            self.tls = StreamTLS(ctx, self.socket)
+            self.tls = StreamTLS(ctx, self.socket, client)
+
+    def begin_tls(self) -> None:
+        """Connected: the TLS client sends its ClientHello now; the server
+        waits for it."""
+        if self.tls is not None and self.tls.client:
+            self._handshake()
+        else:
+            self.want(self.ioloop.READ)
 
     def recv_into(self, buf: bytearray) -> int:
         """The stream's data (decrypted under PROT P), as socket.recv_into."""
@@ -302,7 +314,7 @@ class Stream(_Channel):
             hs.after_handshake(self.socket, reserved_as=hs)  # ends the handshake's reservation
             self.start(hs.static_window)
             if self.tls is not None:
-                return self.want(self.ioloop.READ)  # the ClientHello comes
+                return self.begin_tls()  # (as TLS server: the ClientHello comes)
         if self.tls is not None and not self.tls.established:
             try:
                 self.tls.flush()
@@ -425,9 +437,9 @@ class Listener(_Channel):
         self.handshake.after_handshake(sock, reserved_as=self)  # the reservation ends: its own tuner claims
         stream = Stream(s, sock, Role.RECEIVER)
         s.streams.append(stream)
-        stream.secure(s.tls_context)
+        stream.secure(s.tls_context, s.tls_client)
         stream.start(self.handshake.static_window)
-        stream.want(self.ioloop.READ)
+        stream.begin_tls()
 
     def close(self) -> None:
         if not self.closed and self.session.h.buffer_budget is not None:
