@@ -136,6 +136,14 @@ def build_parser(command: str | None = None) -> _Parser:
     s.add_argument("--force-buffers", action="store_true", default=None,
                    help="use SO_RCVBUFFORCE/SO_SNDBUFFORCE (CAP_NET_ADMIN) past rmem_max/wmem_max")
     s.add_argument("--passive-ports", metavar="LO-HI", help="data ports to listen on, e.g. 60000-60100")
+    s.add_argument("--data-interface", metavar="ADDR",
+                   help="address data connections use: passive listeners bind it and PASV names it, active ones"
+                        " leave from it (default: the control connection's)")
+    s.add_argument("--masquerade-address", metavar="ADDR",
+                   help="IPv4 address PASV names instead (a server behind NAT)")
+    s.add_argument("--third-party-peers", metavar="ADDR|CIDR,...",
+                   help="hosts other than the client that data connections may go to or come from"
+                        " (server-to-server transfers); off by default (RFC 2577)")
     s.add_argument("--max-connections", type=int, help="sessions at once (default 256; 0: no limit)")
     s.add_argument("--max-connections-per-ip", type=int,
                    help="sessions at once from one address (default 32; 0: no limit)")
@@ -241,6 +249,8 @@ def _cmd_serve(args) -> int:
         implicit_tls_port=o["implicit_tls_port"],
         max_streams=o["max_streams"], max_streams_total=o["max_streams_total"], config_file=args.config,
         metrics=o["metrics"], metrics_token=o["metrics_token"], metrics_token_file=o["metrics_token_file"],
+        data_interface=o["data_interface"], masquerade_address=o["masquerade_address"],
+        third_party_peers=o["third_party_peers"],
     )
     configure_log(o["log_file"], o["log_format"])
     return serve(cfg)
