@@ -118,6 +118,7 @@ class CopyFlow:
     finals: dict[Side, Reply] = field(default_factory=dict)
     started: set[Side] = field(default_factory=set)  # sides whose transfer command went out
     address: tuple[str, int] | None = None  # the passive side's data address
+    names: dict[Side, str] = field(default_factory=lambda: {side: f"the {side.value}" for side in Side})
 
     def opening(self) -> list[Command]:
         """The first commands: the passive side's PASV (with MODE E to both,
@@ -127,11 +128,12 @@ class CopyFlow:
         if s.cached:  # (MODE E in force on both; B's STOR first: it is there before A's blocks)
             return self._transfer(Side.DEST) + self._transfer(Side.SOURCE)
         if s.mode_e:
-            out.append(Command(Side.DEST, "MODE E", "extended block mode (MODE E) on the destination"))
-            out.append(Command(Side.SOURCE, "MODE E", "extended block mode (MODE E) on the source"))
+            out.append(Command(Side.DEST, "MODE E", f"extended block mode (MODE E) on {self.names[Side.DEST]}"))
+            out.append(Command(Side.SOURCE, "MODE E", f"extended block mode (MODE E) on {self.names[Side.SOURCE]}"))
             n = s.streams
-            out.append(Command(Side.SOURCE, f"OPTS RETR Parallelism={n},{n},{n};", "OPTS RETR Parallelism"))
-        out.append(Command(Side.DEST, "PASV", "passive mode (PASV) on the destination"))
+            out.append(Command(Side.SOURCE, f"OPTS RETR Parallelism={n},{n},{n};",
+                               f"OPTS RETR Parallelism on {self.names[Side.SOURCE]}"))
+        out.append(Command(Side.DEST, "PASV", f"passive mode (PASV) on {self.names[Side.DEST]}"))
         return out
 
     def passive(self, side: Side, reply: Reply) -> list[Command]:
@@ -144,17 +146,17 @@ class CopyFlow:
         if reply.code != 227:
             if side is Side.DEST and not self.spec.mode_e:
                 self.passive_side = Side.SOURCE  # reverse: A listens, B connects
-                return [Command(Side.SOURCE, "PASV", "passive mode (PASV) on the source")]
+                return [Command(Side.SOURCE, "PASV", f"passive mode (PASV) on {self.names[Side.SOURCE]}")]
             why = ("in extended block mode the source connects (GFD.20), so the destination must listen"
                    if side is Side.DEST else "neither server takes PASV")
-            raise CopyError(f"the {side.value} refused PASV ({reply}); {why}")
+            raise CopyError(f"{self.names[side]} refused PASV ({reply}); {why}")
         try:
             self.address = parse_pasv(reply)
             arg = port_argument(*self.address)
         except (ProtocolError, ValueError) as exc:
-            raise CopyError(f"the {side.value}'s PASV reply names no IPv4 address: {reply}") from exc
+            raise CopyError(f"{self.names[side]} answered PASV with no IPv4 address: {reply}") from exc
         active = side.other
-        out = [Command(active, f"PORT {arg}", f"active mode (PORT) on the {active.value}")]
+        out = [Command(active, f"PORT {arg}", f"active mode (PORT) on {self.names[active]}")]
         out += self._transfer(side)
         if self.spec.mode_e:
             out += self._transfer(active)
@@ -186,9 +188,9 @@ class CopyFlow:
             if one is Side.DEST and s.size is not None:
                 out.append(Command(Side.DEST, f"ALLO {s.size}", "ALLO"))
             if rest is not None:
-                out.append(Command(one, f"REST {rest}", f"resume (REST) on the {one.value}"))
+                out.append(Command(one, f"REST {rest}", f"resume (REST) on {self.names[one]}"))
             line = f"STOR {s.dest_path}" if one is Side.DEST else f"RETR {s.source_path}"
-            out.append(Command(one, line, line))
+            out.append(Command(one, line, f"{line} on {self.names[one]}"))
             self.started.add(one)
         if self.started == {Side.SOURCE, Side.DEST}:
             self.phase = Phase.RUNNING
@@ -209,7 +211,7 @@ class CopyFlow:
         if not 200 <= reply.code < 300:
             verb = "STOR" if side is Side.DEST else "RETR"
             path = self.spec.dest_path if side is Side.DEST else self.spec.source_path
-            return self._fail(side, f"{verb} {path} failed on the {side.value}: {reply}", reply)
+            return self._fail(side, f"{verb} {path} failed on {self.names[side]}: {reply}", reply)
         if all(s in self.finals for s in Side):
             self.phase = Phase.DONE
             return Done(dict(self.finals))
@@ -217,7 +219,7 @@ class CopyFlow:
 
     def lost(self, side: Side, why: str) -> Failed:
         """The ``side``'s control connection failed."""
-        return self._fail(side, f"the {side.value}'s control connection failed: {why}", None)
+        return self._fail(side, f"lost the control connection to {self.names[side]}: {why}", None)
 
     def _fail(self, side: Side, reason: str, reply: Reply | None) -> Failed:
         self.phase = Phase.FAILED

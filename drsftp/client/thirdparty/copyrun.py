@@ -55,7 +55,7 @@ class CopyRun:
                  view: Callable[[int, float, float | None, int | None], None] | None = None,
                  on_marker: Callable[[str], None] | None = None) -> None:
         self.pair, self.spec = pair, spec
-        self.flow = CopyFlow(spec)
+        self.flow = CopyFlow(spec, names={side: pair.label(side) for side in Side})
         self.relay = Relay(pair.drs(Side.SOURCE), pair.drs(Side.DEST))
         self.relay.bytes_base = pair.dest_bytes if spec.cached else 0
         self.auto, self.idle_timeout, self.deadline = auto, idle_timeout, deadline
@@ -182,7 +182,7 @@ class CopyRun:
                     outcome = self._outcome(side, task)
                     if isinstance(outcome, Failed):
                         await self._abort(outcome)
-                        raise FTPError(outcome.reason, outcome.reply)
+                        raise self._failure(outcome)
                     if isinstance(outcome, Done):
                         self.out.seconds = now - started
                         self.moved = self.left if self.left is not None else self.relay.moved()
@@ -218,6 +218,19 @@ class CopyRun:
         if isinstance(result, Failed):
             return result
         return self.flow.final(side, result)
+
+    def _failure(self, failed: Failed) -> FTPError:
+        """The sentence for a failed copy: a server whose control
+        connection was lost is the cause (its death also ends the other's
+        transfer, whose error may come first); with --continue's hint when
+        a rerun can resume (a lost connection, a 4yz reply)."""
+        other = failed.side.other
+        if failed.reply is not None and self.pair.ctl(other).lost:
+            failed = self.flow.lost(other, "closed by the server")
+        reply = failed.reply
+        resume = reply is None or 400 <= reply.code < 500
+        hint = "; --continue resumes what the destination lacks" if resume else ""
+        return FTPError(failed.reason.rstrip(".") + hint, reply)
 
     async def _abort(self, failed: Failed) -> None:
         """ABOR to the transfers still running (RFC 959 4.1.3: 426, then

@@ -75,7 +75,13 @@ async def open_pair(src: FTPLocation, dst: FTPLocation, opts: TransferOptions,
     queries (SIZE, MDTM: sent with the log-in).  A failure names the
     server it came from; the other session is closed."""
     tasks = [asyncio.ensure_future(open_session(loc, opts, q)) for loc, q in ((src, src_queries), (dst, dst_queries))]
-    await asyncio.wait(tasks)
+    try:
+        await asyncio.wait(tasks)
+    except BaseException:  # (Ctrl-C, --max-time: neither log-in goes on alone)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     failure: tuple[Side, BaseException] | None = None
     for side, task in zip((Side.SOURCE, Side.DEST), tasks, strict=True):
         exc = task.exception()
@@ -86,8 +92,9 @@ async def open_pair(src: FTPLocation, dst: FTPLocation, opts: TransferOptions,
                              return_exceptions=True)
         side, exc = failure
         if isinstance(exc, FTPError):
-            loc = src if side is Side.SOURCE else dst
-            raise FTPError(f"{side.value} {shown(loc)}: {exc}", exc.reply, transient=exc.transient) from exc
+            where = shown(src if side is Side.SOURCE else dst)
+            who = f"the {side.value}" if where in str(exc) else f"the {side.value} {where}"
+            raise FTPError(f"{who}: {exc}", exc.reply, transient=exc.transient) from exc
         raise exc
     (a, a_replies), (b, b_replies) = (t.result() for t in tasks)
     pair = ServerPair(a, b, {Side.SOURCE: src, Side.DEST: dst}, opts)
