@@ -132,7 +132,7 @@ def test_a_tree_on_pairs_of_sessions_then_sync_moves_nothing(pair, tmp_path):
     out = tmp_path / "tree.json"
     r = copy(sa.url("tree/"), sb.url("copy/"), "-r", "-c", "3", "-P", "2", "--json", str(out), "-v")
     assert r.returncode == 0, r.stderr
-    for dirpath, dirs, files in os.walk(root):
+    for dirpath, _dirs, files in os.walk(root):
         rel = os.path.relpath(dirpath, root)
         there = os.path.join(sb.root, "copy", rel)
         assert os.path.isdir(there)
@@ -202,7 +202,7 @@ def test_tls_protects_both_control_connections_and_says_why_the_data_cannot_be(t
 
 
 def test_one_local_side_is_get_or_put(pair, tmp_path):
-    sa, sb = pair
+    _sa, sb = pair
     src = make_file(tmp_path / "local.bin", MiB + 9, seed=6)
     out = tmp_path / "p.json"
     r = copy(str(src), sb.url("up.bin"), "--json", str(out))

@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 
-from conftest import PY, running_server, sha256_file, make_file, wait_until
+from conftest import PY, make_file, running_server, sha256_file, wait_until
 from test_copy import slow_server, transfer_lines
 
 MiB = 1 << 20
