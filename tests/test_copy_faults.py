@@ -107,3 +107,31 @@ def test_a_destination_that_refuses_is_one_sentence_and_exit_1(tmp_path):
                                                                      " destination"), r.stderr
             assert "Traceback" not in r.stderr
         assert os.listdir(b) == []
+
+
+def test_max_time_stops_both_servers_and_continue_finishes(tmp_path):
+    """--max-time: ABOR to both (RFC 959 4.1.3), what arrived kept, exit 28."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    src = make_file(a / "f.bin", SIZE, seed=24)
+    out = tmp_path / "m.json"
+    with running_server(b) as sb:
+        sa = slow_server(a, RATE)
+        try:
+            r = subprocess.run([PY, "-m", "drsftp", "copy", sa.url("f.bin"), sb.url("g.bin"), "--max-time", "1.5",
+                                "--progress", "never", "--json", str(out)], capture_output=True, text=True,
+                               timeout=60)
+            assert r.returncode == 28, r.stderr
+            assert "complete=no" in transfer_lines(sa)[-1] and "complete=no" in transfer_lines(sb)[-1]
+        finally:
+            sa.stop()
+        with open(out) as f:
+            d = json.load(f)
+        held = os.path.getsize(_part(b, "g.bin"))
+        assert not d["complete"] and 0 < held < SIZE
+        with running_server(a) as sa2:
+            r = subprocess.run([PY, "-m", "drsftp", "copy", sa2.url("f.bin"), sb.url("g.bin"), "--continue",
+                                "--progress", "never"], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+    assert sha256_file(b / "g.bin") == sha256_file(src)
