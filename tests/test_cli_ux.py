@@ -216,7 +216,8 @@ def test_the_usage_line_names_every_command(capsys):
     (["get", "--timeout", "0", "ftp://127.0.0.1:9/f"], "argument --timeout: want a number of seconds above 0,"
                                                          " not '0'", "drsftp get"),
     (["netem", "up"], "the following arguments are required: name", "drsftp netem up"),
-    ([], "give a command: serve, get, put, copy, ls, passwd, netem, bench, datapath, benchreport, netemcheck", "drsftp"),
+    ([], "give a command: serve, get, put, copy, ls, passwd, netem, bench, datapath, benchreport,"
+         " netemcheck", "drsftp"),
     (["serv"], "unknown command 'serv' (commands: serve, get, put, copy, ls, passwd, netem, bench, datapath,"
                " benchreport, netemcheck)", "drsftp"),
 ])

@@ -196,8 +196,16 @@ def test_tls_protects_both_control_connections_and_says_why_the_data_cannot_be(t
         assert not os.path.exists(b / "t.bin")
         r = copy(sa.url("t.bin"), sb.url("t.bin"), "--tls", "--ca-file", str(certs.ca), "--tls-data", "clear")
         assert r.returncode == 0, r.stderr
+        # a tree: the walk's listings in TLS to this client, the copies' data in clear between the servers
+        (a / "d").mkdir()
+        make_file(a / "d" / "x.bin", 100_001, seed=7)
+        r = copy(sa.url("d/"), sb.url("d/"), "-r", "--tls", "--ca-file", str(certs.ca))
+        assert r.returncode == 1 and "SSCN" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        r = copy(sa.url("d/"), sb.url("d/"), "-r", "--tls", "--ca-file", str(certs.ca), "--tls-data", "clear")
+        assert r.returncode == 0, r.stderr
         logins = [line for line in sa.stderr_text().splitlines() + sb.stderr_text().splitlines() if " login " in line]
     assert sha256_file(b / "t.bin") == sha256_file(src)
+    assert sha256_file(b / "d" / "x.bin") == sha256_file(a / "d" / "x.bin")
     assert logins and all("tls=yes" in line for line in logins)
 
 

@@ -43,7 +43,7 @@ from ..trees.remote import RemoteSession
 from ..trees.remotewalk import RemoteWalk
 from .copyfile import held_on_dest, record_base, run_one, verify_both
 from .copyrun import CopyRun
-from .pair import ServerPair
+from .pair import ServerPair, clear_between, client_side_tls, protect_between, shown
 
 
 class CopyJob(TreeJob):
@@ -51,10 +51,12 @@ class CopyJob(TreeJob):
     sides) and whose ``dest`` sessions are B's."""
 
     def __init__(self, src: FTPLocation, dst: FTPLocation, topts: TransferOptions, jopts: JobOptions) -> None:
-        super().__init__("copy", src, topts, jopts)
+        # sessions log in with PROT P where TLS is asked for: the walk's listings come to
+        # this client; a pair turns to PROT C before its first copy (--tls-data clear)
+        self.clear_data = topts.clear_data
+        super().__init__("copy", src, replace(topts, clear_data=False), jopts)
         self.dst = dst
         self.dest = JobSessions(dst, self.topts, jopts.pipeline, self.fleet.sessions)
-        self.rtt = None
 
     def _count(self, sess: RemoteSession) -> RemoteSession:
         """A session counted; the job's RTT stays the data path's (steer:
@@ -103,7 +105,11 @@ async def run_copy_tree(src: FTPLocation, contents: bool, dst: FTPLocation, dst_
 async def _copy_job(job: CopyJob, contents: bool, dst_dir_hint: bool) -> None:
     jopts, src, dst = job.jopts, job.loc, job.dst
     try:
-        sess = await job.first_session((f"MLST {src.path}",), src.path if jopts.recursive else None)
+        private = (job.topts.tls or src.implicit_tls) and not job.clear_data
+        # (no listing asked with the log-in under PROT P: SSCN's reply must not wait behind it)
+        sess = await job.first_session((f"MLST {src.path}",), src.path if jopts.recursive and not private else None)
+        if private:  # before any walk: one sentence
+            await client_side_tls(sess.ctl, f"the source {shown(src)}")
         dsess = await job.dest.session()
         entry, dentry = await sess.stat(src.path), await dsess.stat(dst.path)
         if entry is None:
@@ -136,8 +142,8 @@ async def _copy_job(job: CopyJob, contents: bool, dst_dir_hint: bool) -> None:
             tree = {(): Stat(entry.size, entry.mtime)}
         p = plan(tree, have, sync=jopts.sync, checksum=jopts.checksum, resume=jopts.resume,
                  partial=_partial(have, tree) if (jopts.sync or jopts.resume) else None)
-        if source.kind == DIR and not any(v.is_dir for k, v in have.items() if k == ()) and () not in have:
-            p.mkdirs.insert(0, ())
+        if source.kind == DIR and () not in have:
+            p.mkdirs.insert(0, ())  # the destination's root
         await _apply_dest(job, dsess, source, p)
         job.dest.spare.append(dsess)
         job.enqueue(0, p)
@@ -157,7 +163,8 @@ async def _dest_tree(job: CopyJob, dsess: RemoteSession, source: Source) -> dict
         return {(): Stat(e.size, e.mtime, e.type == DIR)}
     walk = RemoteWalk(job.dest, job.report, [(0, source.local)], None, dsess, own_sessions=True)
     tree = (await walk.run())[0]
-    job.dest.spare.remove(dsess) if dsess in job.dest.spare else None
+    if dsess in job.dest.spare:  # (the walk hands back the session it was given: it is still ours)
+        job.dest.spare.remove(dsess)
     tree[()] = Stat(is_dir=True)
     return tree
 
@@ -211,7 +218,10 @@ async def _copy_worker(job: CopyJob, wid: int) -> None:
                     job.requeue(item)
                     raise FTPError(f"cannot open a session on the destination: {exc}") from exc
             if pair is None or pair.source is not sess.ctl or pair.dest is not dsess.ctl:
-                pair = ServerPair(sess.ctl, dsess.ctl, {Side.SOURCE: job.loc, Side.DEST: job.dst}, job.topts)
+                pair = ServerPair(sess.ctl, dsess.ctl, {Side.SOURCE: job.loc, Side.DEST: job.dst},
+                                  replace(job.topts, clear_data=job.clear_data))
+                # (SSCN and PROT are a session's settings: each pair's)
+                await (clear_between(pair) if job.clear_data else protect_between(pair))
             src_path, dst_path = job.paths(item)
             begun = sess.transfers
             try:

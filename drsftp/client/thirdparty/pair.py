@@ -112,8 +112,23 @@ async def protect_between(pair: ServerPair) -> None:
     that refuses it cannot protect that connection: one sentence."""
     if pair.source.tls is None or pair.opts.clear_data:
         return
-    reply = await pair.source.command("SSCN ON")
+    await client_side_tls(pair.source, pair.label(Side.SOURCE))
+
+
+async def client_side_tls(ctl: ControlConnection, label: str) -> None:
+    """``SSCN ON`` to the source: it is the TLS client of the data
+    connections it makes (a third-party copy under PROT P)."""
+    reply = await ctl.command("SSCN ON")
     if reply.code != 200:
-        raise FTPError(f"cannot protect the data connection between the servers: {pair.label(Side.SOURCE)} does"
-                       f" not take SSCN ({reply}); --tls-data clear sends it unencrypted (the control"
-                       " connections stay encrypted)", reply, transient=False)
+        raise FTPError(f"cannot protect the data connection between the servers: {label} does not take SSCN"
+                       f" ({reply}); --tls-data clear sends it unencrypted (the control connections stay"
+                       " encrypted)", reply, transient=False)
+
+
+async def clear_between(pair: ServerPair) -> None:
+    """``--tls-data clear`` on sessions that logged in with PROT P (a
+    tree's, whose own listings stay encrypted): PROT C to both before
+    their first copy (RFC 4217 sec. 9)."""
+    await asyncio.gather(*(ctl.expect("PROT C", 200, what=f"PROT C on {pair.label(side)}")
+                           for side, ctl in ((Side.SOURCE, pair.source), (Side.DEST, pair.dest))
+                           if ctl.tls is not None))
