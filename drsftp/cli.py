@@ -83,7 +83,7 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
 # commands whose parsers import the bench and the emulator (~50 ms): built
 # only when one of them runs, or for the full help
 HEAVY = ("netem", "bench", "datapath", "benchreport", "netemcheck")
-_LIGHT = ("serve", "get", "put", "ls", "passwd")
+_LIGHT = ("serve", "get", "put", "copy", "ls", "passwd")
 COMMANDS = _LIGHT + HEAVY
 _VERBOSE_AFTER = "verbose_after_"  # -v given after a command: dest prefix, one per depth
 
@@ -178,6 +178,13 @@ def build_parser(command: str | None = None) -> _Parser:
         p.add_argument("paths", nargs="+", metavar="PATH", help=paths)
         _add_transfer_opts(p)
         add_dataset_opts(p)
+    c = sub.add_parser("copy", help="copy between two servers (third-party), or get/put with one local side")
+    c.add_argument("paths", nargs=2, metavar="PATH", help="SRC DST (ftp:// URLs; one of them may be local)")
+    _add_transfer_opts(c)
+    add_dataset_opts(c)
+    from .client.thirdparty.copycli import add_copy_opts
+
+    add_copy_opts(c)
     add_ls_parser(sub)
 
     pw = sub.add_parser("passwd", help="add, change or delete a user in a users file")
@@ -390,6 +397,18 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_copy(args: argparse.Namespace) -> int:
+    """`copy`: between two servers a third-party transfer; with one local
+    side exactly `get` or `put` (docs/THIRDPARTY.md)."""
+    from .client.thirdparty.copycli import one_local_side, run_copy
+
+    command = one_local_side(args)
+    if command is None:
+        return run_copy(args)
+    args.command = command
+    return _cmd_transfer(args)
+
+
 def _command_word(argv: list[str]) -> tuple[str | None, bool]:
     """The command (the first word that is not an option: the top-level
     options take no value), and whether -h, --help or --version precede it."""
@@ -429,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_serve(args)
         if args.command in ("get", "put"):
             return _cmd_transfer(args)
+        if args.command == "copy":
+            return _cmd_copy(args)
         if args.command == "passwd":
             return _cmd_passwd(args)
         if args.command == "ls":

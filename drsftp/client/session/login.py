@@ -44,8 +44,10 @@ async def open_session(loc: FTPLocation, opts: TransferOptions, queries: Sequenc
         login = ctl.start_login(loc.user, loc.password)
         batch: list[tuple[Pending, Check | None]] = []
         if tls is not None:  # RFC 4217 sec. 8-9, after the login: data connections in TLS too
+            prot = ("PROT C", "PROT C (clear-text data connections)") if opts.clear_data else (
+                "PROT P", "PROT P (encrypted data connections)")
             batch += [(ctl.start("PBSZ 0"), expect(200, what="PBSZ 0 (FTPS)")),
-                      (ctl.start("PROT P"), expect(200, what="PROT P (encrypted data connections)"))]
+                      (ctl.start(prot[0]), expect(200, what=prot[1]))]
         batch.append((ctl.start("TYPE I"), expect(200, what="binary mode (TYPE I)")))
         batch += [(ctl.start(q), None) for q in queries]
         if then is not None:
