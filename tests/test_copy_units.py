@@ -216,3 +216,28 @@ def test_after_the_first_the_controller_judges_the_reported_goodput():
         moved += int(1e6 * auto.streams)
         decisions.append(auto.update(i * 0.25, 0.05, moved, 0, left=10 ** 12))
     assert auto.streams > n0 and any(d is not None for d in decisions)
+
+
+class _RefusingControl:
+    """A control connection whose server knows no SSCN (GridFTP, vsftpd)."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def command(self, line: str) -> Reply:
+        self.sent.append(line)
+        return Reply(500, ("Unknown command.",))
+
+
+def test_a_source_without_sscn_stops_a_private_copy_in_one_sentence():
+    import asyncio
+
+    from drsftp.client.thirdparty.pair import client_side_tls
+    from drsftp.client.session.control import FTPError
+
+    ctl = _RefusingControl()
+    with pytest.raises(FTPError) as err:
+        asyncio.run(client_side_tls(ctl, "the source ftp://a/"))
+    text = str(err.value)
+    assert ctl.sent == ["SSCN ON"]
+    assert "does not take SSCN" in text and "--tls-data clear" in text and "\n" not in text

@@ -108,8 +108,9 @@ async def _copy_job(job: CopyJob, contents: bool, dst_dir_hint: bool) -> None:
         private = (job.topts.tls or src.implicit_tls) and not job.clear_data
         # (no listing asked with the log-in under PROT P: SSCN's reply must not wait behind it)
         sess = await job.first_session((f"MLST {src.path}",), src.path if jopts.recursive and not private else None)
-        if private:  # before any walk: one sentence
+        if private:  # before any walk: one sentence; off again, as the walk's listings come to us
             await client_side_tls(sess.ctl, f"the source {shown(src)}")
+            await sess.ctl.expect("SSCN OFF", 200, what="SSCN OFF on the source")
         dsess = await job.dest.session()
         entry, dentry = await sess.stat(src.path), await dsess.stat(dst.path)
         if entry is None:
