@@ -345,6 +345,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         progress=False if args.quiet else progress,
         use_drs_command=not args.no_drs_command, idle_timeout=args.timeout, max_time=args.max_time,
         verify=args.verify, tls=args.tls, ca_file=args.ca_file, insecure=args.insecure,
+        pasv_address=args.pasv_address,
     )
     if wants_job(args):
         return run_job(args, opts)

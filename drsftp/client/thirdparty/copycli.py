@@ -61,7 +61,8 @@ def _options(args: argparse.Namespace):
         tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
         progress=False if args.quiet else progress, use_drs_command=not args.no_drs_command,
         idle_timeout=args.timeout, max_time=args.max_time, verify=args.verify, tls=args.tls,
-        ca_file=args.ca_file, insecure=args.insecure, clear_data=args.tls_data == "clear")
+        ca_file=args.ca_file, insecure=args.insecure, clear_data=args.tls_data == "clear",
+        pasv_address=args.pasv_address)
 
 
 def run_copy(args: argparse.Namespace) -> int:
