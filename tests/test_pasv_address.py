@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import make_file, running_server, sha256_file
 
 DRSFTP = [sys.executable, "-m", "drsftp"]
