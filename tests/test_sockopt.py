@@ -633,6 +633,7 @@ def test_server_data_channel_batches_reads_for_a_fixed_buffer_set_at_the_handsha
             self.tuning_spec, self.allow_force, self.host_limits = spec, False, sockopt.read_host_limits()
             self.buffer_budget, self.socket, self._handshake_tuner = None, sock, None
             self.third_party_peers, self.permit_foreign_addresses = (), False  # the client's path only
+            self.remote_ip = sock.getpeername()[0]
 
     class Loop:
         def call_later(self, *a, **k):
@@ -642,6 +643,7 @@ def test_server_data_channel_batches_reads_for_a_fixed_buffer_set_at_the_handsha
         def __init__(self, sock, session):  # just what _start_tuning reads
             self.tuner, self._tick_handle, self._closed = None, None, False
             self.socket, self.cmd_channel, self.ioloop = sock, session, Loop()
+            self.data_peer = sock.getpeername()[0]  # the client's own address: its control RTT counts
 
         def get_transmitted_bytes(self):
             return 0
