@@ -73,6 +73,11 @@ def add_parser(sub) -> None:
     p.add_argument("--duration", type=float,
                    help=f"with --compete: seconds each flow runs (default {COMPETE_DURATION:g}; --size instead: "
                         "each flow moves a file of SIZE, capped by --max-time)")
+    p.add_argument("--third-party", nargs="?", const="default", metavar="ENTRIES",
+                   help="third-party transfers on a topology (client 5 ms from A and from B, A-B of one "
+                        "--rates/--rtts, default 1gbit/100ms): drsftp copy between two drsftp serves beside "
+                        "GridFTP's third-party transfers and a direct get on B; ENTRIES: default, all, or names "
+                        "(docs/BENCHMARKS.md, 'Third-party')")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in OUT/results.json and measure only the missing ones "
                         "(a full matrix takes hours: run it over several sessions)")
@@ -212,6 +217,10 @@ def cmd_bench(args) -> int:
     _check_common(args)
     if args.compete is not None:
         return cmd_compete(args)
+    if args.third_party is not None:
+        from .thirdcli import cmd_third
+
+        return cmd_third(args)
     if args.duration is not None:
         raise NetemUsageError("--duration goes with --compete")
     if any(x is not None for x in (args.streams, args.peers, args.datasets)):
@@ -364,6 +373,12 @@ def cmd_benchreport(args) -> int:
         if any(s.kind != "compete" for s in saved):
             raise NetemError("compete results (drsftp bench --compete) print alone")
         return compete_report(args, [(path, s.data or {}) for path, s in zip(args.results, saved)])
+    if any(s.kind == "third-party" for s in saved):
+        if any(s.kind != "third-party" for s in saved):
+            raise NetemError("third-party results (drsftp bench --third-party) print alone")
+        from .thirdcli import third_report
+
+        return third_report(args, [s.data or {} for s in saved])
     if any(s.kind == "field" for s in saved):
         if any(s.kind != "field" for s in saved):
             raise NetemError("field results (drsftp bench --streams/--peers/--datasets) print alone")
