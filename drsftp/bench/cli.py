@@ -98,9 +98,10 @@ def add_parser(sub) -> None:
                    help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
                         "where a later file holds a path, its runs of that path replace the earlier files'; "
                         "or compete-*.json files of `drsftp bench --compete` (their tables, each file's)")
-    r.add_argument("--table", choices=report_tables(),
+    r.add_argument("--table", choices=[*report_tables(), "drs"],
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
-                        "tuning's rate, the others' ratios to it, retransmits, sender memory)")
+                        "tuning's rate, the others' ratios to it, retransmits, sender memory); third-party "
+                        "results: drs (both servers' DRS reports of drsftp's copies)")
     r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
     r.add_argument("--base",
                    help="the tuning --table versus divides by, default kernel (field results: the entry the "
@@ -385,6 +386,8 @@ def cmd_benchreport(args) -> int:
         return _field_report(args, [r for s in saved for r in s.runs])
     if args.dataset is not None:
         raise NetemUsageError(f"--dataset applies to field results only (drsftp bench {FIELD_OPTIONS})")
+    if args.table == "drs":
+        raise NetemUsageError("--table drs applies to third-party results (drsftp bench --third-party)")
     base = or_default(args.base, "kernel")
     if base not in T.TUNINGS:
         raise NetemUsageError(f"unknown --base {base!r}; choose from {', '.join(T.TUNINGS)}")

@@ -210,6 +210,20 @@ class _Load:
         return out
 
 
+def _server_cpu(servers: list[subprocess.Popen]) -> dict:
+    """CPU seconds each server has spent (its reaped children too: GridFTP forks a process per session)."""
+    import psutil
+
+    out = {}
+    for node, srv in zip(("a", "b"), servers):
+        try:
+            t = psutil.Process(srv.pid).cpu_times()
+            out[f"cpu_{node}_s"] = round(t.user + t.system + t.children_user + t.children_system, 2)
+        except psutil.Error:
+            pass
+    return out
+
+
 def _server(topo: Topology, kind: str, node: str, peer: str, root: str, workdir: str, log) -> subprocess.Popen:
     me, other = topo.node_addr(node), topo.node_addr(peer)
     if kind == "drsftp":
@@ -244,6 +258,7 @@ def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, r
               "bdp": p.bdp, "mbps": 0.0, "complete": False, "bytes_identical": False}
     port = DRS_PORT if entry.servers == "drsftp" else GRIDFTP_PORT
     logs, servers = [], []
+    cpu0: dict = {}
     try:
         for node, peer, root in (("a", "b", root_a), ("b", "a", root_b)):
             if node == "b" and not entry.third_party and entry.servers == "drsftp":
@@ -256,6 +271,7 @@ def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, r
         argv = entry.argv(ctx)
         if argv[0] == "globus-url-copy":
             argv = hosts_wrapped(topo.node_addr(entry.node), argv, os.path.join(cfg.workdir, f"hosts-c{entry.node}"))
+        cpu0 = _server_cpu(servers)
         load = _Load(topo.owner_pid)
         with Sampler(topo.command("a", []), port, SAMPLE_EVERY) as s_a, \
                 Sampler(topo.command("b", []), port, SAMPLE_EVERY) as s_b:
@@ -288,6 +304,9 @@ def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, r
             except (OSError, ValueError):
                 pass
     finally:
+        if cpu0:  # the servers' CPU over the run (their start-up left out)
+            cpu1 = _server_cpu(servers)
+            result.update({k: round(cpu1[k] - cpu0[k], 2) for k in cpu0 if k in cpu1})
         for srv in servers:
             stop_process(srv, 10)
         for log in logs:

@@ -94,16 +94,23 @@ def _environment(cc: str | None, commit: str | None) -> dict:
 def third_report(args, datas: list[dict]) -> int:
     """Third-party results: their tables; --dataset big|small prints that table alone, --base its reference."""
     from .thirdbench import ENTRIES
-    from .thirdreport import report
+    from .thirdreport import drs_table, report
 
-    stray = [f"--{name}" for name in ("table", "tunings", *RUN_FILTERS, "plots") if getattr(args, name) is not None]
+    stray = [f"--{name}" for name in ("tunings", *RUN_FILTERS, "plots") if getattr(args, name) is not None]
+    if args.table not in (None, "drs"):
+        stray.insert(0, f"--table {args.table}")
     if stray:
         raise NetemUsageError(f"{stray[0]} applies to bench results, not third-party results (those take "
-                              "--dataset and --base)")
+                              "--dataset, --base and --table drs)")
+    if args.table == "drs" and (args.dataset is not None or args.base is not None):
+        raise NetemUsageError("--table drs prints the DRS table alone: without --dataset or --base")
     if args.base is not None and args.base not in ENTRIES:
         raise NetemUsageError(f"unknown --base {args.base!r}; choose from {', '.join(ENTRIES)}")
     refs = (args.base,) if args.base else None
     for data in datas:
+        if args.table == "drs":
+            print(drs_table(data["runs"]) or "no copy between two drsftp serves completed in these results")
+            continue
         if args.dataset is not None:
             have = list(dict.fromkeys(r["workload"] for r in data["runs"]))
             if args.dataset not in have:

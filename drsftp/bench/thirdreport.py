@@ -55,15 +55,24 @@ def entry_table(runs: list[dict], workload: str, references: tuple[str, ...] | N
     return "\n".join(lines)
 
 
-def _first_change(rep: dict) -> str:
-    changes = rep.get("stream_changes") or []
-    if rep.get("streams_start") is None:
-        return f"{rep.get('streams', '-')} (fixed)"
-    if not changes:
-        return f"{rep['streams_start']}, kept"
-    c = changes[0]
-    rtt = rep.get("data_rtt_first_ms")
-    return f"{rep['streams_start']} -> {c['streams']} at {c['t']:.2f} s" + (f" (RTT {rtt:.0f} ms)" if rtt else "")
+def _span(xs: list[float], fmt: str) -> str:
+    lo, hi = format(min(xs), fmt), format(max(xs), fmt)
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def first_decisions(reps: list[dict]) -> str:
+    """-P auto's first move over the runs: from how many streams to how
+    many, when, on which data-path RTT (``-P N``: N, fixed)."""
+    if any(x.get("streams_start") is None for x in reps):
+        return f"{_span([x.get('streams') or 0 for x in reps], '.0f')} (fixed)"
+    moved = [x for x in reps if x.get("stream_changes")]
+    if not moved:
+        return f"{_span([x['streams_start'] for x in reps], '.0f')}, kept"
+    ends = "/".join(dict.fromkeys(str(x["stream_changes"][0]["streams"]) for x in moved))
+    rtts = [x["data_rtt_first_ms"] for x in moved if x.get("data_rtt_first_ms")]
+    return (f"{_span([x['streams_start'] for x in moved], '.0f')} -> {ends} at "
+            f"{_span([x['stream_changes'][0]['t'] for x in moved], '.2f')} s"
+            + (f" (RTT {_span(rtts, '.0f')} ms)" if rtts else "") + f", {len(moved)}/{len(reps)} runs")
 
 
 def drs_table(runs: list[dict]) -> str:
@@ -74,7 +83,7 @@ def drs_table(runs: list[dict]) -> str:
     if not rows:
         return ""
     lines = ["| entry | control RTT, ms | A's DRS rtt_us, ms | B's DRS rtt_us, ms | A's RTT (ss), ms "
-             "| A's cwnd / sndbuf, MB | B's window / rcvbuf, MB | streams: first decision | runs |",
+             "| A's cwnd / sndbuf at most, MB | B's window / rcvbuf at most, MB | streams: first decision | runs |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name in dict.fromkeys(r["entry"] for r in rows):
         rs = [r for r in rows if r["entry"] == name]
@@ -82,12 +91,13 @@ def drs_table(runs: list[dict]) -> str:
 
         def mb(key: str, reps=reps) -> str:
             return _f(_med([x[key] / MB for x in reps if x.get(key)]), ".1f")
-        firsts = "; ".join(dict.fromkeys(_first_change(x) for x in reps)) if "files" not in reps[0] else \
+        firsts = first_decisions(reps) if "files" not in reps[0] else \
             f"{_f(_med([x.get('sessions_max') for x in reps]))} pairs at most"
-        lines.append(f"| {name} | {rs[0]['control_rtt_s'] * 1000:g} | {_f(_med([x.get('source_rtt_ms') for x in reps]))} | "
-                     f"{_f(_med([x.get('dest_rtt_ms') for x in reps]))} | {_f(_med([r.get('ss_rtt_ms') for r in rs]))} | "
-                     f"{mb('source_cwnd_max')} / {mb('source_sndbuf_max')} | {mb('dest_wnd_max')} / "
-                     f"{mb('dest_rcvbuf_max')} | {firsts} | {len(rs)} |")
+        a_rtt, b_rtt = (_f(_med([x.get(k) for x in reps])) for k in ("source_rtt_ms", "dest_rtt_ms"))
+        lines.append(f"| {name} | {rs[0]['control_rtt_s'] * 1000:g} | {a_rtt} | {b_rtt} | "
+                     f"{_f(_med([r.get('ss_rtt_ms') for r in rs]))} | {mb('source_cwnd_max')} / "
+                     f"{mb('source_sndbuf_max')} | {mb('dest_wnd_max')} / {mb('dest_rcvbuf_max')} | {firsts} | "
+                     f"{len(rs)} |")
     return "\n".join(lines)
 
 
