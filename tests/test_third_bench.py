@@ -145,7 +145,7 @@ def _run(entry, mbps, rep=0, workload_="big", **kw):
     return {"entry": entry, "workload": workload_, "rep": rep, "files": 1, "bytes": 512 << 20, "mbps": mbps,
             "complete": mbps > 0, "bytes_identical": mbps > 0, "third_party": not entry.endswith("-on-b"),
             "ceiling_mbps": 965.3, "bdp": 12_500_000, "peak_snd_used": 25_000_000, "peak_rcv_used": 1_250_000,
-            "data_mbps": mbps * 1.1, "ss_rtt_ms": 125.0, "control_rtt_s": 0.005, **kw}
+            "data_mbps": mbps * 1.1, "ss_rtt_ms": 125.0, "control_rtt_s": 0.005, "cpu_a_s": 0.2, "cpu_b_s": 1.0, **kw}
 
 
 def test_the_tables_divide_by_gridftp_and_by_the_direct_get():
@@ -154,7 +154,9 @@ def test_the_tables_divide_by_gridftp_and_by_the_direct_get():
             _run("copy-Pauto", 820.0, rep=1, client_report=copy_summary(COPY_JSON))]
     lines = entry_table(runs, "big").splitlines()
     assert lines[0].startswith("| entry | Mbit/s | x gridftp-p4-16M | x get-Pauto-on-b | data phase, Mbit/s |")
-    assert lines[2] == "| copy-Pauto | 810 [800-820] | 1.04 | 1.07 | 891 | 92% | 125 | 2.0 | 0.1 | 2/2 | 2/2 |"
+    assert lines[2] == ("| copy-Pauto | 810 [800-820] | 1.04 | 1.07 | 891 | 92% | 125 | 2.0 | 0.1 | 0.20 / 1.00 "
+                        "| 2/2 | 2/2 |")
+    assert lines[4].startswith("| get-Pauto-on-b | 760 ") and "| 0.20 / - |" in lines[4]  # B runs the client
     assert lines[5].startswith("| copy-P4 | failed: exit 1: refused |") and lines[5].endswith("| 0/1 | 0/1 |")
     drs = drs_table(runs).splitlines()
     assert drs[2] == ("| copy-Pauto | 5 | 110 | 110 | 125 | 30.0 / 40.0 | 20.0 / 33.0 | 4 -> 8 at 0.17 s "

@@ -85,7 +85,8 @@ _THIRD_RUN = (
     ("third_party", lambda x: isinstance(x, bool), True),
     ("control_rtt_s", lambda x: _number(x) and x >= 0, True),
     ("bytes_identical", lambda x: isinstance(x, bool), True),
-    *((name, _opt_number, False) for name in ("ss_rtt_ms", "load1", "cpu_busy_pct", "forwarder_cpu_pct")),
+    *((name, _opt_number, False) for name in ("ss_rtt_ms", "load1", "cpu_busy_pct", "forwarder_cpu_pct", "cpu_a_s",
+                                              "cpu_b_s")),
     ("client_report", lambda x: x is None or (isinstance(x, dict) and all(
         _opt_number(x.get(k)) for k in ("source_rtt_ms", "dest_rtt_ms", "source_cwnd_max", "source_sndbuf_max",
                                         "dest_wnd_max", "dest_rcvbuf_max", "sessions_max", "data_rtt_first_ms"))

@@ -33,15 +33,15 @@ def entry_table(runs: list[dict], workload: str, references: tuple[str, ...] | N
     bdp, ceiling = rows[0]["bdp"], rows[0]["ceiling_mbps"]
     lines = ["| entry | Mbit/s | " + "".join(f"x {e} | " for e in refs)
              + "data phase, Mbit/s | % ceiling | A's RTT (ss), ms | sender mem, BDP | receiver mem, BDP "
-               "| byte-identical | runs |",
-             "|---|---|" + "---|" * len(refs) + "---|---|---|---|---|---|---|"]
+               "| servers' CPU A / B, s | byte-identical | runs |",
+             "|---|---|" + "---|" * len(refs) + "---|---|---|---|---|---|---|---|"]
     for name in dict.fromkeys(r["entry"] for r in rows):
         rs = [r for r in rows if r["entry"] == name]
         done = [r for r in rs if r["complete"]]
         same = f"{sum(1 for r in rs if r.get('bytes_identical'))}/{len(rs)}"
         if not done:
             lines.append(f"| {name} | failed: {rs[0].get('error', '?')} | " + "| " * len(refs)
-                         + f"| | | | | {same} | 0/{len(rs)} |")
+                         + f"| | | | | | {same} | 0/{len(rs)} |")
             continue
         ok = [r["mbps"] for r in done]
         m = statistics.median(ok)
@@ -51,8 +51,16 @@ def entry_table(runs: list[dict], workload: str, references: tuple[str, ...] | N
         lines.append(f"| {name} | {m:.0f} [{min(ok):.0f}-{max(ok):.0f}] | {ratios}{_f(phase)} | {share} | "
                      f"{_f(_med([r.get('ss_rtt_ms') for r in done]))} | "
                      f"{_f(_med([r['peak_snd_used'] / bdp for r in done]), '.1f')} | "
-                     f"{_f(_med([r['peak_rcv_used'] / bdp for r in done]), '.1f')} | {same} | {len(ok)}/{len(rs)} |")
+                     f"{_f(_med([r['peak_rcv_used'] / bdp for r in done]), '.1f')} | {_cpu(done)} | {same} | "
+                     f"{len(ok)}/{len(rs)} |")
     return "\n".join(lines)
+
+
+def _cpu(runs: list[dict]) -> str:
+    """The servers' CPU over a run, medians: A's / B's (a direct run's B is the client: not counted)."""
+    a = _f(_med([r.get("cpu_a_s") for r in runs]), ".2f")
+    b = _f(_med([r.get("cpu_b_s") for r in runs]), ".2f") if runs[0].get("third_party") else "-"
+    return f"{a} / {b}"
 
 
 def _span(xs: list[float], fmt: str) -> str:
