@@ -73,6 +73,11 @@ def add_parser(sub) -> None:
     p.add_argument("--duration", type=float,
                    help=f"with --compete: seconds each flow runs (default {COMPETE_DURATION:g}; --size instead: "
                         "each flow moves a file of SIZE, capped by --max-time)")
+    p.add_argument("--third-party", nargs="?", const="default", metavar="ENTRIES",
+                   help="third-party transfers on a topology (client 5 ms from A and from B, A-B of one "
+                        "--rates/--rtts, default 1gbit/100ms): drsftp copy between two drsftp serves beside "
+                        "GridFTP's third-party transfers and a direct get on B; ENTRIES: default, all, or names "
+                        "(docs/BENCHMARKS.md, 'Third-party')")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in OUT/results.json and measure only the missing ones "
                         "(a full matrix takes hours: run it over several sessions)")
@@ -93,9 +98,10 @@ def add_parser(sub) -> None:
                    help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
                         "where a later file holds a path, its runs of that path replace the earlier files'; "
                         "or compete-*.json files of `drsftp bench --compete` (their tables, each file's)")
-    r.add_argument("--table", choices=report_tables(),
+    r.add_argument("--table", choices=[*report_tables(), "drs"],
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
-                        "tuning's rate, the others' ratios to it, retransmits, sender memory)")
+                        "tuning's rate, the others' ratios to it, retransmits, sender memory); third-party "
+                        "results: drs (both servers' DRS reports of drsftp's copies)")
     r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
     r.add_argument("--base",
                    help="the tuning --table versus divides by, default kernel (field results: the entry the "
@@ -212,6 +218,10 @@ def cmd_bench(args) -> int:
     _check_common(args)
     if args.compete is not None:
         return cmd_compete(args)
+    if args.third_party is not None:
+        from .thirdcli import cmd_third
+
+        return cmd_third(args)
     if args.duration is not None:
         raise NetemUsageError("--duration goes with --compete")
     if any(x is not None for x in (args.streams, args.peers, args.datasets)):
@@ -364,12 +374,20 @@ def cmd_benchreport(args) -> int:
         if any(s.kind != "compete" for s in saved):
             raise NetemError("compete results (drsftp bench --compete) print alone")
         return compete_report(args, [(path, s.data or {}) for path, s in zip(args.results, saved)])
+    if any(s.kind == "third-party" for s in saved):
+        if any(s.kind != "third-party" for s in saved):
+            raise NetemError("third-party results (drsftp bench --third-party) print alone")
+        from .thirdcli import third_report
+
+        return third_report(args, [s.data or {} for s in saved])
     if any(s.kind == "field" for s in saved):
         if any(s.kind != "field" for s in saved):
             raise NetemError("field results (drsftp bench --streams/--peers/--datasets) print alone")
         return _field_report(args, [r for s in saved for r in s.runs])
     if args.dataset is not None:
         raise NetemUsageError(f"--dataset applies to field results only (drsftp bench {FIELD_OPTIONS})")
+    if args.table == "drs":
+        raise NetemUsageError("--table drs applies to third-party results (drsftp bench --third-party)")
     base = or_default(args.base, "kernel")
     if base not in T.TUNINGS:
         raise NetemUsageError(f"unknown --base {base!r}; choose from {', '.join(T.TUNINGS)}")

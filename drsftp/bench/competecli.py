@@ -41,7 +41,7 @@ def compete_config(args):
     from .runner import PROFILES
 
     stray = given_options(args, ("quick", "tunings", "directions", "reps", "resume", "streams", "peers", "datasets",
-                          "scale"))
+                          "scale", "third_party"))
     if stray:
         raise NetemUsageError(f"{stray[0]} does not apply to --compete (one link, the flows of SPEC)")
     try:

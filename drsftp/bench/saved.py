@@ -16,9 +16,10 @@ from ..netem.errors import NetemError
 @dataclass
 class Saved:
     kind: str  # "bench" (drsftp bench) | "field" (bench --streams/--peers/--datasets) | "compete" (--compete)
+    #            | "third-party" (bench --third-party)
     runs: list[dict]  # compete: the flows
     env: dict | None = None  # the bench's environment; None for a CSV or field results
-    data: dict | None = None  # compete: the whole file (its link, spec, flows)
+    data: dict | None = None  # compete, third-party: the whole file (its link or topology, and the rest)
 
 
 def _number(x: Any) -> bool:
@@ -76,6 +77,26 @@ _FIELD_RUN = (
     ("data_mbps", _opt_number, False),
     ("error", lambda x: x is None or isinstance(x, str), False),
 )
+
+# what thirdreport.py reads of a third-party run (bench/thirdbench.py)
+_THIRD_RUN = (
+    *_FIELD_RUN,
+    ("entry", lambda x: isinstance(x, str), True),
+    ("third_party", lambda x: isinstance(x, bool), True),
+    ("control_rtt_s", lambda x: _number(x) and x >= 0, True),
+    ("bytes_identical", lambda x: isinstance(x, bool), True),
+    *((name, _opt_number, False) for name in ("ss_rtt_ms", "load1", "cpu_busy_pct", "forwarder_cpu_pct", "cpu_a_s",
+                                              "cpu_b_s")),
+    ("client_report", lambda x: x is None or (isinstance(x, dict) and all(
+        _opt_number(x.get(k)) for k in ("source_rtt_ms", "dest_rtt_ms", "source_cwnd_max", "source_sndbuf_max",
+                                        "dest_wnd_max", "dest_rcvbuf_max", "sessions_max", "data_rtt_first_ms"))
+        and all(isinstance(c, dict) and _number(c.get("t")) and _number(c.get("streams"))
+                for c in x.get("stream_changes") or [])), False),
+)
+_BOUNCE = (("port_to", lambda x: isinstance(x, str), True), ("reply", lambda x: isinstance(x, str), True),
+           ("listed", lambda x: isinstance(x, list) and all(isinstance(a, str) for a in x), True),
+           ("refused", lambda x: isinstance(x, bool), True))
+
 
 def _kind(x: Any) -> bool:
     from .competespec import check_kind
@@ -171,6 +192,13 @@ def read_results(path: str) -> Saved:
         check_fields(data, _COMPETE_FILE, what)
         flows = check_runs(data.get("flows"), _COMPETE_FLOW, what, "flow")
         return Saved("compete", flows, data.get("environment"), data)
+    if data.get("third_party"):
+        if data.get("bounce") is not None:
+            if not isinstance(data["bounce"], dict):
+                raise NetemError(f"{what}: its bounce check is not an object")
+            check_fields(data["bounce"], _BOUNCE, what, "its bounce check")
+        check_runs(data.get("runs"), _THIRD_RUN, what)
+        return Saved("third-party", data["runs"], data=data)
     if data.get("field"):
         if "results" not in data:
             raise NetemError(f"{what}: field results without their runs")
