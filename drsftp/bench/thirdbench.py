@@ -26,6 +26,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..netem.link import stop_process, wait_for_port
 from ..netem.topology import Topology
@@ -365,7 +366,7 @@ def run_third(cfg: ThirdConfig) -> dict:
     sysctls = {"net.ipv4.tcp_congestion_control": cfg.cc} if cfg.cc else {}
     cfg.links = cfg.topology()
     runs: list[dict] = []
-    out = {"third_party": 1, "topology": cfg.links, "control_rtt_s": CONTROL_RTT, "runs": runs}
+    out: dict[str, Any] = {"third_party": 1, "topology": cfg.links, "control_rtt_s": CONTROL_RTT, "runs": runs}
     with Topology(cfg.links, sysctls=sysctls) as topo:
         cfg.log(f"third-party: {' '.join(cfg.links)}, link {topo.backend}")
         if cfg.bounce_check:

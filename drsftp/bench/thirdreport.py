@@ -10,9 +10,9 @@ MiB, MB = 1 << 20, 1e6
 REFERENCES = {"big": ("gridftp-p4-16M", "get-Pauto-on-b"), "small": ("gridftp-fast", "get-r-on-b")}
 
 
-def _med(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
+def _med(xs: list[float | None] | list[float]) -> float | None:
+    known = [x for x in xs if x is not None]
+    return statistics.median(known) if known else None
 
 
 def _f(x: float | None, fmt: str = ".0f") -> str:
@@ -28,7 +28,7 @@ def entry_table(runs: list[dict], workload: str, references: tuple[str, ...] | N
     if not rows:
         return ""
     present = {r["entry"] for r in rows}
-    refs = [e for e in (references or REFERENCES.get(workload, ())) if e in present]
+    refs = [e for e in (references or REFERENCES.get(workload) or ()) if e in present]
     ref_m = {e: _med([r["mbps"] for r in rows if r["entry"] == e and r["complete"]]) for e in refs}
     bdp, ceiling = rows[0]["bdp"], rows[0]["ceiling_mbps"]
     lines = ["| entry | Mbit/s | " + "".join(f"x {e} | " for e in refs)
@@ -111,7 +111,7 @@ def drs_table(runs: list[dict]) -> str:
 
 def load_line(runs: list[dict]) -> str:
     """The machine while the runs ran: 1-minute load, CPU busy, the netem forwarder's share."""
-    load = [r.get("load1") for r in runs if r.get("load1") is not None]
+    load: list[float] = [r["load1"] for r in runs if r.get("load1") is not None]
     busy = _med([r.get("cpu_busy_pct") for r in runs])
     fwd = _med([r.get("forwarder_cpu_pct") for r in runs])
     if not load:
