@@ -48,6 +48,8 @@ def add_parser(sub) -> None:
     down = nsub.add_parser("down", help="remove a link or topology (or --all of them, crashed ones too)")
     down.add_argument("name", nargs="?", help="the link's or topology's name")
     down.add_argument("--all", action="store_true", help="every drsftp link and topology, crashed ones too")
+    down.add_argument("--crashed", action="store_true",
+                      help="only those whose owner process is gone, leaving running ones (other users') alone")
     down.set_defaults(func=cmd_down)
 
     st = nsub.add_parser("status", help="list links and topologies, their settings, sysctls and counters")
@@ -161,18 +163,26 @@ def node_namespace(name: str, node: str) -> str:
 
 
 def cmd_down(args) -> int:
-    if args.all and args.name:
+    every = args.all or args.crashed
+    if every and args.name:
         raise NetemUsageError("give a link name or --all, not both")
-    if not args.all and not args.name:
+    if not every and not args.name:
         raise NetemUsageError("give a link name or --all")
-    name = None if args.all else check_name(args.name)
+    name = None if every else check_name(args.name)
     nsmod.require_root()
     targets = sorted(nsmod.our_links_on_host()) if name is None else [name]
+    if args.crashed:
+        targets = [t for t in targets if not _alive(t)]
     removed = [t for t in targets if nsmod.remove_link(t)]
-    if not args.all and not removed:
+    if not every and not removed:
         raise NetemError(f"no link named {args.name!r} exists")
     print(f"removed: {', '.join(removed) if removed else 'nothing'}")
     return 0
+
+
+def _alive(name: str) -> bool:
+    state = nsmod.read_state(name)
+    return bool(state and nsmod.owner_pid_alive(state))
 
 
 def cmd_status(args) -> int:
