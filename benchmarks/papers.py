@@ -4,13 +4,15 @@ table printed and its plot drawn (docs/BENCHMARKS.md, "Sharing the link").
 
     python benchmarks/papers.py fig5        # 10 static + 1 DRS, 100 Mbit/s, 60 ms (about 14 min)
     python benchmarks/papers.py fig6        # 5 static + 5 DRS, the same link (about 14 min)
-    python benchmarks/papers.py fig7        # 5 + 5 and 10 + 1 at 1 Gbit/s, 96 ms (about 2 min)
+    python benchmarks/papers.py fig7        # 5 + 5 and 10 + 1 at 1 Gbit/s, 96 ms (about 3 min)
     python benchmarks/papers.py today       # CUBIC, BBR and autotuned flows beside DRS (about 9 min)
     python benchmarks/papers.py lowrate     # the kernel paper's 56 kbit/s case (about 16 min)
     python benchmarks/papers.py fig5 --report   # the table and plot from the set file, nothing run
 
 Root (network namespaces).  A cell already in the set file is not run again
 (--again runs it anew); an interrupted figure resumes where it stopped.
+The cubic cells need cubic in the host's net.ipv4.tcp_allowed_congestion_control
+(namespaces may only pick from it); without it they fail alone, in one line.
 Links and cells, from the papers:
 
 - The simulation study (section III) and its slides: links of 100 Mbit/s
@@ -76,8 +78,8 @@ class Figure:
     cells: list[Cell]
     data: str  # the set file's name in docs/bench-data
     table: str  # benchreport --table: sweep or window
-    plot: str  # the plot's name in docs/img
-    keep_samples: bool = False  # the window table and plot read the samples
+    plot: str | None  # the plot's name in docs/img (none: the table alone)
+    sample_every: float | None = None  # seconds between the samples kept (the window table and plot read them)
 
 
 def capped(template: str, packets: list[int]) -> list[str]:
@@ -99,25 +101,26 @@ FIGURES = {
                    "papers-10-static-1-drs-100mbit-60ms.json", "sweep", "papers-10-static-1-drs-100mbit.png"),
     "fig6": Figure(sweep("5*stock-64k+5*drs:CAP", "100mbit", "60ms", QUEUES, CAPS_100M),
                    "papers-5-static-5-drs-100mbit-60ms.json", "sweep", "papers-5-static-5-drs-100mbit.png"),
-    # one bounded try of each at 1 Gbit/s: the study's 99.5% point (2,000 packets) and its 93x (7,000)
-    "fig7": Figure([Cell(f"5*stock-64k+5*drs:{n * SEGMENT}", "1gbit", "96ms", 16384, "reno", 30.0)
-                    for n in (2000, 7000)] +
+    # one bounded try of each at 1 Gbit/s: the study's 99.5% point (2,000 packets), its 93x (7,000) and
+    # the small queue's drop past 6,500
+    "fig7": Figure([Cell(f"5*stock-64k+5*drs:{n * SEGMENT}", "1gbit", "96ms", q, "reno", 30.0)
+                    for n, q in ((2000, 16384), (7000, 16384), (7000, 100))] +
                    [Cell(f"10*stock-64k+1*drs:{7000 * SEGMENT}", "1gbit", "96ms", 16384, "reno", 30.0)],
                    "papers-1gbit-96ms.json", "sweep", "papers-1gbit.png"),
     "today": Figure([Cell(spec, "100mbit", "60ms", q, cc, 30.0) for q in QUEUES
                      for spec, ccs in (("10*stock-64k+1*drs", ("cubic", "bbr")),
                                        ("10*kernel+1*drs", ("reno", "cubic", "bbr")))
                      for cc in ccs],
-                    "papers-today-100mbit-60ms.json", "sweep", "papers-today-100mbit.png"),
+                    "papers-today-100mbit-60ms.json", "sweep", None),
     "lowrate": Figure([Cell(kind, LOW[0], LOW[1], LOW[2], cc, LOW[3]) for kind, cc in (
         ("stock-64k", "reno"), ("kernel", "reno"), ("drs", "reno"), ("drs-closed", "reno"),
-        ("drs-closed:16k", "reno"), ("stock-64k", "cubic"), ("drs", "cubic"), ("stock-64k", "bbr"),
+        ("drs:12k", "reno"), ("stock-64k", "cubic"), ("drs", "cubic"), ("stock-64k", "bbr"),
         ("drs", "bbr"))], "papers-56kbit-100ms-q20.json", "window", "papers-56kbit-window.png",
-        keep_samples=True),
+        sample_every=1.0),
 }
 
 
-def run_cell(cell: Cell, set_path: str, keep_samples: bool) -> bool:
+def run_cell(cell: Cell, set_path: str, sample_every: float | None) -> bool:
     """Run one cell into a scratch directory and add its result to the set; False if it made none."""
     work = tempfile.mkdtemp(prefix="drs-papers-")
     try:
@@ -128,7 +131,7 @@ def run_cell(cell: Cell, set_path: str, keep_samples: bool) -> bool:
             print(f"papers: the cell made no result (exit {proc.returncode})", file=sys.stderr)
             return False
         with open(made[0]) as f:
-            add_to_set(set_path, json.load(f), keep_samples)
+            add_to_set(set_path, json.load(f), sample_every)
         return True
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -150,7 +153,7 @@ def main() -> int:
             done = {cell_key(r) for r in read_set(set_path)}
             for cell in fig.cells:
                 if args.again or cell.key() not in done:
-                    run_cell(cell, set_path, fig.keep_samples)
+                    run_cell(cell, set_path, fig.sample_every)
         results = read_set(set_path)
         if not results:
             print(f"papers: {set_path} holds no results yet", file=sys.stderr)
@@ -159,7 +162,7 @@ def main() -> int:
         try:
             report([(set_path, r) for r in results], plots, fig.table)
             made = os.path.join(plots, "compete-vs-cap.png" if fig.table == "sweep" else "compete-window.png")
-            if os.path.exists(made):
+            if fig.plot and os.path.exists(made):
                 os.makedirs(args.img, exist_ok=True)
                 shutil.move(made, os.path.join(args.img, fig.plot))
                 print(f"plot: {os.path.join(args.img, fig.plot)}", file=sys.stderr)

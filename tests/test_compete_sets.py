@@ -97,7 +97,7 @@ def test_the_window_table_gives_each_flows_largest_and_median_window_flight_rtt_
     header, rows = window_table(low)
     assert header[4:7] == ["goodput", "advertised window: largest, KiB", "median, KiB"]
     stock, drs = rows
-    goodput = low[0]["flows"][0]["mbps"] * 1000
+    goodput = stock_flow["bytes"] * 8 / stock_flow["seconds"] / 1e3  # (kbit/s from the bytes, not the rounded Mbit/s)
     assert stock[:5] == ["56 kbit/s, 100 ms", "20", "reno", "stock-64k#1", f"{goodput:.1f} kbit/s"]
     assert stock[5:7] == ["87.9", "83.5"]
     assert stock[7] == "41.8" and stock[9] == "61"
@@ -137,12 +137,16 @@ def test_a_set_keeps_one_result_per_cell_without_its_samples_unless_asked(tmp_pa
     path = str(tmp_path / "set.json")
     a, b = _sweep_cell(100, 100, 18.0, 144800), _sweep_cell(200, 100, 30.0, 289600)
     add_to_set(path, a)
-    add_to_set(path, b, keep_samples=True)
+    add_to_set(path, b, sample_every=1.0)
     again = _sweep_cell(100, 100, 20.0, 144800)
     results = add_to_set(path, again)
     assert [r["spec"] for r in results] == [b["spec"], a["spec"]]  # the cell run again replaces its old result
     assert read_set(path) == results and results[1]["flows"][2]["mbps"] == again["flows"][2]["mbps"]
-    assert all(f["samples"] == [] for f in results[1]["flows"]) and all(f["samples"] for f in results[0]["flows"])
+    assert all(f["samples"] == [] for f in results[1]["flows"])
+    # one sample a second (of four), and the last; the flow's own figures as measured
+    kept = results[0]["flows"][2]
+    assert [s["t"] for s in kept["samples"]] == [0.25, 1.25, 2.25, 3.25, 4.25, 5.25, 6.25, 7.25, 8.25, 9.25, 10.0]
+    assert kept["wnd_peak"] == b["flows"][2]["wnd_peak"] and kept["mbps"] == b["flows"][2]["mbps"]
     assert slim(a)["flows"][0]["wnd_mean"] == a["flows"][0]["wnd_mean"] and a["flows"][0]["samples"]  # a copy
     other_cc = _competition(a["spec"], a["flows"], cc="bbr")
     assert cell_key(other_cc) != cell_key(a) and congestion_control(other_cc) == "bbr"
@@ -223,4 +227,4 @@ def test_the_papers_cells_are_the_studys_sweeps_and_each_knows_its_result_in_the
     argv = cell.argv("OUT")
     assert argv[argv.index("--compete") + 1] == cell.spec and "--force-buffers" in argv and argv[-1] == "OUT"
     low = papers.FIGURES["lowrate"]
-    assert low.keep_samples and {(c.rate, c.rtt, c.queue) for c in low.cells} == {("56kbit", "100ms", 20)}
+    assert low.sample_every == 1.0 and {(c.rate, c.rtt, c.queue) for c in low.cells} == {("56kbit", "100ms", 20)}

@@ -188,10 +188,12 @@ def plot_vs_cap(datas: list[Data], path: str) -> str | None:
     for ax, (rate, spec) in zip(axes[0], panels):
         mine = {k: v for k, v in sorted(series.items()) if k[:2] == (rate, spec)}
         several = len({cc for _, _, cc, _, _ in mine}) > 1
-        for (_, _, cc, queue, kind), pts in mine.items():
+        colours = {w: f"C{i % 10}" for i, w in enumerate(dict.fromkeys((cc, q) for _, _, cc, q, _ in mine))}
+        for (_, _, cc, queue, kind), pts in mine.items():  # a colour per queue, DRS solid, the others dashed
             label = f"{kind}, Q={queue}" + (f", {cc}" if several else "")
-            ax.plot([c / 2**20 for c, _ in pts], [m for _, m in pts], marker="o",
+            ax.plot([c / 2**20 for c, _ in pts], [m for _, m in pts], marker="o", color=colours[(cc, queue)],
                     ls="-" if kind.startswith("drs") else "--", label=label)
+        ax.set_ylim(bottom=0)
         ax.set_title(f"{spec}, {rate_text(rate)}: mean goodput of each kind's flows", fontsize=9)
         ax.set_xlabel("DRS flows' window cap, drs:CAP (MiB)")
         ax.set_ylabel("goodput (Mbit/s)")

@@ -5,8 +5,8 @@ docs/bench-data keeps a figure's runs.
     {"compete_set": 1, "results": [<a compete results file's content>, ...]}
 
 Each result is what `drsftp bench --compete` writes, its flows' samples
-left out unless kept (a sweep's samples would be megabytes; its tables
-and the goodput-against-cap plot read the flows' figures only)."""
+left out or thinned (a sweep's samples would be megabytes; its tables and
+the goodput-against-cap plot read the flows' figures only)."""
 
 from __future__ import annotations
 
@@ -31,10 +31,23 @@ def cell_key(data: Data) -> tuple:
                 "buffer_force_used")))
 
 
-def slim(data: Data, keep_samples: bool = False) -> Data:
-    """A copy without the flows' samples (unless kept)."""
+def thin(samples: list[dict], every: float) -> list[dict]:
+    """At most one sample per ``every`` seconds (the first at or after each step), and the last."""
+    out: list[dict] = []
+    for s in samples:
+        if not out or s["t"] >= out[-1]["t"] + every:
+            out.append(s)
+    if samples and out[-1] is not samples[-1]:
+        out.append(samples[-1])
+    return out
+
+
+def slim(data: Data, sample_every: float | None = None) -> Data:
+    """A copy without the flows' samples, or with one per ``sample_every``
+    seconds (the flows' own figures, peaks included, stay as measured)."""
     out = dict(data)
-    out["flows"] = [f if keep_samples else {**f, "samples": []} for f in data["flows"]]
+    out["flows"] = [{**f, "samples": [] if sample_every is None else thin(f["samples"], sample_every)}
+                    for f in data["flows"]]
     return out
 
 
@@ -50,11 +63,12 @@ def read_set(path: str) -> list[Data]:
     return results
 
 
-def add_to_set(path: str, data: Data, keep_samples: bool = False) -> list[Data]:
+def add_to_set(path: str, data: Data, sample_every: float | None = None) -> list[Data]:
     """The set at ``path`` with ``data`` in it (replacing the same cell's
-    earlier result), written back whole (a temporary file, then renamed)."""
+    earlier result; its samples as :func:`slim` keeps them), written back
+    whole (a temporary file, then renamed)."""
     results = [r for r in read_set(path) if cell_key(r) != cell_key(data)]
-    results.append(slim(data, keep_samples))
+    results.append(slim(data, sample_every))
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump({"compete_set": 1, "results": results}, f, separators=(",", ":"))

@@ -34,6 +34,13 @@ def _peak(samples: list[dict], key: str) -> float | None:
     return max(vals) if vals else None
 
 
+def _goodput(flow: dict) -> str:
+    """Mbit/s, or kbit/s below 1 Mbit/s, from the flow's bytes and data phase where it has them."""
+    secs = flow.get("seconds")
+    mbps = flow["bytes"] * 8 / secs / 1e6 if secs and flow.get("bytes") else flow["mbps"]
+    return f"{mbps:.1f} Mbit/s" if mbps >= 1 else f"{mbps * 1000:.1f} kbit/s"
+
+
 def window_row(data: Data, flow: dict) -> list[str]:
     link = data["link"]
     samples = flow.get("samples") or []
@@ -43,7 +50,7 @@ def window_row(data: Data, flow: dict) -> list[str]:
     return [
         f"{rate_text(link['rate_bps'])}, {link['rtt_s'] * 1000:g} ms", str(link["queue_packets"]),
         congestion_control(data) or "?", flow["label"],
-        f"{flow['mbps']:.1f} Mbit/s" if flow["mbps"] >= 1 else f"{flow['mbps'] * 1000:.1f} kbit/s",
+        _goodput(flow),
         _kib(flow.get("wnd_peak", _peak(samples, "snd_wnd"))), _kib(_median(samples, "snd_wnd")),
         _kib(flow.get("inflight_mean")), _kib(flow.get("inflight_peak", _peak(samples, "inflight"))),
         "-" if rtt is None else f"{rtt:.0f}", str(retrans),
@@ -59,28 +66,30 @@ def window_table(datas: list[Data]) -> tuple[list[str], list[list[str]]]:
 def plot_window(datas: list[Data], path: str) -> str | None:
     """Each flow's advertised window (solid) and bytes in flight (dotted)
     over time above, its retransmits so far below (the kernel paper's
-    figures 5-7 in one figure)."""
+    figures 5-7 in one figure); a column per congestion control."""
     flows = [(d, f) for d in datas for f in d["flows"] if not f.get("error")
              and any(s.get("snd_wnd") is not None for s in f.get("samples") or [])]
     plt = pyplot() if flows else None
     if plt is None:
         return None
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7.5), sharex=True)
-    for i, (data, f) in enumerate(flows):
-        colour, label = f"C{i % 10}", f"{f['label']}, {congestion_control(data) or '?'}"
-        samples = f["samples"]
-        ts = [s["t"] - f["start_s"] for s in samples]
-        top.plot(ts, [(s.get("snd_wnd") or 0) / 1024 for s in samples], color=colour, lw=1.2,
-                 label=f"{label}: advertised window")
-        top.plot(ts, [(s.get("inflight") or 0) / 1024 for s in samples], color=colour, lw=0.8, ls=":",
-                 label=f"{label}: in flight")
-        bottom.step(ts, [s.get("retrans") or 0 for s in samples], where="post", color=colour, label=label)
-    link = flows[0][0]["link"]
-    top.set_title(f"{rate_text(link['rate_bps'])}, {link['rtt_s'] * 1000:g} ms, queue {link['queue_packets']} "
-                  "packets: the window the receiver advertised (as its sender saw it) and the bytes in flight",
-                  fontsize=9)
-    top.set_yscale("log")
-    top.set_ylabel("KiB (log scale)")
-    bottom.set_ylabel("retransmitted segments so far")
-    bottom.set_xlabel("time since the flow started (s)")
-    return save_figure(plt, fig, (top, bottom), path)
+    ccs = list(dict.fromkeys(congestion_control(d) or "?" for d, _ in flows))
+    fig, axes = plt.subplots(2, len(ccs), figsize=(6 * len(ccs), 8), sharex=True, squeeze=False)
+    for col, cc in enumerate(ccs):
+        top, bottom = axes[0][col], axes[1][col]
+        mine = [(d, f) for d, f in flows if (congestion_control(d) or "?") == cc]
+        for i, (_, f) in enumerate(mine):
+            colour, samples = f"C{i % 10}", f["samples"]
+            ts = [s["t"] - f["start_s"] for s in samples]
+            top.plot(ts, [(s.get("snd_wnd") or 0) / 1024 for s in samples], color=colour, lw=1.2,
+                     label=f"{f['label']}: advertised window")
+            top.plot(ts, [(s.get("inflight") or 0) / 1024 for s in samples], color=colour, lw=0.8, ls=":",
+                     label=f"{f['label']}: in flight")
+            bottom.step(ts, [s.get("retrans") or 0 for s in samples], where="post", color=colour, label=f["label"])
+        link = mine[0][0]["link"]
+        top.set_title(f"{cc}: {rate_text(link['rate_bps'])}, {link['rtt_s'] * 1000:g} ms, queue "
+                      f"{link['queue_packets']} packets", fontsize=9)
+        top.set_yscale("log")
+        top.set_ylabel("advertised window and in flight, KiB (log)")
+        bottom.set_ylabel("retransmitted segments so far")
+        bottom.set_xlabel("time since the flow started (s)")
+    return save_figure(plt, fig, [ax for row in axes for ax in row], path)
