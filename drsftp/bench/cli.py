@@ -10,7 +10,15 @@ import sys
 from ..netem.errors import NetemError, NetemUsageError
 from ..netem.spec import parse_duration, parse_loss, parse_rate
 from . import tunings as T
-from .competecli import COMPETE_DURATION, COMPETE_LOSS, COMPETE_RATE, COMPETE_RTT, cmd_compete, compete_report
+from .competecli import (
+    COMPETE_DURATION,
+    COMPETE_LOSS,
+    COMPETE_RATE,
+    COMPETE_RTT,
+    COMPETE_TABLES,
+    cmd_compete,
+    compete_report,
+)
 from .options import (
     RUN_FILTERS,
     check_link_value,
@@ -98,10 +106,13 @@ def add_parser(sub) -> None:
                    help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
                         "where a later file holds a path, its runs of that path replace the earlier files'; "
                         "or compete-*.json files of `drsftp bench --compete` (their tables, each file's)")
-    r.add_argument("--table", choices=[*report_tables(), "drs"],
+    r.add_argument("--table", choices=[*report_tables(), *COMPETE_TABLES, "drs"],
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
-                        "tuning's rate, the others' ratios to it, retransmits, sender memory); third-party "
-                        "results: drs (both servers' DRS reports of drsftp's copies)")
+                        "tuning's rate, the others' ratios to it, retransmits, sender memory); of compete "
+                        "results: sweep (a row per competition: each kind's goodput and window, the ratios to "
+                        "the first kind's, link use) or window (a row per flow: its advertised window, bytes in "
+                        "flight and retransmits; with --plots, them over time); of third-party results: drs "
+                        "(both servers' DRS reports of drsftp's copies)")
     r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
     r.add_argument("--base",
                    help="the tuning --table versus divides by, default kernel (field results: the entry the "
@@ -373,7 +384,7 @@ def cmd_benchreport(args) -> int:
     if any(s.kind == "compete" for s in saved):
         if any(s.kind != "compete" for s in saved):
             raise NetemError("compete results (drsftp bench --compete) print alone")
-        return compete_report(args, [(path, s.data or {}) for path, s in zip(args.results, saved)])
+        return compete_report(args, [(path, d) for path, s in zip(args.results, saved) for d in s.results or []])
     if any(s.kind == "third-party" for s in saved):
         if any(s.kind != "third-party" for s in saved):
             raise NetemError("third-party results (drsftp bench --third-party) print alone")
@@ -388,6 +399,8 @@ def cmd_benchreport(args) -> int:
         raise NetemUsageError(f"--dataset applies to field results only (drsftp bench {FIELD_OPTIONS})")
     if args.table == "drs":
         raise NetemUsageError("--table drs applies to third-party results (drsftp bench --third-party)")
+    if args.table in COMPETE_TABLES:
+        raise NetemUsageError(f"--table {args.table} applies to compete results (drsftp bench --compete)")
     base = or_default(args.base, "kernel")
     if base not in T.TUNINGS:
         raise NetemUsageError(f"unknown --base {base!r}; choose from {', '.join(T.TUNINGS)}")
