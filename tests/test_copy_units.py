@@ -232,8 +232,8 @@ class _RefusingControl:
 def test_a_source_without_sscn_stops_a_private_copy_in_one_sentence():
     import asyncio
 
-    from drsftp.client.thirdparty.pair import client_side_tls
     from drsftp.client.session.control import FTPError
+    from drsftp.client.thirdparty.pair import client_side_tls
 
     ctl = _RefusingControl()
     with pytest.raises(FTPError) as err:
