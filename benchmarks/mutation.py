@@ -47,7 +47,7 @@ UNIT_TESTS = ("tests/test_mutation_kills.py", "tests/test_mutation_ftp.py", "tes
               "tests/test_socket_controller.py", "tests/test_parallel_units.py",
               "tests/test_eblock_codec.py", "tests/test_budget.py", "tests/test_tuning_pinned.py",
               "tests/test_ftp_proto.py", "tests/test_tuning.py", "tests/test_dataset_units.py",
-              "tests/test_transfer_core.py", "tests/test_client_core.py")
+              "tests/test_transfer_core.py", "tests/test_client_core.py", "tests/test_copy_pipe_units.py")
 # Loaded into each test run (-p): property tests derandomized and without an
 # example database, so a run's survivors do not depend on the runs before it,
 # and without Hypothesis' per-example deadline (a loaded machine is no failure).
