@@ -94,6 +94,7 @@ def test_a_retr_refused_fails_that_file_alone_and_gets_no_stor():
     w.final(A, "RETR /a/f0")
     events, sent = w.final(A, "RETR /a/f1", 550)  # A's first reply: a refusal
     assert [type(e) for e in events] == [FileFailed] and events[0].file is files[1] and events[0].alone
+    assert not files[1].cached
     assert "RETR /a/f1 failed on the source: 550" in events[0].reason
     assert sent == []
     assert w.first(A, "RETR /a/f2") == ["B: ALLO 1002", "B: STOR /b/f2"]  # f1 skipped on B
@@ -168,6 +169,23 @@ def test_a_refused_setup_fails_the_first_file_and_the_next_file_tries_again():
     assert w.pump() == [] and w.flow.state is State.CLOSED
 
 
+def test_a_pasv_answered_without_an_address_fails_the_first_file():
+    w = Wire(PipeFlow(1))
+    f0 = w.flow.add("/a/x", "/b/x")
+    w.pump()
+    w.answer_all(A)
+    w.flow.answered(w.find(B, "MODE E"), R(200))
+    events = w.flow.answered(w.find(B, "PASV"), R(200, "PASV done"))
+    assert [e.file for e in events] == [f0] and "refused PASV (200 PASV done)" in events[0].reason
+    w = Wire(PipeFlow(1))
+    f0 = w.flow.add("/a/x", "/b/x")
+    w.pump()
+    w.answer_all(A)
+    w.flow.answered(w.find(B, "MODE E"), R(200))
+    events = w.flow.answered(w.find(B, "PASV"), R(227, "Entering Passive Mode (::1)."))
+    assert [e.file for e in events] == [f0] and "no IPv4 address" in events[0].reason
+
+
 def test_a_refused_port_fails_the_first_file():
     w, files = opened(2, 1)
     w.auto = ("ALLO",)
@@ -208,3 +226,30 @@ def test_an_allo_refusal_is_not_a_failure():
     w.final(A, "RETR /a/r")
     events, _ = w.final(B, "STOR /b/r", 250)
     assert events == [FileDone(f)]
+
+
+def test_one_stream_unless_told_and_only_a_transfers_1yz_starts_its_file():
+    w = Wire(PipeFlow())
+    f = w.flow.add("/a/x", "/b/x", held=((0, 10),))
+    assert "A: OPTS RETR Parallelism=1,1,1;" in w.pump()
+    w.answer_all(A)
+    w.flow.answered(w.find(B, "MODE E"), R(200))
+    w.flow.answered(w.find(B, "PASV"), PASV)
+    assert w.flow.state is State.OPEN
+    w.pump()
+    w.flow.began(w.find(A, "REST 0-10"), R(150))  # (a 1yz to REST starts nothing)
+    assert f.a is Stage.SENT
+    w.flow.began(w.find(A, "RETR /a/x"), R(150))
+    assert f.a is Stage.STARTED and f.b is Stage.WAITING
+
+
+def test_a_retr_failing_after_its_1yz_breaks_the_streams_before_b_got_its_stor():
+    w, files = opened()
+    w.pump()
+    w.first(A, "RETR /a/f0")  # -> STOR f0
+    w.final(A, "RETR /a/f0")
+    w.first(A, "RETR /a/f1")  # B has not answered STOR f0: no STOR f1 yet
+    events, sent = w.final(A, "RETR /a/f1", 426)  # A's streams went with it
+    assert [type(e) for e in events] == [FileFailed, FileBack] and not events[0].alone
+    assert files[1].b is Stage.WAITING and not files[1].cached
+    assert sent == ["A: ABOR"]

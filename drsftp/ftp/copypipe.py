@@ -62,11 +62,11 @@ class PipeFile:
     """One file of the pair: its paths, size (ALLO), the ranges B holds
     (REST), and how far each side has taken it."""
 
+    seq: int  # its place in command order
     source_path: str
     dest_path: str
     size: int | None = None
     held: tuple[tuple[int, int], ...] = ()
-    seq: int = 0
     a: Stage = Stage.WAITING
     b: Stage = Stage.WAITING
     cached: bool = False  # streams an earlier file of the pair carried carry it
@@ -76,7 +76,7 @@ class PipeFile:
         return self.a is Stage.DONE and self.b is Stage.DONE
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Send:
     """A command for ``side``; ``file``: the file it belongs to (None: the
     streams' setup or ABOR); ``transfer``: RETR/STOR (two replies)."""
@@ -88,12 +88,12 @@ class Send:
     transfer: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass
 class FileDone:
     file: PipeFile
 
 
-@dataclass(frozen=True)
+@dataclass
 class FileFailed:
     file: PipeFile
     side: Side
@@ -102,7 +102,7 @@ class FileFailed:
     alone: bool  # the streams go on (a RETR refused); else they broke
 
 
-@dataclass(frozen=True)
+@dataclass
 class FileBack:
     """Not this file's failure: its streams broke first; it goes back."""
 
@@ -135,7 +135,7 @@ class PipeFlow:
     # -- the driver's side ----------------------------------------------------------------
     def add(self, source_path: str, dest_path: str, size: int | None = None,
             held: tuple[tuple[int, int], ...] = ()) -> PipeFile:
-        f = PipeFile(source_path, dest_path, size, held, self._seq)
+        f = PipeFile(self._seq, source_path, dest_path, size, held)
         self._seq += 1
         self.files.append(f)
         return f
@@ -165,10 +165,9 @@ class PipeFlow:
         f = send.file
         if f is None or not send.transfer:
             return
-        if send.side is Side.SOURCE and f.a is Stage.SENT:
-            f.a = Stage.STARTED
-        elif send.side is Side.DEST and f.b is Stage.SENT:
-            f.b = Stage.STARTED
+        end = "a" if send.side is Side.SOURCE else "b"
+        if getattr(f, end) is Stage.SENT:
+            setattr(f, end, Stage.STARTED)
 
     def answered(self, send: Send, reply: Reply) -> list[Event]:
         """``send``'s final reply (a transfer's: after its 1yz, or in its place)."""
@@ -181,7 +180,7 @@ class PipeFlow:
             return self._transfer_reply(send, send.file, reply)
         if send.line.startswith(("ABOR", "ALLO")):
             return []  # (ALLO: a server may not need it, RFC 959 4.1.3)
-        if send.line == "PASV" and reply.code == 227:
+        if send.line == "PASV" and reply.code == 227:  # (any other: refused, below)
             try:
                 self._port = port_argument(*parse_pasv(reply))
             except (ProtocolError, ValueError):
@@ -190,7 +189,7 @@ class PipeFlow:
             if self.state is State.OPENING:
                 self.state = State.OPEN
             return []
-        if 200 <= reply.code < 400:
+        if reply.ok and send.line != "PASV":
             return []
         why = (f"{send.what} failed: {reply}" if send.line != "PASV" else
                f"{self.names[Side.DEST]} refused PASV ({reply}); in extended block mode the source connects"
@@ -226,21 +225,18 @@ class PipeFlow:
         return out
 
     def _stors(self) -> list[Send]:
-        out: list[Send] = []
         for f in self.files:
+            if f.b is Stage.SENT:
+                return []  # B has not answered the STOR before
             if f.b is not Stage.WAITING:
-                if f.b is Stage.SENT:
-                    break  # B has not answered the STOR before
                 continue
-            if f.a is Stage.STARTED or f.a is Stage.DONE:
-                f.b = Stage.SENT
-                f.cached = self._used
-                self._used = True
-                out += self._transfer(f, Side.DEST)
-                break  # one STOR awaiting its first reply at a time
-            if f.a is not Stage.ENDED:
-                break  # A has not started it: the later ones wait too (order)
-        return out
+            if f.a is not Stage.STARTED and f.a is not Stage.DONE:
+                return []  # A has not started it: the later ones wait too (A's order)
+            f.b = Stage.SENT
+            f.cached = self._used
+            self._used = True
+            return self._transfer(f, Side.DEST)  # one STOR awaiting its first reply at a time
+        return []
 
     def _transfer(self, f: PipeFile, side: Side) -> list[Send]:
         out: list[Send] = []
@@ -260,7 +256,7 @@ class PipeFlow:
         for side in Side:
             if side in self.aborted:
                 continue
-            mine = [s.file.seq for s in self.outstanding[side] if s.transfer and s.file is not None]
+            mine = [s.file.seq for s in self.outstanding[side] if s.file is not None]
             if mine and self.broke_at is not None and min(mine) >= self.broke_at:
                 self.aborted.add(side)
                 out.append(Send(side, "ABOR", f"ABOR on {self.names[side]}"))
@@ -270,7 +266,7 @@ class PipeFlow:
     def _transfer_reply(self, send: Send, f: PipeFile, reply: Reply) -> list[Event]:
         side = send.side
         started = (f.a if side is Side.SOURCE else f.b) is Stage.STARTED
-        ok = 200 <= reply.code < 300
+        ok = reply.code in (226, 250)  # (RFC 959: closing the data connection; file action done)
         if side is Side.SOURCE:
             f.a = Stage.DONE if ok else Stage.ENDED
         else:
@@ -293,7 +289,7 @@ class PipeFlow:
         it fails, the later ones go back.  Settling already, an earlier
         file's failure moves the break down to it; a later one's is part
         of the break (that file went back)."""
-        if f is None or f not in self.files:
+        if f is None:
             f = next(iter(self.files), None)
         self.state = State.SETTLING
         self._port = None

@@ -113,11 +113,16 @@ class PairPipe:
         return item
 
     async def until_done(self, item: PipeItem) -> None:
-        """``item``'s end, or a stall of B's data (the pair then breaks)."""
+        """``item``'s end; the pair breaks at a stall of B's data, or when
+        the servers leave a break's commands unanswered."""
+        settling = None
         while not item.done.done():
             await asyncio.wait([item.done], timeout=0.5)
             now, got = time.monotonic(), self.relay.latest(Side.DEST).get("bytes")
-            if got is None or got != self._last[1]:
+            settling = (settling or now) if self.flow.state is State.SETTLING else None
+            if settling is not None and now - settling > ABORT_WAIT:
+                self._fail(FTPError(f"the servers did not answer ABOR within {ABORT_WAIT:.0f} s"))
+            elif got is None or got != self._last[1]:
                 self._last = (now, got or 0)
             elif self.relay.series[Side.DEST] and now - self._last[0] > self.idle_timeout:
                 self._fail(FTPError(f"the copy stalled: nothing reached the destination for"
