@@ -275,7 +275,7 @@ class PairPipe:
         replies = relay.replies(Side.SOURCE) + relay.replies(Side.DEST)
         r = TransferResult(direction="copy", path=f.source_path, bytes=moved, seconds=seconds, total_size=size,
                            resumed_from=held, complete=True, drs_peer=relay.relaying and replies > 0,
-                           drs_replies=replies, server_last_report=relay.latest(Side.SOURCE))
+                           drs_replies=replies, server_last_report=dict(relay.latest(Side.SOURCE)))
         rtt = relay.data_rtt()
         if rtt:
             r.update(rtt_avg_ms=round(rtt * 1000, 3))
