@@ -115,6 +115,13 @@ class BlockDecoder:
     def in_block(self) -> bool:
         return self._left > 0 or bool(self._partial)
 
+    @property
+    def committed(self) -> int:
+        """Bytes the peer must still send before this connection's EOD can
+        come: the current block's rest and the next header (EOD never rides
+        on a data block); 0 once the EOD came."""
+        return 0 if self.ended else self._left + HEADER_SIZE - len(self._partial)
+
     def reset(self) -> None:
         """A cached connection starts its next transfer."""
         if self.in_block:

@@ -138,6 +138,16 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
         return {}
 
 
+def set_rcvlowat(sock: socket.socket, value: int) -> None:
+    """SO_RCVLOWAT alone (a MODE E receiver's mark follows its blocks:
+    docs/DESIGN.md#rcvlowat)."""
+    if LINUX:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, value)
+        except OSError as exc:
+            log.debug("setsockopt(SO_RCVLOWAT, %d) failed: %s", value, exc)
+
+
 def apply_actions(sock: socket.socket, actions: SocketActions) -> bool:
     """Set what ``actions`` says, in its order (the clamp after the buffer,
     the read batch after the clamp: docs/DESIGN.md#kf-rcvlowat).  Returns

@@ -67,6 +67,15 @@ class SocketTuner:
         """Cap DRS's buffer decisions at ``size`` bytes (SBUF, GFD.20)."""
         self.ctl.cap_size(size)
 
+    @property
+    def read_batch(self) -> int:
+        """SO_RCVLOWAT for the window in force (READ_BATCH_*)."""
+        return self.ctl.read_batch
+
+    def set_low_water(self, sock: socket.socket, value: int) -> None:
+        """SO_RCVLOWAT set by the driver (batch_reads=False tuners)."""
+        sockopt.set_rcvlowat(sock, value)
+
     def _apply(self, sock: socket.socket, actions: SocketActions) -> None:
         if not actions.is_empty():
             if not sockopt.apply_actions(sock, actions):

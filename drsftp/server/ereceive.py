@@ -97,6 +97,7 @@ class Receive(Job):
             s.close()  # EOD|CLOSE: the sender closes it next
         elif used < len(view):
             s.hold(view[used:])
+        s.batch_reads()
         if self.ledger.complete:
             self._complete()
 

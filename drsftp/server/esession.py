@@ -78,9 +78,10 @@ class ESession:
         spec = h.tuning_spec
         if self.sbuf and spec.startswith("fixed"):
             spec = f"fixed:{self.sbuf}"  # SBUF: the static size under --tuning fixed
-        # No read low-water mark (SO_RCVLOWAT): a MODE E stream stays open
-        # after its EOD, so a transfer's last bytes below the mark would wait
-        # for data that never comes (stream mode ends with a FIN instead).
+        # The tuner sets no read low-water mark (SO_RCVLOWAT): a MODE E
+        # stream stays open after its EOD, so a fixed mark would hold a
+        # transfer's last bytes (stream mode ends with a FIN instead); the
+        # stream sets it after each read from its blocks (Stream.batch_reads).
         tuner = SocketTuner(spec, role, allow_force=h.allow_force, limits=h.host_limits, budget=h.buffer_budget,
                             batch_reads=False, parallel=True)
         if self.sbuf:

@@ -204,6 +204,7 @@ class Stream(_Channel):
         # a receiver's bytes read past its EOD: the next transfer's, kept for
         # it (at most one read); the stream reads no more until it starts
         self.held = b""
+        self.low_water = 1  # SO_RCVLOWAT as set (1: the kernel's default)
 
     def start(self, static_window: int | None) -> None:
         """Connected: tune it from now on (per-stream DRS)."""
@@ -245,6 +246,20 @@ class Stream(_Channel):
         if self.tls is None:
             return self.socket.recv_into(buf)
         return self.tls.recv_into(memoryview(buf))
+
+    def batch_reads(self) -> None:
+        """After a read: wake the reader at the lesser of the read batch and
+        the bytes the sender must still send (decoder.committed), so the
+        kernel batches a burst's reads (docs/DESIGN.md#rcvlowat) yet a
+        transfer's last block and EOD, below the batch on a stream that stays
+        open, wake it at once; 1 after the EOD.  None under TLS: a record's
+        bytes are not the blocks' (stream mode batches no TLS reads either)."""
+        if self.tls is not None or self.tuner is None or self.closed:
+            return
+        value = max(1, min(self.tuner.read_batch, self.decoder.committed))
+        if value != self.low_water:
+            self.low_water = value
+            self.tuner.set_low_water(self.socket, value)
 
     def resume_reading(self) -> None:
         """Read again; bytes it holds from past its last EOD, or data its

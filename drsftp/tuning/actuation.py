@@ -30,6 +30,13 @@ NOTSENT_MIN = 64 * 1024  # the least unsent data a sender is allowed (one GSO su
 READ_BATCH_SHARE = 8
 READ_BATCH_MIN = 64 * 1024
 READ_BATCH_MAX = 512 * 1024
+def read_batch(window: int) -> int:
+    """SO_RCVLOWAT for a receive window: its 1/8 within [READ_BATCH_MIN,
+    READ_BATCH_MAX], else 1 (the kernel's default; docs/DESIGN.md#rcvlowat)."""
+    value = min(window // READ_BATCH_SHARE, READ_BATCH_MAX)
+    return value if value >= READ_BATCH_MIN else 1
+
+
 @dataclass(frozen=True)
 class HostLimits:
     """The host's socket-buffer sysctls and whether FORCE works here
@@ -220,8 +227,7 @@ class BufferPlan:
         after the clamp: raising it grows an unlocked buffer and lifts a
         window_clamp below it to it (docs/DESIGN.md#kf-rcvlowat); at 1/8 of
         the window it never reaches the clamp just set."""
-        value = min(window // READ_BATCH_SHARE, READ_BATCH_MAX)
-        value = value if value >= READ_BATCH_MIN else 1
+        value = read_batch(window)
         if value == self.read_batch or not self.batch_reads:
             return None
         self.read_batch = value

@@ -26,6 +26,7 @@ from .actuation import (
     host_cap,
     kernel_memory,
     queued_bytes,
+    read_batch,
     rtt_from_info,
     sample_from_info,
 )
@@ -224,6 +225,14 @@ class SocketController:
         """The window set before the handshake when no decision followed it
         (a fixed buffer): the read batch is sized from it at attach."""
         return self.handshake_window if self._applied is None else None
+
+    @property
+    def read_batch(self) -> int:
+        """SO_RCVLOWAT for the window in force (applied, else set before the
+        handshake), for a driver that sets the mark itself (MODE E)."""
+        window = self._applied.rcv_window if self._applied is not None else None
+        window = window or self.handshake_window
+        return read_batch(window) if window else 1
 
     def attach(self, *, now: float) -> SocketActions:
         """The data connection is established: claim a buffer left to
