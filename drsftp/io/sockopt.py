@@ -138,6 +138,17 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
         return {}
 
 
+def set_nodelay(sock: socket.socket) -> None:
+    """TCP_NODELAY, which also sends what Nagle's rule holds now: a sub-MSS
+    segment waits for the ACK of a small one in flight (RFC 896; RFC 1122
+    sec. 4.2.3.4), up to an RTT for a MODE E stream's EOD after its last
+    block's tail (docs/DESIGN.md#eod-nodelay)."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError as exc:
+        log.debug("setsockopt(TCP_NODELAY) failed: %s", exc)
+
+
 def set_rcvlowat(sock: socket.socket, value: int) -> None:
     """SO_RCVLOWAT alone (a MODE E receiver's mark follows its blocks:
     docs/DESIGN.md#rcvlowat)."""

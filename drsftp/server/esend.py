@@ -22,6 +22,7 @@ import socket
 
 from ..ftp import blockplan
 from ..ftp.eblock import data_header, eod
+from ..io import sockopt
 from ..io.tlsbio import reason
 from ..tuning import Role
 from .ejob import Job, TransferSession
@@ -130,6 +131,9 @@ class Send(Job):
             last = all(o.eod_queued for o in self.members if o is not s)
             s.pending = eod(eof_streams=len(self.members) if last else None, close=s.retire)
             s.eod_queued = True
+            if not s.nodelay:  # the EOD goes now, not after the last tail's ACK (Nagle)
+                s.nodelay = True
+                sockopt.set_nodelay(s.socket)
 
     def _pump_tls(self, s: Stream, tls: StreamTLS) -> None:
         """pump() through the stream's TLS: the next plaintext is read and

@@ -205,6 +205,7 @@ class Stream(_Channel):
         # it (at most one read); the stream reads no more until it starts
         self.held = b""
         self.low_water = 1  # SO_RCVLOWAT as set (1: the kernel's default)
+        self.nodelay = False  # TCP_NODELAY set (a sender's first EOD: esend.py)
 
     def start(self, static_window: int | None) -> None:
         """Connected: tune it from now on (per-stream DRS)."""
