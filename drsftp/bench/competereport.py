@@ -46,14 +46,16 @@ def _per_mib(bps_per_byte: float | None) -> str:
 def flow_table(data: Data) -> tuple[list[str], list[list[str]]]:
     per = {f["label"]: f for f in figures(data)["flows"]}
     header = ["flow", "start, s", "Mbit/s", "receiver buffer", "sender buffer", "Mbit/s per MiB", "x fair share",
-              "retransmits"]
+              "retransmits", "of the ceiling"]
     rows = []
+    ceiling = data["link"]["ceiling_mbps"]
     for f in data["flows"]:
         p = per.get(f["label"], {})
         note = f" (FAILED: {f['error']})" if f.get("error") else ""
         rows.append([f["label"] + note, _num(f.get("start_s"), "{:.1f}"), f"{f['mbps']:.1f}",
                      _mem(f.get("rcvbuf_mean")), _mem(f.get("sndbuf_mean")),
-                     _per_mib(p.get("bps_per_byte")), _num(p.get("fair_ratio")), str(f.get("retransmits", 0))])
+                     _per_mib(p.get("bps_per_byte")), _num(p.get("fair_ratio")), str(f.get("retransmits", 0)),
+                     _num(f["mbps"] / ceiling if ceiling else None, "{:.1%}")])
     return header, rows
 
 
@@ -81,9 +83,16 @@ def closing_line(data: Data) -> str:
     s = figures(data)
     use = s["link_use"]
     failed = len(data["flows"]) - len(_ok(data))
-    return (f"Link use {_num(use, '{:.0%}')} of the goodput ceiling ({data['link']['ceiling_mbps']:.1f} Mbit/s);"
+    line = (f"Link use {_num(use, '{:.0%}')} of the goodput ceiling ({data['link']['ceiling_mbps']:.1f} Mbit/s);"
             f" Jain over all flows {_num(s['jain_all'], '{:.3f}')}, over Mbit/s per byte of memory "
             f"{_num(s['jain_per_memory'], '{:.3f}')}" + (f"; {failed} flow(s) FAILED" if failed else "") + ".")
+    o = s.get("overlap")
+    if o:
+        reached = (f"{o['target']:g} reached {o['reached_s']} s after the last start (over {o['window_s']} s)"
+                   if o["reached_s"] is not None else f"{o['target']:g} not reached (over {o['window_s']} s)")
+        line += (f" While all ran ({o['from_s']:.1f}-{o['to_s']:.1f} s): Jain {_num(o['jain'], '{:.3f}')};"
+                 f" {reached}.")
+    return line
 
 
 def markdown(data: Data) -> str:
