@@ -82,7 +82,7 @@ class FleetConfig:
     judge: int = 2  # intervals averaged on each side of a comparison
     max_backoff: int = 32
     grow_rtts: int = 30  # a session is worth adding only while the rest outlasts this
-    limited_share: float = 0.25  # buffer-limited: a cap held the senders a quarter of their busy time or more
+    limited_share: float = 0.1  # buffer-limited: a cap held the senders a tenth of their busy time or more
 
     def gain_needed(self, connections: int) -> float:
         return max(self.min_gain, self.gain_share / max(connections, 1))

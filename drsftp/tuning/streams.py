@@ -59,7 +59,7 @@ class StreamsConfig:
     judge: int = 2  # intervals averaged on each side of a comparison
     max_backoff: int = 32
     # sharing (docs/decisions/0021-streams-that-share.md)
-    limited_share: float = 0.25  # buffer-limited: a cap held the senders a quarter of their busy time or more
+    limited_share: float = 0.1  # buffer-limited: a cap held the senders a tenth of their busy time or more
     window_cap: int | None = None  # bytes: one stream's window at most (DRS: the host's cap); None: streams only
     headroom: float = 0.15  # what a cut leaves below the delivered rate x base RTT (BBR's BBRHeadroom)
     step_share: float = 0.5  # once the path has queued, a probe adds this share of one stream's cap

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import deque
 
 from .sharing import LimitMeter, PathSample
 from .streams import Action, StreamController, StreamSample, StreamsConfig
@@ -75,8 +76,11 @@ class WindowedStreams:
         self._retrans: int | None = None
         self._path_retrans: int | None = None
         self._queued_for = 0  # consecutive intervals with a queue
+        self._last_rtt: float | None = None
         self._meter = LimitMeter()
         self._yield: float | None = None  # goodput x base RTT / window, where the window holds the streams
+        self._recent: deque[float] = deque(maxlen=8)  # goodput per interval, across changes
+        self._streak = 0  # probes kept in a row: each doubles the next step
 
     interval = staticmethod(StreamController.interval)
 
@@ -102,6 +106,7 @@ class WindowedStreams:
         queued = self._queued_for >= c.judge  # a queue that stays (one interval's RTT may be a burst)
         limited = self._meter.update(path)
         self._history.append(goodput)
+        self._recent.append(goodput)
         self._since += 1
         # medians: an interval where the client's process stalled reads as a dip
         now = _median(self._history[-c.probe_judge:])
@@ -112,31 +117,43 @@ class WindowedStreams:
             if gained >= c.gain_kept and not queued:
                 self._probe = None  # kept: capacity nobody used
                 self._backoff = c.settle
+                self._streak += 1
                 return self._changed(Action.HOLD)
             self._backoff = min(self._backoff * 2, c.max_backoff)
             return self._cut(now, queue=False, taken=gained >= c.gain_none)
         if self._since < c.settle:
             return Action.HOLD
-        if queued:
+        if queued and not (self.window is None and self._ramping()):
+            # (the start drains once its goodput stops growing: a queue seen
+            # while it still grows is also, or only, another flow's)
             return self._cut(now, queue=True)
         self._note_yield(now, limited)
         if not (loss or self._since < self._backoff or (limited is not None and limited < c.limited_share)
-                or (intervals_left is not None and intervals_left < c.settle + c.probe_judge)):
+                or (intervals_left is not None and intervals_left < c.settle + c.probe_judge)
+                or (self.window is None and self._ramping())):
             grew = self._grow()
             if grew is not None:
                 return grew
-        surplus = self.streams - self._streams_for(self.window) if self.window is not None and not self.fixed else 0
-        if surplus > 0:
-            self.streams -= (surplus + 1) // 2
-            return self._changed(Action.REMOVE)
         return Action.HOLD
+
+    def _ramping(self) -> bool:
+        """The start's goodput still grows by a quarter over two intervals
+        (8 RTTs): slow start is filling the pipe, a probe would judge it
+        (BBR's full-pipe test, draft-ietf-ccwg-bbr sec. 4.3.1.2)."""
+        r = self._recent
+        return len(r) < 3 or r[-1] > 1.25 * r[-3]
 
     def _congestion(self, samples: list[StreamSample], path: PathSample | None) -> tuple[bool, bool]:
         """(queue, new retransmits): from the senders' figures where the
         path gives them, else from each stream's own."""
         c = self.config
         if path is not None and path.rtt:
-            self._base = path.rtt if self._base is None else min(self._base, path.rtt)
+            # the base: the least RTT two intervals running have shown (one
+            # sample below the path's own delay, a scheduling artefact, would
+            # make every later RTT read as a queue)
+            low = max(path.rtt, self._last_rtt or path.rtt)
+            self._last_rtt = path.rtt
+            self._base = low if self._base is None else min(self._base, low)
             queue = path.rtt > self._base * c.share_queue_factor + c.queue_slack
             loss = (path.retransmits is not None and self._path_retrans is not None
                     and path.retransmits > self._path_retrans)
@@ -163,7 +180,9 @@ class WindowedStreams:
             step, streams, window = self.cap, self.streams + 1, None
         else:
             top = (self.streams if self.fixed else c.max_streams) * self.cap
-            step = min(int(c.step_share * self.cap), top - running)
+            # doubled after each probe kept in a row: a window cut far below
+            # the path's grows back in a few (BBR's probe-up, sec. 4.3.3.5)
+            step = min(int(c.step_share * self.cap) << min(self._streak, 3), top - running)
             if step <= 0:
                 return None
             window = running + step
@@ -191,11 +210,12 @@ class WindowedStreams:
         its cap.  A probe's stream is given back with its step."""
         c = self.config
         probing, self._probe = self._probe is not None, None
+        self._streak = 0
         running = self._running()
         before = self._before[1] if probing and self._before[1] is not None else running
         # what the path delivers: the best recent interval, as BBR's
         # bandwidth filter keeps the maximum (draft-ietf-ccwg-bbr sec. 4.5.2)
-        best = max(self._history[-c.probe_judge:], default=now)
+        best = max(list(self._recent)[-c.probe_judge:], default=now)
         delivered = best * self._base / (self._yield or 1.0) if self._base else float(before)
         if self.window is None or (probing and self._before[1] is None):
             target = delivered  # the start's queue: drain to what the path carries
