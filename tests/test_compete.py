@@ -430,3 +430,29 @@ def test_compete_results_print_alone_and_take_no_bench_filters(tmp_path, capsys)
     csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get.csv")
     assert main(["benchreport", str(p), csv]) == 1
     assert "compete results (drsftp bench --compete) print alone" in capsys.readouterr().err
+
+
+def test_the_sharing_table_gives_a_row_a_file_and_the_medians_of_each_spec_and_commit(tmp_path, capsys):
+    paths = []
+    for name, commit, rate in (("old-1", "aaaaaaa1", 10e6), ("old-2", "aaaaaaa1", 12e6), ("old-3", "ccccccc3", 14e6),
+                               ("new-1", "bbbbbbb2", 6e6)):
+        data = _results(drs_rate=rate)
+        data["environment"] = {"commit": commit}
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(data))
+        paths.append(str(p))
+    assert main(["benchreport", "--table", "sharing", *paths]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("| file | spec | commit | Mbit/s per flow (of the ceiling) | link use | Jain while all ran"
+                        " | 0.95 after, s |")
+    rows = [line.split(" | ") for line in lines[2:]]
+    # the runs of one measurement: named alike but for a trailing -N (one run: no median)
+    assert [r[0] for r in rows] == ["| old-1", "| old-2", "| old-3", "| new-1", "| median of 3: old"]
+    assert rows[1][2] == "aaaaaaa" and "drs:1048576#1 12 (62.2%)" in rows[1][3]  # 12 of 19.3 Mbit/s
+    assert rows[2][2] == "ccccccc" and "drs:1048576#1 12 (62.2%)" in rows[4][3]
+    assert "kernel#1" not in rows[0][3]  # a failed flow is left out
+    assert main(["benchreport", "--table", "speed", paths[0]]) == 2
+    assert "--table speed applies to bench results, not compete results" in capsys.readouterr().err
+    csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get.csv")
+    assert main(["benchreport", "--table", "sharing", csv]) == 2
+    assert "--table sharing applies to compete results" in capsys.readouterr().err

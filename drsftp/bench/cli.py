@@ -93,9 +93,11 @@ def add_parser(sub) -> None:
                    help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
                         "where a later file holds a path, its runs of that path replace the earlier files'; "
                         "or compete-*.json files of `drsftp bench --compete` (their tables, each file's)")
-    r.add_argument("--table", choices=report_tables(),
+    r.add_argument("--table", choices=[*report_tables(), "sharing"],
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
-                        "tuning's rate, the others' ratios to it, retransmits, sender memory)")
+                        "tuning's rate, the others' ratios to it, retransmits, sender memory); compete "
+                        "results: sharing (a row a file: each flow's share of the ceiling, link use, Jain; "
+                        "the medians of each spec and commit)")
     r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
     r.add_argument("--base",
                    help="the tuning --table versus divides by, default kernel (field results: the entry the "
@@ -370,6 +372,8 @@ def cmd_benchreport(args) -> int:
         return _field_report(args, [r for s in saved for r in s.runs])
     if args.dataset is not None:
         raise NetemUsageError(f"--dataset applies to field results only (drsftp bench {FIELD_OPTIONS})")
+    if args.table == "sharing":
+        raise NetemUsageError("--table sharing applies to compete results (drsftp bench --compete)")
     base = or_default(args.base, "kernel")
     if base not in T.TUNINGS:
         raise NetemUsageError(f"unknown --base {base!r}; choose from {', '.join(T.TUNINGS)}")

@@ -7,8 +7,9 @@ import json
 import os
 import sys
 
-from .competereport import legend, markdown, plot_goodput, plot_vs_cap, slug, stem
+from .competereport import legend, markdown, plot_goodput, plot_vs_cap, sharing_table, slug, stem
 from .competerun import CompeteConfig, run_compete
+from .report import markdown_table
 
 
 def file_name(cfg: CompeteConfig) -> str:
@@ -41,11 +42,15 @@ def run_and_report(cfg: CompeteConfig, outdir: str, plots: bool) -> int:
     return 1 if all(f.get("error") for f in data["flows"]) else 0
 
 
-def report(datas: list[tuple[str, dict]], plots_dir: str | None) -> int:
-    """benchreport of compete results: each file's tables; with ``plots_dir``
+def report(datas: list[tuple[str, dict]], plots_dir: str | None, table: str | None = None) -> int:
+    """benchreport of compete results: each file's tables (``table``
+    "sharing": one table, a row a file and the medians); with ``plots_dir``
     each one's goodput over time and, where the files vary a drs:CAP, goodput
     against that cap."""
-    print("\n\n".join(markdown(data) for _, data in datas))
+    if table == "sharing":
+        print("\n".join(markdown_table(*sharing_table(datas))))
+    else:
+        print("\n\n".join(markdown(data) for _, data in datas))
     if plots_dir:
         os.makedirs(plots_dir, exist_ok=True)
         made = [plot_goodput(data, os.path.join(plots_dir, stem(path) + "-goodput.png")) for path, data in datas]

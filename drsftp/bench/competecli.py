@@ -86,8 +86,10 @@ def compete_report(args, datas: list[tuple[str, dict]]) -> int:
     """Compete results: each file's tables, and its plots (bench/compete.py)."""
     from .compete import report
 
-    stray = [f"--{name}" for name in ("table", "tunings", "base", *RUN_FILTERS, "dataset")
-             if getattr(args, name) is not None]
+    stray = [f"--{name}" for name in ("tunings", "base", *RUN_FILTERS, "dataset") if getattr(args, name) is not None]
+    if args.table not in (None, "sharing"):
+        stray.insert(0, "--table " + args.table)
     if stray:
-        raise NetemUsageError(f"{stray[0]} applies to bench results, not compete results (those take --plots)")
-    return report(datas, args.plots)
+        raise NetemUsageError(f"{stray[0]} applies to bench results, not compete results"
+                              " (those take --plots and --table sharing)")
+    return report(datas, args.plots, args.table)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -66,6 +67,44 @@ def kind_table(data: Data) -> tuple[list[str], list[list[str]]]:
              f"{k['mbps_total']:.1f}", _num(k["share"], "{:.0%}"), _num(k["jain"], "{:.3f}"),
              _mem(k["rcvbuf_mean"]), _per_mib(k["bps_per_byte"])] for k in figures(data)["kinds"]]
     return header, rows
+
+
+def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[str]]]:
+    """One row a results file (``--table sharing``): each flow's Mbit/s and
+    its share of the ceiling, link use, Jain while all ran and how soon
+    5-s windows reached 0.95; then the medians of each measurement's runs
+    (files named alike but for a trailing -N: old code's beside new)."""
+    header = ["file", "spec", "commit", "Mbit/s per flow (of the ceiling)", "link use", "Jain while all ran",
+              "0.95 after, s"]
+    groups: dict[str, list[dict]] = defaultdict(list)
+    rows = []
+    for path, data in datas:
+        s, ceiling = figures(data), data["link"]["ceiling_mbps"]
+        o = s.get("overlap") or {}
+        got = {"flows": {f["label"]: f["mbps"] for f in _ok(data)}, "use": s["link_use"], "jain": o.get("jain"),
+               "reached": o.get("reached_s"), "ceiling": ceiling}
+        groups[re.sub(r"-\d+$", "", stem(path))].append(got)
+        commit = str((data.get("environment") or {}).get("commit") or "-")[:7]
+        rows.append([stem(path), data["spec"], commit, _flows_cell(got["flows"], ceiling), _num(got["use"], "{:.1%}"),
+                     _num(got["jain"], "{:.3f}"), _num(got["reached"], "{:g}")])
+    for name, gots in groups.items():
+        if len(gots) < 2:
+            continue
+        labels = list(dict.fromkeys(label for g in gots for label in g["flows"]))
+        flows = {label: _median([g["flows"].get(label) for g in gots]) for label in labels}
+        med = {key: _median([g[key] for g in gots]) for key in ("use", "jain", "reached")}
+        rows.append([f"median of {len(gots)}: {name}", "", "", _flows_cell(flows, gots[0]["ceiling"]),
+                     _num(med["use"], "{:.1%}"), _num(med["jain"], "{:.3f}"), _num(med["reached"], "{:g}")])
+    return header, rows
+
+
+def _flows_cell(flows: dict[str, float | None], ceiling: float) -> str:
+    return "; ".join(f"{label} {m:.0f} ({m / ceiling:.1%})" for label, m in flows.items() if m is not None)
+
+
+def _median(xs: list[float | None]) -> float | None:
+    got = sorted(x for x in xs if x is not None)
+    return statistics.median(got) if got else None
 
 
 def title(data: Data) -> str:

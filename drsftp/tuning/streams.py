@@ -60,13 +60,14 @@ class StreamsConfig:
     max_backoff: int = 32
     # sharing (docs/decisions/0021-streams-that-share.md)
     limited_share: float = 0.1  # buffer-limited: a cap held the senders a tenth of their busy time or more
-    window_cap: int | None = None  # bytes: one stream's window at most (DRS: the host's cap); None: streams only
-    headroom: float = 0.15  # what a cut leaves below the delivered rate x base RTT (BBR's BBRHeadroom)
-    step_share: float = 0.5  # once the path has queued, a probe adds this share of one stream's cap
-    gain_kept: float = 0.5  # a probe must carry this share of what its window adds (streamwindow.py)
-    probe_judge: int = 4  # ... judged by the median of this many intervals after ``settle`` - 1
-    share_queue_factor: float = 1.1  # a queue for the window's cuts: a probe's step over the knee shows
-    gain_none: float = 0.2  # ... below this share it carried nothing: its step only queued
+    # -P auto's window (streamwindow.py; DRS only)
+    window_cap: int | None = None  # bytes: one stream's window at most (the host's cap); None: streams only
+    headroom: float = 0.15  # a cut: x 0.85 (BBR's BBRHeadroom)
+    step_share: float = 0.5  # a probe adds this share of one stream's cap (doubled while kept in a row)
+    share_queue_factor: float = 1.1  # a queue: RTT above this x the base (+ queue_slack): a step over the knee
+    probe_judge: int = 4  # a probe is judged by the median of this many intervals, settle - 1 after it
+    gain_kept: float = 0.5  # ... kept when it carried this share of what its step carries on an idle path
+    gain_none: float = 0.2  # ... given back when it carried less than this share (it only queued)
 
     def gain_needed(self, before: int) -> float:
         """Relative goodput gain that justifies stream ``before + 1``."""

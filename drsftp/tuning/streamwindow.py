@@ -12,38 +12,42 @@ of all the streams and the path as their senders see it
 (:class:`~.sharing.PathSample`; each stream's own figures where the peer
 reports nothing):
 
-* **start**: ``first_streams`` streams at their cap, no window yet; a
-  probe adds a whole stream.  The first queue ends the start: the window
-  becomes goodput x base RTT, what the path delivers without the queue
-  (BBR's Drain, draft-ietf-ccwg-bbr sec. 4.3.2);
-* **queue** (the senders' RTT above 1.1 x the least seen + 2 ms for two
-  intervals running; a probe's step over the knee shows that far): the
-  window is cut by the ``headroom`` (x 0.85).  Every transfer on the path
-  sees the same queue and cuts in proportion to its window, and grows by
-  the same steps: two of them converge to equal windows (AIMD; Chiu and
-  Jain, 1989);
+* **start**: ``first_streams`` streams at their cap, no window yet.  Once
+  the goodput stops growing by a quarter over two intervals (BBR's
+  full-pipe test, draft-ietf-ccwg-bbr sec. 4.3.1.2) a probe adds a whole
+  stream, and a queue ends the start: the window becomes the best recent
+  goodput x base RTT, what the path delivers without the queue (BBR's
+  Drain, sec. 4.3.2);
+* **queue** (the senders' RTT above ``share_queue_factor`` x the base + 2
+  ms for two intervals running; a probe's step over the knee shows that
+  far): the window is cut by the ``headroom`` (x 0.85).  Every transfer
+  on the path sees the same queue and cuts in proportion to its window,
+  and grows by the same steps: two of them converge to equal windows
+  (AIMD; Chiu and Jain, 1989);
 * **probe**: after ``backoff`` intervals with no queue and no new
   retransmits, while the senders are held by their buffer caps (their
-  rwnd- and sndbuf-limited time, at least ``limited_share`` of their busy
-  time) or report nothing, the window grows by half a stream's cap (a
-  stream more where the streams are all at their cap);
-* **judge**: after ``settle`` intervals the median goodput of the next
-  ``probe_judge`` must have grown by ``gain_kept`` of what the step
-  carries where nobody uses the capacity (``step / base RTT``, or in
-  proportion to the running window where that is less).  A probe that
-  fell short found the path full without a queue of its own (a flow held
-  by its own window beside it): the window becomes (1 - ``headroom``) x
-  the goodput the probe saw x base RTT, sized by what the window has
-  carried per RTT (never above the window before the probe), the room a
-  flow that cannot grow had, less BBR's headroom
-  (draft-ietf-ccwg-bbr, BBRHeadroom).  The next probe waits twice as long
-  (up to ``max_backoff``); one kept resets the wait.
+  rwnd- and sndbuf-limited time at least ``limited_share`` of their busy
+  time) or report nothing, the window grows by ``step_share`` of a
+  stream's cap, doubled after each probe kept in a row (a stream more
+  where the streams are all at their cap);
+* **judge**: ``settle`` + ``probe_judge`` - 1 intervals after the probe,
+  by the median goodput of the last ``probe_judge`` against the median
+  before it, over what the step carries where nobody uses the capacity
+  (``step / base RTT``, or in proportion to the running window where that
+  is less).  ``gain_kept`` or more: kept.  Under ``gain_none``: the step
+  only filled a queue of our own and is given back.  Between: flows beside
+  it lost what it gained (a flow held by its own window: the RTT barely
+  moves), and the window becomes (1 - ``headroom``) x the best goodput it
+  saw x base RTT, sized by what the window has carried per base RTT and
+  never above the window before it: the room such a flow had, less BBR's
+  headroom (BBRHeadroom).  A failed probe doubles the wait for the next
+  (up to ``max_backoff``); a kept one resets it.
 
 Never below one stream at its cap: beside a flow that keeps the queue full
 (a loss-based one) the transfer still holds what one ordinary flow would.
-Streams beyond what the window needs are given back, half the surplus at a
-time while no probe runs (each one's BBR re-measures its rate at x1.25 per
-cycle: all at once would leave the window unused meanwhile).
+The streams stay when the window shrinks, each with a smaller share:
+giving one back mid-transfer costs its siblings several BBR bandwidth
+cycles (x1.25 per 8 round trips) to take its share over.
 """
 
 from __future__ import annotations
