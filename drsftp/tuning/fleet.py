@@ -24,8 +24,7 @@ connection goes (docs/DATASETS.md, "Sessions x streams"):
   while the senders report that no buffer cap holds them (``PathSample``,
   tuning/sharing.py) gives a connection back, a big file's stream first,
   else a step of sessions (x2/3): the connections are held by congestion,
-  and one more only takes from other flows.  A stream is probed only while
-  a cap holds the senders (or they report nothing).
+  and one more only takes from other flows.
 
 A cached session's own streams stay as ``-P`` sets them (one): a file
 smaller than a stream's share of the path gains nothing from a second
@@ -212,8 +211,6 @@ class FleetController:
         c = self.config
         growable = {f: left for f, left in work.big_left.items()
                     if f in self.streams and f not in self._fixed_files and self.streams[f] < c.max_file_streams}
-        if self._limited is not None and self._limited < c.limited_share:
-            growable = {}  # no stream is held by its buffer cap: one more carries nothing new
         if growable and sum(work.big_left.values()) >= work.queued_bytes:
             return Change(Kind.STREAM, +1, max(growable, key=lambda f: growable[f]))
         rest = work.bytes_left / goodput if goodput > 0 else float("inf")

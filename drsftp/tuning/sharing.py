@@ -13,10 +13,15 @@ receives takes the server's DRS report (:func:`from_pairs`; the keys are
 docs/PROTOCOL.md's ``busy_us``, ``rwnd_lim_us``, ``sndbuf_lim_us``).
 
 :class:`LimitMeter` turns the cumulative times into the share of the last
-interval's busy time a buffer cap limited: near 1, each stream is held by
-its own cap (a stream more, or a larger window, would carry more); near 0,
-congestion (the cwnd) or the application holds it, and a stream more only
-takes from someone else.
+interval's busy time a buffer cap limited: high, each stream is held by a
+window (a stream more, or a larger window, would carry more); near 0,
+congestion (the cwnd, BBR's pacing) or the application holds it, and a
+stream more only takes from someone else.  One kernel fact bounds what
+"near 0" says: ``tcpi_sndbuf_limited`` stayed 0 on Linux 6.18 for a
+sender held by an 8 KiB send buffer (measured on loopback, write and
+sendfile alike), so a sender held by its own buffer also reads as not
+limited.  The receive window's share is the reliable one: where the
+receiver's clamp (-P auto's window) is what should hold the senders.
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ RTT and retransmit count; it gets back ADD, REMOVE or HOLD and applies it
 * sharing (docs/decisions/0021-streams-that-share.md): a queue that stays
   while the senders are not limited by their buffers (``PathSample``'s
   limited time, tuning/sharing.py) gives the last stream back: the streams
-  are held by congestion, and one more only takes from other flows.
+  are held by congestion, and one more only takes from other flows.  (Not
+  limited is no bar to a probe: a sender held by its own send buffer reads
+  as not limited, tuning/sharing.py.)
 
 Under DRS, where a stream's window can be capped, ``-P auto`` runs
 :class:`~.streamwindow.WindowedStreams` instead (an aggregate window).
@@ -173,8 +175,6 @@ class StreamController:
             return self._changed(Action.REMOVE)
         if self._since < self._backoff or congested or self.streams >= c.max_streams:
             return Action.HOLD
-        if limited is not None and limited < c.limited_share:
-            return Action.HOLD  # no stream is held by its buffer cap: one more carries nothing new
         if intervals_left is not None and intervals_left < c.settle + c.judge:
             return Action.HOLD
         self._baseline = _mean(self._history[-c.judge:])

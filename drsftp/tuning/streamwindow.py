@@ -25,11 +25,12 @@ reports nothing):
   and grows by the same steps: two of them converge to equal windows
   (AIMD; Chiu and Jain, 1989);
 * **probe**: after ``backoff`` intervals with no queue and no new
-  retransmits, while the senders are held by their buffer caps (their
-  rwnd- and sndbuf-limited time at least ``limited_share`` of their busy
-  time) or report nothing, the window grows by ``step_share`` of a
-  stream's cap, doubled after each probe kept in a row (a stream more
-  where the streams are all at their cap);
+  retransmits, while our windows hold the senders (their rwnd-limited
+  time at least ``limited_share`` of their busy time; at the start, at
+  the host's caps, and where the senders report nothing, the probe is
+  made), the window grows by ``step_share`` of a stream's cap, doubled
+  after each probe kept in a row (a stream more where the streams are all
+  at their cap);
 * **judge**: ``settle`` + ``probe_judge`` - 1 intervals after the probe,
   by the median goodput of the last ``probe_judge`` against the median
   before it, over what the step carries where nobody uses the capacity
@@ -132,7 +133,11 @@ class WindowedStreams:
             # while it still grows is also, or only, another flow's)
             return self._cut(now, queue=True)
         self._note_yield(now, limited)
-        if not (loss or self._since < self._backoff or (limited is not None and limited < c.limited_share)
+        # (held by congestion, not by our windows: more window carries
+        # nothing.  Only where the window is ours: at the host's caps a
+        # sender held by its own buffer also reads as not limited)
+        not_ours = self.window is not None and limited is not None and limited < c.limited_share
+        if not (loss or self._since < self._backoff or not_ours
                 or (intervals_left is not None and intervals_left < c.settle + c.probe_judge)
                 or (self.window is None and self._ramping())):
             grew = self._grow()
