@@ -83,7 +83,7 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
 # commands whose parsers import the bench and the emulator (~50 ms): built
 # only when one of them runs, or for the full help
 HEAVY = ("netem", "bench", "datapath", "benchreport", "netemcheck")
-_LIGHT = ("serve", "get", "put", "ls", "passwd")
+_LIGHT = ("serve", "get", "put", "copy", "ls", "passwd")
 COMMANDS = _LIGHT + HEAVY
 _VERBOSE_AFTER = "verbose_after_"  # -v given after a command: dest prefix, one per depth
 
@@ -136,6 +136,14 @@ def build_parser(command: str | None = None) -> _Parser:
     s.add_argument("--force-buffers", action="store_true", default=None,
                    help="use SO_RCVBUFFORCE/SO_SNDBUFFORCE (CAP_NET_ADMIN) past rmem_max/wmem_max")
     s.add_argument("--passive-ports", metavar="LO-HI", help="data ports to listen on, e.g. 60000-60100")
+    s.add_argument("--data-interface", metavar="ADDR",
+                   help="address data connections use: passive listeners bind it and PASV names it, active ones"
+                        " leave from it (default: the control connection's)")
+    s.add_argument("--masquerade-address", metavar="ADDR",
+                   help="IPv4 address PASV names instead (a server behind NAT)")
+    s.add_argument("--third-party-peers", metavar="ADDR|CIDR,...",
+                   help="hosts other than the client that data connections may go to or come from"
+                        " (server-to-server transfers); off by default (RFC 2577)")
     s.add_argument("--max-connections", type=int, help="sessions at once (default 256; 0: no limit)")
     s.add_argument("--max-connections-per-ip", type=int,
                    help="sessions at once from one address (default 32; 0: no limit)")
@@ -170,6 +178,13 @@ def build_parser(command: str | None = None) -> _Parser:
         p.add_argument("paths", nargs="+", metavar="PATH", help=paths)
         _add_transfer_opts(p)
         add_dataset_opts(p)
+    c = sub.add_parser("copy", help="copy between two servers (third-party), or get/put with one local side")
+    c.add_argument("paths", nargs=2, metavar="PATH", help="SRC DST (ftp:// URLs; one of them may be local)")
+    _add_transfer_opts(c)
+    add_dataset_opts(c)
+    from .client.thirdparty.copycli import add_copy_opts
+
+    add_copy_opts(c)
     add_ls_parser(sub)
 
     pw = sub.add_parser("passwd", help="add, change or delete a user in a users file")
@@ -241,6 +256,8 @@ def _cmd_serve(args) -> int:
         implicit_tls_port=o["implicit_tls_port"],
         max_streams=o["max_streams"], max_streams_total=o["max_streams_total"], config_file=args.config,
         metrics=o["metrics"], metrics_token=o["metrics_token"], metrics_token_file=o["metrics_token_file"],
+        data_interface=o["data_interface"], masquerade_address=o["masquerade_address"],
+        third_party_peers=o["third_party_peers"],
     )
     configure_log(o["log_file"], o["log_format"])
     return serve(cfg)
@@ -328,6 +345,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         progress=False if args.quiet else progress,
         use_drs_command=not args.no_drs_command, idle_timeout=args.timeout, max_time=args.max_time,
         verify=args.verify, tls=args.tls, ca_file=args.ca_file, insecure=args.insecure,
+        pasv_address=args.pasv_address,
     )
     if wants_job(args):
         return run_job(args, opts)
@@ -380,6 +398,18 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_copy(args: argparse.Namespace) -> int:
+    """`copy`: between two servers a third-party transfer; with one local
+    side exactly `get` or `put` (docs/THIRDPARTY.md)."""
+    from .client.thirdparty.copycli import one_local_side, run_copy
+
+    command = one_local_side(args)
+    if command is None:
+        return run_copy(args)
+    args.command = command
+    return _cmd_transfer(args)
+
+
 def _command_word(argv: list[str]) -> tuple[str | None, bool]:
     """The command (the first word that is not an option: the top-level
     options take no value), and whether -h, --help or --version precede it."""
@@ -419,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_serve(args)
         if args.command in ("get", "put"):
             return _cmd_transfer(args)
+        if args.command == "copy":
+            return _cmd_copy(args)
         if args.command == "passwd":
             return _cmd_passwd(args)
         if args.command == "ls":

@@ -216,8 +216,9 @@ def test_the_usage_line_names_every_command(capsys):
     (["get", "--timeout", "0", "ftp://127.0.0.1:9/f"], "argument --timeout: want a number of seconds above 0,"
                                                          " not '0'", "drsftp get"),
     (["netem", "up"], "the following arguments are required: name", "drsftp netem up"),
-    ([], "give a command: serve, get, put, ls, passwd, netem, bench, datapath, benchreport, netemcheck", "drsftp"),
-    (["serv"], "unknown command 'serv' (commands: serve, get, put, ls, passwd, netem, bench, datapath,"
+    ([], "give a command: serve, get, put, copy, ls, passwd, netem, bench, datapath, benchreport,"
+         " netemcheck", "drsftp"),
+    (["serv"], "unknown command 'serv' (commands: serve, get, put, copy, ls, passwd, netem, bench, datapath,"
                " benchreport, netemcheck)", "drsftp"),
 ])
 def test_a_usage_error_is_one_line_and_says_where_to_read_more(argv, error, hint):

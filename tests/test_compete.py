@@ -118,7 +118,8 @@ def _flow(label, kind, rate_bps, rcvbuf, start=0.0, end=4.0, client_bytes=None, 
     t = start + 0.5
     while t <= end:
         samples.append({"t": t, "bytes": int((t - start - 0.5) * rate_bps / 8) + 1000, "rcvbuf": rcvbuf,
-                        "sndbuf": rcvbuf // 2, "sockets": 1, "retrans": 3})
+                        "sndbuf": rcvbuf // 2, "sockets": 1, "retrans": 3, "snd_wnd": rcvbuf // 2,
+                        "inflight": rcvbuf // 4})
         t += every
     rec = {"index": 0, "kind": kind, "label": label, "delay_s": start, "start_s": start, "end_s": end,
            "client_bytes": client_bytes, "error": error, "samples": samples}
@@ -132,6 +133,8 @@ def test_a_flow_is_timed_from_its_first_byte_and_counts_its_clients_bytes_past_t
     assert f["bytes"] == 4_200_000 and f["mbps"] == pytest.approx(4_200_000 * 8 / 3.5 / 1e6, abs=1e-3)
     assert f["rcvbuf_mean"] == f["rcvbuf_peak"] == 1 << 20 and f["sndbuf_mean"] == 1 << 19
     assert f["retransmits"] == 3
+    assert (f["wnd_mean"], f["wnd_peak"], f["inflight_mean"], f["inflight_peak"]) == (1 << 19, 1 << 19, 1 << 18,
+                                                                                      1 << 18)
     assert len(f["per_second"]) == 5 and f["per_second"][0] == 0.0  # nothing before its start
     # every byte is in some second: the seconds add up to the total
     assert sum(f["per_second"]) * 1e6 / 8 == pytest.approx(4_200_000, rel=1e-3)
@@ -207,7 +210,8 @@ CLIENT_SS = """0 0 10.201.0.1:40001 10.201.0.2:2121 users:(("python",pid=111,fd=
 \t skmem:(r0,rb131072,t0,tb87040,f0,w0,o0,bl0,d0) bytes_received:300
 """
 SERVER_SS = """0 0 10.201.0.2:50001 10.201.0.1:40002
-\t skmem:(r0,rb131072,t0,tb262144,f0,w120000,o0,bl0,d0) rtt:20.5/1 retrans:0/7 bytes_acked:500000
+\t skmem:(r0,rb131072,t0,tb262144,f0,w120000,o0,bl0,d0) rtt:20.5/1 mss:1448 cwnd:10 retrans:0/7 bytes_acked:500000 \
+unacked:4 snd_wnd:65536
 0 0 10.201.0.2:2121 10.201.0.1:40001
 \t skmem:(r0,rb131072,t0,tb46080,f0,w0,o0,bl0,d0) rtt:20.1/1
 """
@@ -250,7 +254,10 @@ def test_a_flow_owns_its_clients_data_sockets_and_their_server_ends_only(monkeyp
     # the data connection alone: not the control connection to 2121, not pid 222's socket
     assert (s["bytes"], s["rcvbuf"], s["rcv_used"], s["sockets"]) == (500000, 131072, 1000, 1)
     assert (s["sndbuf"], s["snd_used"], s["rtt_ms"], s["retrans"]) == (262144, 120000, 20.5, 7)
+    # the window the receiver advertised as its sender saw it; cwnd and in flight in bytes (segments x MSS)
+    assert (s["snd_wnd"], s["cwnd"], s["inflight"]) == (65536, 14480, 5792)
     assert other.samples[-1]["rcvbuf"] == 2097152 and other.samples[-1]["sndbuf"] is None  # no server end seen
+    assert other.samples[-1]["snd_wnd"] is None and other.samples[-1]["inflight"] is None
     assert (iperf.samples[-1]["bytes"], iperf.samples[-1]["rcvbuf"]) == (700000, 6291456)
     # the data socket closes: its bytes stay the flow's, a new one adds to them
     texts["client"] = CLIENT_SS.replace("40002 10.201.0.2:50001", "40005 10.201.0.2:50003").replace(
@@ -385,11 +392,15 @@ def test_the_report_tables_hold_each_kind_and_each_flow():
 
 
 def test_goodput_against_the_drs_cap_takes_one_point_per_results_file():
-    datas = [_results(cap=c, drs_rate=r) for c, r in ((4 << 20, 14e6), (1 << 20, 10e6))]
-    series = cap_points(datas)
-    assert sorted(series) == [(20e6, 100, "drs"), (20e6, 100, "stock-64k")]
-    assert [c for c, _ in series[(20e6, 100, "drs")]] == [1 << 20, 4 << 20]
-    assert series[(20e6, 100, "drs")][0][1] < series[(20e6, 100, "drs")][1][1]
+    datas = [_results(spec=f"2*stock-64k+drs:{c}", cap=c, drs_rate=r) for c, r in ((4 << 20, 14e6), (1 << 20, 10e6))]
+    other = _results(spec="2*stock-64k+drs:1MiB", queue=500)
+    other["link"]["sysctls"] = {"net.ipv4.tcp_congestion_control": "bbr"}
+    series = cap_points([*datas, other])
+    where = (20e6, "2*stock-64k+drs:CAP")
+    assert sorted(series) == [(*where, "?", 100, "drs"), (*where, "?", 100, "stock-64k"),
+                              (*where, "bbr", 500, "drs"), (*where, "bbr", 500, "stock-64k")]
+    drs = series[(*where, "?", 100, "drs")]
+    assert [c for c, _ in drs] == [1 << 20, 4 << 20] and drs[0][1] < drs[1][1]
 
 
 def test_benchreport_prints_compete_results_and_draws_their_plots(tmp_path, capsys):

@@ -5,8 +5,8 @@ backend here; on most distributions it takes tc.  This boots Debian's cloud
 kernel (which ships sch_netem) under qemu, software-emulated, with this
 host's root shared read-only (tests/vm/tcvm.py), and runs
 tests/vm/guest_tc.py there: auto picks tc, netemcheck agrees with the spec,
-DRS beats 64 KiB buffers on a 50 ms path, and down, a crash, Ctrl-C and a
-failed build leave nothing.  `./run setup` installs qemu and fetches the
+a three-node topology has each link's delay, DRS beats 64 KiB buffers on a
+50 ms path, and down, a crash, Ctrl-C and a failed build leave nothing.  `./run setup` installs qemu and fetches the
 kernel; without them this fails, never skips.
 """
 

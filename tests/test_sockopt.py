@@ -607,10 +607,11 @@ def test_server_locks_the_open_start_buffer_after_the_listener_closed(monkeypatc
         def __init__(self):  # just what the handshake halves read
             self.tuning_spec, self.allow_force, self.host_limits = "drs", False, host
             self.buffer_budget, self.socket, self._handshake_tuner = BufferBudget(64 << 20), None, None
+            self.third_party_peers, self.permit_foreign_addresses = (), False  # the client's path only
 
     session = Session()
     with socket.socket() as sock:
-        session.before_handshake(sock)
+        session.before_handshake(sock, None)  # (a passive listener)
         opened = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
         session.release_handshake_reservation()  # the listener closes first
         session.after_handshake(sock)
@@ -633,6 +634,8 @@ def test_server_data_channel_batches_reads_for_a_fixed_buffer_set_at_the_handsha
         def __init__(self, sock):
             self.tuning_spec, self.allow_force, self.host_limits = spec, False, sockopt.read_host_limits()
             self.buffer_budget, self.socket, self._handshake_tuner = None, sock, None
+            self.third_party_peers, self.permit_foreign_addresses = (), False  # the client's path only
+            self.remote_ip = sock.getpeername()[0]
 
     class Loop:
         def call_later(self, *a, **k):
@@ -642,6 +645,7 @@ def test_server_data_channel_batches_reads_for_a_fixed_buffer_set_at_the_handsha
         def __init__(self, sock, session):  # just what _start_tuning reads
             self.tuner, self._tick_handle, self._closed = None, None, False
             self.socket, self.cmd_channel, self.ioloop = sock, session, Loop()
+            self.data_peer = sock.getpeername()[0]  # the client's own address: its control RTT counts
 
         def get_transmitted_bytes(self):
             return 0
@@ -650,7 +654,7 @@ def test_server_data_channel_batches_reads_for_a_fixed_buffer_set_at_the_handsha
     cli, srv = _pair()  # the control connection (a 0.5 ms control RTT would skip the open start)
     with lst, cli, srv:
         session = Session(srv)
-        session.before_handshake(lst)
+        session.before_handshake(lst, None)  # (a passive listener)
         lst.bind(("127.0.0.1", 0))
         lst.listen(1)
         data_cli = socket.create_connection(lst.getsockname())

@@ -10,7 +10,15 @@ import sys
 from ..netem.errors import NetemError, NetemUsageError
 from ..netem.spec import parse_duration, parse_loss, parse_rate
 from . import tunings as T
-from .competecli import COMPETE_DURATION, COMPETE_LOSS, COMPETE_RATE, COMPETE_RTT, cmd_compete, compete_report
+from .competecli import (
+    COMPETE_DURATION,
+    COMPETE_LOSS,
+    COMPETE_RATE,
+    COMPETE_RTT,
+    COMPETE_TABLES,
+    cmd_compete,
+    compete_report,
+)
 from .options import (
     RUN_FILTERS,
     check_link_value,
@@ -73,6 +81,11 @@ def add_parser(sub) -> None:
     p.add_argument("--duration", type=float,
                    help=f"with --compete: seconds each flow runs (default {COMPETE_DURATION:g}; --size instead: "
                         "each flow moves a file of SIZE, capped by --max-time)")
+    p.add_argument("--third-party", nargs="?", const="default", metavar="ENTRIES",
+                   help="third-party transfers on a topology (client 5 ms from A and from B, A-B of one "
+                        "--rates/--rtts, default 1gbit/100ms): drsftp copy between two drsftp serves beside "
+                        "GridFTP's third-party transfers and a direct get on B; ENTRIES: default, all, or names "
+                        "(docs/BENCHMARKS.md, 'Third-party')")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in OUT/results.json and measure only the missing ones "
                         "(a full matrix takes hours: run it over several sessions)")
@@ -93,11 +106,15 @@ def add_parser(sub) -> None:
                    help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
                         "where a later file holds a path, its runs of that path replace the earlier files'; "
                         "or compete-*.json files of `drsftp bench --compete` (their tables, each file's)")
-    r.add_argument("--table", choices=[*report_tables(), "sharing"],
+    r.add_argument("--table", choices=[*report_tables(), *COMPETE_TABLES, "drs"],
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
-                        "tuning's rate, the others' ratios to it, retransmits, sender memory); compete "
-                        "results: sharing (a row a file: each flow's share of the ceiling, link use, Jain; "
-                        "the medians of each spec and commit)")
+                        "tuning's rate, the others' ratios to it, retransmits, sender memory); of compete "
+                        "results: sweep (a row per competition: each kind's goodput and window, the ratios to "
+                        "the first kind's, link use) or window (a row per flow: its advertised window, bytes in "
+                        "flight and retransmits; with --plots, them over time) or sharing (a row per file: each "
+                        "flow's share of the ceiling, link use, Jain while all ran; the medians of runs named "
+                        "alike but for a trailing -N); of third-party results: drs "
+                        "(both servers' DRS reports of drsftp's copies)")
     r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
     r.add_argument("--base",
                    help="the tuning --table versus divides by, default kernel (field results: the entry the "
@@ -214,6 +231,10 @@ def cmd_bench(args) -> int:
     _check_common(args)
     if args.compete is not None:
         return cmd_compete(args)
+    if args.third_party is not None:
+        from .thirdcli import cmd_third
+
+        return cmd_third(args)
     if args.duration is not None:
         raise NetemUsageError("--duration goes with --compete")
     if any(x is not None for x in (args.streams, args.peers, args.datasets)):
@@ -365,15 +386,23 @@ def cmd_benchreport(args) -> int:
     if any(s.kind == "compete" for s in saved):
         if any(s.kind != "compete" for s in saved):
             raise NetemError("compete results (drsftp bench --compete) print alone")
-        return compete_report(args, [(path, s.data or {}) for path, s in zip(args.results, saved)])
+        return compete_report(args, [(path, d) for path, s in zip(args.results, saved) for d in s.results or []])
+    if any(s.kind == "third-party" for s in saved):
+        if any(s.kind != "third-party" for s in saved):
+            raise NetemError("third-party results (drsftp bench --third-party) print alone")
+        from .thirdcli import third_report
+
+        return third_report(args, [s.data or {} for s in saved])
     if any(s.kind == "field" for s in saved):
         if any(s.kind != "field" for s in saved):
             raise NetemError("field results (drsftp bench --streams/--peers/--datasets) print alone")
         return _field_report(args, [r for s in saved for r in s.runs])
     if args.dataset is not None:
         raise NetemUsageError(f"--dataset applies to field results only (drsftp bench {FIELD_OPTIONS})")
-    if args.table == "sharing":
-        raise NetemUsageError("--table sharing applies to compete results (drsftp bench --compete)")
+    if args.table == "drs":
+        raise NetemUsageError("--table drs applies to third-party results (drsftp bench --third-party)")
+    if args.table in COMPETE_TABLES:
+        raise NetemUsageError(f"--table {args.table} applies to compete results (drsftp bench --compete)")
     base = or_default(args.base, "kernel")
     if base not in T.TUNINGS:
         raise NetemUsageError(f"unknown --base {base!r}; choose from {', '.join(T.TUNINGS)}")

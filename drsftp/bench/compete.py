@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import Counter
 
-from .competereport import legend, markdown, plot_goodput, plot_vs_cap, sharing_table, slug, stem
+from .competereport import legend, markdown, plot_goodput, plot_vs_cap, rate_text, sharing_table, slug, stem
 from .competerun import CompeteConfig, run_compete
+from .competeset import congestion_control
+from .competesweep import sweep_table
+from .competewindow import plot_window, window_table
 from .report import markdown_table
 
 
 def file_name(cfg: CompeteConfig) -> str:
     """compete-SPEC-RATE-RTT-qQUEUE.json: one file per spec and link, so a sweep's runs sit side by side."""
-    rate = f"{cfg.path.rate / 1e9:g}gbit" if cfg.path.rate >= 1e9 else f"{cfg.path.rate / 1e6:g}mbit"
+    rate = rate_text(cfg.path.rate, space="", unit="bit").lower()
     loss = f"-loss{cfg.path.loss * 100:g}" if cfg.path.loss else ""
     return f"compete-{slug(cfg.spec)}-{rate}-{cfg.path.rtt * 1000:g}ms-q{cfg.queue_packets()}{loss}.json"
 
@@ -43,19 +47,46 @@ def run_and_report(cfg: CompeteConfig, outdir: str, plots: bool) -> int:
 
 
 def report(datas: list[tuple[str, dict]], plots_dir: str | None, table: str | None = None) -> int:
-    """benchreport of compete results: each file's tables (``table``
-    "sharing": one table, a row a file and the medians); with ``plots_dir``
-    each one's goodput over time and, where the files vary a drs:CAP, goodput
-    against that cap."""
-    if table == "sharing":
-        print("\n".join(markdown_table(*sharing_table(datas))))
-    else:
-        print("\n\n".join(markdown(data) for _, data in datas))
+    """benchreport of compete results: each file's tables, or with ``table``
+    one table over them all (``sweep``: a row per competition;
+    ``window``: a row per flow, its advertised window and retransmits;
+    ``sharing``: a row per file, each flow's share of the ceiling, link
+    use, Jain while all ran, and the medians of each measurement's runs).
+    With ``plots_dir``: each competition's goodput over time (those with
+    samples) and, where they vary a drs:CAP, goodput against that cap; with
+    ``window``, each flow's advertised window and retransmits over time."""
+    results = [d for _, d in datas]
     if plots_dir:
         os.makedirs(plots_dir, exist_ok=True)
-        made = [plot_goodput(data, os.path.join(plots_dir, stem(path) + "-goodput.png")) for path, data in datas]
-        made.append(plot_vs_cap([d for _, d in datas], os.path.join(plots_dir, "compete-vs-cap.png")))
-        for p in made:
-            if p:
-                print(f"plot: {p}", file=sys.stderr)
+    if table == "sweep":
+        print("\n".join(markdown_table(*sweep_table(results))))
+        made = [plot_vs_cap(results, os.path.join(plots_dir, "compete-vs-cap.png"))] if plots_dir else []
+    elif table == "window":
+        print("\n".join(markdown_table(*window_table(results))))
+        made = [plot_window(results, os.path.join(plots_dir, "compete-window.png"))] if plots_dir else []
+    elif table == "sharing":
+        print("\n".join(markdown_table(*sharing_table(datas))))
+        made = []
+    else:
+        print("\n\n".join(markdown(data) for data in results))
+        made = []
+        if plots_dir:
+            in_files = Counter(path for path, _ in datas)
+            made = [plot_goodput(data, os.path.join(plots_dir, _plot_stem(path, data, in_files[path] > 1) +
+                                                    "-goodput.png"))
+                    for path, data in datas if any(f["samples"] for f in data["flows"])]
+            made.append(plot_vs_cap(results, os.path.join(plots_dir, "compete-vs-cap.png")))
+    for p in made:
+        if p:
+            print(f"plot: {p}", file=sys.stderr)
     return 0
+
+
+def _plot_stem(path: str, data: dict, from_set: bool) -> str:
+    """A competition's plot name: its file's, or within a set, from its spec, link and congestion control."""
+    if not from_set:
+        return stem(path)
+    link = data["link"]
+    loss = f"-loss{link['loss'] * 100:g}" if link.get("loss") else ""
+    return (f"compete-{slug(data['spec'])}-{rate_text(link['rate_bps'], space='', unit='bit').lower()}-"
+            f"{link['rtt_s'] * 1000:g}ms-q{link['queue_packets']}{loss}-{congestion_control(data) or 'cc'}")

@@ -25,6 +25,8 @@ from .options import (
 
 COMPETE_RATE, COMPETE_RTT, COMPETE_LOSS, COMPETE_DURATION = "100mbit", "100ms", "0", 30.0
 MAX_DURATION = 3600.0
+# benchreport's tables of compete results: a row per competition, a row per flow's window (bench/compete.py)
+COMPETE_TABLES = ("sweep", "window", "sharing")
 
 
 def one_value(option: str, text: str, parse: Callable[[str], Any]) -> Any:
@@ -41,7 +43,7 @@ def compete_config(args):
     from .runner import PROFILES
 
     stray = given_options(args, ("quick", "tunings", "directions", "reps", "resume", "streams", "peers", "datasets",
-                          "scale"))
+                          "scale", "third_party"))
     if stray:
         raise NetemUsageError(f"{stray[0]} does not apply to --compete (one link, the flows of SPEC)")
     try:
@@ -83,13 +85,14 @@ def cmd_compete(args) -> int:
 
 
 def compete_report(args, datas: list[tuple[str, dict]]) -> int:
-    """Compete results: each file's tables, and its plots (bench/compete.py)."""
+    """Compete results: each file's tables, or one table over them all (--table sweep or window), and
+    their plots (bench/compete.py)."""
     from .compete import report
 
     stray = [f"--{name}" for name in ("tunings", "base", *RUN_FILTERS, "dataset") if getattr(args, name) is not None]
-    if args.table not in (None, "sharing"):
-        stray.insert(0, "--table " + args.table)
+    if args.table is not None and args.table not in COMPETE_TABLES:
+        stray.insert(0, f"--table {args.table}")
     if stray:
-        raise NetemUsageError(f"{stray[0]} applies to bench results, not compete results"
-                              " (those take --plots and --table sharing)")
+        raise NetemUsageError(f"{stray[0]} applies to bench results, not compete results (those take --plots "
+                              f"and --table {' or '.join(COMPETE_TABLES)})")
     return report(datas, args.plots, args.table)

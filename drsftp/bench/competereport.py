@@ -12,11 +12,14 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from .competespec import window_cap
+from .competelink import health_line
+from .competeset import congestion_control
+from .competespec import cap_template, window_cap
 from .competestats import summary
 from .report import markdown_table
 
 Data = dict[str, Any]
+SEGMENT = 1448  # TCP payload bytes per 1500-byte packet (timestamps on): the study's packet
 
 
 def _ok(data: Data) -> list[dict]:
@@ -53,7 +56,7 @@ def flow_table(data: Data) -> tuple[list[str], list[list[str]]]:
     for f in data["flows"]:
         p = per.get(f["label"], {})
         note = f" (FAILED: {f['error']})" if f.get("error") else ""
-        rows.append([f["label"] + note, _num(f.get("start_s"), "{:.1f}"), f"{f['mbps']:.1f}",
+        rows.append([f["label"] + note, _num(f.get("start_s"), "{:.1f}"), mbps_text(f["mbps"]),
                      _mem(f.get("rcvbuf_mean")), _mem(f.get("sndbuf_mean")),
                      _per_mib(p.get("bps_per_byte")), _num(p.get("fair_ratio")), str(f.get("retransmits", 0)),
                      _num(f["mbps"] / ceiling if ceiling else None, "{:.1%}")])
@@ -63,8 +66,9 @@ def flow_table(data: Data) -> tuple[list[str], list[list[str]]]:
 def kind_table(data: Data) -> tuple[list[str], list[list[str]]]:
     header = ["kind", "flows", "Mbit/s each [min-max]", "Mbit/s together", "share", "Jain",
               "receiver buffer", "Mbit/s per MiB"]
-    rows = [[k["kind"], str(k["flows"]), f"{k['mbps_mean']:.1f} [{k['mbps_min']:.1f}-{k['mbps_max']:.1f}]",
-             f"{k['mbps_total']:.1f}", _num(k["share"], "{:.0%}"), _num(k["jain"], "{:.3f}"),
+    rows = [[k["kind"], str(k["flows"]),
+             f"{mbps_text(k['mbps_mean'])} [{mbps_text(k['mbps_min'])}-{mbps_text(k['mbps_max'])}]",
+             mbps_text(k["mbps_total"]), _num(k["share"], "{:.0%}"), _num(k["jain"], "{:.3f}"),
              _mem(k["rcvbuf_mean"]), _per_mib(k["bps_per_byte"])] for k in figures(data)["kinds"]]
     return header, rows
 
@@ -107,10 +111,22 @@ def _median(xs: list[float | None]) -> float | None:
     return statistics.median(got) if got else None
 
 
+def rate_text(bps: float, space: str = " ", unit: str = "bit/s") -> str:
+    """A link rate as the docs write it: 1 Gbit/s, 100 Mbit/s, 56 kbit/s."""
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if bps >= scale:
+            return f"{bps / scale:g}{space}{prefix}{unit}"
+    return f"{bps:g}{space}{unit}"
+
+
+def mbps_text(x: float) -> str:
+    """Mbit/s with one decimal, three below 1 Mbit/s (a 56 kbit/s link's 0.052)."""
+    return f"{x:.1f}" if x >= 1 or x == 0 else f"{x:.3f}"
+
+
 def title(data: Data) -> str:
     link = data["link"]
-    rate = link["rate_bps"]
-    r = f"{rate / 1e9:g} Gbit/s" if rate >= 1e9 else f"{rate / 1e6:g} Mbit/s"
+    r = rate_text(link["rate_bps"])
     loss = f", loss {link['loss'] * 100:g}%" if link.get("loss") else ""
     length = (f"{data['duration_s']:g} s each" if data.get("duration_s") is not None
               else f"{data['file_size'] / 2**20:g} MiB each")
@@ -122,7 +138,7 @@ def closing_line(data: Data) -> str:
     s = figures(data)
     use = s["link_use"]
     failed = len(data["flows"]) - len(_ok(data))
-    line = (f"Link use {_num(use, '{:.0%}')} of the goodput ceiling ({data['link']['ceiling_mbps']:.1f} Mbit/s);"
+    line = (f"Link use {_num(use, '{:.0%}')} of the goodput ceiling ({mbps_text(data['link']['ceiling_mbps'])} Mbit/s);"
             f" Jain over all flows {_num(s['jain_all'], '{:.3f}')}, over Mbit/s per byte of memory "
             f"{_num(s['jain_per_memory'], '{:.3f}')}" + (f"; {failed} flow(s) FAILED" if failed else "") + ".")
     o = s.get("overlap")
@@ -139,7 +155,8 @@ def markdown(data: Data) -> str:
     for table in (kind_table(data), flow_table(data)):
         out += markdown_table(*table) + [""]
     out.append(closing_line(data))
-    return "\n".join(out)
+    health = health_line(data["link"].get("health"))
+    return "\n".join(out + ([health] if health else []))
 
 
 def legend() -> str:
@@ -164,7 +181,7 @@ def slug(spec: str) -> str:
 def plot_goodput(data: Data, path: str) -> str | None:
     """Goodput of every flow each second (one colour a kind) with the link's
     use, and each flow's receive buffer over time."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return None
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 8), sharex=True)
@@ -184,44 +201,56 @@ def plot_goodput(data: Data, path: str) -> str | None:
     top.set_title(title(data), fontsize=9)
     bottom.set_ylabel("receive buffer (MiB)")
     bottom.set_xlabel("time (s)")
-    return _save(plt, fig, (top, bottom), path)
+    return save_figure(plt, fig, (top, bottom), path)
 
 
-def cap_points(datas: list[Data]) -> dict[tuple[float, int, str], list[tuple[int, float]]]:
-    """{(rate, queue, kind without its cap): [(the DRS window cap, mean Mbit/s of the kind's flows)]}
-    over results that each hold one ``drs:CAP`` cap (the simulation study's figures 5-7)."""
-    series: dict[tuple[float, int, str], list[tuple[int, float]]] = defaultdict(list)
+def cap_points(datas: list[Data]) -> dict[tuple[float, str, str, int, str], list[tuple[int, float]]]:
+    """{(rate, the spec with its caps as CAP, congestion control, queue, kind without its cap):
+    [(the DRS window cap, mean Mbit/s of the kind's flows)]} over results that each hold one
+    ``drs:CAP`` cap (the simulation study's figures 5-7)."""
+    series: dict[tuple[float, str, str, int, str], list[tuple[int, float]]] = defaultdict(list)
     for data in datas:
         caps = {c for f in data["flows"] if (c := window_cap(f["kind"])) is not None}
         if len(caps) != 1:
             continue
         cap = caps.pop()
+        link = data["link"]
+        where = (link["rate_bps"], cap_template(data["spec"]), congestion_control(data) or "?", link["queue_packets"])
         for k in figures(data)["kinds"]:
             name = k["kind"].partition(":")[0] if window_cap(k["kind"]) is not None else k["kind"]
-            series[(data["link"]["rate_bps"], data["link"]["queue_packets"], name)].append((cap, k["mbps_mean"]))
+            series[(*where, name)].append((cap, k["mbps_mean"]))
     return {key: sorted(pts) for key, pts in series.items()}
 
 
 def plot_vs_cap(datas: list[Data], path: str) -> str | None:
     """Mean goodput of each kind's flows against the DRS flows' window cap,
-    a panel per link rate, a line per kind and queue."""
+    a panel per link rate and spec, a line per kind and queue (and
+    congestion control, where a panel has several); the cap in MiB below,
+    in 1448-byte segments (the study's packets) above."""
     series = cap_points(datas)
-    plt = _pyplot() if series else None
+    plt = pyplot() if series else None
     if plt is None:
         return None
-    rates = sorted({rate for rate, _, _ in series})
-    fig, axes = plt.subplots(1, len(rates), figsize=(6 * len(rates), 4.5), squeeze=False)
-    for ax, rate in zip(axes[0], rates):
-        for (r, queue, kind), pts in sorted(series.items()):
-            if r == rate:
-                ax.plot([c / 2**20 for c, _ in pts], [m for _, m in pts], marker="o", label=f"{kind}, Q={queue}")
-        ax.set_title(f"{rate / 1e6:g} Mbit/s: mean goodput of each kind's flows", fontsize=9)
+    panels = sorted({(rate, spec) for rate, spec, _, _, _ in series})
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.8), squeeze=False)
+    for ax, (rate, spec) in zip(axes[0], panels):
+        mine = {k: v for k, v in sorted(series.items()) if k[:2] == (rate, spec)}
+        several = len({cc for _, _, cc, _, _ in mine}) > 1
+        colours = {w: f"C{i % 10}" for i, w in enumerate(dict.fromkeys((cc, q) for _, _, cc, q, _ in mine))}
+        for (_, _, cc, queue, kind), pts in mine.items():  # a colour per queue, DRS solid, the others dashed
+            label = f"{kind}, Q={queue}" + (f", {cc}" if several else "")
+            ax.plot([c / 2**20 for c, _ in pts], [m for _, m in pts], marker="o", color=colours[(cc, queue)],
+                    ls="-" if kind.startswith("drs") else "--", label=label)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{spec}, {rate_text(rate)}: mean goodput of each kind's flows", fontsize=9)
         ax.set_xlabel("DRS flows' window cap, drs:CAP (MiB)")
         ax.set_ylabel("goodput (Mbit/s)")
-    return _save(plt, fig, axes[0], path)
+        top = ax.secondary_xaxis("top", functions=(lambda m: m * 2**20 / SEGMENT, lambda p: p * SEGMENT / 2**20))
+        top.set_xlabel(f"the cap in {SEGMENT}-byte segments", fontsize=8)
+    return save_figure(plt, fig, axes[0], path)
 
 
-def _save(plt: Any, fig: Any, axes: Any, path: str) -> str:
+def save_figure(plt: Any, fig: Any, axes: Any, path: str) -> str:
     """Grid and legend on every panel, the figure written to ``path``."""
     for ax in axes:
         ax.grid(True, alpha=0.3)
@@ -232,7 +261,7 @@ def _save(plt: Any, fig: Any, axes: Any, path: str) -> str:
     return path
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     try:
         import matplotlib
 

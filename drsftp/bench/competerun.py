@@ -26,6 +26,7 @@ from ..netem.errors import NetemError
 from ..netem.link import Link, stop_process, wait_for_port
 from ..netem.spec import LinkSpec
 from . import tunings as T
+from .competelink import cpu_mark, link_health
 from .competespec import Flow
 from .competestats import flow_figures, summary
 from .field import GRIDFTP_PORT, _hosts_wrap, _server_argv
@@ -113,13 +114,24 @@ class Watch:
         for s in senders:
             self._retrans[(s["local"], s["peer"])] = s.get("retrans") or 0
         rtts = [s["rtt_ms"] for s in senders if s.get("rtt_ms")]
+
+        def sent(key: str, per_segment: bool = False) -> int | None:
+            """A sender-side figure summed over the flow's sockets (cwnd and
+            unacked are in segments: times each socket's MSS)."""
+            if not senders:
+                return None
+            return sum((s.get(key) or 0) * ((s.get("mss") or 0) if per_segment else 1) for s in senders)
+
         self.samples.append({
             "t": round(t, 3), "bytes": sum(self._bytes.values()), "sockets": len(mine),
             "rcvbuf": sum(s.get("sk_rb") or 0 for s in mine), "rcv_used": sum(s.get("sk_r") or 0 for s in mine),
-            "sndbuf": sum(s.get("sk_tb") or 0 for s in senders) if senders else None,
-            "snd_used": sum(s.get("sk_w") or 0 for s in senders) if senders else None,
+            "sndbuf": sent("sk_tb"), "snd_used": sent("sk_w"),
             "rtt_ms": round(statistics.fmean(rtts), 3) if rtts else None,
             "retrans": sum(self._retrans.values()),
+            # the receiver's advertised window as its sender last saw it (tcpi_snd_wnd)
+            "snd_wnd": sent("snd_wnd") if any("snd_wnd" in s for s in senders) else None,
+            "cwnd": sent("cwnd", per_segment=True),
+            "inflight": sent("unacked", per_segment=True),
         })
 
 
@@ -191,7 +203,11 @@ def run_compete(cfg: CompeteConfig) -> dict[str, Any]:
                          "ceiling_mbps": cfg.path.ceiling_mbps, "bdp": cfg.path.bdp, "profile": cfg.profile,
                          "sysctls": link.info["sides"]["server"]["sysctls"]}
             probe = _probe_size(cfg, link, root, dest)
+            start = cpu_mark(link.owner_pid, link.backend, time.monotonic())
             watches = _compete(cfg, link, root, dest, work, probe)
+            end = cpu_mark(link.owner_pid, link.backend, time.monotonic())
+        # the counters as the owner left them when the link came down (every segment counted)
+        link_info["health"] = link_health(link.final_stats or {}, start, end, os.cpu_count() or 1)
         return results(cfg, env, link_info, watches, probe)  # (reads the clients' own reports in WORK)
     finally:
         shutil.rmtree(work, ignore_errors=True)

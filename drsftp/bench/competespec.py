@@ -33,6 +33,7 @@ IPERF3 = "iperf3"
 WITH_ARG = ("fixed", *T.DRSFTP_TUNINGS)
 CAPPED = ("drs", "drs-closed")  # the DRS tunings whose argument is the window cap
 
+_CAP = re.compile(r"\b(drs|drs-closed):[^+@\s]+")
 _TERM = re.compile(r"^(?:(?P<count>[0-9]+)\s*\*)?\s*(?P<kind>[^@*]+?)\s*(?:@\s*(?P<delay>\S+))?$")
 
 
@@ -74,6 +75,12 @@ def window_cap(kind: str) -> int | None:
     """The window cap of a ``drs:CAP`` (or ``drs-closed:CAP``) kind in bytes, else None."""
     name, sep, arg = kind.partition(":")
     return parse_buffer(arg) if sep and name in CAPPED else None
+
+
+def cap_template(spec: str) -> str:
+    """The spec with each DRS window cap written CAP (a sweep's cells share it):
+    10*stock-64k+1*drs:1MiB -> 10*stock-64k+1*drs:CAP."""
+    return _CAP.sub(r"\1:CAP", spec)
 
 
 def check_kind(kind: str) -> str:

@@ -86,10 +86,14 @@ def flow_figures(flow: Row, end: float) -> Row:
     seconds = max(last - first, 0.0) if first is not None and last is not None else 0.0
     rcv_mean, rcv_peak = _mean_peak(samples, "rcvbuf")
     snd_mean, snd_peak = _mean_peak(samples, "sndbuf")
+    # the window the receiver advertised, as its sender saw it, and the bytes in flight
+    wnd_mean, wnd_peak = _mean_peak(samples, "snd_wnd")
+    flight_mean, flight_peak = _mean_peak(samples, "inflight")
     return {
         "bytes": total, "first_byte_s": first, "seconds": round(seconds, 3),
         "mbps": round(total * 8 / seconds / 1e6, 3) if seconds > 0 else 0.0,
         "rcvbuf_mean": rcv_mean, "rcvbuf_peak": rcv_peak, "sndbuf_mean": snd_mean, "sndbuf_peak": snd_peak,
+        "wnd_mean": wnd_mean, "wnd_peak": wnd_peak, "inflight_mean": flight_mean, "inflight_peak": flight_peak,
         "retransmits": max((s.get("retrans") or 0 for s in samples), default=0),
         "per_second": per_second(flow_points(flow), end),
     }

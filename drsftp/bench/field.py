@@ -217,7 +217,7 @@ def missing_programs(entries: list[str]) -> list[str]:
     return sorted(p for p in need if not (shutil.which(p) or os.path.exists(f"/usr/sbin/{p}")))
 
 
-def _make_tree(root: str, wl: Workload) -> str:
+def make_tree(root: str, wl: Workload) -> str:
     """The workload under ROOT/<name>, world-readable (GridFTP's anonymous
     user reads as nobody); made once, kept between runs."""
     top = os.path.join(root, wl.name)
@@ -249,11 +249,14 @@ def _make_tree(root: str, wl: Workload) -> str:
 
 
 def _hosts_wrap(link: Link, side: str, argv: list[str], workdir: str) -> list[str]:
-    """GridFTP resolves the host's own name, which the namespaces cannot:
-    give the process a hosts file of its own in a private mount namespace
-    (the host's /etc/hosts is never touched)."""
-    hosts = os.path.join(workdir, f"hosts-{side}")
     me = link.server_addr if side == "server" else link.client_addr
+    return hosts_wrapped(me, argv, os.path.join(workdir, f"hosts-{side}"))
+
+
+def hosts_wrapped(me: str, argv: list[str], hosts: str) -> list[str]:
+    """GridFTP resolves the host's own name, which the namespaces cannot:
+    give the process a hosts file of its own (HOSTS, naming ``me``) in a
+    private mount namespace (the host's /etc/hosts is never touched)."""
     with open(hosts, "w") as f:
         f.write(f"127.0.0.1 localhost\n{me} {socket.gethostname()}\n")
     script = 'mount --bind "$0" /etc/hosts && exec "$@"'
@@ -373,7 +376,7 @@ def run_field(cfg: FieldConfig) -> list[dict]:
     sysctls = {"net.ipv4.tcp_congestion_control": cfg.cc} if cfg.cc else {}
     results: list[dict] = []
     wls = [workload(w, cfg.scale) for w in cfg.workloads]
-    srcs = {wl.name: _make_tree(root, wl) for wl in wls}
+    srcs = {wl.name: make_tree(root, wl) for wl in wls}
     with Link(rtt=cfg.path.rtt, rate=cfg.path.rate, loss=cfg.path.loss, sysctls=sysctls) as link:
         cfg.log(f"field: {cfg.path.label()}{', ' + cfg.cc if cfg.cc else ''}, link {link.backend}")
         for rep in range(cfg.reps):

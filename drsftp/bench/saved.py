@@ -16,9 +16,11 @@ from ..netem.errors import NetemError
 @dataclass
 class Saved:
     kind: str  # "bench" (drsftp bench) | "field" (bench --streams/--peers/--datasets) | "compete" (--compete)
+    #            | "third-party" (bench --third-party)
     runs: list[dict]  # compete: the flows
     env: dict | None = None  # the bench's environment; None for a CSV or field results
-    data: dict | None = None  # compete: the whole file (its link, spec, flows)
+    data: dict | None = None  # compete, third-party: the whole file (its link or topology, and the rest)
+    results: list[dict] | None = None  # compete: each competition's data (one, or a set's: bench/competeset.py)
 
 
 def _number(x: Any) -> bool:
@@ -77,6 +79,26 @@ _FIELD_RUN = (
     ("error", lambda x: x is None or isinstance(x, str), False),
 )
 
+# what thirdreport.py reads of a third-party run (bench/thirdbench.py)
+_THIRD_RUN = (
+    *_FIELD_RUN,
+    ("entry", lambda x: isinstance(x, str), True),
+    ("third_party", lambda x: isinstance(x, bool), True),
+    ("control_rtt_s", lambda x: _number(x) and x >= 0, True),
+    ("bytes_identical", lambda x: isinstance(x, bool), True),
+    *((name, _opt_number, False) for name in ("ss_rtt_ms", "load1", "cpu_busy_pct", "forwarder_cpu_pct", "cpu_a_s",
+                                              "cpu_b_s")),
+    ("client_report", lambda x: x is None or (isinstance(x, dict) and all(
+        _opt_number(x.get(k)) for k in ("source_rtt_ms", "dest_rtt_ms", "source_cwnd_max", "source_sndbuf_max",
+                                        "dest_wnd_max", "dest_rcvbuf_max", "sessions_max", "data_rtt_first_ms"))
+        and all(isinstance(c, dict) and _number(c.get("t")) and _number(c.get("streams"))
+                for c in x.get("stream_changes") or [])), False),
+)
+_BOUNCE = (("port_to", lambda x: isinstance(x, str), True), ("reply", lambda x: isinstance(x, str), True),
+           ("listed", lambda x: isinstance(x, list) and all(isinstance(a, str) for a in x), True),
+           ("refused", lambda x: isinstance(x, bool), True))
+
+
 def _kind(x: Any) -> bool:
     from .competespec import check_kind
 
@@ -93,7 +115,7 @@ def _numbers(x: Any) -> bool:
 def _compete_samples(x: Any) -> bool:
     return isinstance(x, list) and all(
         isinstance(s, dict) and _number(s.get("t")) and _number(s.get("rcvbuf")) and _number(s.get("bytes"))
-        for s in x)
+        and all(_opt_number(s.get(k)) for k in ("snd_wnd", "inflight", "retrans")) for s in x)
 
 
 # what competereport.py reads of a flow of `drsftp bench --compete`
@@ -107,7 +129,8 @@ _COMPETE_FLOW = (
     ("samples", _compete_samples, True),
     ("error", lambda x: x is None or isinstance(x, str), False),
     *((name, lambda x: x is None or (_number(x) and x >= 0), False) for name in (
-        "end_s", "first_byte_s", "rcvbuf_mean", "sndbuf_mean", "retransmits")),
+        "end_s", "first_byte_s", "rcvbuf_mean", "sndbuf_mean", "retransmits", "wnd_mean", "wnd_peak",
+        "inflight_mean", "inflight_peak")),
 )
 
 # and of the file around them
@@ -146,9 +169,15 @@ def check_fields(obj: dict, fields: tuple, what: str, who: str = "it") -> None:
             raise NetemError(f"{what}: {who} has a bad {name} ({str(obj[name])[:40]!r})")
 
 
+def _compete_flows(data: dict, what: str) -> list[dict]:
+    check_fields(data, _COMPETE_FILE, what)
+    return check_runs(data.get("flows"), _COMPETE_FLOW, what, "flow")
+
+
 def read_results(path: str) -> Saved:
-    """The runs of a results.json or results.csv of `drsftp bench`, or a
-    field.json of `drsftp bench --streams/--peers/--datasets`."""
+    """The runs of a results.json or results.csv of `drsftp bench`, a
+    field.json of `drsftp bench --streams/--peers/--datasets`, or the flows
+    of a compete-*.json of `drsftp bench --compete` (or of a set of them)."""
     from .report import read_csv
 
     what = f"{path} is not the output of drsftp bench"
@@ -168,9 +197,20 @@ def read_results(path: str) -> Saved:
     if not isinstance(data, dict):
         raise NetemError(f"{what}: it holds no object")
     if data.get("compete"):
-        check_fields(data, _COMPETE_FILE, what)
-        flows = check_runs(data.get("flows"), _COMPETE_FLOW, what, "flow")
-        return Saved("compete", flows, data.get("environment"), data)
+        return Saved("compete", _compete_flows(data, what), data.get("environment"), data, [data])
+    if data.get("compete_set"):
+        results = data.get("results")
+        if not isinstance(results, list) or not results or not all(isinstance(r, dict) for r in results):
+            raise NetemError(f"{what}: a set of compete results without its results")
+        flows = [f for i, r in enumerate(results, 1) for f in _compete_flows(r, f"{what} (result {i})")]
+        return Saved("compete", flows, results[0].get("environment"), None, results)
+    if data.get("third_party"):
+        if data.get("bounce") is not None:
+            if not isinstance(data["bounce"], dict):
+                raise NetemError(f"{what}: its bounce check is not an object")
+            check_fields(data["bounce"], _BOUNCE, what, "its bounce check")
+        check_runs(data.get("runs"), _THIRD_RUN, what)
+        return Saved("third-party", data["runs"], data=data)
     if data.get("field"):
         if "results" not in data:
             raise NetemError(f"{what}: field results without their runs")

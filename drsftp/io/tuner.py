@@ -96,6 +96,11 @@ class SocketTuner:
         if control_sock is not None:
             self.ctl.note_control_rtt(sockopt.tcp_info(control_sock).get("rtt"))
 
+    def note_foreign_path(self) -> None:
+        """The data peer is not the control connection's (third-party): its
+        RTT is not the data path's (SocketController.note_foreign_path)."""
+        self.ctl.note_foreign_path()
+
     def attach(self, sock: socket.socket) -> None:
         """The data connection is established; start observing it."""
         self.sock = self._attached = sock

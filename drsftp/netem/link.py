@@ -24,13 +24,18 @@ from .errors import NetemError
 from .namespaces import Names
 from .spec import LinkSpec, check_name
 from .tcnetem import read_stats
+from .topospec import TopologySpec
 
 
-def start_owner(name: str, spec: LinkSpec, *, detach: bool, timeout: float = 60.0):
-    """Start the owner process; returns (Popen, ready info).  Raises NetemError."""
+def start_owner(name: str, spec: LinkSpec | TopologySpec, *, detach: bool, timeout: float = 60.0):
+    """Start the owner process of a two-node link (LinkSpec) or a topology
+    (TopologySpec); returns (Popen, ready info).  Raises NetemError."""
     nsmod.require_root()
-    fields = asdict(spec)
-    cmd = [sys.executable, "-m", "drsftp.netem.owner", "--name", name, "--spec", json.dumps(fields)]
+    if isinstance(spec, TopologySpec):
+        what, arg = "topology", ["--topology", json.dumps(spec.as_dict())]
+    else:
+        what, arg = "link", ["--spec", json.dumps(asdict(spec))]
+    cmd = [sys.executable, "-m", "drsftp.netem.owner", "--name", name, *arg]
     if not detach:
         cmd.append("--pdeathsig")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
@@ -50,7 +55,21 @@ def start_owner(name: str, spec: LinkSpec, *, detach: bool, timeout: float = 60.
         return proc, msg["ready"]
     stop_process(proc)
     err = msg.get("error") or (proc.stderr.read().strip().splitlines() or ["owner exited"])[-1]
-    raise NetemError(f"cannot bring link {name!r} up: {err}")
+    raise NetemError(f"cannot bring {what} {name!r} up: {err}")
+
+
+def stop_children(children: list[subprocess.Popen]) -> None:
+    """End processes started inside the namespaces (by PID): TERM, then KILL after 5 s."""
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+    for child in children:
+        try:
+            child.wait(5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    children.clear()
 
 
 def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> None:
@@ -92,16 +111,7 @@ class Link:
         self.close()
 
     def close(self) -> None:
-        for child in self._children:
-            if child.poll() is None:
-                child.terminate()
-        for child in self._children:
-            try:
-                child.wait(5)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-        self._children.clear()
+        stop_children(self._children)
         if self._owner is not None:
             stop_process(self._owner)
             self._owner = None
@@ -157,8 +167,9 @@ class Link:
         return self._owner.pid if self._owner else None
 
 
-def wait_for_port(link: Link, side: str, port: int, timeout: float = 10.0) -> None:
-    """Until something listens on ``port`` on ``side`` (checked inside the namespace)."""
+def wait_for_port(link, side: str, port: int, timeout: float = 10.0) -> None:
+    """Until something listens on ``port`` on ``side`` (checked inside the
+    namespace); ``link`` is a Link or a Topology (whose sides are its nodes)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         out = link.run(side, ["ss", "-ltnH", f"sport = :{port}"], timeout=5).stdout

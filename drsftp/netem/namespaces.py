@@ -1,9 +1,10 @@
 """Network namespaces, names and the state directory of emulated links.
 
 Every object a link makes is named after it: namespaces ``drs-NAME-c`` and
-``drs-NAME-s``, devices ``drsNAMEc``/``drsNAMEs``; state lives in
-``/run/drsftp/netem/NAME.json``.  Each side holds one point-to-point
-address and no default route, so nothing inside can reach any other host.
+``drs-NAME-s``, devices ``drsNAMEc``/``drsNAMEs``; a topology's are
+``drs-NAME-NODE`` and ``drsNAME{K:02x}a``/``b`` (plan.py).  State lives in
+``/run/drsftp/netem/NAME.json``.  Each node holds point-to-point addresses
+and no default route, so nothing inside can reach any other host.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ CLIENT_ADDR = "10.201.0.1"  # private, and only ever inside our namespaces
 SERVER_ADDR = "10.201.0.2"
 CLIENT_MAC = "02:d5:00:00:00:01"  # locally administered; only ever on our veth pair
 SERVER_MAC = "02:d5:00:00:00:02"
-NS_RE = re.compile(r"^drs-([a-z0-9]{1,8})-[cs]$")
+# a two-node link's drs-NAME-c/-s and a topology's drs-NAME-NODE (topospec.NODE_RE)
+NS_RE = re.compile(r"^drs-([a-z0-9]{1,8})-([a-z][a-z0-9_]{0,11})$")
 SIDES = ("client", "server")
 
 
@@ -81,6 +83,20 @@ def require_root() -> None:
 def list_namespaces() -> list[str]:
     proc = run(["ip", "netns", "list"], check=False)
     return [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+
+
+def link_namespaces(link: str) -> list[str]:
+    """The namespaces of link or topology ``link`` that exist now."""
+    return [ns for ns in list_namespaces() if (m := NS_RE.match(ns)) and m.group(1) == link]
+
+
+def link_devices(link: str) -> list[str]:
+    """Devices of ``link`` in this (the root) namespace: TUN devices not yet moved in."""
+    dev_re = re.compile(rf"^drs{re.escape(link)}([cs]|[0-9a-f]{{2}}[ab])$")
+    try:
+        return [d for d in os.listdir("/sys/class/net") if dev_re.match(d)]
+    except OSError:
+        return []
 
 
 def our_links_on_host() -> set[str]:
@@ -172,15 +188,12 @@ def remove_link(link: str, timeout: float = 10.0) -> bool:
             time.sleep(0.05)
         if _alive(state["pid"]):
             _signal(state["pid"], signal.SIGKILL)
-    present = list_namespaces()
-    for side in SIDES:
-        if names.ns(side) in present:
-            existed = True
-            delete_namespace(names.ns(side))
-    for dev in (names.dev("client"), names.dev("server")):
-        if os.path.exists(f"/sys/class/net/{dev}"):
-            existed = True
-            run(["ip", "link", "delete", dev], check=False)
+    for ns in link_namespaces(link):
+        existed = True
+        delete_namespace(ns)
+    for dev in link_devices(link):
+        existed = True
+        run(["ip", "link", "delete", dev], check=False)
     for path in (names.state_file, names.stats_file):
         try:
             os.unlink(path)

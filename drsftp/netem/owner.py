@@ -1,12 +1,12 @@
-"""The process that owns one emulated link.
+"""The process that owns one emulated link or topology.
 
-It makes the namespaces and the link, prints one JSON line when ready,
+It makes the namespaces and the links (plan.py), prints one JSON line when ready,
 forwards packets (tun backend) or just waits (tc backend), and removes
 everything it made on SIGTERM/SIGINT/SIGHUP, on error, and when its parent
 dies if asked (--pdeathsig).  After a kill -9, `drsftp netem down` removes
 the namespaces it left (the TUN devices vanish with their descriptors).
 
-    python -m drsftp.netem.owner --name NAME --spec JSON [--pdeathsig]
+    python -m drsftp.netem.owner --name NAME (--spec JSON | --topology JSON) [--pdeathsig]
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ from collections import deque
 from . import namespaces as nsmod
 from .errors import NetemError
 from .namespaces import Names, run
+from .plan import WireEnd, topology_plan, two_node_plan
 from .shaper import Shaper
 from .spec import LinkSpec
-from .tcnetem import netem_args, read_stats
+from .tcnetem import netem_args, read_wire_stats
+from .topospec import TopologySpec
 from .tun import READ_SIZE, TimerFD, open_tun, segments_and_wire_size
 
 STATS_EVERY = 0.5
@@ -43,9 +45,12 @@ def _on_signal(signum, frame):
 
 
 class LinkOwner:
-    def __init__(self, name: str, spec: LinkSpec) -> None:
-        self.names = Names(name)
+    """Owns one two-node link (a LinkSpec) or one topology (a TopologySpec)."""
+
+    def __init__(self, name: str, spec: LinkSpec | TopologySpec) -> None:
         self.spec = spec
+        self.plan = topology_plan(name, spec) if isinstance(spec, TopologySpec) else two_node_plan(name, spec)
+        self.names = Names(name)
         self.backend: str | None = None
         self.made_ns: list[str] = []
         self.tun_fds: list[int] = []
@@ -57,16 +62,15 @@ class LinkOwner:
     # -- set-up --------------------------------------------------------------
     def build(self) -> dict:
         nsmod.require_root()
-        n = self.names
-        present = nsmod.list_namespaces()
-        state = nsmod.read_state(n.link)
-        if any(n.ns(s) in present for s in nsmod.SIDES) or (state and nsmod.owner_pid_alive(state)):
-            raise NetemError(f"link {n.link!r} is up already (drsftp netem down {n.link})")
-        for side in nsmod.SIDES:
-            run(["ip", "netns", "add", n.ns(side)])
-            self.made_ns.append(n.ns(side))
-            run(["ip", "-n", n.ns(side), "link", "set", "lo", "up"])
-        backend = self.spec.backend
+        plan = self.plan
+        state = nsmod.read_state(plan.name)
+        if nsmod.link_namespaces(plan.name) or (state and nsmod.owner_pid_alive(state)):
+            raise NetemError(f"a link or topology named {plan.name!r} is up already (drsftp netem down {plan.name})")
+        for ns in plan.nodes.values():
+            run(["ip", "netns", "add", ns])
+            self.made_ns.append(ns)
+            run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        backend = plan.backend
         if backend in ("auto", "tc"):
             try:
                 self._build_tc()
@@ -74,37 +78,39 @@ class LinkOwner:
             except NetemError as exc:
                 if backend == "tc":
                     raise NetemError(f"tc backend unavailable: {exc}") from exc
-                for side in nsmod.SIDES:  # undo a half-made veth
-                    run(["ip", "-n", n.ns(side), "link", "delete", n.dev(side)], check=False)
+                for wire in plan.wires:  # undo half-made veth pairs
+                    for end in wire.ends:
+                        run(["ip", "-n", end.ns, "link", "delete", end.dev], check=False)
                 backend = "tun"
         if backend == "tun":
             self._build_tun()
         self.backend = backend
-        for side in nsmod.SIDES:
-            for key, value in self.spec.sysctls.items():
-                self._set_sysctl(n.ns(side), key, value)
-        info = {
-            "name": n.link,
-            "pid": os.getpid(),
-            "backend": backend,
-            "spec": self.spec.as_dict(),
-            "sides": {
-                side: {
-                    "namespace": n.ns(side),
-                    "device": n.dev(side),
-                    "address": n.addr(side),
-                    "sysctls": nsmod.read_sysctls(n.ns(side), nsmod.REPORTED_SYSCTLS),
-                }
-                for side in nsmod.SIDES
-            },
-            "started": time.time(),
-        }
+        self._route_node_addresses()
+        for ns in plan.nodes.values():
+            for key, value in plan.sysctls.items():
+                self._set_sysctl(ns, key, value)
+        info = self._describe()
         os.makedirs(nsmod.STATE_DIR, exist_ok=True)
-        tmp = n.state_file + ".tmp"
+        tmp = self.names.state_file + ".tmp"
         with open(tmp, "w") as f:
             json.dump(info, f, indent=1)
-        os.replace(tmp, n.state_file)
+        os.replace(tmp, self.names.state_file)
         self.wrote_state = True
+        return info
+
+    def _describe(self) -> dict:
+        plan = self.plan
+        nodes = plan.node_entries()
+        for entry in nodes.values():
+            entry["sysctls"] = nsmod.read_sysctls(entry["namespace"], nsmod.REPORTED_SYSCTLS)
+        info: dict = {"name": plan.name, "kind": "topology" if plan.topology else "link", "pid": os.getpid(),
+                      "backend": self.backend, "spec": self.spec.as_dict(), "nodes": nodes,
+                      "links": plan.wire_entries()}
+        if not plan.topology:  # the two-node form's own keys
+            (wire,) = plan.wires
+            info["sides"] = {end.node: {"namespace": end.ns, "device": end.dev, "address": end.addr,
+                                        "sysctls": nodes[end.node]["sysctls"]} for end in wire.ends}
+        info["started"] = time.time()
         return info
 
     @staticmethod
@@ -123,65 +129,78 @@ class LinkOwner:
         raise NetemError(f"cannot set {key}={value} inside the namespace: "
                          f"{(proc.stderr or '').strip() or 'failed'}")
 
-    def _configure_side(self, side: str) -> None:
-        n = self.names
-        other = "server" if side == "client" else "client"
-        ns = ["ip", "-n", n.ns(side)]
-        run(ns + ["link", "set", "dev", n.dev(side), "up", "txqueuelen", "10000", "mtu", "1500"])
-        run(ns + ["addr", "add", f"{n.addr(side)}/32", "peer", f"{n.addr(other)}/32", "dev", n.dev(side)])
+    @staticmethod
+    def _configure_end(end: WireEnd, peer: WireEnd) -> None:
+        ns = ["ip", "-n", end.ns]
+        run(ns + ["link", "set", "dev", end.dev, "up", "txqueuelen", "10000", "mtu", "1500"])
+        run(ns + ["addr", "add", f"{end.addr}/32", "peer", f"{peer.addr}/32", "dev", end.dev])
+
+    def _route_node_addresses(self) -> None:
+        """Each topology node's loopback address, reached by each direct
+        neighbour over their wire (docs/NETEM.md#topologies)."""
+        plan = self.plan
+        for node, addr in plan.node_addrs.items():
+            ns = plan.nodes[node]
+            run(["ip", "-n", ns, "addr", "add", f"{addr}/32", "dev", "lo"])
+        for node, addr in plan.node_addrs.items():
+            for own, peer in plan.neighbours(node):
+                run(["ip", "-n", own.ns, "route", "add", f"{plan.node_addrs[peer.node]}/32", "via", peer.addr,
+                     "dev", own.dev, "src", addr])
 
     def _build_tun(self) -> None:
-        n = self.names
-        for side in nsmod.SIDES:
-            try:
-                fd = open_tun(n.dev(side))
-            except OSError as exc:
-                raise NetemError(f"cannot create TUN device {n.dev(side)}: {exc.strerror}") from exc
-            self.tun_fds.append(fd)
-            run(["ip", "link", "set", "dev", n.dev(side), "netns", n.ns(side)])
-            self._configure_side(side)
-        one_way, spec = self.spec.one_way, self.spec
-        for direction in ("c2s", "s2c"):
-            self.shapers[direction] = Shaper(rate=spec.rate, delay=one_way, queue_packets=spec.queue_packets,
-                                             loss=spec.loss, jitter=spec.jitter, rng=self.rng)
+        for wire in self.plan.wires:
+            for end in wire.ends:
+                try:
+                    fd = open_tun(end.dev)
+                except OSError as exc:
+                    raise NetemError(f"cannot create TUN device {end.dev}: {exc.strerror}") from exc
+                self.tun_fds.append(fd)
+                run(["ip", "link", "set", "dev", end.dev, "netns", end.ns])
+            x, y = wire.ends
+            self._configure_end(x, y)
+            self._configure_end(y, x)
+            spec = wire.spec
+            for direction in wire.directions:
+                self.shapers[direction] = Shaper(rate=spec.rate, delay=spec.one_way, queue_packets=spec.queue_packets,
+                                                 loss=spec.loss, jitter=spec.jitter, rng=self.rng)
 
     def _build_tc(self) -> None:
-        n, spec = self.names, self.spec
-        # gso_max_segs 1: TCP hands the qdisc 1500-byte packets, never 64 KB
-        # GSO super-packets, so netem's loss and its packet limit count real
-        # packets; a link with neither keeps GSO, the faster (docs/NETEM.md#the-tc-backend)
-        segs = ["gso_max_segs", "1"] if spec.rate or spec.loss else []
-        run(["ip", "link", "add", n.dev("client"), "netns", n.ns("client"), "address", n.mac("client"), *segs,
-             "type", "veth", "peer", "name", n.dev("server"), "netns", n.ns("server"), "address", n.mac("server"),
-             *segs])
-        for side in nsmod.SIDES:
-            other = "server" if side == "client" else "client"
-            ns = ["ip", "-n", n.ns(side)]
-            # a point-to-point link as the tun backend's: no IPv6 link-local
-            # chatter and no ARP crosses the emulated link
-            run(ns + ["link", "set", "dev", n.dev(side), "addrgenmode", "none"])
-            self._configure_side(side)
-            run(ns + ["neigh", "replace", n.addr(other), "lladdr", n.mac(other), "dev", n.dev(side),
-                      "nud", "permanent"])
-            run(["tc", "-n", n.ns(side), "qdisc", "add", "dev", n.dev(side), "root", "netem", *netem_args(spec)])
+        for wire in self.plan.wires:
+            x, y = wire.ends
+            # gso_max_segs 1: TCP hands the qdisc 1500-byte packets, never 64 KB
+            # GSO super-packets, so netem's loss and its packet limit count real
+            # packets; a link with neither keeps GSO, the faster (docs/NETEM.md#the-tc-backend)
+            segs = ["gso_max_segs", "1"] if wire.spec.rate or wire.spec.loss else []
+            run(["ip", "link", "add", x.dev, "netns", x.ns, "address", x.mac, *segs,
+                 "type", "veth", "peer", "name", y.dev, "netns", y.ns, "address", y.mac, *segs])
+            for end, peer in ((x, y), (y, x)):
+                ns = ["ip", "-n", end.ns]
+                # a point-to-point link as the tun backend's: no IPv6 link-local
+                # chatter and no ARP crosses the emulated link
+                run(ns + ["link", "set", "dev", end.dev, "addrgenmode", "none"])
+                self._configure_end(end, peer)
+                run(ns + ["neigh", "replace", peer.addr, "lladdr", peer.mac, "dev", end.dev, "nud", "permanent"])
+                run(["tc", "-n", end.ns, "qdisc", "add", "dev", end.dev, "root", "netem", *netem_args(wire.spec)])
 
     # -- running ---------------------------------------------------------------
     def serve(self) -> None:
         if self.backend == "tun":
             self._forward()
-        else:  # the kernel shapes; whoever asks reads its counters (tcnetem.read_stats)
+        else:  # the kernel shapes; whoever asks reads its counters (tcnetem.read_wire_stats)
             while True:
                 signal.pause()
 
     def _forward(self) -> None:
-        fd_c, fd_s = self.tun_fds
-        routes: dict[int, tuple[int, Shaper, deque[tuple[float, bytes]]]] = {
-            fd_c: (fd_s, self.shapers["c2s"], deque()),
-            fd_s: (fd_c, self.shapers["s2c"], deque()),
-        }
+        """One loop for every wire: each TUN fd's packets go through its
+        direction's shaper to the other end's fd (one process, one core)."""
+        routes: dict[int, tuple[int, Shaper, deque[tuple[float, bytes]]]] = {}
+        fds = iter(self.tun_fds)
+        for link, fd_x, fd_y in zip(self.plan.wires, fds, fds, strict=True):  # tun_fds: each wire's two ends
+            routes[fd_x] = (fd_y, self.shapers[link.directions[0]], deque())
+            routes[fd_y] = (fd_x, self.shapers[link.directions[1]], deque())
         ep = select.epoll()
         timer = TimerFD()
-        for fd in (fd_c, fd_s, timer.fd):
+        for fd in (*routes, timer.fd):
             ep.register(fd, select.EPOLLIN)
         next_stats = time.monotonic() + STATS_EVERY
         queues = [r[2] for r in routes.values()]
@@ -222,7 +241,7 @@ class LinkOwner:
 
     def stats(self) -> dict:
         if self.backend == "tc":
-            return {**read_stats(self.names, loss=self.spec.loss, rate=self.spec.rate), "time": time.time()}
+            return {**read_wire_stats(self.plan.wire_entries()), "time": time.time()}
         out: dict[str, object] = {"backend": self.backend, "write_errors": self.write_errors, "time": time.time()}
         for direction, shaper in self.shapers.items():
             out[direction] = shaper.stats.as_dict()
@@ -266,7 +285,9 @@ def _set_pdeathsig() -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="drsftp.netem.owner")
     ap.add_argument("--name", required=True)
-    ap.add_argument("--spec", required=True)
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--spec", help="a two-node link: LinkSpec's fields as JSON")
+    what.add_argument("--topology", help="a topology: TopologySpec.as_dict() as JSON")
     ap.add_argument("--pdeathsig", action="store_true")
     args = ap.parse_args(argv)
     parent = os.getppid()
@@ -276,8 +297,12 @@ def main(argv: list[str] | None = None) -> int:
         _set_pdeathsig()
         if os.getppid() != parent:
             return 1  # the parent died before prctl took effect
-    fields = json.loads(args.spec)
-    owner = LinkOwner(args.name, LinkSpec(**fields).validate())
+    spec: LinkSpec | TopologySpec
+    if args.topology:
+        spec = TopologySpec.from_dict(json.loads(args.topology))
+    else:
+        spec = LinkSpec(**json.loads(args.spec)).validate()
+    owner = LinkOwner(args.name, spec)
     try:
         info = owner.build()
         print(json.dumps({"ready": info}), flush=True)

@@ -101,13 +101,30 @@ def direction_stats(counters: dict, *, loss: float, rate: float) -> dict:
 
 
 def read_stats(names: Names, *, loss: float, rate: float) -> dict:
-    """Both directions' counters, read from the kernel now: c2s is the client
+    """A two-node link's counters, read from the kernel now: c2s is the client
     end's qdisc (its egress), s2c the server end's.  A direction whose qdisc
     is gone (the link is being removed) is left out."""
     out: dict = {"backend": "tc"}
     for direction, side in (("c2s", "client"), ("s2c", "server")):
-        proc = run(["tc", "-n", names.ns(side), "-s", "qdisc", "show", "dev", names.dev(side)], check=False)
-        counters = parse_qdisc_stats(proc.stdout) if proc.returncode == 0 else None
+        counters = _qdisc_counters(names.ns(side), names.dev(side))
         if counters is not None:
             out[direction] = direction_stats(counters, loss=loss, rate=rate)
     return out
+
+
+def read_wire_stats(links: list[dict]) -> dict:
+    """Every direction's counters of a link or topology, from its state's
+    ``links`` (plan.NetPlan.wire_entries): each direction is its sender's qdisc."""
+    out: dict = {"backend": "tc"}
+    for link in links:
+        spec = link["spec"]
+        for direction, where in link["directions"].items():
+            counters = _qdisc_counters(where["namespace"], where["device"])
+            if counters is not None:
+                out[direction] = direction_stats(counters, loss=spec["loss"], rate=spec["rate"])
+    return out
+
+
+def _qdisc_counters(ns: str, dev: str) -> dict | None:
+    proc = run(["tc", "-n", ns, "-s", "qdisc", "show", "dev", dev], check=False)
+    return parse_qdisc_stats(proc.stdout) if proc.returncode == 0 else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from . import compat, config, implicit, tlsfiles, translog
 from .config import ConfigError
 from .estreams import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
+from .thirdparty import advertised_address, parse_peers
 from .users import (
     READ_PERM,
     WRITE_PERM,
@@ -62,6 +64,9 @@ class ServerConfig:
     metrics: str | None = None  # ADDR:PORT of the metrics and status page (metrics.py); None: off
     metrics_token: str | None = None  # the bearer token they want (needed off loopback)
     metrics_token_file: str | None = None  # where the token came from, kept out of every home
+    data_interface: str | None = None  # data sockets bind it, PASV names it (thirdparty.py)
+    masquerade_address: str | None = None  # what PASV names behind NAT
+    third_party_peers: str | list | None = None  # ADDR|CIDR,...: foreign data peers allowed (RFC 2577)
 
 
 def build_server(cfg: ServerConfig) -> FTPServer:
@@ -70,7 +75,8 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         "grace": cfg.grace, "max_connections": cfg.max_cons, "max_connections_per_ip": cfg.max_cons_per_ip,
         "max_streams": cfg.max_streams, "max_streams_total": cfg.max_streams_total,
         "buffer_budget": cfg.buffer_budget, "implicit_tls_port": cfg.implicit_tls_port, "metrics": cfg.metrics,
-        "metrics_token": cfg.metrics_token})
+        "metrics_token": cfg.metrics_token, "data_interface": cfg.data_interface,
+        "masquerade_address": cfg.masquerade_address, "third_party_peers": cfg.third_party_peers})
     _check_metrics_access(cfg)
     if not os.path.isdir(cfg.root):
         raise ConfigError(f"root directory does not exist: {cfg.root}")
@@ -130,6 +136,7 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         handler.metrics = Metrics(handler.buffer_budget)
     if cfg.passive_ports:
         handler.passive_ports = range(cfg.passive_ports[0], cfg.passive_ports[1] + 1)
+    _data_addresses(handler, cfg)
     server = _listen(cfg, cfg.port, handler)
     server.implicit_tls = None
     if cfg.implicit_tls_port is not None:
@@ -139,6 +146,25 @@ def build_server(cfg: ServerConfig) -> FTPServer:
             server.close()
             raise
     return server
+
+
+def _data_addresses(handler: type, cfg: ServerConfig) -> None:
+    """--data-interface, --masquerade-address, --third-party-peers
+    (thirdparty.py; docs/PROTOCOL.md, "Third-party transfers")."""
+    handler.third_party_peers = parse_peers(cfg.third_party_peers or "")
+    if cfg.data_interface:
+        handler.data_interface = cfg.data_interface.strip()
+        try:  # an address this host has: a listener or an outgoing connection could not use another
+            family = socket.AF_INET6 if ":" in handler.data_interface else socket.AF_INET
+            socket.create_server((handler.data_interface, 0), family=family).close()
+        except OSError as exc:
+            raise ConfigError(f"--data-interface {handler.data_interface} is not an address of this host:"
+                              f" {exc.strerror or exc}") from exc
+    handler.masquerade_address = advertised_address(cfg.masquerade_address and cfg.masquerade_address.strip(),
+                                                    handler.data_interface)
+    if handler.third_party_peers:
+        log.info("third-party data connections allowed with %s",
+                 ", ".join(map(str, handler.third_party_peers.networks)))
 
 
 def _check_metrics_access(cfg: ServerConfig) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "restart_position",
     "set_final_reply",
     "set_mlst_facts",
+    "start_tls_as_client",
     "stop_connecting",
     "tls_established",
     "transfer_attached",
@@ -50,17 +51,22 @@ __all__ = [
 
 class EPortHooks:
     """PORT/EPRT and PASV/EPSV end in pyftpdlib's ``_make_eport`` and
-    ``_make_epasv`` after their arguments are parsed; a handler that
-    defines ``data_address_hook(ip, port)`` / ``passive_hook(extmode)``
-    returning True takes the command over (MODE E)."""
+    ``_make_epasv`` after their arguments are parsed; they go to the
+    handler's ``data_address_hook(ip, port)`` / ``passive_hook(extmode)``
+    instead (the address rules, MODE E), which call ``stock_eport`` /
+    ``stock_epasv`` for pyftpdlib's stream-mode data channel."""
 
     def _make_eport(self, ip, port):
-        if not self.data_address_hook(ip, port):
-            super()._make_eport(ip, port)
+        self.data_address_hook(ip, port)
 
     def _make_epasv(self, extmode=False):
-        if not self.passive_hook(extmode):
-            super()._make_epasv(extmode)
+        self.passive_hook(extmode)
+
+    def stock_eport(self, ip, port):
+        super()._make_eport(ip, port)
+
+    def stock_epasv(self, extmode):
+        super()._make_epasv(extmode)
 
 
 def closed(channel) -> bool:
@@ -212,3 +218,12 @@ def final_reply(dtp) -> str | None:
 def control_tls_established(handler) -> bool:
     """The control connection runs TLS (AUTH TLS done; FTPS handlers only)."""
     return bool(getattr(handler, "_ssl_established", False))
+
+
+def start_tls_as_client(channel) -> None:
+    """A pyftpdlib TLS connection just secured (secure_connection) takes
+    the TLS client's role and sends its ClientHello now (SSCN ON): its
+    handshake steps on read and write events from then on, as a server's."""
+    channel.socket.set_connect_state()
+    with channel._handle_ssl_want_rw():
+        channel._do_ssl_handshake()

@@ -19,6 +19,8 @@ import tomllib
 from collections.abc import Callable
 from typing import Any
 
+from .thirdparty import address_problem, parse_peers
+
 
 class ConfigError(ValueError):
     """A server setting that cannot be used: one sentence, before the server listens."""
@@ -32,8 +34,11 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "tuning": _STR, "force_buffers": _BOOL, "passive_ports": _STR, "max_connections": _INT,
     "max_connections_per_ip": _INT, "log_file": _STR, "log_format": _STR, "tls_cert": _STR,
     "tls_key": _STR, "require_tls": _BOOL, "implicit_tls_port": _INT, "grace": _FLOAT, "max_streams": _INT,
-"max_streams_total": _INT, "metrics": _STR, "metrics_token": _STR, "metrics_token_file": _STR,
+    "max_streams_total": _INT, "metrics": _STR, "metrics_token": _STR, "metrics_token_file": _STR,
     "buffer_budget": ((str, int), "a size such as \"256MiB\", a number of bytes, or \"off\""),
+    "data_interface": _STR, "masquerade_address": _STR,
+    "third_party_peers": ((str, list), "an array of addresses and networks, or one string of them separated by"
+                          " commas"),
 }
 PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file", "metrics_token_file")
 
@@ -45,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "max_connections_per_ip": 32, "log_file": None, "log_format": "text", "tls_cert": None,
     "tls_key": None, "require_tls": False, "implicit_tls_port": None, "grace": 30.0, "buffer_budget": "256MiB",
     "max_streams": 64, "max_streams_total": 256, "metrics": None, "metrics_token": None, "metrics_token_file": None,
+    "data_interface": None, "masquerade_address": None, "third_party_peers": None,
 }
 MIN_TOKEN = 16  # characters of a metrics token
 LOG_FORMATS = ("text", "json")
@@ -167,12 +173,21 @@ def _tuning(v: str) -> str | None:
     return None
 
 
+def _peers(v: str | list) -> str | None:
+    try:
+        parse_peers(v)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 RULES: dict[str, Callable[[Any], str | None]] = {
     # timeouts and connection limits: 0 is none, as pyftpdlib reads them
     "port": _port, "implicit_tls_port": _port, "host": _host, "idle_timeout": _seconds, "data_timeout": _seconds,
     "grace": _seconds, "max_connections": _limit, "max_connections_per_ip": _limit, "max_streams": _count,
     "max_streams_total": _count, "buffer_budget": _budget, "passive_ports": port_range_problem,
-    "tuning": _tuning, "metrics": _metrics, "metrics_token": token_problem,
+    "tuning": _tuning, "metrics": _metrics, "metrics_token": token_problem, "third_party_peers": _peers,
+    "data_interface": address_problem, "masquerade_address": lambda v: address_problem(v, ipv4_only=True),
 }
 
 

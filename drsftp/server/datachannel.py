@@ -21,6 +21,7 @@ import errno
 import functools
 import logging
 import os
+import socket
 import sys
 
 from pyftpdlib.handlers import DTPHandler
@@ -31,6 +32,7 @@ from ..io.tuner import SocketTuner
 from ..tuning import Role
 from . import compat
 from .compat import FileReadWriteError as _FileReadWriteError
+from .thirdparty import foreign_checked
 from .uploads import UploadPlacement
 
 log = logging.getLogger("drsftp.server")
@@ -48,6 +50,7 @@ class DRSDataMixin(UploadPlacement):
         self._recv_buf = None
         self._expected_send: int | None = None
         self._send_end = 0
+        self.data_peer = _peer_ip(sock)  # the client, or a third-party peer (thirdparty.py)
         super().__init__(sock, cmd_channel)
         if self.socket is not None:
             cmd_channel.after_handshake(self.socket)  # before any data (open start)
@@ -75,7 +78,7 @@ class DRSDataMixin(UploadPlacement):
             server.tuning_spec, role, allow_force=server.allow_force, limits=server.host_limits,
             budget=server.buffer_budget, batch_reads=not is_ssl_sock(self.socket),
         )
-        self.tuner.note_control_rtt(server.socket)
+        server.note_data_path(self.tuner, self.data_peer)
         self.tuner.handshake_window = server.static_window  # a fixed buffer's, set before the handshake
         self.tuner.attach(self.socket)
         self._tick()
@@ -95,6 +98,8 @@ class DRSDataMixin(UploadPlacement):
         """recv_into one large buffer and write it straight to the file.
         ASCII, TLS and a class with a recv of its own (pyftpdlib's
         ThrottledDTPHandler counts what it reads there) take the stock path."""
+        if not compat.transfer_attached(self) and not is_ssl_sock(self.socket):
+            return self._read_before_transfer()
         if compat.converts_data(self) or is_ssl_sock(self.socket) or type(self).recv is not DTPHandler.recv:
             return super().handle_read()
         if self._recv_buf is None:
@@ -115,6 +120,32 @@ class DRSDataMixin(UploadPlacement):
             self.file_obj.write(memoryview(self._recv_buf)[:n])
         except OSError as err:
             raise _FileReadWriteError(err.errno, err.strerror) from err
+
+    def readable(self):
+        # pyftpdlib closes a data channel that is readable before its
+        # transfer command, as if its peer had gone; _read_before_transfer
+        # tells early data from a close instead
+        if not compat.transfer_attached(self) and not compat.closed(self) and not is_ssl_sock(self.socket):
+            return True
+        return super().readable()
+
+    def _read_before_transfer(self) -> None:
+        """Bytes before the transfer command: a third-party source sends as
+        soon as it is connected, and pyftpdlib connects at PORT, before the
+        STOR (docs/PROTOCOL.md, "Third-party transfers").  They stay in the
+        kernel for the STOR, unread, and the channel stops polling reads
+        till then.  A connection its peer closed with nothing sent is
+        closed (handle_close: no command to answer)."""
+        try:
+            pending = self.socket.recv(1, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            pending = b""
+        if pending:
+            self.modify_ioloop_events(0)  # enable_receiving polls again
+        else:
+            self.handle_close()
 
     def handle_error(self):
         """Write errors get RFC 959 codes: 452 when storage is full, 451
@@ -182,9 +213,27 @@ def with_drs_data(dtp_class: type) -> type:
     return type(dtp_class.__name__, (DRSDataMixin, dtp_class), {})
 
 
+def _peer_ip(sock) -> str | None:
+    try:
+        return sock.getpeername()[0]
+    except (AttributeError, OSError):
+        return None
+
+
 class DRSPassiveDTP(PassiveDTP):
+    """PASV/EPSV in stream mode: the listener binds --data-interface, and
+    takes a connection from a listed third-party peer (thirdparty.py)."""
+
+    def create_socket(self, family, type):
+        di = self.cmd_channel.data_interface
+        super().create_socket(socket.AF_INET6 if di and ":" in di else socket.AF_INET if di else family, type)
+
+    def bind(self, addr):
+        di = self.cmd_channel.data_interface
+        super().bind((di, addr[1]) if di else addr)
+
     def listen(self, num):
-        self.cmd_channel.before_handshake(self.socket)  # fixes the window scale
+        self.cmd_channel.before_handshake(self.socket, None)  # fixes the window scale; its peer comes later
         super().listen(num)
 
     def close(self):
@@ -193,7 +242,15 @@ class DRSPassiveDTP(PassiveDTP):
         super().close()
 
     def handle_accepted(self, sock, addr):
-        super().handle_accepted(sock, addr)
+        ch = self.cmd_channel
+        if ch.connected and ch.foreign_data_peer(addr[0]):
+            if ch.refused_foreign_accept(addr[0], addr[1]):
+                sock.close()  # dropped; the listener waits on for the client's (or a listed) peer
+                return
+            with foreign_checked(ch):
+                super().handle_accepted(sock, addr)
+        else:
+            super().handle_accepted(sock, addr)
         if compat.closed(self) and self.cmd_channel.data_channel is None:  # reset before it was accepted
             self.cmd_channel.fail_queued_transfer("425 Can't open data connection: it closed at once.")
 
@@ -205,9 +262,18 @@ class DRSPassiveDTP(PassiveDTP):
 
 
 class DRSActiveDTP(ActiveDTP):
+    """PORT/EPRT in stream mode: the connection leaves from --data-interface."""
+
+    _target: str | None = None
+
+    def connect_af_unspecified(self, addr, source_address=None):
+        self._target = addr[0]
+        di = self.cmd_channel.data_interface
+        return super().connect_af_unspecified(addr, (di, 0) if di else source_address)
+
     def create_socket(self, family, type):
         super().create_socket(family, type)
-        self.cmd_channel.before_handshake(self.socket)
+        self.cmd_channel.before_handshake(self.socket, self._target)
 
     def handle_close(self):  # connect failed: PORT got its 425; a queued transfer gets one too
         super().handle_close()

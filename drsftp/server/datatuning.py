@@ -16,11 +16,13 @@ from ..io import sockopt
 from ..io.tuner import SocketTuner
 from ..tuning import Role
 from ..tuning.budget import BufferBudget
+from .thirdparty import DataPeers
 
 
-class DataTuning:
+class DataTuning(DataPeers):
     """Mixed into the control handler (handler.DRSControlMixin); the data
-    channel (datachannel.py) reads the tuning from it."""
+    channel (datachannel.py) reads the tuning from it, and whose data path
+    a socket is on from DataPeers (thirdparty.py)."""
 
     # set by the server factory (app.build_server)
     tuning_spec = "drs"
@@ -39,12 +41,14 @@ class DataTuning:
     # tuner that sized the handshake also locks the buffer after it, so both
     # halves act on the one decision (a second reading of the control RTT
     # could fall on the other side of the open start's threshold).
-    def before_handshake(self, sock) -> None:
+    def before_handshake(self, sock, peer: str | None) -> None:
+        """``peer``: the address a PORT connection goes to; None for a
+        passive listener (thirdparty.DataPeers.note_data_path)."""
         # The direction is not known before RETR/STOR: size as a receiver;
         # a sender's first tick shrinks the ACK direction.
         tuner = SocketTuner(self.tuning_spec, Role.RECEIVER, allow_force=self.allow_force, limits=self.host_limits,
                             budget=self.buffer_budget)
-        tuner.note_control_rtt(self.socket)
+        self.note_data_path(tuner, peer)
         tuner.before_handshake(sock, reserve_as=self)
         self._handshake_tuner = tuner
 

@@ -15,6 +15,7 @@ from .compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts, rest
 from .esession import ESession
 from .estreams import Limits, StreamCount
 from .hashing import hash_pool
+from .thirdparty import foreign_checked
 
 EBLOCK_CMDS = {
     "DCAU": {"perm": None, "auth": True, "arg": True,
@@ -49,6 +50,8 @@ class StreamModeControl(Protocol):
     data_path_open: Callable[[], bool]  # finalreply.py
     abort_for_shutdown: Callable[[], None]  # shutdown.py
     drs_reply: Callable[[dict[str, int]], None]  # drscommand.py
+    refused_data_address: Callable[[str, int], bool]  # thirdparty.py
+    refused_passive: Callable[[bool], bool]  # thirdparty.py
 
 
 if TYPE_CHECKING:  # its super() calls go to the stream-mode handler
@@ -181,18 +184,23 @@ class EModeCommands(EPortHooks, _Handler):
             return
         super().ftp_QUIT(line)
 
-    # -- hooks from EPortHooks -------------------------------------------------
-    def data_address_hook(self, ip, port) -> bool:
-        if not self.eblock.active:
-            return False
-        self.eblock.port(ip, port)
-        return True
+    # -- hooks from EPortHooks: the address rules (thirdparty.py), then the mode's path --
+    def data_address_hook(self, ip, port) -> None:
+        if self.refused_data_address(ip, port):
+            return
+        if self.eblock.active:
+            self.eblock.port(ip, port)
+            return
+        with foreign_checked(self):  # (checked above: a listed third-party peer passes)
+            self.stock_eport(ip, port)
 
-    def passive_hook(self, extmode) -> bool:
-        if not self.eblock.active:
-            return False
-        self.eblock.passive(extmode)
-        return True
+    def passive_hook(self, extmode) -> None:
+        if self.refused_passive(extmode):
+            return
+        if self.eblock.active:
+            self.eblock.passive(extmode)
+            return
+        self.stock_epasv(extmode)
 
     # -- commands ----------------------------------------------------------------
     def ftp_FEAT(self, line):

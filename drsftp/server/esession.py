@@ -24,8 +24,9 @@ from .compat import current_type, data_protected, restart_idle_timer
 from .ejob import Job
 from .ereceive import Receive
 from .esend import BytesSource, FileSource, Send
-from .estreams import Limits, Listener, Stream, StreamCount, plain_ip
+from .estreams import Limits, Listener, Stream, StreamCount
 from .partfile import OVER_DIRECTORY, part_path
+from .thirdparty import plain_ip
 from .translog import mean_rtt
 
 
@@ -54,15 +55,25 @@ class ESession:
 
     @property
     def tls_context(self) -> ssl.SSLContext | None:
-        """The streams' TLS context under PROT P, None under PROT C."""
-        return getattr(self.h, "etls_context", None) if data_protected(self.h) else None
+        """The streams' TLS context under PROT P (the TLS client's under
+        SSCN ON), None under PROT C."""
+        if not data_protected(self.h):
+            return None
+        return getattr(self.h, "etls_client_context" if self.tls_client else "etls_context", None)
+
+    @property
+    def tls_client(self) -> bool:
+        """SSCN ON: this end is the TLS client on its streams (sscn.py)."""
+        return bool(getattr(self.h, "sscn_client", False))
 
     @property
     def busy(self) -> bool:
         return self.job is not None
 
     # -- tuners ------------------------------------------------------------
-    def new_tuner(self, role: Role) -> SocketTuner:
+    def new_tuner(self, role: Role, peer: str | None) -> SocketTuner:
+        """A stream's tuner; ``peer``: its data peer's address (None: a
+        listener's, not known yet; thirdparty.DataPeers.note_data_path)."""
         h = self.h
         spec = h.tuning_spec
         if self.sbuf and spec.startswith("fixed"):
@@ -74,15 +85,15 @@ class ESession:
                             batch_reads=False, parallel=True)
         if self.sbuf:
             tuner.cap_size(self.sbuf)
-        tuner.note_control_rtt(h.socket)
+        h.note_data_path(tuner, peer)
         return tuner
 
     # -- streams -----------------------------------------------------------
     def refuse(self, ip: str) -> str | None:
         """Why an accepted data connection is refused, or None."""
-        if plain_ip(ip) != plain_ip(self.h.remote_ip):
+        if not self.h.data_peer_allowed(ip):
             self.h.note_refusal("bounce")
-            return "not the control connection's address"
+            return "not the control connection's address, nor in --third-party-peers"
         if len(self.streams) >= self.limits.per_session:
             self.h.note_refusal("limit")
             return f"more than {self.limits.per_session} streams in one session"
@@ -101,13 +112,13 @@ class ESession:
         sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
         sock.setblocking(False)
         stream = Stream(self, sock, Role.SENDER)
-        stream.secure(self.tls_context)
+        stream.secure(self.tls_context, self.tls_client)
         stream.connecting = True
         self.streams.append(stream)
-        stream.handshake = self.new_tuner(Role.SENDER)
+        stream.handshake = self.new_tuner(Role.SENDER, ip)
         stream.handshake.before_handshake(sock, reserve_as=stream.handshake)  # fixes the window scale
         try:
-            sock.bind((self.h.socket.getsockname()[0], 0))  # the control connection's address
+            sock.bind((self.h.data_bind_address(), 0))  # --data-interface, or the control connection's address
         except OSError:
             pass
         err = sock.connect_ex((ip, port))
@@ -142,9 +153,11 @@ class ESession:
         """The transfer log's line of a RETR or STOR (translog.py; a
         listing has none, as in stream mode): the streams that carried it."""
         if job.path is not None:
+            peers = sorted({s.peer for s in job.members if s.peer and self.h.foreign_data_peer(s.peer)})
             self.h.log_finished_transfer("get" if job.role is Role.SENDER else "put", job.path, job.moved,
                                          time.monotonic() - job.started, len(job.members), complete,
-                                         rtt=mean_rtt([s.tuner.stats.rtt_avg for s in job.members if s.tuner]))
+                                         rtt=mean_rtt([s.tuner.stats.rtt_avg for s in job.members if s.tuner]),
+                                         data_peer=peers[0] if peers else None)
 
     def transfer_ended(self, failed: bool = False) -> None:
         restart_idle_timer(self.h)
@@ -198,9 +211,11 @@ class ESession:
 
     def _cached(self, role: Role) -> list[Stream]:
         """The open streams of ``role``; those set up under the other PROT
-        level are closed first (PROT P streams run TLS, PROT C ones not)."""
+        level, or the other TLS role (SSCN), are closed first (PROT P
+        streams run TLS, PROT C ones not)."""
         tls = self.tls_context is not None
-        for s in [s for s in self.streams if s.role is role and (s.tls is not None) != tls]:
+        for s in [s for s in self.streams if s.role is role and (
+                (s.tls is not None) != tls or (s.tls is not None and s.tls.client != self.tls_client))]:
             s.close()
         return [s for s in self.streams if s.role is role]
 
@@ -214,13 +229,7 @@ class ESession:
 
     def port(self, ip: str, port: int) -> None:
         h = self.h
-        if self._clear_text_refused():
-            return
-        if not h.permit_foreign_addresses and ip != plain_ip(h.remote_ip):
-            h.respond(f"501 Rejected data connection to foreign address {ip}:{port}.")
-            return
-        if not h.permit_privileged_ports and port < 1024:
-            h.respond(f'501 PORT against the privileged port "{port}" refused.')
+        if self._clear_text_refused():  # (the address passed thirdparty.py's rules)
             return
         self.drop_streams()
         self.port_addr = (ip, port)
@@ -230,7 +239,7 @@ class ESession:
         h = self.h
         if self._clear_text_refused():
             return
-        local_ip = h.socket.getsockname()[0]
+        local_ip = h.data_bind_address()  # (thirdparty.py answered what PASV/EPSV cannot name)
         if not extmode and ":" in local_ip and not local_ip.startswith("::ffff:"):
             h.respond("425 PASV carries IPv4 addresses only: use EPSV.")
             return
@@ -239,7 +248,7 @@ class ESession:
         ports = list(h.passive_ports) if h.passive_ports else [0]
         sock = None
         for p in ports[:200]:  # bounded: a full range answers 425
-            sock = socket.socket(h.socket.family, socket.SOCK_STREAM)
+            sock = socket.socket(socket.AF_INET6 if ":" in local_ip else socket.AF_INET, socket.SOCK_STREAM)
             try:
                 sock.bind((local_ip, p))
                 break

@@ -6,8 +6,9 @@ docs/DESIGN.md, "Extended block mode in the server").
 Rules:
 - the sender connects: RETR/MLSD after PORT/EPRT connect N streams
   (``OPTS RETR Parallelism=N,N,N;``), STOR after PASV/EPSV accepts them,
-  from the control connection's address only, within the session's and
-  the server's limits (docs/EBLOCK.md, "Limits");
+  from the control connection's address or a listed third-party peer's
+  (thirdparty.py), within the session's and the server's limits
+  (docs/EBLOCK.md, "Limits");
 - streams stay open for the session's next transfer (GridFTP's cached
   data channels); between transfers a closed stream leaves the cache;
 - every stream has its own SocketTuner (DRS per stream, --buffer-budget);
@@ -63,10 +64,6 @@ class StreamCount:
 
     def give(self) -> None:
         self.open = max(self.open - 1, 0)
-
-
-def plain_ip(ip: str) -> str:
-    return ip.removeprefix("::ffff:")
 
 
 class Control(Protocol):
@@ -125,7 +122,10 @@ class Session(Protocol):
     @property
     def tls_context(self) -> ssl.SSLContext | None: ...
 
-    def new_tuner(self, role: Role) -> SocketTuner: ...
+    @property
+    def tls_client(self) -> bool: ...
+
+    def new_tuner(self, role: Role, peer: str | None) -> SocketTuner: ...
 
     def refuse(self, ip: str) -> str | None: ...
 
@@ -200,10 +200,15 @@ class Stream(_Channel):
         self.eod_queued = self.done = self.retire = False
         self.used = False  # carried a transfer before (125 "reusing")
         self.tls: StreamTLS | None = None  # PROT P: the stream's TLS (etls.py)
+        self.peer: str | None = None  # the address at the other end, once connected
 
     def start(self, static_window: int | None) -> None:
         """Connected: tune it from now on (per-stream DRS)."""
-        tuner = self.session.new_tuner(self.role)
+        try:
+            self.peer = self.socket.getpeername()[0]
+        except OSError:
+            self.peer = None
+        tuner = self.session.new_tuner(self.role, self.peer)
         tuner.handshake_window = static_window
         tuner.attach(self.socket)
         self.tuner = tuner
@@ -217,11 +222,20 @@ class Stream(_Channel):
         if delay is not None:
             self._tick_handle = self.ioloop.call_later(delay, self._tick, _errback=self.handle_error)
 
-    def secure(self, ctx: ssl.SSLContext | None) -> None:
-        """Under PROT P (``ctx``): TLS with us as server; the client
-        speaks first (RFC 4217 sec. 10)."""
+    def secure(self, ctx: ssl.SSLContext | None, client: bool = False) -> None:
+        """Under PROT P (``ctx``): TLS with us as server, the client
+        speaking first (RFC 4217 sec. 10); as the TLS client under SSCN ON
+        (``client``, sscn.py)."""
         if ctx is not None:
-            self.tls = StreamTLS(ctx, self.socket)
+            self.tls = StreamTLS(ctx, self.socket, client)
+
+    def begin_tls(self) -> None:
+        """Connected: the TLS client sends its ClientHello now; the server
+        waits for it."""
+        if self.tls is not None and self.tls.client:
+            self._handshake()
+        else:
+            self.want(self.ioloop.READ)
 
     def recv_into(self, buf: bytearray) -> int:
         """The stream's data (decrypted under PROT P), as socket.recv_into."""
@@ -300,7 +314,7 @@ class Stream(_Channel):
             hs.after_handshake(self.socket, reserved_as=hs)  # ends the handshake's reservation
             self.start(hs.static_window)
             if self.tls is not None:
-                return self.want(self.ioloop.READ)  # the ClientHello comes
+                return self.begin_tls()  # (as TLS server: the ClientHello comes)
         if self.tls is not None and not self.tls.established:
             try:
                 self.tls.flush()
@@ -395,14 +409,15 @@ def connect_failed(err: int) -> str:
 
 
 class Listener(_Channel):
-    """PASV/EPSV in MODE E: accepts the sending client's streams, from the
-    control connection's address only, within the session's and the
-    server's limits (extra connections are closed at once)."""
+    """PASV/EPSV in MODE E: accepts the sender's streams, from the control
+    connection's address or a listed third-party peer's (thirdparty.py),
+    within the session's and the server's limits (others are closed at
+    once)."""
 
     def __init__(self, session: Session, sock: socket.socket) -> None:
         super().__init__(session.h.ioloop, sock)
         self.session = session
-        self.handshake = session.new_tuner(Role.RECEIVER)
+        self.handshake = session.new_tuner(Role.RECEIVER, None)  # whoever connects: known at accept
         self.handshake.before_handshake(sock, reserve_as=self)  # accepted sockets inherit it
         sock.listen(session.limits.per_session)
         self.want(self.ioloop.READ)
@@ -422,9 +437,9 @@ class Listener(_Channel):
         self.handshake.after_handshake(sock, reserved_as=self)  # the reservation ends: its own tuner claims
         stream = Stream(s, sock, Role.RECEIVER)
         s.streams.append(stream)
-        stream.secure(s.tls_context)
+        stream.secure(s.tls_context, s.tls_client)
         stream.start(self.handshake.static_window)
-        stream.want(self.ioloop.READ)
+        stream.begin_tls()
 
     def close(self) -> None:
         if not self.closed and self.session.h.buffer_budget is not None:

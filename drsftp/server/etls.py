@@ -3,7 +3,9 @@ docs/EBLOCK.md, "TLS on the streams").
 
 The server is the TLS server on every stream, whichever side connected
 (RFC 4217 sec. 10: the FTP server takes the server role on data
-connections; after PORT it connects, then waits for the ClientHello).
+connections; after PORT it connects, then waits for the ClientHello),
+unless SSCN ON made it the TLS client (sscn.py): then it sends the
+ClientHello as soon as the stream is connected.
 Each stream is one TLS connection with its own handshake, kept with the
 stream across transfers while it stays cached.  The streams' context is
 the standard library's, from the certificate and key the control
@@ -36,12 +38,26 @@ def server_context(certfile: str, keyfile: str | None) -> ssl.SSLContext:
     return ctx
 
 
-class StreamTLS:
-    """A stream's TLS on its non-blocking socket, the server's end.
-    Writes queue ciphertext; :meth:`flush` sends it as the socket takes it."""
+def client_context() -> ssl.SSLContext:
+    """The streams' context in the TLS client's role (SSCN ON: a
+    third-party transfer between two FTPS servers, docs/PROTOCOL.md
+    "SSCN"): drsftp's policy; the peer, another server the client chose,
+    is not checked (the client checked both on their control
+    connections)."""
+    ctx = tlspolicy.apply(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
-    def __init__(self, ctx: ssl.SSLContext, sock: socket.socket) -> None:
-        self.pipe = TLSPipe(ctx, server_side=True)
+
+class StreamTLS:
+    """A stream's TLS on its non-blocking socket, the server's end (the
+    client's under SSCN ON: ``client``).  Writes queue ciphertext;
+    :meth:`flush` sends it as the socket takes it."""
+
+    def __init__(self, ctx: ssl.SSLContext, sock: socket.socket, client: bool = False) -> None:
+        self.client = client
+        self.pipe = TLSPipe(ctx, server_side=not client)
         self.sock = sock
         self.out = b""  # ciphertext not yet sent, from self.sent on
         self.sent = 0

@@ -81,16 +81,21 @@ class DRSFTPHandler(TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin,
 
 
 def tls_handler_class():
-    """FTPS (RFC 4217: AUTH TLS, PBSZ, PROT P) classes; needs pyOpenSSL."""
+    """FTPS (RFC 4217: AUTH TLS, PBSZ, PROT P) classes, with SSCN
+    (sscn.py); needs pyOpenSSL."""
     from pyftpdlib.handlers import TLS_DTPHandler, TLS_FTPHandler
 
+    from .sscn import SSCN_COMMAND, SSCNCommand, SSCNData
     from .tlsdata import TLSDataReplies
 
-    class DRSTLSDTPHandler(TLSDataReplies, DRSDataMixin, TLS_DTPHandler):
+    class DRSTLSDTPHandler(TLSDataReplies, SSCNData, DRSDataMixin, TLS_DTPHandler):
         ac_out_buffer_size = SEND_CHUNK
 
-    class DRSTLSFTPHandler(TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin, TLS_FTPHandler):
-        proto_cmds = _commands(TLS_FTPHandler.proto_cmds)
+    tls_cmds = _commands(TLS_FTPHandler.proto_cmds)
+    tls_cmds["SSCN"] = SSCN_COMMAND
+
+    class DRSTLSFTPHandler(SSCNCommand, TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin, TLS_FTPHandler):
+        proto_cmds = tls_cmds
         dtp_handler = DRSTLSDTPHandler
 
     return DRSTLSFTPHandler

@@ -56,8 +56,9 @@ RESULTS = ("complete", "failed")
 LOGIN_RESULTS = ("ok", "credentials", "tls_required")  # ok, or translog's reasons for a refusal
 # Why the server refused something (drsftp_refusals_total's ``reason``):
 # limit: --max-connections, --max-connections-per-ip, --max-streams(-total);
-# bounce: a data connection to or from an address other than the client's,
-# or to a privileged port (RFC 2577 sec. 3); tls: clear text under
+# bounce: a data connection to or from an address other than the client's
+# that --third-party-peers does not list, or to a privileged port (RFC 2577
+# sec. 3; thirdparty.py); tls: clear text under
 # --require-tls, or a data connection's TLS failed (RFC 4217).
 REFUSALS = ("limit", "bounce", "tls")
 # Replies that refuse, as pyftpdlib and the MODE E path word them (a test
@@ -65,7 +66,6 @@ REFUSALS = ("limit", "bounce", "tls")
 REFUSAL_REPLIES = (
     ("421 Too many connections", "limit"),
     ("501 Rejected data connection to foreign address", "bounce"),
-    ("425 Rejected data connection from foreign address", "bounce"),
     ("501 PORT against the privileged port", "bounce"),
     ("550 SSL/TLS required", "tls"),
     ("522 SSL handshake failed", "tls"),
@@ -211,23 +211,28 @@ def running_transfers(sessions: Iterable[Any]) -> Iterator[tuple[object, dict[st
             streams = [s for s in job.members if s.tuner is not None and not s.closed]
             direction = "get" if job.role is Role.SENDER else "put"
             yield job, _describe(h, "E", direction, job.path, job.moved, time.monotonic() - job.started,
-                                 [s.tuner for s in streams])
+                                 [s.tuner for s in streams], next((s.peer for s in streams if s.peer), None))
         dc = h.data_channel
         tuner = getattr(dc, "tuner", None)
         if tuner is not None and dc.file_obj is not None and compat.data_channel_open(dc):
             path = h._ftp_path(dc.file_obj.name)
             direction = "put" if dc.receive else "get"
             yield dc, _describe(h, "S", direction, final_name(path) if dc.cmd == "STOR" else path,
-                                dc.get_transmitted_bytes(), dc.get_elapsed_time(), [tuner])
+                                dc.get_transmitted_bytes(), dc.get_elapsed_time(), [tuner],
+                                getattr(dc, "data_peer", None))
 
 
-def _describe(h, mode: str, direction: str, path: str, moved: int, seconds: float, tuners: list) -> dict[str, Any]:
+def _describe(h, mode: str, direction: str, path: str, moved: int, seconds: float, tuners: list,
+              data_peer: str | None) -> dict[str, Any]:
+    """``data_peer``: the data connections' peer (shown only when it is not
+    the client: a third-party transfer)."""
     per_stream = [_stream(t) for t in tuners]
     rtts = [s["rtt_ms"] for s in per_stream if s["rtt_ms"] is not None]
     windows = [s["window"] for s in per_stream if s["window"] is not None]
     tuning = tuners[0].tuning if tuners else None
     return {
-        "id": 0, "mode": mode, "user": h.username, "peer": h._peer(), "path": path, "direction": direction,
+        "id": 0, "mode": mode, "user": h.username, "peer": h._peer(), "data_peer": h.third_party(data_peer),
+        "path": path, "direction": direction,
         "streams": len(per_stream), "bytes": moved, "seconds": round(seconds, 3),
         "rate_bps": round(sum(s["rate_bps"] for s in per_stream)), "rtt_ms": min(rtts) if rtts else None,
         "window": sum(windows) if windows else None,

@@ -76,6 +76,19 @@ def control_context(handler):
     return ctx
 
 
+def client_context(handler):
+    """The stream-mode data channels' context in the TLS client's role
+    (SSCN ON, sscn.py): drsftp's policy; the other server's certificate
+    is not checked (the client checked it on its control connection)."""
+    from OpenSSL import SSL
+
+    ctx = SSL.Context(SSL.TLS_CLIENT_METHOD)
+    ctx.set_options(handler.ssl_options)
+    tlspolicy.apply_openssl(ctx)
+    ctx.set_verify(SSL.VERIFY_NONE, None)
+    return ctx
+
+
 def load(handler) -> None:
     """The control connection's context (pyOpenSSL, pyftpdlib's) and the
     MODE E streams' (the standard library's) from ``handler.certfile`` and
@@ -98,3 +111,4 @@ def load(handler) -> None:
         raise ConfigError(f"cannot load the TLS certificate {cert} with the key {key}: check that they are"
                           f" the PEM files of one certificate and its key (OpenSSL: {why})") from None
     handler.ssl_context, handler.etls_context = control, streams
+    handler.ssl_client_context, handler.etls_client_context = client_context(handler), etls.client_context()

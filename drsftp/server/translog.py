@@ -1,6 +1,7 @@
 """The server's transfer log: one line per login and per transfer.
 
-A ``transfer`` line has the time, the client (peer), the user, the
+A ``transfer`` line has the time, the client (peer), on a third-party
+transfer the data connections' peer (data_peer), the user, the
 direction (``get``: the client downloads, RETR; ``put``: it uploads), the
 path, the bytes, seconds, rate, the data connections that carried it
 (``streams``), whether the client exchanged DRS reports during it
@@ -60,14 +61,20 @@ def login_record(now: float, peer: str, user: str, ok: bool, tls: bool,
 
 
 def transfer_record(now: float, peer: str, user: str, direction: str, path: str, nbytes: int,
-                    seconds: float, streams: int, drs_peer: bool, complete: bool, tls: bool) -> dict[str, Any]:
+                    seconds: float, streams: int, drs_peer: bool, complete: bool, tls: bool,
+                    data_peer: str | None = None) -> dict[str, Any]:
+    """``data_peer``: the data connections' peer address when it is not the
+    client's (a third-party transfer); the line has the key only then."""
     seconds = round(seconds, 3)  # the rate is the quotient of the figures on the line
-    return {
-        "time": _iso(now), "event": "transfer", "peer": peer, "user": user, "direction": direction,
-        "path": path, "bytes": nbytes, "seconds": seconds,
+    rec: dict[str, Any] = {"time": _iso(now), "event": "transfer", "peer": peer}
+    if data_peer is not None:
+        rec["data_peer"] = data_peer
+    rec.update({
+        "user": user, "direction": direction, "path": path, "bytes": nbytes, "seconds": seconds,
         "rate_bps": round(nbytes * 8 / seconds) if seconds > 0 else None,
         "streams": streams, "drs_peer": drs_peer, "complete": complete, "tls": tls,
-    }
+    })
+    return rec
 
 
 def reload_record(now: float, what: str) -> dict[str, Any]:
@@ -118,6 +125,7 @@ class RangeRetr:
     drs_peer: bool
     tls: bool
     rtt: float | None = None  # mean RTT of its data connection, seconds (None: not measured)
+    data_peer: str | None = None  # its data connection's peer, when not the client (third-party)
 
     @property
     def partial(self) -> bool:
@@ -210,7 +218,7 @@ def ranged_record(now: float, key: Key, parts: list[RangeRetr]) -> dict[str, Any
     seconds = max(p.ended for p in parts) - first.began
     return transfer_record(now, first.peer, user, "get", path, covered.total, seconds,
                            len({p.session for p in parts}), any(p.drs_peer for p in parts), complete,
-                           all(p.tls for p in parts))
+                           all(p.tls for p in parts), first.data_peer)
 
 
 # -- logging ---------------------------------------------------------------------
@@ -325,7 +333,7 @@ class TransferLogMixin:
             key, offset, size = retr
             now = time.time()
             part = RangeRetr(self, self._peer(), offset, bytes, size, now - elapsed, now, self._drs_reports > 0,
-                             self._tls(), self._data_rtt())
+                             self._tls(), self._data_rtt(), self._stream_data_peer())
             whole, ended = self.ranged_downloads.ended(key, part)
             self._emit_ranged(ended)
             if not whole:  # a part of a download on byte ranges: its line comes when that ends
@@ -334,16 +342,28 @@ class TransferLogMixin:
         if cmd == "STOR":
             path = final_name(path)  # drsftp stores uploads under a temporary name until complete
         self.log_finished_transfer("put" if receive else "get", path, bytes, elapsed, 1, completed,
-                                   rtt=self._data_rtt())
+                                   rtt=self._data_rtt(), data_peer=self._stream_data_peer())
         return super().log_transfer(cmd, filename, receive, completed, elapsed, bytes)  # type: ignore[misc]
 
     def log_finished_transfer(self, direction: str, path: str, nbytes: int, seconds: float, streams: int,
-                              complete: bool, rtt: float | None = None) -> None:
+                              complete: bool, rtt: float | None = None, data_peer: str | None = None) -> None:
         """The line of a transfer that ended (``path`` as the client sees it;
-        ``rtt``: the mean RTT of its data connections, for the metrics)."""
+        ``rtt``: the mean RTT of its data connections, for the metrics;
+        ``data_peer``: their peer's address, if it is not the client's)."""
         self._emit(transfer_record(time.time(), self._peer(), self.username,  # type: ignore[attr-defined]
                                    direction, path, nbytes, seconds, streams, self._drs_reports > 0, complete,
-                                   self._tls()), rtt)
+                                   self._tls(), self.third_party(data_peer)), rtt)
+
+    def third_party(self, data_peer: str | None) -> str | None:
+        """``data_peer`` if it is not the client's address (a third-party
+        transfer), else None."""
+        if data_peer is None or data_peer.removeprefix("::ffff:") == self.remote_ip.removeprefix("::ffff:"):  # type: ignore[attr-defined]
+            return None
+        return data_peer.removeprefix("::ffff:")
+
+    def _stream_data_peer(self) -> str | None:
+        """The stream-mode data connection's peer, if not the client's."""
+        return self.third_party(getattr(getattr(self, "data_channel", None), "data_peer", None))
 
     def _data_rtt(self) -> float | None:
         """The mean RTT of the stream-mode data connection that just ended

@@ -38,6 +38,10 @@ DRAIN_MIN_RATE = 64 * 1024  # bytes/s assumed for a closed socket's queue when t
 DRAIN_MAX = 60.0  # seconds a closed socket's queue stays held in the budget, at most
 RATE_SPAN = 0.05  # seconds between the rate's samples, at least
 TICK_DEFAULT = 0.25  # seconds between ticks when the strategy names none
+# The RTT the handshake decisions take for a data path nothing measured (a
+# third-party transfer's): a long one, so DRS's open start offers its cap
+# (docs/DESIGN.md#third-party-path; decision 0019).
+UNKNOWN_PATH_RTT = float("inf")
 
 
 # -- the socket's controller ---------------------------------------------------------
@@ -90,6 +94,7 @@ class SocketController:
         self.last_info: Info = {}
         self.last_rtt: float | None = None
         self.control_rtt: float | None = None  # measured over the control channel
+        self.foreign_path = False  # the data peer is not the control connection's (third-party)
         self.rate = 0.0  # bytes/s over the last tick
         self.handshake_window: int | None = None  # set before the handshake
         self._warned_cap = False
@@ -161,10 +166,26 @@ class SocketController:
     # -- socket lifecycle ------------------------------------------------------
     def note_control_rtt(self, rtt_us: int | None) -> None:
         """The control connection's smoothed RTT (tcpi_rtt, same path): the
-        reference for the data connection's first, unreliable samples."""
-        if rtt_us:
+        reference for the data connection's first, unreliable samples.
+        Ignored on a third-party data path (:meth:`note_foreign_path`)."""
+        if rtt_us and not self.foreign_path:
             rtt = rtt_us / 1e6
             self.control_rtt = rtt if self.control_rtt is None else min(self.control_rtt, rtt)
+
+    def note_foreign_path(self) -> None:
+        """The data connection's peer is not the control connection's (a
+        third-party transfer): the control RTT says nothing about the data
+        path (docs/DESIGN.md#third-party-path).  No control RTT replaces the
+        data connection's samples, and the handshake takes the path as long
+        (UNKNOWN_PATH_RTT): DRS opens."""
+        self.foreign_path = True
+        self.control_rtt = None
+
+    @property
+    def _path_rtt(self) -> float | None:
+        """The RTT the handshake decisions take: the control connection's,
+        or on a third-party path UNKNOWN_PATH_RTT."""
+        return UNKNOWN_PATH_RTT if self.foreign_path else self.control_rtt
 
     def before_handshake(self, *, reserve_as: object = None) -> SocketActions:
         """Before connect()/listen(): the buffer that fixes the window scale.
@@ -173,7 +194,7 @@ class SocketController:
         cannot spare the floor, nothing is set (the kernel default)."""
         if self.kernel_owns == "rcvbuf":
             return NO_ACTION  # no open start: a buffer set now would stop autotuning
-        decision = self.tuning.before_handshake(rtt=self.control_rtt)
+        decision = self.tuning.before_handshake(rtt=self._path_rtt)
         if self.budget is not None and reserve_as is not None and decision.rcv_window:
             # set before the handshake, a value V is held as 2 V (no 0.8 factor)
             granted = self.budget.reserve(reserve_as, 2 * decision.rcv_window) // 2
@@ -189,7 +210,7 @@ class SocketController:
 
     def after_handshake(self, *, reserved_as: object = None) -> SocketActions:
         """Connected (or accepted), before any data flows."""
-        decision = self.tuning.after_handshake(rtt=self.control_rtt)
+        decision = self.tuning.after_handshake(rtt=self._path_rtt)
         actions = NO_ACTION
         if not decision.is_empty():
             actions = self._new_plan().actions(decision)
@@ -228,7 +249,8 @@ class SocketController:
             # The data connection shares the control connection's path: a
             # far smaller RTT is an artefact (rcv_rtt's first samples:
             # docs/DESIGN.md#kf-first-rtt), and as a min_rtt it would poison
-            # DRS's queue guard.
+            # DRS's queue guard.  (On a third-party path no control RTT is
+            # kept: nothing replaces the data connection's own.)
             rtt = self.control_rtt
         self.last_info, self.last_rtt = info, rtt
         # tcpi_rtt is ACK-clocked: meaningful for a sender only

@@ -78,6 +78,43 @@ def test_auto_picks_tc_and_makes_the_link_the_spec_says():
     assert leftovers("vmauto") == []
 
 
+def test_a_three_node_topology_on_tc():
+    """Each link its own veth pair and netem qdiscs: the delay each link
+    should have, the neighbours' own addresses, nothing beyond them."""
+    links = ["client-a:rtt=10ms,rate=0", "client-b:rtt=10ms,rate=0", "a-b:rtt=50ms,rate=30mbit"]
+    r = drsftp("netem", "up", "vmtopo", *[a for link in links for a in ("--link", link)], "--json")
+    assert r.returncode == 0, r.stderr
+    try:
+        info = json.loads(r.stdout)
+        assert info["backend"] == "tc"
+        nodes = info["nodes"]
+        far = sh("tc", "-n", nodes["a"]["namespace"], "qdisc", "show", "dev", "drsvmtopo02a")
+        assert f"limit {BDP_PACKETS + DELAY_LINE} delay 25ms rate 30Mbit packetoverhead -14" in far, far
+        near = sh("tc", "-n", nodes["client"]["namespace"], "qdisc", "show", "dev", "drsvmtopo00a")
+        assert "delay 5ms" in near and "rate" not in near, near
+
+        def ping(node: str, addr: str) -> list[float]:
+            out = sh(*nsmod.ns_exec_prefix(nodes[node]["namespace"]), "ping", "-c", "5", "-i", "0.05", addr)
+            return [float(x) / 1000 for x in re.findall(r"time=([\d.]+) ms", out)]
+
+        # the emulated CPU adds a millisecond or two to each round trip (docs/NETEM.md)
+        assert 0.01 <= min(ping("client", nodes["a"]["addresses"]["client"])) < 0.02
+        far_times = ping("a", nodes["b"]["addresses"]["a"])
+        assert RTT <= min(far_times) < RTT + 0.01 and far_times[0] < 2 * RTT, far_times  # no ARP first
+        node_times = ping("a", nodes["b"]["address"])  # b's own address, routed over a-b
+        assert len(node_times) == 5 and RTT <= min(node_times) < RTT + 0.01, node_times
+        beyond = subprocess.run(nsmod.ns_exec_prefix(nodes["client"]["namespace"])
+                                + ["ping", "-c", "1", "-W", "1", nodes["b"]["addresses"]["a"]],
+                                capture_output=True, text=True, timeout=30)
+        assert beyond.returncode != 0 and "unreachable" in beyond.stdout + beyond.stderr
+        (entry,) = [e for e in json.loads(drsftp("netem", "status", "--json").stdout) if e["name"] == "vmtopo"]
+        assert entry["stats"]["a>b"]["packets_out"] >= 10 and entry["stats"]["client>a"]["packets_out"] >= 5
+    finally:
+        down = drsftp("netem", "down", "vmtopo")
+    assert down.returncode == 0 and "vmtopo" in down.stdout, down.stderr
+    assert nsmod.link_namespaces("vmtopo") == [] and not os.path.exists(nsmod.Names("vmtopo").state_file)
+
+
 def test_backend_tc_with_loss_and_a_kill_9_then_down_all():
     r = drsftp("netem", "up", "vmtc", "--backend", "tc", "--rtt", "50ms", "--rate", "30mbit", "--loss", "1%",
                "--json")

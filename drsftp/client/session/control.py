@@ -79,6 +79,9 @@ class ControlConnection:
         self.router = ReplyRouter()
         self.features: set[str] = set()
         self.tls: ClientTLS | None = None  # set once the control connection is encrypted
+        self.pasv_address = False  # data connections go where PASV names (--pasv-address)
+        self.data_hosts: set[str] = set()  # what PASV named then: the server's data interface
+        self.pasv_named: str | None = None  # another host a PASV named, not taken (said if connecting fails)
         self._closed = False
         greeting = Pending("GREETING")
         self.router.sent("GREETING", greeting)

@@ -85,8 +85,20 @@ class FlowControl:
     async def passive_address(self, before: Steps | None = None) -> tuple[str, int]:
         """``before`` (e.g. MODE E) and EPSV (RFC 2428) in one batch, else
         PASV (RFC 959); the data connection goes to the control
-        connection's host whatever PASV names (RFC 2577 sec. 5)."""
+        connection's host whatever PASV names (RFC 2577 sec. 5), unless
+        ``--pasv-address`` lets it go where PASV names: a server whose
+        data interface is apart from its control address (docs/PROTOCOL.md,
+        "Third-party transfers"; EPSV names no address, so PASV alone)."""
         peer = self.ctl.writer.get_extra_info("peername")[0]
+        if self.ctl.pasv_address:
+            reply = (await self.batch([*(before or ()), ("PASV", "passive mode (PASV)")]))[-1]
+            try:
+                host, port = parse_pasv(reply)
+            except ProtocolError as exc:
+                raise FTPError(str(exc), transient=False) from exc
+            host = peer if host == "0.0.0.0" else host
+            self.ctl.data_hosts.add(host)
+            return host, port
         sent = self.send_all(before or ())
         epsv = self.send("EPSV")
         _, error = await self._read(sent, 60.0)
@@ -96,7 +108,9 @@ class FlowControl:
         try:
             if reply.code == 229:
                 return peer, parse_epsv(reply)
-            return peer, parse_pasv(await self.step("PASV", "passive mode (PASV)"))[1]
+            host, port = parse_pasv(await self.step("PASV", "passive mode (PASV)"))
+            self.ctl.pasv_named = host if host not in (peer, "0.0.0.0") else None
+            return peer, port
         except ProtocolError as exc:
             raise FTPError(str(exc), transient=False) from exc
 

@@ -7,7 +7,7 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 
-from ...ftp.replies import Reply, parse_feat
+from ...ftp.replies import ProtocolError, Reply, parse_feat, parse_pasv
 from ...ftp.url import FTPLocation
 from ..transfer.options import TransferOptions
 from .control import Check, ControlConnection, Pending, expect
@@ -37,6 +37,7 @@ async def open_session(loc: FTPLocation, opts: TransferOptions, queries: Sequenc
             _say_insecure()
     explicit = tls is not None and not tls.implicit
     ctl = await ControlConnection.open(loc.host, loc.port, opts.connect_timeout, tls, greeting=explicit)
+    ctl.pasv_address = opts.pasv_address
     try:
         if tls is not None and explicit:
             await ctl.secure(tls, opts.connect_timeout)
@@ -44,9 +45,14 @@ async def open_session(loc: FTPLocation, opts: TransferOptions, queries: Sequenc
         login = ctl.start_login(loc.user, loc.password)
         batch: list[tuple[Pending, Check | None]] = []
         if tls is not None:  # RFC 4217 sec. 8-9, after the login: data connections in TLS too
+            prot = ("PROT C", "PROT C (clear-text data connections)") if opts.clear_data else (
+                "PROT P", "PROT P (encrypted data connections)")
             batch += [(ctl.start("PBSZ 0"), expect(200, what="PBSZ 0 (FTPS)")),
-                      (ctl.start("PROT P"), expect(200, what="PROT P (encrypted data connections)"))]
+                      (ctl.start(prot[0]), expect(200, what=prot[1]))]
         batch.append((ctl.start("TYPE I"), expect(200, what="binary mode (TYPE I)")))
+        learn = len(batch)
+        if opts.pasv_address:  # the server's data interface, whence its active connections come too
+            batch.append((ctl.start("PASV"), None))
         batch += [(ctl.start(q), None) for q in queries]
         if then is not None:
             then(ctl)
@@ -55,10 +61,23 @@ async def open_session(loc: FTPLocation, opts: TransferOptions, queries: Sequenc
         ctl.features = parse_feat((await ctl.settle([(feat, None)]))[0])
         await ctl.login_done(loc.user, login)
         replies = await ctl.settle(batch)
+        if opts.pasv_address:
+            learn_data_host(ctl, replies[learn])
     except BaseException:
         await ctl.close()
         raise
     return ctl, replies[len(batch) - len(queries):]
+
+
+def learn_data_host(ctl: ControlConnection, reply: Reply) -> None:
+    """Under --pasv-address, the host a PASV reply names is one the
+    server's data connections may come from (its --data-interface)."""
+    try:
+        host = parse_pasv(reply)[0] if reply.code == 227 else None
+    except ProtocolError:
+        host = None
+    if host and host != "0.0.0.0":
+        ctl.data_hosts.add(host)
 
 
 @functools.cache

@@ -130,7 +130,7 @@ class ModeESession(DRSFigures):
         loop = asyncio.get_running_loop()
         peer = self.ctl.writer.get_extra_info("peername")[0]
         for _ in range(ACCEPT_LIMIT):
-            accepted = await accept_data(listener, peer, self.new_tuner)
+            accepted = await accept_data(listener, {peer, *self.ctl.data_hosts}, self.new_tuner)
             if accepted is None:
                 continue
             conn, tuner = accepted

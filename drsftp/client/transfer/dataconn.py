@@ -28,11 +28,11 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from ...io.tlsbio import TLSPipe
 from ...io.tuner import SocketTuner
-from ..session.control import ControlConnection, FTPError
+from ..session.control import ControlConnection, FTPError, os_reason
 from ..session.tls import ClientTLS, failure_sentence
 
 TLS_WRITE_CHUNK = 1 << 20  # bytes read from the file per transport.write
@@ -76,7 +76,9 @@ async def open_data_socket(ctl: ControlConnection, address: tuple[str, int], tun
         return await connect_data(ctl, address, tuner, timeout, send)
     except (TimeoutError, OSError) as exc:
         host, port = address
-        raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+        hint = (f" (PASV named {ctl.pasv_named}: --pasv-address connects there)"
+                if ctl.pasv_named and ctl.pasv_named != host else "")
+        raise FTPError(f"cannot open data connection to {host}:{port}: {os_reason(exc)}{hint}") from exc
 
 
 def listen_for_data(ctl: ControlConnection, tuner: SocketTuner) -> socket.socket:
@@ -106,14 +108,15 @@ def active_command(listener: socket.socket) -> tuple[str, str]:
     return f"PORT {h},{port >> 8},{port & 255}", "active mode (PORT)"
 
 
-async def accept_data(listener: socket.socket, peer: str,
+async def accept_data(listener: socket.socket, peers: Collection[str],
                       new_tuner: Callable[[], SocketTuner]) -> tuple[socket.socket, SocketTuner] | None:
     """The next connection to ``listener`` and its tuner (``new_tuner()``);
-    None for a connection from another address than the control
-    connection's ``peer``, which is closed (RFC 2577 sec. 5)."""
+    None for a connection from another address than ``peers`` (the
+    control connection's peer, and under --pasv-address the data interface
+    its PASV named), which is closed (RFC 2577 sec. 5)."""
     conn, addr = await asyncio.get_running_loop().sock_accept(listener)
-    if addr[0] != peer:
-        log.warning("refused a data connection from %s (the server is %s)", addr[0], peer)
+    if addr[0] not in peers:
+        log.warning("refused a data connection from %s (the server is %s)", addr[0], ", ".join(sorted(peers)))
         conn.close()
         return None
     tuner = new_tuner()

@@ -22,6 +22,8 @@ class TransferOptions:
     tls: bool = False  # explicit FTPS: AUTH TLS, PBSZ 0, PROT P (RFC 4217)
     ca_file: str | None = None  # trust these CAs instead of the system store
     insecure: bool = False  # no certificate or name check (said on stderr)
+    clear_data: bool = False  # with tls: PROT C, data connections in clear text (copy --tls-data clear)
+    pasv_address: bool = False  # connect where PASV says (a server's --data-interface), not to the control host
 
 
 @dataclass(eq=False)

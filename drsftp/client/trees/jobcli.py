@@ -94,6 +94,8 @@ def add_tls_opts(p: argparse.ArgumentParser) -> None:
     add_switches(p, {
         "--tls": "FTPS: AUTH TLS, then control and data encrypted (ftps:// URLs: implicit TLS)",
         "--insecure": "do not check the server's TLS certificate or name (says so on stderr)",
+        "--pasv-address": "open data connections to the address PASV names (a server's separate data"
+                          " interface) rather than to the control connection's host",
     })
     p.add_argument("--ca-file", metavar="FILE",
                    help="trust the CA certificates in FILE (PEM) instead of the system store")
@@ -200,7 +202,8 @@ def run_ls(args) -> int:
 
     loc, _ = parse_src_url(args.url, args.netrc)
     entries = asyncio.run(ls(loc, TransferOptions(idle_timeout=args.timeout, tls=args.tls, ca_file=args.ca_file,
-                                                  insecure=args.insecure)))
+                                                  insecure=args.insecure,
+                                                  pasv_address=args.pasv_address)))
     for e in entries:
         name = e.name.encode("utf-8", "replace").decode("utf-8")
         if not args.long:

@@ -67,7 +67,9 @@ class RemoteSession:
         self.ctl, self.opts = ctl, opts
         # learned from the first data command; a server that lists EPSV in FEAT
         # (RFC 2428 does not require it) has it pipelined from the start
-        self.passive_verb: str | None = "EPSV" if "EPSV" in ctl.features else None
+        # (--pasv-address: PASV, the one that names an address)
+        self.passive_verb: str | None = (
+            "PASV" if ctl.pasv_address else "EPSV" if "EPSV" in ctl.features else None)
         self.pipeline = True  # False: one command at a time (to measure what pipelining saves)
         self.mlsd = "MLST" in ctl.features
         self.peer = ctl.writer.get_extra_info("peername")[0]
@@ -94,7 +96,7 @@ class RemoteSession:
 
         def ask(ctl: ControlConnection) -> None:
             fc = FlowControl(ctl)
-            passive = fc.send("EPSV")
+            passive = fc.send("PASV" if ctl.pasv_address else "EPSV")
             early.append(Started(fc, passive, fc.send(f"MLSD {listing}"), True))
 
         ctl, replies = await open_session(loc, opts, queries, ask if listing is not None else None)
@@ -139,13 +141,13 @@ class RemoteSession:
     async def connect(self, st: Started, tuner: SocketTuner | None, lines: tuple[str, ...]) -> socket.socket:
         """The data connection for ``st``; the transfer command is sent by
         now.  ``lines``: what start() was given (for the unpipelined path)."""
-        port = await self._passive_port(st)
+        address = await self._passive_address(st)
         if not st.pipelined:
             st.extra = tuple(st.flow.send(x) for x in lines[:-1])
             st.transfer = st.flow.send(lines[-1])
-        return await open_data_socket(self.ctl, (self.peer, port), tuner, self.opts.connect_timeout)
+        return await open_data_socket(self.ctl, address, tuner, self.opts.connect_timeout)
 
-    async def _passive_port(self, st: Started) -> int:
+    async def _passive_address(self, st: Started) -> tuple[str, int]:
         reply = await st.flow.reply(st.passive)
         if reply.code == 503 and st.pipelined:
             raise PairRefused()  # the previous transfer had not ended on the server yet
@@ -154,16 +156,22 @@ class RemoteSession:
             reply = await st.flow.reply(st.passive)
         try:
             if reply.code == 229:
-                port = parse_epsv(reply)
+                address = self.peer, parse_epsv(reply)
             elif reply.code == 227:
-                port = parse_pasv(reply)[1]  # the address is the control peer's (RFC 2577 sec. 5)
+                host, port = parse_pasv(reply)
+                # the control peer's (RFC 2577 sec. 5), unless --pasv-address trusts PASV's
+                address = (host if self.ctl.pasv_address and host != "0.0.0.0" else self.peer), port
+                if self.ctl.pasv_address:
+                    self.ctl.data_hosts.add(address[0])
+                elif host not in (self.peer, "0.0.0.0"):
+                    self.ctl.pasv_named = host
             else:
                 raise FTPError(f"server offers no passive mode: {reply}", reply)
         except ProtocolError as exc:
             raise FTPError(str(exc), transient=False) from exc
         if self.passive_verb is None:
             self.passive_verb = st.passive.verb
-        return port
+        return address
 
     async def preliminary(self, st: Started, what: str) -> Reply:
         """The transfer command's 1yz (an FTPError naming ``what`` otherwise)."""

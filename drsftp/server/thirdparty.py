@@ -1,0 +1,222 @@
+"""Data connections whose peer is not the client: third-party
+(server-to-server) transfers, the bounce rule, and the data interface
+(docs/PROTOCOL.md, "Third-party transfers"; docs/SECURITY.md).
+
+- The bounce attack stays closed (RFC 2577 sec. 3): PORT/EPRT naming an
+  address other than the control connection's peer is refused (501,
+  naming ``--third-party-peers``) unless the address is in
+  ``--third-party-peers``, as a passive listener drops a connection from
+  such an address (no reply: none was asked for).  A port below 1024 is
+  never a foreign data peer's, whatever the list.  An empty list is
+  pyftpdlib's rule exactly.
+- ``--data-interface ADDR`` (GridFTP's ``-data-interface``): passive
+  listeners bind it and PASV names it; active data connections leave from
+  it.  EPSV's reply names a port only (RFC 2428 sec. 3), which the client
+  joins to the control connection's address: where that is not the data
+  interface, EPSV is refused so that the client falls back to PASV.
+- ``--masquerade-address ADDR`` (pyftpdlib's ``masquerade_address``): what
+  PASV names instead, for a server behind NAT.
+- A data connection to or from another address than the client's is a
+  path the control connection's RTT says nothing about: its tuners are
+  told so (docs/DESIGN.md#third-party-path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+from collections.abc import Iterable, Iterator
+
+log = logging.getLogger("drsftp.server")
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+PRIVILEGED = 1024  # ports below this are never a data connection's (RFC 2577 sec. 3)
+
+
+def plain_ip(ip: str) -> str:
+    """``ip`` without an IPv4-mapped IPv6 prefix (::ffff:a.b.c.d)."""
+    return ip.removeprefix("::ffff:")
+
+
+class PeerList:
+    """The addresses ``--third-party-peers`` allows (IPv4/IPv6 addresses and
+    CIDR networks); empty: none."""
+
+    def __init__(self, networks: Iterable[IPNetwork] = ()) -> None:
+        self.networks = tuple(networks)
+
+    def __bool__(self) -> bool:
+        return bool(self.networks)
+
+    def __contains__(self, ip: object) -> bool:
+        try:
+            addr = ipaddress.ip_address(plain_ip(str(ip)))
+        except ValueError:
+            return False
+        return any(addr.version == net.version and addr in net for net in self.networks)
+
+    def __repr__(self) -> str:
+        return f"PeerList({', '.join(str(n) for n in self.networks)})"
+
+
+def parse_peers(value: str | list) -> PeerList:
+    """``ADDR|CIDR,...`` (a string) or a list of them (TOML); ValueError
+    with one sentence for anything else.  A network must be written by its
+    first address (10.0.0.0/24, not 10.0.0.7/24), and one that holds every
+    address (0.0.0.0/0, ::/0) is refused: the permission is meant to name
+    peers."""
+    items = value.split(",") if isinstance(value, str) else value
+    networks = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"must list addresses or networks as strings, not {item!r}")
+        text = item.strip()
+        if not text:
+            if isinstance(value, str):
+                continue  # "a,,b" or an empty string: nothing between the commas
+            raise ValueError("must not hold an empty entry")
+        try:
+            net = ipaddress.ip_network(plain_ip(text), strict=True)
+        except ValueError as exc:
+            if "has host bits set" in str(exc):
+                first = ipaddress.ip_network(plain_ip(text), strict=False)
+                raise ValueError(f"names the network {text!r} by an address inside it: write {first}") from None
+            raise ValueError(f"must list IPv4/IPv6 addresses or networks (CIDR, such as 192.0.2.0/24),"
+                             f" not {text!r}") from None
+        if net.prefixlen == 0:
+            raise ValueError(f"{text} would allow every address: name the peers' addresses or networks")
+        networks.append(net)
+    return PeerList(networks)
+
+
+def address_problem(value: str, ipv4_only: bool = False) -> str | None:
+    """What is wrong with ``value`` as --data-interface/--masquerade-address
+    (None: nothing)."""
+    try:
+        addr = ipaddress.ip_address(value.strip())
+    except ValueError:
+        want = "an IPv4 address" if ipv4_only else "an IPv4 or IPv6 address"
+        return f"must be {want}, not {value!r}"
+    if ipv4_only and addr.version != 4:
+        return f"must be an IPv4 address (PASV names IPv4 addresses only), not {value!r}"
+    if addr.is_unspecified or addr.is_multicast:
+        return f"must name one interface's address, not {value}"
+    return None
+
+
+def advertised_address(masquerade: str | None, data_interface: str | None) -> str | None:
+    """What PASV names (pyftpdlib's masquerade_address): the NAT's address,
+    else an IPv4 data interface, else None (the control connection's)."""
+    if masquerade:
+        return masquerade
+    if data_interface and ipaddress.ip_address(data_interface).version == 4:
+        return data_interface
+    return None
+
+
+@contextlib.contextmanager
+def foreign_checked(handler) -> Iterator[None]:
+    """For one pyftpdlib call, its own foreign-address check passes: drsftp
+    checked the address already (pyftpdlib's public permit_foreign_addresses,
+    set on the session for the call only)."""
+    had = "permit_foreign_addresses" in vars(handler)
+    old = handler.permit_foreign_addresses
+    handler.permit_foreign_addresses = True
+    try:
+        yield
+    finally:
+        if had:
+            handler.permit_foreign_addresses = old
+        else:
+            del handler.permit_foreign_addresses
+
+
+class DataPeers:
+    """Mixed into the control handler: who may be at the other end of a
+    data connection, and which address this end uses."""
+
+    # set per server by build_server (app.py)
+    third_party_peers = PeerList()
+    data_interface: str | None = None
+
+    # -- who the data peer may be -----------------------------------------------------
+    def foreign_data_peer(self, ip: str) -> bool:
+        """``ip`` is not the control connection's peer."""
+        return plain_ip(ip) != plain_ip(self.remote_ip)  # type: ignore[attr-defined]
+
+    def data_peer_allowed(self, ip: str) -> bool:
+        """The client, a listed third-party peer, or anyone where an embedder
+        set pyftpdlib's permit_foreign_addresses."""
+        return (not self.foreign_data_peer(ip) or ip in self.third_party_peers
+                or bool(self.permit_foreign_addresses))  # type: ignore[attr-defined]
+
+    def third_party_possible(self) -> bool:
+        """A passive listener may be joined by another host than the client."""
+        return bool(self.third_party_peers) or bool(self.permit_foreign_addresses)  # type: ignore[attr-defined]
+
+    def refused_data_address(self, ip: str, port: int) -> bool:
+        """PORT/EPRT's address: refused (501, logged, True) when it names
+        another host than the client's that is not listed, or a privileged
+        port (always for a foreign host; for the client's own unless
+        permit_privileged_ports)."""
+        foreign = self.foreign_data_peer(ip)
+        if foreign and not self.data_peer_allowed(ip):
+            reply = (f"501 Rejected data connection to foreign address {ip}:{port};"
+                     " allow it with --third-party-peers.")
+            why = "not the client's address and not in --third-party-peers"
+        elif port < PRIVILEGED and (foreign or not self.permit_privileged_ports):  # type: ignore[attr-defined]
+            reply = f'501 PORT against the privileged port "{port}" refused.'
+            why = "a privileged port"
+        else:
+            return False
+        log.warning("refused a data connection to %s:%d for the client at %s: %s", ip, port,
+                    self.remote_ip, why)  # type: ignore[attr-defined]
+        self.respond(reply)  # type: ignore[attr-defined]
+        return True
+
+    def refused_foreign_accept(self, ip: str, port: int) -> bool:
+        """A passive listener's connection from ``ip``: True (logged, counted
+        as a bounce) when it is to be dropped.  No reply: none was asked for,
+        and the listener waits on for the right peer."""
+        if self.data_peer_allowed(ip):
+            return False
+        log.warning("dropped a data connection from %s:%d on the passive port of the client at %s: not the"
+                    " client's address and not in --third-party-peers", ip, port,
+                    self.remote_ip)  # type: ignore[attr-defined]
+        self.note_refusal("bounce")  # type: ignore[attr-defined]
+        return True
+
+    # -- which address this end uses ----------------------------------------------------
+    def data_bind_address(self) -> str:
+        """The address data sockets bind: the data interface, or the control
+        connection's own."""
+        return self.data_interface or self.socket.getsockname()[0]  # type: ignore[attr-defined]
+
+    def refused_passive(self, extmode: bool) -> bool:
+        """PASV/EPSV that cannot name the data interface: True once answered.
+        EPSV names a port only (RFC 2428 sec. 3), PASV IPv4 addresses only."""
+        di = self.data_interface
+        if di is None:
+            return False
+        local = plain_ip(self.socket.getsockname()[0])  # type: ignore[attr-defined]
+        if extmode and plain_ip(di) != local:
+            self.respond(f"502 EPSV names no address, and data connections here use {di} (--data-interface),"  # type: ignore[attr-defined]
+                         " not this connection's: use PASV.")
+            return True
+        if not extmode and ":" in (self.masquerade_address or di):  # type: ignore[attr-defined]
+            self.respond("425 PASV carries IPv4 addresses only: use EPSV.")  # type: ignore[attr-defined]
+            return True
+        return False
+
+    def note_data_path(self, tuner, peer: str | None) -> None:
+        """Tell a data socket's tuner whose path it is on: the client's (the
+        control connection's RTT is a reference) or another host's, a path
+        nothing measured (docs/DESIGN.md#third-party-path).  ``peer`` None:
+        a passive listener's, whose peer is known only at accept; foreign
+        when a third-party peer may join it."""
+        foreign = self.third_party_possible() if peer is None else self.foreign_data_peer(peer)
+        if foreign:
+            tuner.note_foreign_path()
+        else:
+            tuner.note_control_rtt(self.socket)  # type: ignore[attr-defined]

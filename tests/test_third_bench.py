@@ -1,0 +1,217 @@
+"""`drsftp bench --third-party` (drsftp/bench/thirdbench.py; docs/BENCHMARKS.md,
+"Third-party"): the entries' commands, the options checked before anything
+runs, what a run keeps of drsftp's --json, the tables, `drsftp benchreport`
+on its JSON, and (root) the bench itself on a small, fast topology."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from drsftp.bench import thirdbench as tb
+from drsftp.bench.field import workload
+from drsftp.bench.thirdreport import drs_table, entry_table, first_decisions
+from drsftp.bench.thirdsummary import copy_summary
+from drsftp.bench.tunings import Path
+from drsftp.cli import main
+
+A, B = "10.203.0.2", "10.203.0.3"
+
+
+def _ctx(tree=False):
+    wl = workload("small" if tree else "big")
+    return tb.Ctx(A, B, "/w/a" if tree else "/w/a/big", "/w/b", wl, "/w/r.json")
+
+
+def test_entries_run_the_issue_s_commands_at_both_node_addresses():
+    copy = tb.ENTRIES["copy-Pauto"].argv(_ctx())
+    assert copy[copy.index("-P") + 1] == "auto" and "copy" in copy and "-r" not in copy
+    assert copy[-2:] == [f"ftp://bench:bench@{A}:2121/big.bin", f"ftp://bench:bench@{B}:2121/big.bin"]
+    tree = tb.ENTRIES["copy-r"].argv(_ctx(tree=True))
+    assert "-r" in tree and "-P" not in tree and "-c" not in tree  # its defaults
+    assert tree[-2:] == [f"ftp://bench:bench@{A}:2121/small/", f"ftp://bench:bench@{B}:2121/small/"]
+    get = tb.ENTRIES["get-Pauto-on-b"]
+    assert get.node == "b" and not get.third_party  # on B, from A, over the same A-B link
+    assert get.argv(_ctx())[-2:] == [f"ftp://bench:bench@{A}:2121/big.bin", "/w/b/big.bin"]
+    guc = tb.ENTRIES["gridftp-p4-16M"].argv(_ctx())
+    assert guc[:5] == ["globus-url-copy", "-p", "4", "-tcp-bs", "16M"]
+    assert guc[-2:] == [f"ftp://{A}:2811/w/a/big/big.bin", f"ftp://{B}:2811/w/b/big.bin"]  # server to server
+    fast = tb.ENTRIES["gridftp-fast"].argv(_ctx(tree=True))
+    for flag in ("-r", "-cd", "-fast", "-pp"):
+        assert flag in fast
+    assert fast[fast.index("-cc") + 1] == "8" and fast[fast.index("-tcp-bs") + 1] == "16M"
+    assert tb.ENTRIES["gridftp-fast-on-b"].argv(_ctx(tree=True))[-1] == "file:///w/b/small/"
+
+
+def test_entry_lists():
+    assert tb.entry_names("default") == list(tb.DEFAULT_ENTRIES)
+    assert tb.entry_names("all") == list(tb.ENTRIES)
+    assert tb.entry_names("copy-P4, gridftp-p4-16M,copy-P4") == ["copy-P4", "gridftp-p4-16M"]
+    with pytest.raises(ValueError, match="unknown third-party entry 'bbcp'"):
+        tb.entry_names("copy-P4,bbcp")
+    with pytest.raises(ValueError, match="at least one entry"):
+        tb.entry_names(" , ")
+
+
+def test_the_topology_is_the_issue_s():
+    cfg = tb.ThirdConfig(path=Path(rate=1e9, rtt=0.1), entries=["copy-P4"])
+    assert cfg.topology() == ["client-a:rtt=0.005s,rate=1000000000", "client-b:rtt=0.005s,rate=1000000000",
+                              "a-b:rtt=0.1s,rate=1000000000"]
+
+
+def test_the_tree_digest_sees_a_changed_byte_and_a_missing_file(tmp_path):
+    wl = workload("small", 0.02)  # 4 files
+    for d in ("x", "y"):
+        for rel, _ in wl.files:
+            (tmp_path / d).mkdir(exist_ok=True)
+            (tmp_path / d / rel).write_bytes(b"\1" * 10)
+    assert tb.tree_digest(str(tmp_path / "x"), wl) == tb.tree_digest(str(tmp_path / "y"), wl)
+    (tmp_path / "y" / wl.files[2][0]).write_bytes(b"\1" * 9 + b"\2")
+    assert tb.tree_digest(str(tmp_path / "x"), wl) != tb.tree_digest(str(tmp_path / "y"), wl)
+    os.unlink(tmp_path / "y" / wl.files[0][0])
+    assert tb.tree_digest(str(tmp_path / "y"), wl) is None
+
+
+class Reached(Exception):
+    """A third-party run was started: what a valid command line does."""
+
+
+@pytest.fixture
+def no_run(monkeypatch, tmp_path):
+    def reached(cfg):
+        raise Reached(cfg)
+
+    monkeypatch.setattr(tb, "run_third", reached)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--third-party", "copy-P4,bbcp"], "unknown third-party entry 'bbcp'; known: copy-Pauto, "),
+    (["--third-party", "--rtts", "100ms,50ms"], "--third-party runs on one A-B link: give one --rtts value"),
+    (["--third-party", "--rates", "0"], "--rates: a bench rate must be above 0 (0 is a link without a ceiling)"),
+    (["--third-party", "--streams", "4"], "--streams does not apply to --third-party (its entries name what runs)"),
+    (["--third-party", "--scale", "2"], "--scale must be above 0 and at most 1, not 2"),
+    (["--third-party", "--losses", "2"], "--losses: loss must lie between 0 and 100%, not 200%"),
+    (["--third-party", "--compete", "drs"], "--third-party does not apply to --compete"),
+])
+def test_options_are_checked_before_anything_is_made(argv, message, no_run, capsys):
+    assert main(["bench", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"drsftp: error: {message}") and err.count("\n") == 1, err
+    assert os.listdir(no_run) == []
+
+
+def test_a_valid_command_line_runs_its_entries_on_its_link(no_run):
+    with pytest.raises(Reached) as got:
+        main(["bench", "--third-party", "copy-Pauto,gridftp-p4-16M", "--rtts", "40ms", "--rates", "200mbit",
+              "--reps", "2", "--scale", "0.25"])
+    cfg = got.value.args[0]
+    assert cfg.entries == ["copy-Pauto", "gridftp-p4-16M"] and cfg.reps == 2 and cfg.scale == 0.25
+    assert cfg.path == Path(rate=200e6, rtt=0.04)
+    with pytest.raises(Reached) as got:
+        main(["bench", "--third-party"])
+    assert got.value.args[0].entries == list(tb.DEFAULT_ENTRIES) and got.value.args[0].path.rtt == 0.1
+
+
+COPY_JSON = {
+    "direction": "copy", "mode": "E", "streams": 8, "parallel": "auto", "streams_start": 4,
+    "data_rtt_first_ms": 100.4, "rtt_min_ms": 100.1, "stream_changes": [{"t": 0.17, "streams": 8}],
+    "servers": {"source": [{"t": 0.0, "streams": 4},
+                           {"t": 0.1, "rtt_us": 100400, "cwnd": 57920, "sndbuf": 2097152, "streams": 4},
+                           {"t": 0.2, "rtt_us": 120000, "cwnd": 30_000_000, "sndbuf": 40_000_000, "streams": 8}],
+                "destination": [{"t": 0.1, "rtt_us": 101000, "wnd": 1_000_000, "rcvbuf": 1_600_000},
+                                {"t": 0.2, "rtt_us": 119000, "wnd": 20_000_000, "rcvbuf": 33_000_000}]},
+}
+
+
+def test_a_copy_s_json_is_kept_in_brief():
+    s = copy_summary(COPY_JSON)
+    assert s["source_rtt_ms"] == 110.2 and s["dest_rtt_ms"] == 110.0  # the medians of the reports with an RTT
+    assert (s["source_cwnd_max"], s["source_sndbuf_max"], s["dest_wnd_max"]) == (30_000_000, 40_000_000, 20_000_000)
+    assert s["reports"] == [3, 2] and len(s["first_reports"]["source"]) == 3
+    tree = copy_summary({"direction": "copy", "sessions_max": 16, "files": [
+        dict(COPY_JSON, status="ok", seconds=0.2, cached=True), dict(COPY_JSON, status="ok", seconds=0.4),
+        {"status": "failed", "seconds": 1.0}]})
+    assert (tree["files"], tree["ok"], tree["cached"], tree["sessions_max"]) == (3, 2, 1, 16)
+    assert tree["file_seconds_median"] == 0.3 and tree["source_rtt_ms"] == 110.2
+
+
+def _run(entry, mbps, rep=0, workload_="big", **kw):
+    return {"entry": entry, "workload": workload_, "rep": rep, "files": 1, "bytes": 512 << 20, "mbps": mbps,
+            "complete": mbps > 0, "bytes_identical": mbps > 0, "third_party": not entry.endswith("-on-b"),
+            "ceiling_mbps": 965.3, "bdp": 12_500_000, "peak_snd_used": 25_000_000, "peak_rcv_used": 1_250_000,
+            "data_mbps": mbps * 1.1, "ss_rtt_ms": 125.0, "control_rtt_s": 0.005, "cpu_a_s": 0.2, "cpu_b_s": 1.0, **kw}
+
+
+def test_the_tables_divide_by_gridftp_and_by_the_direct_get():
+    runs = [_run("copy-Pauto", 800.0, client_report=copy_summary(COPY_JSON)), _run("gridftp-p4-16M", 780.0),
+            _run("get-Pauto-on-b", 760.0), _run("copy-P4", 0.0, error="exit 1: refused"),
+            _run("copy-Pauto", 820.0, rep=1, client_report=copy_summary(COPY_JSON))]
+    lines = entry_table(runs, "big").splitlines()
+    assert lines[0].startswith("| entry | Mbit/s | x gridftp-p4-16M | x get-Pauto-on-b | data phase, Mbit/s |")
+    assert lines[2] == ("| copy-Pauto | 810 [800-820] | 1.04 | 1.07 | 891 | 92% | 125 | 2.0 | 0.1 | 0.20 / 1.00 "
+                        "| 2/2 | 2/2 |")
+    assert lines[4].startswith("| get-Pauto-on-b | 760 ") and "| 0.20 / - |" in lines[4]  # B runs the client
+    assert lines[5].startswith("| copy-P4 | failed: exit 1: refused |") and lines[5].endswith("| 0/1 | 0/1 |")
+    drs = drs_table(runs).splitlines()
+    assert drs[2] == ("| copy-Pauto | 5 | 110 | 110 | 125 | 30.0 / 40.0 | 20.0 / 33.0 | 4 -> 8 at 0.17 s "
+                      "(RTT 100 ms), 2/2 runs | 2 |")
+    assert first_decisions([{"streams": 4, "stream_changes": []}]) == "4 (fixed)"
+
+
+def test_benchreport_prints_a_saved_third_party_result(tmp_path, capsys):
+    runs = [_run("copy-Pauto", 800.0, client_report=copy_summary(COPY_JSON)), _run("gridftp-p4-16M", 780.0),
+            _run("copy-r", 500.0, workload_="small"), _run("gridftp-fast", 520.0, workload_="small")]
+    saved = tmp_path / "third-party.json"
+    bounce = {"port_to": "10.202.1.2:5001", "listed": [B], "refused": True,
+              "reply": "501 Rejected data connection to foreign address 10.202.1.2:5001; allow it with "
+                       "--third-party-peers."}
+    saved.write_text(json.dumps({"third_party": 1, "topology": [], "runs": runs, "bounce": bounce}))
+    assert main(["benchreport", str(saved), "--dataset", "small"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("| entry | Mbit/s | x gridftp-fast |") and out[3].startswith("| gridftp-fast | 520 ")
+    assert main(["benchreport", str(saved)]) == 0
+    text = capsys.readouterr().out
+    assert "**big**" in text and "**small**" in text and "Bounce check: PORT 10.202.1.2:5001 to A" in text
+    assert main(["benchreport", str(saved), "--table", "drs"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].startswith("| copy-Pauto | 5 | 110 |")
+    for argv, message in (
+            (["--dataset", "mixed"], "no runs of the 'mixed' dataset in these results (they hold big, small)"),
+            (["--table", "speed"], "--table speed applies to bench results, not third-party results"),
+            (["--base", "bogus"], "unknown --base 'bogus'; choose from copy-Pauto, "),
+            (["--table", "drs", "--dataset", "big"], "--table drs prints the DRS table alone")):
+        assert main(["benchreport", str(saved), *argv]) in (1, 2)
+        err = capsys.readouterr().err
+        assert err.startswith(f"drsftp: error: {message}") and err.count("\n") == 1, err
+    broken = dict(runs[0])
+    del broken["bytes_identical"]
+    saved.write_text(json.dumps({"third_party": 1, "runs": [broken]}))
+    assert main(["benchreport", str(saved)]) == 1
+    assert "run 1 has no bytes_identical" in capsys.readouterr().err
+
+
+@pytest.mark.root
+def test_the_bench_runs_every_entry_byte_identical_on_a_small_topology():
+    """The real programs at both ends (two drsftp serves, two GridFTP
+    servers) on a small, fast topology: every run complete and
+    byte-identical, the bounce refused, the copy's DRS reports from the
+    A-B path (40 ms), not the client's 5 ms."""
+    work = tempfile.mkdtemp(prefix="drs-third-", dir="/var/tmp")  # GridFTP's nobody must reach it
+    try:
+        cfg = tb.ThirdConfig(path=Path(rate=200e6, rtt=0.04), reps=1, scale=1 / 64, workdir=work, max_time=60,
+                             entries=["copy-Pauto", "get-Pauto-on-b", "gridftp-p4-16M", "copy-r", "gridftp-fast"],
+                             log=lambda s: None)
+        out = tb.run_third(cfg)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert out["bounce"]["refused"] and "--third-party-peers" in out["bounce"]["reply"], out["bounce"]
+    assert [r["entry"] for r in out["runs"]] == cfg.entries
+    for r in out["runs"]:
+        assert r["complete"] and r["bytes_identical"], {k: r.get(k) for k in ("entry", "error")}
+    copy = out["runs"][0]["client_report"]
+    assert copy["source_rtt_ms"] >= 36 and copy["streams_start"] == 4, copy
