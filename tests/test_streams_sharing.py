@@ -308,3 +308,23 @@ def test_steering_stops_at_a_refusal_and_tells_the_controller_how_many_run():
     ctl.plan = [(3, None)]
     steer.update(1.0, [], None)
     assert d.calls == ["remove"] * 3 and ctl.refusals == [(Action.REMOVE, 6)] and steer.applied == 6
+
+
+def test_a_gets_path_is_the_servers_report_and_a_puts_has_no_buffer_test():
+    """A get's senders are the server's (its DRS reply); a put's are our
+    own sockets, whose window is our send buffer, a limit Linux does not
+    count: the put's buffer test is left out (unknown), its RTT kept."""
+    from types import SimpleNamespace
+
+    from drsftp.client.streams.modee_base import ModeESession
+    from drsftp.tuning import Role
+
+    info = {"rtt": 100_000, "total_retrans": 2, "busy_time": 10, "rwnd_limited": 0, "sndbuf_limited": 0}
+    stream = SimpleNamespace(ended=None, tuner=SimpleNamespace(last_info=info))
+    put = ModeESession.__new__(ModeESession)
+    put.role, put.opened = Role.SENDER, [stream]
+    assert put.path_sample() == PathSample(0.1, 2, None, None)
+    get = ModeESession.__new__(ModeESession)
+    get.role, get.opened = Role.RECEIVER, [stream]
+    get.drs = SimpleNamespace(exchange=SimpleNamespace(peer_last={"rtt_us": 90_000, "busy_us": 5, "rwnd_lim_us": 4}))
+    assert get.path_sample() == PathSample(0.09, None, 5, 4)

@@ -239,7 +239,7 @@ class WindowedStreams:
         if probing and not self.fixed and self.streams > self._before[0]:
             self.streams = self._before[0]  # the probe's stream (its window shared out)
             return self._changed(Action.REMOVE)
-        return self._changed(Action.HOLD)  # (surplus streams go later: update)
+        return self._changed(Action.HOLD)
 
     def _note_yield(self, now: float, limited: float | None) -> None:
         """What the window carries per base RTT where it is what holds the

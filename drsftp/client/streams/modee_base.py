@@ -21,6 +21,7 @@ import functools
 import socket
 import time
 from collections import deque
+from dataclasses import replace
 
 from ...ftp import drsexchange
 from ...io.tuner import SocketTuner
@@ -168,7 +169,10 @@ class ModeESession(DRSFigures):
         the server's last DRS report, a put's from our own streams."""
         if self.role is Role.RECEIVER:
             return sharing.from_pairs([self.server_last])
-        return sharing.from_infos(s.tuner.last_info for s in self.opened if s.ended is None)
+        path = sharing.from_infos(s.tuner.last_info for s in self.opened if s.ended is None)
+        # a put's window is our send buffer, and Linux counts no time held by
+        # it (tuning/sharing.py): its buffer test is left out
+        return None if path is None else replace(path, busy_us=None, limited_us=None)
 
     def cap_windows(self, per_stream: int | None) -> None:
         """-P auto's window for each live stream (None: the host's cap)."""
