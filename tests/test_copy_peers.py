@@ -125,3 +125,26 @@ def test_drsftp_serve_and_gridftp_either_way(tmp_path):
         _readable(dg)
         d = _copy(f"{g}/g.bin", sd.url("back.bin"), "-P", "2", out=tmp_path / "y.json")
         assert d["mode"] == "E" and sha256_file(d_root / "back.bin") == sha256_file(src)
+
+
+def test_a_pipelined_tree_between_drsftp_serve_and_gridftp_either_way(tmp_path):
+    """Each pair's files pipelined on its cached streams (docs/THIRDPARTY.md,
+    "Trees"): GridFTP runs the RETRs back to back and a drsftp serve
+    destination keeps the next file's blocks for its STOR; drsftp serve as
+    the source, GridFTP's STORs one behind its starts."""
+    d_root = tmp_path / "d"
+    (d_root / "t").mkdir(parents=True)
+    for i in range(10):
+        make_file(d_root / "t" / f"{i}.bin", 250_000 + i, seed=70 + i)
+    with running_server(d_root) as sd, gridftp_server() as (dg, pg):
+        g = f"ftp://127.0.0.1:{pg}{dg}"
+        d = _copy(sd.url("t/"), f"{g}/t/", "-r", "-c", "1", "-P", "2", out=tmp_path / "to.json")
+        ok = [f for f in d["files"] if f["status"] == "ok"]
+        assert len(ok) == 10 and all(f["pipelined"] for f in ok) and sum(f["cached"] for f in ok) == 9
+        _readable(dg)
+        d = _copy(f"{g}/t/", sd.url("back/"), "-r", "-c", "1", "-P", "2", out=tmp_path / "from.json")
+        ok = [f for f in d["files"] if f["status"] == "ok"]
+        assert len(ok) == 10 and all(f["pipelined"] for f in ok)
+        for i in range(10):
+            want = sha256_file(d_root / "t" / f"{i}.bin")
+            assert sha256_file(os.path.join(dg, "t", f"{i}.bin")) == want == sha256_file(d_root / "back" / f"{i}.bin")

@@ -497,3 +497,30 @@ def _closed(s):
         return s.recv(1) == b""
     except (ConnectionResetError, ssl.SSLError):
         return True
+
+
+def test_next_files_blocks_before_its_stor_are_kept_for_it_under_tls(tls_server, certs):  # noqa: F811
+    """A TLS stream carrying file 1's blocks, its EOD and file 2's blocks in
+    one write, STOR 2 sent after STOR 1's 226: what the TLS reader took
+    past the EOD waits for STOR 2 (tests/test_eblock_early_blocks.py in
+    clear text)."""
+    srv, _ = tls_server
+    one, two = os.urandom(MiB), os.urandom(300_000)
+    ftp = _ftps(srv.port, certs.ca)
+    assert ftp.sendcmd("MODE E").startswith("200")
+    port = ftplib.parse227(ftp.sendcmd("PASV"))[1]
+    ftp.putcmd("STOR one.bin")
+    assert ftp.getline().startswith("150")
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="localhost")
+    eof = header(Desc.EOD | Desc.EOF, 0, 1)
+    s.sendall(block(0, one) + eof + block(0, two) + eof)
+    assert _final(ftp).startswith("226")
+    ftp.putcmd("STOR two.bin")
+    assert _final(ftp).startswith("226")
+    ftp.quit()
+    s.close()
+    with open(os.path.join(srv.root, "one.bin"), "rb") as f:
+        assert f.read() == one
+    with open(os.path.join(srv.root, "two.bin"), "rb") as f:
+        assert f.read() == two

@@ -97,6 +97,24 @@ def test_globus_url_copy_between_two_drsftp_serves(tmp_path, flags):
             assert (line["data_peer"], line["streams"], line["complete"]) == (A_DATA, want, True), line
 
 
+@pytest.mark.parametrize("streams", ["1", "4"])
+def test_globus_url_copy_pipelined_tree_between_two_drsftp_serves(tmp_path, streams):
+    """-r -fast -pp: A runs the pipelined RETRs back to back on the cached
+    streams, so B's streams carry the next file's blocks before the STOR
+    that takes them (docs/EBLOCK.md, "Pipelined transfers")."""
+    with two_servers(tmp_path, *PAIR) as (a, b):
+        sizes = [1 << 20] * 12 + [0, 1, 70_000, 3 << 20]
+        for i, size in enumerate(sizes):
+            make_file(os.path.join(a.root, "d", f"p{i:02d}.bin"), size, seed=50 + i)
+        r = guc("-r", "-cd", "-fast", "-pp", "-p", streams, drs_url(a, "d/"), drs_url(b, "d/"), timeout=180)
+        assert r.returncode == 0, r.log[-3000:]
+        assert same_tree(os.path.join(a.root, "d"), os.path.join(b.root, "d"))
+        assert r.log.count("reusing existing data connection") >= 2 * (len(sizes) + 2)  # both ends, most files
+        files = len(sizes) + 4
+        assert wait_until(lambda: len(b.records()) == files, 10)
+        assert all(line["complete"] and line["data_peer"] == A_DATA for line in b.records())
+
+
 @contextlib.contextmanager
 def gridftp(data_interface):
     """globus-gridftp-server, anonymous as nobody, control on 127.0.0.1,

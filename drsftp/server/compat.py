@@ -34,6 +34,7 @@ __all__ = [
     "line_buffer_clear",
     "mlst_facts",
     "pending_transfer",
+    "port_connecting",
     "protect_data_by_default",
     "queued_file",
     "queued_transfer",
@@ -109,6 +110,13 @@ def data_connection_coming(handler) -> bool:
     listener after it closed.)"""
     acc, con = handler._dtp_acceptor, handler._dtp_connector
     return (acc is not None and not acc._closed) or (con is not None and not con._closed and not con.connected)
+
+
+def port_connecting(handler) -> bool:
+    """A stream-mode PORT/EPRT connection is being made (its reply, sent
+    once connected, still owed)."""
+    con = handler._dtp_connector
+    return con is not None and not con._closed and not con.connected
 
 
 def stop_connecting(handler) -> None:

@@ -275,11 +275,24 @@ class DRSActiveDTP(ActiveDTP):
         super().create_socket(family, type)
         self.cmd_channel.before_handshake(self.socket, self._target)
 
+    def handle_connect(self):
+        super().handle_connect()  # PORT's 200; the socket is the data channel's from here
+        self.cmd_channel.port_settled()
+
+    def handle_write(self):
+        """Nothing: asyncore calls it right after handle_connect, when the
+        socket already belongs to the data channel, and pyftpdlib's would
+        set the socket's poll events to read only (AsyncChat.initiate_send
+        with nothing queued), over the data channel's: a RETR that started
+        in handle_connect then stalled after its first sendfile."""
+
     def handle_close(self):  # connect failed: PORT got its 425; a queued transfer gets one too
         super().handle_close()
         self.cmd_channel.fail_queued_transfer("425 Can't open data connection.")
+        self.cmd_channel.port_settled()
 
     def handle_timeout(self):
         super().handle_timeout()
         self.cmd_channel.fail_queued_transfer("425 Can't open data connection: timed out.")
+        self.cmd_channel.port_settled()
 

@@ -85,7 +85,7 @@ class EModeCommands(EPortHooks, _Handler):
         end, and every command after it waits too, so replies keep the
         commands' order (RFC 959 4.2).  ABOR and DRS are answered at once."""
         eb = self.eblock
-        if cmd == "ABOR" and self._held and not self._login_failing:
+        if cmd == "ABOR" and self._held and not self._login_failing and not compat.port_connecting(self):
             if eb is not None:
                 eb.abort()  # the running transfer's 426 first, then the waiting ones'
             self.drop_held()
@@ -101,10 +101,12 @@ class EModeCommands(EPortHooks, _Handler):
         super().pre_process_command(line, cmd, arg)
 
     def _must_wait(self, cmd: str) -> bool:
-        """Behind a refused PASS every command waits; behind a running MODE E
-        transfer all but PASSING (DRS passes even commands that wait: its
-        replies are marked and paired by the mark, docs/PROTOCOL.md)."""
-        if self._login_failing:
+        """Behind a refused PASS, and behind a stream-mode PORT/EPRT still
+        connecting (pyftpdlib answers it once connected), every command
+        waits; behind a running MODE E transfer all but PASSING (DRS passes
+        even commands that wait: its replies are marked and paired by the
+        mark, docs/PROTOCOL.md)."""
+        if self._login_failing or compat.port_connecting(self):
             return True
         if cmd == "DRS":
             return False
@@ -126,6 +128,12 @@ class EModeCommands(EPortHooks, _Handler):
         super().on_login_failed(username, password)
         self._login_failing = False  # (called right after the PASS's 530)
         self.release_held()
+
+    def port_settled(self) -> None:
+        """A stream-mode PORT/EPRT got its reply (200 connected, 425, 421):
+        the commands read behind it run now, after it (a RETR sent with
+        the PORT got its 150 first, then stalled: datachannel.py)."""
+        self.ioloop.call_later(0, self.release_held, _errback=self.handle_error)
 
     def release_held(self) -> None:
         """The running transfer ended (its final reply is out): run the

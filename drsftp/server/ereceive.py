@@ -52,24 +52,31 @@ class Receive(Job):
         return self.ledger.new_bytes
 
     def read(self, s: Stream) -> None:
-        try:
-            n = s.recv_into(self.buf)
-        except (BlockingIOError, InterruptedError):
-            return
-        except ssl.SSLError as exc:  # a forged or broken record: the transfer's data is suspect
-            s.close()
-            return self.fail(f"426 TLS error on a data connection: {reason(exc)}; transfer aborted.")
-        except OSError as exc:
-            return s.lost(f"426 Data connection lost: {exc.strerror}; transfer aborted.")
-        if n == 0:
-            return s.lost("426 Data connection closed before its end of data (EOD); transfer aborted.")
+        """One read of ``s`` (first what it held from past its last EOD),
+        decoded up to its EOD: what follows is the next transfer's, held."""
+        if s.held:
+            view, s.held = memoryview(s.held), b""
+        else:
+            try:
+                n = s.recv_into(self.buf)
+            except (BlockingIOError, InterruptedError):
+                return
+            except ssl.SSLError as exc:  # a forged or broken record: the transfer's data is suspect
+                s.close()
+                return self.fail(f"426 TLS error on a data connection: {reason(exc)}; transfer aborted.")
+            except OSError as exc:
+                return s.lost(f"426 Data connection lost: {exc.strerror}; transfer aborted.")
+            if n == 0:
+                return s.lost("426 Data connection closed before its end of data (EOD); transfer aborted.")
+            s.moved += n
+            view = memoryview(self.buf)[:n]
         self.members.add(s)
         s.used = True
-        s.moved += n
         self.touch()
         close = False
         try:
-            for ev in s.decoder.feed(memoryview(self.buf)[:n]):
+            events, used = s.decoder.feed_some(view, stop_at_eod=True)
+            for ev in events:
                 if isinstance(ev, Data):
                     self.ledger.data(ev.offset, len(ev.data))  # bounds and overlap first
                     if len(self.ledger.received) > self.session.limits.max_ranges:
@@ -88,6 +95,8 @@ class Receive(Job):
             return self.fail(f"451 Local error: {exc.strerror}; transfer aborted.")
         if close:
             s.close()  # EOD|CLOSE: the sender closes it next
+        elif used < len(view):
+            s.hold(view[used:])
         if self.ledger.complete:
             self._complete()
 

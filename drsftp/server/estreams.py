@@ -201,6 +201,9 @@ class Stream(_Channel):
         self.used = False  # carried a transfer before (125 "reusing")
         self.tls: StreamTLS | None = None  # PROT P: the stream's TLS (etls.py)
         self.peer: str | None = None  # the address at the other end, once connected
+        # a receiver's bytes read past its EOD: the next transfer's, kept for
+        # it (at most one read); the stream reads no more until it starts
+        self.held = b""
 
     def start(self, static_window: int | None) -> None:
         """Connected: tune it from now on (per-stream DRS)."""
@@ -244,11 +247,20 @@ class Stream(_Channel):
         return self.tls.recv_into(memoryview(buf))
 
     def resume_reading(self) -> None:
-        """Read again; data its TLS already holds is read now (its socket
-        may never signal it)."""
+        """Read again; bytes it holds from past its last EOD, or data its
+        TLS already holds, are read now (its socket may never signal them)."""
         self.want(self.ioloop.READ)
-        if self.tls is not None and self.tls.established and self.tls.buffered:
+        if self.held or (self.tls is not None and self.tls.established and self.tls.buffered):
             self.ioloop.call_later(0, self.handle_read_event, _errback=self.handle_error)
+
+    def hold(self, rest: memoryview) -> None:
+        """``rest`` came after this stream's EOD: the next transfer's blocks
+        (GFD.20: EOD ends this transfer's data on the stream, which stays
+        cached for the next).  Kept, and no more read until that transfer
+        takes the stream (resume_reading): the kernel's receive buffer and
+        TCP's flow control hold what follows."""
+        self.held = bytes(rest)
+        self.want(0)
 
     def _handshake(self) -> None:
         assert self.tls is not None

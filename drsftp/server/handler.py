@@ -64,6 +64,11 @@ class DRSControlMixin(CommandLines, HashCommands, DRSCommand, ShutdownGuard, Tra
         super().pre_process_command(line, cmd, arg)
 
 
+    def port_settled(self) -> None:
+        """A stream-mode PORT/EPRT got its reply (EModeCommands runs the
+        commands held behind it)."""
+
+
 def _commands(base: dict) -> dict:
     cmds = dict(base)  # a copy: pyftpdlib's dicts are shared module-wide
     cmds.update({k: DRS_CMDS[k] for k in ("DRS", "HASH")})

@@ -105,7 +105,7 @@ async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto:
         except ValueError:
             return
         if record is not None and size is not None:
-            _save(record, size, mtime, held)
+            save_held(record, size, mtime, held)
 
     run = CopyRun(pair, spec, auto=auto, idle_timeout=opts.idle_timeout, deadline=maxtime.lift(opts),
                   view=lambda done, rate, rtt, wnd: view.update(resumed + done, rate, rtt, wnd),
@@ -116,7 +116,7 @@ async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto:
         out = await run.run()
     except BaseException:
         if record is not None and size is not None:
-            _save(record, size, mtime, held)  # also of nothing held: B's part file has holes
+            save_held(record, size, mtime, held)  # also of nothing held: B's part file has holes
         raise
     finally:
         view.close()
@@ -124,7 +124,7 @@ async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto:
             on_run(None)
     if out.timed_out:
         if record is not None and size is not None:
-            _save(record, size, mtime, held)
+            save_held(record, size, mtime, held)
     elif record is not None:
         drop_record(record)
     result = result_of(run, out, size, resumed, pair, streams)
@@ -151,7 +151,7 @@ def result_of(run: CopyRun, out: RunOutcome, size: int | None, resumed: int, pai
     r.update(source=url_of(pair.locs[Side.SOURCE]), destination=url_of(pair.locs[Side.DEST]),
              dest_path=run.spec.dest_path, mode="E" if run.spec.mode_e else "S", streams=run.streams,
              parallel="auto" if streams is None else streams, passive=run.flow.passive_side.value,
-             cached=run.spec.cached, relayed=relayed(relay), note=_note(relay, pair),
+             cached=run.spec.cached, relayed=relayed(relay), note=relay_note(relay, pair),
              servers=relay.record(), stream_changes=out.changes)
     if out.streams_start is not None:
         r.update(streams_start=out.streams_start, data_rtt_first_ms=_ms(run.auto.first_rtt if run.auto else None))
@@ -163,7 +163,7 @@ def relayed(relay: Relay) -> dict[str, int]:
     return {side.value: relay.sent_count[side] for side in Side}
 
 
-def _note(relay: Relay, pair: ServerPair) -> str:
+def relay_note(relay: Relay, pair: ServerPair) -> str:
     if relay.relaying and relay.replies(Side.SOURCE) and relay.replies(Side.DEST):
         return "DRS relayed between the servers"
     missing = [side.value for side in Side if not relay.exchanges[side].enabled]
@@ -233,7 +233,7 @@ def record_base(src: FTPLocation, dst: FTPLocation) -> str:
     return os.path.join(state, "drsftp", "copies", hashlib.sha256(key.encode()).hexdigest()[:32])
 
 
-def _save(base: str, size: int, mtime: str | None, held: RangeSet) -> None:
+def save_held(base: str, size: int, mtime: str | None, held: RangeSet) -> None:
     try:
         os.makedirs(os.path.dirname(base), exist_ok=True)
         save_record(base, ResumeRecord(size, mtime, held))

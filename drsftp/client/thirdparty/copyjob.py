@@ -14,17 +14,22 @@ docs/DATASETS.md).
   (never a control connection's RTT).  Each file runs on its pair's
   ``-P N`` streams in extended block mode (both servers list PARALLEL),
   else in stream mode.
-- **Cached data channels.** In extended block mode a pair's streams stay
-  open from file to file (GridFTP's ``-fast``): the next file is ALLO and
-  STOR to B and RETR to A, no PASV, no PORT, no new connection, no slow
-  start.  A pair whose file failed opens new ones (PASV closes B's old
-  streams: blocks of an aborted file must never reach the next STOR).
+- **Cached data channels, pipelined.** In extended block mode a pair's
+  streams stay open from file to file (GridFTP's ``-fast -pp``): each file
+  is RETR to A and ALLO and STOR to B, no PASV, no PORT, no new
+  connection, no slow start, and the next files' commands go while the
+  current one moves (drsftp/ftp/copypipe.py decides what goes when,
+  pairpipe.py drives it; decision 0024).  Streams that broke on a file
+  are replaced (PASV closes B's old streams: blocks of an aborted file
+  must never reach the next STOR).  With ``--verify`` (a HASH per file)
+  or ``--no-pipeline`` each file runs alone (copyrun.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import posixpath
+from collections import deque
 from dataclasses import replace
 
 from ...ftp.listing import DIR, FILE
@@ -44,6 +49,7 @@ from ..trees.remotewalk import RemoteWalk
 from .copyfile import held_on_dest, record_base, run_one, verify_both
 from .copyrun import CopyRun
 from .pair import ServerPair, clear_between, client_side_tls, protect_between, shown
+from .pairpipe import Back, PairPipe, PipeItem
 
 
 class CopyJob(TreeJob):
@@ -223,6 +229,11 @@ async def _copy_worker(job: CopyJob, wid: int) -> None:
                                   replace(job.topts, clear_data=job.clear_data))
                 # (SSCN and PROT are a session's settings: each pair's)
                 await (clear_between(pair) if job.clear_data else protect_between(pair))
+            if _pipelined(job, pair):
+                if not await _pipe_loop(job, wid, pair, item):
+                    await asyncio.gather(job.drop(sess), job.dest.drop(dsess), return_exceptions=True)
+                    sess = dsess = pair = None
+                continue
             src_path, dst_path = job.paths(item)
             begun = sess.transfers
             try:
@@ -242,6 +253,84 @@ async def _copy_worker(job: CopyJob, wid: int) -> None:
         job.active.pop(wid, None)
         job.give_back(sess)
         job.dest.give_back(dsess)
+
+
+def _pipelined(job: CopyJob, pair: ServerPair) -> bool:
+    """Files pipelined on the pair's cached streams: both servers offer
+    extended block mode, no HASH per file (--verify), commands pipelined."""
+    return pair.extended_block() and job.jopts.cached and job.jopts.pipeline and not job.topts.verify
+
+
+async def _pipe_loop(job: CopyJob, wid: int, pair: ServerPair, first: Item) -> bool:
+    """``first``, then files from the queue, pipelined on ``pair``
+    (pairpipe.py) while the queue holds any; each outcome recorded in
+    order.  False: the pair is of no more use (a lost connection, a
+    stall, replies that never came); its unfinished files are back in the
+    queue, the first charged as any failure unless it had not started."""
+    pipe = PairPipe(pair, job.jopts.streams, job.topts.idle_timeout)
+    inflight: deque[tuple[Item, PipeItem]] = deque()
+    held = [first]
+    job.active[wid] = pipe
+    try:
+        while True:
+            check_cancelled()
+            while (held or job.queue) and pipe.usable and job.may_run(wid) and pipe.ahead(job.rtt):
+                item = held.pop() if held else job.queue.pop()
+                src_path, dst_path = job.paths(item)
+                if item.check:  # --checksum: both digests first, with the pair otherwise idle
+                    if inflight:
+                        held.append(item)
+                        break
+                    try:
+                        if await _same_digest(pair, src_path, dst_path):
+                            job.finished(item, FileOutcome(dst_path, "skipped"))
+                            continue
+                    except ERRORS as exc:
+                        job.retry_or_fail(item, exc)
+                        continue
+                    item.check = False
+                ranges, record = _resume_ranges(job, item, src_path, dst_path)
+                inflight.append((item, pipe.add(src_path, dst_path, item.t.size, ranges, record)))
+            if not inflight:
+                return await pipe.settle()
+            item, p = inflight[0]
+            await pipe.until_done(p)
+            inflight.popleft()
+            _record(job, pipe, item, p)
+    finally:
+        job.active.pop(wid, None)
+        await pipe.close()
+        for item, _ in inflight:
+            job.requeue(item)
+        for item in held:
+            job.requeue(item)
+
+
+def _resume_ranges(job: CopyJob, item: Item, src_path: str, dst_path: str,
+                   ) -> tuple[tuple[tuple[int, int], ...], str]:
+    """What B holds of the file (REST ranges: --continue, --sync's part
+    files) and its MODE E resume record."""
+    record = record_base(job.location(Side.SOURCE, src_path), job.location(Side.DEST, dst_path))
+    if item.t.resume_from or job.jopts.resume:
+        return tuple(held_on_dest(record, True, item.t.size, None, item.t.resume_from)), record
+    drop_record(record)  # a STOR without REST starts the destination's file over
+    return (), record
+
+
+def _record(job: CopyJob, pipe: PairPipe, item: Item, p: PipeItem) -> None:
+    """A pipelined file's outcome: ok; back to the queue (the streams broke
+    on an earlier file); or its own failure, retried or failed (--retries),
+    and one that never started on a lost pair goes back free (LOST_AGAIN)."""
+    dst_path = p.file.dest_path
+    exc = p.done.exception()
+    if exc is None:
+        job.finished(item, FileOutcome(dst_path, "ok", p.done.result()))
+    elif isinstance(exc, Back):
+        job.requeue(item)
+    elif getattr(exc, "reply", None) is None and p.started is None:
+        job.lost_session(item, exc)
+    else:
+        job.retry_or_fail(item, exc)
 
 
 async def _copy_one(job: CopyJob, wid: int, pair: ServerPair, item: Item, src_path: str,
