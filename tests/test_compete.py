@@ -30,6 +30,30 @@ def test_a_spec_gives_each_flow_its_kind_number_and_delay():
     assert window_cap("drs:1MiB") == 1 << 20 and window_cap("fixed:1MiB") is None and window_cap("drs") is None
 
 
+def test_gridftp_runs_n_streams_from_its_own_server_and_ends_at_its_cap(tmp_path):
+    from drsftp.bench.competerun import CompeteConfig, _launch
+
+    class Link:
+        server_addr, client_addr = "10.201.0.2", "10.201.0.1"
+
+    flows = parse_compete("gridftp-p4+gridftp-p8@1s")
+    assert [(f.family, f.streams, f.label) for f in flows] == [("gridftp", "4", "gridftp-p4#1"),
+                                                                ("gridftp", "8", "gridftp-p8#1")]
+    cfg = CompeteConfig(spec="x", flows=flows, path=T.Path(rate=1e9, rtt=0.1), duration=30.0)
+    got = [_launch(cfg, Link(), f, str(tmp_path / "root"), str(tmp_path), str(tmp_path), None, {}) for f in flows]
+    (server4, w4, port4), (server8, _, port8) = got
+    assert port4 == port8 == 2811 and server4 == server8  # one server for both
+    assert "/usr/sbin/globus-gridftp-server" in server4 and w4.kind == "gridftp"
+    guc = w4.client[w4.client.index("globus-url-copy"):]
+    assert guc[1:5] == ["-p", "4", "-tcp-bs", str(2 * cfg.path.bdp // 4)]
+    assert guc[5] == f"ftp://10.201.0.2:2811{tmp_path}/root/big.bin" and guc[6].startswith("file://")
+    assert w4.client[0] == "unshare"  # a hosts file of its own (field.py)
+    assert not w4.is_data({"local": "10.201.0.1:40000", "peer": "10.201.0.2:2811"})
+    assert w4.is_data({"local": "10.201.0.1:40001", "peer": "10.201.0.2:50000"})
+    w4.start_s = 0.0
+    assert w4.deadline(cfg) == 30.0  # no time limit of its own: ended at its cap, not past it
+
+
 def test_every_tuning_of_the_bench_and_the_other_kinds_parse():
     spec = "+".join([*T.TUNINGS, "fixed:64k", "drs-closed:4MiB", "drs-P-4", " 2 * drs @ 1s "])
     flows = parse_compete(spec)
@@ -46,7 +70,7 @@ def test_every_tuning_of_the_bench_and_the_other_kinds_parse():
     ("65*drs", "at most 64 flows share the link"),
     ("60*drs+5*kernel", "at most 64 flows share the link"),
     ("3*bogus", "'3*bogus': unknown kind 'bogus'; choose from " + ", ".join(
-        [*T.TUNINGS, "fixed:SIZE", "drs:CAP", "drs-P-N", "drs-P-auto", "iperf3"])),
+        [*T.TUNINGS, "fixed:SIZE", "drs:CAP", "drs-P-N", "drs-P-auto", "gridftp-pN", "iperf3"])),
     ("stock-64k:1M", "'stock-64k:1M': stock-64k takes no :ARG (for other static sizes use fixed:SIZE)"),
     ("kernel:3", "'kernel:3': kernel takes no :ARG"),
     ("fixed", "'fixed': fixed needs its size: fixed:SIZE (e.g. fixed:64k)"),
@@ -56,6 +80,9 @@ def test_every_tuning_of_the_bench_and_the_other_kinds_parse():
     ("drs-P-0", "'drs-P-0': drs-P-N takes 1-64 streams or auto (drs-P-4, drs-P-auto)"),
     ("drs-P-65", "'drs-P-65': drs-P-N takes 1-64 streams or auto (drs-P-4, drs-P-auto)"),
     ("drs-P-auto:1M", "'drs-P-auto:1M': drs-P-auto takes no :ARG (its streams run drs)"),
+    ("gridftp-p0", "'gridftp-p0': gridftp-pN takes 1-64 streams and no :ARG (gridftp-p4, gridftp-p8)"),
+    ("gridftp-pauto", "'gridftp-pauto': gridftp-pN takes 1-64 streams and no :ARG (gridftp-p4, gridftp-p8)"),
+    ("gridftp-p4:1M", "'gridftp-p4:1M': gridftp-pN takes 1-64 streams and no :ARG (gridftp-p4, gridftp-p8)"),
     ("drs@soon", "'drs@soon': not a duration: 'soon' (examples: 100ms, 0.5ms, 1s)"),
     ("drs@4000", "'drs@4000': a flow starts at most 3600 s after the first"),
 ])
@@ -113,6 +140,26 @@ def test_a_flow_is_timed_from_its_first_byte_and_counts_its_clients_bytes_past_t
     assert sum(f["per_second"]) * 1e6 / 8 == pytest.approx(4_200_000, rel=1e-3)
     fewer = _flow("drs#1", "drs", 8e6, 1 << 20, start=1.0, end=5.0, client_bytes=10)
     assert fewer["bytes"] == max(s["bytes"] for s in fewer["samples"])  # the client's own count is never less
+
+
+def test_flows_started_apart_are_judged_while_all_run_and_by_how_soon_they_share_equally():
+    from drsftp.bench.competestats import overlap_fairness
+
+    def flow(first, end, per_second):
+        pts = [(first, 0.0)]
+        for k, r in enumerate(per_second):
+            pts.append((k + 1.0, pts[-1][1] + r * 1e6 / 8 * ((k + 1.0) - max(k, first))))
+        return {"first_byte_s": first, "end_s": end, "per_second": per_second, "start_s": first,
+                "samples": [{"t": t, "bytes": b} for t, b in pts[1:]]}
+
+    a = flow(0.0, 12.0, [900] * 4 + [800, 700, 600] + [500] * 5)
+    b = flow(4.0, 12.0, [0] * 4 + [100, 200, 300] + [500] * 5)
+    got = overlap_fairness([a, b])
+    assert (got["from_s"], got["to_s"]) == (4.0, 12.0)
+    assert got["jain_per_second"] == [0.6231, 0.7642, 0.9] + [1.0] * 5  # 800:100, 700:200, 600:300, equal
+    # 5-s windows: [4, 9) 3100:1600, Jain 0.908; [5, 10) 2800:2000, 0.973: 6 s after the last start
+    assert got["reached_s"] == 6 and got["jain"] == pytest.approx(0.963, abs=0.001)  # 4600:3100 over [4, 12)
+    assert overlap_fairness([a]) is None and overlap_fairness([a, {**b, "end_s": None}]) is None
 
 
 def test_the_papers_example_is_perfectly_fair_by_memory():
@@ -271,7 +318,7 @@ def no_compete(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("argv,message", [
     (["--compete", "3*bogus"], "--compete: '3*bogus': unknown kind 'bogus'; choose from " + ", ".join(
-        [*T.TUNINGS, "fixed:SIZE", "drs:CAP", "drs-P-N", "drs-P-auto", "iperf3"])),
+        [*T.TUNINGS, "fixed:SIZE", "drs:CAP", "drs-P-N", "drs-P-auto", "gridftp-pN", "iperf3"])),
     (["--compete", "drs", "--rates", "20mbit,100mbit"], "--compete runs on one link: give one --rates value"),
     (["--compete", "drs", "--rtts", "20ms,1s"], "--compete runs on one link: give one --rtts value"),
     (["--compete", "drs", "--rates", "0"], "--rates: a bench rate must be above 0 (0 is a link without a ceiling)"),
@@ -394,3 +441,29 @@ def test_compete_results_print_alone_and_take_no_bench_filters(tmp_path, capsys)
     csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get.csv")
     assert main(["benchreport", str(p), csv]) == 1
     assert "compete results (drsftp bench --compete) print alone" in capsys.readouterr().err
+
+
+def test_the_sharing_table_gives_a_row_a_file_and_the_medians_of_each_spec_and_commit(tmp_path, capsys):
+    paths = []
+    for name, commit, rate in (("old-1", "aaaaaaa1", 10e6), ("old-2", "aaaaaaa1", 12e6), ("old-3", "ccccccc3", 14e6),
+                               ("new-1", "bbbbbbb2", 6e6)):
+        data = _results(drs_rate=rate)
+        data["environment"] = {"commit": commit}
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(data))
+        paths.append(str(p))
+    assert main(["benchreport", "--table", "sharing", *paths]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("| file | spec | commit | Mbit/s per flow (of the ceiling) | link use | Jain while all ran"
+                        " | 0.95 after, s |")
+    rows = [line.split(" | ") for line in lines[2:]]
+    # the runs of one measurement: named alike but for a trailing -N (one run: no median)
+    assert [r[0] for r in rows] == ["| old-1", "| old-2", "| old-3", "| new-1", "| median of 3: old"]
+    assert rows[1][2] == "aaaaaaa" and "drs:1048576#1 12 (62.2%)" in rows[1][3]  # 12 of 19.3 Mbit/s
+    assert rows[2][2] == "ccccccc" and "drs:1048576#1 12 (62.2%)" in rows[4][3]
+    assert "kernel#1" not in rows[0][3]  # a failed flow is left out
+    assert main(["benchreport", "--table", "speed", paths[0]]) == 2
+    assert "--table speed applies to bench results, not compete results" in capsys.readouterr().err
+    csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get.csv")
+    assert main(["benchreport", "--table", "sharing", csv]) == 2
+    assert "--table sharing applies to compete results" in capsys.readouterr().err

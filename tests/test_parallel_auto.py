@@ -22,10 +22,12 @@ class Scripted:
     """Returns the given actions, one per interval, then HOLD; keeps what
     the driver applied (a refused action is undone, as the real one does)."""
 
+    stream_window = None  # (the streams alone: no window per stream)
+
     def __init__(self, actions, start=2):
         self.streams, self.actions, self.refusals, self.applied = start, list(actions), [], []
 
-    def update(self, goodput, samples, intervals_left=None):
+    def update(self, goodput, samples, intervals_left=None, path=None):
         assert goodput >= 0 and all(s.rtt is None or s.rtt > 0 for s in samples)
         action = self.actions.pop(0) if self.actions else Action.HOLD
         self.streams += {Action.ADD: 1, Action.REMOVE: -1}.get(action, 0)
@@ -33,9 +35,10 @@ class Scripted:
             self.applied.append(self.streams)
         return action
 
-    def refused(self, action):
+    def refused(self, action, running=None):
         self.refusals.append(action)
         self.streams -= {Action.ADD: 1, Action.REMOVE: -1}.get(action, 0)
+        assert running is None or running == self.streams
         self.applied.pop()
 
 

@@ -583,6 +583,8 @@ def test_a_tuners_report_is_typed_pairs_and_the_wire_text_is_made_of_them():
             assert report and all(type(v) is int and v >= 0 for v in report.values()), report
             assert report["rcvbuf"] > 0 and report["sndbuf"] > 0  # read back from the socket
             assert ("wnd" in report) is (role is Role.RECEIVER) and ("cwnd" in report) is (role is Role.SENDER)
+            # a sender's busy and buffer-limited time (tcp_info's chronographs): -P auto's sharing
+            assert ("busy_us" in report and "rwnd_lim_us" in report) is (role is Role.SENDER)
             assert drscmd.parse_args(tuner.report_pairs()).keys() == report.keys()  # (values read afresh)
 
 

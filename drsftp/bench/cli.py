@@ -111,7 +111,9 @@ def add_parser(sub) -> None:
                         "tuning's rate, the others' ratios to it, retransmits, sender memory); of compete "
                         "results: sweep (a row per competition: each kind's goodput and window, the ratios to "
                         "the first kind's, link use) or window (a row per flow: its advertised window, bytes in "
-                        "flight and retransmits; with --plots, them over time); of third-party results: drs "
+                        "flight and retransmits; with --plots, them over time) or sharing (a row per file: each "
+                        "flow's share of the ceiling, link use, Jain while all ran; the medians of runs named "
+                        "alike but for a trailing -N); of third-party results: drs "
                         "(both servers' DRS reports of drsftp's copies)")
     r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
     r.add_argument("--base",

@@ -8,7 +8,7 @@ import os
 import sys
 from collections import Counter
 
-from .competereport import legend, markdown, plot_goodput, plot_vs_cap, rate_text, slug, stem
+from .competereport import legend, markdown, plot_goodput, plot_vs_cap, rate_text, sharing_table, slug, stem
 from .competerun import CompeteConfig, run_compete
 from .competeset import congestion_control
 from .competesweep import sweep_table
@@ -49,7 +49,9 @@ def run_and_report(cfg: CompeteConfig, outdir: str, plots: bool) -> int:
 def report(datas: list[tuple[str, dict]], plots_dir: str | None, table: str | None = None) -> int:
     """benchreport of compete results: each file's tables, or with ``table``
     one table over them all (``sweep``: a row per competition;
-    ``window``: a row per flow, its advertised window and retransmits).
+    ``window``: a row per flow, its advertised window and retransmits;
+    ``sharing``: a row per file, each flow's share of the ceiling, link
+    use, Jain while all ran, and the medians of each measurement's runs).
     With ``plots_dir``: each competition's goodput over time (those with
     samples) and, where they vary a drs:CAP, goodput against that cap; with
     ``window``, each flow's advertised window and retransmits over time."""
@@ -62,6 +64,9 @@ def report(datas: list[tuple[str, dict]], plots_dir: str | None, table: str | No
     elif table == "window":
         print("\n".join(markdown_table(*window_table(results))))
         made = [plot_window(results, os.path.join(plots_dir, "compete-window.png"))] if plots_dir else []
+    elif table == "sharing":
+        print("\n".join(markdown_table(*sharing_table(datas))))
+        made = []
     else:
         print("\n\n".join(markdown(data) for data in results))
         made = []

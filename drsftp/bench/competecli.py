@@ -26,7 +26,7 @@ from .options import (
 COMPETE_RATE, COMPETE_RTT, COMPETE_LOSS, COMPETE_DURATION = "100mbit", "100ms", "0", 30.0
 MAX_DURATION = 3600.0
 # benchreport's tables of compete results: a row per competition, a row per flow's window (bench/compete.py)
-COMPETE_TABLES = ("sweep", "window")
+COMPETE_TABLES = ("sweep", "window", "sharing")
 
 
 def one_value(option: str, text: str, parse: Callable[[str], Any]) -> Any:

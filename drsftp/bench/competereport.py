@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -49,14 +50,16 @@ def _per_mib(bps_per_byte: float | None) -> str:
 def flow_table(data: Data) -> tuple[list[str], list[list[str]]]:
     per = {f["label"]: f for f in figures(data)["flows"]}
     header = ["flow", "start, s", "Mbit/s", "receiver buffer", "sender buffer", "Mbit/s per MiB", "x fair share",
-              "retransmits"]
+              "retransmits", "of the ceiling"]
     rows = []
+    ceiling = data["link"]["ceiling_mbps"]
     for f in data["flows"]:
         p = per.get(f["label"], {})
         note = f" (FAILED: {f['error']})" if f.get("error") else ""
         rows.append([f["label"] + note, _num(f.get("start_s"), "{:.1f}"), mbps_text(f["mbps"]),
                      _mem(f.get("rcvbuf_mean")), _mem(f.get("sndbuf_mean")),
-                     _per_mib(p.get("bps_per_byte")), _num(p.get("fair_ratio")), str(f.get("retransmits", 0))])
+                     _per_mib(p.get("bps_per_byte")), _num(p.get("fair_ratio")), str(f.get("retransmits", 0)),
+                     _num(f["mbps"] / ceiling if ceiling else None, "{:.1%}")])
     return header, rows
 
 
@@ -68,6 +71,44 @@ def kind_table(data: Data) -> tuple[list[str], list[list[str]]]:
              mbps_text(k["mbps_total"]), _num(k["share"], "{:.0%}"), _num(k["jain"], "{:.3f}"),
              _mem(k["rcvbuf_mean"]), _per_mib(k["bps_per_byte"])] for k in figures(data)["kinds"]]
     return header, rows
+
+
+def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[str]]]:
+    """One row a results file (``--table sharing``): each flow's Mbit/s and
+    its share of the ceiling, link use, Jain while all ran and how soon
+    5-s windows reached 0.95; then the medians of each measurement's runs
+    (files named alike but for a trailing -N: old code's beside new)."""
+    header = ["file", "spec", "commit", "Mbit/s per flow (of the ceiling)", "link use", "Jain while all ran",
+              "0.95 after, s"]
+    groups: dict[str, list[dict]] = defaultdict(list)
+    rows = []
+    for path, data in datas:
+        s, ceiling = figures(data), data["link"]["ceiling_mbps"]
+        o = s.get("overlap") or {}
+        got = {"flows": {f["label"]: f["mbps"] for f in _ok(data)}, "use": s["link_use"], "jain": o.get("jain"),
+               "reached": o.get("reached_s"), "ceiling": ceiling}
+        groups[re.sub(r"-\d+$", "", stem(path))].append(got)
+        commit = str((data.get("environment") or {}).get("commit") or "-")[:7]
+        rows.append([stem(path), data["spec"], commit, _flows_cell(got["flows"], ceiling), _num(got["use"], "{:.1%}"),
+                     _num(got["jain"], "{:.3f}"), _num(got["reached"], "{:g}")])
+    for name, gots in groups.items():
+        if len(gots) < 2:
+            continue
+        labels = list(dict.fromkeys(label for g in gots for label in g["flows"]))
+        flows = {label: _median([g["flows"].get(label) for g in gots]) for label in labels}
+        med = {key: _median([g[key] for g in gots]) for key in ("use", "jain", "reached")}
+        rows.append([f"median of {len(gots)}: {name}", "", "", _flows_cell(flows, gots[0]["ceiling"]),
+                     _num(med["use"], "{:.1%}"), _num(med["jain"], "{:.3f}"), _num(med["reached"], "{:g}")])
+    return header, rows
+
+
+def _flows_cell(flows: dict[str, float | None], ceiling: float) -> str:
+    return "; ".join(f"{label} {m:.0f} ({m / ceiling:.1%})" for label, m in flows.items() if m is not None)
+
+
+def _median(xs: list[float | None]) -> float | None:
+    got = sorted(x for x in xs if x is not None)
+    return statistics.median(got) if got else None
 
 
 def rate_text(bps: float, space: str = " ", unit: str = "bit/s") -> str:
@@ -97,9 +138,16 @@ def closing_line(data: Data) -> str:
     s = figures(data)
     use = s["link_use"]
     failed = len(data["flows"]) - len(_ok(data))
-    return (f"Link use {_num(use, '{:.0%}')} of the goodput ceiling ({mbps_text(data['link']['ceiling_mbps'])} Mbit/s);"
+    line = (f"Link use {_num(use, '{:.0%}')} of the goodput ceiling ({mbps_text(data['link']['ceiling_mbps'])} Mbit/s);"
             f" Jain over all flows {_num(s['jain_all'], '{:.3f}')}, over Mbit/s per byte of memory "
             f"{_num(s['jain_per_memory'], '{:.3f}')}" + (f"; {failed} flow(s) FAILED" if failed else "") + ".")
+    o = s.get("overlap")
+    if o:
+        reached = (f"{o['target']:g} reached {o['reached_s']} s after the last start (over {o['window_s']} s)"
+                   if o["reached_s"] is not None else f"{o['target']:g} not reached (over {o['window_s']} s)")
+        line += (f" While all ran ({o['from_s']:.1f}-{o['to_s']:.1f} s): Jain {_num(o['jain'], '{:.3f}')};"
+                 f" {reached}.")
+    return line
 
 
 def markdown(data: Data) -> str:

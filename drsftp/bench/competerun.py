@@ -29,6 +29,7 @@ from . import tunings as T
 from .competelink import cpu_mark, link_health
 from .competespec import Flow
 from .competestats import flow_figures, summary
+from .field import GRIDFTP_PORT, _hosts_wrap, _server_argv
 from .runner import PROFILES, BenchConfig, _probe, client_figures, environment
 from .sampler import parse_ss
 
@@ -102,7 +103,8 @@ class Watch:
     def deadline(self, cfg: CompeteConfig) -> float:
         """When it is killed: at its cap, plus GRACE where the client stops itself there."""
         assert self.start_s is not None
-        stops_itself = cfg.duration is not None or self.kind != "iperf3"  # iperf3 -n has no cap of its own
+        # iperf3 -n and globus-url-copy have no cap of their own
+        stops_itself = self.kind != "gridftp" and (cfg.duration is not None or self.kind != "iperf3")
         return self.start_s + cfg.cap + (GRACE if stops_itself else 0.0)
 
     def add(self, t: float, mine: list[dict], peers: list[dict | None]) -> None:
@@ -263,6 +265,15 @@ def _launch(cfg: CompeteConfig, link: Link, flow: Flow, root: str, dest: str, wo
     """The server command a flow needs (on its port) and its Watch."""
     out_json = os.path.join(work, f"flow-{flow.index}.json")
     host = link.server_addr
+    if flow.family == "gridftp":  # (one server for every such flow, as field.py runs it)
+        n = int(flow.streams or 1)
+        guc = ["globus-url-copy", "-p", str(n), "-tcp-bs", str(max(64 << 10, 2 * cfg.path.bdp // n)),
+               f"ftp://{host}:{GRIDFTP_PORT}{os.path.join(root, SOURCE)}",
+               "file://" + os.path.join(dest, f"flow-{flow.index}.bin")]
+        watch = Watch(flow, _hosts_wrap(link, "client", guc, work), "gridftp",
+                      lambda s: _port_of(s["peer"]) != str(GRIDFTP_PORT), out_json)
+        server, port = _server_argv("gridftp", link, root, work)
+        return server, watch, port
     if flow.family == "iperf3":
         port = IPERF3_PORT + flow.index
         cport = IPERF3_CPORT + flow.index
@@ -357,6 +368,8 @@ def _figures(w: Watch) -> dict[str, Any]:
             return b""
 
     code = w.proc.returncode if w.proc else None
+    if w.kind == "gridftp":
+        return {}  # no report of its own: its sockets' bytes
     if w.kind == "iperf3":
         try:
             end = json.loads(read(".out") or b"{}")["end"]["sum_received"]
@@ -372,12 +385,20 @@ def results(cfg: CompeteConfig, env: dict, link_info: dict, watches: list[Watch]
     flows = []
     for w in watches:
         own = _figures(w)
+        # globus-url-copy has no time limit of its own: with --duration, its
+        # cap is its end (a failure before it: no bytes at all)
+        cap_ends = w.kind == "gridftp" and cfg.duration is not None
+        failed = "killed at its cap" if w.killed and not cap_ends else None
+        if w.kind == "gridftp" and not w.killed and w.proc is not None and w.proc.returncode:
+            failed = f"globus-url-copy exit {w.proc.returncode}"
         rec: dict[str, Any] = {
             "index": w.flow.index, "kind": w.flow.kind, "label": w.flow.label, "delay_s": w.flow.delay,
             "start_s": w.start_s, "end_s": w.end_s, "exit": w.proc.returncode if w.proc else None,
-            "killed": w.killed, "error": own.get("error") or ("killed at its cap" if w.killed else None),
+            "killed": w.killed, "error": own.get("error") or failed,
             "client_bytes": own.get("bytes"), "client_mbps": own.get("mbps"), "samples": w.samples,
         }
+        if own.get("stream_changes") is not None:  # -P auto (docs/PARALLEL.md, "JSON")
+            rec.update(streams_start=own.get("streams_start"), stream_changes=own["stream_changes"])
         rec.update(flow_figures(rec, end))
         flows.append(rec)
     ok = [f for f in flows if not f["error"]]

@@ -5,7 +5,8 @@
 KIND is one of the bench's tunings (tunings.TUNINGS), a drsftp tuning with
 its argument (``drs:CAP``: a DRS flow whose window is capped at CAP bytes,
 ``fixed:SIZE``: static buffers of SIZE), ``drs-P-N`` or ``drs-P-auto``
-(``drsftp get -P``), or ``iperf3`` (a long-lived iperf3 flow, kernel
+(``drsftp get -P``), ``gridftp-pN`` (``globus-url-copy -p N`` from
+``globus-gridftp-server``), or ``iperf3`` (a long-lived iperf3 flow, kernel
 autotuning).  N flows of the kind (default 1) start DELAY after the first
 (default 0; 10s, 500ms or seconds), e.g. ``10*stock-64k+1*drs:1MiB`` or
 ``drs-P-auto+2*drs-P-auto@10s``.  docs/BENCHMARKS.md, "Sharing the link".
@@ -26,6 +27,7 @@ MAX_FLOWS = 64  # one drsftp serve takes them all (its --max-streams-total is 25
 MAX_DELAY = 3600.0  # seconds
 MAX_STREAMS = 64  # drsftp get -P's own limit
 PARALLEL = "drs-P-"
+GRIDFTP = "gridftp-p"
 IPERF3 = "iperf3"
 # drsftp tunings whose spec takes an argument (drsftp/tuning: drs:CAP, fixed:SIZE)
 WITH_ARG = ("fixed", *T.DRSFTP_TUNINGS)
@@ -53,14 +55,19 @@ class Flow:
 
     @property
     def family(self) -> str:
-        """"iperf3", "parallel" (drsftp get -P) or "tuning" (one of the bench's columns)."""
+        """"iperf3", "parallel" (drsftp get -P), "gridftp" (globus-url-copy -p N)
+        or "tuning" (one of the bench's columns)."""
         if self.kind == IPERF3:
             return "iperf3"
+        if self.kind.startswith(GRIDFTP):
+            return "gridftp"
         return "parallel" if self.kind.startswith(PARALLEL) else "tuning"
 
     @property
     def streams(self) -> str | None:
-        """drs-P-N's N ("auto" or a number), else None."""
+        """drs-P-N's N ("auto" or a number), gridftp-pN's N, else None."""
+        if self.family == "gridftp":
+            return self.kind[len(GRIDFTP):]
         return self.kind[len(PARALLEL):] if self.family == "parallel" else None
 
 
@@ -80,6 +87,11 @@ def check_kind(kind: str) -> str:
     """The kind, or ValueError in one sentence."""
     name, sep, arg = kind.partition(":")
     if kind == IPERF3:
+        return kind
+    if name.startswith(GRIDFTP):
+        n = name[len(GRIDFTP):]
+        if sep or not (n.isdigit() and 1 <= int(n) <= MAX_STREAMS):
+            raise ValueError(f"gridftp-pN takes 1-{MAX_STREAMS} streams and no :ARG (gridftp-p4, gridftp-p8)")
         return kind
     if name.startswith(PARALLEL):
         n = name[len(PARALLEL):]
@@ -104,7 +116,7 @@ def check_kind(kind: str) -> str:
 
 def kinds() -> list[str]:
     """Every KIND the grammar takes, as the help text lists them."""
-    return [*T.TUNINGS, "fixed:SIZE", "drs:CAP", f"{PARALLEL}N", f"{PARALLEL}auto", IPERF3]
+    return [*T.TUNINGS, "fixed:SIZE", "drs:CAP", f"{PARALLEL}N", f"{PARALLEL}auto", f"{GRIDFTP}N", IPERF3]
 
 
 def parse_compete(text: str) -> list[Flow]:

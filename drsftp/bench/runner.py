@@ -316,4 +316,6 @@ def client_figures(kind, code, stdout, stderr, out_json, direction) -> dict:
                                   "drs_replies": t.drs_replies, "kernel_owns": t.kernel_owns,
                                   "handshake_window": t.handshake_window},
                    client_timeline=t.timeline)
+        if t.extra.get("parallel") == "auto":  # -P auto: its first streams and when it changed them
+            fig.update(streams_start=t.extra.get("streams_start"), stream_changes=t.extra.get("stream_changes"))
     return fig

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ..tuning import PeerReport
+from ..tuning.sharing import LIMIT_BOUND, LIMIT_KEYS
 
 MAX_PAIRS = 16
 _PAIR = re.compile(r"^([a-z][a-z0-9_]{0,15})=(\d{1,19})$")
@@ -31,6 +32,8 @@ FIELDS = {
 # keys that are no PeerReport field, with their bounds
 EXTRA_BOUNDS = {
     "streams": 1 << 16,  # MODE E: streams in use; from a client, the streams it asks for (docs/PROTOCOL.md)
+    # a sender's busy and buffer-limited time, microseconds (tuning/sharing.py)
+    **dict.fromkeys(LIMIT_KEYS, LIMIT_BOUND),
 }
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ..tuning.sharing import LIMIT_KEYS
 from . import drscmd
 
 MIN_INTERVAL = 0.05  # seconds between DRS commands at the least; else one per RTT
-SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans")  # a session's sums
+# a session's sums (the senders' busy and limited times too: tuning/sharing.py)
+SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans", *LIMIT_KEYS)
 SHARED = ("bytes", "rate", "wnd", "inflight", "cwnd")  # the peer's sums, split over our streams
 GONE = (500, 502)  # the peer does not know DRS after all (RFC 959 4.2: not recognised, not implemented)
 

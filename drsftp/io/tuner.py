@@ -15,7 +15,7 @@ import socket
 import time
 
 from ..ftp import drscmd
-from ..tuning import Role
+from ..tuning import Role, sharing
 from ..tuning.actuation import SocketActions, queued_bytes
 from ..tuning.budget import BufferBudget
 from ..tuning.controller import DRAIN_MAX, SocketController
@@ -63,9 +63,10 @@ class SocketTuner:
     handshake_window = property(lambda self: self.ctl.handshake_window,
                                 lambda self, v: setattr(self.ctl, "handshake_window", v))
 
-    def cap_size(self, size: int) -> None:
-        """Cap DRS's buffer decisions at ``size`` bytes (SBUF, GFD.20)."""
-        self.ctl.cap_size(size)
+    def cap_size(self, size: int | None) -> None:
+        """Cap DRS's buffer decisions at ``size`` bytes (SBUF, GFD.20; -P
+        auto's window per stream); None: the host's cap alone."""
+        self.ctl.cap_size(size)  # type: ignore[arg-type]  # (None clears the cap: SocketController)
 
     @property
     def read_batch(self) -> int:
@@ -142,7 +143,12 @@ class SocketTuner:
         transfer core (drsftp.ftp.drsexchange) sums and sends."""
         info = self._info()
         buffers = self._read_back(self._attached) if self._attached is not None else None
-        return {k: int(v) for k, v in self.ctl.report(info, buffers).items() if v is not None and v >= 0}
+        pairs = {k: int(v) for k, v in self.ctl.report(info, buffers).items() if v is not None and v >= 0}
+        if self.role is Role.SENDER:
+            # how long the socket was busy, and limited by a buffer cap: what
+            # a receiving client's -P auto shares the path by (tuning/sharing.py)
+            pairs.update(sharing.limit_pairs(info or self.ctl.last_info))
+        return pairs
 
     def report_pairs(self) -> str:
         """:meth:`report` as the DRS command's text."""

@@ -19,7 +19,12 @@ connection goes (docs/DATASETS.md, "Sessions x streams"):
   rule), by ``session_gain`` for a step of sessions; else the probe is
   given back and the next one waits twice as long (up to ``max_backoff``
   intervals); a queue or new retransmits on any of the job's connections
-  while it is judged give it back too.
+  while it is judged give it back too;
+* sharing (docs/decisions/0021-streams-that-share.md): a queue that stays
+  while the senders report that no buffer cap holds them (``PathSample``,
+  tuning/sharing.py) gives a connection back, a big file's stream first,
+  else a step of sessions (x2/3): the connections are held by congestion,
+  and one more only takes from other flows.
 
 A cached session's own streams stay as ``-P`` sets them (one): a file
 smaller than a stream's share of the path gains nothing from a second
@@ -33,6 +38,7 @@ import enum
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
+from .sharing import LimitMeter, PathSample
 from .streams import StreamSample
 
 
@@ -75,6 +81,7 @@ class FleetConfig:
     judge: int = 2  # intervals averaged on each side of a comparison
     max_backoff: int = 32
     grow_rtts: int = 30  # a session is worth adding only while the rest outlasts this
+    limited_share: float = 0.1  # buffer-limited: a cap held the senders a tenth of their busy time or more
 
     def gain_needed(self, connections: int) -> float:
         return max(self.min_gain, self.gain_share / max(connections, 1))
@@ -99,6 +106,10 @@ class FleetController:
         self._retrans: int | None = None
         self._rtt = 0.1  # seconds (note_rtt)
         self._max_sessions = c.max_sessions
+        self._meter = LimitMeter()
+        self._limited: float | None = None  # the last interval's buffer-limited share (None: unknown)
+        self._path_base: float | None = None
+        self._queued_for = 0  # consecutive intervals with a queue
 
     @staticmethod
     def interval(rtt: float | None) -> float:
@@ -124,18 +135,25 @@ class FleetController:
             self._reset()
 
     # -- the climb ---------------------------------------------------------------
-    def update(self, goodput: float, samples: Sequence[StreamSample], work: Work) -> Change | None:
+    def update(self, goodput: float, samples: Sequence[StreamSample], work: Work,
+               path: PathSample | None = None) -> Change | None:
         """One interval's figures in; the change to apply out (already
-        counted in ``sessions``/``streams``), or None."""
+        counted in ``sessions``/``streams``), or None.  ``path``: the
+        senders' figures summed over the job's connections, where known."""
         c = self.config
         total = sum(s.retransmits for s in samples)
         new_loss = self._retrans is not None and total > self._retrans
         self._retrans = total
         self._history.append(goodput)
         self._since += 1
-        congested = new_loss or any(
-            s.rtt is not None and s.rtt_min is not None and s.rtt > s.rtt_min * c.queue_factor + c.queue_slack
-            for s in samples)
+        queue = any(s.rtt is not None and s.rtt_min is not None and s.rtt > s.rtt_min * c.queue_factor + c.queue_slack
+                    for s in samples)
+        if path is not None and path.rtt:
+            self._path_base = path.rtt if self._path_base is None else min(self._path_base, path.rtt)
+            queue = queue or path.rtt > self._path_base * c.queue_factor + c.queue_slack
+        self._queued_for = self._queued_for + 1 if queue else 0
+        self._limited = self._meter.update(path)
+        congested = new_loss or queue
         if self._probe is not None:
             settle = c.session_settle if self._probe.kind is Kind.SESSION else c.settle
             if congested and self._since >= 2:
@@ -148,6 +166,9 @@ class FleetController:
             self._backoff = c.settle
             self._reset()
             return None
+        if (self._limited is not None and self._limited < c.limited_share and self._queued_for >= c.judge
+                and self._since >= c.settle):
+            return self._share()
         if self._since < self._backoff or congested:
             return None
         change = self._next(goodput, work)
@@ -168,6 +189,23 @@ class FleetController:
             self._fixed_files.add(change.file)
         self._probe = None
         self._reset()
+
+    def _share(self) -> Change | None:
+        """A connection given back to the flows beside the job: a queue
+        stays and no buffer cap holds the senders (module docstring)."""
+        c = self.config
+        self._backoff = min(self._backoff * 2, c.max_backoff)
+        shrinkable = {f: n for f, n in self.streams.items() if n > 1 and f not in self._fixed_files}
+        if shrinkable:
+            back = Change(Kind.STREAM, -1, max(shrinkable, key=lambda f: shrinkable[f]))
+        elif not self.fixed and self.sessions > c.min_sessions:
+            back = Change(Kind.SESSION, max(c.min_sessions, self.sessions * 2 // 3) - self.sessions)
+        else:
+            self._reset()
+            return None
+        self._apply(back)
+        self._reset()
+        return back
 
     def _next(self, goodput: float, work: Work) -> Change | None:
         c = self.config

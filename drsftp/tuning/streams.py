@@ -14,7 +14,16 @@ RTT and retransmit count; it gets back ADD, REMOVE or HOLD and applies it
   the mean before the change: a stream that raised the sum by less than
   ``gain_needed(n)`` is given back, and the next probe waits twice as long
   as the last (up to ``max_backoff`` intervals);
-* a queue or new retransmits while a probe is judged also give it back.
+* a queue or new retransmits while a probe is judged also give it back;
+* sharing (docs/decisions/0021-streams-that-share.md): a queue that stays
+  while the senders are not limited by their buffers (``PathSample``'s
+  limited time, tuning/sharing.py) gives the last stream back: the streams
+  are held by congestion, and one more only takes from other flows.  (Not
+  limited is no bar to a probe: a sender held by its own send buffer reads
+  as not limited, tuning/sharing.py.)
+
+Under DRS, where a stream's window can be capped, ``-P auto`` runs
+:class:`~.streamwindow.WindowedStreams` instead (an aggregate window).
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+
+from .sharing import LimitMeter, PathSample
 
 
 class Action(enum.Enum):
@@ -49,6 +60,16 @@ class StreamsConfig:
     settle: int = 4  # intervals after a change before it is judged
     judge: int = 2  # intervals averaged on each side of a comparison
     max_backoff: int = 32
+    # sharing (docs/decisions/0021-streams-that-share.md)
+    limited_share: float = 0.1  # buffer-limited: a cap held the senders a tenth of their busy time or more
+    # -P auto's window (streamwindow.py; DRS only)
+    window_cap: int | None = None  # bytes: one stream's window at most (the host's cap); None: streams only
+    headroom: float = 0.15  # a cut: x 0.85 (BBR's BBRHeadroom)
+    step_share: float = 0.5  # a probe adds this share of one stream's cap (doubled while kept in a row)
+    share_queue_factor: float = 1.1  # a queue: RTT above this x the base (+ queue_slack): a step over the knee
+    probe_judge: int = 4  # a probe is judged by the median of this many intervals, settle - 1 after it
+    gain_kept: float = 0.5  # ... kept when it carried this share of what its step carries on an idle path
+    gain_none: float = 0.2  # ... given back when it carried less than this share (it only queued)
 
     def gain_needed(self, before: int) -> float:
         """Relative goodput gain that justifies stream ``before + 1``."""
@@ -81,6 +102,15 @@ class StreamController:
         self._since = 0  # intervals since the last change
         self._backoff = c.settle  # intervals to wait before the next probe
         self._retrans: int | None = None
+        self._path_retrans: int | None = None
+        self._path_base: float | None = None  # the least sender RTT seen
+        self._meter = LimitMeter()
+        self._queued_for = 0  # consecutive intervals with a queue
+
+    @property
+    def stream_window(self) -> int | None:
+        """Each stream's window cap: none here (the streams count alone)."""
+        return None
 
     @staticmethod
     def interval(rtt: float | None) -> float:
@@ -92,19 +122,38 @@ class StreamController:
         return any(s.rtt is not None and s.rtt_min is not None
                    and s.rtt > s.rtt_min * c.queue_factor + c.queue_slack for s in samples)
 
-    def update(self, goodput: float, samples: list[StreamSample], intervals_left: float | None = None) -> Action:
+    def path_congestion(self, path: PathSample | None) -> tuple[bool, bool]:
+        """(queue, new retransmits) as the senders see the path (False,
+        False where they report nothing)."""
+        if path is None or not path.rtt:
+            return False, False
+        c = self.config
+        self._path_base = path.rtt if self._path_base is None else min(self._path_base, path.rtt)
+        queue = path.rtt > self._path_base * c.queue_factor + c.queue_slack
+        loss = path.retransmits is not None and self._path_retrans is not None and (
+            path.retransmits > self._path_retrans)
+        self._path_retrans = path.retransmits
+        return queue, loss
+
+    def update(self, goodput: float, samples: list[StreamSample], intervals_left: float | None = None,
+               path: PathSample | None = None) -> Action:
         """One interval's figures in, one decision out (already counted in
         ``streams``).  ``intervals_left``: how many more intervals the
         transfer runs at this goodput; a probe is made only while it
         outlasts the probe's settling and judgment (a stream added later
-        would slow-start into the transfer's end and be judged after it)."""
+        would slow-start into the transfer's end and be judged after it).
+        ``path``: the senders' figures (tuning/sharing.py), where known."""
         c = self.config
         total = sum(s.retransmits for s in samples)
         new_loss = self._retrans is not None and total > self._retrans
         self._retrans = total
         self._history.append(goodput)
         self._since += 1
-        congested = self.queue(samples) or new_loss
+        path_queue, path_loss = self.path_congestion(path)
+        queue = self.queue(samples) or path_queue
+        congested = queue or new_loss or path_loss
+        limited = self._meter.update(path)
+        self._queued_for = self._queued_for + 1 if queue else 0
         if self._baseline is not None:  # judging a probe
             if congested and self._since >= 2:
                 return self._give_back()
@@ -116,6 +165,14 @@ class StreamController:
             self._baseline = None  # the stream stays
             self._backoff = c.settle
             return self._changed(Action.HOLD)
+        if (limited is not None and limited < c.limited_share and self._queued_for >= c.judge
+                and self._since >= c.settle and self.streams > c.min_streams):
+            # a queue that stays while no buffer cap holds the senders: the
+            # streams are held by congestion; the last one only takes from
+            # other flows (docs/decisions/0021-streams-that-share.md)
+            self._backoff = min(self._backoff * 2, c.max_backoff)
+            self.streams -= 1
+            return self._changed(Action.REMOVE)
         if self._since < self._backoff or congested or self.streams >= c.max_streams:
             return Action.HOLD
         if intervals_left is not None and intervals_left < c.settle + c.judge:
@@ -124,11 +181,13 @@ class StreamController:
         self.streams += 1
         return self._changed(Action.ADD)
 
-    def refused(self, action: Action) -> None:
+    def refused(self, action: Action, running: int | None = None) -> None:
         """The driver could not apply ``action`` (no range left to share, a
-        server that cannot change its streams): undo it, probe no sooner
-        than after the longest backoff."""
-        if action is Action.ADD:
+        server that cannot change its streams): undo it (to ``running``
+        streams where given), probe no sooner than after the longest backoff."""
+        if running is not None:
+            self.streams = running
+        elif action is Action.ADD:
             self.streams -= 1
         elif action is Action.REMOVE:
             self.streams += 1

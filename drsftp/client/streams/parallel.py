@@ -29,9 +29,10 @@ from ...ftp.eblock import RangeSet
 from ...ftp.replies import Reply
 from ...ftp.url import FTPLocation
 from ...io import sockopt
-from ...tuning import check_spec
+from ...tuning import DRSTuning, Role, check_spec, create
 from ...tuning.actuation import host_cap
-from ...tuning.streams import Action, StreamController, StreamsConfig, first_streams
+from ...tuning.streams import StreamController, StreamsConfig, first_streams
+from ...tuning.streamwindow import WindowedStreams, streams_controller
 from ..session.control import ControlConnection, FTPError, os_reason, size_of
 from ..session.login import open_logged_in, open_session, warn_without_drs
 from ..transfer import getput as transfer
@@ -40,6 +41,7 @@ from ..transfer.getput import TransferResult, already_complete
 from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
 from ..transfer.verify import verify
+from .autosteer import AutoSteering
 from .modee_get import ModeEGet
 from .modee_put import ModeEPut
 from .ranged import RangedGet
@@ -77,18 +79,29 @@ def auto_start(ctl: ControlConnection, opts: TransferOptions) -> int:
     """-P auto's first streams on this path: from the control connection's
     RTT and the per-socket window this host lets setsockopt set
     (streams.first_streams)."""
-    limits = sockopt.read_host_limits()
-    caps = [host_cap(limits, opts.force_buffers, receiving) for receiving in (True, False)]
-    cap = min((c for c in caps if c), default=None) if all(caps) else None
     us = sockopt.tcp_info(ctl.writer.get_extra_info("socket")).get("rtt")
     rtt = us / 1e6 if us else None
-    return first_streams(rtt, cap, StreamsConfig(max_streams=AUTO_MAX))
+    return first_streams(rtt, _window_cap(opts), StreamsConfig(max_streams=AUTO_MAX))
 
 
-def _controller(streams: int | None, ctl: ControlConnection, opts: TransferOptions) -> StreamController | None:
+def _window_cap(opts: TransferOptions) -> int | None:
+    """The per-socket window setsockopt can set here, both ways (None: no cap)."""
+    limits = sockopt.read_host_limits()
+    caps = [host_cap(limits, opts.force_buffers, receiving) for receiving in (True, False)]
+    return min((c for c in caps if c), default=None) if all(caps) else None
+
+
+def _controller(streams: int | None, ctl: ControlConnection,
+                opts: TransferOptions) -> StreamController | WindowedStreams | None:
+    """-P auto's controller; under DRS one window for all the streams, each
+    stream's capped (tuning/streamwindow.py; the cap: the host's, or DRS's
+    own with FORCE)."""
     if streams is not None:
         return None
-    return StreamController(StreamsConfig(start=auto_start(ctl, opts), max_streams=AUTO_MAX))
+    tuning, cap = create(opts.tuning, Role.RECEIVER), None
+    if isinstance(tuning, DRSTuning):
+        cap = min(c for c in (_window_cap(opts), tuning.config.cap) if c)
+    return streams_controller(StreamsConfig(start=auto_start(ctl, opts), max_streams=AUTO_MAX, window_cap=cap))
 
 
 async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None,
@@ -237,8 +250,8 @@ class StreamsOutcome:
     timeline: list[dict] = field(default_factory=list)  # every TICK: the sum over the streams
 
 
-async def _monitor(driver, controller: StreamController | None, opts: TransferOptions, view: ProgressView,
-                   resumed: int, save) -> StreamsOutcome:
+async def _monitor(driver, controller: StreamController | WindowedStreams | None, opts: TransferOptions,
+                   view: ProgressView, resumed: int, save) -> StreamsOutcome:
     """Run the driver; meanwhile show progress, keep a timeline, write the
     resume record, stop at --max-time, and apply -P auto."""
     out = StreamsOutcome(start=controller.streams if controller is not None else None)
@@ -248,6 +261,7 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
     last_save = last_ctl = started
     last_moved, last_tick, rate, ctl_moved = 0, started, 0.0, 0
     interval = StreamController.interval(None)
+    steering = AutoSteering(controller, driver) if controller is not None else None
     try:
         while not run.done():
             await asyncio.wait([run], timeout=min(TICK, deadline.left()) if deadline else TICK)
@@ -268,18 +282,15 @@ async def _monitor(driver, controller: StreamController | None, opts: TransferOp
                 out.timed_out = True
                 run.cancel()
                 break
-            if controller is not None and now - last_ctl >= interval:
+            if steering is not None and now - last_ctl >= interval:
                 goodput = (moved - ctl_moved) / (now - last_ctl)
                 left = _bytes_left(driver, resumed)
-                action = controller.update(goodput, samples,
-                                           left / goodput / interval if left is not None and goodput > 0 else None)
+                if steering.update(goodput, samples,
+                                   left / goodput / interval if left is not None and goodput > 0 else None):
+                    out.changes.append({"t": round(now - started, 3), "streams": steering.applied,
+                                        "window": steering.window})
                 interval = StreamController.interval(rtt)
                 last_ctl, ctl_moved = now, moved
-                if action is not Action.HOLD:
-                    if (driver.add_stream() if action is Action.ADD else driver.remove_stream()):
-                        out.changes.append({"t": round(now - started, 3), "streams": controller.streams})
-                    else:
-                        controller.refused(action)
             last_moved, last_tick = moved, now
         try:
             await run

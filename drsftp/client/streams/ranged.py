@@ -28,7 +28,7 @@ from dataclasses import replace
 from ...ftp.flow import FlowError, State
 from ...io.fileio import pwrite_all
 from ...io.tuner import SocketTuner
-from ...tuning import Role
+from ...tuning import Role, sharing
 from ...tuning.streams import StreamSample
 from ..session.control import ControlConnection, FTPError
 from ..session.flowctl import FlowControl
@@ -143,6 +143,16 @@ class RangedGet:
             st = sink.xfer.tuner.stats
             out.append(StreamSample(sink.xfer.tuner.last_rtt, st.rtt_min, st.retransmits))
         return out
+
+    def path_sample(self) -> sharing.PathSample | None:
+        """The path as the server's senders report it (each session's last
+        DRS reply; tuning/sharing.py)."""
+        return sharing.from_pairs(sink.xfer.server_last for sink in self.sinks.values())
+
+    def cap_windows(self, per_stream: int | None) -> None:
+        """-P auto's window for each running data connection (None: the host's cap)."""
+        for sink in self.sinks.values():
+            sink.xfer.tuner.cap_size(per_stream)
 
     def add_stream(self) -> bool:
         return self.plan.can_take() and self.start_worker()

@@ -21,7 +21,7 @@ from ...tuning.fleet import Change, FleetConfig, Kind
 from ..session.control import FTPError
 from ..transfer import verify as sha256check
 from ..transfer.getput import TransferOptions
-from .jobfleet import FleetSteering, samples_of
+from .jobfleet import FleetSteering, path_of, samples_of
 from .jobresult import FileOutcome, JobReport, JobResult
 from .jobsessions import ERRORS, LOST_AGAIN, JobSessions, broken, idle_wait, lost_before
 from .plan import Plan, Rel, Stat, Transfer
@@ -277,7 +277,7 @@ class TreeJob(JobSessions):
         if not self.fleet.due(now, self.rtt):
             return
         work = self.fleet.work([it.t.size or 0 for it in self.queue], max(0, self.bytes_total - moved))
-        change = self.fleet.update(now, moved, samples, self.rtt, work)
+        change = self.fleet.update(now, moved, samples, self.rtt, work, path_of(self.drivers()))
         if change is not None:
             self.apply(change)
 

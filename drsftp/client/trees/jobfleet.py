@@ -10,6 +10,7 @@ import time
 from collections.abc import Hashable
 
 from ...tuning.fleet import Change, FleetConfig, FleetController, Work
+from ...tuning.sharing import PathSample, combine
 from ...tuning.streams import StreamSample
 
 
@@ -55,11 +56,12 @@ class FleetSteering:
         return now - self.last[0] >= self.controller.interval(rtt)
 
     def update(self, now: float, moved: int, samples: list[StreamSample], rtt: float | None,
-               work: Work) -> Change | None:
-        """The controller's next decision, from the goodput since its last update."""
+               work: Work, path: PathSample | None = None) -> Change | None:
+        """The controller's next decision, from the goodput since its last
+        update (``path``: the senders' figures, :func:`path_of`)."""
         then, before = self.last
         self.controller.note_rtt(rtt)
-        change = self.controller.update((moved - before) / (now - then), samples, work)
+        change = self.controller.update((moved - before) / (now - then), samples, work, path)
         self.last = (now, moved)
         return change
 
@@ -80,6 +82,12 @@ class FleetSteering:
                                      else driver.remove_stream())  # type: ignore[attr-defined]
         if not ok:
             self.controller.refused(change)
+
+
+def path_of(drivers: list[object]) -> PathSample | None:
+    """The path as the job's senders report it (tuning/sharing.py), from
+    the transfers that know it (MODE E sessions, parallel transfers)."""
+    return combine(d.path_sample() for d in drivers if hasattr(d, "path_sample"))  # type: ignore[attr-defined]
 
 
 def samples_of(driver: object) -> list[StreamSample]:
