@@ -174,7 +174,7 @@ def test_benchreport_prints_the_sweep_and_window_tables_of_a_set_and_draws_their
 
 @pytest.mark.parametrize("argv,message", [
     (["--table", "speed"], "--table speed applies to bench results, not compete results (those take --plots and "
-                           "--table sweep or window)"),
+                           "--table sweep or window or sharing)"),
 ])
 def test_a_bench_table_of_compete_results_is_one_sentence(argv, message, tmp_path, capsys):
     p = tmp_path / "c.json"

@@ -328,6 +328,7 @@ def test_the_servers_taper_counts_only_the_streams_still_sending():
     class Member:  # what the plan reads of a stream, and where _next puts its block
         def __init__(self, retire):
             self.retire, self.eod_queued, self.pos, self.left = retire, False, 0, 0
+            self.nodelay = True  # (TCP_NODELAY at the EOD: set already, the fake has no socket)
 
     def plan(retired):
         session = SimpleNamespace(data_timeout=0)  # no data timeout: no timer on an ioloop

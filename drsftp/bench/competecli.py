@@ -85,7 +85,7 @@ def cmd_compete(args) -> int:
 
 
 def compete_report(args, datas: list[tuple[str, dict]]) -> int:
-    """Compete results: each file's tables, or one table over them all (--table sweep or window), and
+    """Compete results: each file's tables, or one table over them all (--table sweep, window or sharing), and
     their plots (bench/compete.py)."""
     from .compete import report
 
