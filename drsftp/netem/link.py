@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict
+from typing import Self
 
 from . import namespaces as nsmod
 from .errors import NetemError
@@ -86,12 +87,13 @@ def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> None:
             stream.close()
 
 
-class Link:
-    def __init__(self, rtt: float = 0.1, rate: float = 100e6, *, queue: int | None = None,
-                 loss: float = 0.0, jitter: float = 0.0, backend: str = "auto",
-                 sysctls: dict | None = None, name: str | None = None, seed: int | None = None) -> None:
-        self.spec = LinkSpec(rtt=rtt, rate=rate, queue=queue, loss=loss, jitter=jitter,
-                             backend=backend, sysctls=dict(sysctls or {}), seed=seed).validate()
+class Emulated:
+    """What a Link and a Topology share: an owner process started on up()
+    and ended on close() with every process started inside, and commands
+    run in one of its namespaces (``namespace(where)``, the subclass's)."""
+
+    def __init__(self, spec, name: str | None) -> None:
+        self.spec = spec
         self.name = check_name(name) if name else secrets.token_hex(4)
         self.names = Names(self.name)
         self.info: dict = {}
@@ -100,11 +102,11 @@ class Link:
         self.final_stats: dict | None = None
 
     # -- lifecycle ---------------------------------------------------------
-    def up(self) -> Link:
+    def up(self) -> Self:
         self._owner, self.info = start_owner(self.name, self.spec, detach=False)
         return self
 
-    def __enter__(self) -> Link:
+    def __enter__(self) -> Self:
         return self.up()
 
     def __exit__(self, *exc) -> None:
@@ -123,37 +125,22 @@ class Link:
     def backend(self) -> str:
         return self.info.get("backend", "?")
 
-    @property
-    def client_addr(self) -> str:
-        return self.names.addr("client")
+    def namespace(self, where: str) -> str:
+        raise NotImplementedError
 
-    @property
-    def server_addr(self) -> str:
-        return self.names.addr("server")
+    def command(self, where: str, argv: list[str]) -> list[str]:
+        return nsmod.ns_exec_prefix(self.namespace(where)) + list(argv)
 
-    def namespace(self, side: str) -> str:
-        return self.names.ns(nsmod.check_side(side))
-
-    def command(self, side: str, argv: list[str]) -> list[str]:
-        return nsmod.ns_exec_prefix(self.namespace(side)) + list(argv)
-
-    def popen(self, side: str, argv: list[str], **kwargs) -> subprocess.Popen:
-        """Start a process on one side; it is ended (by PID) on close."""
-        proc = subprocess.Popen(self.command(side, argv), **kwargs)
+    def popen(self, where: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        """Start a process in ``where``'s namespace; it is ended (by PID) on close."""
+        proc = subprocess.Popen(self.command(where, argv), **kwargs)
         self._children.append(proc)
         return proc
 
-    def run(self, side: str, argv: list[str], *, timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    def run(self, where: str, argv: list[str], *, timeout: float, **kwargs) -> subprocess.CompletedProcess:
         kwargs.setdefault("capture_output", True)
         kwargs.setdefault("text", True)
-        return subprocess.run(self.command(side, argv), timeout=timeout, **kwargs)
-
-    def stats(self) -> dict:
-        """Both directions' counters: the kernel's now (tc), the forwarder's
-        of at most 0.5 s ago (tun)."""
-        if self.backend == "tc" and self._owner is not None:
-            return read_stats(self.names, loss=self.spec.loss, rate=self.spec.rate)
-        return self._read_stats() or {}
+        return subprocess.run(self.command(where, argv), timeout=timeout, **kwargs)
 
     def _read_stats(self) -> dict | None:
         try:
@@ -165,6 +152,32 @@ class Link:
     @property
     def owner_pid(self) -> int | None:
         return self._owner.pid if self._owner else None
+
+
+class Link(Emulated):
+    def __init__(self, rtt: float = 0.1, rate: float = 100e6, *, queue: int | None = None,
+                 loss: float = 0.0, jitter: float = 0.0, backend: str = "auto",
+                 sysctls: dict | None = None, name: str | None = None, seed: int | None = None) -> None:
+        super().__init__(LinkSpec(rtt=rtt, rate=rate, queue=queue, loss=loss, jitter=jitter,
+                                  backend=backend, sysctls=dict(sysctls or {}), seed=seed).validate(), name)
+
+    @property
+    def client_addr(self) -> str:
+        return self.names.addr("client")
+
+    @property
+    def server_addr(self) -> str:
+        return self.names.addr("server")
+
+    def namespace(self, side: str) -> str:
+        return self.names.ns(nsmod.check_side(side))
+
+    def stats(self) -> dict:
+        """Both directions' counters: the kernel's now (tc), the forwarder's
+        of at most 0.5 s ago (tun)."""
+        if self.backend == "tc" and self._owner is not None:
+            return read_stats(self.names, loss=self.spec.loss, rate=self.spec.rate)
+        return self._read_stats() or {}
 
 
 def wait_for_port(link, side: str, port: int, timeout: float = 10.0) -> None:

@@ -14,60 +14,26 @@ on error or Ctrl-C too.
 
 from __future__ import annotations
 
-import json
-import secrets
-import subprocess
 from collections.abc import Iterable
 
-from . import namespaces as nsmod
 from .errors import NetemError
-from .link import start_owner, stop_children, stop_process
-from .namespaces import Names
+from .link import Emulated
 from .plan import topology_plan
-from .spec import check_name
 from .tcnetem import read_wire_stats
 from .topospec import Edge, TopologySpec, check_node, parse_edge
 
 
-class Topology:
+class Topology(Emulated):
     def __init__(self, links: Iterable[str | Edge], *, backend: str = "auto", sysctls: dict | None = None,
                  name: str | None = None, seed: int | None = None) -> None:
         """``links``: ``"NODE-NODE:rtt=R,rate=B[,loss=L,queue=Q,jitter=J]"`` as
         `drsftp netem up --link` takes them, or Edge(a, b, LinkSpec(...))."""
         edges = tuple(parse_edge(x) if isinstance(x, str) else x for x in links)
-        self.spec = TopologySpec(links=edges, backend=backend, sysctls=dict(sysctls or {}), seed=seed).validate()
-        self.name = check_name(name) if name else secrets.token_hex(4)
-        self.names = Names(self.name)
+        super().__init__(TopologySpec(links=edges, backend=backend, sysctls=dict(sysctls or {}),
+                                      seed=seed).validate(), name)
         self.plan = topology_plan(self.name, self.spec)
-        self.info: dict = {}
-        self._owner: subprocess.Popen | None = None
-        self._children: list[subprocess.Popen] = []
-        self.final_stats: dict | None = None
-
-    # -- lifecycle ---------------------------------------------------------
-    def up(self) -> Topology:
-        self._owner, self.info = start_owner(self.name, self.spec, detach=False)
-        return self
-
-    def __enter__(self) -> Topology:
-        return self.up()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        stop_children(self._children)
-        if self._owner is not None:
-            stop_process(self._owner)
-            self._owner = None
-            self.final_stats = self._read_stats()
-        nsmod.remove_link(self.name)  # whatever a crash may have left
 
     # -- where things are --------------------------------------------------
-    @property
-    def backend(self) -> str:
-        return self.info.get("backend", "?")
-
     @property
     def nodes(self) -> list[str]:
         return list(self.plan.nodes)
@@ -95,35 +61,9 @@ class Topology:
     def namespace(self, node: str) -> str:
         return self.plan.nodes[self._node(node)]
 
-    # -- use -----------------------------------------------------------------
-    def command(self, node: str, argv: list[str]) -> list[str]:
-        return nsmod.ns_exec_prefix(self.namespace(node)) + list(argv)
-
-    def popen(self, node: str, argv: list[str], **kwargs) -> subprocess.Popen:
-        """Start a process on ``node``; it is ended (by PID) on close."""
-        proc = subprocess.Popen(self.command(node, argv), **kwargs)
-        self._children.append(proc)
-        return proc
-
-    def run(self, node: str, argv: list[str], *, timeout: float, **kwargs) -> subprocess.CompletedProcess:
-        kwargs.setdefault("capture_output", True)
-        kwargs.setdefault("text", True)
-        return subprocess.run(self.command(node, argv), timeout=timeout, **kwargs)
-
     def stats(self) -> dict:
         """Every direction's counters, keyed "A>B": the kernel's now (tc),
         the forwarder's of at most 0.5 s ago (tun)."""
         if self.backend == "tc" and self._owner is not None:
             return read_wire_stats(self.info["links"])
         return self._read_stats() or {}
-
-    def _read_stats(self) -> dict | None:
-        try:
-            with open(self.names.stats_file) as f:
-                return json.load(f)
-        except (OSError, ValueError):
-            return None
-
-    @property
-    def owner_pid(self) -> int | None:
-        return self._owner.pid if self._owner else None
