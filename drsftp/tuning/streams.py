@@ -185,12 +185,7 @@ class StreamController:
         """The driver could not apply ``action`` (no range left to share, a
         server that cannot change its streams): undo it (to ``running``
         streams where given), probe no sooner than after the longest backoff."""
-        if running is not None:
-            self.streams = running
-        elif action is Action.ADD:
-            self.streams -= 1
-        elif action is Action.REMOVE:
-            self.streams += 1
+        self.streams = undone(self.streams, action, running)
         self._baseline = None
         self._backoff = self.config.max_backoff
         self._changed(Action.HOLD)
@@ -208,6 +203,14 @@ class StreamController:
         self._since = 0
         self._history.clear()
         return action
+
+
+def undone(streams: int, action: Action, running: int | None = None) -> int:
+    """The stream count once the driver could not apply ``action``:
+    ``running`` where it says how many run, else the change taken back."""
+    if running is not None:
+        return running
+    return streams - 1 if action is Action.ADD else streams + 1 if action is Action.REMOVE else streams
 
 
 def _mean(xs: list[float]) -> float:

@@ -58,7 +58,7 @@ import statistics
 from collections import deque
 
 from .sharing import LimitMeter, PathSample
-from .streams import Action, StreamController, StreamSample, StreamsConfig
+from .streams import Action, StreamController, StreamSample, StreamsConfig, undone
 
 
 class WindowedStreams:
@@ -260,12 +260,7 @@ class WindowedStreams:
         """The driver could not change the streams (a server that cannot,
         no range left to share): they stay as they are (``running`` where
         given), and only their windows change from now on."""
-        if running is not None:
-            self.streams = running
-        elif action is Action.ADD:
-            self.streams -= 1
-        elif action is Action.REMOVE:
-            self.streams += 1
+        self.streams = undone(self.streams, action, running)
         self.fixed = True
         if self.window is not None:
             self.window = min(self.window, self.streams * self.cap)
