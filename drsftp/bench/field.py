@@ -278,6 +278,18 @@ def _sum_peak(sampler: Sampler, key: str) -> int:
     return max((sum(s.get(key) or 0 for s in socks) for _, socks in sampler.samples), default=0)
 
 
+
+def finish_client(client: subprocess.Popen, max_time: float, result: dict) -> tuple[bytes, bytes]:
+    """The client's output once it ends; past ``max_time`` seconds it is
+    killed and ``result`` says so."""
+    try:
+        return client.communicate(timeout=max_time)
+    except subprocess.TimeoutExpired:
+        client.kill()
+        result["error"] = f"over {max_time:g} s"
+        return client.communicate()
+
+
 def _check(dest: str, wl: Workload) -> str | None:
     """None if every file arrived whole (sizes; the big file byte for byte)."""
     for rel, size in wl.files:
@@ -320,12 +332,7 @@ def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: 
             t0 = time.monotonic()
             started = t0 - s_cli.t0  # the client's start on the sampler's clock
             client = link.popen("client", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            try:
-                out, err = client.communicate(timeout=cfg.max_time)
-            except subprocess.TimeoutExpired:
-                client.kill()
-                out, err = client.communicate()
-                result["error"] = f"over {cfg.max_time:g} s"
+            out, err = finish_client(client, cfg.max_time, result)
             seconds = time.monotonic() - t0
         problem = _check(dest, wl)
         if client.returncode != 0 and "error" not in result:

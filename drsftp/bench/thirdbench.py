@@ -30,7 +30,19 @@ from typing import Any
 
 from ..netem.link import stop_process, wait_for_port
 from ..netem.topology import Topology
-from .field import DRS_PORT, DRSFTP, GRIDFTP_PORT, PASSWORD, PY, USER, Workload, hosts_wrapped, make_tree, workload
+from .field import (
+    DRS_PORT,
+    DRSFTP,
+    GRIDFTP_PORT,
+    PASSWORD,
+    PY,
+    USER,
+    Workload,
+    finish_client,
+    hosts_wrapped,
+    make_tree,
+    workload,
+)
 from .sampler import Sampler
 from .thirdsummary import copy_summary, sockets_summary
 from .tunings import Path
@@ -279,12 +291,7 @@ def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, r
             t0 = time.monotonic()
             started = t0 - s_b.t0
             client = topo.popen(entry.node, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            try:
-                out, err = client.communicate(timeout=cfg.max_time)
-            except subprocess.TimeoutExpired:
-                client.kill()
-                out, err = client.communicate()
-                result["error"] = f"over {cfg.max_time:g} s"
+            out, err = finish_client(client, cfg.max_time, result)
             seconds = time.monotonic() - t0
         result.update(load.taken())
         got = tree_digest(os.path.join(root_b, wl.name) if wl.tree else os.path.join(root_b, wl.files[0][0]), wl)
