@@ -51,14 +51,15 @@ def gridftp():
 
 
 @contextlib.contextmanager
-def gridftp_server():
-    """globus-gridftp-server, anonymous as nobody, on loopback, serving the
-    whole file system (URLs name files by their absolute path): (a fresh
-    world-writable dir, port).  Stopped by its PID after the block."""
+def gridftp_server(data_interface: str = "127.0.0.1"):
+    """globus-gridftp-server, anonymous as nobody, control on 127.0.0.1 and
+    data on ``data_interface``, serving the whole file system (URLs name
+    files by their absolute path): (a fresh world-writable dir, port).
+    Stopped by its PID after the block."""
     assert os.path.exists(GRIDFTP), f"{GRIDFTP} is missing (Debian: globus-gridftp-server-progs)"
     with _world_dir() as d:
         proc = subprocess.Popen([GRIDFTP, "-aa", "-anonymous-user", "nobody", "-p", "0",
-                                 "-control-interface", "127.0.0.1", "-data-interface", "127.0.0.1",
+                                 "-control-interface", "127.0.0.1", "-data-interface", data_interface,
                                  "-fork", "-no-chdir", "-d", "error"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:

@@ -13,18 +13,15 @@ from __future__ import annotations
 import contextlib
 import filecmp
 import os
-import re
 import shutil
 import subprocess
 
 import pytest
 from conftest import PASSWORD, USER, make_file, sha256_file, wait_until
 from test_gfal_peer import gfal, ok
-from test_parallel_peers import GRIDFTP, _world_dir
+from test_parallel_peers import gridftp_server
 from test_third_party_server import A_DATA, B_DATA, Server
 from test_tls import certs  # noqa: F401 (a fixture)
-
-from drsftp.netem.link import stop_process
 
 G_DATA = "127.0.0.4"  # globus-gridftp-server's data interface
 SIZE = 6 * (1 << 20) + 777
@@ -115,29 +112,11 @@ def test_globus_url_copy_pipelined_tree_between_two_drsftp_serves(tmp_path, stre
         assert all(line["complete"] and line["data_peer"] == A_DATA for line in b.records())
 
 
-@contextlib.contextmanager
-def gridftp(data_interface):
-    """globus-gridftp-server, anonymous as nobody, control on 127.0.0.1,
-    data on ``data_interface``: (a world-writable dir, port)."""
-    assert os.path.exists(GRIDFTP), f"{GRIDFTP} is missing (Debian: globus-gridftp-server-progs)"
-    with _world_dir() as d:
-        proc = subprocess.Popen([GRIDFTP, "-aa", "-anonymous-user", "nobody", "-p", "0",
-                                 "-control-interface", "127.0.0.1", "-data-interface", data_interface,
-                                 "-fork", "-no-chdir", "-d", "error"],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            m = re.search(r"listening at [^:]+:(\d+)", proc.stdout.readline())
-            assert m, "globus-gridftp-server did not start"
-            yield d, int(m.group(1))
-        finally:
-            stop_process(proc, 10)
-
-
 @pytest.mark.parametrize("flags", [[], ["-p", "4"]], ids=["stream", "p4"])
 def test_globus_url_copy_between_drsftp_and_gridftp_both_ways(tmp_path, flags):
     """drsftp (A) -> GridFTP: GridFTP passive, A connects to its data
     interface; GridFTP -> drsftp (B): B passive, GridFTP connects."""
-    with gridftp(G_DATA) as (gdir, gport), two_servers(
+    with gridftp_server(G_DATA) as (gdir, gport), two_servers(
             tmp_path, ("--data-interface", A_DATA, "--third-party-peers", G_DATA),
             ("--data-interface", B_DATA, "--third-party-peers", G_DATA)) as (a, b):
         g = f"ftp://127.0.0.1:{gport}{gdir}"
