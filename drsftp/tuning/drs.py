@@ -44,6 +44,8 @@ class DRSConfig:
     unsent_time: float = 0.02  # unsent data past the flight: this many seconds at cwnd / srtt (2 x app_delay)
     unsent_floor: int = 64 * KiB  # ... and at least this (one GSO super-packet)
     growth_seen: float = 1.5  # a period this much above the last = doubling
+    lead_gain: float = 1.75  # ... and allow this x it x the base RTT
+    lead_ticks: int = 8  # slow start: tick and measure the arrival rate every srtt / this (see _lead; 0: no lead)
     hold_periods: int = 4  # keep the peak this many periods before shrinking
     shrink_step: float = 0.75  # shrink by at most this factor per period
     inflation_limit: float = 1.25  # RTT / min_rtt above this = queue filling
@@ -152,7 +154,8 @@ class DRSTuning(Tuning):
         the window is sized from the application's scheduling delay, not the
         RTT, and each tick costs both ends CPU (docs/decisions/0007-five-ms-ticks.md)."""
         srtt = self.rtt.srtt or rtt or self.config.default_rtt
-        return min(max(srtt / 2, self.config.app_delay), 0.25)
+        per_rtt = self.config.lead_ticks if self.slow_start and self.config.lead_ticks else 2
+        return min(max(srtt / per_rtt, self.config.app_delay), 0.25)
 
     # -- receiver ---------------------------------------------------------
     def _receiver(self, sample: Sample, now: float) -> Decision:
@@ -201,9 +204,11 @@ class DRSTuning(Tuning):
         while recent and recent[0][0] < now - self._hold_span(srtt):
             recent.popleft()
         peak = max(m for _, m, _ in recent)
+        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
+        if self.slow_start and min_rtt and cfg.lead_ticks:
+            peak = max(peak, self._lead(now, srtt, min_rtt))
         gain = cfg.slow_start_gain if self.slow_start else cfg.steady_gain
         target = gain * peak
-        min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
         if queue and min_rtt:  # (queue: a minimum RTT is known)
             # allow no more than 1.25 x rate x min_rtt.  Pull down, not just
             # hold: with a standing queue the flight (and so the measurement)
@@ -220,6 +225,34 @@ class DRSTuning(Tuning):
             target = max(target, self._recovery_room(min_rtt or srtt))
         size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac)
         return self._emit(size)
+
+    def _lead(self, now: float, srtt: float, min_rtt: float) -> float:
+        """Slow start's flight as it is now, not as it was over the last RTT:
+        the arrival rate over the last ``srtt / lead_ticks`` x the base RTT
+        (docs/DESIGN.md#drs-lead).  A doubling sender's flight over the last
+        RTT is 0.72x its flight now, and a window set every half RTT is
+        stale by another 1.4x by the next tick: 2x that measurement held it
+        to ~1.2x a round trip where autotuning doubles.  The rate cannot
+        pass the bottleneck's, so 2x this stays under 2 x the base-RTT BDP,
+        what a one-BDP queue takes without a drop."""
+        span = max(srtt / self.config.lead_ticks, self.config.app_delay)
+        rate = self._rate_over(now, span)
+        return self.config.lead_gain / self.config.slow_start_gain * rate * max(min_rtt, self.config.app_delay) if rate else 0.0
+
+    def _rate_over(self, now: float, span: float) -> float | None:
+        """Bytes/s over the last ``span`` (shorter than the kept history) of
+        the samples :meth:`_rate` recorded, interpolated at the span's start."""
+        hist = self._history
+        start = now - span
+        older = [e for e in hist if e[0] <= start]
+        if not older or hist[-1][0] - start <= 0:
+            return None
+        t0, b0 = older[-1]
+        after = next((e for e in hist if e[0] > start), None)
+        if after is not None and after[0] > t0:
+            b0 += (after[1] - b0) * (start - t0) / (after[0] - t0)
+            t0 = start
+        return max(hist[-1][1] - b0, 0) / (now - t0)
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x
@@ -280,10 +313,13 @@ class DRSTuning(Tuning):
         while recent and recent[0][0] < now - 2 * srtt:
             recent.popleft()
         sent_rate = cwnd / max(srtt, cfg.min_period) if cwnd else None  # before the growth headroom
-        if cwnd and rate and prev and rate >= cfg.growth_seen * prev and not self._queue_filling(srtt):
+        self.slow_start = bool(cwnd and rate and prev and rate >= cfg.growth_seen * prev
+                               and not self._queue_filling(srtt))
+        if self.slow_start:
             if sample.peer_window:
                 peer_window = max(peer_window or 0, sample.peer_window)
             cwnd = cfg.sender_growth * cwnd
+            peer_window = peer_window and cfg.sender_growth * peer_window
         # In flight can never exceed min(cwnd, peer window): the buffer
         # holds that plus headroom for data queued behind it.  The cwnd
         # counts only what is in the network; SACKed and lost segments stay
