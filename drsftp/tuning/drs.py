@@ -227,17 +227,20 @@ class DRSTuning(Tuning):
         return self._emit(size)
 
     def _lead(self, now: float, srtt: float, min_rtt: float) -> float:
-        """Slow start's flight as it is now, not as it was over the last RTT:
-        the arrival rate over the last ``srtt / lead_ticks`` x the base RTT
-        (docs/DESIGN.md#drs-lead).  A doubling sender's flight over the last
-        RTT is 0.72x its flight now, and a window set every half RTT is
-        stale by another 1.4x by the next tick: 2x that measurement held it
-        to ~1.2x a round trip where autotuning doubles.  The rate cannot
-        pass the bottleneck's, so 2x this stays under 2 x the base-RTT BDP,
-        what a one-BDP queue takes without a drop."""
-        span = max(srtt / self.config.lead_ticks, self.config.app_delay)
-        rate = self._rate_over(now, span)
-        return self.config.lead_gain / self.config.slow_start_gain * rate * max(min_rtt, self.config.app_delay) if rate else 0.0
+        """Slow start's flight as it is now, not as it was over the last RTT
+        (docs/DESIGN.md#drs-lead; docs/decisions/0025-slow-start-lead.md):
+        the arrival rate over the last ``srtt / lead_ticks`` x the base RTT,
+        scaled so the target is ``lead_gain`` x it.  A doubling sender's
+        flight over the last RTT is 0.72x its flight now, and a window set
+        every half RTT is another 1.4x stale by the next tick: 2x that
+        measurement held it to ~1.2x a round trip where autotuning doubles.
+        The rate cannot pass the bottleneck's, so the lead stays under
+        ``lead_gain`` x the base-RTT BDP, within what a one-BDP queue holds."""
+        cfg = self.config
+        rate = self._rate_over(now, max(srtt / cfg.lead_ticks, cfg.app_delay))
+        if not rate:
+            return 0.0
+        return cfg.lead_gain / cfg.slow_start_gain * rate * max(min_rtt, cfg.app_delay)
 
     def _rate_over(self, now: float, span: float) -> float | None:
         """Bytes/s over the last ``span`` (shorter than the kept history) of
