@@ -4,6 +4,8 @@ client (DRS keys), the aggregate window of -P auto under DRS
 (tuning/streamwindow.py), the streams count's and the fleet's give-back,
 and the driver's side (client/streams/autosteer.py).  Each rule once."""
 
+import itertools
+
 import pytest
 
 from drsftp.client.streams.autosteer import AutoSteering
@@ -328,3 +330,33 @@ def test_a_gets_path_is_the_servers_report_and_a_puts_has_no_buffer_test():
     get.role, get.opened = Role.RECEIVER, [stream]
     get.drs = SimpleNamespace(exchange=SimpleNamespace(peer_last={"rtt_us": 90_000, "busy_us": 5, "rwnd_lim_us": 4}))
     assert get.path_sample() == PathSample(0.09, None, 5, 4)
+
+
+def test_a_standing_queue_under_the_queue_mark_is_trimmed_to_the_window_it_would_take_without_it():
+    """Beside a flow held by its own window, a window past the room nobody
+    uses keeps a few ms of queue: under the queue mark (110 ms + 2 ms), yet
+    the other flow loses rate to it.  Two intervals at 108 ms: the window
+    x 100/108; at 104 ms (under 103 ms + 2 ms) nothing."""
+    ctl, path = windowed(), Senders()
+    drained(ctl, path)
+    w = ctl.window
+    ctl.update(RATE, [], path=path(rtt=0.104, limited=0.05))
+    ctl.update(RATE, [], path=path(rtt=0.104, limited=0.05))
+    ctl.update(RATE, [], path=path(rtt=0.104, limited=0.05))
+    assert ctl.window == w
+    ctl.update(RATE, [], path=path(rtt=0.108, limited=0.05))
+    assert ctl.window == w  # one interval: a burst
+    ctl.update(RATE, [], path=path(rtt=0.108, limited=0.05))
+    assert ctl.window == int(w * BASE / 0.108)
+    assert ctl._queued_for == 0  # (no queue by the cut's mark)
+
+
+def test_a_trim_is_at_most_a_headroom_and_never_below_one_stream_at_its_cap():
+    ctl, path = windowed(), Senders()
+    drained(ctl, path, rate=60e6)  # 6 MB
+    windows = []
+    for _ in range(12):
+        ctl.update(60e6, [], path=path(rtt=0.111, limited=0.05))
+        windows.append(ctl.window)
+    assert min(windows) == CAP  # 6 MB x 100/111 ... down to one stream's cap
+    assert all(b >= 0.85 * a for a, b in itertools.pairwise(windows))

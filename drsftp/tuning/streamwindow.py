@@ -24,6 +24,14 @@ reports nothing):
   on the path sees the same queue and cuts in proportion to its window,
   and grows by the same steps: two of them converge to equal windows
   (AIMD; Chiu and Jain, 1989);
+* **trim** (the senders' RTT above ``trim_factor`` x the base + 2 ms for
+  two intervals running, under the queue mark): a standing queue that
+  no probe is judged for, of our own making where the flows beside us
+  are held by their own windows; the window becomes window x base / RTT,
+  what would leave the queue empty (the window that carries the same
+  goodput at the base RTT; TCP Vegas's expected-against-actual, Brakmo
+  and Peterson, 1995), at most a headroom's cut.  A flow held by its own
+  window loses rate to every millisecond of queue we keep;
 * **probe**: after ``backoff`` intervals with no queue and no new
   retransmits, while our windows hold the senders (their rwnd-limited
   time at least ``limited_share`` of their busy time; at the start, at
@@ -81,6 +89,8 @@ class WindowedStreams:
         self._retrans: int | None = None
         self._path_retrans: int | None = None
         self._queued_for = 0  # consecutive intervals with a queue
+        self._standing_for = 0  # ... with a standing queue under the queue mark (trim_factor)
+        self._rtt_now: float | None = None  # the senders' least RTT this interval
         self._last_rtt: float | None = None
         self._meter = LimitMeter()
         self._yield: float | None = None  # goodput x base RTT / window, where the window holds the streams
@@ -109,6 +119,9 @@ class WindowedStreams:
         queue, loss = self._congestion(samples, path)
         self._queued_for = self._queued_for + 1 if queue else 0
         queued = self._queued_for >= c.judge  # a queue that stays (one interval's RTT may be a burst)
+        standing = self._rtt_now is not None and self._base is not None and (
+            self._rtt_now > self._base * c.trim_factor + c.queue_slack)
+        self._standing_for = self._standing_for + 1 if standing else 0
         limited = self._meter.update(path)
         self._history.append(goodput)
         self._recent.append(goodput)
@@ -132,6 +145,8 @@ class WindowedStreams:
             # (the start drains once its goodput stops growing: a queue seen
             # while it still grows is also, or only, another flow's)
             return self._cut(now, queue=True)
+        if self._standing_for >= c.judge and self.window is not None:
+            return self._trim()
         self._note_yield(now, limited)
         # (held by congestion, not by our windows: more window carries
         # nothing.  Only where the window is ours: at the host's caps a
@@ -161,13 +176,15 @@ class WindowedStreams:
             # sample below the path's own delay, a scheduling artefact, would
             # make every later RTT read as a queue)
             low = max(path.rtt, self._last_rtt or path.rtt)
-            self._last_rtt = path.rtt
+            self._last_rtt = self._rtt_now = path.rtt
             self._base = low if self._base is None else min(self._base, low)
             queue = path.rtt > self._base * c.share_queue_factor + c.queue_slack
             loss = (path.retransmits is not None and self._path_retrans is not None
                     and path.retransmits > self._path_retrans)
             self._path_retrans = path.retransmits
             return queue, loss
+        rtts = [s.rtt for s in samples if s.rtt]
+        self._rtt_now = min(rtts) if rtts else None
         mins = [s.rtt_min for s in samples if s.rtt_min]
         if mins:
             self._base = min(mins) if self._base is None else min(self._base, *mins)
@@ -239,6 +256,18 @@ class WindowedStreams:
         if probing and not self.fixed and self.streams > self._before[0]:
             self.streams = self._before[0]  # the probe's stream (its window shared out)
             return self._changed(Action.REMOVE)
+        return self._changed(Action.HOLD)
+
+    def _trim(self) -> Action:
+        """A standing queue under the queue mark, no probe judged: the window
+        x base / RTT, what carries the same goodput without the queue, at
+        most a headroom's cut and never below one stream at its cap."""
+        c = self.config
+        running = self._running()
+        assert self._base is not None and self._rtt_now  # (update checked both)
+        target = max(running * self._base / self._rtt_now, (1 - c.headroom) * running)
+        self._streak = 0
+        self.window = max(self.cap, min(running, int(target)))
         return self._changed(Action.HOLD)
 
     def _note_yield(self, now: float, limited: float | None) -> None:
