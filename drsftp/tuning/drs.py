@@ -150,7 +150,9 @@ class DRSTuning(Tuning):
 
     def tick_interval(self, *, rtt: float | None) -> float:
         """Half an RTT, so the sliding measurement never lags a doubling
-        sender by more than that; never faster than ``app_delay``: below it
+        sender by more than that; ``1 / lead_ticks`` of one in slow start,
+        so the lead is never staler (docs/DESIGN.md#drs-lead); never faster
+        than ``app_delay``: below it
         the window is sized from the application's scheduling delay, not the
         RTT, and each tick costs both ends CPU (docs/decisions/0007-five-ms-ticks.md)."""
         srtt = self.rtt.srtt or rtt or self.config.default_rtt
