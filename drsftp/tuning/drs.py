@@ -26,6 +26,7 @@ from collections.abc import Reversible
 from dataclasses import dataclass
 
 from .base import NO_CHANGE, Decision, PeerReport, Role, Sample, Tuning, parse_buffer, register
+from .slowfloor import SlowFloor
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -33,7 +34,11 @@ MiB = 1024 * KiB
 
 @dataclass(frozen=True)
 class DRSConfig:
-    floor: int = 256 * KiB  # never allow less (also covers app read jitter)
+    floor: int = 256 * KiB  # never allow less (also covers app read jitter) until a slow path is known:
+    slow_floor_gain: float = 4.0  # ... then this x held rate x base RTT (slowfloor.SlowFloor) ...
+    slow_floor_least: int = 4 * 1448  # ... at least four segments ...
+    slow_floor_keep: float = 0.75  # ... while the rate stays above this x its best
+    slow_floor_delay: float = 0.025  # ... base RTTs below this count as this: a reader's stalls
     cap: int = 64 * MiB  # administrative maxwnd for one connection
     slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
     steady_gain: float = 1.25  # additive growth: measurement + 25 %
@@ -102,6 +107,9 @@ class DRSTuning(Tuning):
         self._recovery_until = float("-inf")  # receiver: loss recovery's room lasts until then
         self._peer: PeerReport | None = None
         self._peer_time = float("-inf")
+        cfg = self.config
+        self._slow = SlowFloor(cfg.floor, gain=cfg.slow_floor_gain, least=cfg.slow_floor_least,
+                               keep=cfg.slow_floor_keep, delay=cfg.slow_floor_delay)
 
     # -- events -----------------------------------------------------------
     def before_handshake(self, *, rtt: float | None = None) -> Decision:
@@ -215,11 +223,22 @@ class DRSTuning(Tuning):
         # kernel RTTs keeps early, inflated samples for many ticks.)
         frac = min((now - self._last_tick) / min(srtt, latest), 1.0) if self._last_tick else 1.0
         self._last_tick = now
-        target = min(target, max(self.window * gain ** frac, cfg.floor))
-        if self._recovering(sample, now, srtt, congested=queue):
+        recovering = self._recovering(sample, now, srtt, congested=queue)
+        floor = self._floor(min_rtt, cfg.shrink_step ** frac, recovering)
+        target = min(target, max(self.window * gain ** frac, floor))
+        if recovering:
             target = max(target, self._recovery_room(min_rtt or srtt))
-        size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac)
+        size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac, floor)
         return self._emit(size)
+
+    def _floor(self, min_rtt: float | None, shrink: float, recovering: bool) -> int:
+        """The fixed floor until the pipe has been seen full, then one that
+        follows a slow path's delivery rate, guarded against a standing queue
+        another flow keeps (:mod:`.slowfloor`; docs/DESIGN.md#drs-clamp)."""
+        if not (self.queue_seen and min_rtt):
+            return self.config.floor
+        judged = not recovering and self.window <= self._slow.value * (1 + self.config.change_threshold)
+        return self._slow.update([r for _, _, r in self.measurements], min_rtt, shrink, judged=judged)
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x
@@ -347,12 +366,13 @@ class DRSTuning(Tuning):
             t0 = max(t0, now - span)
         return max(total - b0, 0) / (now - t0)
 
-    def _step(self, target: float, shrink: float) -> int:
-        """Clamp to [floor, cap]; grow at once, shrink by at most ``shrink``."""
+    def _step(self, target: float, shrink: float, floor: int | None = None) -> int:
+        """Clamp to [floor, cap] (the fixed floor unless given); grow at once,
+        shrink by at most ``shrink``."""
         cfg = self.config
         if target < self.window:
             target = max(target, self.window * shrink)
-        return int(min(max(target, cfg.floor), cfg.cap))
+        return int(min(max(target, cfg.floor if floor is None else floor), cfg.cap))
 
     def _emit(self, size: int, notsent: int | None = None) -> Decision:
         at_bound = size in (self.config.floor, self.config.cap) and size != self.window

@@ -1,0 +1,58 @@
+"""A DRS receive-window floor that follows a slow path, sans-IO
+(docs/DESIGN.md#drs-clamp; docs/BENCHMARKS.md#low-rate).
+
+The fixed floor (256 KiB) is hundreds of times the BDP of a 56 kbit/s
+path, so there nothing but the sender's cwnd bounds the flight; the kernel
+DRS paper (sec. V.B) kept its window near what such a path needs.  Once the
+pipe has been seen full (the queue guard's inflated RTT) the floor follows
+``gain`` x the delivery rate held over the hold x the base RTT: at most the
+fixed floor, at least ``least`` (a few segments).  Where that product is
+above the fixed floor (100 Mbit/s x 25 ms and up) nothing changes.
+
+Spiral guard: a floor in proportion to the flow's own rate has no bottom
+beside a standing queue that another flow keeps (the queue guard pulls the
+window toward the base-RTT BDP, the rate falls with the window, the floor
+with the rate).  So the floor may fall only while the flow's own rate holds:
+while the floor is what sizes the window and no hole is being repaired, a
+held rate below ``keep`` x the best held rate since the pipe was seen full
+says the window, not the path, set the rate, and the floor returns to the
+fixed one for the rest of the connection (the behaviour without this rule).
+Nor does it fall while the rate is below that mark or nil (an idle sender
+says nothing about the path).
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+
+class SlowFloor:
+    """The receive-window floor of one DRS receiver."""
+
+    def __init__(self, fixed: int, *, gain: float, least: int, keep: float, delay: float) -> None:
+        self.fixed = fixed
+        self.gain = gain  # the floor: this x held rate x base RTT ...
+        self.least = min(least, fixed)  # ... and at least this
+        self.keep = keep  # a held rate below this x the best: the floor costs rate
+        self.delay = delay  # base RTTs below this count as this (a reader's stalls)
+        self.value = float(fixed)
+        self.best = 0.0  # the best held rate since the pipe was seen full
+        self.locked = False  # the floor cost rate once: fixed from then on
+
+    def update(self, rates: list[float], base_rtt: float, shrink: float, *, judged: bool) -> int:
+        """The floor for this tick, from the rates measured over the hold
+        (bytes/s, pipe seen full), the base RTT and this tick's shrink step
+        (the window's: at most 0.75x per RTT).  ``judged``: the window sat at
+        the floor and no loss was being repaired, so a rate that fell is the
+        floor's doing."""
+        if self.locked or not rates:
+            return int(self.value)
+        held = median(rates)  # not the mean: a repaired hole's burst reads as twice the line rate
+        if held <= 0 or held < self.keep * self.best:  # the rate does not hold: the floor does not fall
+            if judged and self.value < self.fixed:  # ... and if the floor sized the window, it goes
+                self.locked, self.value = True, float(self.fixed)
+            return int(self.value)
+        self.best = max(self.best, held)
+        want = min(max(self.gain * held * max(base_rtt, self.delay), self.least), self.fixed)
+        self.value = want if want >= self.value else max(want, self.value * shrink)
+        return int(self.value)

@@ -1,0 +1,145 @@
+"""The DRS floor that follows a slow path (drsftp/tuning/slowfloor.py;
+docs/DESIGN.md#drs-clamp), against a fluid model of one bottleneck."""
+
+from drsftp.tuning import DRSConfig, DRSTuning, Role, Sample
+from drsftp.tuning.slowfloor import SlowFloor
+
+KiB = 1024
+
+
+class Bottleneck:
+    """A drop-tail-free bottleneck of ``rate`` bytes/s and base RTT ``base``.
+    The DRS flow's flight is the smaller of its sender's cwnd and the
+    receiver's window; ``other`` bytes stand queued for another flow, so
+    the DRS flow's share is its flight over all the queued bytes."""
+
+    def __init__(self, tuning, *, rate, base, cwnd, other=0.0):
+        self.tuning, self.rate, self.base, self.cwnd, self.other = tuning, rate, base, cwnd, other
+        self.t, self.bytes = 0.0, 0.0
+        self.rates: list[float] = []
+        tuning.on_sample(Sample(bytes_received=0), now=0.0, rtt=base)
+
+    def run(self, seconds):
+        end = self.t + seconds
+        while self.t < end:
+            flight = min(self.cwnd, self.tuning.window)
+            pipe = self.rate * self.base
+            queued = max(flight + self.other - pipe, 0.0)
+            rtt = self.base + queued / self.rate
+            share = flight / (flight + self.other)
+            got = min(flight / rtt, self.rate * share)
+            dt = max(rtt / 2, 0.01)
+            self.t += dt
+            self.bytes += got * dt
+            self.rates.append(got)
+            self.tuning.on_sample(Sample(bytes_received=int(self.bytes)), now=self.t, rtt=rtt)
+        return self.tuning.window
+
+
+def receiver(**cfg):
+    return DRSTuning(Role.RECEIVER, DRSConfig(**cfg))
+
+
+def test_a_slow_path_alone_brings_the_floor_down_to_a_few_bdp_and_keeps_the_rate():
+    """56 kbit/s, 100 ms (the kernel paper's case, sec. V.B): a reno-like
+    sender with a 27 KiB cwnd fills the queue; the floor falls from 256 KiB
+    to about 4 x rate x base RTT, and the flow still moves the line rate."""
+    drs = receiver()
+    link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=27 * KiB)
+    window = link.run(200.0)
+    assert 4 * 1448 <= window <= 13 * KiB  # the paper's DRS stayed under 13 KB
+    assert not drs._slow.locked
+    assert min(link.rates[-50:]) >= 0.99 * 7000.0  # the pipe stays full
+
+
+def test_no_queue_seen_keeps_the_fixed_floor():
+    """A flight under the BDP never inflates the RTT: the pipe was never
+    seen full, so nothing says what the path carries."""
+    drs = receiver()
+    link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=500)
+    assert link.run(200.0) == DRSConfig.floor and not drs.queue_seen
+
+
+def test_the_floor_stops_at_four_segments():
+    drs = receiver()
+    link = Bottleneck(drs, rate=700.0, base=0.1, cwnd=27 * KiB)  # 5.6 kbit/s: 4 BDP is 280 bytes
+    assert link.run(600.0) == 4 * 1448
+
+
+def test_beside_a_standing_queue_another_flow_keeps_the_floor_does_not_spiral():
+    """1 Mbit/s, 100 ms, another flow keeps 200 KB queued: DRS's rate is its
+    flight's share of the queue, so a floor in proportion to the rate would
+    fall with it to four segments.  The guard sees the rate fall with the
+    floor and returns the fixed floor."""
+    drs = receiver()
+    link = Bottleneck(drs, rate=125e3, base=0.1, cwnd=100 * KiB, other=200e3)
+    link.run(600.0)
+    assert drs._slow.locked
+    assert drs.window == DRSConfig.floor
+    smallest = min(drs._slow.value, drs.window)
+    assert smallest >= 4 * 1448
+    # the flow ends at its cwnd-limited share, as with the fixed floor
+    fixed = Bottleneck(receiver(slow_floor_keep=0.0, slow_floor_gain=1e9), rate=125e3, base=0.1,
+                       cwnd=100 * KiB, other=200e3)
+    fixed.run(600.0)
+    assert link.rates[-1] >= 0.99 * fixed.rates[-1]
+
+
+def test_the_spiral_would_happen_without_the_guard():
+    """The same link with the guard off: the floor does fall to four segments,
+    and the rate with it (what the guard is for)."""
+    drs = receiver(slow_floor_keep=0.0)
+    link = Bottleneck(drs, rate=125e3, base=0.1, cwnd=100 * KiB, other=200e3)
+    link.run(600.0)
+    assert drs.window == 4 * 1448
+    assert link.rates[-1] < 0.1 * link.rates[0]
+
+
+def test_a_standing_queue_that_comes_later_returns_the_fixed_floor():
+    drs = receiver()
+    link = Bottleneck(drs, rate=125e3, base=0.1, cwnd=100 * KiB)
+    assert link.run(120.0) < 64 * KiB  # alone: the floor followed the path down
+    link.other = 200e3
+    link.run(300.0)
+    assert drs._slow.locked and drs.window == DRSConfig.floor
+
+
+def test_fast_paths_keep_the_fixed_floor():
+    """100 Mbit/s, 100 ms with a queue: 4 x BDP is 5 MB, far above 256 KiB:
+    the floor never moves."""
+    drs = receiver()
+    link = Bottleneck(drs, rate=12.5e6, base=0.1, cwnd=2.5e6)
+    link.run(60.0)
+    assert drs._slow.value == DRSConfig.floor and drs.window >= DRSConfig.floor
+
+
+def test_the_rule_in_numbers():
+    """The floor itself: at most one shrink step per call, never above the
+    fixed floor, locked when a judged rate falls below keep x the best."""
+    f = SlowFloor(256 * KiB, gain=4.0, least=5792, keep=0.75, delay=0.025)
+    assert f.update([7000.0] * 8, 0.3, 0.75, judged=False) == int(256 * KiB * 0.75)
+    for _ in range(40):
+        f.update([7000.0] * 8, 0.3, 0.75, judged=True)
+    assert f.value == 4.0 * 7000.0 * 0.3 and not f.locked
+    assert f.update([6000.0] * 8, 0.3, 0.75, judged=True) < 4.0 * 7000.0 * 0.3  # a lower rate: a lower floor
+    assert not f.locked
+    assert f.update([5000.0] * 8, 0.3, 0.75, judged=False) < 256 * KiB  # not at the floor: not judged
+    assert f.update([5000.0] * 8, 0.3, 0.75, judged=True) == 256 * KiB  # 5000 < 0.75 x 7000
+    assert f.locked and f.update([7000.0] * 8, 0.3, 0.75, judged=True) == 256 * KiB
+    fast = SlowFloor(256 * KiB, gain=4.0, least=5792, keep=0.75, delay=0.025)
+    assert fast.update([12.5e6] * 8, 0.001, 0.75, judged=True) == 256 * KiB  # 4 x 12.5 MB/s x 25 ms
+
+
+def test_an_idle_sender_never_lowers_the_floor():
+    """No bytes with an inflated RTT (the last sample kept while the sender
+    pauses): a nil rate says nothing about the path."""
+    f = SlowFloor(256 * KiB, gain=4.0, least=5792, keep=0.75, delay=0.025)
+    for _ in range(20):
+        assert f.update([0.0] * 8, 0.3, 0.75, judged=True) == 256 * KiB
+    assert not f.locked
+    drs = receiver()
+    link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=27 * KiB)
+    low = link.run(200.0)
+    link.rate, link.cwnd = 1e-3, 1e-3  # the sender stops
+    link.run(120.0)
+    assert drs.window == DRSConfig.floor > low and drs._slow.locked
