@@ -28,11 +28,12 @@ class Bottleneck:
             rtt = self.base + queued / self.rate
             share = flight / (flight + self.other)
             got = min(flight / rtt, self.rate * share)
-            dt = max(rtt / 2, 0.01)
+            dt = min(max(rtt / 2, 0.01), 0.25)  # the driver's ticks (DRSTuning.tick_interval)
             self.t += dt
             self.bytes += got * dt
             self.rates.append(got)
-            self.tuning.on_sample(Sample(bytes_received=int(self.bytes)), now=self.t, rtt=rtt)
+            whole = int(self.bytes // 1448 * 1448)  # whole segments: few a tick on a slow path
+            self.tuning.on_sample(Sample(bytes_received=whole), now=self.t, rtt=rtt)
         return self.tuning.window
 
 
@@ -63,7 +64,7 @@ def test_no_queue_seen_keeps_the_fixed_floor():
 def test_the_floor_stops_at_four_segments():
     drs = receiver()
     link = Bottleneck(drs, rate=700.0, base=0.1, cwnd=27 * KiB)  # 5.6 kbit/s: 4 BDP is 280 bytes
-    assert link.run(600.0) == 4 * 1448
+    assert 4 * 1448 <= link.run(600.0) <= 4 * 1448 * 17 / 16  # (smaller changes are not applied)
 
 
 def test_beside_a_standing_queue_another_flow_keeps_the_floor_does_not_spiral():
@@ -91,7 +92,7 @@ def test_the_spiral_would_happen_without_the_guard():
     drs = receiver(slow_floor_keep=0.0)
     link = Bottleneck(drs, rate=125e3, base=0.1, cwnd=100 * KiB, other=200e3)
     link.run(600.0)
-    assert drs.window == 4 * 1448
+    assert drs.window <= 4 * 1448 * 17 / 16
     assert link.rates[-1] < 0.1 * link.rates[0]
 
 

@@ -103,6 +103,7 @@ class DRSTuning(Tuning):
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
         self._needs: deque[tuple[float, float]] = deque()  # sender: (time, bytes it may have in flight)
         self._last_tick: float | None = None
+        self._changed_at = 0.0  # receiver: when the window last changed
         self._out_of_order: int | None = None  # receiver: cumulative out-of-order packets
         self._recovery_until = float("-inf")  # receiver: loss recovery's room lasts until then
         self._peer: PeerReport | None = None
@@ -221,15 +222,25 @@ class DRSTuning(Tuning):
         # burst of in-order bytes released after loss recovery is no doubling.
         # (The smaller of srtt and the latest sample: a second smoothing of
         # kernel RTTs keeps early, inflated samples for many ticks.)
-        frac = min((now - self._last_tick) / min(srtt, latest), 1.0) if self._last_tick else 1.0
+        span = min(srtt, latest)
+        frac = min((now - self._last_tick) / span, 1.0) if self._last_tick else 1.0
         self._last_tick = now
+        if cfg.shrink_step ** frac > 1 - cfg.change_threshold or gain ** frac < 1 + cfg.change_threshold:
+            # A tick's step under the change threshold is never applied and,
+            # at RTTs past ~1 s (ticks stop at 0.25 s), would hold the window
+            # for good: count the step from the last change then.
+            frac = min(max(frac, (now - self._changed_at) / span), 1.0)
         recovering = self._recovering(sample, now, srtt, congested=queue)
         floor = self._floor(min_rtt, cfg.shrink_step ** frac, recovering)
         target = min(target, max(self.window * gain ** frac, floor))
         if recovering:
             target = max(target, self._recovery_room(min_rtt or srtt))
         size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac, floor)
-        return self._emit(size)
+        before = self.window
+        decision = self._emit(size)
+        if self.window != before:
+            self._changed_at = now
+        return decision
 
     def _floor(self, min_rtt: float | None, shrink: float, recovering: bool) -> int:
         """The fixed floor until the pipe has been seen full, then one that
@@ -237,7 +248,11 @@ class DRSTuning(Tuning):
         another flow keeps (:mod:`.slowfloor`; docs/DESIGN.md#drs-clamp)."""
         if not (self.queue_seen and min_rtt):
             return self.config.floor
-        judged = not recovering and self.window <= self._slow.value * (1 + self.config.change_threshold)
+        # judged: the floor sizes the window and the flight fills it (not a
+        # sender's cwnd below it), with no hole being repaired
+        value, cfg = self._slow.value, self.config
+        judged = (not recovering and self.window <= value * (1 + cfg.change_threshold)
+                  and max(m for _, m, _ in self.measurements) >= cfg.cwnd_limited * value)
         return self._slow.update([r for _, _, r in self.measurements], min_rtt, shrink, judged=judged)
 
     def _cpu_floor(self) -> int:

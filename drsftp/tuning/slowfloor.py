@@ -13,17 +13,16 @@ Spiral guard: a floor in proportion to the flow's own rate has no bottom
 beside a standing queue that another flow keeps (the queue guard pulls the
 window toward the base-RTT BDP, the rate falls with the window, the floor
 with the rate).  So the floor may fall only while the flow's own rate holds:
-while the floor is what sizes the window and no hole is being repaired, a
-held rate below ``keep`` x the best held rate since the pipe was seen full
-says the window, not the path, set the rate, and the floor returns to the
-fixed one for the rest of the connection (the behaviour without this rule).
+while the floor sizes the window, the flight fills it and no hole is being
+repaired, a held rate below ``keep`` x the best held rate since the pipe was
+seen full says the window, not the path, set the rate, and the floor
+returns to the fixed one for the rest of the connection (the behaviour
+without this rule).
 Nor does it fall while the rate is below that mark or nil (an idle sender
 says nothing about the path).
 """
 
 from __future__ import annotations
-
-from statistics import median
 
 
 class SlowFloor:
@@ -42,12 +41,12 @@ class SlowFloor:
     def update(self, rates: list[float], base_rtt: float, shrink: float, *, judged: bool) -> int:
         """The floor for this tick, from the rates measured over the hold
         (bytes/s, pipe seen full), the base RTT and this tick's shrink step
-        (the window's: at most 0.75x per RTT).  ``judged``: the window sat at
-        the floor and no loss was being repaired, so a rate that fell is the
-        floor's doing."""
+        (the window's: at most 0.75x per RTT).  ``judged``: the floor sized
+        the window, the flight filled it and no loss was being repaired, so
+        a rate that fell is the floor's doing."""
         if self.locked or not rates:
             return int(self.value)
-        held = median(rates)  # not the mean: a repaired hole's burst reads as twice the line rate
+        held = sum(rates) / len(rates)  # the bytes delivered over the hold: few packets a tick at 56 kbit/s
         if held <= 0 or held < self.keep * self.best:  # the rate does not hold: the floor does not fall
             if judged and self.value < self.fixed:  # ... and if the floor sized the window, it goes
                 self.locked, self.value = True, float(self.fixed)
