@@ -118,29 +118,45 @@ def test_the_rule_in_numbers():
     """The floor itself: at most one shrink step per call, never above the
     fixed floor, locked when a judged rate falls below keep x the best."""
     f = SlowFloor(256 * KiB, gain=4.0, least=5792, keep=0.75, delay=0.025)
-    assert f.update([7000.0] * 8, 0.3, 0.75, judged=False) == int(256 * KiB * 0.75)
+    assert f.update([7000.0] * 8, 0.3, 0.75, clean=True, bound=False) == int(256 * KiB * 0.75)
     for _ in range(40):
-        f.update([7000.0] * 8, 0.3, 0.75, judged=True)
+        f.update([7000.0] * 8, 0.3, 0.75, clean=True, bound=True)
     assert f.value == 4.0 * 7000.0 * 0.3 and not f.locked
-    assert f.update([6000.0] * 8, 0.3, 0.75, judged=True) < 4.0 * 7000.0 * 0.3  # a lower rate: a lower floor
+    assert f.update([6000.0] * 8, 0.3, 0.75, clean=True, bound=True) < 4.0 * 7000.0 * 0.3  # a lower rate: a lower floor
     assert not f.locked
-    assert f.update([5000.0] * 8, 0.3, 0.75, judged=False) < 256 * KiB  # not at the floor: not judged
-    assert f.update([5000.0] * 8, 0.3, 0.75, judged=True) == 256 * KiB  # 5000 < 0.75 x 7000
-    assert f.locked and f.update([7000.0] * 8, 0.3, 0.75, judged=True) == 256 * KiB
+    assert f.update([5000.0] * 8, 0.3, 0.75, clean=True, bound=False) < 256 * KiB  # not at the floor: not judged
+    assert f.update([5000.0] * 8, 0.3, 0.75, clean=True, bound=True) == 256 * KiB  # 5000 < 0.75 x 7000
+    assert f.locked and f.update([7000.0] * 8, 0.3, 0.75, clean=True, bound=True) == 256 * KiB
     fast = SlowFloor(256 * KiB, gain=4.0, least=5792, keep=0.75, delay=0.025)
-    assert fast.update([12.5e6] * 8, 0.001, 0.75, judged=True) == 256 * KiB  # 4 x 12.5 MB/s x 25 ms
+    assert fast.update([12.5e6] * 8, 0.001, 0.75, clean=True, bound=True) == 256 * KiB  # 4 x 12.5 MB/s x 25 ms
 
 
 def test_an_idle_sender_never_lowers_the_floor():
     """No bytes with an inflated RTT (the last sample kept while the sender
-    pauses): a nil rate says nothing about the path."""
+    pauses): a nil rate says nothing about the path, and a hold with a
+    stalled tick or a repaired hole neither lowers nor locks the floor."""
     f = SlowFloor(256 * KiB, gain=4.0, least=5792, keep=0.75, delay=0.025)
     for _ in range(20):
-        assert f.update([0.0] * 8, 0.3, 0.75, judged=True) == 256 * KiB
-    assert not f.locked
+        assert f.update([0.0] * 8, 0.3, 0.75, clean=True, bound=True) == 256 * KiB
+        assert f.update([7000.0] * 8, 0.3, 0.75, clean=False, bound=True) == 256 * KiB
+    assert not f.locked and f.best == 0
     drs = receiver()
     link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=27 * KiB)
     low = link.run(200.0)
     link.rate, link.cwnd = 1e-3, 1e-3  # the sender stops
     link.run(120.0)
-    assert drs.window == DRSConfig.floor > low and drs._slow.locked
+    assert low <= drs.window < 16 * KiB and not drs._slow.locked
+
+
+def test_a_hole_is_not_the_floor_costing_rate():
+    """A loss stalls the in-order bytes for a round trip or two; with the
+    out-of-order count growing, the floor does not take the stall for its
+    own doing."""
+    drs = receiver()
+    link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=27 * KiB)
+    low = link.run(200.0)
+    t, done = link.t, int(link.bytes // 1448 * 1448)
+    for i in range(40):  # 10 s of nothing in order, out-of-order packets arriving
+        t += 0.25
+        drs.on_sample(Sample(bytes_received=done, out_of_order=i + 1), now=t, rtt=1.2)
+    assert not drs._slow.locked and drs.window <= low * 17 / 16

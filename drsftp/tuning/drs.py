@@ -37,7 +37,7 @@ class DRSConfig:
     floor: int = 256 * KiB  # never allow less (also covers app read jitter) until a slow path is known:
     slow_floor_gain: float = 4.0  # ... then this x held rate x base RTT (slowfloor.SlowFloor) ...
     slow_floor_least: int = 4 * 1448  # ... at least four segments ...
-    slow_floor_keep: float = 0.75  # ... while the rate stays above this x its best
+    slow_floor_keep: float = 2 / 3  # ... while the rate stays above this x its best
     slow_floor_delay: float = 0.025  # ... base RTTs below this count as this: a reader's stalls
     cap: int = 64 * MiB  # administrative maxwnd for one connection
     slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
@@ -106,6 +106,7 @@ class DRSTuning(Tuning):
         self._changed_at = 0.0  # receiver: when the window last changed
         self._out_of_order: int | None = None  # receiver: cumulative out-of-order packets
         self._recovery_until = float("-inf")  # receiver: loss recovery's room lasts until then
+        self._hole_at = float("-inf")  # receiver: out-of-order arrivals last grew then
         self._peer: PeerReport | None = None
         self._peer_time = float("-inf")
         cfg = self.config
@@ -231,7 +232,8 @@ class DRSTuning(Tuning):
             # for good: count the step from the last change then.
             frac = min(max(frac, (now - self._changed_at) / span), 1.0)
         recovering = self._recovering(sample, now, srtt, congested=queue)
-        floor = self._floor(min_rtt, cfg.shrink_step ** frac, recovering)
+        holes = recovering or now - self._hole_at < self._hold_span(srtt)
+        floor = self._floor(min_rtt, cfg.shrink_step ** frac, holes)
         target = min(target, max(self.window * gain ** frac, floor))
         if recovering:
             target = max(target, self._recovery_room(min_rtt or srtt))
@@ -242,18 +244,18 @@ class DRSTuning(Tuning):
             self._changed_at = now
         return decision
 
-    def _floor(self, min_rtt: float | None, shrink: float, recovering: bool) -> int:
+    def _floor(self, min_rtt: float | None, shrink: float, holes: bool) -> int:
         """The fixed floor until the pipe has been seen full, then one that
         follows a slow path's delivery rate, guarded against a standing queue
         another flow keeps (:mod:`.slowfloor`; docs/DESIGN.md#drs-clamp)."""
         if not (self.queue_seen and min_rtt):
             return self.config.floor
-        # judged: the floor sizes the window and the flight fills it (not a
-        # sender's cwnd below it), with no hole being repaired
         value, cfg = self._slow.value, self.config
-        judged = (not recovering and self.window <= value * (1 + cfg.change_threshold)
-                  and max(m for _, m, _ in self.measurements) >= cfg.cwnd_limited * value)
-        return self._slow.update([r for _, _, r in self.measurements], min_rtt, shrink, judged=judged)
+        rates = [r for _, _, r in self.measurements]
+        # bound: the floor sizes the window and the flight fills it (not a sender's cwnd below it)
+        bound = (self.window <= value * (1 + cfg.change_threshold)
+                 and max(m for _, m, _ in self.measurements) >= cfg.cwnd_limited * value)
+        return self._slow.update(rates, min_rtt, shrink, clean=not holes and min(rates) > 0, bound=bound)
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x
@@ -272,8 +274,9 @@ class DRSTuning(Tuning):
         drops at a full bottleneck queue, and room past them would only let
         the sender overfill it again (docs/decisions/0004-ungated-recovery-room.md)."""
         seen, self._out_of_order = self._out_of_order, sample.out_of_order
-        if (seen is not None and sample.out_of_order is not None and sample.out_of_order > seen
-                and not congested):
+        hole = seen is not None and sample.out_of_order is not None and sample.out_of_order > seen
+        self._hole_at = now if hole else self._hole_at
+        if hole and not congested:
             self._recovery_until = now + self.config.recovery_periods * srtt
         return now < self._recovery_until
 

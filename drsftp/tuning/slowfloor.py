@@ -17,9 +17,9 @@ while the floor sizes the window, the flight fills it and no hole is being
 repaired, a held rate below ``keep`` x the best held rate since the pipe was
 seen full says the window, not the path, set the rate, and the floor
 returns to the fixed one for the rest of the connection (the behaviour
-without this rule).
-Nor does it fall while the rate is below that mark or nil (an idle sender
-says nothing about the path).
+without this rule).  Nor does it fall while the rate is below that mark,
+nor move over a hold with a hole repaired or a tick without bytes (an idle
+or stalled sender says nothing about the path).
 """
 
 from __future__ import annotations
@@ -38,17 +38,19 @@ class SlowFloor:
         self.best = 0.0  # the best held rate since the pipe was seen full
         self.locked = False  # the floor cost rate once: fixed from then on
 
-    def update(self, rates: list[float], base_rtt: float, shrink: float, *, judged: bool) -> int:
+    def update(self, rates: list[float], base_rtt: float, shrink: float, *, clean: bool, bound: bool) -> int:
         """The floor for this tick, from the rates measured over the hold
         (bytes/s, pipe seen full), the base RTT and this tick's shrink step
-        (the window's: at most 0.75x per RTT).  ``judged``: the floor sized
-        the window, the flight filled it and no loss was being repaired, so
-        a rate that fell is the floor's doing."""
-        if self.locked or not rates:
+        (the window's: at most 0.75x per RTT).  ``clean``: no hole was
+        repaired and no tick went without bytes over the hold (a hole stalls
+        the in-order bytes, then releases them at once: neither is the
+        path's rate); ``bound``: the floor sized the window and the flight
+        filled it, so a rate that fell is the floor's doing."""
+        if self.locked or not rates or not clean:
             return int(self.value)
         held = sum(rates) / len(rates)  # the bytes delivered over the hold: few packets a tick at 56 kbit/s
-        if held <= 0 or held < self.keep * self.best:  # the rate does not hold: the floor does not fall
-            if judged and self.value < self.fixed:  # ... and if the floor sized the window, it goes
+        if held <= 0 or held < self.keep * self.best:  # the rate does not hold: the floor does not fall ...
+            if bound and self.value < self.fixed:  # ... and if it sized the window, it goes
                 self.locked, self.value = True, float(self.fixed)
             return int(self.value)
         self.best = max(self.best, held)
