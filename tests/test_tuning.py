@@ -198,7 +198,7 @@ def test_registry_and_specs():
 )
 def test_property_window_bounded_and_shrinks_gently(steps, floor, cap):
     """Whatever the byte counts, RTTs and timing: floor <= window <= cap
-    (the slow-path floor's four segments once the pipe was seen full),
+    (the slow-path floor's eight segments once the pipe was seen full),
     and no single decision shrinks by more than one step."""
     drs = receiver(floor=min(floor, cap), cap=cap)
     t, total, last = 0.0, 0, None

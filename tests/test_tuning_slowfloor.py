@@ -48,7 +48,7 @@ def test_a_slow_path_alone_brings_the_floor_down_to_a_few_bdp_and_keeps_the_rate
     drs = receiver()
     link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=27 * KiB)
     window = link.run(200.0)
-    assert 4 * 1448 <= window <= 13 * KiB  # the paper's DRS stayed under 13 KB
+    assert 8 * 1448 <= window <= 13 * KiB  # the paper's DRS stayed under 13 KB
     assert not drs._slow.locked
     assert min(link.rates[-50:]) >= 0.99 * 7000.0  # the pipe stays full
 
@@ -61,16 +61,16 @@ def test_no_queue_seen_keeps_the_fixed_floor():
     assert link.run(200.0) == DRSConfig.floor and not drs.queue_seen
 
 
-def test_the_floor_stops_at_four_segments():
+def test_the_floor_stops_at_eight_segments():
     drs = receiver()
     link = Bottleneck(drs, rate=700.0, base=0.1, cwnd=27 * KiB)  # 5.6 kbit/s: 4 BDP is 280 bytes
-    assert 4 * 1448 <= link.run(600.0) <= 4 * 1448 * 17 / 16  # (smaller changes are not applied)
+    assert 8 * 1448 <= link.run(600.0) <= 8 * 1448 * 17 / 16  # (smaller changes are not applied)
 
 
 def test_beside_a_standing_queue_another_flow_keeps_the_floor_does_not_spiral():
     """1 Mbit/s, 100 ms, another flow keeps 200 KB queued: DRS's rate is its
     flight's share of the queue, so a floor in proportion to the rate would
-    fall with it to four segments.  The guard sees the rate fall with the
+    fall with it to eight segments.  The guard sees the rate fall with the
     floor and returns the fixed floor."""
     drs = receiver()
     link = Bottleneck(drs, rate=125e3, base=0.1, cwnd=100 * KiB, other=200e3)
@@ -78,7 +78,7 @@ def test_beside_a_standing_queue_another_flow_keeps_the_floor_does_not_spiral():
     assert drs._slow.locked
     assert drs.window == DRSConfig.floor
     smallest = min(drs._slow.value, drs.window)
-    assert smallest >= 4 * 1448
+    assert smallest >= 8 * 1448
     # the flow ends at its cwnd-limited share, as with the fixed floor
     fixed = Bottleneck(receiver(slow_floor_keep=0.0, slow_floor_gain=1e9), rate=125e3, base=0.1,
                        cwnd=100 * KiB, other=200e3)
@@ -87,13 +87,13 @@ def test_beside_a_standing_queue_another_flow_keeps_the_floor_does_not_spiral():
 
 
 def test_the_spiral_would_happen_without_the_guard():
-    """The same link with the guard off: the floor does fall to four segments,
+    """The same link with the guard off: the floor does fall to eight segments,
     and the rate with it (what the guard is for)."""
     drs = receiver(slow_floor_keep=0.0)
     link = Bottleneck(drs, rate=125e3, base=0.1, cwnd=100 * KiB, other=200e3)
     link.run(600.0)
-    assert drs.window <= 4 * 1448 * 17 / 16
-    assert link.rates[-1] < 0.1 * link.rates[0]
+    assert drs.window <= 8 * 1448 * 17 / 16
+    assert link.rates[-1] < 0.2 * link.rates[0]
 
 
 def test_a_standing_queue_that_comes_later_returns_the_fixed_floor():
@@ -117,17 +117,17 @@ def test_fast_paths_keep_the_fixed_floor():
 def test_the_rule_in_numbers():
     """The floor itself: at most one shrink step per call, never above the
     fixed floor, locked when a judged rate falls below keep x the best."""
-    f = SlowFloor(256 * KiB, gain=4.0, least=5792, keep=0.75, delay=0.025)
-    assert f.update([7000.0] * 8, 0.3, 0.75, clean=True, bound=False) == int(256 * KiB * 0.75)
+    f = SlowFloor(256 * KiB, gain=4.0, least=11584, keep=0.75, delay=0.025)
+    assert f.update([7000.0] * 8, 0.5, 0.75, clean=True, bound=False) == int(256 * KiB * 0.75)
     for _ in range(40):
-        f.update([7000.0] * 8, 0.3, 0.75, clean=True, bound=True)
-    assert f.value == 4.0 * 7000.0 * 0.3 and not f.locked
-    assert f.update([6000.0] * 8, 0.3, 0.75, clean=True, bound=True) < 4.0 * 7000.0 * 0.3  # a lower rate: a lower floor
+        f.update([7000.0] * 8, 0.5, 0.75, clean=True, bound=True)
+    assert f.value == 4.0 * 7000.0 * 0.5 and not f.locked
+    assert f.update([6000.0] * 8, 0.5, 0.75, clean=True, bound=True) < 4.0 * 7000.0 * 0.5  # a lower rate: a lower floor
     assert not f.locked
-    assert f.update([5000.0] * 8, 0.3, 0.75, clean=True, bound=False) < 256 * KiB  # not at the floor: not judged
-    assert f.update([5000.0] * 8, 0.3, 0.75, clean=True, bound=True) == 256 * KiB  # 5000 < 0.75 x 7000
-    assert f.locked and f.update([7000.0] * 8, 0.3, 0.75, clean=True, bound=True) == 256 * KiB
-    fast = SlowFloor(256 * KiB, gain=4.0, least=5792, keep=0.75, delay=0.025)
+    assert f.update([5000.0] * 8, 0.5, 0.75, clean=True, bound=False) < 256 * KiB  # not at the floor: not judged
+    assert f.update([5000.0] * 8, 0.5, 0.75, clean=True, bound=True) == 256 * KiB  # 5000 < 0.75 x 7000
+    assert f.locked and f.update([7000.0] * 8, 0.5, 0.75, clean=True, bound=True) == 256 * KiB
+    fast = SlowFloor(256 * KiB, gain=4.0, least=11584, keep=0.75, delay=0.025)
     assert fast.update([12.5e6] * 8, 0.001, 0.75, clean=True, bound=True) == 256 * KiB  # 4 x 12.5 MB/s x 25 ms
 
 
@@ -135,7 +135,7 @@ def test_an_idle_sender_never_lowers_the_floor():
     """No bytes with an inflated RTT (the last sample kept while the sender
     pauses): a nil rate says nothing about the path, and a hold with a
     stalled tick or a repaired hole neither lowers nor locks the floor."""
-    f = SlowFloor(256 * KiB, gain=4.0, least=5792, keep=0.75, delay=0.025)
+    f = SlowFloor(256 * KiB, gain=4.0, least=11584, keep=0.75, delay=0.025)
     for _ in range(20):
         assert f.update([0.0] * 8, 0.3, 0.75, clean=True, bound=True) == 256 * KiB
         assert f.update([7000.0] * 8, 0.3, 0.75, clean=False, bound=True) == 256 * KiB

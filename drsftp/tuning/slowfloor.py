@@ -7,17 +7,16 @@ DRS paper (sec. V.B) kept its window near what such a path needs.  Once the
 pipe has been seen full (the queue guard's inflated RTT) the floor follows
 ``gain`` x the delivery rate held over the hold x the base RTT: at most the
 fixed floor, at least ``least`` (a few segments).  Where that product is
-above the fixed floor (100 Mbit/s x 25 ms and up) nothing changes.
+above the fixed floor (from 21 Mbit/s on any path) nothing changes.
 
 Spiral guard: a floor in proportion to the flow's own rate has no bottom
 beside a standing queue that another flow keeps (the queue guard pulls the
 window toward the base-RTT BDP, the rate falls with the window, the floor
 with the rate).  So the floor may fall only while the flow's own rate holds:
-while the floor sizes the window, the flight fills it and no hole is being
-repaired, a held rate below ``keep`` x the best held rate since the pipe was
-seen full says the window, not the path, set the rate, and the floor
-returns to the fixed one for the rest of the connection (the behaviour
-without this rule).  Nor does it fall while the rate is below that mark,
+while the floor sizes the window and the flight fills it, a held rate below
+``keep`` x the best held rate since the pipe was seen full says the window,
+not the path, set the rate, and the floor returns to the fixed one for the
+rest of the connection (the behaviour without this rule).  Nor does it fall while the rate is below that mark,
 nor move over a hold with a hole repaired or a tick without bytes (an idle
 or stalled sender says nothing about the path).
 """
