@@ -1,10 +1,13 @@
 """The DRS floor that follows a slow path (drsftp/tuning/slowfloor.py;
 docs/DESIGN.md#drs-clamp), against a fluid model of one bottleneck."""
 
+import itertools
+
 from drsftp.tuning import DRSConfig, DRSTuning, Role, Sample
 from drsftp.tuning.slowfloor import SlowFloor
 
 KiB = 1024
+CLOCK = itertools.count(0.0, 2.0)  # a hold (1 s) between the rule's calls
 
 
 class Bottleneck:
@@ -114,31 +117,50 @@ def test_fast_paths_keep_the_fixed_floor():
     assert drs._slow.value == DRSConfig.floor and drs.window >= DRSConfig.floor
 
 
+def floor_rule():
+    return SlowFloor(256 * KiB, gain=4.0, least=11584, keep=0.75, delay=0.025, step=0.75)
+
+
+def tick(f, rate, *, bound=True, clean=True, base=0.5):
+    """One call of the rule, a hold (1 s) after the last."""
+    return f.update([rate] * 8, base, 0.75, clean=clean, bound=bound, now=next(CLOCK), hold=1.0)
+
+
 def test_the_rule_in_numbers():
     """The floor itself: at most one shrink step per call, never above the
     fixed floor, locked when a judged rate falls below keep x the best."""
-    f = SlowFloor(256 * KiB, gain=4.0, least=11584, keep=0.75, delay=0.025)
-    assert f.update([7000.0] * 8, 0.5, 0.75, clean=True, bound=False) == int(256 * KiB * 0.75)
+    f = floor_rule()
+    assert tick(f, 7000.0, bound=False) == int(256 * KiB * 0.75)
     for _ in range(40):
-        f.update([7000.0] * 8, 0.5, 0.75, clean=True, bound=True)
+        tick(f, 7000.0)
     assert f.value == 4.0 * 7000.0 * 0.5 and not f.locked
-    assert f.update([6000.0] * 8, 0.5, 0.75, clean=True, bound=True) < 4.0 * 7000.0 * 0.5  # a lower rate: a lower floor
+    assert tick(f, 6000.0) < 4.0 * 7000.0 * 0.5  # a lower rate: a lower floor
     assert not f.locked
-    assert f.update([5000.0] * 8, 0.5, 0.75, clean=True, bound=False) < 256 * KiB  # not at the floor: not judged
-    assert f.update([5000.0] * 8, 0.5, 0.75, clean=True, bound=True) == 256 * KiB  # 5000 < 0.75 x 7000
-    assert f.locked and f.update([7000.0] * 8, 0.5, 0.75, clean=True, bound=True) == 256 * KiB
-    fast = SlowFloor(256 * KiB, gain=4.0, least=11584, keep=0.75, delay=0.025)
-    assert fast.update([12.5e6] * 8, 0.001, 0.75, clean=True, bound=True) == 256 * KiB  # 4 x 12.5 MB/s x 25 ms
+    assert tick(f, 5000.0, bound=False) < 256 * KiB  # not at the floor: not judged
+    assert tick(f, 5000.0) == 256 * KiB  # 5000 < 0.75 x 7000
+    assert f.locked and tick(f, 7000.0) == 256 * KiB
+    assert tick(floor_rule(), 12.5e6, base=0.001) == 256 * KiB  # 4 x 12.5 MB/s x 25 ms
+
+
+def test_at_the_flight_the_floor_steps_once_a_hold():
+    """Where the flight fills the floor, each step down is judged over a
+    whole hold before the next: a step that cost rate is one step."""
+    f = floor_rule()
+    first = tick(f, 7000.0)
+    assert first == int(256 * KiB * 0.75)
+    same = f.update([7000.0] * 8, 0.5, 0.75, clean=True, bound=True, now=next(CLOCK) - 1.5, hold=1.0)
+    assert same == first  # half a hold later: no second step
+    assert tick(f, 7000.0) == int(256 * KiB * 0.75 * 0.75)
 
 
 def test_an_idle_sender_never_lowers_the_floor():
     """No bytes with an inflated RTT (the last sample kept while the sender
     pauses): a nil rate says nothing about the path, and a hold with a
     stalled tick or a repaired hole neither lowers nor locks the floor."""
-    f = SlowFloor(256 * KiB, gain=4.0, least=11584, keep=0.75, delay=0.025)
+    f = floor_rule()
     for _ in range(20):
-        assert f.update([0.0] * 8, 0.3, 0.75, clean=True, bound=True) == 256 * KiB
-        assert f.update([7000.0] * 8, 0.3, 0.75, clean=False, bound=True) == 256 * KiB
+        assert tick(f, 0.0) == 256 * KiB
+        assert tick(f, 7000.0, clean=False) == 256 * KiB
     assert not f.locked and f.best == 0
     drs = receiver()
     link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=27 * KiB)

@@ -111,7 +111,7 @@ class DRSTuning(Tuning):
         self._peer_time = float("-inf")
         cfg = self.config
         self._slow = SlowFloor(cfg.floor, gain=cfg.slow_floor_gain, least=cfg.slow_floor_least,
-                               keep=cfg.slow_floor_keep, delay=cfg.slow_floor_delay)
+                               keep=cfg.slow_floor_keep, delay=cfg.slow_floor_delay, step=cfg.shrink_step)
 
     # -- events -----------------------------------------------------------
     def before_handshake(self, *, rtt: float | None = None) -> Decision:
@@ -233,7 +233,7 @@ class DRSTuning(Tuning):
             frac = min(max(frac, (now - self._changed_at) / span), 1.0)
         recovering = self._recovering(sample, now, srtt, congested=queue)
         holes = recovering or now - self._hole_at < self._hold_span(srtt)
-        floor = self._floor(min_rtt, cfg.shrink_step ** frac, holes)
+        floor = self._floor(now, srtt, min_rtt, cfg.shrink_step ** frac, holes)
         target = min(target, max(self.window * gain ** frac, floor))
         if recovering:
             target = max(target, self._recovery_room(min_rtt or srtt))
@@ -244,7 +244,7 @@ class DRSTuning(Tuning):
             self._changed_at = now
         return decision
 
-    def _floor(self, min_rtt: float | None, shrink: float, holes: bool) -> int:
+    def _floor(self, now: float, srtt: float, min_rtt: float | None, shrink: float, holes: bool) -> int:
         """The fixed floor until the pipe has been seen full, then one that
         follows a slow path's delivery rate, guarded against a standing queue
         another flow keeps (:mod:`.slowfloor`; docs/DESIGN.md#drs-clamp)."""
@@ -255,7 +255,8 @@ class DRSTuning(Tuning):
         # bound: the floor sizes the window and the flight fills it (not a sender's cwnd below it)
         bound = (self.window <= value * (1 + cfg.change_threshold)
                  and max(m for _, m, _ in self.measurements) >= cfg.cwnd_limited * value)
-        return self._slow.update(rates, min_rtt, shrink, clean=not holes and min(rates) > 0, bound=bound)
+        return self._slow.update(rates, min_rtt, shrink, clean=not holes and min(rates) > 0, bound=bound,
+                                 now=now, hold=self._hold_span(srtt))
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x

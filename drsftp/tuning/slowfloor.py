@@ -16,7 +16,10 @@ with the rate).  So the floor may fall only while the flow's own rate holds:
 while the floor sizes the window and the flight fills it, a held rate below
 ``keep`` x the best held rate since the pipe was seen full says the window,
 not the path, set the rate, and the floor returns to the fixed one for the
-rest of the connection (the behaviour without this rule).  Nor does it fall while the rate is below that mark,
+rest of the connection (the behaviour without this rule).  At the flight
+it steps down one shrink step a hold, so each step is judged before the
+next and a step that cost rate is a small one to take back (a window the
+kernel has cut grows back at its per-segment pace).  Nor does it fall while the rate is below that mark,
 nor move over a hold with a hole repaired or a tick without bytes (an idle
 or stalled sender says nothing about the path).
 """
@@ -27,24 +30,28 @@ from __future__ import annotations
 class SlowFloor:
     """The receive-window floor of one DRS receiver."""
 
-    def __init__(self, fixed: int, *, gain: float, least: int, keep: float, delay: float) -> None:
+    def __init__(self, fixed: int, *, gain: float, least: int, keep: float, delay: float, step: float) -> None:
         self.fixed = fixed
         self.gain = gain  # the floor: this x held rate x base RTT ...
         self.least = min(least, fixed)  # ... and at least this
         self.keep = keep  # a held rate below this x the best: the floor costs rate
         self.delay = delay  # base RTTs below this count as this (a reader's stalls)
+        self.step = step  # below the flight: one step of this, then a hold to judge it
         self.value = float(fixed)
         self.best = 0.0  # the best held rate since the pipe was seen full
         self.locked = False  # the floor cost rate once: fixed from then on
+        self._stepped = float("-inf")  # when the floor last stepped below the flight
 
-    def update(self, rates: list[float], base_rtt: float, shrink: float, *, clean: bool, bound: bool) -> int:
+    def update(self, rates: list[float], base_rtt: float, shrink: float, *, clean: bool, bound: bool,
+               now: float, hold: float) -> int:
         """The floor for this tick, from the rates measured over the hold
-        (bytes/s, pipe seen full), the base RTT and this tick's shrink step
-        (the window's: at most 0.75x per RTT).  ``clean``: no hole was
-        repaired and no tick went without bytes over the hold (a hole stalls
-        the in-order bytes, then releases them at once: neither is the
-        path's rate); ``bound``: the floor sized the window and the flight
-        filled it, so a rate that fell is the floor's doing."""
+        (bytes/s, pipe seen full; ``hold`` seconds long), the base RTT and
+        this tick's shrink step (the window's: at most 0.75x per RTT).
+        ``clean``: no hole was repaired and no tick went without bytes over
+        the hold (a hole stalls the in-order bytes, then releases them at
+        once: neither is the path's rate); ``bound``: the floor sized the
+        window and the flight filled it, so a rate that fell is the floor's
+        doing."""
         if self.locked or not rates or not clean:
             return int(self.value)
         held = sum(rates) / len(rates)  # the bytes delivered over the hold: few packets a tick at 56 kbit/s
@@ -54,5 +61,10 @@ class SlowFloor:
             return int(self.value)
         self.best = max(self.best, held)
         want = min(max(self.gain * held * max(base_rtt, self.delay), self.least), self.fixed)
-        self.value = want if want >= self.value else max(want, self.value * shrink)
+        if want >= self.value:
+            self.value = want
+        elif not bound:  # above the flight: no rate at stake, one shrink step per RTT
+            self.value = max(want, self.value * shrink)
+        elif now - self._stepped >= hold:  # at the flight: one step, then a whole hold to judge it
+            self.value, self._stepped = max(want, self.value * self.step), now
         return int(self.value)
