@@ -255,8 +255,7 @@ class DRSTuning(Tuning):
         # bound: the floor sizes the window and the flight fills it (not a sender's cwnd below it)
         bound = (self.window <= value * (1 + cfg.change_threshold)
                  and max(m for _, m, _ in self.measurements) >= cfg.cwnd_limited * value)
-        return self._slow.update(rates, min_rtt, shrink, clean=not holes and min(rates) > 0, bound=bound,
-                                 now=now, hold=self._hold_span(srtt))
+        return self._slow.update(rates, min_rtt, shrink, holes=holes, bound=bound, now=now, hold=self._hold_span(srtt))
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x

@@ -19,9 +19,13 @@ not the path, set the rate, and the floor returns to the fixed one for the
 rest of the connection (the behaviour without this rule).  At the flight
 it steps down one shrink step a hold, so each step is judged before the
 next and a step that cost rate is a small one to take back (a window the
-kernel has cut grows back at its per-segment pace).  Nor does it fall while the rate is below that mark,
-nor move over a hold with a hole repaired or a tick without bytes (an idle
-or stalled sender says nothing about the path).
+kernel has cut grows back at its per-segment pace).  Nor does it fall
+while the rate is below that mark (an idle sender says nothing about the
+path).  A repaired hole stalls the in-order bytes, then releases them at
+once: over a hold with a hole neither the floor nor its best moves, but the
+judgement stands (beside other flows' drops few holds pass without one);
+a hold with a tick without bytes (a stall past a smoothed RTT) judges
+nothing.
 """
 
 from __future__ import annotations
@@ -42,22 +46,24 @@ class SlowFloor:
         self.locked = False  # the floor cost rate once: fixed from then on
         self._stepped = float("-inf")  # when the floor last stepped below the flight
 
-    def update(self, rates: list[float], base_rtt: float, shrink: float, *, clean: bool, bound: bool,
+    def update(self, rates: list[float], base_rtt: float, shrink: float, *, holes: bool, bound: bool,
                now: float, hold: float) -> int:
         """The floor for this tick, from the rates measured over the hold
         (bytes/s, pipe seen full; ``hold`` seconds long), the base RTT and
         this tick's shrink step (the window's: at most 0.75x per RTT).
-        ``clean``: no hole was repaired and no tick went without bytes over
-        the hold (a hole stalls the in-order bytes, then releases them at
-        once: neither is the path's rate); ``bound``: the floor sized the
-        window and the flight filled it, so a rate that fell is the floor's
-        doing."""
-        if self.locked or not rates or not clean:
+        ``holes``: a hole was repaired over the hold (it stalls the in-order
+        bytes, then releases them at once: a burst that is not the path's
+        rate); ``bound``: the floor sized the window and the flight filled
+        it, so a rate that fell is the floor's doing.  A hold with a tick
+        without bytes (a stall longer than a smoothed RTT) judges nothing."""
+        if self.locked or not rates or min(rates) <= 0:
             return int(self.value)
         held = sum(rates) / len(rates)  # the bytes delivered over the hold: few packets a tick at 56 kbit/s
-        if held <= 0 or held < self.keep * self.best:  # the rate does not hold: the floor does not fall ...
+        if held < self.keep * self.best:  # the rate does not hold: the floor does not fall ...
             if bound and self.value < self.fixed:  # ... and if it sized the window, it goes
                 self.locked, self.value = True, float(self.fixed)
+            return int(self.value)
+        if holes:  # neither the best nor the floor moves on a burst
             return int(self.value)
         self.best = max(self.best, held)
         want = min(max(self.gain * held * max(base_rtt, self.delay), self.least), self.fixed)
