@@ -128,7 +128,8 @@ def tick(f, rate, *, bound=True, holes=False, base=0.5):
 
 def test_the_rule_in_numbers():
     """The floor itself: at most one shrink step per call, never above the
-    fixed floor, locked when a judged rate falls below keep x the best."""
+    fixed floor, locked when a judged rate stays below keep x the best for
+    a hold."""
     f = floor_rule()
     assert tick(f, 7000.0, bound=False) == int(256 * KiB * 0.75)
     for _ in range(40):
@@ -137,7 +138,8 @@ def test_the_rule_in_numbers():
     assert tick(f, 6000.0) < 4.0 * 7000.0 * 0.5  # a lower rate: a lower floor
     assert not f.locked
     assert tick(f, 5000.0, bound=False) < 256 * KiB  # not at the floor: not judged
-    assert tick(f, 5000.0) == 256 * KiB  # 5000 < 0.75 x 7000
+    assert tick(f, 5000.0) == 12000  # 5000 < 0.75 x 7000: short of the mark ...
+    assert tick(f, 5000.0) == 256 * KiB  # ... for a whole hold
     assert f.locked and tick(f, 7000.0) == 256 * KiB
     assert tick(floor_rule(), 12.5e6, base=0.001) == 256 * KiB  # 4 x 12.5 MB/s x 25 ms
 
@@ -184,6 +186,15 @@ def test_a_hole_is_not_the_floor_costing_rate():
     assert not drs._slow.locked and drs.window <= low * 17 / 16
 
 
+def test_a_stall_shorter_than_a_hold_is_no_cost():
+    f = floor_rule()
+    for _ in range(3):
+        tick(f, 7000.0)
+    below = f.value
+    assert tick(f, 1000.0) == int(below)  # a hole's stall ...
+    assert tick(f, 7000.0) < below and not f.locked  # ... repaired within the hold
+
+
 def test_holes_stop_the_fall_but_not_the_judgement():
     """Beside other flows' drops few holds pass without a hole: a burst
     neither lowers the floor nor raises its best, but a rate that fell
@@ -193,4 +204,5 @@ def test_holes_stop_the_fall_but_not_the_judgement():
         tick(f, 7000.0)
     below = f.value
     assert tick(f, 9000.0, holes=True) == int(below) and f.best == 7000.0
+    tick(f, 4000.0, holes=True)
     assert tick(f, 4000.0, holes=True) == 256 * KiB and f.locked

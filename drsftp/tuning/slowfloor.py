@@ -23,9 +23,8 @@ kernel has cut grows back at its per-segment pace).  Nor does it fall
 while the rate is below that mark (an idle sender says nothing about the
 path).  A repaired hole stalls the in-order bytes, then releases them at
 once: over a hold with a hole neither the floor nor its best moves, but the
-judgement stands (beside other flows' drops few holds pass without one);
-a hold with a tick without bytes (a stall past a smoothed RTT) judges
-nothing.
+judgement stands (beside other flows' drops few holds pass without one),
+on a rate short of the mark for a whole hold: a stall is over by then.
 """
 
 from __future__ import annotations
@@ -45,6 +44,7 @@ class SlowFloor:
         self.best = 0.0  # the best held rate since the pipe was seen full
         self.locked = False  # the floor cost rate once: fixed from then on
         self._stepped = float("-inf")  # when the floor last stepped below the flight
+        self._short_since: float | None = None  # since when the bound floor's rate is short of the mark
 
     def update(self, rates: list[float], base_rtt: float, shrink: float, *, holes: bool, bound: bool,
                now: float, hold: float) -> int:
@@ -54,16 +54,21 @@ class SlowFloor:
         ``holes``: a hole was repaired over the hold (it stalls the in-order
         bytes, then releases them at once: a burst that is not the path's
         rate); ``bound``: the floor sized the window and the flight filled
-        it, so a rate that fell is the floor's doing.  A hold with a tick
-        without bytes (a stall longer than a smoothed RTT) judges nothing."""
-        if self.locked or not rates or min(rates) <= 0:
+        it, so a rate that fell is the floor's doing if it stays short for a
+        whole hold (a repaired hole's stall is over by then)."""
+        if self.locked or not rates:
             return int(self.value)
         held = sum(rates) / len(rates)  # the bytes delivered over the hold: few packets a tick at 56 kbit/s
-        if held < self.keep * self.best:  # the rate does not hold: the floor does not fall ...
-            if bound and self.value < self.fixed:  # ... and if it sized the window, it goes
+        if held <= 0 or held < self.keep * self.best:  # the rate does not hold: the floor does not fall ...
+            if not (bound and self.value < self.fixed):
+                self._short_since = None
+            elif self._short_since is None:
+                self._short_since = now
+            elif now - self._short_since >= hold:  # ... and if it sized the window a whole hold, it goes
                 self.locked, self.value = True, float(self.fixed)
             return int(self.value)
-        if holes:  # neither the best nor the floor moves on a burst
+        self._short_since = None
+        if holes or min(rates) <= 0:  # neither the best nor the floor moves on a stall or a burst
             return int(self.value)
         self.best = max(self.best, held)
         want = min(max(self.gain * held * max(base_rtt, self.delay), self.least), self.fixed)
