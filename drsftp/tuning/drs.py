@@ -245,16 +245,15 @@ class DRSTuning(Tuning):
         return decision
 
     def _floor(self, now: float, srtt: float, min_rtt: float | None, shrink: float, holes: bool) -> int:
-        """The fixed floor until the pipe has been seen full, then one that
-        follows a slow path's delivery rate, guarded against a standing queue
-        another flow keeps (:mod:`.slowfloor`; docs/DESIGN.md#drs-clamp)."""
+        """The fixed floor until the pipe has been seen full, then one that follows a slow path's
+        delivery rate, guarded against another flow's standing queue (docs/DESIGN.md#drs-clamp)."""
         if not (self.queue_seen and min_rtt):
             return self.config.floor
-        value, cfg = self._slow.value, self.config
+        # bound: the floor sizes the window and the flight (the peak measurement) fills it
+        cfg = self.config
+        bound = self._slow.bound(self.window, max(m for _, m, _ in self.measurements),
+                                 threshold=cfg.change_threshold, filled=cfg.cwnd_limited)
         rates = [r for _, _, r in self.measurements]
-        # bound: the floor sizes the window and the flight fills it (not a sender's cwnd below it)
-        bound = (self.window <= value * (1 + cfg.change_threshold)
-                 and max(m for _, m, _ in self.measurements) >= cfg.cwnd_limited * value)
         return self._slow.update(rates, min_rtt, shrink, holes=holes, bound=bound, now=now, hold=self._hold_span(srtt))
 
     def _cpu_floor(self) -> int:

@@ -46,6 +46,11 @@ class SlowFloor:
         self._stepped = float("-inf")  # when the floor last stepped below the flight
         self._short_since: float | None = None  # since when the bound floor's rate is short of the mark
 
+    def bound(self, window: int, flight: float, *, threshold: float, filled: float) -> bool:
+        """The floor sizes ``window`` (within the change ``threshold``) and
+        the ``flight`` fills ``filled`` of it (not a sender's cwnd below it)."""
+        return window <= self.value * (1 + threshold) and flight >= filled * self.value
+
     def update(self, rates: list[float], base_rtt: float, shrink: float, *, holes: bool, bound: bool,
                now: float, hold: float) -> int:
         """The floor for this tick, from the rates measured over the hold
