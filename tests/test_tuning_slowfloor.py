@@ -118,12 +118,16 @@ def test_fast_paths_keep_the_fixed_floor():
 
 
 def floor_rule():
-    return SlowFloor(256 * KiB, gain=4.0, least=11584, keep=0.75, delay=0.025, step=0.75)
+    return SlowFloor(256 * KiB, gain=4.0, least=11584, keep=0.75, delay=0.025, step=0.75, threshold=1 / 16,
+                     filled=0.8)
 
 
-def tick(f, rate, *, bound=True, holes=False, base=0.5):
-    """One call of the rule, a hold (1 s) after the last."""
-    return f.update([rate] * 8, base, 0.75, holes=holes, bound=bound, now=next(CLOCK), hold=1.0)
+def tick(f, rate, *, bound=True, holes=False, base=0.5, now=None):
+    """One call of the rule, a hold (1 s) after the last: ``bound``, the
+    window at the floor and the flight filling it, or both far above."""
+    window, flight = (f.value, f.value) if bound else (2 * f.value, 0.1 * f.value)
+    now = next(CLOCK) if now is None else now
+    return f.update([(0.0, flight, rate)] * 8, int(window), base, 0.75, holes=holes, now=now, hold=1.0)
 
 
 def test_the_rule_in_numbers():
@@ -150,7 +154,7 @@ def test_at_the_flight_the_floor_steps_once_a_hold():
     f = floor_rule()
     first = tick(f, 7000.0)
     assert first == int(256 * KiB * 0.75)
-    same = f.update([7000.0] * 8, 0.5, 0.75, holes=False, bound=True, now=next(CLOCK) - 1.5, hold=1.0)
+    same = tick(f, 7000.0, now=next(CLOCK) - 1.5)
     assert same == first  # half a hold later: no second step
     assert tick(f, 7000.0) == int(256 * KiB * 0.75 * 0.75)
 

@@ -111,7 +111,8 @@ class DRSTuning(Tuning):
         self._peer_time = float("-inf")
         cfg = self.config
         self._slow = SlowFloor(cfg.floor, gain=cfg.slow_floor_gain, least=cfg.slow_floor_least,
-                               keep=cfg.slow_floor_keep, delay=cfg.slow_floor_delay, step=cfg.shrink_step)
+                               keep=cfg.slow_floor_keep, delay=cfg.slow_floor_delay, step=cfg.shrink_step,
+                               threshold=cfg.change_threshold, filled=cfg.cwnd_limited)
 
     # -- events -----------------------------------------------------------
     def before_handshake(self, *, rtt: float | None = None) -> Decision:
@@ -232,8 +233,11 @@ class DRSTuning(Tuning):
             # for good: count the step from the last change then.
             frac = min(max(frac, (now - self._changed_at) / span), 1.0)
         recovering = self._recovering(sample, now, srtt, congested=queue)
-        holes = recovering or now - self._hole_at < self._hold_span(srtt)
-        floor = self._floor(now, srtt, min_rtt, cfg.shrink_step ** frac, holes)
+        floor = cfg.floor  # until the pipe was seen full; then one that follows a slow path (rule 7)
+        if self.queue_seen and min_rtt:
+            floor = self._slow.update(self.measurements, self.window, min_rtt, cfg.shrink_step ** frac, now=now,
+                                      holes=recovering or now - self._hole_at < self._hold_span(srtt),
+                                      hold=self._hold_span(srtt))
         target = min(target, max(self.window * gain ** frac, floor))
         if recovering:
             target = max(target, self._recovery_room(min_rtt or srtt))
@@ -243,18 +247,6 @@ class DRSTuning(Tuning):
         if self.window != before:
             self._changed_at = now
         return decision
-
-    def _floor(self, now: float, srtt: float, min_rtt: float | None, shrink: float, holes: bool) -> int:
-        """The fixed floor until the pipe has been seen full, then one that follows a slow path's
-        delivery rate, guarded against another flow's standing queue (docs/DESIGN.md#drs-clamp)."""
-        if not (self.queue_seen and min_rtt):
-            return self.config.floor
-        # bound: the floor sizes the window and the flight (the peak measurement) fills it
-        cfg = self.config
-        bound = self._slow.bound(self.window, max(m for _, m, _ in self.measurements),
-                                 threshold=cfg.change_threshold, filled=cfg.cwnd_limited)
-        rates = [r for _, _, r in self.measurements]
-        return self._slow.update(rates, min_rtt, shrink, holes=holes, bound=bound, now=now, hold=self._hold_span(srtt))
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x

@@ -29,40 +29,44 @@ on a rate short of the mark for a whole hold: a stall is over by then.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class SlowFloor:
     """The receive-window floor of one DRS receiver."""
 
-    def __init__(self, fixed: int, *, gain: float, least: int, keep: float, delay: float, step: float) -> None:
+    def __init__(self, fixed: int, *, gain: float, least: int, keep: float, delay: float, step: float,
+                 threshold: float, filled: float) -> None:
         self.fixed = fixed
         self.gain = gain  # the floor: this x held rate x base RTT ...
         self.least = min(least, fixed)  # ... and at least this
         self.keep = keep  # a held rate below this x the best: the floor costs rate
         self.delay = delay  # base RTTs below this count as this (a reader's stalls)
         self.step = step  # below the flight: one step of this, then a hold to judge it
+        self.threshold = threshold  # a window within this fraction of the floor is at it
+        self.filled = filled  # a flight this much of the floor fills it (not a sender's cwnd below it)
         self.value = float(fixed)
         self.best = 0.0  # the best held rate since the pipe was seen full
         self.locked = False  # the floor cost rate once: fixed from then on
         self._stepped = float("-inf")  # when the floor last stepped below the flight
         self._short_since: float | None = None  # since when the bound floor's rate is short of the mark
 
-    def bound(self, window: int, flight: float, *, threshold: float, filled: float) -> bool:
-        """The floor sizes ``window`` (within the change ``threshold``) and
-        the ``flight`` fills ``filled`` of it (not a sender's cwnd below it)."""
-        return window <= self.value * (1 + threshold) and flight >= filled * self.value
-
-    def update(self, rates: list[float], base_rtt: float, shrink: float, *, holes: bool, bound: bool,
-               now: float, hold: float) -> int:
-        """The floor for this tick, from the rates measured over the hold
-        (bytes/s, pipe seen full; ``hold`` seconds long), the base RTT and
-        this tick's shrink step (the window's: at most 0.75x per RTT).
+    def update(self, measurements: Iterable[tuple[float, float, float]], window: int, base_rtt: float,
+               shrink: float, *, holes: bool, now: float, hold: float) -> int:
+        """The floor for this tick, from the receiver's measurements over the
+        hold ((time, bytes per RTT, bytes/s), pipe seen full; ``hold``
+        seconds long), its last window, the base RTT and this tick's shrink
+        step (the window's: at most 0.75x per RTT).
         ``holes``: a hole was repaired over the hold (it stalls the in-order
         bytes, then releases them at once: a burst that is not the path's
-        rate); ``bound``: the floor sized the window and the flight filled
-        it, so a rate that fell is the floor's doing if it stays short for a
+        rate).  Bound: the floor sized the window and the flight filled it,
+        so a rate that fell is the floor's doing if it stays short for a
         whole hold (a repaired hole's stall is over by then)."""
-        if self.locked or not rates:
+        kept = list(measurements)
+        if self.locked or not kept:
             return int(self.value)
+        rates = [r for _, _, r in kept]
+        bound = window <= self.value * (1 + self.threshold) and max(m for _, m, _ in kept) >= self.filled * self.value
         held = sum(rates) / len(rates)  # the bytes delivered over the hold: few packets a tick at 56 kbit/s
         if held <= 0 or held < self.keep * self.best:  # the rate does not hold: the floor does not fall ...
             if not (bound and self.value < self.fixed):
