@@ -197,7 +197,8 @@ def test_registry_and_specs():
     st.integers(1 * MiB, 256 * MiB),
 )
 def test_property_window_bounded_and_shrinks_gently(steps, floor, cap):
-    """Whatever the byte counts, RTTs and timing: floor <= window <= cap,
+    """Whatever the byte counts, RTTs and timing: floor <= window <= cap
+    (the slow-path floor's eight segments once the pipe was seen full),
     and no single decision shrinks by more than one step."""
     drs = receiver(floor=min(floor, cap), cap=cap)
     t, total, last = 0.0, 0, None
@@ -205,7 +206,8 @@ def test_property_window_bounded_and_shrinks_gently(steps, floor, cap):
         t += dt
         total += nbytes
         d = drs.on_sample(Sample(bytes_received=total), now=t, rtt=rtt)
-        assert drs.config.floor <= drs.window <= drs.config.cap
+        assert drs.config.slow_floor_least <= drs.window <= drs.config.cap
+        assert drs.window >= drs.config.floor or drs.queue_seen  # below it only on a path seen full
         if d.rcv_window is not None:
             if last is not None:
                 assert d.rcv_window >= int(last * 0.75) - 1  # DESIGN.md item 6: 0.75x per RTT at most

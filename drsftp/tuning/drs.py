@@ -26,6 +26,7 @@ from collections.abc import Reversible
 from dataclasses import dataclass
 
 from .base import NO_CHANGE, Decision, PeerReport, Role, Sample, Tuning, parse_buffer, register
+from .slowfloor import SlowFloor
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -33,7 +34,11 @@ MiB = 1024 * KiB
 
 @dataclass(frozen=True)
 class DRSConfig:
-    floor: int = 256 * KiB  # never allow less (also covers app read jitter)
+    floor: int = 256 * KiB  # never allow less (also covers app read jitter) until a slow path is known:
+    slow_floor_gain: float = 4.0  # ... then this x held rate x base RTT (slowfloor.SlowFloor) ...
+    slow_floor_least: int = 8 * 1448  # ... at least eight segments (docs/DESIGN.md#drs-clamp) ...
+    slow_floor_keep: float = 2 / 3  # ... while the rate stays above this x its best
+    slow_floor_delay: float = 0.025  # ... base RTTs below this count as this: a reader's stalls
     cap: int = 64 * MiB  # administrative maxwnd for one connection
     slow_start_gain: float = 2.0  # sender doubling: allow 2x (DRS paper)
     steady_gain: float = 1.25  # additive growth: measurement + 25 %
@@ -100,10 +105,16 @@ class DRSTuning(Tuning):
         self._history: deque[tuple[float, int]] = deque()  # (time, bytes received)
         self._needs: deque[tuple[float, float]] = deque()  # sender: (time, bytes it may have in flight)
         self._last_tick: float | None = None
+        self._changed_at = 0.0  # receiver: when the window last changed
         self._out_of_order: int | None = None  # receiver: cumulative out-of-order packets
         self._recovery_until = float("-inf")  # receiver: loss recovery's room lasts until then
+        self._hole_at = float("-inf")  # receiver: out-of-order arrivals last grew then
         self._peer: PeerReport | None = None
         self._peer_time = float("-inf")
+        cfg = self.config
+        self._slow = SlowFloor(cfg.floor, gain=cfg.slow_floor_gain, least=cfg.slow_floor_least,
+                               keep=cfg.slow_floor_keep, delay=cfg.slow_floor_delay, step=cfg.shrink_step,
+                               threshold=cfg.change_threshold, filled=cfg.cwnd_limited)
 
     # -- events -----------------------------------------------------------
     def before_handshake(self, *, rtt: float | None = None) -> Decision:
@@ -220,13 +231,29 @@ class DRSTuning(Tuning):
         # burst of in-order bytes released after loss recovery is no doubling.
         # (The smaller of srtt and the latest sample: a second smoothing of
         # kernel RTTs keeps early, inflated samples for many ticks.)
-        frac = min((now - self._last_tick) / min(srtt, latest), 1.0) if self._last_tick else 1.0
+        span = min(srtt, latest)
+        frac = min((now - self._last_tick) / span, 1.0) if self._last_tick else 1.0
         self._last_tick = now
-        target = min(target, max(self.window * gain ** frac, cfg.floor))
-        if self._recovering(sample, now, srtt, congested=queue):
+        if cfg.shrink_step ** frac > 1 - cfg.change_threshold or gain ** frac < 1 + cfg.change_threshold:
+            # A tick's step under the change threshold is never applied and,
+            # at RTTs past ~1 s (ticks stop at 0.25 s), would hold the window
+            # for good: count the step from the last change then.
+            frac = min(max(frac, (now - self._changed_at) / span), 1.0)
+        recovering = self._recovering(sample, now, srtt, congested=queue)
+        floor = cfg.floor  # until the pipe was seen full; then one that follows a slow path (rule 7)
+        if self.queue_seen and min_rtt:
+            floor = self._slow.update(self.measurements, self.window, min_rtt, cfg.shrink_step ** frac, now=now,
+                                      holes=recovering or now - self._hole_at < self._hold_span(srtt),
+                                      hold=self._hold_span(srtt))
+        target = min(target, max(self.window * gain ** frac, floor))
+        if recovering:
             target = max(target, self._recovery_room(min_rtt or srtt))
-        size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac)
-        return self._emit(size)
+        size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac, floor)
+        before = self.window
+        decision = self._emit(size)
+        if self.window != before:
+            self._changed_at = now
+        return decision
 
     def _lead(self, now: float, srtt: float, min_rtt: float) -> float:
         """Slow start's flight as it is now, not as it was over the last RTT
@@ -276,8 +303,9 @@ class DRSTuning(Tuning):
         drops at a full bottleneck queue, and room past them would only let
         the sender overfill it again (docs/decisions/0004-ungated-recovery-room.md)."""
         seen, self._out_of_order = self._out_of_order, sample.out_of_order
-        if (seen is not None and sample.out_of_order is not None and sample.out_of_order > seen
-                and not congested):
+        hole = seen is not None and sample.out_of_order is not None and sample.out_of_order > seen
+        self._hole_at = now if hole else self._hole_at
+        if hole and not congested:
             self._recovery_until = now + self.config.recovery_periods * srtt
         return now < self._recovery_until
 
@@ -388,12 +416,13 @@ class DRSTuning(Tuning):
             t0 = max(t0, now - span)
         return max(total - b0, 0) / (now - t0)
 
-    def _step(self, target: float, shrink: float) -> int:
-        """Clamp to [floor, cap]; grow at once, shrink by at most ``shrink``."""
+    def _step(self, target: float, shrink: float, floor: int | None = None) -> int:
+        """Clamp to [floor, cap] (the fixed floor unless given); grow at once,
+        shrink by at most ``shrink``."""
         cfg = self.config
         if target < self.window:
             target = max(target, self.window * shrink)
-        return int(min(max(target, cfg.floor), cfg.cap))
+        return int(min(max(target, cfg.floor if floor is None else floor), cfg.cap))
 
     def _emit(self, size: int, notsent: int | None = None) -> Decision:
         at_bound = size in (self.config.floor, self.config.cap) and size != self.window
