@@ -103,7 +103,8 @@ def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[s
 
 
 def _flows_cell(flows: dict[str, float | None], ceiling: float) -> str:
-    return "; ".join(f"{label} {m:.0f} ({m / ceiling:.1%})" for label, m in flows.items() if m is not None)
+    return "; ".join(f"{label} {m:.0f} ({m / ceiling:.1%})" if m >= 10 else f"{label} {mbps_text(m)} ({m / ceiling:.1%})"
+                     for label, m in flows.items() if m is not None)
 
 
 def _median(xs: list[float | None]) -> float | None:
