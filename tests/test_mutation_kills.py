@@ -248,7 +248,10 @@ def test_rtt_samples_smoothed_at_one_eighth_and_only_within_0_to_60_s():
 
 
 def test_ticks_default_to_half_of_50_ms_until_an_rtt_is_known():
-    assert DRSTuning(Role.RECEIVER).tick_interval(rtt=None) == pytest.approx(0.025)
+    drs = DRSTuning(Role.RECEIVER)
+    assert drs.tick_interval(rtt=None) == pytest.approx(0.010)  # slow start: 50 ms / 8, 10 ms at least
+    drs.slow_start = False
+    assert drs.tick_interval(rtt=None) == pytest.approx(0.025)
 
 
 def test_open_start_from_40_ms_inclusive():
@@ -360,11 +363,12 @@ def _growing_sender(reported, kernel, ticks=8):
 
 
 def test_a_growing_sender_may_use_the_larger_of_the_reported_and_kernel_windows():
-    """docs/DESIGN.md, Sender: in slow start, a cwnd of 1.5x the current one
-    within the window the kernel says the receiver offers (it may be ahead
-    of the last DRS report, or behind it)."""
+    """docs/DESIGN.md, Sender: in slow start, a cwnd and a peer window of
+    1.5x the current ones, the peer window the larger of the report and
+    what the kernel says the receiver offers (it may be ahead of the last
+    DRS report, or behind it)."""
     for reported, kernel in ((8 * MiB, 1 * MiB), (1 * MiB, 8 * MiB)):
-        assert _growing_sender(reported, kernel).window == 6 * MiB  # 0.75 x 8 MiB
+        assert _growing_sender(reported, kernel).window == 9 * MiB  # 0.75 x 1.5 x 8 MiB
 
 
 def test_a_sender_without_any_window_figure_keeps_its_buffer():

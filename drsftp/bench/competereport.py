@@ -103,7 +103,7 @@ def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[s
 
 
 def _flows_cell(flows: dict[str, float | None], ceiling: float) -> str:
-    return "; ".join(f"{label} {m:.0f} ({m / ceiling:.1%})" if m >= 10 else f"{label} {mbps_text(m)} ({m / ceiling:.1%})"
+    return "; ".join(f"{label} {f'{m:.0f}' if m >= 10 else mbps_text(m)} ({m / ceiling:.1%})"
                      for label, m in flows.items() if m is not None)
 
 

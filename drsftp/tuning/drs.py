@@ -279,7 +279,7 @@ class DRSTuning(Tuning):
         older = [e for e in hist if e[0] <= start]
         if not older or hist[-1][0] - start <= 0:
             return None
-        t0, b0 = older[-1]
+        t0, b0 = older[-1][0], float(older[-1][1])
         after = next((e for e in hist if e[0] > start), None)
         if after is not None and after[0] > t0:
             b0 += (after[1] - b0) * (start - t0) / (after[0] - t0)
@@ -348,11 +348,12 @@ class DRSTuning(Tuning):
         sent_rate = cwnd / max(srtt, cfg.min_period) if cwnd else None  # before the growth headroom
         self.slow_start = bool(cwnd and rate and prev and rate >= cfg.growth_seen * prev
                                and not self._queue_filling(srtt))
-        if self.slow_start:
+        if self.slow_start and cwnd:
             if sample.peer_window:
                 peer_window = max(peer_window or 0, sample.peer_window)
             cwnd = cfg.sender_growth * cwnd
-            peer_window = peer_window and cfg.sender_growth * peer_window
+            if peer_window:
+                peer_window = cfg.sender_growth * peer_window
         # In flight can never exceed min(cwnd, peer window): the buffer
         # holds that plus headroom for data queued behind it.  The cwnd
         # counts only what is in the network; SACKed and lost segments stay
