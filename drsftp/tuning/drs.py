@@ -266,25 +266,10 @@ class DRSTuning(Tuning):
         The rate cannot pass the bottleneck's, so the lead stays under
         ``lead_gain`` x the base-RTT BDP, within what a one-BDP queue holds."""
         cfg = self.config
-        rate = self._rate_over(now, max(srtt / cfg.lead_ticks, cfg.app_delay))
+        rate = _rate_since(self._history, now - max(srtt / cfg.lead_ticks, cfg.app_delay))
         if not rate:
             return 0.0
         return cfg.lead_gain / cfg.slow_start_gain * rate * max(min_rtt, cfg.app_delay)
-
-    def _rate_over(self, now: float, span: float) -> float | None:
-        """Bytes/s over the last ``span`` (shorter than the kept history) of
-        the samples :meth:`_rate` recorded, interpolated at the span's start."""
-        hist = self._history
-        start = now - span
-        older = [e for e in hist if e[0] <= start]
-        if not older or hist[-1][0] - start <= 0:
-            return None
-        t0, b0 = older[-1][0], float(older[-1][1])
-        after = next((e for e in hist if e[0] > start), None)
-        if after is not None and after[0] > t0:
-            b0 += (after[1] - b0) * (start - t0) / (after[0] - t0)
-            t0 = start
-        return max(hist[-1][1] - b0, 0) / (now - t0)
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x
@@ -401,21 +386,14 @@ class DRSTuning(Tuning):
         return bool(min_rtt and latest > self.config.inflation_limit * min_rtt)
 
     def _rate(self, total: int, now: float, span: float) -> float | None:
-        """Bytes/s over the last ``span`` seconds of the cumulative ``total``
-        (None until that much history exists), interpolated at the span's start."""
+        """Record the cumulative ``total``; bytes/s over the last ``span``
+        seconds (None until that much history exists)."""
         hist = self._history
         hist.append((now, total))
         # keep one entry at least one span old, drop the older ones
         while len(hist) > 2 and hist[1][0] <= now - span:
             hist.popleft()
-        t0, b0 = hist[0][0], float(hist[0][1])
-        if now - t0 < span * (1 - 1e-9):
-            return None
-        if len(hist) > 2 and hist[1][0] > t0:  # bytes at exactly one span ago
-            t1, b1 = hist[1]
-            b0 += (b1 - b0) * min(max((now - span - t0) / (t1 - t0), 0.0), 1.0)
-            t0 = max(t0, now - span)
-        return max(total - b0, 0) / (now - t0)
+        return _rate_since(hist, now - span)
 
     def _step(self, target: float, shrink: float, floor: int | None = None) -> int:
         """Clamp to [floor, cap] (the fixed floor unless given); grow at once,
@@ -461,6 +439,23 @@ class DRSTuning(Tuning):
 def _near(value: float, last: float | None, threshold: float) -> bool:
     """Within ``threshold`` (a fraction) of ``last``: not worth a syscall."""
     return last is not None and abs(value - last) <= threshold * last
+
+
+def _rate_since(hist: deque[tuple[float, int]], start: float) -> float | None:
+    """Bytes/s from ``start`` to the newest of the (time, cumulative bytes)
+    entries, the bytes at ``start`` interpolated between the entries around
+    it; None when no entry is that old."""
+    now, total = hist[-1]
+    older = [k for k, (t, _) in enumerate(hist) if t <= start + 1e-9 * (now - start)]
+    if not older or now <= start:
+        return None
+    k = older[-1]
+    t0, b0 = hist[k][0], float(hist[k][1])
+    if k + 1 < len(hist) and hist[k + 1][0] > t0:
+        t1, b1 = hist[k + 1]
+        b0 += (b1 - b0) * min(max((start - t0) / (t1 - t0), 0.0), 1.0)
+        t0 = max(t0, start)
+    return max(total - b0, 0) / (now - t0)
 
 
 def _rate_before(recent: Reversible[tuple[float, ...]], when: float) -> float | None:
