@@ -66,7 +66,7 @@ class SocketTuner:
     def cap_size(self, size: int | None) -> None:
         """Cap DRS's buffer decisions at ``size`` bytes (SBUF, GFD.20; -P
         auto's window per stream); None: the host's cap alone."""
-        self.ctl.cap_size(size)  # type: ignore[arg-type]  # (None clears the cap: SocketController)
+        self.ctl.cap_size(size)
 
     @property
     def read_batch(self) -> int:

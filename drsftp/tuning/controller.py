@@ -144,8 +144,9 @@ class SocketController:
         if isinstance(self.tuning, DRSTuning):
             self.tuning.config = cfg
 
-    def cap_size(self, size: int) -> None:
-        """Cap DRS's buffer decisions at ``size`` bytes (SBUF, GFD.20)."""
+    def cap_size(self, size: int | None) -> None:
+        """Cap DRS's buffer decisions at ``size`` bytes (SBUF, GFD.20; -P
+        auto's window per stream); None: the host's cap alone."""
         self.size_cap = size
         if isinstance(self.tuning, DRSTuning):
             self._leave_to_kernel(self.kernel_owns is not None)

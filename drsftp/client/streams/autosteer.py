@@ -9,7 +9,15 @@ at once), and each stream's window (a receiver's clamp, a sender's buffer).
 
 from __future__ import annotations
 
+from ...tuning.sharing import PathSample
 from ...tuning.streams import Action, StreamSample
+
+
+def path_sample_of(driver: object) -> PathSample | None:
+    """The path as ``driver``'s senders report it (tuning/sharing.py), where
+    the driver knows it (MODE E sessions, parallel transfers)."""
+    sample = getattr(driver, "path_sample", None)
+    return sample() if sample is not None else None
 
 
 class AutoSteering:
@@ -24,8 +32,7 @@ class AutoSteering:
     def update(self, goodput: float, samples: list[StreamSample], intervals_left: float | None) -> bool:
         """One interval: True when the streams or their window changed."""
         c, d = self.controller, self.driver
-        path = d.path_sample() if hasattr(d, "path_sample") else None
-        c.update(goodput, samples, intervals_left, path=path)
+        c.update(goodput, samples, intervals_left, path=path_sample_of(d))
         changed = False
         while self.applied != c.streams:
             up = c.streams > self.applied

@@ -12,6 +12,7 @@ from collections.abc import Hashable
 from ...tuning.fleet import Change, FleetConfig, FleetController, Work
 from ...tuning.sharing import PathSample, combine
 from ...tuning.streams import StreamSample
+from ..streams.autosteer import path_sample_of
 
 
 class FleetSteering:
@@ -87,7 +88,7 @@ class FleetSteering:
 def path_of(drivers: list[object]) -> PathSample | None:
     """The path as the job's senders report it (tuning/sharing.py), from
     the transfers that know it (MODE E sessions, parallel transfers)."""
-    return combine(d.path_sample() for d in drivers if hasattr(d, "path_sample"))  # type: ignore[attr-defined]
+    return combine(path_sample_of(d) for d in drivers)
 
 
 def samples_of(driver: object) -> list[StreamSample]:
