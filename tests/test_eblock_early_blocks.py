@@ -11,7 +11,7 @@ import os
 
 import pytest
 from conftest import running_server, tcp_entry
-from test_eblock_server import Ctl, block, closed_by_peer, stream
+from test_eblock_server import Ctl, block, closed_by_peer, put_mode_e, stream
 
 from drsftp.ftp.eblock import Desc, header
 
@@ -50,10 +50,7 @@ def test_next_files_blocks_before_its_stor_are_kept_for_it(root, second):
     one, two = os.urandom(1 << 20), os.urandom(second)
     with running_server(root) as srv:
         ctl = Ctl(srv.port)
-        assert ctl.cmd("MODE E")[0] == "200"
-        port = ctl.pasv()
-        assert ctl.cmd(f"ALLO {len(one)}")[0] == "200"
-        assert ctl.cmd("STOR one.bin")[0] == "150"
+        port = put_mode_e(ctl, "one.bin", allo=len(one))
         socks = [stream(port), stream(port)]
         for s, a, b in zip(socks, halves(one, 2), halves(two, 2), strict=True):
             s.setblocking(False)
@@ -102,9 +99,7 @@ def test_data_after_eod_with_no_next_transfer_waits_unread_and_goes_with_the_ses
     flow control bound it); the stream closes when the session ends."""
     with running_server(root) as srv:
         ctl = Ctl(srv.port)
-        assert ctl.cmd("MODE E")[0] == "200"
-        port = ctl.pasv()
-        assert ctl.cmd("STOR a.bin")[0] == "150"
+        port = put_mode_e(ctl, "a.bin")
         s = stream(port)
         s.sendall(block(0, b"a" * 1000) + eof(1))
         code, text, _ = ctl.final()
@@ -130,9 +125,7 @@ def test_data_after_eod_with_no_next_transfer_waits_unread_and_goes_with_the_ses
 def test_garbage_after_eod_fails_the_next_stor_not_the_one_before(root):
     with running_server(root) as srv:
         ctl = Ctl(srv.port)
-        assert ctl.cmd("MODE E")[0] == "200"
-        port = ctl.pasv()
-        assert ctl.cmd("STOR a.bin")[0] == "150"
+        port = put_mode_e(ctl, "a.bin")
         s = stream(port)
         s.sendall(block(0, b"a" * 1000) + eof(1) + header(0x01, 0, 0))
         code, text, _ = ctl.final()
@@ -151,9 +144,7 @@ def test_more_eods_than_the_eod_count_is_refused(root):
     (On one stream a second EOD is the next transfer's.)"""
     with running_server(root) as srv:
         ctl = Ctl(srv.port)
-        assert ctl.cmd("MODE E")[0] == "200"
-        port = ctl.pasv()
-        assert ctl.cmd("STOR evil.bin")[0] == "150"
+        port = put_mode_e(ctl, "evil.bin")
         a, b = stream(port), stream(port)
         a.sendall(block(0, b"a" * 10) + EOD)
         # the server has read a's EOD once its marker counts a's bytes
