@@ -28,6 +28,7 @@ from ..result import TransferResult
 from ..session.control import FTPError, Pending
 from ..streams.rangeplan import drop_record
 from .copyfile import relay_note, relayed, save_held
+from .copyrun import copy_error, drs_replied, relay_samples
 from .pair import ServerPair, url_of
 
 TICK = 0.02  # seconds between looks at the relay
@@ -80,8 +81,7 @@ class PairPipe:
         return max(0, min(dest["bytes"] - self.relay.bytes_base - self.done_bytes, left))
 
     def samples(self) -> list[StreamSample]:
-        rtt = self.relay.data_rtt()
-        return [StreamSample(rtt, rtt, self.relay.retransmits())] if rtt else []
+        return relay_samples(self.relay)
 
     def ahead(self, rtt: float | None) -> bool:
         """Whether to add one more file: while A holds less than two round
@@ -202,11 +202,8 @@ class PairPipe:
                 if item.record is not None:
                     drop_record(item.record)
                 self._resolve(item, self._result(item))
-            elif isinstance(ev, FileFailed):
-                reply = ev.reply
-                resume = reply is None or 400 <= reply.code < 500
-                hint = "; --continue resumes what the destination lacks" if resume and not ev.alone else ""
-                self._resolve(item, FTPError(ev.reason.rstrip(".") + hint, reply))
+            elif isinstance(ev, FileFailed):  # (refused alone: B holds nothing of it to resume)
+                self._resolve(item, copy_error(ev.reason, ev.reply, resumable=not ev.alone))
             elif isinstance(ev, FileBack):
                 self._resolve(item, Back())
 
@@ -258,12 +255,7 @@ class PairPipe:
                 except FTPError:
                     continue
                 self.relay.sent(side, now, line)
-                pending.final.add_done_callback(functools.partial(self._drs_reply, side))
-
-    def _drs_reply(self, side: Side, fut: asyncio.Future) -> None:
-        reply = None if fut.cancelled() or fut.exception() is not None else fut.result()
-        code, text = (reply.code, reply.first) if reply is not None else (None, "")
-        self.relay.on_reply(side, time.monotonic(), code, text)
+                pending.final.add_done_callback(functools.partial(drs_replied, self.relay, side))
 
     def _result(self, item: PipeItem) -> TransferResult:
         f, relay, pair = item.file, self.relay, self.pair
