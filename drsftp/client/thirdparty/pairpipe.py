@@ -245,8 +245,7 @@ class PairPipe:
                 continue
             now = time.monotonic()
             for side in Side:
-                running = any((i.file.a if side is Side.SOURCE else i.file.b) is Stage.STARTED
-                              for i in self.items.values())
+                running = any(i.file.stage(side) is Stage.STARTED for i in self.items.values())
                 if not running or not self.relay.due(side, now):
                     continue
                 line = self.relay.command(side)
