@@ -31,7 +31,7 @@ from .copyfile import relay_note, relayed, save_held
 from .copyrun import copy_error, drs_replied, relay_samples
 from .pair import ServerPair, url_of
 
-TICK = 0.02  # seconds between looks at the relay
+TICK = 0.02  # seconds between looks at the relay and at the replies awaited
 MIN_AHEAD, MAX_AHEAD = 2, 16  # files A holds requested (docs/decisions/0012: two round trips of the rate)
 ABORT_WAIT = 10.0  # seconds the servers may take to answer every command after a break
 
@@ -60,7 +60,6 @@ class PairPipe:
         self.pair = pair
         names = {side: pair.label(side) for side in Side}
         self.flow = PipeFlow.on_open_streams(streams, names) if pair.cached else PipeFlow(streams, names)
-        self.streams = streams
         self.relay = Relay(pair.drs(Side.SOURCE), pair.drs(Side.DEST))
         self.relay.bytes_base = pair.dest_bytes if pair.cached else 0
         self.idle_timeout = idle_timeout
@@ -133,7 +132,7 @@ class PairPipe:
         the sessions can carry more; False after ``timeout``."""
         deadline = time.monotonic() + timeout
         while self.usable and not self.flow.settled and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(TICK)
         return self.usable and self.flow.settled
 
     async def close(self) -> None:
@@ -271,7 +270,7 @@ class PairPipe:
         if rtt:
             r.update(rtt_avg_ms=round(rtt * 1000, 3))
         r.update(source=url_of(pair.locs[Side.SOURCE]), destination=url_of(pair.locs[Side.DEST]),
-                 dest_path=f.dest_path, mode="E", streams=self.streams, parallel=self.streams,
+                 dest_path=f.dest_path, mode="E", streams=self.flow.streams, parallel=self.flow.streams,
                  passive=Side.DEST.value, cached=f.cached, pipelined=True, relayed=relayed(relay),
                  note=relay_note(relay, pair))
         return r
