@@ -6,6 +6,8 @@ back, new streams)."""
 
 from __future__ import annotations
 
+import pytest
+
 from drsftp.ftp.copypipe import FileBack, FileDone, FileFailed, PipeFlow, Stage, State
 from drsftp.ftp.replies import Reply
 from drsftp.ftp.thirdparty import Side
@@ -63,9 +65,27 @@ def opened(n: int = 3, streams: int = 2) -> tuple[Wire, list]:
     assert w.pump() == []  # nothing until B's address
     for line in ("MODE E", opts):
         w.flow.answered(w.find(A, line), R(200))
-    w.flow.answered(w.find(B, "MODE E"), R(200))
+    assert w.flow.answered(w.find(B, "MODE E"), R(200)) == []
     assert w.flow.answered(w.find(B, "PASV"), PASV) == []
     return w, files
+
+
+def f0_at_b() -> tuple[Wire, list]:
+    """Three files open, every RETR sent; A sent f0 whole (226), B still stores it."""
+    w, files = opened()
+    w.pump()
+    w.first(A, "RETR /a/f0")
+    w.first(B, "STOR /b/f0")
+    w.final(A, "RETR /a/f0")
+    return w, files
+
+
+def answer_pasv(w: Wire, pasv: Reply) -> list:
+    """The open sent and A's setup and B's MODE E answered 200: the events of B's answer to PASV."""
+    w.pump()
+    w.answer_all(A)
+    w.flow.answered(w.find(B, "MODE E"), R(200))
+    return w.flow.answered(w.find(B, "PASV"), pasv)
 
 
 def test_a_runs_ahead_and_b_stores_only_what_a_started_one_at_a_time():
@@ -87,11 +107,7 @@ def test_a_runs_ahead_and_b_stores_only_what_a_started_one_at_a_time():
 
 
 def test_a_retr_refused_fails_that_file_alone_and_gets_no_stor():
-    w, files = opened()
-    w.pump()
-    w.first(A, "RETR /a/f0")
-    w.first(B, "STOR /b/f0")
-    w.final(A, "RETR /a/f0")
+    w, files = f0_at_b()
     events, sent = w.final(A, "RETR /a/f1", 550)  # A's first reply: a refusal
     assert [type(e) for e in events] == [FileFailed] and events[0].file is files[1] and events[0].alone
     assert not files[1].cached
@@ -103,11 +119,7 @@ def test_a_retr_refused_fails_that_file_alone_and_gets_no_stor():
 
 
 def test_a_stor_refused_breaks_the_streams_a_is_aborted_the_rest_go_back_then_new_streams():
-    w, files = opened()
-    w.pump()
-    w.first(A, "RETR /a/f0")
-    w.first(B, "STOR /b/f0")
-    w.final(A, "RETR /a/f0")
+    w, files = f0_at_b()
     w.first(A, "RETR /a/f1")  # (STOR f1 goes: A started f1)
     w.final(B, "STOR /b/f0")
     events, sent = w.final(B, "STOR /b/f1", 553)  # B's first reply: refused; f1's blocks are on the streams
@@ -127,11 +139,7 @@ def test_a_stor_refused_breaks_the_streams_a_is_aborted_the_rest_go_back_then_ne
 
 
 def test_a_failure_at_a_while_b_still_stores_the_file_before_lets_that_one_finish():
-    w, files = opened()
-    w.pump()
-    w.first(A, "RETR /a/f0")
-    w.first(B, "STOR /b/f0")
-    w.final(A, "RETR /a/f0")
+    w, files = f0_at_b()
     w.first(A, "RETR /a/f1")  # -> STOR f1 queued at B
     events, sent = w.final(A, "RETR /a/f1", 451)  # A fails f1 mid-transfer
     assert [type(e) for e in events] == [FileFailed, FileBack] and events[0].file is files[1]
@@ -160,30 +168,19 @@ def test_b_is_aborted_once_only_the_broken_files_are_left_there():
 def test_a_refused_setup_fails_the_first_file_and_the_next_file_tries_again():
     w = Wire(PipeFlow(1))
     f0, f1 = w.flow.add("/a/x", "/b/x"), w.flow.add("/a/y", "/b/y")
-    w.pump()
-    w.answer_all(A)
-    w.flow.answered(w.find(B, "MODE E"), R(200))
-    events = w.flow.answered(w.find(B, "PASV"), R(500, "no"))
+    events = answer_pasv(w, R(500, "no"))
     assert [type(e) for e in events] == [FileFailed, FileBack] and events[0].file is f0
     assert "refused PASV" in events[0].reason and events[1].file is f1
     assert w.pump() == [] and w.flow.state is State.CLOSED
 
 
-def test_a_pasv_answered_without_an_address_fails_the_first_file():
+@pytest.mark.parametrize("pasv, why", [(R(200, "PASV done"), "refused PASV (200 PASV done)"),
+                                       (R(227, "Entering Passive Mode (::1)."), "no IPv4 address")])
+def test_a_pasv_answered_without_an_address_fails_the_first_file(pasv, why):
     w = Wire(PipeFlow(1))
     f0 = w.flow.add("/a/x", "/b/x")
-    w.pump()
-    w.answer_all(A)
-    w.flow.answered(w.find(B, "MODE E"), R(200))
-    events = w.flow.answered(w.find(B, "PASV"), R(200, "PASV done"))
-    assert [e.file for e in events] == [f0] and "refused PASV (200 PASV done)" in events[0].reason
-    w = Wire(PipeFlow(1))
-    f0 = w.flow.add("/a/x", "/b/x")
-    w.pump()
-    w.answer_all(A)
-    w.flow.answered(w.find(B, "MODE E"), R(200))
-    events = w.flow.answered(w.find(B, "PASV"), R(227, "Entering Passive Mode (::1)."))
-    assert [e.file for e in events] == [f0] and "no IPv4 address" in events[0].reason
+    events = answer_pasv(w, pasv)
+    assert [e.file for e in events] == [f0] and why in events[0].reason
 
 
 def test_a_refused_port_fails_the_first_file():

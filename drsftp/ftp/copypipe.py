@@ -75,6 +75,19 @@ class PipeFile:
     def done(self) -> bool:
         return self.a is Stage.DONE and self.b is Stage.DONE
 
+    def stage(self, side: Side) -> Stage:
+        return self.a if side is Side.SOURCE else self.b
+
+    def set_stage(self, side: Side, stage: Stage) -> None:
+        if side is Side.SOURCE:
+            self.a = stage
+        else:
+            self.b = stage
+
+    def transfer_line(self, side: Side) -> str:
+        """Its RETR to A, its STOR to B."""
+        return f"RETR {self.source_path}" if side is Side.SOURCE else f"STOR {self.dest_path}"
+
 
 @dataclass(eq=False)
 class Send:
@@ -165,9 +178,8 @@ class PipeFlow:
         f = send.file
         if f is None or not send.transfer:
             return
-        end = "a" if send.side is Side.SOURCE else "b"
-        if getattr(f, end) is Stage.SENT:
-            setattr(f, end, Stage.STARTED)
+        if f.stage(send.side) is Stage.SENT:
+            f.set_stage(send.side, Stage.STARTED)
 
     def answered(self, send: Send, reply: Reply) -> list[Event]:
         """``send``'s final reply (a transfer's: after its 1yz, or in its place)."""
@@ -245,7 +257,7 @@ class PipeFlow:
         rest = rest_argument(f.held, True)
         if rest is not None:
             out.append(Send(side, f"REST {rest}", f"resume (REST) on {self.names[side]}", f))
-        line = f"RETR {f.source_path}" if side is Side.SOURCE else f"STOR {f.dest_path}"
+        line = f.transfer_line(side)
         out.append(Send(side, line, f"{line} on {self.names[side]}", f, transfer=True))
         return out
 
@@ -265,19 +277,15 @@ class PipeFlow:
     # -- replies --------------------------------------------------------------------------
     def _transfer_reply(self, send: Send, f: PipeFile, reply: Reply) -> list[Event]:
         side = send.side
-        started = (f.a if side is Side.SOURCE else f.b) is Stage.STARTED
+        started = f.stage(side) is Stage.STARTED
         ok = reply.code in (226, 250)  # (RFC 959: closing the data connection; file action done)
-        if side is Side.SOURCE:
-            f.a = Stage.DONE if ok else Stage.ENDED
-        else:
-            f.b = Stage.DONE if ok else Stage.ENDED
+        f.set_stage(side, Stage.DONE if ok else Stage.ENDED)
         if ok:
             if f.done:
                 self.files.remove(f)
                 return [FileDone(f)]
             return []
-        verb, path = ("RETR", f.source_path) if side is Side.SOURCE else ("STOR", f.dest_path)
-        reason = f"{verb} {path} failed on {self.names[side]}: {reply}"
+        reason = f"{f.transfer_line(side)} failed on {self.names[side]}: {reply}"
         if side is Side.SOURCE and not started and f.b is Stage.WAITING:
             self.files.remove(f)  # A refused it: no block, no STOR; the rest go on
             f.b = Stage.ENDED

@@ -289,14 +289,14 @@ async def _pipe_loop(job: CopyJob, wid: int, pair: ServerPair, first: Item) -> b
                         job.retry_or_fail(item, exc)
                         continue
                     item.check = False
-                ranges, record = _resume_ranges(job, item, src_path, dst_path)
+                ranges, record = _resume_ranges(job, item, src_path, dst_path, mode_e=True)
                 inflight.append((item, pipe.add(src_path, dst_path, item.t.size, ranges, record)))
             if not inflight:
                 return await pipe.settle()
             item, p = inflight[0]
             await pipe.until_done(p)
             inflight.popleft()
-            _record(job, pipe, item, p)
+            _record(job, item, p)
     finally:
         job.active.pop(wid, None)
         await pipe.close()
@@ -306,18 +306,19 @@ async def _pipe_loop(job: CopyJob, wid: int, pair: ServerPair, first: Item) -> b
             job.requeue(item)
 
 
-def _resume_ranges(job: CopyJob, item: Item, src_path: str, dst_path: str,
+def _resume_ranges(job: CopyJob, item: Item, src_path: str, dst_path: str, mode_e: bool,
                    ) -> tuple[tuple[tuple[int, int], ...], str]:
-    """What B holds of the file (REST ranges: --continue, --sync's part
-    files) and its MODE E resume record."""
+    """What B holds of the file (REST ranges: --sync's part files; in
+    extended block mode also --continue's) and its MODE E resume record."""
     record = record_base(job.location(Side.SOURCE, src_path), job.location(Side.DEST, dst_path))
-    if item.t.resume_from or job.jopts.resume:
-        return tuple(held_on_dest(record, True, item.t.size, None, item.t.resume_from)), record
-    drop_record(record)  # a STOR without REST starts the destination's file over
+    if item.t.resume_from or (job.jopts.resume and mode_e):
+        return tuple(held_on_dest(record, mode_e, item.t.size, None, item.t.resume_from)), record
+    if mode_e:
+        drop_record(record)  # a STOR without REST starts the destination's file over
     return (), record
 
 
-def _record(job: CopyJob, pipe: PairPipe, item: Item, p: PipeItem) -> None:
+def _record(job: CopyJob, item: Item, p: PipeItem) -> None:
     """A pipelined file's outcome: ok; back to the queue (the streams broke
     on an earlier file); or its own failure, retried or failed (--retries),
     and one that never started on a lost pair goes back free (LOST_AGAIN)."""
@@ -339,16 +340,9 @@ async def _copy_one(job: CopyJob, wid: int, pair: ServerPair, item: Item, src_pa
     PARALLEL (and --stream-mode was not asked), else stream mode."""
     mode_e = pair.extended_block() and job.jopts.cached
     size = item.t.size
-    held: tuple[tuple[int, int], ...] = ()
-    if item.t.resume_from or (job.jopts.resume and mode_e):
-        rs = held_on_dest(record_base(job.location(Side.SOURCE, src_path), job.location(Side.DEST, dst_path)),
-                          mode_e, size, None, item.t.resume_from)
-        held = tuple(rs)
-    elif mode_e:
-        drop_record(record_base(job.location(Side.SOURCE, src_path), job.location(Side.DEST, dst_path)))
+    held, record = _resume_ranges(job, item, src_path, dst_path, mode_e)
     spec = CopySpec(src_path, dst_path, size, mode_e, job.jopts.streams if mode_e else 1, held,
                     cached=pair.cached and mode_e)
-    record = record_base(job.location(Side.SOURCE, src_path), job.location(Side.DEST, dst_path))
 
     def on_run(run: CopyRun | None) -> None:
         if run is None:

@@ -36,6 +36,28 @@ TIMELINE_LIMIT = 20_000
 TRANSFER_VERBS = ("RETR", "STOR")
 
 
+def relay_samples(relay: Relay) -> list[StreamSample]:
+    """The data path as the sender reports it, for a job's fleet controller
+    (one sample: the least RTT over its streams)."""
+    rtt = relay.data_rtt()
+    return [StreamSample(rtt, rtt, relay.retransmits())] if rtt else []
+
+
+def drs_replied(relay: Relay, side: Side, fut: asyncio.Future) -> None:
+    """A relayed DRS command's reply (None: its connection failed) to the relay."""
+    reply = None if fut.cancelled() or fut.exception() is not None else fut.result()
+    code, text = (reply.code, reply.first) if reply is not None else (None, "")
+    relay.on_reply(side, time.monotonic(), code, text)
+
+
+def copy_error(reason: str, reply: Reply | None, resumable: bool = True) -> FTPError:
+    """A failed copy's sentence, with --continue's hint when a rerun can
+    resume (``resumable``, and a lost connection or a 4yz reply)."""
+    resume = resumable and (reply is None or 400 <= reply.code < 500)
+    hint = "; --continue resumes what the destination lacks" if resume else ""
+    return FTPError(reason.rstrip(".") + hint, reply)
+
+
 @dataclass
 class RunOutcome:
     seconds: float = 0.0
@@ -71,9 +93,7 @@ class CopyRun:
 
     # -- what the job's fleet controller reads (drsftp.client.trees.jobfleet) -------------
     def samples(self) -> list[StreamSample]:
-        """The data path as the sender reports it (one sample: the least RTT over its streams)."""
-        rtt = self.relay.data_rtt()
-        return [StreamSample(rtt, rtt, self.relay.retransmits())] if rtt else []
+        return relay_samples(self.relay)
 
     # -- sending -----------------------------------------------------------------------------
     def _send(self, cmd: Command) -> Pending:
@@ -227,10 +247,7 @@ class CopyRun:
         other = failed.side.other
         if failed.reply is not None and self.pair.ctl(other).lost:
             failed = self.flow.lost(other, "closed by the server")
-        reply = failed.reply
-        resume = reply is None or 400 <= reply.code < 500
-        hint = "; --continue resumes what the destination lacks" if resume else ""
-        return FTPError(failed.reason.rstrip(".") + hint, reply)
+        return copy_error(failed.reason, failed.reply)
 
     async def _abort(self, failed: Failed) -> None:
         """ABOR to the transfers still running (RFC 959 4.1.3: 426, then
@@ -262,12 +279,7 @@ class CopyRun:
             except (FTPError, FlowError):
                 continue  # (the connection is gone, or its transfer has ended)
             self.relay.sent(side, now, line)
-            pending.final.add_done_callback(functools.partial(self._drs_reply, side))
-
-    def _drs_reply(self, side: Side, fut: asyncio.Future) -> None:
-        reply = None if fut.cancelled() or fut.exception() is not None else fut.result()
-        code, text = (reply.code, reply.first) if reply is not None else (None, "")
-        self.relay.on_reply(side, time.monotonic(), code, text)
+            pending.final.add_done_callback(functools.partial(drs_replied, self.relay, side))
 
     def _look(self, now: float, started: float) -> None:
         """Progress, the bar, the timeline, and -P auto's next decision."""

@@ -28,9 +28,10 @@ from ..result import TransferResult
 from ..session.control import FTPError, Pending
 from ..streams.rangeplan import drop_record
 from .copyfile import relay_note, relayed, save_held
+from .copyrun import copy_error, drs_replied, relay_samples
 from .pair import ServerPair, url_of
 
-TICK = 0.02  # seconds between looks at the relay
+TICK = 0.02  # seconds between looks at the relay and at the replies awaited
 MIN_AHEAD, MAX_AHEAD = 2, 16  # files A holds requested (docs/decisions/0012: two round trips of the rate)
 ABORT_WAIT = 10.0  # seconds the servers may take to answer every command after a break
 
@@ -59,7 +60,6 @@ class PairPipe:
         self.pair = pair
         names = {side: pair.label(side) for side in Side}
         self.flow = PipeFlow.on_open_streams(streams, names) if pair.cached else PipeFlow(streams, names)
-        self.streams = streams
         self.relay = Relay(pair.drs(Side.SOURCE), pair.drs(Side.DEST))
         self.relay.bytes_base = pair.dest_bytes if pair.cached else 0
         self.idle_timeout = idle_timeout
@@ -80,8 +80,7 @@ class PairPipe:
         return max(0, min(dest["bytes"] - self.relay.bytes_base - self.done_bytes, left))
 
     def samples(self) -> list[StreamSample]:
-        rtt = self.relay.data_rtt()
-        return [StreamSample(rtt, rtt, self.relay.retransmits())] if rtt else []
+        return relay_samples(self.relay)
 
     def ahead(self, rtt: float | None) -> bool:
         """Whether to add one more file: while A holds less than two round
@@ -133,7 +132,7 @@ class PairPipe:
         the sessions can carry more; False after ``timeout``."""
         deadline = time.monotonic() + timeout
         while self.usable and not self.flow.settled and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(TICK)
         return self.usable and self.flow.settled
 
     async def close(self) -> None:
@@ -202,11 +201,8 @@ class PairPipe:
                 if item.record is not None:
                     drop_record(item.record)
                 self._resolve(item, self._result(item))
-            elif isinstance(ev, FileFailed):
-                reply = ev.reply
-                resume = reply is None or 400 <= reply.code < 500
-                hint = "; --continue resumes what the destination lacks" if resume and not ev.alone else ""
-                self._resolve(item, FTPError(ev.reason.rstrip(".") + hint, reply))
+            elif isinstance(ev, FileFailed):  # (refused alone: B holds nothing of it to resume)
+                self._resolve(item, copy_error(ev.reason, ev.reply, resumable=not ev.alone))
             elif isinstance(ev, FileBack):
                 self._resolve(item, Back())
 
@@ -248,8 +244,7 @@ class PairPipe:
                 continue
             now = time.monotonic()
             for side in Side:
-                running = any((i.file.a if side is Side.SOURCE else i.file.b) is Stage.STARTED
-                              for i in self.items.values())
+                running = any(i.file.stage(side) is Stage.STARTED for i in self.items.values())
                 if not running or not self.relay.due(side, now):
                     continue
                 line = self.relay.command(side)
@@ -258,12 +253,7 @@ class PairPipe:
                 except FTPError:
                     continue
                 self.relay.sent(side, now, line)
-                pending.final.add_done_callback(functools.partial(self._drs_reply, side))
-
-    def _drs_reply(self, side: Side, fut: asyncio.Future) -> None:
-        reply = None if fut.cancelled() or fut.exception() is not None else fut.result()
-        code, text = (reply.code, reply.first) if reply is not None else (None, "")
-        self.relay.on_reply(side, time.monotonic(), code, text)
+                pending.final.add_done_callback(functools.partial(drs_replied, self.relay, side))
 
     def _result(self, item: PipeItem) -> TransferResult:
         f, relay, pair = item.file, self.relay, self.pair
@@ -280,7 +270,7 @@ class PairPipe:
         if rtt:
             r.update(rtt_avg_ms=round(rtt * 1000, 3))
         r.update(source=url_of(pair.locs[Side.SOURCE]), destination=url_of(pair.locs[Side.DEST]),
-                 dest_path=f.dest_path, mode="E", streams=self.streams, parallel=self.streams,
+                 dest_path=f.dest_path, mode="E", streams=self.flow.streams, parallel=self.flow.streams,
                  passive=Side.DEST.value, cached=f.cached, pipelined=True, relayed=relayed(relay),
                  note=relay_note(relay, pair))
         return r
