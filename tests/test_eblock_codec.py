@@ -187,3 +187,14 @@ def test_rangeset_equals_a_set_of_bytes(spans):
     assert covered == model
     gaps = {x for a, b in rs.missing(260) for x in range(a, b)}
     assert gaps == set(range(260)) - model
+
+
+def test_a_range_marker_is_read_once_for_every_client_path_and_bounded_by_the_file():
+    """``111 Range Marker`` (GFD.20) as put, copy and the copy pipeline read
+    it: ranges within the file kept; past its end, garbled or not a marker:
+    none (a hostile server cannot plant a range in a resume record)."""
+    assert eblock.marker_ranges("Range Marker 0-100,200-300", 300) == [(0, 100), (200, 300)]
+    assert eblock.marker_ranges("111 Range Marker 0-100", None) == [(0, 100)]
+    assert eblock.marker_ranges("Range Marker 0-100,200-301", 300) == []
+    assert eblock.marker_ranges("Range Marker 0-x", 300) == []
+    assert eblock.marker_ranges("Perf Marker 0-100", 300) == []

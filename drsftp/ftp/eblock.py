@@ -260,6 +260,20 @@ class RangeSet:
         return rs
 
 
+def marker_ranges(text: str, size: int | None) -> list[tuple[int, int]]:
+    """The ranges a ``111 Range Marker a-b,c-d`` reply's text says the
+    receiver holds (GFD.20); none when the text is not one, does not parse,
+    or names a byte past ``size`` (a hostile or confused server)."""
+    _, sep, rest = text.partition("Range Marker")
+    if not sep:
+        return []
+    try:
+        ranges = list(RangeSet.parse(rest))
+    except ValueError:
+        return []
+    return [] if size is not None and any(b > size for _, b in ranges) else ranges
+
+
 class ReceiveLedger:
     """What a receiver knows of one MODE E transfer across its connections.
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from ...ftp.blockplan import block_size
-from ...ftp.eblock import RangeSet
+from ...ftp.eblock import RangeSet, marker_ranges
 from ...ftp.flow import TransferDone
 from ...io import sockopt
 from ...tuning import Role
@@ -112,16 +112,7 @@ class ModeEPut(ModeESession):
     def _on_marker(self, reply) -> None:
         """``111 Range Marker a-b,c-d``: ranges the server holds (GFD.20);
         one past the file's end is ignored (a hostile or confused server)."""
-        _, sep, text = reply.first.partition("Range Marker")
-        if reply.code != 111 or not sep:
-            return
-        try:
-            ranges = RangeSet.parse(text)
-        except ValueError:
-            return
-        if any(b > self.total for _, b in ranges):
-            return
-        for a, b in ranges:
+        for a, b in marker_ranges(reply.first, self.total) if reply.code == 111 else ():
             self.server_held.add(a, b)
         if self.on_held is not None:
             self.on_held(self.server_held)

@@ -23,7 +23,7 @@ import os
 import posixpath
 from collections.abc import Callable
 
-from ...ftp.eblock import RangeSet
+from ...ftp.eblock import RangeSet, marker_ranges
 from ...ftp.partname import partial_name
 from ...ftp.relay import Relay
 from ...ftp.thirdparty import CopySpec, Side
@@ -99,10 +99,10 @@ async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto:
     resumed = held.total
 
     def marker(text: str) -> None:
-        try:
-            for a, b in RangeSet.parse(text):
-                held.add(a, b)
-        except ValueError:
+        ranges = marker_ranges(text, size)
+        for a, b in ranges:
+            held.add(a, b)
+        if not ranges:
             return
         if record is not None and size is not None:
             save_held(record, size, mtime, held)

@@ -69,8 +69,8 @@ class RunOutcome:
 
 
 class CopyRun:
-    """``view(done, rate_bps, rtt, window)``: the bar; ``on_marker(ranges)``:
-    B's range markers (MODE E resume record)."""
+    """``view(done, rate_bps, rtt, window)``: the bar; ``on_marker(text)``:
+    the text of B's range markers (MODE E resume record)."""
 
     def __init__(self, pair: ServerPair, spec: CopySpec, *, auto: PathStreams | None = None,
                  idle_timeout: float = 60.0, deadline: Deadline | None = None,
@@ -119,7 +119,7 @@ class CopyRun:
         if reply.code == 111 and self.on_marker is not None:
             text = reply.first
             self.out.markers.append(text)
-            self.on_marker(text.split()[-1] if text.split() else "")
+            self.on_marker(text)
 
     async def _reply(self, side: Side, pending: Pending, timeout: float = 60.0) -> Reply:
         """A reply in its side's order, through its flow (not on cached streams)."""

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from ...ftp.copypipe import FileBack, FileDone, FileFailed, PipeFile, PipeFlow, Send, Stage, State
-from ...ftp.eblock import RangeSet
+from ...ftp.eblock import RangeSet, marker_ranges
 from ...ftp.relay import Relay
 from ...ftp.replies import Reply
 from ...ftp.thirdparty import Side
@@ -183,13 +183,10 @@ class PairPipe:
     def _marker(self, seq: int, reply: Reply) -> None:
         """B's 111 Range Marker: what it holds of the file (--continue)."""
         item = self.items.get(seq)
-        if item is None or reply.code != 111 or not reply.first.split():
+        if item is None or reply.code != 111:
             return
-        try:
-            for a, b in RangeSet.parse(reply.first.split()[-1]):
-                item.held.add(a, b)
-        except ValueError:
-            return
+        for a, b in marker_ranges(reply.first, item.file.size):
+            item.held.add(a, b)
 
     def _events(self, events) -> None:
         for ev in events:
