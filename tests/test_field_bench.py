@@ -5,6 +5,7 @@ import shutil
 import tempfile
 
 import pytest
+from conftest import Reached, stop_at_run
 
 from drsftp.bench import field
 from drsftp.bench.tunings import Path
@@ -143,19 +144,10 @@ def test_bench_against_the_field_refuses_an_unknown_column_in_one_sentence():
     assert "unknown entries bbcp" in r.stderr
 
 
-class Reached(Exception):
-    """A field run was started: what a valid command line does."""
-
-
 @pytest.fixture
 def no_run(monkeypatch, tmp_path):
-    def reached(cfg):
-        raise Reached(cfg)
-
-    monkeypatch.setattr(field, "run_field", reached)
-    monkeypatch.setattr(field, "Link", reached)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    """A field run, where it would start, raises Reached."""
+    return stop_at_run(monkeypatch, tmp_path, (field, "run_field"), (field, "Link"))
 
 
 @pytest.mark.parametrize("argv,message", [
