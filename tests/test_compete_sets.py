@@ -171,6 +171,17 @@ def test_benchreport_prints_the_sweep_and_window_tables_of_a_set_and_draws_their
         "compete-vs-cap.png"]
 
 
+def test_a_sets_goodput_plots_are_named_by_spec_link_and_congestion_control(tmp_path, capsys):
+    path = str(tmp_path / "set.json")
+    for cc in ("reno", "bbr"):  # the same spec and link: only the congestion control tells them apart
+        add_to_set(path, _competition("drs:1MiB", [_flow("drs:1MiB#1", "drs:1MiB", 5.0, 1 << 20)], cc=cc,
+                                      rate=20e6), sample_every=1.0)
+    assert main(["benchreport", path, "--plots", str(tmp_path / "p")]) == 0
+    capsys.readouterr()
+    assert sorted(os.listdir(tmp_path / "p")) == [f"compete-drs_1MiB-20mbit-60ms-q100-{cc}-goodput.png"
+                                                  for cc in ("bbr", "reno")] + ["compete-vs-cap.png"]
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--table", "speed"], "--table speed applies to bench results, not compete results (those take --plots and "
                            "--table sweep or window or sharing)"),
