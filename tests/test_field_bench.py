@@ -89,7 +89,7 @@ def test_gridftp_gets_its_own_hosts_file_and_the_hosts_is_untouched(tmp_path):
     class FakeLink:
         server_addr, client_addr = "10.201.0.2", "10.201.0.1"
     before = _read("/etc/hosts")
-    argv = field._hosts_wrap(FakeLink(), "client", ["globus-url-copy", "a", "b"], str(tmp_path))
+    argv = field.hosts_wrap(FakeLink(), "client", ["globus-url-copy", "a", "b"], str(tmp_path))
     assert argv[:2] == ["unshare", "-m"] and argv[-3:] == ["globus-url-copy", "a", "b"]
     hosts = _read(tmp_path / "hosts-client")
     assert "10.201.0.1 " in hosts and os.uname().nodename in hosts
