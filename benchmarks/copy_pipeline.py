@@ -19,7 +19,6 @@ import argparse
 import os
 import shlex
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,30 +29,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from conftest import PASSWORD, USER, make_file  # noqa: E402
 
-from drsftp.netem.link import stop_process  # noqa: E402
+from drsftp.bench.field import DRS_PORT, hosts_wrapped  # noqa: E402
+from drsftp.bench.field import GRIDFTP_PORT as GRID_PORT  # noqa: E402
+from drsftp.bench.thirdbench import GRIDFTP  # noqa: E402
+from drsftp.netem.link import stop_process, wait_for_port  # noqa: E402
 from drsftp.netem.topology import Topology  # noqa: E402
-
-DRS_PORT, GRID_PORT = 2121, 2811
-GRIDFTP = "/usr/sbin/globus-gridftp-server"
-
-
-def wait_port(topo, node, addr, port, timeout=15.0):
-    probe = [sys.executable, "-c", f"import socket; socket.create_connection(({addr!r}, {port}), 1).close()"]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if topo.run(node, probe, timeout=5).returncode == 0:
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"nothing listens at {addr}:{port} on {node}")
 
 
 def hosts_wrap(workdir, name, addr, argv):
-    """GridFTP resolves the host's own name: a hosts file of its own in a
-    private mount namespace (the host's /etc/hosts is never touched)."""
-    hosts = os.path.join(workdir, f"hosts-{name}")
-    with open(hosts, "w") as f:
-        f.write(f"127.0.0.1 localhost\n{addr} {socket.gethostname()}\n")
-    return ["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', hosts, *argv]
+    """field.hosts_wrapped, the hosts file in WORKDIR named after NAME."""
+    return hosts_wrapped(addr, argv, os.path.join(workdir, f"hosts-{name}"))
 
 
 def main() -> None:
@@ -89,13 +74,13 @@ def main() -> None:
                         str(DRS_PORT), "--user", USER, "--password", PASSWORD, "--third-party-peers", peer]
                 log = open(os.path.join(work, f"serve-{node}.log"), "wb")  # noqa: SIM115
                 procs.append(topo.popen(node, argv, stdout=subprocess.DEVNULL, stderr=log, cwd=work))
-                wait_port(topo, node, addr, DRS_PORT)
+                wait_for_port(topo, node, DRS_PORT, timeout=15.0)
                 if not args.no_gridftp:
                     g = [GRIDFTP, "-aa", "-anonymous-user", "nobody", "-p", str(GRID_PORT), "-control-interface",
                          addr, "-data-interface", addr, "-fork", "-no-chdir", "-d", "error"]
                     procs.append(topo.popen(node, hosts_wrap(work, node, addr, g), stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL))
-                    wait_port(topo, node, addr, GRID_PORT)
+                    wait_for_port(topo, node, GRID_PORT, timeout=15.0)
             entries = [(label, "drsftp", d) for label, d in clients]
             if not args.no_gridftp:
                 entries.append(("globus-url-copy", "gridftp", None))

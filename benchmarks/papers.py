@@ -44,10 +44,10 @@ import tempfile
 from dataclasses import dataclass
 
 from drsftp.bench.compete import report
+from drsftp.bench.competereport import SEGMENT  # the payload of a 1500-byte packet: the study's packet
 from drsftp.bench.competeset import add_to_set, cell_key, read_set
 from drsftp.netem.spec import parse_duration, parse_rate
 
-SEGMENT = 1448  # the payload of a 1500-byte packet: the study's packet
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DATA = os.path.join(ROOT, "docs", "bench-data")
 IMG = os.path.join(ROOT, "docs", "img")

@@ -1,6 +1,7 @@
 import contextlib
 import ftplib
 import hashlib
+import importlib.util
 import os
 import re
 import socket
@@ -13,6 +14,32 @@ import pytest
 
 PY = sys.executable
 USER, PASSWORD = "tester", "s3cret"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def benchmark_module(name):
+    """benchmarks/NAME.py loaded as module NAME (a script, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "benchmarks", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Reached(Exception):
+    """A bench run was started: what a valid command line does (args: what the run was given)."""
+
+
+def stop_at_run(monkeypatch, tmp_path, *targets):
+    """The bench in an empty ``tmp_path``, each (module, name) of ``targets``
+    (its runs and links) replaced by raising Reached."""
+    def reached(*args, **kw):
+        raise Reached(*args)
+
+    for module, name in targets:
+        monkeypatch.setattr(module, name, reached)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 def sha256_file(path, offset=0):

@@ -5,6 +5,7 @@ import os
 from typing import ClassVar
 
 import pytest
+from conftest import Reached, stop_at_run
 
 from drsftp.bench import runner
 from drsftp.bench import tunings as T
@@ -262,22 +263,13 @@ def test_stock_get_is_timed_from_the_first_byte_received_and_stops_at_max_time()
     assert (fig["bytes"], fig["seconds"], fig["complete"]) == (4000, 3.0, False)
 
 
-class Reached(Exception):
-    """A run was started: what a valid command line does."""
-
-
 @pytest.fixture
 def no_run(monkeypatch, tmp_path):
     """The bench in an empty directory, its runs and links replaced by Reached."""
     from drsftp.bench import field
 
-    def reached(*args, **kw):
-        raise Reached(*args)
-
-    for module, name in ((runner, "run_bench"), (runner, "Link"), (field, "run_field"), (field, "Link")):
-        monkeypatch.setattr(module, name, reached)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return stop_at_run(monkeypatch, tmp_path, (runner, "run_bench"), (runner, "Link"), (field, "run_field"),
+                       (field, "Link"))
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+from conftest import Reached, stop_at_run
 
 from drsftp.bench import compete, competerun
 from drsftp.bench import tunings as T
@@ -304,15 +305,7 @@ def test_flows_of_one_tuning_share_a_server_and_each_iperf3_flow_has_its_own(tmp
 @pytest.fixture
 def no_compete(monkeypatch, tmp_path):
     """--compete in an empty directory, its run replaced by Reached."""
-    class Reached(Exception):
-        pass
-
-    def reached(cfg):
-        raise Reached(cfg)
-
-    monkeypatch.setattr(compete, "run_compete", reached)
-    monkeypatch.setattr(competerun, "Link", reached)
-    monkeypatch.chdir(tmp_path)
+    stop_at_run(monkeypatch, tmp_path, (compete, "run_compete"), (competerun, "Link"))
     return Reached
 
 

@@ -3,12 +3,11 @@ sweep table (a row per competition, the ratios the papers' fairness
 measure compares), the window table of the low-rate case, the link's
 counters, and benchmarks/papers.py's cells."""
 
-import importlib.util
 import json
 import os
-import sys
 
 import pytest
+from conftest import benchmark_module
 
 from drsftp.bench.competelink import CpuMark, health_line, link_health
 from drsftp.bench.competeset import add_to_set, cell_key, congestion_control, read_set, slim
@@ -172,6 +171,17 @@ def test_benchreport_prints_the_sweep_and_window_tables_of_a_set_and_draws_their
         "compete-vs-cap.png"]
 
 
+def test_a_sets_goodput_plots_are_named_by_spec_link_and_congestion_control(tmp_path, capsys):
+    path = str(tmp_path / "set.json")
+    for cc in ("reno", "bbr"):  # the same spec and link: only the congestion control tells them apart
+        add_to_set(path, _competition("drs:1MiB", [_flow("drs:1MiB#1", "drs:1MiB", 5.0, 1 << 20)], cc=cc,
+                                      rate=20e6), sample_every=1.0)
+    assert main(["benchreport", path, "--plots", str(tmp_path / "p")]) == 0
+    capsys.readouterr()
+    assert sorted(os.listdir(tmp_path / "p")) == [f"compete-drs_1MiB-20mbit-60ms-q100-{cc}-goodput.png"
+                                                  for cc in ("bbr", "reno")] + ["compete-vs-cap.png"]
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--table", "speed"], "--table speed applies to bench results, not compete results (those take --plots and "
                            "--table sweep or window or sharing)"),
@@ -206,16 +216,8 @@ def test_a_damaged_set_is_one_sentence(content, message, tmp_path, capsys):
 # ---------------------------------------------------------------- benchmarks/papers.py
 
 
-def _papers():
-    spec = importlib.util.spec_from_file_location("papers", os.path.join(ROOT, "benchmarks", "papers.py"))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["papers"] = mod  # (its dataclasses look their module up)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_papers_cells_are_the_studys_sweeps_and_each_knows_its_result_in_the_set():
-    papers = _papers()
+    papers = benchmark_module("papers")
     fig5 = papers.FIGURES["fig5"].cells
     assert len(fig5) == 3 * 8 and {c.queue for c in fig5} == {100, 500, 16384}
     assert [c.spec for c in fig5[:8]] == [f"10*stock-64k+1*drs:{n * 1448}" for n in range(100, 800, 100)] + [

@@ -5,6 +5,7 @@ import shutil
 import tempfile
 
 import pytest
+from conftest import Reached, stop_at_run
 
 from drsftp.bench import field
 from drsftp.bench.tunings import Path
@@ -88,7 +89,7 @@ def test_gridftp_gets_its_own_hosts_file_and_the_hosts_is_untouched(tmp_path):
     class FakeLink:
         server_addr, client_addr = "10.201.0.2", "10.201.0.1"
     before = _read("/etc/hosts")
-    argv = field._hosts_wrap(FakeLink(), "client", ["globus-url-copy", "a", "b"], str(tmp_path))
+    argv = field.hosts_wrap(FakeLink(), "client", ["globus-url-copy", "a", "b"], str(tmp_path))
     assert argv[:2] == ["unshare", "-m"] and argv[-3:] == ["globus-url-copy", "a", "b"]
     hosts = _read(tmp_path / "hosts-client")
     assert "10.201.0.1 " in hosts and os.uname().nodename in hosts
@@ -143,19 +144,10 @@ def test_bench_against_the_field_refuses_an_unknown_column_in_one_sentence():
     assert "unknown entries bbcp" in r.stderr
 
 
-class Reached(Exception):
-    """A field run was started: what a valid command line does."""
-
-
 @pytest.fixture
 def no_run(monkeypatch, tmp_path):
-    def reached(cfg):
-        raise Reached(cfg)
-
-    monkeypatch.setattr(field, "run_field", reached)
-    monkeypatch.setattr(field, "Link", reached)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    """A field run, where it would start, raises Reached."""
+    return stop_at_run(monkeypatch, tmp_path, (field, "run_field"), (field, "Link"))
 
 
 @pytest.mark.parametrize("argv,message", [

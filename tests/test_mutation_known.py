@@ -4,30 +4,22 @@ code asks for the mutant to be run and explained again), and the docs'
 survivors table is KNOWN, word for word."""
 
 import glob
-import importlib.util
 import os
-import sys
+
+from conftest import benchmark_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _mutation():
-    spec = importlib.util.spec_from_file_location("mutation", os.path.join(ROOT, "benchmarks", "mutation.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mutation"] = module  # (its dataclasses look their module up)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_every_known_survivor_names_a_site_of_the_current_sources():
-    m = _mutation()
+    m = benchmark_module("mutation")
     files = sorted(p for g in m.TARGETS for p in glob.glob(g, root_dir=ROOT))
     keys = {s.key() for f in files for s in m.sites(f)}
     assert [k for k in m.KNOWN if k not in keys] == []
 
 
 def test_the_docs_survivors_table_is_known(capsys):
-    m = _mutation()
+    m = benchmark_module("mutation")
     assert m.main(["--known"]) == 0
     table = capsys.readouterr().out
     with open(os.path.join(ROOT, "docs", "MUTATION.md")) as f:

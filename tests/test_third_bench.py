@@ -11,6 +11,7 @@ import shutil
 import tempfile
 
 import pytest
+from conftest import Reached, stop_at_run
 
 from drsftp.bench import thirdbench as tb
 from drsftp.bench.field import workload
@@ -76,18 +77,10 @@ def test_the_tree_digest_sees_a_changed_byte_and_a_missing_file(tmp_path):
     assert tb.tree_digest(str(tmp_path / "y"), wl) is None
 
 
-class Reached(Exception):
-    """A third-party run was started: what a valid command line does."""
-
-
 @pytest.fixture
 def no_run(monkeypatch, tmp_path):
-    def reached(cfg):
-        raise Reached(cfg)
-
-    monkeypatch.setattr(tb, "run_third", reached)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    """A third-party run, where it would start, raises Reached."""
+    return stop_at_run(monkeypatch, tmp_path, (tb, "run_third"))
 
 
 @pytest.mark.parametrize("argv,message", [

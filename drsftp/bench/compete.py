@@ -16,11 +16,15 @@ from .competewindow import plot_window, window_table
 from .report import markdown_table
 
 
+def name_stem(spec: str, rate_bps: float, rtt_s: float, queue: int, loss: float | None) -> str:
+    """compete-SPEC-RATE-RTT-qQUEUE[-lossL]: a competition's name, by its spec and link."""
+    rate = rate_text(rate_bps, space="", unit="bit").lower()
+    return f"compete-{slug(spec)}-{rate}-{rtt_s * 1000:g}ms-q{queue}" + (f"-loss{loss * 100:g}" if loss else "")
+
+
 def file_name(cfg: CompeteConfig) -> str:
     """compete-SPEC-RATE-RTT-qQUEUE.json: one file per spec and link, so a sweep's runs sit side by side."""
-    rate = rate_text(cfg.path.rate, space="", unit="bit").lower()
-    loss = f"-loss{cfg.path.loss * 100:g}" if cfg.path.loss else ""
-    return f"compete-{slug(cfg.spec)}-{rate}-{cfg.path.rtt * 1000:g}ms-q{cfg.queue_packets()}{loss}.json"
+    return name_stem(cfg.spec, cfg.path.rate, cfg.path.rtt, cfg.queue_packets(), cfg.path.loss) + ".json"
 
 
 def run_and_report(cfg: CompeteConfig, outdir: str, plots: bool) -> int:
@@ -87,6 +91,5 @@ def _plot_stem(path: str, data: dict, from_set: bool) -> str:
     if not from_set:
         return stem(path)
     link = data["link"]
-    loss = f"-loss{link['loss'] * 100:g}" if link.get("loss") else ""
-    return (f"compete-{slug(data['spec'])}-{rate_text(link['rate_bps'], space='', unit='bit').lower()}-"
-            f"{link['rtt_s'] * 1000:g}ms-q{link['queue_packets']}{loss}-{congestion_control(data) or 'cc'}")
+    return (name_stem(data["spec"], link["rate_bps"], link["rtt_s"], link["queue_packets"], link.get("loss"))
+            + f"-{congestion_control(data) or 'cc'}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -16,20 +15,21 @@ from .competelink import health_line
 from .competeset import congestion_control
 from .competespec import cap_template, window_cap
 from .competestats import summary
-from .report import markdown_table
+from .report import markdown_table, median
 
 Data = dict[str, Any]
 SEGMENT = 1448  # TCP payload bytes per 1500-byte packet (timestamps on): the study's packet
 
 
-def _ok(data: Data) -> list[dict]:
+def completed(data: Data) -> list[dict]:
+    """The competition's flows that did not fail."""
     return [f for f in data["flows"] if not f.get("error")]
 
 
 def figures(data: Data) -> Data:
     """The summary of a results file, recomputed from its flows (the file's
     own copy is for other readers)."""
-    return summary(_ok(data), data["link"]["ceiling_mbps"])
+    return summary(completed(data), data["link"]["ceiling_mbps"])
 
 
 def _mem(n: float | None) -> str:
@@ -85,7 +85,7 @@ def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[s
     for path, data in datas:
         s, ceiling = figures(data), data["link"]["ceiling_mbps"]
         o = s.get("overlap") or {}
-        got = {"flows": {f["label"]: f["mbps"] for f in _ok(data)}, "use": s["link_use"], "jain": o.get("jain"),
+        got = {"flows": {f["label"]: f["mbps"] for f in completed(data)}, "use": s["link_use"], "jain": o.get("jain"),
                "reached": o.get("reached_s"), "ceiling": ceiling}
         groups[re.sub(r"-\d+$", "", stem(path))].append(got)
         commit = str((data.get("environment") or {}).get("commit") or "-")[:7]
@@ -95,8 +95,8 @@ def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[s
         if len(gots) < 2:
             continue
         labels = list(dict.fromkeys(label for g in gots for label in g["flows"]))
-        flows = {label: _median([g["flows"].get(label) for g in gots]) for label in labels}
-        med = {key: _median([g[key] for g in gots]) for key in ("use", "jain", "reached")}
+        flows = {label: median([g["flows"].get(label) for g in gots]) for label in labels}
+        med = {key: median([g[key] for g in gots]) for key in ("use", "jain", "reached")}
         rows.append([f"median of {len(gots)}: {name}", "", "", _flows_cell(flows, gots[0]["ceiling"]),
                      _num(med["use"], "{:.1%}"), _num(med["jain"], "{:.3f}"), _num(med["reached"], "{:g}")])
     return header, rows
@@ -105,11 +105,6 @@ def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[s
 def _flows_cell(flows: dict[str, float | None], ceiling: float) -> str:
     return "; ".join(f"{label} {f'{m:.0f}' if m >= 10 else mbps_text(m)} ({m / ceiling:.1%})"
                      for label, m in flows.items() if m is not None)
-
-
-def _median(xs: list[float | None]) -> float | None:
-    got = sorted(x for x in xs if x is not None)
-    return statistics.median(got) if got else None
 
 
 def rate_text(bps: float, space: str = " ", unit: str = "bit/s") -> str:
@@ -138,7 +133,7 @@ def title(data: Data) -> str:
 def closing_line(data: Data) -> str:
     s = figures(data)
     use = s["link_use"]
-    failed = len(data["flows"]) - len(_ok(data))
+    failed = len(data["flows"]) - len(completed(data))
     line = (f"Link use {_num(use, '{:.0%}')} of the goodput ceiling ({mbps_text(data['link']['ceiling_mbps'])} Mbit/s);"
             f" Jain over all flows {_num(s['jain_all'], '{:.3f}')}, over Mbit/s per byte of memory "
             f"{_num(s['jain_per_memory'], '{:.3f}')}" + (f"; {failed} flow(s) FAILED" if failed else "") + ".")

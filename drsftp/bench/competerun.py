@@ -29,7 +29,7 @@ from . import tunings as T
 from .competelink import cpu_mark, link_health
 from .competespec import Flow
 from .competestats import flow_figures, summary
-from .field import GRIDFTP_PORT, _hosts_wrap, _server_argv
+from .field import GRIDFTP_PORT, hosts_wrap, server_argv
 from .runner import PROFILES, BenchConfig, _probe, client_figures, environment
 from .sampler import parse_ss
 
@@ -270,9 +270,9 @@ def _launch(cfg: CompeteConfig, link: Link, flow: Flow, root: str, dest: str, wo
         guc = ["globus-url-copy", "-p", str(n), "-tcp-bs", str(max(64 << 10, 2 * cfg.path.bdp // n)),
                f"ftp://{host}:{GRIDFTP_PORT}{os.path.join(root, SOURCE)}",
                "file://" + os.path.join(dest, f"flow-{flow.index}.bin")]
-        watch = Watch(flow, _hosts_wrap(link, "client", guc, work), "gridftp",
+        watch = Watch(flow, hosts_wrap(link, "client", guc, work), "gridftp",
                       lambda s: _port_of(s["peer"]) != str(GRIDFTP_PORT), out_json)
-        server, port = _server_argv("gridftp", link, root, work)
+        server, port = server_argv("gridftp", link, root, work)
         return server, watch, port
     if flow.family == "iperf3":
         port = IPERF3_PORT + flow.index

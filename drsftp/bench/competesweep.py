@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .competereport import SEGMENT, figures, mbps_text, rate_text
+from .competereport import SEGMENT, completed, figures, mbps_text, rate_text
 from .competeset import congestion_control
 from .competespec import cap_template, window_cap
 
@@ -20,13 +20,9 @@ HEADER = ["link", "queue", "cc", "flows", "DRS cap, segments", "Mbit/s each [min
           "window each, KiB", "x the first, window", "retransmits each", "Jain", "link use"]
 
 
-def _ok(data: Data) -> list[dict]:
-    return [f for f in data["flows"] if not f.get("error")]
-
-
 def kinds_of(data: Data) -> list[tuple[str, list[dict]]]:
     """(kind, its completed flows) in the order the spec names them."""
-    flows = _ok(data)
+    flows = completed(data)
     return [(k, [f for f in flows if f["kind"] == k]) for k in dict.fromkeys(f["kind"] for f in flows)]
 
 
@@ -88,4 +84,4 @@ def sweep_row(data: Data) -> list[str]:
 def sweep_table(datas: list[Data]) -> tuple[list[str], list[list[str]]]:
     """One row per competition, in the sweep's order; each cell lists the
     kinds in the spec's order, separated by " / "."""
-    return HEADER, [sweep_row(d) for d in sorted(datas, key=sort_key) if _ok(d)]
+    return HEADER, [sweep_row(d) for d in sorted(datas, key=sort_key) if completed(d)]

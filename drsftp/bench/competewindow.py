@@ -8,11 +8,11 @@ sampled every 0.25 s; retransmits are the sender's count
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
-from .competereport import pyplot, rate_text, save_figure
+from .competereport import completed, pyplot, rate_text, save_figure
 from .competeset import congestion_control
+from .report import median
 
 Data = dict[str, Any]
 
@@ -22,11 +22,6 @@ HEADER = ["link", "queue", "cc", "flow", "goodput", "advertised window: largest,
 
 def _kib(x: float | None) -> str:
     return "-" if x is None else f"{x / 1024:.1f}"
-
-
-def _median(samples: list[dict], key: str) -> float | None:
-    vals = [s[key] for s in samples if s.get(key) is not None]
-    return statistics.median(vals) if vals else None
 
 
 def _peak(samples: list[dict], key: str) -> float | None:
@@ -46,12 +41,12 @@ def window_row(data: Data, flow: dict) -> list[str]:
     samples = flow.get("samples") or []
     moved = flow.get("bytes") or 0
     retrans = flow.get("retransmits") or 0
-    rtt = _median(samples, "rtt_ms")
+    rtt = median(s.get("rtt_ms") for s in samples)
     return [
         f"{rate_text(link['rate_bps'])}, {link['rtt_s'] * 1000:g} ms", str(link["queue_packets"]),
         congestion_control(data) or "?", flow["label"],
         _goodput(flow),
-        _kib(flow.get("wnd_peak", _peak(samples, "snd_wnd"))), _kib(_median(samples, "snd_wnd")),
+        _kib(flow.get("wnd_peak", _peak(samples, "snd_wnd"))), _kib(median(s.get("snd_wnd") for s in samples)),
         _kib(flow.get("inflight_mean")), _kib(flow.get("inflight_peak", _peak(samples, "inflight"))),
         "-" if rtt is None else f"{rtt:.0f}", str(retrans),
         f"{retrans / (moved / 1e6):.1f}" if moved else "-",
@@ -60,15 +55,15 @@ def window_row(data: Data, flow: dict) -> list[str]:
 
 def window_table(datas: list[Data]) -> tuple[list[str], list[list[str]]]:
     """A row per completed flow, in the order of the results given."""
-    return HEADER, [window_row(d, f) for d in datas for f in d["flows"] if not f.get("error")]
+    return HEADER, [window_row(d, f) for d in datas for f in completed(d)]
 
 
 def plot_window(datas: list[Data], path: str) -> str | None:
     """Each flow's advertised window (solid) and bytes in flight (dotted)
     over time above, its retransmits so far below (the kernel paper's
     figures 5-7 in one figure); a column per congestion control."""
-    flows = [(d, f) for d in datas for f in d["flows"] if not f.get("error")
-             and any(s.get("snd_wnd") is not None for s in f.get("samples") or [])]
+    flows = [(d, f) for d in datas for f in completed(d)
+             if any(s.get("snd_wnd") is not None for s in f.get("samples") or [])]
     plt = pyplot() if flows else None
     if plt is None:
         return None

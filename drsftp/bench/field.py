@@ -248,7 +248,8 @@ def make_tree(root: str, wl: Workload) -> str:
     return top if wl.tree else os.path.join(top, wl.files[0][0])
 
 
-def _hosts_wrap(link: Link, side: str, argv: list[str], workdir: str) -> list[str]:
+def hosts_wrap(link: Link, side: str, argv: list[str], workdir: str) -> list[str]:
+    """hosts_wrapped for one side ("server" or "client") of ``link``, its hosts file in ``workdir``."""
     me = link.server_addr if side == "server" else link.client_addr
     return hosts_wrapped(me, argv, os.path.join(workdir, f"hosts-{side}"))
 
@@ -263,20 +264,20 @@ def hosts_wrapped(me: str, argv: list[str], hosts: str) -> list[str]:
     return ["unshare", "-m", "sh", "-c", script, hosts, *argv]
 
 
-def _server_argv(kind: str, link: Link, root: str, workdir: str) -> tuple[list[str], int]:
+def server_argv(kind: str, link: Link, root: str, workdir: str) -> tuple[list[str], int]:
+    """The command of a ``kind`` server ("drsftp" or "gridftp") on the link's server side, and its port."""
     if kind == "drsftp":
         return [*DRSFTP, "serve", "--root", root, "--host", link.server_addr, "--port", str(DRS_PORT),
                 "--user", USER, "--password", PASSWORD], DRS_PORT
     argv = ["/usr/sbin/globus-gridftp-server", "-aa", "-anonymous-user", "nobody", "-p", str(GRIDFTP_PORT),
             "-control-interface", link.server_addr, "-data-interface", link.server_addr,
             "-fork", "-no-chdir", "-d", "error"]
-    return _hosts_wrap(link, "server", argv, workdir), GRIDFTP_PORT
+    return hosts_wrap(link, "server", argv, workdir), GRIDFTP_PORT
 
 
 def _sum_peak(sampler: Sampler, key: str) -> int:
     """The most all data sockets held at once (summed per sample)."""
     return max((sum(s.get(key) or 0 for s in socks) for _, socks in sampler.samples), default=0)
-
 
 
 def finish_client(client: subprocess.Popen, max_time: float, result: dict) -> tuple[bytes, bytes]:
@@ -317,7 +318,7 @@ def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: 
     result = {"entry": entry.name, "workload": wl.name, "rep": rep, "bytes": wl.bytes, "files": len(wl.files),
               "rate_bps": cfg.path.rate, "rtt_s": cfg.path.rtt, "loss": cfg.path.loss, "cc": cfg.cc,
               "ceiling_mbps": cfg.path.ceiling_mbps, "bdp": cfg.path.bdp, "mbps": 0.0, "complete": False}
-    s_argv, port = _server_argv(entry.server, link, os.path.dirname(src) if entry.server == "drsftp" else root,
+    s_argv, port = server_argv(entry.server, link, os.path.dirname(src) if entry.server == "drsftp" else root,
                                 cfg.workdir)
     # the server's log goes to a file: drsftp serve writes a line per
     # transfer, and a pipe nobody reads would fill and stall it
@@ -327,7 +328,7 @@ def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: 
         wait_for_port(link, "server", port, timeout=15)
         argv = entry.client(ctx)
         if entry.server == "gridftp" or argv[0] == "globus-url-copy":
-            argv = _hosts_wrap(link, "client", argv, cfg.workdir)
+            argv = hosts_wrap(link, "client", argv, cfg.workdir)
         with Sampler(link.command("server", []), port) as s_srv, Sampler(link.command("client", []), port) as s_cli:
             t0 = time.monotonic()
             started = t0 - s_cli.t0  # the client's start on the sampler's clock

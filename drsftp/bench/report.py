@@ -8,6 +8,7 @@ import os
 import statistics
 import textwrap
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 
 from rich import box
 from rich.console import Console
@@ -30,8 +31,10 @@ def group(results: list[dict]) -> dict:
     return dict(sorted(out.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][4], kv[0][3])))
 
 
-def median(xs: list[float]) -> float | None:
-    return statistics.median(xs) if xs else None
+def median(xs: Iterable[float | None]) -> float | None:
+    """The median of the known values (None left out); None if there are none."""
+    known = [x for x in xs if x is not None]
+    return statistics.median(known) if known else None
 
 
 def path_label(key: tuple) -> str:

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import statistics
 
+from .report import median
+
 MiB, MB = 1 << 20, 1e6
 # what each workload's ratios divide by: GridFTP's third-party run, then the direct get over A-B
 REFERENCES = {"big": ("gridftp-p4-16M", "get-Pauto-on-b"), "small": ("gridftp-fast", "get-r-on-b")}
-
-
-def _med(xs: list[float | None] | list[float]) -> float | None:
-    known = [x for x in xs if x is not None]
-    return statistics.median(known) if known else None
 
 
 def _f(x: float | None, fmt: str = ".0f") -> str:
@@ -29,7 +26,7 @@ def entry_table(runs: list[dict], workload: str, references: tuple[str, ...] | N
         return ""
     present = {r["entry"] for r in rows}
     refs = [e for e in (references or REFERENCES.get(workload) or ()) if e in present]
-    ref_m = {e: _med([r["mbps"] for r in rows if r["entry"] == e and r["complete"]]) for e in refs}
+    ref_m = {e: median([r["mbps"] for r in rows if r["entry"] == e and r["complete"]]) for e in refs}
     bdp, ceiling = rows[0]["bdp"], rows[0]["ceiling_mbps"]
     lines = ["| entry | Mbit/s | " + "".join(f"x {e} | " for e in refs)
              + "data phase, Mbit/s | % ceiling | A's RTT (ss), ms | sender mem, BDP | receiver mem, BDP "
@@ -46,20 +43,20 @@ def entry_table(runs: list[dict], workload: str, references: tuple[str, ...] | N
         ok = [r["mbps"] for r in done]
         m = statistics.median(ok)
         ratios = "".join(f"{m / ref_m[e]:.2f} | " if ref_m[e] else "- | " for e in refs)
-        phase = _med([r.get("data_mbps") for r in done])
+        phase = median([r.get("data_mbps") for r in done])
         share = f"{100 * phase / ceiling:.0f}%" if phase else "-"
         lines.append(f"| {name} | {m:.0f} [{min(ok):.0f}-{max(ok):.0f}] | {ratios}{_f(phase)} | {share} | "
-                     f"{_f(_med([r.get('ss_rtt_ms') for r in done]))} | "
-                     f"{_f(_med([r['peak_snd_used'] / bdp for r in done]), '.1f')} | "
-                     f"{_f(_med([r['peak_rcv_used'] / bdp for r in done]), '.1f')} | {_cpu(done)} | {same} | "
+                     f"{_f(median([r.get('ss_rtt_ms') for r in done]))} | "
+                     f"{_f(median([r['peak_snd_used'] / bdp for r in done]), '.1f')} | "
+                     f"{_f(median([r['peak_rcv_used'] / bdp for r in done]), '.1f')} | {_cpu(done)} | {same} | "
                      f"{len(ok)}/{len(rs)} |")
     return "\n".join(lines)
 
 
 def _cpu(runs: list[dict]) -> str:
     """The servers' CPU over a run, medians: A's / B's (a direct run's B is the client: not counted)."""
-    a = _f(_med([r.get("cpu_a_s") for r in runs]), ".2f")
-    b = _f(_med([r.get("cpu_b_s") for r in runs]), ".2f") if runs[0].get("third_party") else "-"
+    a = _f(median([r.get("cpu_a_s") for r in runs]), ".2f")
+    b = _f(median([r.get("cpu_b_s") for r in runs]), ".2f") if runs[0].get("third_party") else "-"
     return f"{a} / {b}"
 
 
@@ -98,12 +95,12 @@ def drs_table(runs: list[dict]) -> str:
         reps = [r["client_report"] for r in rs]
 
         def mb(key: str, reps=reps) -> str:
-            return _f(_med([x[key] / MB for x in reps if x.get(key)]), ".1f")
+            return _f(median([x[key] / MB for x in reps if x.get(key)]), ".1f")
         firsts = first_decisions(reps) if "files" not in reps[0] else \
-            f"{_f(_med([x.get('sessions_max') for x in reps]))} pairs at most"
-        a_rtt, b_rtt = (_f(_med([x.get(k) for x in reps])) for k in ("source_rtt_ms", "dest_rtt_ms"))
+            f"{_f(median([x.get('sessions_max') for x in reps]))} pairs at most"
+        a_rtt, b_rtt = (_f(median([x.get(k) for x in reps])) for k in ("source_rtt_ms", "dest_rtt_ms"))
         lines.append(f"| {name} | {rs[0]['control_rtt_s'] * 1000:g} | {a_rtt} | {b_rtt} | "
-                     f"{_f(_med([r.get('ss_rtt_ms') for r in rs]))} | {mb('source_cwnd_max')} / "
+                     f"{_f(median([r.get('ss_rtt_ms') for r in rs]))} | {mb('source_cwnd_max')} / "
                      f"{mb('source_sndbuf_max')} | {mb('dest_wnd_max')} / {mb('dest_rcvbuf_max')} | {firsts} | "
                      f"{len(rs)} |")
     return "\n".join(lines)
@@ -112,8 +109,8 @@ def drs_table(runs: list[dict]) -> str:
 def load_line(runs: list[dict]) -> str:
     """The machine while the runs ran: 1-minute load, CPU busy, the netem forwarder's share."""
     load: list[float] = [r["load1"] for r in runs if r.get("load1") is not None]
-    busy = _med([r.get("cpu_busy_pct") for r in runs])
-    fwd = _med([r.get("forwarder_cpu_pct") for r in runs])
+    busy = median([r.get("cpu_busy_pct") for r in runs])
+    fwd = median([r.get("forwarder_cpu_pct") for r in runs])
     if not load:
         return ""
     return (f"Load (1 min) at the runs' starts: median {statistics.median(load):.2f} [{min(load):.2f}-"
