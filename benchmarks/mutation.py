@@ -47,7 +47,8 @@ UNIT_TESTS = ("tests/test_mutation_kills.py", "tests/test_mutation_ftp.py", "tes
               "tests/test_socket_controller.py", "tests/test_parallel_units.py",
               "tests/test_eblock_codec.py", "tests/test_budget.py", "tests/test_tuning_pinned.py",
               "tests/test_ftp_proto.py", "tests/test_tuning.py", "tests/test_dataset_units.py",
-              "tests/test_transfer_core.py", "tests/test_client_core.py", "tests/test_copy_pipe_units.py")
+              "tests/test_transfer_core.py", "tests/test_client_core.py", "tests/test_copy_pipe_units.py",
+              "tests/test_tuning_lead.py", "tests/test_tuning_slowfloor.py", "tests/test_streams_sharing.py")
 # Loaded into each test run (-p): property tests derandomized and without an
 # example database, so a run's survivors do not depend on the runs before it,
 # and without Hypothesis' per-example deadline (a loaded machine is no failure).
@@ -172,24 +173,26 @@ KNOWN: dict[str, str] = {
         ' (TCP: one MSS at least)',
     'drsftp/tuning/drs.py DRSTuning._queue_filling: `latest > self.config.inflation_limit * min_rtt` Gt -> GtE':
         'an RTT exactly 1.25x the minimum: boundary',
-    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` Gt -> GtE':
-        'with two samples hist[1] is the newest, never a span old: the loop stops there either way',
-    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1][0] <= now - span` LtE -> Lt':
-        'keeps a sample exactly one span old; the interpolation gives the same count',
-    'drsftp/tuning/drs.py DRSTuning._rate: `1 - 1e-9` 1e-09 -> 5e-10':
+    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` 2 -> 3':
+        'keeps one sample more; _rate_since finds the same one at the span\'s start',
+    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1]` 1 -> 2':
+        'drops hist[0] only when hist[1] is a span old too: the sample at the span\'s start stays',
+    'drsftp/tuning/drs.py _rate_since: `1e-9 * (now - start)` 1e-09 -> 5e-10':
         'float tolerance of the one-span test',
-    'drsftp/tuning/drs.py DRSTuning._rate: `now - t0 < span * (1 - 1e-9)` Lt -> LtE':
-        'a history exactly one span long at float precision: boundary',
-    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` Gt -> GtE #2':
-        'with two samples, interpolating toward the newest keeps the same slope: the same rate',
-    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1]` 1 -> 2 #2':
-        'hist[2] is newer than hist[1], so it is after t0 whenever hist[1] is',
-    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1][0] > t0` Gt -> GtE':
-        'guards a division by zero for two samples at one instant at the head of a span-old history: not reached',
-    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2 and hist[1][0] > t0` And -> Or':
-        'as `len(hist) > 2` #2: two-sample interpolation keeps the slope',
-    'drsftp/tuning/drs.py DRSTuning._rate: `max(total - b0, 0)` 0 -> 1':
-        "one byte per span instead of none when nothing arrived: ~10 B/s, below any window's floor",
+    'drsftp/tuning/drs.py _rate_since: `now - start` Sub -> Add':
+        'float tolerance of the one-span test',
+    'drsftp/tuning/drs.py _rate_since: `t <= start + 1e-9 * (now - start)` LtE -> Lt':
+        'a sample exactly at the start: interpolating to it from the one before gives its count',
+    'drsftp/tuning/drs.py _rate_since: `k + 1` 1 -> 2':
+        'skips interpolating toward the newest sample, which keeps the same slope: the same rate',
+    'drsftp/tuning/drs.py _rate_since: `k + 1` Add -> Sub':
+        'the sample at the start is never the newest (now > start): the next one always exists',
+    'drsftp/tuning/drs.py _rate_since: `k + 1 < len(hist)` Lt -> LtE':
+        'the sample at the start is never the newest (now > start): the next one always exists',
+    'drsftp/tuning/drs.py _rate_since: `hist[k + 1][0] > t0` Gt -> GtE':
+        'guards a division by zero for two samples at one instant: samples come at rising times',
+    'drsftp/tuning/drs.py _rate_since: `k + 1 < len(hist) and hist[k + 1][0] > t0` And -> Or':
+        'the sample at the start is never the newest (now > start): the next one always exists',
     'drsftp/tuning/drs.py DRSTuning._step: `target < self.window` Lt -> LtE':
         'a target equal to the window: max(target, window x shrink) is the target',
     'drsftp/tuning/drs.py DRSTuning._fresh: `now - self._peer_time <= max(self.config.peer_report_ttl ...` LtE -> Lt':

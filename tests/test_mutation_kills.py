@@ -468,3 +468,20 @@ def _sender_windows_grow(rate_growth, ticks=8):
         drs.on_sample(Sample(peer_window=1 << 29, cwnd_bytes=cwnd, bytes_acked=acked), now=i * 0.05, rtt=0.1)
         out.append((cwnd, drs.window))
     return out
+
+
+def test_the_rate_since_a_moment_interpolates_the_bytes_at_it():
+    """drs._rate_since (the hold's rate and the lead's): the bytes at
+    ``start`` interpolated between the entries around it, the rate from
+    there to the newest; none when no entry is that old or no time passed."""
+    from collections import deque
+
+    from drsftp.tuning.drs import _rate_since
+
+    hist = deque([(0.0, 0), (1.0, 100), (2.0, 300), (3.0, 600)])
+    assert _rate_since(hist, 0.5) == pytest.approx((600 - 50) / 2.5)  # 50 bytes at 0.5 s, not 75
+    assert _rate_since(hist, 1.0) == pytest.approx(500 / 2.0)  # at an entry
+    assert _rate_since(hist, 1.5) == pytest.approx((600 - 200) / 1.5)  # between the second and third
+    assert _rate_since(hist, 3.0) is None  # no time since: no rate (nor a division by zero)
+    assert _rate_since(hist, -0.5) is None  # no entry that old
+    assert _rate_since(deque([(0.0, 0), (1.0, 0), (2.0, 0)]), 0.5) == 0.0  # nothing arrived: 0 B/s
