@@ -146,20 +146,23 @@ def test_a_flow_is_timed_from_its_first_byte_and_counts_its_clients_bytes_past_t
 def test_flows_started_apart_are_judged_while_all_run_and_by_how_soon_they_share_equally():
     from drsftp.bench.competestats import overlap_fairness
 
-    def flow(first, end, per_second):
+    def flow(label, first, end, per_second):
         pts = [(first, 0.0)]
         for k, r in enumerate(per_second):
             pts.append((k + 1.0, pts[-1][1] + r * 1e6 / 8 * ((k + 1.0) - max(k, first))))
-        return {"first_byte_s": first, "end_s": end, "per_second": per_second, "start_s": first,
+        return {"label": label, "first_byte_s": first, "end_s": end, "per_second": per_second, "start_s": first,
                 "samples": [{"t": t, "bytes": b} for t, b in pts[1:]]}
 
-    a = flow(0.0, 12.0, [900] * 4 + [800, 700, 600] + [500] * 5)
-    b = flow(4.0, 12.0, [0] * 4 + [100, 200, 300] + [500] * 5)
-    got = overlap_fairness([a, b])
+    a = flow("a", 0.0, 12.0, [900] * 4 + [800, 700, 600] + [500] * 5)
+    b = flow("b", 4.0, 12.0, [0] * 4 + [100, 200, 300] + [500] * 5)
+    got = overlap_fairness([a, b], ceiling_mbps=1000.0)
     assert (got["from_s"], got["to_s"]) == (4.0, 12.0)
     assert got["jain_per_second"] == [0.6231, 0.7642, 0.9] + [1.0] * 5  # 800:100, 700:200, 600:300, equal
     # 5-s windows: [4, 9) 3100:1600, Jain 0.908; [5, 10) 2800:2000, 0.973: 6 s after the last start
     assert got["reached_s"] == 6 and got["jain"] == pytest.approx(0.963, abs=0.001)  # 4600:3100 over [4, 12)
+    # shares while both ran, not over a's first 4 s alone (900 Mbit/s): 4600 and 3100 Mbit over 8 s
+    assert got["mbps"] == pytest.approx({"a": 575.0, "b": 387.5}) and got["link_use"] == pytest.approx(0.9625)
+    assert overlap_fairness([a, b])["link_use"] is None  # no ceiling given
     assert overlap_fairness([a]) is None and overlap_fairness([a, {**b, "end_s": None}]) is None
 
 
@@ -447,8 +450,9 @@ def test_the_sharing_table_gives_a_row_a_file_and_the_medians_of_each_spec_and_c
         paths.append(str(p))
     assert main(["benchreport", "--table", "sharing", *paths]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == ("| file | spec | commit | Mbit/s per flow (of the ceiling) | link use | Jain while all ran"
-                        " | 0.95 after, s |")
+    assert lines[0] == ("| file | spec | commit | Mbit/s per flow (of the ceiling) | link use"
+                        " | while all ran: Mbit/s per flow (of the ceiling) | link use while all ran"
+                        " | Jain while all ran | 0.95 after, s |")
     rows = [line.split(" | ") for line in lines[2:]]
     # the runs of one measurement: named alike but for a trailing -N (one run: no median)
     assert [r[0] for r in rows] == ["| old-1", "| old-2", "| old-3", "| new-1", "| median of 3: old"]

@@ -18,6 +18,7 @@ from drsftp.tuning.streamwindow import WindowedStreams, streams_controller
 CAP = 4 << 20  # the host's per-socket window (wmem_max 4 MiB)
 BASE = 0.1  # seconds
 RATE = 100e6  # bytes/s
+STEP = int(StreamsConfig().step_share * CAP)  # a first probe's step
 
 
 # -- the senders' figures ------------------------------------------------------------
@@ -160,11 +161,35 @@ def test_a_probe_that_carries_its_step_is_kept():
     drained(ctl, path)
     w = ctl.window
     ctl.update(RATE, [], path=path())
-    assert ctl.update(RATE, [], path=path()) is Action.HOLD and ctl.window == w + CAP // 2  # the probe
-    expected = CAP // 2 / BASE
+    assert ctl.update(RATE, [], path=path()) is Action.HOLD and ctl.window == w + STEP  # the probe
+    expected = STEP / BASE
     for _ in range(3):  # judged by the last 2 of 3 (settle 2)
         ctl.update(RATE + 0.6 * expected, [], path=path())
-    assert ctl.window == w + CAP // 2 and ctl._probe is None and ctl._backoff == 2  # kept, the wait reset
+    assert ctl.window == w + STEP and ctl._probe is None and ctl._backoff == 2  # kept, the wait reset
+
+
+def test_a_kept_probe_that_leaves_a_standing_queue_is_trimmed_at_once_but_not_below_the_window_before_it():
+    """It carried half its step or more, but the median RTT of its judged
+    intervals is past the trim's mark (104 ms): the step passed the room
+    nobody uses, and the flows beside pay for the queue until the trim."""
+    ctl, path = windowed(probe_judge=4, settle=2), Senders()
+    drained(ctl, path)
+    w = ctl.window
+    ctl.update(RATE, [], path=path())
+    ctl.update(RATE, [], path=path())  # the probe
+    assert ctl.window == w + STEP
+    expected = STEP / BASE
+    for _ in range(5):  # judged by the median of 4, settle - 1 after it
+        ctl.update(RATE + 0.8 * expected, [], path=path(rtt=0.106))
+    assert ctl._probe is None and ctl.window == max(w, int((w + STEP) * BASE / 0.106))
+    assert ctl._streak == 0  # the next step is not doubled
+    ctl, path = windowed(probe_judge=4, settle=2), Senders()
+    drained(ctl, path)
+    ctl.update(RATE, [], path=path())
+    ctl.update(RATE, [], path=path())
+    for _ in range(5):
+        ctl.update(RATE + 0.8 * expected, [], path=path(rtt=0.111))  # under the queue mark (112 ms)
+    assert ctl.window == w  # x 100/111 would fall below the window before it
 
 
 def test_a_probe_that_took_from_flows_beside_it_falls_below_what_the_path_gave_by_the_headroom():
@@ -173,7 +198,7 @@ def test_a_probe_that_took_from_flows_beside_it_falls_below_what_the_path_gave_b
     w = ctl.window
     ctl.update(RATE, [], path=path())
     ctl.update(RATE, [], path=path())  # the probe
-    got = RATE + 0.3 * (CAP // 2 / BASE)  # a third of its step: others lost the rest of what it gained
+    got = RATE + 0.3 * (STEP / BASE)  # a third of its step: others lost the rest of what it gained
     for _ in range(3):
         ctl.update(got, [], path=path())
     assert ctl.window == int(0.85 * got * BASE) < w and ctl._backoff == 4  # the next probe waits twice as long
@@ -205,7 +230,7 @@ def test_no_probe_while_our_window_does_not_hold_the_senders_or_the_path_loses_p
     w = ctl.window
     assert {ctl.update(RATE, [], path=path(limited=0.05)) for _ in range(6)} == {Action.HOLD} and ctl.window == w
     ctl.update(RATE, [], path=path(limited=0.5))
-    assert ctl.window == w + CAP // 2  # held by the window: the probe
+    assert ctl.window == w + STEP  # held by the window: the probe
     # at the start, at the host's caps, a sender held by its own buffer reads as not limited: probes go on
     ctl, path = windowed(start=3), Senders()
     assert [ctl.update(RATE, [], path=path(limited=0.0)) for _ in range(3)][-1] is Action.ADD
@@ -335,20 +360,24 @@ def test_a_gets_path_is_the_servers_report_and_a_puts_has_no_buffer_test():
 def test_a_standing_queue_under_the_queue_mark_is_trimmed_to_the_window_it_would_take_without_it():
     """Beside a flow held by its own window, a window past the room nobody
     uses keeps a few ms of queue: under the queue mark (110 ms + 2 ms), yet
-    the other flow loses rate to it.  Two intervals at 108 ms: the window
-    x 100/108; at 104 ms (under 103 ms + 2 ms) nothing."""
-    ctl, path = windowed(), Senders()
+    the other flow loses rate to it.  The median of the last four intervals
+    since a change above 102 ms + 2 ms: the window x 100 / that median; at
+    103.5 ms, or one interval's burst among four, nothing."""
+    ctl, path = windowed(probe_judge=4), Senders()
     drained(ctl, path)
     w = ctl.window
-    ctl.update(RATE, [], path=path(rtt=0.104, limited=0.05))
-    ctl.update(RATE, [], path=path(rtt=0.104, limited=0.05))
-    ctl.update(RATE, [], path=path(rtt=0.104, limited=0.05))
+    for _ in range(6):
+        ctl.update(RATE, [], path=path(rtt=0.1035, limited=0.05))
     assert ctl.window == w
-    ctl.update(RATE, [], path=path(rtt=0.108, limited=0.05))
-    assert ctl.window == w  # one interval: a burst
-    ctl.update(RATE, [], path=path(rtt=0.108, limited=0.05))
-    assert ctl.window == int(w * BASE / 0.108)
+    for rtt in (0.111, 0.1035, 0.100, 0.1035, 0.100, 0.107):  # a probe's or a neighbour's burst
+        ctl.update(RATE, [], path=path(rtt=rtt, limited=0.05))
+        assert ctl.window == w  # medians 103.5 ms with the burst, then 101.75 ms
+    ctl.update(RATE, [], path=path(rtt=0.107, limited=0.05))
+    assert ctl.window == int(w * BASE / 0.10525)  # 103.5, 100, 107, 107: 105.25 ms
     assert ctl._queued_for == 0  # (no queue by the cut's mark)
+    for _ in range(3):
+        ctl.update(RATE, [], path=path(rtt=0.108, limited=0.05))
+    assert ctl.window == int(w * BASE / 0.10525)  # the intervals before the trim count no more
 
 
 def test_a_trim_is_at_most_a_headroom_and_never_below_one_stream_at_its_cap():

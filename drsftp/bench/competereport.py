@@ -78,7 +78,8 @@ def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[s
     its share of the ceiling, link use, Jain while all ran and how soon
     5-s windows reached 0.95; then the medians of each measurement's runs
     (files named alike but for a trailing -N: old code's beside new)."""
-    header = ["file", "spec", "commit", "Mbit/s per flow (of the ceiling)", "link use", "Jain while all ran",
+    header = ["file", "spec", "commit", "Mbit/s per flow (of the ceiling)", "link use",
+              "while all ran: Mbit/s per flow (of the ceiling)", "link use while all ran", "Jain while all ran",
               "0.95 after, s"]
     groups: dict[str, list[dict]] = defaultdict(list)
     rows = []
@@ -86,20 +87,28 @@ def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[s
         s, ceiling = figures(data), data["link"]["ceiling_mbps"]
         o = s.get("overlap") or {}
         got = {"flows": {f["label"]: f["mbps"] for f in completed(data)}, "use": s["link_use"], "jain": o.get("jain"),
-               "reached": o.get("reached_s"), "ceiling": ceiling}
+               "reached": o.get("reached_s"), "ceiling": ceiling, "beside": o.get("mbps") or {},
+               "use_beside": o.get("link_use")}
         groups[re.sub(r"-\d+$", "", stem(path))].append(got)
         commit = str((data.get("environment") or {}).get("commit") or "-")[:7]
         rows.append([stem(path), data["spec"], commit, _flows_cell(got["flows"], ceiling), _num(got["use"], "{:.1%}"),
+                     _flows_cell(got["beside"], ceiling) or "-", _num(got["use_beside"], "{:.1%}"),
                      _num(got["jain"], "{:.3f}"), _num(got["reached"], "{:g}")])
     for name, gots in groups.items():
         if len(gots) < 2:
             continue
-        labels = list(dict.fromkeys(label for g in gots for label in g["flows"]))
-        flows = {label: median([g["flows"].get(label) for g in gots]) for label in labels}
-        med = {key: median([g[key] for g in gots]) for key in ("use", "jain", "reached")}
-        rows.append([f"median of {len(gots)}: {name}", "", "", _flows_cell(flows, gots[0]["ceiling"]),
-                     _num(med["use"], "{:.1%}"), _num(med["jain"], "{:.3f}"), _num(med["reached"], "{:g}")])
+        flows, beside = (_median_flows([g[key] for g in gots]) for key in ("flows", "beside"))
+        med = {key: median([g[key] for g in gots]) for key in ("use", "use_beside", "jain", "reached")}
+        ceiling = gots[0]["ceiling"]
+        rows.append([f"median of {len(gots)}: {name}", "", "", _flows_cell(flows, ceiling),
+                     _num(med["use"], "{:.1%}"), _flows_cell(beside, ceiling) or "-", _num(med["use_beside"], "{:.1%}"),
+                     _num(med["jain"], "{:.3f}"), _num(med["reached"], "{:g}")])
     return header, rows
+
+
+def _median_flows(runs: list[dict[str, float]]) -> dict[str, float | None]:
+    labels = list(dict.fromkeys(label for run in runs for label in run))
+    return {label: median([run.get(label) for run in runs]) for label in labels}
 
 
 def _flows_cell(flows: dict[str, float | None], ceiling: float) -> str:
@@ -141,8 +150,9 @@ def closing_line(data: Data) -> str:
     if o:
         reached = (f"{o['target']:g} reached {o['reached_s']} s after the last start (over {o['window_s']} s)"
                    if o["reached_s"] is not None else f"{o['target']:g} not reached (over {o['window_s']} s)")
-        line += (f" While all ran ({o['from_s']:.1f}-{o['to_s']:.1f} s): Jain {_num(o['jain'], '{:.3f}')};"
-                 f" {reached}.")
+        beside = _flows_cell(o.get("mbps") or {}, data["link"]["ceiling_mbps"])
+        line += (f" While all ran ({o['from_s']:.1f}-{o['to_s']:.1f} s): {beside + '; ' if beside else ''}"
+                 f"link use {_num(o.get('link_use'), '{:.0%}')}; Jain {_num(o['jain'], '{:.3f}')}; {reached}.")
     return line
 
 

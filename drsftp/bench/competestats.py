@@ -122,16 +122,19 @@ def summary(flows: Sequence[Row], ceiling_mbps: float) -> Row:
         "jain_all": _round(jain([f["mbps"] for f in flows])),
         # 1: every flow got bandwidth in proportion to its memory (the papers' fairness)
         "jain_per_memory": _round(jain([f["mbps"] / f["rcvbuf_mean"] for f in memory])),
-        "overlap": overlap_fairness(flows),
+        "overlap": overlap_fairness(flows, ceiling_mbps),
     }
 
 
-def overlap_fairness(flows: Sequence[Row], window: int = FAIR_WINDOW, target: float = FAIR_TARGET) -> Row | None:
-    """Jain's index while all the flows run at once (None for fewer than
-    two, or no whole second shared): over their goodput from the last
-    one's first byte to the first one's end, and how many seconds after the
-    last start the index over ``window`` seconds first reached ``target``
-    (two transfers started apart: how soon they share equally)."""
+def overlap_fairness(flows: Sequence[Row], ceiling_mbps: float | None = None, window: int = FAIR_WINDOW,
+                     target: float = FAIR_TARGET) -> Row | None:
+    """The flows while all run at once (None for fewer than two, or no
+    whole second shared), from the last one's first byte to the first one's
+    end: each flow's Mbit/s and the link use over that time (a flow beside
+    a long-lived one is judged there, not over its time alone), Jain's index
+    over their goodput, and how many seconds after the last start the index
+    over ``window`` seconds first reached ``target`` (two transfers started
+    apart: how soon they share equally)."""
     if len(flows) < 2 or any(f.get("first_byte_s") is None or f.get("end_s") is None for f in flows):
         return None
     start, end = max(f["first_byte_s"] for f in flows), min(f["end_s"] for f in flows)
@@ -140,10 +143,13 @@ def overlap_fairness(flows: Sequence[Row], window: int = FAIR_WINDOW, target: fl
         return None
     seconds = [[f["per_second"][k] for f in flows] for k in range(lo, hi)]
     rates = [(cumulative_at(flow_points(f), end) - cumulative_at(flow_points(f), start)) for f in flows]
+    mbps = [r * 8 / (end - start) / 1e6 for r in rates]
     reached = next((k + window - lo for k in range(lo, hi - window + 1)
                     if (j := jain([sum(col) for col in zip(*seconds[k - lo:k - lo + window], strict=True)]))
                     is not None and j >= target), None)
     return {"from_s": round(start, 3), "to_s": round(end, 3), "jain": _round(jain(rates)),
+            "mbps": {f["label"]: round(m, 3) for f, m in zip(flows, mbps, strict=True)},
+            "link_use": _round(sum(mbps) / ceiling_mbps) if ceiling_mbps else None,
             "jain_per_second": [_round(jain(xs)) for xs in seconds],
             "window_s": window, "target": target, "reached_s": reached}
 

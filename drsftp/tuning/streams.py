@@ -65,9 +65,9 @@ class StreamsConfig:
     # -P auto's window (streamwindow.py; DRS only)
     window_cap: int | None = None  # bytes: one stream's window at most (the host's cap); None: streams only
     headroom: float = 0.15  # a cut: x 0.85 (BBR's BBRHeadroom)
-    step_share: float = 0.5  # a probe adds this share of one stream's cap (doubled while kept in a row)
+    step_share: float = 0.25  # a probe adds this share of one stream's cap (doubled while kept in a row)
     share_queue_factor: float = 1.1  # a queue: RTT above this x the base (+ queue_slack): a step over the knee
-    trim_factor: float = 1.03  # a standing queue under that mark: RTT above this x the base (+ queue_slack)
+    trim_factor: float = 1.02  # a standing queue under that mark: median RTT above this x the base (+ queue_slack)
     probe_judge: int = 4  # a probe is judged by the median of this many intervals, settle - 1 after it
     gain_kept: float = 0.5  # ... kept when it carried this share of what its step carries on an idle path
     gain_none: float = 0.2  # ... given back when it carried less than this share (it only queued)

@@ -24,9 +24,9 @@ reports nothing):
   on the path sees the same queue and cuts in proportion to its window,
   and grows by the same steps: two of them converge to equal windows
   (AIMD; Chiu and Jain, 1989);
-* **trim** (the senders' RTT above ``trim_factor`` x the base + 2 ms for
-  two intervals running, under the queue mark): a standing queue that
-  no probe is judged for, of our own making where the flows beside us
+* **trim** (the median of the senders' RTT over the last ``probe_judge``
+  intervals since the last change above ``trim_factor`` x the base + 2 ms,
+  under the queue mark): a standing queue that no probe is judged for, of our own making where the flows beside us
   are held by their own windows; the window becomes window x base / RTT,
   what would leave the queue empty (the window that carries the same
   goodput at the base RTT; TCP Vegas's expected-against-actual, Brakmo
@@ -43,7 +43,9 @@ reports nothing):
   by the median goodput of the last ``probe_judge`` against the median
   before it, over what the step carries where nobody uses the capacity
   (``step / base RTT``, or in proportion to the running window where that
-  is less).  ``gain_kept`` or more: kept.  Under ``gain_none``: the step
+  is less).  ``gain_kept`` or more: kept, and trimmed at once where the
+  judged intervals show a standing queue (the step passed the room nobody
+  uses: never below the window before it, the next step not doubled).  Under ``gain_none``: the step
   only filled a queue of our own and is given back.  Between: flows beside
   it lost what it gained (a flow held by its own window: the RTT barely
   moves), and the window becomes (1 - ``headroom``) x the best goodput it
@@ -89,8 +91,8 @@ class WindowedStreams:
         self._retrans: int | None = None
         self._path_retrans: int | None = None
         self._queued_for = 0  # consecutive intervals with a queue
-        self._standing_for = 0  # ... with a standing queue under the queue mark (trim_factor)
         self._rtt_now: float | None = None  # the senders' least RTT this interval
+        self._rtts: deque[float] = deque(maxlen=c.probe_judge)  # ... of the intervals since the last change
         self._last_rtt: float | None = None
         self._meter = LimitMeter()
         self._yield: float | None = None  # goodput x base RTT / window, where the window holds the streams
@@ -119,9 +121,8 @@ class WindowedStreams:
         queue, loss = self._congestion(samples, path)
         self._queued_for = self._queued_for + 1 if queue else 0
         queued = self._queued_for >= c.judge  # a queue that stays (one interval's RTT may be a burst)
-        standing = self._rtt_now is not None and self._base is not None and (
-            self._rtt_now > self._base * c.trim_factor + c.queue_slack)
-        self._standing_for = self._standing_for + 1 if standing else 0
+        if self._rtt_now is not None:
+            self._rtts.append(self._rtt_now)
         limited = self._meter.update(path)
         self._history.append(goodput)
         self._recent.append(goodput)
@@ -135,6 +136,8 @@ class WindowedStreams:
             if gained >= c.gain_kept and not queued:
                 self._probe = None  # kept: capacity nobody used
                 self._backoff = c.settle
+                if self._standing():  # ... and a standing queue: the step passed the room, trimmed at once
+                    return self._trim(least=self._before[1])
                 self._streak += 1
                 return self._changed(Action.HOLD)
             self._backoff = min(self._backoff * 2, c.max_backoff)
@@ -145,7 +148,7 @@ class WindowedStreams:
             # (the start drains once its goodput stops growing: a queue seen
             # while it still grows is also, or only, another flow's)
             return self._cut(now, queue=True)
-        if self._standing_for >= c.judge and self.window is not None:
+        if self.window is not None and self._standing():
             return self._trim()
         self._note_yield(now, limited)
         # (held by congestion, not by our windows: more window carries
@@ -196,7 +199,7 @@ class WindowedStreams:
         return queue, loss
 
     def _grow(self) -> Action | None:
-        """A probe: a whole stream at the start, else half a stream's cap
+        """A probe: a whole stream at the start, else ``step_share`` of a stream's cap
         (None: no room left)."""
         c = self.config
         running = self._running()
@@ -258,14 +261,24 @@ class WindowedStreams:
             return self._changed(Action.REMOVE)
         return self._changed(Action.HOLD)
 
-    def _trim(self) -> Action:
-        """A standing queue under the queue mark, no probe judged: the window
-        x base / RTT, what carries the same goodput without the queue, at
-        most a headroom's cut and never below one stream at its cap."""
+    def _standing(self) -> bool:
+        """A standing queue under the queue mark: the median RTT of the last
+        ``probe_judge`` intervals since the last change above ``trim_factor``
+        x the base + ``queue_slack`` (a median: a probe's or a neighbour's
+        burst of an interval or two is no standing queue)."""
+        c = self.config
+        return (self._base is not None and len(self._rtts) == c.probe_judge
+                and _median(list(self._rtts)) > self._base * c.trim_factor + c.queue_slack)
+
+    def _trim(self, least: int | None = None) -> Action:
+        """A standing queue under the queue mark: the window x base / median
+        RTT, what carries the same goodput without the queue, at most a
+        headroom's cut, never below ``least`` (a kept probe's window before
+        it) nor one stream at its cap."""
         c = self.config
         running = self._running()
-        assert self._base is not None and self._rtt_now  # (update checked both)
-        target = max(running * self._base / self._rtt_now, (1 - c.headroom) * running)
+        assert self._base is not None  # (_standing checked it)
+        target = max(running * self._base / _median(list(self._rtts)), (1 - c.headroom) * running, least or 0)
         self._streak = 0
         self.window = max(self.cap, min(running, int(target)))
         return self._changed(Action.HOLD)
@@ -300,6 +313,7 @@ class WindowedStreams:
     def _changed(self, action: Action) -> Action:
         self._since = 0
         self._history.clear()
+        self._rtts.clear()
         return action
 
 
