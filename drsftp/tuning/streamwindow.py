@@ -25,9 +25,10 @@ reports nothing):
   and grows by the same steps: two of them converge to equal windows
   (AIMD; Chiu and Jain, 1989);
 * **trim** (the median of the senders' RTT over the last ``probe_judge``
-  intervals since the last change above ``trim_factor`` x the base + 2 ms,
-  under the queue mark): a standing queue that no probe is judged for, of our own making where the flows beside us
-  are held by their own windows; the window becomes window x base / RTT,
+  intervals since the last change above ``trim_factor`` x the base + 2
+  ms, under the queue mark): a standing queue that no probe is judged
+  for, of our own making where the flows beside us are held by their own
+  windows; the window becomes window x base / RTT,
   what would leave the queue empty (the window that carries the same
   goodput at the base RTT; TCP Vegas's expected-against-actual, Brakmo
   and Peterson, 1995), at most a headroom's cut.  A flow held by its own
@@ -45,8 +46,9 @@ reports nothing):
   (``step / base RTT``, or in proportion to the running window where that
   is less).  ``gain_kept`` or more: kept, and trimmed at once where the
   judged intervals show a standing queue (the step passed the room nobody
-  uses: never below the window before it, the next step not doubled).  Under ``gain_none``: the step
-  only filled a queue of our own and is given back.  Between: flows beside
+  uses: never below the window before it, the next step not doubled).
+  Under ``gain_none``: the step only filled a queue of our own and is
+  given back.  Between: flows beside
   it lost what it gained (a flow held by its own window: the RTT barely
   moves), and the window becomes (1 - ``headroom``) x the best goodput it
   saw x base RTT, sized by what the window has carried per base RTT and
@@ -136,8 +138,8 @@ class WindowedStreams:
             if gained >= c.gain_kept and not queued:
                 self._probe = None  # kept: capacity nobody used
                 self._backoff = c.settle
-                if self._standing():  # ... and a standing queue: the step passed the room, trimmed at once
-                    return self._trim(least=self._before[1])
+                if (rtt := self._standing_rtt()) is not None:  # ... and a standing queue: trimmed at once
+                    return self._trim(rtt, least=self._before[1])
                 self._streak += 1
                 return self._changed(Action.HOLD)
             self._backoff = min(self._backoff * 2, c.max_backoff)
@@ -148,8 +150,8 @@ class WindowedStreams:
             # (the start drains once its goodput stops growing: a queue seen
             # while it still grows is also, or only, another flow's)
             return self._cut(now, queue=True)
-        if self.window is not None and self._standing():
-            return self._trim()
+        if self.window is not None and (rtt := self._standing_rtt()) is not None:
+            return self._trim(rtt)
         self._note_yield(now, limited)
         # (held by congestion, not by our windows: more window carries
         # nothing.  Only where the window is ours: at the host's caps a
@@ -261,24 +263,26 @@ class WindowedStreams:
             return self._changed(Action.REMOVE)
         return self._changed(Action.HOLD)
 
-    def _standing(self) -> bool:
-        """A standing queue under the queue mark: the median RTT of the last
-        ``probe_judge`` intervals since the last change above ``trim_factor``
-        x the base + ``queue_slack`` (a median: a probe's or a neighbour's
-        burst of an interval or two is no standing queue)."""
+    def _standing_rtt(self) -> float | None:
+        """The median RTT of the last ``probe_judge`` intervals since the last
+        change where it shows a standing queue under the queue mark (above
+        ``trim_factor`` x the base + ``queue_slack``; a median: a probe's or
+        a neighbour's burst of an interval or two is none), else None."""
         c = self.config
-        return (self._base is not None and len(self._rtts) == c.probe_judge
-                and _median(list(self._rtts)) > self._base * c.trim_factor + c.queue_slack)
+        if self._base is None or len(self._rtts) < c.probe_judge:
+            return None
+        rtt = _median(list(self._rtts))
+        return rtt if rtt > self._base * c.trim_factor + c.queue_slack else None
 
-    def _trim(self, least: int | None = None) -> Action:
-        """A standing queue under the queue mark: the window x base / median
-        RTT, what carries the same goodput without the queue, at most a
-        headroom's cut, never below ``least`` (a kept probe's window before
-        it) nor one stream at its cap."""
+    def _trim(self, rtt: float, least: int | None = None) -> Action:
+        """A standing queue of median ``rtt`` under the queue mark: the window
+        x base / ``rtt``, what carries the same goodput without the queue, at
+        most a headroom's cut, never below ``least`` (a kept probe's window
+        before it) nor one stream at its cap."""
         c = self.config
         running = self._running()
-        assert self._base is not None  # (_standing checked it)
-        target = max(running * self._base / _median(list(self._rtts)), (1 - c.headroom) * running, least or 0)
+        assert self._base is not None  # (_standing_rtt checked it)
+        target = max(running * self._base / rtt, (1 - c.headroom) * running, least or 0)
         self._streak = 0
         self.window = max(self.cap, min(running, int(target)))
         return self._changed(Action.HOLD)
