@@ -71,7 +71,7 @@ def test_every_tuning_of_the_bench_and_the_other_kinds_parse():
     ("65*drs", "at most 64 flows share the link"),
     ("60*drs+5*kernel", "at most 64 flows share the link"),
     ("3*bogus", "'3*bogus': unknown kind 'bogus'; choose from " + ", ".join(
-        [*T.TUNINGS, "fixed:SIZE", "drs:CAP", "drs-P-N", "drs-P-auto", "gridftp-pN", "iperf3"])),
+        [*T.TUNINGS, "fixed:SIZE", "drs:CAP", "drs-P-N", "drs-P-auto", "gridftp-pN", "iperf3", "iperf3:SIZE"])),
     ("stock-64k:1M", "'stock-64k:1M': stock-64k takes no :ARG (for other static sizes use fixed:SIZE)"),
     ("kernel:3", "'kernel:3': kernel takes no :ARG"),
     ("fixed", "'fixed': fixed needs its size: fixed:SIZE (e.g. fixed:64k)"),
@@ -84,6 +84,9 @@ def test_every_tuning_of_the_bench_and_the_other_kinds_parse():
     ("gridftp-p0", "'gridftp-p0': gridftp-pN takes 1-64 streams and no :ARG (gridftp-p4, gridftp-p8)"),
     ("gridftp-pauto", "'gridftp-pauto': gridftp-pN takes 1-64 streams and no :ARG (gridftp-p4, gridftp-p8)"),
     ("gridftp-p4:1M", "'gridftp-p4:1M': gridftp-pN takes 1-64 streams and no :ARG (gridftp-p4, gridftp-p8)"),
+    ("iperf3:0", "'iperf3:0': iperf3:SIZE takes a buffer size up to 1 GiB (iperf3:4MiB), not '0'"),
+    ("iperf3:big", "'iperf3:big': iperf3:SIZE takes a buffer size up to 1 GiB (iperf3:4MiB), not 'big'"),
+    ("iperf3:2GiB", "'iperf3:2GiB': iperf3:SIZE takes a buffer size up to 1 GiB (iperf3:4MiB), not '2GiB'"),
     ("drs@soon", "'drs@soon': not a duration: 'soon' (examples: 100ms, 0.5ms, 1s)"),
     ("drs@4000", "'drs@4000': a flow starts at most 3600 s after the first"),
 ])
@@ -279,7 +282,7 @@ def test_flows_of_one_tuning_share_a_server_and_each_iperf3_flow_has_its_own(tmp
     class Link:
         server_addr = "10.201.0.2"
 
-    spec = "2*stock-64k+drs+drs-P-auto+drs:1MiB+kernel+2*kernel-vsftpd+2*iperf3"
+    spec = "2*stock-64k+drs+drs-P-auto+drs:1MiB+kernel+2*kernel-vsftpd+iperf3+iperf3:4MiB"
     cfg = CompeteConfig(spec=spec, flows=parse_compete(spec), path=T.Path(rate=20e6, rtt=0.02), duration=4.0)
     servers = {}
     got = [_launch(cfg, Link(), f, str(tmp_path), str(tmp_path), str(tmp_path), None, servers) for f in cfg.flows]
@@ -294,6 +297,8 @@ def test_flows_of_one_tuning_share_a_server_and_each_iperf3_flow_has_its_own(tmp
     clients = [w.client for _, w, _ in got]
     assert clients[3][-2:] == ["-P", "auto"] and "--max-time" in clients[0]
     assert clients[8][-2:] == ["-t", "4"] and clients[8][clients[8].index("--cport") + 1] == "20008"
+    assert "-w" not in clients[8]  # autotuning; iperf3:SIZE sets both ends' buffers (-R: the server's too)
+    assert clients[9][clients[9].index("-w") + 1] == str(4 << 20) and cfg.flows[9].family == "iperf3"
     # which sockets are each flow's data: not its FTP control connection, iperf3's by its client port
     is_data = [w.is_data for _, w, _ in got]
     assert not is_data[0]({"local": "10.201.0.1:40000", "peer": "10.201.0.2:2121"})
@@ -314,7 +319,7 @@ def no_compete(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("argv,message", [
     (["--compete", "3*bogus"], "--compete: '3*bogus': unknown kind 'bogus'; choose from " + ", ".join(
-        [*T.TUNINGS, "fixed:SIZE", "drs:CAP", "drs-P-N", "drs-P-auto", "gridftp-pN", "iperf3"])),
+        [*T.TUNINGS, "fixed:SIZE", "drs:CAP", "drs-P-N", "drs-P-auto", "gridftp-pN", "iperf3", "iperf3:SIZE"])),
     (["--compete", "drs", "--rates", "20mbit,100mbit"], "--compete runs on one link: give one --rates value"),
     (["--compete", "drs", "--rtts", "20ms,1s"], "--compete runs on one link: give one --rtts value"),
     (["--compete", "drs", "--rates", "0"], "--rates: a bench rate must be above 0 (0 is a link without a ceiling)"),
@@ -434,7 +439,7 @@ def test_compete_results_print_alone_and_take_no_bench_filters(tmp_path, capsys)
     p.write_text(json.dumps(_results()))
     assert main(["benchreport", str(p), "--rtt", "20ms"]) == 2
     assert "--rtt applies to bench results, not compete results" in capsys.readouterr().err
-    csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get.csv")
+    csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get-no-loss.csv")
     assert main(["benchreport", str(p), csv]) == 1
     assert "compete results (drsftp bench --compete) print alone" in capsys.readouterr().err
 
@@ -461,6 +466,6 @@ def test_the_sharing_table_gives_a_row_a_file_and_the_medians_of_each_spec_and_c
     assert "kernel#1" not in rows[0][3]  # a failed flow is left out
     assert main(["benchreport", "--table", "speed", paths[0]]) == 2
     assert "--table speed applies to bench results, not compete results" in capsys.readouterr().err
-    csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get.csv")
+    csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get-no-loss.csv")
     assert main(["benchreport", "--table", "sharing", csv]) == 2
     assert "--table sharing applies to compete results" in capsys.readouterr().err

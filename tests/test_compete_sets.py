@@ -194,7 +194,7 @@ def test_a_bench_table_of_compete_results_is_one_sentence(argv, message, tmp_pat
 
 
 def test_a_compete_table_of_bench_results_is_one_sentence(capsys):
-    csv = os.path.join(ROOT, "docs", "bench-data", "all-tunings-get.csv")
+    csv = os.path.join(ROOT, "docs", "bench-data", "all-tunings-get-no-loss.csv")
     assert main(["benchreport", csv, "--table", "sweep"]) == 2
     assert capsys.readouterr().err.strip() == ("drsftp: error: --table sweep applies to compete results "
                                                "(drsftp bench --compete)")

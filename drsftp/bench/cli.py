@@ -74,7 +74,8 @@ def add_parser(sub) -> None:
                    help="against the field: shrink the datasets' sizes and counts, above 0 to 1 (0.25: a quarter)")
     p.add_argument("--compete", metavar="SPEC",
                    help="several flows over one link: [N*]KIND[@DELAY] joined by +, KIND one of --tunings, "
-                        "fixed:SIZE, drs:CAP (DRS capped at CAP), drs-P-N, drs-P-auto or iperf3, e.g. "
+                        "fixed:SIZE, drs:CAP (DRS capped at CAP), drs-P-N, drs-P-auto, gridftp-pN, iperf3 or "
+                        "iperf3:SIZE (iperf3 -w SIZE), e.g. "
                         "10*stock-64k+1*drs or drs-P-auto+2*drs@10s; one value of --rates, --rtts, --losses "
                         f"(default {COMPETE_RATE}, {COMPETE_RTT}, {COMPETE_LOSS}); per-flow goodput over time, "
                         "memory, Jain's index per kind, link use (docs/BENCHMARKS.md, 'Sharing the link')")

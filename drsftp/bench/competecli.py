@@ -66,7 +66,7 @@ def compete_config(args):
     if duration is not None and not (math.isfinite(duration) and 0 < duration <= MAX_DURATION):
         raise NetemUsageError(f"--duration must be seconds above 0, at most {MAX_DURATION:g}, not {duration:g}")
     for kind in dict.fromkeys(f.kind for f in flows):
-        why = T.available(kind) or (None if kind != "iperf3" or shutil.which("iperf3") else
+        why = T.available(kind) or (None if not kind.startswith("iperf3") or shutil.which("iperf3") else
                                     "iperf3 not installed (./run setup installs it as root)")
         if why:
             raise NetemError(f"{kind} cannot run here: {why}")

@@ -6,9 +6,10 @@ KIND is one of the bench's tunings (tunings.TUNINGS), a drsftp tuning with
 its argument (``drs:CAP``: a DRS flow whose window is capped at CAP bytes,
 ``fixed:SIZE``: static buffers of SIZE), ``drs-P-N`` or ``drs-P-auto``
 (``drsftp get -P``), ``gridftp-pN`` (``globus-url-copy -p N`` from
-``globus-gridftp-server``), or ``iperf3`` (a long-lived iperf3 flow, kernel
-autotuning).  N flows of the kind (default 1) start DELAY after the first
-(default 0; 10s, 500ms or seconds), e.g. ``10*stock-64k+1*drs:1MiB`` or
+``globus-gridftp-server``), ``iperf3`` (a long-lived iperf3 flow, kernel
+autotuning) or ``iperf3:SIZE`` (its socket buffers set to SIZE, iperf3 -w).
+N flows of the kind (default 1) start DELAY after the first (default 0;
+10s, 500ms or seconds), e.g. ``10*stock-64k+1*drs:1MiB`` or
 ``drs-P-auto+2*drs-P-auto@10s``.  docs/BENCHMARKS.md, "Sharing the link".
 """
 
@@ -57,7 +58,7 @@ class Flow:
     def family(self) -> str:
         """"iperf3", "parallel" (drsftp get -P), "gridftp" (globus-url-copy -p N)
         or "tuning" (one of the bench's columns)."""
-        if self.kind == IPERF3:
+        if self.name == IPERF3:
             return "iperf3"
         if self.kind.startswith(GRIDFTP):
             return "gridftp"
@@ -86,7 +87,14 @@ def cap_template(spec: str) -> str:
 def check_kind(kind: str) -> str:
     """The kind, or ValueError in one sentence."""
     name, sep, arg = kind.partition(":")
-    if kind == IPERF3:
+    if name == IPERF3:
+        if sep:
+            try:
+                size = parse_buffer(arg)
+            except ValueError:
+                size = 0
+            if size <= 0:
+                raise ValueError(f"iperf3:SIZE takes a buffer size up to 1 GiB (iperf3:4MiB), not {arg!r}")
         return kind
     if name.startswith(GRIDFTP):
         n = name[len(GRIDFTP):]
@@ -116,7 +124,8 @@ def check_kind(kind: str) -> str:
 
 def kinds() -> list[str]:
     """Every KIND the grammar takes, as the help text lists them."""
-    return [*T.TUNINGS, "fixed:SIZE", "drs:CAP", f"{PARALLEL}N", f"{PARALLEL}auto", f"{GRIDFTP}N", IPERF3]
+    return [*T.TUNINGS, "fixed:SIZE", "drs:CAP", f"{PARALLEL}N", f"{PARALLEL}auto", f"{GRIDFTP}N",
+            IPERF3, f"{IPERF3}:SIZE"]
 
 
 def parse_compete(text: str) -> list[Flow]:
