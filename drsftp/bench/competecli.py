@@ -65,11 +65,11 @@ def compete_config(args):
     duration = None if args.size is not None else (COMPETE_DURATION if args.duration is None else args.duration)
     if duration is not None and not (math.isfinite(duration) and 0 < duration <= MAX_DURATION):
         raise NetemUsageError(f"--duration must be seconds above 0, at most {MAX_DURATION:g}, not {duration:g}")
-    for kind in dict.fromkeys(f.kind for f in flows):
-        why = T.available(kind) or (None if not kind.startswith("iperf3") or shutil.which("iperf3") else
-                                    "iperf3 not installed (./run setup installs it as root)")
+    for flow in {f.kind: f for f in flows}.values():
+        why = T.available(flow.kind) or (None if flow.family != "iperf3" or shutil.which("iperf3") else
+                                         "iperf3 not installed (./run setup installs it as root)")
         if why:
-            raise NetemError(f"{kind} cannot run here: {why}")
+            raise NetemError(f"{flow.kind} cannot run here: {why}")
     return CompeteConfig(spec=args.compete, flows=flows, path=T.Path(rate=rate, rtt=rtt, loss=loss, queue=args.queue),
                          duration=duration, size=size_option(args.size) if args.size else None, max_time=args.max_time,
                          profile=profile, force=args.force_buffers, cc=args.cc, workdir=args.out,

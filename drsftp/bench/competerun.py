@@ -25,10 +25,9 @@ from typing import IO, Any
 from ..netem.errors import NetemError
 from ..netem.link import Link, stop_process, wait_for_port
 from ..netem.spec import LinkSpec
-from ..tuning.base import parse_buffer
 from . import tunings as T
 from .competelink import cpu_mark, link_health
-from .competespec import Flow
+from .competespec import Flow, iperf3_window
 from .competestats import flow_figures, summary
 from .field import GRIDFTP_PORT, hosts_wrap, server_argv
 from .runner import PROFILES, BenchConfig, _probe, client_figures, environment
@@ -279,7 +278,8 @@ def _launch(cfg: CompeteConfig, link: Link, flow: Flow, root: str, dest: str, wo
         port = IPERF3_PORT + flow.index
         cport = IPERF3_CPORT + flow.index
         length = ["-t", str(max(1, math.ceil(cfg.duration)))] if cfg.duration else ["-n", str(cfg.file_size())]
-        window = ["-w", str(parse_buffer(flow.arg))] if flow.arg else []  # the server's socket takes it too (-R)
+        size = iperf3_window(flow.kind)
+        window = ["-w", str(size)] if size else []  # the server's socket takes it too (-R)
         client = ["iperf3", "-c", host, "-p", str(port), "-R", "--cport", str(cport), "-J", *window, *length]
         watch = Watch(flow, client, "iperf3", lambda s: _port_of(s["local"]) == str(cport), out_json)
         return ["iperf3", "-s", "-1", "-B", host, "-p", str(port)], watch, port

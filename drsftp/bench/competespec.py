@@ -78,6 +78,18 @@ def window_cap(kind: str) -> int | None:
     return parse_buffer(arg) if sep and name in CAPPED else None
 
 
+def iperf3_window(kind: str) -> int | None:
+    """The buffer of an ``iperf3:SIZE`` kind in bytes (iperf3 -w), None for
+    plain ``iperf3`` (autotuning); ValueError in one sentence for a bad SIZE."""
+    _, sep, arg = kind.partition(":")
+    if not sep:
+        return None
+    try:
+        return parse_buffer(arg)
+    except ValueError:
+        raise ValueError(f"iperf3:SIZE takes a buffer size up to 1 GiB (iperf3:4MiB), not {arg!r}") from None
+
+
 def cap_template(spec: str) -> str:
     """The spec with each DRS window cap written CAP (a sweep's cells share it):
     10*stock-64k+1*drs:1MiB -> 10*stock-64k+1*drs:CAP."""
@@ -88,13 +100,7 @@ def check_kind(kind: str) -> str:
     """The kind, or ValueError in one sentence."""
     name, sep, arg = kind.partition(":")
     if name == IPERF3:
-        if sep:
-            try:
-                size = parse_buffer(arg)
-            except ValueError:
-                size = 0
-            if size <= 0:
-                raise ValueError(f"iperf3:SIZE takes a buffer size up to 1 GiB (iperf3:4MiB), not {arg!r}")
+        iperf3_window(kind)
         return kind
     if name.startswith(GRIDFTP):
         n = name[len(GRIDFTP):]
