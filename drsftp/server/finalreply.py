@@ -8,7 +8,9 @@ connection:
 - a queued transfer whose data connection fails or times out gets its
   reply (425/421: datachannel.py) and its transfer-log line;
 - ABOR on a transfer still owed its reply gets 426 then 226, otherwise
-  225.
+  225; an ABOR the client sent before it closed an upload's data
+  connection is read first (abort_is_next), so the upload ends as aborted
+  whichever of the two sockets the ioloop serves first.
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ log = logging.getLogger("drsftp.server")
 
 # Commands that move data over the data connection (RFC 959 4.1.3).
 TRANSFER_CMDS = frozenset({"RETR", "STOR", "APPE", "STOU", "LIST", "NLST", "MLSD"})
+
+
+def abort_is_next(pending: bytes) -> bool:
+    """The control connection's unread bytes begin with a whole ABOR line,
+    Telnet IP/Synch before it or not (RFC 959 4.1.3; pyftpdlib reads the
+    command's last four letters the same way)."""
+    line, sep, _ = pending.partition(b"\n")
+    return bool(sep) and line.rstrip(b"\r").split(b" ")[0][-4:].upper() == b"ABOR"
 
 
 class FinalReplies:
