@@ -258,6 +258,7 @@ def _cmd_serve(args) -> int:
         metrics=o["metrics"], metrics_token=o["metrics_token"], metrics_token_file=o["metrics_token_file"],
         data_interface=o["data_interface"], masquerade_address=o["masquerade_address"],
         third_party_peers=o["third_party_peers"],
+        command_line_keys=frozenset(key for key, value in given.items() if value is not None),
     )
     configure_log(o["log_file"], o["log_format"])
     return serve(cfg)

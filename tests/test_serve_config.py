@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from conftest import (
     drsftp,
     ftp_session,
     make_file,
+    reply_of,
     running_server,
     sha256_file,
     start_stalled_retr,
@@ -168,7 +170,8 @@ def test_sighup_reloads_users_and_certificate_while_a_transfer_runs(tmp_path, ce
         write_user(str(users), UserEntry("bob", hash_password("bob-pass"), str(root), WRITE_PERM))
         shutil.copyfile(certs.wrong_name, cert)
         os.kill(srv.proc.pid, signal.SIGHUP)
-        assert wait_until(lambda: sum(r["event"] == "reload" for r in _log(log_file)) == 2, 10), _log(log_file)
+        reloaded = lambda: [r["what"].split(" ")[0] for r in _log(log_file) if r["event"] == "reload"]  # noqa: E731
+        assert wait_until(lambda: sorted(reloaded()) == ["TLS", "third-party", "users"], 10), _log(log_file)
         # the running transfer goes on to the last byte
         got = bytearray(head)
         while chunk := data.recv(1 << 20):
@@ -193,6 +196,61 @@ def test_sighup_reloads_users_and_certificate_while_a_transfer_runs(tmp_path, ce
         assert r.returncode == 1 and "not valid for the name" in r.stderr  # still the reloaded one
     finally:
         srv.stop()
+
+
+def _port_cmd(addr):
+    host, port = addr
+    return f"PORT {host.replace('.', ',')},{port >> 8},{port & 255}"
+
+
+def test_sighup_reloads_the_third_party_peers_and_pasv_address_from_the_config_file(tmp_path):
+    """A peer listed in the file after start is let in from the reload on
+    (RFC 2577's foreign PORT), PASV names the new masquerade address, and a
+    bad value keeps both as they were (docs/DEPLOY.md, "Reload and stop")."""
+    root = tmp_path / "srv"
+    root.mkdir()
+    log_file = tmp_path / "t.log"
+    conf = tmp_path / "drsftp.toml"
+    head = (f'root = "srv"\nport = 0\nuser = "{USER}"\npassword = "{PASSWORD}"\n'
+            'log_file = "t.log"\nlog_format = "json"\n')
+    conf.write_text(head)
+    peer = socket.create_server(("127.0.0.2", 0))  # the third-party peer: another loopback address
+    srv = _serve_config(conf)
+    try:
+        ftp = ftp_session(srv.port)
+        assert reply_of(ftp, _port_cmd(peer.getsockname())).startswith("501")
+        conf.write_text(head + 'third_party_peers = ["127.0.0.2"]\nmasquerade_address = "127.0.0.3"\n')
+        os.kill(srv.proc.pid, signal.SIGHUP)
+        assert wait_until(lambda: any(r["event"] == "reload" and "127.0.0.2/32" in r["what"]
+                                      for r in _log(log_file)), 10), _log(log_file)
+        assert reply_of(ftp, _port_cmd(peer.getsockname())).startswith("200")  # the running session too
+        assert "(127,0,0,3," in reply_of(ftp, "PASV")
+        conf.write_text(head + 'third_party_peers = ["0.0.0.0/0"]\n')
+        os.kill(srv.proc.pid, signal.SIGHUP)
+        assert wait_until(lambda: any(r.get("level") == "error" and "kept the old third-party peers" in r["message"]
+                                      for r in _log(log_file)), 10), _log(log_file)
+        assert reply_of(ftp, _port_cmd(peer.getsockname())).startswith("200")
+        ftp.quit()
+    finally:
+        srv.stop()
+        peer.close()
+
+
+def test_a_reload_keeps_what_the_command_line_set(tmp_path):
+    from drsftp.server.app import ServerConfig, build_server, reload
+
+    conf = tmp_path / "drsftp.toml"
+    conf.write_text('root = "srv"\nthird_party_peers = "10.0.0.0/8"\nmasquerade_address = "10.1.2.3"\n')
+    (tmp_path / "srv").mkdir()
+    cfg = ServerConfig(root=str(tmp_path / "srv"), port=0, anonymous_read=True, config_file=str(conf),
+                       third_party_peers="192.0.2.7", command_line_keys=frozenset({"third_party_peers"}))
+    server = build_server(cfg)
+    try:
+        assert "192.0.2.7/32" in reload(server, cfg)[0]
+        assert list(map(str, server.handler.third_party_peers.networks)) == ["192.0.2.7/32"]
+        assert server.handler.masquerade_address == "10.1.2.3"  # the file's: the command line left it
+    finally:
+        server.close_all()
 
 
 def test_done_when_tls_get_from_a_configured_server_is_identical_and_clear_text_is_refused(tmp_path, certs):

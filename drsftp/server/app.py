@@ -67,6 +67,7 @@ class ServerConfig:
     data_interface: str | None = None  # data sockets bind it, PASV names it (thirdparty.py)
     masquerade_address: str | None = None  # what PASV names behind NAT
     third_party_peers: str | list | None = None  # ADDR|CIDR,...: foreign data peers allowed (RFC 2577)
+    command_line_keys: frozenset[str] = frozenset()  # config keys the command line set: a reload keeps them
 
 
 def build_server(cfg: ServerConfig) -> FTPServer:
@@ -167,6 +168,21 @@ def _data_addresses(handler: type, cfg: ServerConfig) -> None:
                  ", ".join(map(str, handler.third_party_peers.networks)))
 
 
+def _reload_data_addresses(handler: type, cfg: ServerConfig) -> str:
+    """RELOADED_KEYS from the config file, each unless the command line set
+    it; checked in full before any is applied."""
+    assert cfg.config_file is not None
+    values = config.load(cfg.config_file)
+    keep = cfg.command_line_keys
+    peers = cfg.third_party_peers if "third_party_peers" in keep else values.get("third_party_peers")
+    masquerade = cfg.masquerade_address if "masquerade_address" in keep else values.get("masquerade_address")
+    new_peers = parse_peers(peers or "")
+    handler.masquerade_address = advertised_address(masquerade and masquerade.strip(), handler.data_interface)
+    handler.third_party_peers = new_peers
+    listed = ", ".join(map(str, new_peers.networks)) or "none"
+    return f"third-party peers ({listed}) and PASV address ({handler.masquerade_address or 'the control one'})"
+
+
 def _check_metrics_access(cfg: ServerConfig) -> None:
     """The metrics endpoint off loopback wants a token (docs/SECURITY.md)."""
     if cfg.metrics and not cfg.metrics_token and not config.is_loopback(config.parse_metrics_address(cfg.metrics)[0]):
@@ -230,13 +246,24 @@ def _secrets(cfg: ServerConfig) -> dict[str, str]:
     return {what: path for what, path in files.items() if path}
 
 
+# What a reload takes from the config file; the data interface stays (its sockets are bound).
+RELOADED_KEYS = ("third_party_peers", "masquerade_address")
+
+
 def reload(server: FTPServer, cfg: ServerConfig) -> list[str]:
-    """SIGHUP: re-read the users file and the TLS certificate and key.
-    New logins and TLS handshakes use them; running sessions and transfers
-    go on (a session keeps the TLS context it started with).  Whatever
-    fails to load keeps its old version; returns what was reloaded."""
+    """SIGHUP: re-read the users file, the TLS certificate and key, and the
+    config file's RELOADED_KEYS.  New logins and TLS handshakes use them,
+    and every data connection opened from then on the new peers and PASV
+    address; running sessions and transfers go on (a session keeps the TLS
+    context it started with).  Whatever fails to load keeps its old version;
+    returns what was reloaded."""
     handler = server.handler
     done = []
+    if cfg.config_file and not set(RELOADED_KEYS) <= cfg.command_line_keys:
+        try:
+            done.append(_reload_data_addresses(handler, cfg))
+        except ValueError as exc:  # (ConfigError is one)
+            log.error("reload: kept the old third-party peers and PASV address: %s", exc)
     if cfg.users_file:
         try:
             old = handler.authorizer
