@@ -16,6 +16,7 @@ from drsftp.ftp.replies import (
     parse_pasv,
 )
 from drsftp.ftp.routing import ReplyRouter
+from drsftp.ftp.striping import host_port, spas_reply, spor_addresses
 from drsftp.ftp.url import URLError, parse_url
 
 FEAT = (b"211-Features supported:\r\n DRS\r\n EPSV\r\n MLST type*;size*;\r\n"
@@ -143,3 +144,29 @@ def test_property_drs_parser_never_crashes(text):
         return
     drscmd.to_report(pairs)
     assert len(pairs) <= drscmd.MAX_PAIRS
+
+
+# -- GFD.20 5.1-5.2: SPAS/SPOR, one stripe ---------------------------------------------
+
+
+def test_host_port_reads_rfc_959_fields():
+    assert host_port("127,0,0,2,195,80") == ("127.0.0.2", 50000)
+    assert host_port("0,0,0,0,0,0") == ("0.0.0.0", 0)
+    assert host_port("255,255,255,255,255,255") == ("255.255.255.255", 65535)
+    with pytest.raises(ValueError, match=r"^not h1,h2,h3,h4,p1,p2: '9{60}'$"):  # a bad field quoted, 60 at most
+        host_port("9" * 61)
+    for bad in ("127,0,0,1,195", "127,0,0,1,195,80,1", "256,0,0,1,1,1", "127,0,0,1,1,256", "a,b,c,d,e,f",
+                "127,0,0,1,-1,5", "127,0,0,1,0001,5", ""):
+        with pytest.raises(ValueError):
+            host_port(bad)
+
+
+def test_spor_takes_addresses_separated_by_spaces():
+    assert spor_addresses(" 10,0,0,1,4,1  10,0,0,2,4,2 ") == [("10.0.0.1", 1025), ("10.0.0.2", 1026)]
+    for bad in ("", "   ", "10,0,0,1,4,1 x"):
+        with pytest.raises(ValueError):
+            spor_addresses(bad)
+
+
+def test_spas_reply_names_one_stripe_on_a_continuation_line():
+    assert spas_reply("192.0.2.7", 50000) == "229-Entering Striped Passive Mode.\r\n 192,0,2,7,195,80\r\n229 End"

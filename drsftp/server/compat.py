@@ -70,6 +70,11 @@ class EPortHooks:
         super()._make_epasv(extmode)
 
 
+def epsv_all(handler) -> bool:
+    """EPSV ALL was sent: no other data-port command from then on (RFC 2428 sec. 4)."""
+    return bool(handler._epsvall)
+
+
 def closed(channel) -> bool:
     """A pyftpdlib connection (control or data) or dispatcher was closed."""
     return bool(channel._closed)

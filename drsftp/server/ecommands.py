@@ -10,6 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..ftp.striping import spor_addresses
 from . import cksm, compat
 from .compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts, restart_idle_timer
 from .esession import ESession
@@ -24,6 +25,10 @@ EBLOCK_CMDS = {
              "help": "Syntax: SBUF <SP> size (per-stream TCP buffer cap, GFD.20)."},
     "CKSM": {"perm": None, "auth": True, "arg": True,
              "help": "Syntax: CKSM <SP> algorithm offset length path (checksum, GridFTP)."},
+    "SPAS": {"perm": None, "auth": True, "arg": False,
+             "help": "Syntax: SPAS (striped passive, one stripe here; MODE E: GFD.20)."},
+    "SPOR": {"perm": None, "auth": True, "arg": True,
+             "help": "Syntax: SPOR <SP> h1,h2,h3,h4,p1,p2 (striped port, one stripe here; MODE E: GFD.20)."},
     "SITE CLIENTINFO": {"perm": None, "auth": True, "arg": None,
                         "help": "Syntax: SITE CLIENTINFO <SP> key=value;... (accepted)."},
 }
@@ -294,6 +299,40 @@ class EModeCommands(EPortHooks, _Handler):
             self.respond("226 ABOR command successful.")
             return
         super().ftp_ABOR(line)
+
+    # -- striping (GFD.20 5.1-5.2; ftp/striping.py): one stripe, MODE E only --------
+    def ftp_SPAS(self, line):
+        """PASV for striped transfers: the one listening address, on a
+        continuation line of 229."""
+        if self._not_striping("SPAS") or self.refused_passive(False):
+            return
+        self.eblock.passive(False, striped=True)
+
+    def ftp_SPOR(self, line):
+        """PORT for striped transfers: this server is one stripe, so one
+        address; it passes PORT's rules (thirdparty.py)."""
+        if self._not_striping("SPOR"):
+            return
+        try:
+            addresses = spor_addresses(line)
+        except ValueError as exc:
+            self.respond(f"501 {exc}.")
+            return
+        if len(addresses) > 1:
+            self.respond(f"504 SPOR names {len(addresses)} stripes; this server is one stripe: give one address.")
+            return
+        self.data_address_hook(*addresses[0])
+
+    def _not_striping(self, cmd: str) -> bool:
+        """True once answered: SPAS/SPOR outside MODE E (503) or after
+        EPSV ALL (501, RFC 2428 sec. 4: no other data-port command)."""
+        if compat.epsv_all(self):
+            self.respond(f"501 {cmd} not allowed after EPSV ALL.")
+            return True
+        if not self.eblock.active:
+            self.respond(f"503 {cmd} needs MODE E (GFD.20 striping runs in extended block mode).")
+            return True
+        return False
 
     def ftp_DCAU(self, line):
         """Data channel authentication (GFD.20): drsftp has none to offer."""

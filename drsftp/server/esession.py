@@ -18,6 +18,7 @@ import time
 
 from ..ftp import drscmd, drsexchange
 from ..ftp.eblock import RangeSet
+from ..ftp.striping import spas_reply
 from ..io.tuner import SocketTuner
 from ..tuning import Role
 from .compat import current_type, data_protected, restart_idle_timer
@@ -236,13 +237,14 @@ class ESession:
         self.port_addr = (ip, port)
         h.respond("200 PORT Command successful.")
 
-    def passive(self, extmode: bool) -> None:
+    def passive(self, extmode: bool, striped: bool = False) -> None:
+        """PASV, EPSV (``extmode``) or SPAS (``striped``: ftp/striping.py)."""
         h = self.h
         if self._clear_text_refused():
             return
         local_ip = h.data_bind_address()  # (thirdparty.py answered what PASV/EPSV cannot name)
         if not extmode and ":" in local_ip and not local_ip.startswith("::ffff:"):
-            h.respond("425 PASV carries IPv4 addresses only: use EPSV.")
+            h.respond(f"425 {'SPAS' if striped else 'PASV'} carries IPv4 addresses only: use EPSV.")
             return
         self.drop_streams()
         self.port_addr = None
@@ -266,7 +268,8 @@ class ESession:
             h.respond(f"229 Entering extended passive mode (|||{port}|).")
         else:
             ip = h.masquerade_address or plain_ip(local_ip)
-            h.respond(f"227 Entering Passive Mode ({ip.replace('.', ',')},{port >> 8},{port & 255}).")
+            h.respond(spas_reply(ip, port) if striped
+                      else f"227 Entering Passive Mode ({ip.replace('.', ',')},{port >> 8},{port & 255}).")
 
     def restart(self, arg: str) -> None:
         """REST in MODE E: the ranges the receiver already holds (GFD.20);
