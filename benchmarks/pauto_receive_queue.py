@@ -1,0 +1,179 @@
+"""`drsftp get -P auto` at 1 Gbit/s, 100 ms: when its receive queues fill,
+who was short of CPU?
+
+    python benchmarks/pauto_receive_queue.py 3      # 3 runs of 512 MiB (root)
+
+The field table ([BENCHMARKS.md](../docs/BENCHMARKS.md#field)) has the
+client's streams holding about one BDP of unread data at their peak.  This
+samples, every 10 ms and without starting a process per sample, the unread
+bytes of the client's data sockets (``rx_queue`` of /proc/PID/net/tcp in
+the client's namespace) and, from /proc/PID/task/*/schedstat, the CPU time
+and the time spent waiting for a CPU (run-queue delay) of the client, the
+server and the link emulator (the userspace forwarder).  It prints, for
+the intervals where the unread bytes grew most, what each of the three did
+then, beside the run's medians, and the host's two cores' share in use;
+every 50 ms also `ss`'s skmem r at the client (the sockets' memory, the
+out-of-order queue included) and the bytes the server retransmitted.  Ends
+with a table a run a row (docs/BENCHMARKS.md cites it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from drsftp.netem.link import Link, wait_for_port
+
+STEP = 0.01  # seconds between samples
+SIZE = 512 << 20
+BDP = 1e9 * 0.1 / 8  # bytes
+
+
+def unread_bytes(pid: int, control_port: int) -> int:
+    """Sum of rx_queue over the established TCP sockets of ``pid``'s namespace,
+    the control connection left out."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/net/tcp") as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                local, remote, state = fields[1], fields[2], fields[3]
+                if state != "01" or int(local.split(":")[1], 16) == control_port \
+                        or int(remote.split(":")[1], 16) == control_port:
+                    continue
+                total += int(fields[4].split(":")[1], 16)
+    except (OSError, StopIteration):
+        return 0
+    return total
+
+
+def cpu_and_wait(pid: int) -> tuple[int, int]:
+    """(ns on a CPU, ns waiting for one) summed over ``pid``'s threads."""
+    on = wait = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0, 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                a, b, _ = f.read().split()
+        except (OSError, ValueError):
+            continue
+        on += int(a)
+        wait += int(b)
+    return on, wait
+
+
+def _ss_sum(link: Link, where: str, pattern: str) -> int:
+    out = link.run(where, ["ss", "-tmiHn", "state", "established", "(", "sport", "!=", ":2121", "and",
+                           "dport", "!=", ":2121", ")"], timeout=5).stdout
+    return sum(int(m) for m in re.findall(pattern, out))
+
+
+def run_once(link: Link, root: str, server_pid: int, owner_pid: int) -> dict:
+    client = link.popen("client", [sys.executable, "-m", "drsftp", "get", "-q", "-P", "auto",
+                                   f"ftp://u:p12345678@{link.server_addr}:2121/z.bin", f"{root}/out.bin",
+                                   "--max-time", "90"],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pids = {"client": client.pid, "server": server_pid, "link": owner_pid}
+    rows = []  # (t, unread bytes, {who: (cpu ns, wait ns)})
+    mem = []  # (t, skmem r summed at the client, bytes retransmitted by the server so far): every 5th sample
+    t0 = time.monotonic()
+    while client.poll() is None and time.monotonic() - t0 < 100:
+        rows.append((time.monotonic() - t0, unread_bytes(client.pid, 2121),
+                     {who: cpu_and_wait(pid) for who, pid in pids.items()}))
+        if len(rows) % 5 == 0:
+            mem.append((time.monotonic() - t0, _ss_sum(link, "client", r"skmem:\(r(\d+),"),
+                        _ss_sum(link, "server", r"bytes_retrans:(\d+)")))
+        time.sleep(STEP)
+    client.wait(30)
+    return {"wall": time.monotonic() - t0, "rows": rows, "mem": mem, "exit": client.returncode}
+
+
+def summary(run: dict) -> None:
+    rows = [r for r in run["rows"] if r[2]["client"][0]]
+    steps = []
+    for a, b in itertools.pairwise(rows):
+        dt = (b[0] - a[0]) * 1e9
+        use = {w: ((b[2][w][0] - a[2][w][0]) / dt, (b[2][w][1] - a[2][w][1]) / dt) for w in b[2]}
+        steps.append((b[0], b[1], b[1] - a[1], use))
+    busy = [s for s in steps if s[1] > 0 or s[2] != 0]
+    if not busy:
+        print(f"  no data seen (exit {run['exit']})")
+        return
+    peak = max(s[1] for s in busy)
+    print(f"  wall {run['wall']:.1f} s, exit {run['exit']}, unread peak {peak / 1e6:.1f} MB"
+          f" ({peak / BDP:.2f} BDP), median {statistics.median(s[1] for s in busy) / 1e6:.2f} MB")
+
+    mem = [m for m in run["mem"] if m[1]]
+    if mem:
+        top = max(mem, key=lambda m: m[1])
+        print(f"  skmem r (socket memory, out-of-order data included) peak {top[1] / 1e6:.1f} MB"
+              f" ({top[1] / BDP:.2f} BDP) at {top[0]:.2f} s; the server had retransmitted"
+              f" {top[2] / 1e6:.2f} MB by then, {max(m[2] for m in mem) / 1e6:.2f} MB in all")
+        for t, r, rt in mem[:60:3]:
+            print(f"    t {t:5.2f} s  skmem r {r / 1e6:6.2f} MB  retransmitted {rt / 1e6:6.2f} MB")
+
+    def line(label: str, sel: list) -> None:
+        parts = []
+        for who in ("client", "server", "link"):
+            cpu = statistics.median(s[3][who][0] for s in sel)
+            wait = statistics.median(s[3][who][1] for s in sel)
+            parts.append(f"{who} cpu {cpu:4.0%} wait {wait:4.0%}")
+        total = statistics.median(sum(s[3][w][0] for w in s[3]) for s in sel) / 2
+        print(f"  {label:28s} {' | '.join(parts)} | 2 cores {total:4.0%}")
+
+    line("all intervals (median)", busy)
+    growth = sorted(busy, key=lambda s: s[2], reverse=True)[:max(5, len(busy) // 50)]
+    line(f"top {len(growth)} growth intervals", growth)
+    high = [s for s in busy if s[1] > peak / 2]
+    line(f"queue > half its peak ({len(high)})", high)
+
+
+def table_row(i: int, run: dict) -> str:
+    unread = max((r[1] for r in run["rows"]), default=0)
+    mem = max(run["mem"], key=lambda m: m[1], default=(0, 0, 0))
+    retrans = max((m[2] for m in run["mem"]), default=0)
+    return (f"| {i} | {run['wall']:.1f} | {mem[1] / BDP:.2f} | {unread / BDP:.2f} | {mem[2] / 1e6:.2f} |"
+            f" {retrans / 1e6:.2f} |")
+
+
+def main(runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="drs-pautoq-") as root:
+        with open(f"{root}/z.bin", "wb") as f:
+            f.write(os.urandom(1 << 20) * (SIZE >> 20))
+        with Link(rtt=0.1, rate=1e9) as link:
+            server = link.popen("server", [sys.executable, "-m", "drsftp", "serve", "--root", root, "--host",
+                                           link.server_addr, "--port", "2121", "--user", "u",
+                                           "--password", "p12345678"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_for_port(link, "server", 2121)
+                rows = []
+                for i in range(runs):
+                    print(f"run {i + 1}", flush=True)
+                    run = run_once(link, root, server.pid, link.owner_pid)
+                    summary(run)
+                    rows.append(table_row(i + 1, run))
+                    os.unlink(f"{root}/out.bin")
+                print("\n| run | wall, s | socket memory at its peak, x BDP | unread in-order data at its peak,"
+                      " x BDP | MB retransmitted by the peak | MB retransmitted in all |")
+                print("|---|---|---|---|---|---|")
+                print("\n".join(rows))
+            finally:
+                server.terminate()
+                server.wait(10)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
