@@ -1,7 +1,8 @@
-"""`drsftp get -P auto` at 1 Gbit/s, 100 ms: when its receive queues fill,
+"""`drsftp get -P auto` (or `-r -c auto`) at 1 Gbit/s, 100 ms: when its receive queues fill,
 who was short of CPU?
 
-    python benchmarks/pauto_receive_queue.py 3      # 3 runs of 512 MiB (root)
+    python benchmarks/receive_memory.py 3          # 3 runs of 512 MiB (root)
+    python benchmarks/receive_memory.py 3 --deep   # get -r -c auto: 200 x 1 MiB in 40 directories
 
 The field table ([BENCHMARKS.md](../docs/BENCHMARKS.md#field)) has the
 client's streams holding about one BDP of unread data at their peak.  This
@@ -22,6 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,10 +82,10 @@ def _ss_sum(link: Link, where: str, pattern: str) -> int:
     return sum(int(m) for m in re.findall(pattern, out))
 
 
-def run_once(link: Link, root: str, server_pid: int, owner_pid: int) -> dict:
-    client = link.popen("client", [sys.executable, "-m", "drsftp", "get", "-q", "-P", "auto",
-                                   f"ftp://u:p12345678@{link.server_addr}:2121/z.bin", f"{root}/out.bin",
-                                   "--max-time", "90"],
+def run_once(link: Link, root: str, server_pid: int, owner_pid: int, tree: bool) -> dict:
+    what = ["-r", "-c", "auto", f"ftp://u:p12345678@{link.server_addr}:2121/deep/", f"{root}/out"] if tree \
+        else ["-P", "auto", f"ftp://u:p12345678@{link.server_addr}:2121/z.bin", f"{root}/out"]
+    client = link.popen("client", [sys.executable, "-m", "drsftp", "get", "-q", *what, "--max-time", "90"],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pids = {"client": client.pid, "server": server_pid, "link": owner_pid}
     rows = []  # (t, unread bytes, {who: (cpu ns, wait ns)})
@@ -148,10 +150,17 @@ def table_row(i: int, run: dict) -> str:
             f" {retrans / 1e6:.2f} |")
 
 
-def main(runs: int) -> None:
+def main(runs: int, tree: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="drs-pautoq-") as root:
-        with open(f"{root}/z.bin", "wb") as f:
-            f.write(os.urandom(1 << 20) * (SIZE >> 20))
+        block = os.urandom(1 << 20)
+        if tree:  # the field bench's deep dataset: 200 x 1 MiB in 40 directories
+            for i in range(200):
+                os.makedirs(f"{root}/deep/d{i % 40:02d}", exist_ok=True)
+                with open(f"{root}/deep/d{i % 40:02d}/f{i:04d}.bin", "wb") as f:
+                    f.write(block)
+        else:
+            with open(f"{root}/z.bin", "wb") as f:
+                f.write(block * (SIZE >> 20))
         with Link(rtt=0.1, rate=1e9) as link:
             server = link.popen("server", [sys.executable, "-m", "drsftp", "serve", "--root", root, "--host",
                                            link.server_addr, "--port", "2121", "--user", "u",
@@ -162,10 +171,10 @@ def main(runs: int) -> None:
                 rows = []
                 for i in range(runs):
                     print(f"run {i + 1}", flush=True)
-                    run = run_once(link, root, server.pid, link.owner_pid)
+                    run = run_once(link, root, server.pid, link.owner_pid, tree)
                     summary(run)
                     rows.append(table_row(i + 1, run))
-                    os.unlink(f"{root}/out.bin")
+                    (shutil.rmtree if tree else os.unlink)(f"{root}/out")
                 print("\n| run | wall, s | socket memory at its peak, x BDP | unread in-order data at its peak,"
                       " x BDP | MB retransmitted by the peak | MB retransmitted in all |")
                 print("|---|---|---|---|---|---|")
@@ -176,4 +185,5 @@ def main(runs: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    args = [a for a in sys.argv[1:] if a != "--deep"]
+    main(int(args[0]) if args else 3, "--deep" in sys.argv[1:])
