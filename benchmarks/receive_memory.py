@@ -3,6 +3,7 @@ who was short of CPU?
 
     python benchmarks/receive_memory.py 3          # 3 runs of 512 MiB (root)
     python benchmarks/receive_memory.py 3 --deep   # get -r -c auto: 200 x 1 MiB in 40 directories
+    python benchmarks/receive_memory.py 3 --deep -- --tuning kernel   # more get options after --
 
 The field table ([BENCHMARKS.md](../docs/BENCHMARKS.md#field)) has the
 client's streams holding about one BDP of unread data at their peak.  This
@@ -82,10 +83,10 @@ def _ss_sum(link: Link, where: str, pattern: str) -> int:
     return sum(int(m) for m in re.findall(pattern, out))
 
 
-def run_once(link: Link, root: str, server_pid: int, owner_pid: int, tree: bool) -> dict:
+def run_once(link: Link, root: str, server_pid: int, owner_pid: int, tree: bool, extra: list[str]) -> dict:
     what = ["-r", "-c", "auto", f"ftp://u:p12345678@{link.server_addr}:2121/deep/", f"{root}/out"] if tree \
         else ["-P", "auto", f"ftp://u:p12345678@{link.server_addr}:2121/z.bin", f"{root}/out"]
-    client = link.popen("client", [sys.executable, "-m", "drsftp", "get", "-q", *what, "--max-time", "90"],
+    client = link.popen("client", [sys.executable, "-m", "drsftp", "get", "-q", *what, "--max-time", "90", *extra],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pids = {"client": client.pid, "server": server_pid, "link": owner_pid}
     rows = []  # (t, unread bytes, {who: (cpu ns, wait ns)})
@@ -150,7 +151,7 @@ def table_row(i: int, run: dict) -> str:
             f" {retrans / 1e6:.2f} |")
 
 
-def main(runs: int, tree: bool) -> None:
+def main(runs: int, tree: bool, extra: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="drs-pautoq-") as root:
         block = os.urandom(1 << 20)
         if tree:  # the field bench's deep dataset: 200 x 1 MiB in 40 directories
@@ -171,7 +172,7 @@ def main(runs: int, tree: bool) -> None:
                 rows = []
                 for i in range(runs):
                     print(f"run {i + 1}", flush=True)
-                    run = run_once(link, root, server.pid, link.owner_pid, tree)
+                    run = run_once(link, root, server.pid, link.owner_pid, tree, extra)
                     summary(run)
                     rows.append(table_row(i + 1, run))
                     (shutil.rmtree if tree else os.unlink)(f"{root}/out")
@@ -185,5 +186,6 @@ def main(runs: int, tree: bool) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--deep"]
-    main(int(args[0]) if args else 3, "--deep" in sys.argv[1:])
+    ours, _, extra = " ".join(sys.argv[1:]).partition(" -- ")  # after --: more `drsftp get` options
+    args = [a for a in ours.split() if a != "--deep"]
+    main(int(args[0]) if args else 3, "--deep" in ours.split(), extra.split())
