@@ -1,12 +1,12 @@
-"""`drsftp get -P auto` (or `-r -c auto`) at 1 Gbit/s, 100 ms: when its receive queues fill,
-who was short of CPU?
+"""`drsftp get -P auto` (or `-r -c auto`) at 1 Gbit/s, 100 ms, DRS beside
+autotuning at the client: the receive side's memory, what it holds, and
+the losses and CPU behind it.
 
-    python benchmarks/receive_memory.py 3          # 3 runs of 512 MiB (root)
+    python benchmarks/receive_memory.py 5          # 5 pairs of 512 MiB gets, DRS and autotuning (root)
     python benchmarks/receive_memory.py 3 --deep   # get -r -c auto: 200 x 1 MiB in 40 directories
-    python benchmarks/receive_memory.py 3 --deep -- --tuning kernel   # more get options after --
 
 The field table ([BENCHMARKS.md](../docs/BENCHMARKS.md#field)) has the
-client's streams holding about one BDP of unread data at their peak.  This
+client's streams holding about one BDP of socket memory at their peak.  This
 samples, every 10 ms and without starting a process per sample, the unread
 bytes of the client's data sockets (``rx_queue`` of /proc/PID/net/tcp in
 the client's namespace) and, from /proc/PID/task/*/schedstat, the CPU time
@@ -15,12 +15,14 @@ server and the link emulator (the userspace forwarder).  It prints, for
 the intervals where the unread bytes grew most, what each of the three did
 then, beside the run's medians, and the host's two cores' share in use;
 every 50 ms also `ss`'s skmem r at the client (the sockets' memory, the
-out-of-order queue included) and the bytes the server retransmitted.  Ends
-with a table a run a row (docs/BENCHMARKS.md cites it).
+out-of-order queue included) and the bytes the server retransmitted.  The
+client's tunings (`--tunings`, default drs,kernel) run interleaved from one
+server.  Ends with a table a run a row (docs/BENCHMARKS.md cites it).
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import os
 import re
@@ -143,16 +145,16 @@ def summary(run: dict) -> None:
     line(f"queue > half its peak ({len(high)})", high)
 
 
-def table_row(i: int, run: dict) -> str:
+def table_row(i: int, tuning: str, run: dict) -> str:
     unread = max((r[1] for r in run["rows"]), default=0)
     mem = max(run["mem"], key=lambda m: m[1], default=(0, 0, 0))
     retrans = max((m[2] for m in run["mem"]), default=0)
-    return (f"| {i} | {run['wall']:.1f} | {mem[1] / BDP:.2f} | {unread / BDP:.2f} | {mem[2] / 1e6:.2f} |"
+    return (f"| {i} | {tuning} | {run['wall']:.1f} | {mem[1] / BDP:.2f} | {unread / BDP:.2f} | {mem[2] / 1e6:.2f} |"
             f" {retrans / 1e6:.2f} |")
 
 
-def main(runs: int, tree: bool, extra: list[str]) -> None:
-    with tempfile.TemporaryDirectory(prefix="drs-pautoq-") as root:
+def main(runs: int, tree: bool, tunings: list[str], extra: list[str]) -> None:
+    with tempfile.TemporaryDirectory(prefix="drs-recvmem-") as root:
         block = os.urandom(1 << 20)
         if tree:  # the field bench's deep dataset: 200 x 1 MiB in 40 directories
             for i in range(200):
@@ -171,21 +173,27 @@ def main(runs: int, tree: bool, extra: list[str]) -> None:
                 wait_for_port(link, "server", 2121)
                 rows = []
                 for i in range(runs):
-                    print(f"run {i + 1}", flush=True)
-                    run = run_once(link, root, server.pid, link.owner_pid, tree, extra)
-                    summary(run)
-                    rows.append(table_row(i + 1, run))
-                    (shutil.rmtree if tree else os.unlink)(f"{root}/out")
-                print("\n| run | wall, s | socket memory at its peak, x BDP | unread in-order data at its peak,"
-                      " x BDP | MB retransmitted by the peak | MB retransmitted in all |")
-                print("|---|---|---|---|---|---|")
-                print("\n".join(rows))
+                    for tuning in tunings if i % 2 == 0 else tunings[::-1]:  # interleaved, the order alternating
+                        print(f"run {i + 1}, client --tuning {tuning}", flush=True)
+                        run = run_once(link, root, server.pid, link.owner_pid, tree, ["--tuning", tuning, *extra])
+                        summary(run)
+                        rows.append(table_row(i + 1, tuning, run))
+                        (shutil.rmtree if tree else os.unlink)(f"{root}/out")
+                print("\n| run | client tuning | wall, s | socket memory at its peak, x BDP | unread in-order data at"
+                      " its peak, x BDP | MB retransmitted by the peak | MB retransmitted in all |")
+                print("|---|---|---|---|---|---|---|")
+                print("\n".join(sorted(rows, key=lambda r: r.split("|")[2])))
             finally:
                 server.terminate()
                 server.wait(10)
 
 
 if __name__ == "__main__":
-    ours, _, extra = " ".join(sys.argv[1:]).partition(" -- ")  # after --: more `drsftp get` options
-    args = [a for a in ours.split() if a != "--deep"]
-    main(int(args[0]) if args else 3, "--deep" in ours.split(), extra.split())
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []  # after --: more drsftp get options
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("runs", type=int, nargs="?", default=3)
+    ap.add_argument("--deep", action="store_true", help="get -r -c auto of 200 x 1 MiB in 40 directories")
+    ap.add_argument("--tunings", default="drs,kernel", help="the client's --tuning values, interleaved")
+    a = ap.parse_args(argv[:len(argv) - len(extra) - (1 if "--" in argv else 0)])
+    main(a.runs, a.deep, a.tunings.split(","), extra)
