@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import ftplib
+import socket
 import threading
+import time
 
 import pytest
 from conftest import PASSWORD, USER, wait_until
@@ -50,7 +52,22 @@ def _data_channel(ioloop):
     return next(h for h in list(ioloop.socket_map.values()) if isinstance(h, DTPHandler))
 
 
-def test_abor_sent_before_the_close_aborts_the_upload_even_when_the_close_is_read_first(tmp_path):
+def _in_band(ftp):
+    ftp.putcmd("ABOR")
+
+
+def _urgent_line(ftp):  # ftplib's FTP.abort(): the whole line as urgent data
+    ftp.sock.sendall(b"ABOR\r\n", socket.MSG_OOB)
+
+
+def _telnet_synch(ftp):  # BSD and inetutils ftp: IAC IP in band, IAC DM urgent, then the line (RFC 959 4.1.3)
+    ftp.sock.sendall(b"\xff\xf4\xff")
+    ftp.sock.sendall(b"\xf2", socket.MSG_OOB)
+    ftp.sock.sendall(b"ABOR\r\n")
+
+
+@pytest.mark.parametrize("send_abor", [_in_band, _urgent_line, _telnet_synch])
+def test_abor_sent_before_the_close_aborts_the_upload_even_when_the_close_is_read_first(tmp_path, send_abor):
     seen = []
     hooks = {"on_file_received": lambda self, f: seen.append("complete"),
              "on_incomplete_file_received": lambda self, f: seen.append("incomplete")}
@@ -62,8 +79,9 @@ def test_abor_sent_before_the_close_aborts_the_upload_even_when_the_close_is_rea
         conn = ftp.transfercmd("STOR cut.bin")
         conn.sendall(b"c" * 32768)
         with gate:  # the server is still: both the ABOR and the close wait in its sockets
-            ftp.putcmd("ABOR")
+            send_abor(ftp)
             conn.close()
+            time.sleep(0.05)  # (loopback: the segments are in the server's sockets at once; a margin)
             dtp = _data_channel(ioloop)
             while not dtp._closed:  # the data channel first: its bytes, then the close
                 dtp.handle_read()

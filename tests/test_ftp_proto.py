@@ -16,7 +16,7 @@ from drsftp.ftp.replies import (
     parse_pasv,
 )
 from drsftp.ftp.routing import ReplyRouter
-from drsftp.ftp.striping import host_port, spas_reply, spor_addresses
+from drsftp.ftp.striping import host_port, spas_net_prt, spas_reply, spor_addresses
 from drsftp.ftp.url import URLError, parse_url
 
 FEAT = (b"211-Features supported:\r\n DRS\r\n EPSV\r\n MLST type*;size*;\r\n"
@@ -155,6 +155,32 @@ def test_host_port_reads_rfc_959_fields():
     assert host_port("255,255,255,255,255,255") == ("255.255.255.255", 65535)
     with pytest.raises(ValueError, match=r"^not h1,h2,h3,h4,p1,p2: '9{60}'$"):  # a bad field quoted, 60 at most
         host_port("9" * 61)
+    with pytest.raises(ValueError):
+        host_port("\u0661\u0662\u0667,0,0,1,1,1")  # Arabic-Indic digits are digits to isdigit(), not to RFC 959
+
+
+def test_host_port_reads_rfc_2428_fields():
+    assert host_port("|1|192.0.2.7|50000|") == ("192.0.2.7", 50000)
+    assert host_port("!2!2001:db8::7!65535!") == ("2001:db8::7", 65535)
+    assert host_port("|1|192.0.2.7|1|") == ("192.0.2.7", 1)
+    assert host_port("~1~192.0.2.7~5~") == ("192.0.2.7", 5)  # any delimiter in 33-126 (RFC 2428 sec. 2)
+    assert host_port("!1!192.0.2.7!5!") == ("192.0.2.7", 5)
+    with pytest.raises(ValueError, match=r"^not \|net-prt\|address\|port\|: '\|1\|9{57}'$"):
+        host_port("|1|" + "9" * 70)
+    with pytest.raises(ValueError, match=r"^not an IP address: 'x{60}'$"):
+        host_port("|1|" + "x" * 70 + "|5|")
+    for bad in ("|1|2001:db8::7|50000|", "|2|192.0.2.7|50000|", "|3|192.0.2.7|50000|", "|1|192.0.2.7|0|",
+                "|1|192.0.2.7|65536|", "|1|192.0.2.7|50000", "|1|192.0.2.7|50000||", "|1|host|50000|",
+                "\x7f1\x7f192.0.2.7\x7f5\x7f", "|1|192.0.2.7|\u0665|"):
+        with pytest.raises(ValueError):
+            host_port(bad)
+    with pytest.raises(ValueError, match=r"^not \|net-prt\|address\|port\|: '\|1\|192.0.2.7\|9{47}'$"):
+        host_port("|1|192.0.2.7|" + "9" * 70 + "|")
+
+
+def test_spas_takes_no_argument_or_a_network_protocol():
+    assert [spas_net_prt(a) for a in ("", " ", "1", "2", " 2 ", "3", "0", "x", "12")] == \
+        [True, True, True, True, True, False, False, False, False]
     for bad in ("127,0,0,1,195", "127,0,0,1,195,80,1", "256,0,0,1,1,1", "127,0,0,1,1,256", "a,b,c,d,e,f",
                 "127,0,0,1,-1,5", "127,0,0,1,0001,5", ""):
         with pytest.raises(ValueError):
@@ -163,6 +189,7 @@ def test_host_port_reads_rfc_959_fields():
 
 def test_spor_takes_addresses_separated_by_spaces():
     assert spor_addresses(" 10,0,0,1,4,1  10,0,0,2,4,2 ") == [("10.0.0.1", 1025), ("10.0.0.2", 1026)]
+    assert spor_addresses("|1|10.0.0.1|1025| 10,0,0,2,4,2") == [("10.0.0.1", 1025), ("10.0.0.2", 1026)]
     for bad in ("", "   ", "10,0,0,1,4,1 x"):
         with pytest.raises(ValueError):
             spor_addresses(bad)
@@ -170,3 +197,4 @@ def test_spor_takes_addresses_separated_by_spaces():
 
 def test_spas_reply_names_one_stripe_on_a_continuation_line():
     assert spas_reply("192.0.2.7", 50000) == "229-Entering Striped Passive Mode.\r\n 192,0,2,7,195,80\r\n229 End"
+    assert spas_reply("2001:db8::7", 50000) == "229-Entering Striped Passive Mode.\r\n |2|2001:db8::7|50000|\r\n229 End"

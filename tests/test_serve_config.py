@@ -230,6 +230,7 @@ def test_sighup_reloads_the_third_party_peers_and_pasv_address_from_the_config_f
         assert wait_until(lambda: any(r.get("level") == "error" and "kept the old third-party peers" in r["message"]
                                       for r in _log(log_file)), 10), _log(log_file)
         assert reply_of(ftp, _port_cmd(peer.getsockname())).startswith("200")
+        assert "(127,0,0,3," in reply_of(ftp, "PASV")  # nothing of the bad file applied
         ftp.quit()
     finally:
         srv.stop()

@@ -18,8 +18,8 @@ from drsftp.ftp.eblock import Desc
 from drsftp.ftp.striping import host_port
 
 
-def _spas(ctl):
-    code, text = ctl.cmd("SPAS")
+def _spas(ctl, arg=""):
+    code, text = ctl.cmd("SPAS" + arg)
     assert code == "229", text
     lines = text.split("\r\n")
     assert lines[0] == "229-Entering Striped Passive Mode." and lines[2] == "229 End", text
@@ -37,11 +37,13 @@ def test_spas_and_spor_need_mode_e_and_are_refused_after_epsv_all(root):  # noqa
         assert ctl.cmd("SPOR 127,0,0,1,195,80")[0] == "501"
 
 
-def test_a_stor_over_spas(root):  # noqa: F811
+@pytest.mark.parametrize("arg", ["", " 1", " 2"])  # GridFTP's client sends SPAS 2 where IPv6 is allowed
+def test_a_stor_over_spas(root, arg):  # noqa: F811
     with running_server(root) as srv:
         ctl = Ctl(srv.port)
         assert ctl.cmd("MODE E")[0] == "200"
-        addr = _spas(ctl)
+        assert ctl.cmd("SPAS 3")[0] == "501"
+        addr = _spas(ctl, arg)
         assert addr[0] == "127.0.0.1"
         assert ctl.cmd("ALLO 8")[0] == "200"
         assert ctl.cmd("STOR striped.bin")[0] == "150"
@@ -51,7 +53,8 @@ def test_a_stor_over_spas(root):  # noqa: F811
     assert (root / "striped.bin").read_bytes() == b"stripe-0"
 
 
-def test_a_retr_to_the_address_spor_named(root):  # noqa: F811
+@pytest.mark.parametrize("form", ["rfc959", "rfc2428"])
+def test_a_retr_to_the_address_spor_named(root, form):  # noqa: F811
     data = (root / "big.bin").read_bytes()
     with running_server(root) as srv:
         ctl = Ctl(srv.port)
@@ -60,7 +63,8 @@ def test_a_retr_to_the_address_spor_named(root):  # noqa: F811
         p = rx.lst.getsockname()[1]
         assert ctl.cmd("MODE E")[0] == "200"
         assert ctl.cmd("OPTS RETR Parallelism=2,2,2;")[0] == "200"
-        assert ctl.cmd(f"SPOR 127,0,0,1,{p >> 8},{p & 255}")[0] == "200"
+        address = f"127,0,0,1,{p >> 8},{p & 255}" if form == "rfc959" else f"|1|127.0.0.1|{p}|"
+        assert ctl.cmd(f"SPOR {address}")[0] == "200"
         assert ctl.cmd("RETR big.bin")[0] == "150"
         rx.accept(2)
         assert ctl.final()[0] == "226"
@@ -72,6 +76,8 @@ def test_a_retr_to_the_address_spor_named(root):  # noqa: F811
 @pytest.mark.parametrize(("arg", "code"), [
     ("127,0,0,1,195,80 127,0,0,1,195,81", "504"),  # two stripes: this server is one
     ("127,0,0,1,195", "501"),
+    ("|1|127.0.0.1|50000", "501"),
+    ("|1|10.9.8.7|50000|", "501"),  # the RFC 2428 form passes the same rules
     ("10,9,8,7,200,1", "501"),  # another host, not listed (RFC 2577: no bounce)
     ("127,0,0,1,0,80", "501"),  # a privileged port
 ])

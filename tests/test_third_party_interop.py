@@ -72,8 +72,8 @@ def same_tree(left, right) -> bool:
 
 
 @pytest.mark.parametrize("flags", [[], ["-p", "4"], ["-r", "-cd", "-fast"], ["-r", "-cd", "-fast", "-p", "4"],
-                                   ["-stripe", "-p", "4"], ["-r", "-cd", "-fast", "-stripe"]],
-                         ids=["stream", "p4", "r-fast", "r-fast-p4", "stripe-p4", "r-fast-stripe"])
+                                   ["-stripe", "-p", "4"], ["-r", "-cd", "-fast", "-stripe"], ["-stripe", "-ipv6"]],
+                         ids=["stream", "p4", "r-fast", "r-fast-p4", "stripe-p4", "r-fast-stripe", "stripe-ipv6"])
 def test_globus_url_copy_between_two_drsftp_serves(tmp_path, flags):
     with two_servers(tmp_path, *PAIR) as (a, b):
         tree = "-r" in flags
@@ -89,6 +89,7 @@ def test_globus_url_copy_between_two_drsftp_serves(tmp_path, flags):
             assert "OPTS RETR Parallelism=4,4,4;" in r.log and "MODE E" in r.log
         if "-stripe" in flags:  # B's SPAS named its one stripe, its data interface (GFD.20 5.1); A took it
             assert f"229-Entering Striped Passive Mode.\n {B_DATA.replace('.', ',')}," in r.log
+            assert ("SPAS 2" in r.log) == ("-ipv6" in flags)  # IPv6 allowed: the client says so to SPAS
         files = 4 if tree else 1  # d/f0-f2.bin, d/sub/s.bin
         assert wait_until(lambda: len(b.records()) == files and len(a.records()) == files, 10)
         for line in a.records():
@@ -115,6 +116,12 @@ def test_globus_url_copy_pipelined_tree_between_two_drsftp_serves(tmp_path, stre
         assert all(line["complete"] and line["data_peer"] == A_DATA for line in b.records())
 
 
+def named(addr, flags):
+    """How a passive server's reply names ``addr``: SPAS's continuation line, or PASV's."""
+    fields = addr.replace(".", ",")
+    return f"229-Entering Striped Passive Mode.\n {fields}," if "-stripe" in flags else f"({fields},"
+
+
 @pytest.mark.parametrize("flags", [[], ["-p", "4"], ["-stripe", "-p", "4"]], ids=["stream", "p4", "stripe-p4"])
 def test_globus_url_copy_between_drsftp_and_gridftp_both_ways(tmp_path, flags):
     """drsftp (A) -> GridFTP: GridFTP passive, A connects to its data
@@ -126,13 +133,13 @@ def test_globus_url_copy_between_drsftp_and_gridftp_both_ways(tmp_path, flags):
         r = guc(*flags, drs_url(a, "src.bin"), f"{g}/from-drsftp.bin")
         assert r.returncode == 0, r.log[-3000:]
         assert sha256_file(f"{gdir}/from-drsftp.bin") == sha256_file(os.path.join(a.root, "src.bin"))
-        assert f"{G_DATA.replace('.', ',')}," in r.log  # GridFTP's PASV/SPAS named its data interface
+        assert named(G_DATA, flags) in r.log  # GridFTP's PASV/SPAS named its data interface
         assert wait_until(lambda: a.records(), 10) and a.records()[-1]["data_peer"] == G_DATA
         os.chmod(f"{gdir}/from-drsftp.bin", 0o644)
         r = guc(*flags, f"{g}/from-drsftp.bin", drs_url(b, "from-gridftp.bin"))
         assert r.returncode == 0, r.log[-3000:]
         assert sha256_file(os.path.join(b.root, "from-gridftp.bin")) == sha256_file(os.path.join(a.root, "src.bin"))
-        assert f"{B_DATA.replace('.', ',')}," in r.log  # B's PASV/SPAS named its data interface
+        assert named(B_DATA, flags) in r.log  # B's PASV/SPAS named its data interface
         assert wait_until(lambda: b.records(), 10) and b.records()[-1]["complete"]
 
 

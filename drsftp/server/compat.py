@@ -214,6 +214,12 @@ def line_buffer_add(handler, data: bytes) -> int:
     return handler._in_buffer_len
 
 
+def partial_line(handler) -> bytes:
+    """What the control connection has read of a command line not yet
+    ended (pyftpdlib's line buffer, then asynchat's unsearched bytes)."""
+    return b"".join(handler._in_buffer) + handler.ac_in_buffer
+
+
 def line_buffer_clear(handler) -> None:
     handler._in_buffer, handler._in_buffer_len = [], 0
 

@@ -10,7 +10,7 @@ handler class: with_drs_data), and its PASV/PORT dispatchers.
 - RFC 959 replies: 452 when storage is full, 451 for other local errors,
   451 when the file shrank under a RETR, 426 when the client closed the
   data connection first; an upload whose client sent ABOR, then closed,
-  ends as aborted (finalreply.abort_is_next); a queued transfer whose PASV/PORT connection
+  ends as aborted (finalreply.run_waiting_abort); a queued transfer whose PASV/PORT connection
   fails or times out gets 425/421 (finalreply.py).
 - The data socket's handshake is sized by the session (datatuning.py);
   a complete upload is renamed into place at close (uploads.py).
@@ -33,7 +33,6 @@ from ..io.tuner import SocketTuner
 from ..tuning import Role
 from . import compat
 from .compat import FileReadWriteError as _FileReadWriteError
-from .finalreply import abort_is_next
 from .thirdparty import foreign_checked
 from .uploads import UploadPlacement
 
@@ -171,24 +170,12 @@ class DRSDataMixin(UploadPlacement):
             compat.set_final_reply(self, None)
             self.close()
             return
-        if self.receive and self._abort_waiting():
-            # the client sent ABOR, then closed: the upload is aborted (426, 226), not complete
+        if self.receive:
+            # an ABOR the client sent before this close runs first: aborted (426, 226), not complete
             self.transfer_finished = False
-            self.cmd_channel.handle_read()
-            if compat.closed(self):
+            if self.cmd_channel.run_waiting_abort() and compat.closed(self):
                 return
         super().handle_close()
-
-    def _abort_waiting(self) -> bool:
-        """An ABOR line waits unread on a plain control connection
-        (finalreply.abort_is_next; a TLS one cannot be read ahead)."""
-        ctrl = self.cmd_channel.socket
-        if ctrl is None or is_ssl_sock(ctrl):
-            return False
-        try:
-            return abort_is_next(ctrl.recv(512, socket.MSG_PEEK | socket.MSG_DONTWAIT))
-        except OSError:
-            return False
 
     def _short_send_reply(self) -> tuple:
         """RETR ended before the bytes it owes: the file shrank under it

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..ftp.striping import spor_addresses
+from ..ftp.striping import spas_net_prt, spor_addresses
 from . import cksm, compat
 from .compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts, restart_idle_timer
 from .esession import ESession
@@ -25,8 +25,8 @@ EBLOCK_CMDS = {
              "help": "Syntax: SBUF <SP> size (per-stream TCP buffer cap, GFD.20)."},
     "CKSM": {"perm": None, "auth": True, "arg": True,
              "help": "Syntax: CKSM <SP> algorithm offset length path (checksum, GridFTP)."},
-    "SPAS": {"perm": None, "auth": True, "arg": False,
-             "help": "Syntax: SPAS (striped passive, one stripe here; MODE E: GFD.20)."},
+    "SPAS": {"perm": None, "auth": True, "arg": None,
+             "help": "Syntax: SPAS [<SP> net-prt] (striped passive, one stripe here; MODE E: GFD.20)."},
     "SPOR": {"perm": None, "auth": True, "arg": True,
              "help": "Syntax: SPOR <SP> h1,h2,h3,h4,p1,p2 (striped port, one stripe here; MODE E: GFD.20)."},
     "SITE CLIENTINFO": {"perm": None, "auth": True, "arg": None,
@@ -304,7 +304,10 @@ class EModeCommands(EPortHooks, _Handler):
     def ftp_SPAS(self, line):
         """PASV for striped transfers: the one listening address, on a
         continuation line of 229."""
-        if self._not_striping("SPAS") or self.refused_passive(False):
+        if not spas_net_prt(line):
+            self.respond("501 SPAS takes no argument or a network protocol, 1 or 2 (RFC 2428).")
+            return
+        if self._not_striping("SPAS"):  # (its reply names any address: no refused_passive)
             return
         self.eblock.passive(False, striped=True)
 

@@ -214,12 +214,24 @@ class ESession:
     def _cached(self, role: Role) -> list[Stream]:
         """The open streams of ``role``; those set up under the other PROT
         level, or the other TLS role (SSCN), are closed first (PROT P
-        streams run TLS, PROT C ones not)."""
+        streams run TLS, PROT C ones not), and so are those to a peer a
+        reload took off --third-party-peers."""
         tls = self.tls_context is not None
+        h = self.h
         for s in [s for s in self.streams if s.role is role and (
-                (s.tls is not None) != tls or (s.tls is not None and s.tls.client != self.tls_client))]:
+                (s.tls is not None) != tls or (s.tls is not None and s.tls.client != self.tls_client)
+                or (s.peer is not None and not h.data_peer_allowed(s.peer)))]:
             s.close()
         return [s for s in self.streams if s.role is role]
+
+    def _port_withdrawn(self) -> bool:
+        """PORT's address is a peer a reload (SIGHUP) took off
+        --third-party-peers: it is forgotten and the transfer gets 425."""
+        if self.port_addr is None or self.h.data_peer_allowed(self.port_addr[0]):
+            return False
+        self.port_addr = None
+        self.h.respond("425 PORT's address is no longer among --third-party-peers: send PORT again.")
+        return True
 
     def _stream_failed(self) -> bool:
         """A stream's TLS failed before this transfer: it fails (425)."""
@@ -243,8 +255,8 @@ class ESession:
         if self._clear_text_refused():
             return
         local_ip = h.data_bind_address()  # (thirdparty.py answered what PASV/EPSV cannot name)
-        if not extmode and ":" in local_ip and not local_ip.startswith("::ffff:"):
-            h.respond(f"425 {'SPAS' if striped else 'PASV'} carries IPv4 addresses only: use EPSV.")
+        if not extmode and not striped and ":" in local_ip and not local_ip.startswith("::ffff:"):
+            h.respond("425 PASV carries IPv4 addresses only: use EPSV.")
             return
         self.drop_streams()
         self.port_addr = None
@@ -319,7 +331,7 @@ class ESession:
     def _send(self, source, ranges, cmd: str, path: str | None = None) -> None:
         h = self.h
         cached = self._cached(Role.SENDER)
-        if self._clear_text_refused() or self._stream_failed():
+        if self._clear_text_refused() or self._stream_failed() or (not cached and self._port_withdrawn()):
             source.close()
             return
         if not cached and self.port_addr is None:

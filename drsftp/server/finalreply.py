@@ -9,13 +9,17 @@ connection:
   reply (425/421: datachannel.py) and its transfer-log line;
 - ABOR on a transfer still owed its reply gets 426 then 226, otherwise
   225; an ABOR the client sent before it closed an upload's data
-  connection is read first (abort_is_next), so the upload ends as aborted
-  whichever of the two sockets the ioloop serves first.
+  connection is run first (run_waiting_abort), in band or urgent, so the
+  upload ends as aborted whichever of the two sockets the ioloop serves
+  first.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
+
+from pyftpdlib.utils import is_ssl_sock
 
 from . import compat, partfile
 
@@ -23,6 +27,7 @@ log = logging.getLogger("drsftp.server")
 
 # Commands that move data over the data connection (RFC 959 4.1.3).
 TRANSFER_CMDS = frozenset({"RETR", "STOR", "APPE", "STOU", "LIST", "NLST", "MLSD"})
+PEEK = 65536  # asynchat's ac_in_buffer_size: what one read of the control connection takes
 
 
 def abort_is_next(pending: bytes) -> bool:
@@ -31,6 +36,13 @@ def abort_is_next(pending: bytes) -> bool:
     command's last four letters the same way)."""
     line, sep, _ = pending.partition(b"\n")
     return bool(sep) and line.rstrip(b"\r").split(b" ")[0][-4:].upper() == b"ABOR"
+
+
+def _peek(sock) -> bytes:
+    try:  # as much as one read of the control connection takes
+        return sock.recv(PEEK, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:
+        return b""
 
 
 class FinalReplies:
@@ -87,6 +99,29 @@ class FinalReplies:
         if self._without_data_path and resp.startswith("150 "):
             resp = self.NO_DATA_PATH  # no 150: nothing to wait for
         super().respond(resp, *args, **kwargs)
+
+    def run_waiting_abort(self) -> bool:
+        """An upload's data connection closed: when the control connection's
+        next command, unread yet, is ABOR (the client sent it before it
+        closed), run it now; True then.  A plain control connection only: a
+        TLS one cannot be read ahead."""
+        sock = self.socket
+        if sock is None or is_ssl_sock(sock):
+            return False
+        try:
+            pending = compat.partial_line(self) + _peek(sock)
+            if pending and b"\n" not in pending:
+                # An urgent ABOR (ftplib's abort(); BSD ftp's IAC IP, IAC DM): reads
+                # stop at the urgent mark (SO_OOBINLINE), so one read takes what comes
+                # before it into the line buffer and runs nothing (no line ends there).
+                self.handle_read()
+                pending = compat.partial_line(self) + _peek(sock)
+            if not abort_is_next(pending) or not _peek(sock):
+                return False
+            self.handle_read()  # runs the ABOR (and what the client pipelined after it)
+        except Exception:
+            self.handle_error()  # the control connection's error, not the data channel's
+        return True
 
     def ftp_ABOR(self, line):
         """RFC 959 4.1.3: a transfer command still without its final reply
