@@ -96,7 +96,7 @@ def test_abor_sent_before_the_close_aborts_the_upload_even_when_the_close_is_rea
 
 @pytest.mark.parametrize(("pending", "expected"), [
     (b"ABOR\r\n", True), (b"abor\r\n", True), (b"\xff\xf4\xff\xf2ABOR\r\n", True),
-    (b"ABOR\n", True), (b"ABOR\r\nNOOP\r\n", True),
+    (b"ABOR\r\nNOOP\r\n", True), (b"ABOR\n", False), (b"ABOR\nNOOP\r\n", False),  # CRLF alone ends a line
     (b"ABOR", False), (b"", False), (b"NOOP\r\nABOR\r\n", False), (b"STOR ABOR\r\n", False),
     (b"XABORT\r\n", False),
 ])

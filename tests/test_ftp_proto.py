@@ -16,7 +16,7 @@ from drsftp.ftp.replies import (
     parse_pasv,
 )
 from drsftp.ftp.routing import ReplyRouter
-from drsftp.ftp.striping import host_port, spas_net_prt, spas_reply, spor_addresses
+from drsftp.ftp.striping import UnknownNetwork, host_port, spas_net_prt, spas_reply, spor_addresses
 from drsftp.ftp.url import URLError, parse_url
 
 FEAT = (b"211-Features supported:\r\n DRS\r\n EPSV\r\n MLST type*;size*;\r\n"
@@ -153,7 +153,8 @@ def test_host_port_reads_rfc_959_fields():
     assert host_port("127,0,0,2,195,80") == ("127.0.0.2", 50000)
     assert host_port("0,0,0,0,0,0") == ("0.0.0.0", 0)
     assert host_port("255,255,255,255,255,255") == ("255.255.255.255", 65535)
-    with pytest.raises(ValueError, match=r"^not h1,h2,h3,h4,p1,p2: '9{60}'$"):  # a bad field quoted, 60 at most
+    # a bad field quoted, 60 characters at most
+    with pytest.raises(ValueError, match=r"^not h1,h2,h3,h4,p1,p2 nor \|net-prt\|address\|port\|: '9{60}'$"):
         host_port("9" * 61)
     with pytest.raises(ValueError):
         host_port("\u0661\u0662\u0667,0,0,1,1,1")  # Arabic-Indic digits are digits to isdigit(), not to RFC 959
@@ -169,7 +170,13 @@ def test_host_port_reads_rfc_2428_fields():
         host_port("|1|" + "9" * 70)
     with pytest.raises(ValueError, match=r"^not an IP address: 'x{60}'$"):
         host_port("|1|" + "x" * 70 + "|5|")
-    for bad in ("|1|2001:db8::7|50000|", "|2|192.0.2.7|50000|", "|3|192.0.2.7|50000|", "|1|192.0.2.7|0|",
+    assert host_port("|2|::ffff:192.0.2.7|5|") == ("192.0.2.7", 5)  # IPv4-mapped: the IPv4 address
+    with pytest.raises(UnknownNetwork, match=r"^network protocol '9{8}' not supported"):  # quoted, 8 at most
+        host_port("|" + "9" * 20 + "|192.0.2.7|50000|")
+    for prt in ("3", "0", "", "11"):
+        with pytest.raises(UnknownNetwork, match="not supported, use \\(1,2\\)"):
+            host_port(f"|{prt}|192.0.2.7|50000|")
+    for bad in ("|1|2001:db8::7|50000|", "|2|192.0.2.7|50000|", "|2|fe80::1%lo|50000|", "|1|192.0.2.7|0|",
                 "|1|192.0.2.7|65536|", "|1|192.0.2.7|50000", "|1|192.0.2.7|50000||", "|1|host|50000|",
                 "\x7f1\x7f192.0.2.7\x7f5\x7f", "|1|192.0.2.7|\u0665|"):
         with pytest.raises(ValueError):
@@ -196,5 +203,7 @@ def test_spor_takes_addresses_separated_by_spaces():
 
 
 def test_spas_reply_names_one_stripe_on_a_continuation_line():
-    assert spas_reply("192.0.2.7", 50000) == "229-Entering Striped Passive Mode.\r\n 192,0,2,7,195,80\r\n229 End"
-    assert spas_reply("2001:db8::7", 50000) == "229-Entering Striped Passive Mode.\r\n |2|2001:db8::7|50000|\r\n229 End"
+    head = "229-Entering Striped Passive Mode.\r\n "
+    assert spas_reply("192.0.2.7", 50000, False) == head + "192,0,2,7,195,80\r\n229 End"
+    assert spas_reply("192.0.2.7", 50000, True) == head + "|1|192.0.2.7|50000|\r\n229 End"  # SPAS 1 or SPAS 2
+    assert spas_reply("2001:db8::7", 50000, True) == head + "|2|2001:db8::7|50000|\r\n229 End"

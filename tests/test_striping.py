@@ -23,6 +23,7 @@ def _spas(ctl, arg=""):
     assert code == "229", text
     lines = text.split("\r\n")
     assert lines[0] == "229-Entering Striped Passive Mode." and lines[2] == "229 End", text
+    assert lines[1].startswith(" |1|" if arg else " 127,"), text  # RFC 2428's form for a SPAS with net-prt
     return host_port(lines[1].strip())
 
 
@@ -78,6 +79,7 @@ def test_a_retr_to_the_address_spor_named(root, form):  # noqa: F811
     ("127,0,0,1,195", "501"),
     ("|1|127.0.0.1|50000", "501"),
     ("|1|10.9.8.7|50000|", "501"),  # the RFC 2428 form passes the same rules
+    ("|3|127.0.0.1|50000|", "522"),  # a network protocol RFC 2428 does not know
     ("10,9,8,7,200,1", "501"),  # another host, not listed (RFC 2577: no bounce)
     ("127,0,0,1,0,80", "501"),  # a privileged port
 ])
@@ -88,3 +90,21 @@ def test_spor_refusals(root, arg, code):  # noqa: F811
         got, text = ctl.cmd(f"SPOR {arg}")
         assert got == code, text
         assert ctl.cmd("RETR big.bin")[0] == "425"  # no address was taken
+
+
+def test_spas_on_an_ipv6_data_interface_names_it_in_rfc_2428_form_only(root):  # noqa: F811
+    """A listener on ::1 behind an IPv4 masquerade address: PASV cannot
+    name it (425, stream mode too), SPAS without net-prt neither (522),
+    SPAS 2 names ::1 itself (the NAT's IPv4 address is not the listener's)."""
+    with running_server(root, "--data-interface", "::1", "--masquerade-address", "127.0.0.5") as srv:
+        ctl = Ctl(srv.port)
+        assert ctl.cmd("PASV")[0] == "425"  # stream mode
+        assert ctl.cmd("MODE E")[0] == "200"
+        assert ctl.cmd("PASV")[0] == "425"
+        assert ctl.cmd("SPAS")[0] == "522"
+        assert ctl.cmd("SPAS 1")[0] == "522"
+        code, text = ctl.cmd("SPAS 2")
+        assert code == "229", text
+        ip, port = host_port(text.split("\r\n")[1].strip())
+        assert ip == "::1"
+        socket.create_connection((ip, port), timeout=10).close()  # the listener is there

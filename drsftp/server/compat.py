@@ -220,6 +220,12 @@ def partial_line(handler) -> bytes:
     return b"".join(handler._in_buffer) + handler.ac_in_buffer
 
 
+def line_read_ahead(handler, data: bytes) -> None:
+    """Bytes read off the control connection before asynchat's own read:
+    its next read searches them for line ends first, with what it reads."""
+    handler.ac_in_buffer += data
+
+
 def line_buffer_clear(handler) -> None:
     handler._in_buffer, handler._in_buffer_len = [], 0
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..ftp.striping import spas_net_prt, spor_addresses
+from ..ftp.striping import UnknownNetwork, spas_net_prt, spor_addresses
 from . import cksm, compat
 from .compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts, restart_idle_timer
 from .esession import ESession
@@ -28,7 +28,8 @@ EBLOCK_CMDS = {
     "SPAS": {"perm": None, "auth": True, "arg": None,
              "help": "Syntax: SPAS [<SP> net-prt] (striped passive, one stripe here; MODE E: GFD.20)."},
     "SPOR": {"perm": None, "auth": True, "arg": True,
-             "help": "Syntax: SPOR <SP> h1,h2,h3,h4,p1,p2 (striped port, one stripe here; MODE E: GFD.20)."},
+             "help": "Syntax: SPOR <SP> h1,h2,h3,h4,p1,p2 or |net-prt|address|port| (striped port, one stripe"
+                     " here; MODE E: GFD.20)."},
     "SITE CLIENTINFO": {"perm": None, "auth": True, "arg": None,
                         "help": "Syntax: SITE CLIENTINFO <SP> key=value;... (accepted)."},
 }
@@ -307,9 +308,9 @@ class EModeCommands(EPortHooks, _Handler):
         if not spas_net_prt(line):
             self.respond("501 SPAS takes no argument or a network protocol, 1 or 2 (RFC 2428).")
             return
-        if self._not_striping("SPAS"):  # (its reply names any address: no refused_passive)
+        if self._not_striping("SPAS"):
             return
-        self.eblock.passive(False, striped=True)
+        self.eblock.passive(False, striped=True, net_prt=line.strip())
 
     def ftp_SPOR(self, line):
         """PORT for striped transfers: this server is one stripe, so one
@@ -318,6 +319,9 @@ class EModeCommands(EPortHooks, _Handler):
             return
         try:
             addresses = spor_addresses(line)
+        except UnknownNetwork as exc:
+            self.respond(f"522 {exc}.")
+            return
         except ValueError as exc:
             self.respond(f"501 {exc}.")
             return

@@ -249,13 +249,18 @@ class ESession:
         self.port_addr = (ip, port)
         h.respond("200 PORT Command successful.")
 
-    def passive(self, extmode: bool, striped: bool = False) -> None:
-        """PASV, EPSV (``extmode``) or SPAS (``striped``: ftp/striping.py)."""
+    def passive(self, extmode: bool, striped: bool = False, net_prt: str = "") -> None:
+        """PASV, EPSV (``extmode``) or SPAS (``striped``, with its net-prt
+        or "": ftp/striping.py)."""
         h = self.h
         if self._clear_text_refused():
             return
         local_ip = h.data_bind_address()  # (thirdparty.py answered what PASV/EPSV cannot name)
-        if not extmode and not striped and ":" in local_ip and not local_ip.startswith("::ffff:"):
+        v6 = ":" in plain_ip(local_ip)
+        if v6 and striped and net_prt != "2":  # (no net-prt: RFC 959's form, IPv4 only; 1: IPv4)
+            h.respond("522 Network protocol not supported, use (2): SPAS 2.")
+            return
+        if v6 and not extmode and not striped:
             h.respond("425 PASV carries IPv4 addresses only: use EPSV.")
             return
         self.drop_streams()
@@ -279,8 +284,9 @@ class ESession:
         if extmode:
             h.respond(f"229 Entering extended passive mode (|||{port}|).")
         else:
-            ip = h.masquerade_address or plain_ip(local_ip)
-            h.respond(spas_reply(ip, port) if striped
+            masq = h.masquerade_address
+            ip = masq if masq and (":" in masq) == v6 else plain_ip(local_ip)  # (a NAT's address of the same family)
+            h.respond(spas_reply(ip, port, bool(net_prt)) if striped
                       else f"227 Entering Passive Mode ({ip.replace('.', ',')},{port >> 8},{port & 255}).")
 
     def restart(self, arg: str) -> None:

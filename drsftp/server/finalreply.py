@@ -31,11 +31,12 @@ PEEK = 65536  # asynchat's ac_in_buffer_size: what one read of the control conne
 
 
 def abort_is_next(pending: bytes) -> bool:
-    """The control connection's unread bytes begin with a whole ABOR line,
-    Telnet IP/Synch before it or not (RFC 959 4.1.3; pyftpdlib reads the
-    command's last four letters the same way)."""
-    line, sep, _ = pending.partition(b"\n")
-    return bool(sep) and line.rstrip(b"\r").split(b" ")[0][-4:].upper() == b"ABOR"
+    """The control connection's unread bytes begin with a whole ABOR line
+    (ended by CRLF, the only end pyftpdlib knows), Telnet IP/Synch before
+    it or not (RFC 959 4.1.3; pyftpdlib reads the command's last four
+    letters the same way)."""
+    line, sep, _ = pending.partition(b"\r\n")
+    return bool(sep) and line.split(b" ")[0][-4:].upper() == b"ABOR"
 
 
 def _peek(sock) -> bytes:
@@ -109,14 +110,14 @@ class FinalReplies:
         if sock is None or is_ssl_sock(sock):
             return False
         try:
-            pending = compat.partial_line(self) + _peek(sock)
-            if pending and b"\n" not in pending:
+            peeked = _peek(sock)
+            if peeked and b"\r\n" not in compat.partial_line(self) + peeked:
                 # An urgent ABOR (ftplib's abort(); BSD ftp's IAC IP, IAC DM): reads
-                # stop at the urgent mark (SO_OOBINLINE), so one read takes what comes
-                # before it into the line buffer and runs nothing (no line ends there).
-                self.handle_read()
-                pending = compat.partial_line(self) + _peek(sock)
-            if not abort_is_next(pending) or not _peek(sock):
+                # stop at the urgent mark (SO_OOBINLINE).  What comes before it moves
+                # to the line buffer unrun (the next read runs it with the rest).
+                compat.line_read_ahead(self, sock.recv(len(peeked)))
+                peeked = _peek(sock)
+            if not peeked or not abort_is_next(compat.partial_line(self) + peeked):
                 return False
             self.handle_read()  # runs the ABOR (and what the client pipelined after it)
         except Exception:

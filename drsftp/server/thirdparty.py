@@ -204,7 +204,7 @@ class DataPeers:
             self.respond(f"502 EPSV names no address, and data connections here use {di} (--data-interface),"  # type: ignore[attr-defined]
                          " not this connection's: use PASV.")
             return True
-        if not extmode and ":" in (self.masquerade_address or di):  # type: ignore[attr-defined]
+        if not extmode and (":" in plain_ip(di) or ":" in (self.masquerade_address or "")):  # type: ignore[attr-defined]
             self.respond("425 PASV carries IPv4 addresses only: use EPSV.")  # type: ignore[attr-defined]
             return True
         return False
