@@ -44,11 +44,13 @@ TARGETS = ("drsftp/ftp/*.py", "drsftp/tuning/*.py")
 # (Not tests/test_mutation_known.py: it checks this file's KNOWN against the
 # sources, which a mutant's rewritten file would fail.)
 UNIT_TESTS = ("tests/test_mutation_kills.py", "tests/test_mutation_ftp.py", "tests/test_mutation_tuning.py",
+              "tests/test_mutation_window.py",
               "tests/test_socket_controller.py", "tests/test_parallel_units.py",
               "tests/test_eblock_codec.py", "tests/test_budget.py", "tests/test_tuning_pinned.py",
               "tests/test_ftp_proto.py", "tests/test_tuning.py", "tests/test_dataset_units.py",
               "tests/test_transfer_core.py", "tests/test_client_core.py", "tests/test_copy_pipe_units.py",
-              "tests/test_tuning_lead.py", "tests/test_tuning_slowfloor.py", "tests/test_streams_sharing.py")
+              "tests/test_tuning_lead.py", "tests/test_tuning_slowfloor.py", "tests/test_streams_sharing.py",
+              "tests/test_copy_units.py")
 # Loaded into each test run (-p): property tests derandomized and without an
 # example database, so a run's survivors do not depend on the runs before it,
 # and without Hypothesis' per-example deadline (a loaded machine is no failure).
@@ -117,10 +119,24 @@ KNOWN: dict[str, str] = {
         'calendar.timegm refuses month 13 (ValueError) before the range check sees it',
     'drsftp/ftp/listing.py parse_mlst_reply: `len(lines) > 2` 2 -> 3':
         "a 250 reply's opening and closing lines are text, not `fact=value;` facts: searched, they give no entry",
+    'drsftp/ftp/relay.py <module>: `SERIES_LIMIT = 20_000` 20000 -> 20001':
+        "how many replies the --json record keeps a server: a bound on memory, one more as bounded",
+    'drsftp/ftp/relay.py Relay.on_reply: `len(self.series[side]) < SERIES_LIMIT` Lt -> LtE':
+        "how many replies the --json record keeps a server: a bound on memory, one more as bounded",
+    'drsftp/ftp/relay.py Relay.on_reply: `"t": round(t, 4)` 4 -> 5':
+        "how finely the --json record writes a reply's time (a tenth of a millisecond)",
     'drsftp/ftp/replies.py ReplyParser._line: `raw[:80]` 80 -> 81':
         'how much of a bad line the ProtocolError message quotes',
     'drsftp/ftp/safepath.py check_name: `name[:40]` 40 -> 41':
         'how much of an overlong name the UnsafePath message quotes',
+    'drsftp/ftp/thirdparty.py Command: `frozen=True` True -> False':
+        'nothing assigns to a command or hashes it: a mutable one behaves the same',
+    'drsftp/ftp/thirdparty.py CopySpec: `frozen=True` True -> False':
+        'nothing assigns to a spec or hashes it: a mutable one behaves the same',
+    'drsftp/ftp/thirdparty.py Done: `frozen=True` True -> False':
+        'nothing assigns to an outcome or hashes it: a mutable one behaves the same',
+    'drsftp/ftp/thirdparty.py Failed: `frozen=True` True -> False':
+        'nothing assigns to an outcome or hashes it: a mutable one behaves the same',
     # drsftp/tuning
     'drsftp/tuning/actuation.py rtt_from_info: `info.get("bytes_acked", 0)` 0 -> 1':
         'a missing bytes_acked read as 0 or 1: neither is past the SYN (> 1)',
@@ -206,6 +222,22 @@ KNOWN: dict[str, str] = {
         ' before every update, so it stands only where no RTT was ever measured',
     'drsftp/tuning/fleet.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':
         'a mean is taken only with the current interval in the history: never of nothing',
+    'drsftp/tuning/pathstreams.py PathStreams.update: `goodput > 0` 0 -> 1':
+        'a goodput of at most 1 byte/s: the rest outlasts the judgment either way unless under'
+        ' 6 intervals x 1 byte is left',
+    'drsftp/tuning/pathstreams.py PathStreams.refused: `self.controller.streams > self.streams` Gt -> GtE':
+        'the test before it leaves the two counts unequal: > and >= agree',
+    'drsftp/tuning/sharing.py PathSample: `frozen=True` True -> False':
+        'nothing assigns to a sample or hashes it: a mutable one behaves the same',
+    'drsftp/tuning/slowfloor.py SlowFloor.update: `held <= 0` LtE -> Lt':
+        'a held rate of 0: short of a best above 0 either way; with no best yet its zero ticks'
+        ' leave the floor where it is either way',
+    'drsftp/tuning/slowfloor.py SlowFloor.update: `held <= 0` 0 -> 1':
+        'a held rate of 1 byte/s or less: a stalled sender (56 kbit/s is 7,000 bytes/s), no path'
+        ' a floor is sized for',
+    'drsftp/tuning/slowfloor.py SlowFloor.update: `min(rates) <= 0` 0 -> 1':
+        'a tick of 1 byte/s or less: a stalled sender (56 kbit/s is 7,000 bytes/s), no path'
+        ' a floor is sized for',
     'drsftp/tuning/streams.py StreamController._give_back: `self.streams <= c.min_streams` LtE -> Lt':
         'a probe added a stream, so the count is above the minimum whenever one is given back',
     'drsftp/tuning/streams.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':

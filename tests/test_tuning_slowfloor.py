@@ -210,3 +210,66 @@ def test_holes_stop_the_fall_but_not_the_judgement():
     assert tick(f, 9000.0, holes=True) == int(below) and f.best == 7000.0
     tick(f, 4000.0, holes=True)
     assert tick(f, 4000.0, holes=True) == 256 * KiB and f.locked
+
+
+# -- the rule's boundaries, on the floor alone (docs/DESIGN.md#drs-clamp: 4 x the held rate x
+# the base RTT, 25 ms at least, within [eight segments, 256 KiB]; a flight of 80% of the floor
+# fills it, a window within 1/16 of it is at it; below 2/3 of the best rate for a whole hold
+# the floor goes back to 256 KiB; at the flight one 0.75 step a hold, above it one per RTT)
+
+FIXED, BASE, HOLD = 256 * KiB, 0.1, 0.5  # bytes, seconds, seconds
+
+
+def bare_floor():
+    return SlowFloor(FIXED, gain=4.0, least=8 * 1448, keep=2 / 3, delay=0.025, step=0.75,
+                     threshold=1 / 16, filled=0.8)
+
+
+def held_tick(floor, now, rates, window, flights=None):
+    """The floor after a tick whose hold saw ``rates`` (bytes/s) and ``flights`` (bytes per RTT)."""
+    flights = flights or [float(FIXED)] * len(rates)
+    kept = [(now, f, r) for f, r in zip(flights, rates, strict=True)]
+    return floor.update(kept, window, BASE, 0.75, holes=False, now=now, hold=HOLD)
+
+
+def test_above_the_flight_the_floor_falls_a_step_per_rtt_at_it_one_a_hold():
+    away = bare_floor()  # the window twice the floor: not at it
+    assert held_tick(away, 1.0, [3e5] * 4, 2 * FIXED) == 196608
+    assert held_tick(away, 1.1, [3e5] * 4, 2 * FIXED) == 147456
+    at = bare_floor()  # at the floor (within 1/16) and one tick's flight filling it
+    flights = [1e5, 1e5, 1e5, 0.8 * FIXED]
+    assert held_tick(at, 1.0, [3e5] * 4, 278528, flights) == 196608  # 256 KiB x 17/16: at it
+    assert held_tick(at, 1.1, [3e5] * 4, 208896, [1e5, 1e5, 1e5, 0.8 * 196608]) == 196608  # within the hold
+    assert held_tick(at, 1.5, [3e5] * 4, 196608) == 147456  # a whole hold on
+
+
+def test_a_tick_without_bytes_in_the_hold_moves_neither_the_floor_nor_its_best():
+    floor = bare_floor()
+    assert held_tick(floor, 1.0, [3e5, 3e5, 0.0, 3e5], FIXED) == FIXED and floor.best == 0.0
+
+
+def test_the_first_step_at_the_flight_is_taken_at_once_after_the_fixed_floor():
+    floor = bare_floor()
+    assert held_tick(floor, 1.0, [7e5] * 4, FIXED) == FIXED  # 4 x 700 kB/s x 0.1 s: past 256 KiB
+    assert held_tick(floor, 1.1, [6e5] * 4, FIXED) == 240000  # 4 x 600 kB/s x 0.1 s, at once
+
+
+def test_a_rate_short_at_the_fixed_floor_is_not_the_floors_doing():
+    floor = bare_floor()
+    held_tick(floor, 1.0, [7e5] * 4, FIXED)
+    for now in (1.1, 1.6, 2.1):  # under 2/3 of 700 kB/s for over a hold, the floor never lowered
+        assert held_tick(floor, now, [3e5] * 4, FIXED) == FIXED
+    assert not floor.locked and held_tick(floor, 2.2, [6e5] * 4, FIXED) == 240000
+
+
+def test_a_rate_of_exactly_two_thirds_of_the_best_holds():
+    floor = bare_floor()
+    assert held_tick(floor, 1.0, [3e5] * 4, FIXED) == 196608
+    assert held_tick(floor, 1.5, [2e5] * 4, 196608) == 147456  # not below 2/3 of 300 kB/s: a step
+
+
+def test_a_shortfall_of_one_whole_hold_returns_the_fixed_floor():
+    floor = bare_floor()
+    assert held_tick(floor, 1.0, [3e5] * 4, FIXED) == 196608
+    assert held_tick(floor, 2.0, [1e5] * 4, 196608) == 196608  # short from here ...
+    assert held_tick(floor, 2.5, [1e5] * 4, 196608) == FIXED and floor.locked  # ... one hold on
