@@ -220,6 +220,11 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/fleet.py FleetController.__init__: `self._rtt = 0.1` 0.1 -> 0.05':
         'the RTT assumed until one is measured: the job passes its first session\'s RTT (note_rtt)'
         ' before every update, so it stands only where no RTT was ever measured',
+    'drsftp/tuning/fleet.py FleetController.__init__: `self._queued_for = 0` 0 -> 1':
+        'only the first interval reads the start value, and the give-back waits 4 intervals to settle',
+    'drsftp/tuning/fleet.py FleetController.update:'
+    ' `path.rtt > self._path_base * c.queue_factor + c.queue_slack` Gt -> GtE':
+        "the senders' RTT exactly at the queue mark (float seconds): boundary",
     'drsftp/tuning/fleet.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':
         'a mean is taken only with the current interval in the history: never of nothing',
     'drsftp/tuning/pathstreams.py PathStreams.update: `goodput > 0` 0 -> 1':
@@ -238,6 +243,43 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/slowfloor.py SlowFloor.update: `min(rates) <= 0` 0 -> 1':
         'a tick of 1 byte/s or less: a stalled sender (56 kbit/s is 7,000 bytes/s), no path'
         ' a floor is sized for',
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._baseline = 0.0` 0.0 -> 1.0':
+        "a probe's start sets it before its judgment reads it",
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._expected = 0.0` 0.0 -> 1.0':
+        "a probe's start sets it before its judgment reads it",
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._queued_for = 0` 0 -> 1':
+        'only the first interval reads the start value, and it waits to settle (4 intervals) with no probe to judge',
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._recent: deque[float] = deque(maxlen=8)` 8 -> 9':
+        "only its last 4 intervals (a probe's judgment) and 3 (the ramp) are read",
+    'drsftp/tuning/streamwindow.py WindowedStreams.stream_window: `self.window >= self.streams * self.cap` GtE -> Gt':
+        "a window of exactly the streams' caps: each stream's share is its cap, what None stands for",
+    'drsftp/tuning/streamwindow.py WindowedStreams.stream_window: `max(1, self.window // self.streams)` 1 -> 2':
+        "the window is one stream's cap at least: a share is never under 2 bytes",
+    'drsftp/tuning/streamwindow.py WindowedStreams.update: `self._expected > 0` 0 -> 1':
+        'a probe expects 0 (nothing moved before it) or its step over the base RTT, never 1 byte/s or less'
+        ' but at a goodput of a few bytes/s',
+    'drsftp/tuning/streamwindow.py WindowedStreams._congestion: `path.rtt'
+    ' > self._base * c.share_queue_factor + c.queue_slack` Gt -> GtE':
+        'an RTT exactly at the queue mark (float seconds): boundary',
+    'drsftp/tuning/streamwindow.py WindowedStreams._congestion: `s.rtt >'
+    ' s.rtt_min * c.share_queue_factor + c.queue_slack` Gt -> GtE':
+        "a stream's RTT exactly at the queue mark (float seconds): boundary",
+    'drsftp/tuning/streamwindow.py WindowedStreams._grow: `step <= 0` 0 -> 1':
+        "a room of one byte under the streams' caps: a probe of one byte or none, the window at its top either way",
+    'drsftp/tuning/streamwindow.py WindowedStreams._cut: `taken=True` True -> False':
+        "every call that reaches the taken test passes taken (a queue's cut never does)",
+    'drsftp/tuning/streamwindow.py WindowedStreams._standing_rtt: `rtt >'
+    ' self._base * c.trim_factor + c.queue_slack` Gt -> GtE':
+        "a median RTT exactly at the trim's mark (float seconds): boundary",
+    'drsftp/tuning/streamwindow.py WindowedStreams._trim: `least or 0` 0 -> 1':
+        "without a least the window is one stream's cap at least, far above 1 byte",
+    'drsftp/tuning/streamwindow.py _median: `statistics.median(xs) if xs else 0.0` 0.0 -> 1.0':
+        'a median is taken only with the current interval in the history: never of nothing',
+    'drsftp/tuning/streams.py StreamController.__init__: `self._queued_for = 0` 0 -> 1':
+        'only the first interval reads the start value, and the give-back waits 4 intervals to settle',
+    'drsftp/tuning/streams.py StreamController.path_congestion:'
+    ' `path.rtt > self._path_base * c.queue_factor + c.queue_slack` Gt -> GtE':
+        "the senders' RTT exactly at the queue mark (float seconds): boundary",
     'drsftp/tuning/streams.py StreamController._give_back: `self.streams <= c.min_streams` LtE -> Lt':
         'a probe added a stream, so the count is above the minimum whenever one is given back',
     'drsftp/tuning/streams.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':

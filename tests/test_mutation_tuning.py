@@ -318,6 +318,36 @@ def test_judgment_is_by_the_mean_of_the_intervals_there_are():
     assert _changes(ctl, [200.0, 200.0], work) == [None, None] and ctl.streams["f"] == 5
 
 
+def test_the_fleet_reads_a_queue_above_1_25_times_the_senders_least_rtt_plus_2_ms():
+    for rtt, change in ((0.124, Change(Kind.SESSION, 8)), (0.128, None)):
+        ctl, senders = FleetController(), _Senders()
+        ctl.update(100.0, [], _files(10_000), path=senders(rtt=0.1))
+        got = [ctl.update(100.0, [], _files(10_000), path=senders(rtt=rtt)) for _ in range(4)]
+        assert got == [None] * 3 + [change]
+
+
+def test_the_fleet_gives_sessions_back_to_a_queue_of_two_intervals_running_that_no_cap_explains():
+    """16 sessions, no file waiting: the queue's give-back is a step to 2/3 (10)."""
+    for limited, last in ((0.05, Change(Kind.SESSION, -6)), (0.1, None)):
+        ctl, senders = FleetController(), _Senders()
+        got = [ctl.update(100.0, [], Work(0, 0), path=senders(rtt=rtt, limited=limited))
+               for rtt in (0.1, 0.15, 0.1, 0.15, 0.15)]
+        assert got == [None] * 4 + [last]
+    ctl, senders = FleetController(), _Senders()  # settled after 4 intervals, the queue two of them
+    got = [ctl.update(100.0, [], Work(0, 0), path=senders(rtt=rtt, limited=0.05)) for rtt in (0.1, 0.1, 0.15, 0.15)]
+    assert got[-1] == Change(Kind.SESSION, -6)
+    # then the next step of sessions waits twice the first wait (5 intervals)
+    got = [ctl.update(100.0, [], _files(10_000), path=senders(limited=0.05)) for _ in range(10)]
+    assert got == [None] * 9 + [Change(Kind.SESSION, 5)]
+
+
+def test_the_fleet_gives_back_a_stream_of_the_big_file_with_the_most():
+    ctl, senders = FleetController(fixed_sessions=4), _Senders()
+    ctl.start_file("a", 2)
+    ctl.start_file("b", 4)
+    got = [ctl.update(100.0, [], Work(0, 0), path=senders(rtt=rtt, limited=0.05)) for rtt in (0.1, 0.1, 0.15, 0.15)]
+    assert got[-1] == Change(Kind.STREAM, -1, "b")
+
 # -- streams: the senders' figures (docs/PARALLEL.md, "-P auto", without DRS) -----------------
 
 class _Senders:

@@ -236,3 +236,9 @@ def test_without_the_senders_figures_each_streams_own_rtts_tell_the_base_and_the
     assert ctl._queued_for == 0
     ctl.update(RATE, [StreamSample(0.113, 0.1)])  # over 1.1 x 100 + 2 ms
     assert ctl._queued_for == 1
+
+
+def test_each_streams_share_is_whole_bytes():
+    ctl = auto(start=4)
+    ctl.window = 3 * CAP + 3  # (setsockopt takes an int)
+    assert ctl.stream_window == 3 * CAP // 4 and isinstance(ctl.stream_window, int)
