@@ -169,6 +169,30 @@ KNOWN: dict[str, str] = {
         'TCP_INFO RTTs are whole microseconds: milliseconds have 3 decimals at most',
     'drsftp/tuning/drs.py DRSTuning.__init__: `self.slow_start = True` True -> False':
         'the first measured tick sets slow_start before anything reads it',
+    'drsftp/tuning/drs.py DRSTuning.__init__: `self._changed_at = 0.0` 0.0 -> 1.0':
+        "the driver's clock (time.monotonic) is far past 1 s: before the first change either gives a whole RTT's step",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `cfg.shrink_step ** frac` Pow -> Mult':
+        "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
+        " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
+        " from the last change is the tick's",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `1 - cfg.change_threshold` 1 -> 2':
+        "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
+        " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
+        " from the last change is the tick's",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `1 - cfg.change_threshold` Sub -> Add':
+        "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
+        " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
+        " from the last change is the tick's",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `cfg.shrink_step ** frac > 1 - cfg.change_threshold` Gt -> GtE':
+        "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
+        " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
+        " from the last change is the tick's",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `gain ** frac < 1 + cfg.change_threshold` Lt -> LtE':
+        "a tick's growth exactly 1/16 (float powers of the tick's share of an RTT): boundary",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `now - self._hole_at < self._hold_span(srtt)` Lt -> LtE':
+        'a hole exactly one hold span old (float times): boundary',
+    'drsftp/tuning/drs.py DRSTuning._lead: `return 0.0` 0.0 -> 1.0':
+        'no arrival rate yet: a lead of 1 byte or 0 is under the floor (eight segments at least) either way',
     'drsftp/tuning/drs.py DRSTuning._receiver: `rate >= cfg.growth_seen * prev` GtE -> Gt':
         'a rate exactly 1.5x the last at float precision: a boundary measured rates do not sit on',
     'drsftp/tuning/drs.py DRSTuning._receiver: `recent[0][0] < now - self._hold_span(srtt)` Lt -> LtE':
@@ -191,6 +215,11 @@ KNOWN: dict[str, str] = {
         'an RTT exactly 1.25x the minimum: boundary',
     'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` 2 -> 3':
         'keeps one sample more; _rate_since finds the same one at the span\'s start',
+    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` Gt -> GtE':
+        'with two entries the second is the newest (now), never a span old: the loop stops there either way',
+    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1][0] <= now - span` LtE -> Lt':
+        "a sample exactly a span old stays second: _rate_since starts at the newest at or before the"
+        " span's start, the same sample",
     'drsftp/tuning/drs.py DRSTuning._rate: `hist[1]` 1 -> 2':
         'drops hist[0] only when hist[1] is a span old too: the sample at the span\'s start stays',
     'drsftp/tuning/drs.py _rate_since: `1e-9 * (now - start)` 1e-09 -> 5e-10':

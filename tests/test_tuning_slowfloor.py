@@ -1,6 +1,7 @@
 """The DRS floor that follows a slow path (drsftp/tuning/slowfloor.py;
 docs/DESIGN.md#drs-clamp), against a fluid model of one bottleneck."""
 
+import dataclasses
 import itertools
 
 from drsftp.tuning import DRSConfig, DRSTuning, Role, Sample
@@ -273,3 +274,47 @@ def test_a_shortfall_of_one_whole_hold_returns_the_fixed_floor():
     assert held_tick(floor, 1.0, [3e5] * 4, FIXED) == 196608
     assert held_tick(floor, 2.0, [1e5] * 4, 196608) == 196608  # short from here ...
     assert held_tick(floor, 2.5, [1e5] * 4, 196608) == FIXED and floor.locked  # ... one hold on
+
+
+def test_drs_sizes_its_floor_by_the_documented_rule():
+    """docs/DESIGN.md#drs-clamp: 4 x the held rate x the base RTT (25 ms at
+    least), eight 1448-byte segments at least, while the rate stays above 2/3
+    of its best; one 0.75 shrink step; at the floor within 1/16, filled at 80%."""
+    slow = DRSTuning(Role.RECEIVER)._slow
+    assert (slow.fixed, slow.gain, slow.least, slow.delay) == (256 * KiB, 4.0, 11584, 0.025)
+    assert (slow.keep, slow.step, slow.threshold, slow.filled) == (2 / 3, 0.75, 1 / 16, 0.8)
+
+
+def test_drs_lets_the_floor_fall_one_shrink_step_an_rtt_at_most():
+    """56 kbit/s, 100 ms: from 256 KiB the floor falls over many ticks, none
+    of them by more than the 0.75 step of a whole RTT."""
+    drs = receiver()
+    link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=64 * KiB)
+    floors = []
+    update = drs._slow.update
+
+    def watched(*args, **kw):
+        floors.append(update(*args, **kw))
+        return floors[-1]
+
+    drs._slow.update = watched
+    link.run(60.0)
+    falls = [b / a for a, b in itertools.pairwise(floors) if b < a]
+    assert len(falls) > 20 and min(falls) >= 0.75 and floors[-1] < 64 * KiB
+
+
+def test_holes_beside_a_full_queue_hold_the_floor():
+    """A hole each tick, each with the RTT inflated (drops at a full queue:
+    no recovery room, docs/decisions/0004-ungated-recovery-room.md): over a
+    hold with a hole the floor neither falls nor raises its best."""
+    drs = receiver()
+    link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=64 * KiB)
+    on_sample, holes = drs.on_sample, itertools.count()
+
+    def with_holes(sample, **kw):
+        return on_sample(dataclasses.replace(sample, out_of_order=next(holes)), **kw)
+
+    drs.on_sample = with_holes
+    link.run(60.0)
+    # (the first measured tick has no count before it: one step at the flight, then none)
+    assert drs.queue_seen and drs._slow.value == 0.75 * 256 * KiB
