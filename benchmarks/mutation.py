@@ -280,6 +280,8 @@ KNOWN: dict[str, str] = {
         'only the first interval reads the start value, and it waits to settle (4 intervals) with no probe to judge',
     'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._recent: deque[float] = deque(maxlen=8)` 8 -> 9':
         "only its last 4 intervals (a probe's judgment) and 3 (the ramp) are read",
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._streak = 0` 0 -> 1':
+        'the window is first set by a cut, which resets the streak before any step reads it',
     'drsftp/tuning/streamwindow.py WindowedStreams.stream_window: `self.window >= self.streams * self.cap` GtE -> Gt':
         "a window of exactly the streams' caps: each stream's share is its cap, what None stands for",
     'drsftp/tuning/streamwindow.py WindowedStreams.stream_window: `max(1, self.window // self.streams)` 1 -> 2':

@@ -424,7 +424,7 @@ def test_the_path_controller_decides_once_an_interval_and_probes_after_four():
 
 def test_a_path_rtt_above_its_least_is_a_queue_that_holds_the_probe():
     auto = _path_auto()  # least RTT 50 ms
-    assert _path_run(auto, 100.0, [4e6] * 6, rtt=0.1) == [None] * 6  # 100 ms > 1.25 x 50 ms + 2 ms
+    assert _path_run(auto, 100.0, [4e6] * 6, rtt=0.1, step=0.4) == [None] * 6  # 100 ms > 1.25 x 50 ms + 2 ms
 
 
 def test_the_path_probe_is_judged_on_the_goodput_b_reports():

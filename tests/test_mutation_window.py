@@ -131,6 +131,10 @@ def test_a_probe_carrying_exactly_a_fifth_took_from_flows_beside_it():
     for _ in range(7):
         ctl.update(got, [], path=path())
     assert ctl.window == int(0.85 * got * BASE) < w  # the best goodput x base RTT, less the headroom
+    ctl, path, w = probed()
+    for _ in range(7):  # under a fifth: it only filled a queue of our own
+        ctl.update(RATE + 0.15 * (QUARTER / BASE), [], path=path())
+    assert ctl.window == w
 
 
 def test_the_cut_after_a_probe_sizes_the_window_by_what_it_carried_per_base_rtt():

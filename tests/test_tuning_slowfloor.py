@@ -234,9 +234,9 @@ def held_tick(floor, now, rates, window, flights=None):
 
 
 def test_above_the_flight_the_floor_falls_a_step_per_rtt_at_it_one_a_hold():
-    away = bare_floor()  # the window twice the floor: not at it
-    assert held_tick(away, 1.0, [3e5] * 4, 2 * FIXED) == 196608
-    assert held_tick(away, 1.1, [3e5] * 4, 2 * FIXED) == 147456
+    away = bare_floor()  # the window 1.5x the floor: not at it
+    assert held_tick(away, 1.0, [3e5] * 4, 3 * FIXED // 2) == 196608
+    assert held_tick(away, 1.1, [3e5] * 4, 3 * FIXED // 2) == 147456
     at = bare_floor()  # at the floor (within 1/16) and one tick's flight filling it
     flights = [1e5, 1e5, 1e5, 0.8 * FIXED]
     assert held_tick(at, 1.0, [3e5] * 4, 278528, flights) == 196608  # 256 KiB x 17/16: at it
