@@ -167,8 +167,6 @@ KNOWN: dict[str, str] = {
         'a strategy without a floor: max(0, 1) and max(1, 1) are both 1',
     'drsftp/tuning/controller.py SocketController.record: `"rtt_ms": round(self.last_rtt * 1000, 3)` 3 -> 4':
         'TCP_INFO RTTs are whole microseconds: milliseconds have 3 decimals at most',
-    'drsftp/tuning/drs.py DRSTuning.__init__: `self.slow_start = True` True -> False':
-        'the first measured tick sets slow_start before anything reads it',
     'drsftp/tuning/drs.py DRSTuning.__init__: `self._changed_at = 0.0` 0.0 -> 1.0':
         "the driver's clock (time.monotonic) is far past 1 s: before the first change either gives a whole RTT's step",
     'drsftp/tuning/drs.py DRSTuning._receiver: `cfg.shrink_step ** frac` Pow -> Mult':
