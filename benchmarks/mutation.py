@@ -44,11 +44,13 @@ TARGETS = ("drsftp/ftp/*.py", "drsftp/tuning/*.py")
 # (Not tests/test_mutation_known.py: it checks this file's KNOWN against the
 # sources, which a mutant's rewritten file would fail.)
 UNIT_TESTS = ("tests/test_mutation_kills.py", "tests/test_mutation_ftp.py", "tests/test_mutation_tuning.py",
+              "tests/test_mutation_window.py",
               "tests/test_socket_controller.py", "tests/test_parallel_units.py",
               "tests/test_eblock_codec.py", "tests/test_budget.py", "tests/test_tuning_pinned.py",
               "tests/test_ftp_proto.py", "tests/test_tuning.py", "tests/test_dataset_units.py",
               "tests/test_transfer_core.py", "tests/test_client_core.py", "tests/test_copy_pipe_units.py",
-              "tests/test_tuning_lead.py", "tests/test_tuning_slowfloor.py", "tests/test_streams_sharing.py")
+              "tests/test_tuning_lead.py", "tests/test_tuning_slowfloor.py", "tests/test_streams_sharing.py",
+              "tests/test_copy_units.py")
 # Loaded into each test run (-p): property tests derandomized and without an
 # example database, so a run's survivors do not depend on the runs before it,
 # and without Hypothesis' per-example deadline (a loaded machine is no failure).
@@ -117,10 +119,24 @@ KNOWN: dict[str, str] = {
         'calendar.timegm refuses month 13 (ValueError) before the range check sees it',
     'drsftp/ftp/listing.py parse_mlst_reply: `len(lines) > 2` 2 -> 3':
         "a 250 reply's opening and closing lines are text, not `fact=value;` facts: searched, they give no entry",
+    'drsftp/ftp/relay.py <module>: `SERIES_LIMIT = 20_000` 20000 -> 20001':
+        "how many replies the --json record keeps a server: a bound on memory, one more as bounded",
+    'drsftp/ftp/relay.py Relay.on_reply: `len(self.series[side]) < SERIES_LIMIT` Lt -> LtE':
+        "how many replies the --json record keeps a server: a bound on memory, one more as bounded",
+    'drsftp/ftp/relay.py Relay.on_reply: `"t": round(t, 4)` 4 -> 5':
+        "how finely the --json record writes a reply's time (a tenth of a millisecond)",
     'drsftp/ftp/replies.py ReplyParser._line: `raw[:80]` 80 -> 81':
         'how much of a bad line the ProtocolError message quotes',
     'drsftp/ftp/safepath.py check_name: `name[:40]` 40 -> 41':
         'how much of an overlong name the UnsafePath message quotes',
+    'drsftp/ftp/thirdparty.py Command: `frozen=True` True -> False':
+        'nothing assigns to a command or hashes it: a mutable one behaves the same',
+    'drsftp/ftp/thirdparty.py CopySpec: `frozen=True` True -> False':
+        'nothing assigns to a spec or hashes it: a mutable one behaves the same',
+    'drsftp/ftp/thirdparty.py Done: `frozen=True` True -> False':
+        'nothing assigns to an outcome or hashes it: a mutable one behaves the same',
+    'drsftp/ftp/thirdparty.py Failed: `frozen=True` True -> False':
+        'nothing assigns to an outcome or hashes it: a mutable one behaves the same',
     # drsftp/tuning
     'drsftp/tuning/actuation.py rtt_from_info: `info.get("bytes_acked", 0)` 0 -> 1':
         'a missing bytes_acked read as 0 or 1: neither is past the SYN (> 1)',
@@ -151,8 +167,30 @@ KNOWN: dict[str, str] = {
         'a strategy without a floor: max(0, 1) and max(1, 1) are both 1',
     'drsftp/tuning/controller.py SocketController.record: `"rtt_ms": round(self.last_rtt * 1000, 3)` 3 -> 4':
         'TCP_INFO RTTs are whole microseconds: milliseconds have 3 decimals at most',
-    'drsftp/tuning/drs.py DRSTuning.__init__: `self.slow_start = True` True -> False':
-        'the first measured tick sets slow_start before anything reads it',
+    'drsftp/tuning/drs.py DRSTuning.__init__: `self._changed_at = 0.0` 0.0 -> 1.0':
+        "the driver's clock (time.monotonic) is far past 1 s: before the first change either gives a whole RTT's step",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `cfg.shrink_step ** frac` Pow -> Mult':
+        "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
+        " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
+        " from the last change is the tick's",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `1 - cfg.change_threshold` 1 -> 2':
+        "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
+        " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
+        " from the last change is the tick's",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `1 - cfg.change_threshold` Sub -> Add':
+        "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
+        " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
+        " from the last change is the tick's",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `cfg.shrink_step ** frac > 1 - cfg.change_threshold` Gt -> GtE':
+        "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
+        " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
+        " from the last change is the tick's",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `gain ** frac < 1 + cfg.change_threshold` Lt -> LtE':
+        "a tick's growth exactly 1/16 (float powers of the tick's share of an RTT): boundary",
+    'drsftp/tuning/drs.py DRSTuning._receiver: `now - self._hole_at < self._hold_span(srtt)` Lt -> LtE':
+        'a hole exactly one hold span old (float times): boundary',
+    'drsftp/tuning/drs.py DRSTuning._lead: `return 0.0` 0.0 -> 1.0':
+        'no arrival rate yet: a lead of 1 byte or 0 is under the floor (eight segments at least) either way',
     'drsftp/tuning/drs.py DRSTuning._receiver: `rate >= cfg.growth_seen * prev` GtE -> Gt':
         'a rate exactly 1.5x the last at float precision: a boundary measured rates do not sit on',
     'drsftp/tuning/drs.py DRSTuning._receiver: `recent[0][0] < now - self._hold_span(srtt)` Lt -> LtE':
@@ -175,6 +213,11 @@ KNOWN: dict[str, str] = {
         'an RTT exactly 1.25x the minimum: boundary',
     'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` 2 -> 3':
         'keeps one sample more; _rate_since finds the same one at the span\'s start',
+    'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` Gt -> GtE':
+        'with two entries the second is the newest (now), never a span old: the loop stops there either way',
+    'drsftp/tuning/drs.py DRSTuning._rate: `hist[1][0] <= now - span` LtE -> Lt':
+        "a sample exactly a span old stays second: _rate_since starts at the newest at or before the"
+        " span's start, the same sample",
     'drsftp/tuning/drs.py DRSTuning._rate: `hist[1]` 1 -> 2':
         'drops hist[0] only when hist[1] is a span old too: the sample at the span\'s start stays',
     'drsftp/tuning/drs.py _rate_since: `1e-9 * (now - start)` 1e-09 -> 5e-10':
@@ -204,8 +247,68 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/fleet.py FleetController.__init__: `self._rtt = 0.1` 0.1 -> 0.05':
         'the RTT assumed until one is measured: the job passes its first session\'s RTT (note_rtt)'
         ' before every update, so it stands only where no RTT was ever measured',
+    'drsftp/tuning/fleet.py FleetController.__init__: `self._queued_for = 0` 0 -> 1':
+        'only the first interval reads the start value, and the give-back waits 4 intervals to settle',
+    'drsftp/tuning/fleet.py FleetController.update:'
+    ' `path.rtt > self._path_base * c.queue_factor + c.queue_slack` Gt -> GtE':
+        "the senders' RTT exactly at the queue mark (float seconds): boundary",
     'drsftp/tuning/fleet.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':
         'a mean is taken only with the current interval in the history: never of nothing',
+    'drsftp/tuning/pathstreams.py PathStreams.update: `goodput > 0` 0 -> 1':
+        'a goodput of at most 1 byte/s: the rest outlasts the judgment either way unless under'
+        ' 6 intervals x 1 byte is left',
+    'drsftp/tuning/pathstreams.py PathStreams.refused: `self.controller.streams > self.streams` Gt -> GtE':
+        'the test before it leaves the two counts unequal: > and >= agree',
+    'drsftp/tuning/sharing.py PathSample: `frozen=True` True -> False':
+        'nothing assigns to a sample or hashes it: a mutable one behaves the same',
+    'drsftp/tuning/slowfloor.py SlowFloor.update: `held <= 0` LtE -> Lt':
+        'a held rate of 0: short of a best above 0 either way; with no best yet its zero ticks'
+        ' leave the floor where it is either way',
+    'drsftp/tuning/slowfloor.py SlowFloor.update: `held <= 0` 0 -> 1':
+        'a held rate of 1 byte/s or less: a stalled sender (56 kbit/s is 7,000 bytes/s), no path'
+        ' a floor is sized for',
+    'drsftp/tuning/slowfloor.py SlowFloor.update: `min(rates) <= 0` 0 -> 1':
+        'a tick of 1 byte/s or less: a stalled sender (56 kbit/s is 7,000 bytes/s), no path'
+        ' a floor is sized for',
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._baseline = 0.0` 0.0 -> 1.0':
+        "a probe's start sets it before its judgment reads it",
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._expected = 0.0` 0.0 -> 1.0':
+        "a probe's start sets it before its judgment reads it",
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._queued_for = 0` 0 -> 1':
+        'only the first interval reads the start value, and it waits to settle (4 intervals) with no probe to judge',
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._recent: deque[float] = deque(maxlen=8)` 8 -> 9':
+        "only its last 4 intervals (a probe's judgment) and 3 (the ramp) are read",
+    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._streak = 0` 0 -> 1':
+        'the window is first set by a cut, which resets the streak before any step reads it',
+    'drsftp/tuning/streamwindow.py WindowedStreams.stream_window: `self.window >= self.streams * self.cap` GtE -> Gt':
+        "a window of exactly the streams' caps: each stream's share is its cap, what None stands for",
+    'drsftp/tuning/streamwindow.py WindowedStreams.stream_window: `max(1, self.window // self.streams)` 1 -> 2':
+        "the window is one stream's cap at least: a share is never under 2 bytes",
+    'drsftp/tuning/streamwindow.py WindowedStreams.update: `self._expected > 0` 0 -> 1':
+        'a probe expects 0 (nothing moved before it) or its step over the base RTT, never 1 byte/s or less'
+        ' but at a goodput of a few bytes/s',
+    'drsftp/tuning/streamwindow.py WindowedStreams._congestion: `path.rtt'
+    ' > self._base * c.share_queue_factor + c.queue_slack` Gt -> GtE':
+        'an RTT exactly at the queue mark (float seconds): boundary',
+    'drsftp/tuning/streamwindow.py WindowedStreams._congestion: `s.rtt >'
+    ' s.rtt_min * c.share_queue_factor + c.queue_slack` Gt -> GtE':
+        "a stream's RTT exactly at the queue mark (float seconds): boundary",
+    'drsftp/tuning/streamwindow.py WindowedStreams._grow: `step <= 0` 0 -> 1':
+        "a room of one byte under the streams' caps: a probe of one byte or none, the window at its top either way",
+    'drsftp/tuning/streamwindow.py WindowedStreams._cut: `taken=True` True -> False':
+        "every call that reaches the taken test passes taken (a queue's cut never does)",
+    'drsftp/tuning/streamwindow.py WindowedStreams._standing_rtt: `rtt >'
+    ' self._base * c.trim_factor + c.queue_slack` Gt -> GtE':
+        "a median RTT exactly at the trim's mark (float seconds): boundary",
+    'drsftp/tuning/streamwindow.py WindowedStreams._trim: `least or 0` 0 -> 1':
+        "without a least the window is one stream's cap at least, far above 1 byte",
+    'drsftp/tuning/streamwindow.py _median: `statistics.median(xs) if xs else 0.0` 0.0 -> 1.0':
+        'a median is taken only with the current interval in the history: never of nothing',
+    'drsftp/tuning/streams.py StreamController.__init__: `self._queued_for = 0` 0 -> 1':
+        'only the first interval reads the start value, and the give-back waits 4 intervals to settle',
+    'drsftp/tuning/streams.py StreamController.path_congestion:'
+    ' `path.rtt > self._path_base * c.queue_factor + c.queue_slack` Gt -> GtE':
+        "the senders' RTT exactly at the queue mark (float seconds): boundary",
     'drsftp/tuning/streams.py StreamController._give_back: `self.streams <= c.min_streams` LtE -> Lt':
         'a probe added a stream, so the count is above the minimum whenever one is given back',
     'drsftp/tuning/streams.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':

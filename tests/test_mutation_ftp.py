@@ -32,8 +32,10 @@ from drsftp.ftp.listing import (
     parse_time_val,
 )
 from drsftp.ftp.partname import final_name, partial_name
+from drsftp.ftp.relay import Relay, window_of
 from drsftp.ftp.replies import Reply
 from drsftp.ftp.safepath import UnsafePath, check_name, local_path
+from drsftp.ftp.thirdparty import CopyError, CopyFlow, CopySpec, Done, Failed, Phase, Side, port_argument, rest_argument
 from drsftp.ftp.url import URLError
 
 # -- safepath (docs/SECURITY.md: a listed name is one component of at most 255 bytes) --
@@ -346,3 +348,116 @@ def test_an_unreadable_or_malformed_netrc_is_a_plain_error(tmp_path):
         locate("ftp://h/f", str(bad))
     with pytest.raises(URLError, match=r"cannot read .*: is a directory"):
         locate("ftp://h/f", str(tmp_path))
+
+
+# -- third-party copies: the command sequence (docs/THIRDPARTY.md, "The command sequence") --
+
+PASV_B = Reply(227, ("Entering Passive Mode (127,0,0,1,39,16).",))
+
+
+def test_port_takes_an_ipv4_address_of_four_octets_and_a_port_of_1_to_65535():
+    """RFC 959 4.1.2: h1,h2,h3,h4,p1,p2, each a decimal octet."""
+    assert port_argument("255.255.255.255", 1) == "255,255,255,255,0,1"
+    assert port_argument("0.0.0.0", 65535) == "0,0,0,0,255,255"
+    for host, port in (("256.0.0.1", 21), ("1.2.3.256", 21), ("-1.0.0.1", 21), (" 1.0.0.1", 21),
+                       ("1.0.0.1", 0), ("1.0.0.1", 65536)):
+        with pytest.raises(ValueError, match="not an IPv4 address and port"):
+            port_argument(host, port)
+
+
+def test_rest_leaves_out_empty_ranges_and_none_left_is_no_rest():
+    assert rest_argument(((0, 0),), False) is None and rest_argument(((0, 0), (5, 5)), True) is None
+    assert rest_argument(((0, 5), (7, 7)), True) == "0-5"
+
+
+def test_the_spec_takes_1_to_64_streams_default_1_and_stream_mode_one_prefix():
+    """docs/PARALLEL.md: -P takes 1-64; the default, 1."""
+    assert CopySpec("/f", "/g", streams=64).streams == 64
+    with pytest.raises(ValueError, match="1-64"):
+        CopySpec("/f", "/g", streams=65)
+    flow = CopyFlow(CopySpec("/f", "/g", mode_e=True))
+    assert "OPTS RETR Parallelism=1,1,1;" in [c.line for c in flow.opening()]
+    with pytest.raises(ValueError, match="prefix"):
+        CopySpec("/f", "/g", held=((0, 5), (7, 9)))
+
+
+def test_a_pasv_reply_from_the_side_that_did_not_listen_is_an_error():
+    flow = CopyFlow(CopySpec("/f", "/g"))
+    flow.opening()
+    with pytest.raises(CopyError, match="from the source was not expected"):
+        flow.passive(Side.SOURCE, PASV_B)
+
+
+def test_stream_mode_runs_once_both_transfer_commands_went_and_retr_goes_once():
+    flow = CopyFlow(CopySpec("/f", "/g"))
+    flow.opening()
+    flow.passive(Side.DEST, PASV_B)
+    assert flow.phase is Phase.OPENING  # B's STOR only: A's RETR waits for PORT's 200
+    assert [c.line for c in flow.port_accepted()] == ["RETR /f"]
+    assert flow.phase is Phase.RUNNING
+    assert flow.port_accepted() == []  # (a second 200 sends nothing more)
+
+
+@pytest.mark.parametrize("code", [200, 226, 250, 299])
+def test_a_2yz_final_reply_completes(code):
+    """RFC 959 sec. 4.2: 2yz is positive completion."""
+    flow = CopyFlow(CopySpec("/f", "/g"))
+    assert flow.final(Side.SOURCE, Reply(code, ("ok",))) is None
+    assert isinstance(flow.final(Side.DEST, Reply(code, ("ok",))), Done)
+
+
+@pytest.mark.parametrize("code", [199, 300, 350])
+def test_a_final_reply_that_is_no_2yz_fails_the_copy(code):
+    flow = CopyFlow(CopySpec("/f", "/g"))
+    assert isinstance(flow.final(Side.DEST, Reply(code, ("no",))), Failed)
+
+
+# -- third-party copies: relayed DRS (docs/THIRDPARTY.md, "DRS on the data path") ------------
+
+def test_the_relay_counts_only_commands_that_carried_the_others_numbers():
+    """--json "relayed": DRS commands that carried the other server's numbers."""
+    relay = Relay(True, True)
+    assert relay.sent_count == {Side.SOURCE: 0, Side.DEST: 0}
+    relay.sent(Side.SOURCE, 5.0, "DRS")
+    relay.sent(Side.DEST, 5.0, "DRS rtt_us=100")
+    relay.sent(Side.DEST, 5.1, "DRS rtt_us=100")
+    assert relay.sent_count == {Side.SOURCE: 0, Side.DEST: 2}
+
+
+def test_the_record_counts_seconds_from_the_first_drs_command():
+    relay = Relay(True, True)
+    relay.sent(Side.SOURCE, 5.0, "DRS")
+    relay.on_reply(Side.SOURCE, 5.25, 200, "DRS rtt_us=1000")
+    relay.on_reply(Side.SOURCE, 5.5, 200, "DRS rtt_us=1000")
+    assert [row["t"] for row in relay.record()["source"]] == [0.25, 0.5]
+
+
+def test_streams_asked_by_p_auto_go_to_the_source_only():
+    relay = Relay(True, True)
+    relay.wanted_streams = 3
+    assert "streams" not in relay.command(Side.DEST)
+    assert relay.wanted_streams == 3 and relay.command(Side.SOURCE) == "DRS streams=3"
+
+
+def test_the_relay_reads_nothing_as_zero_and_a_one_microsecond_rtt_as_an_rtt():
+    relay = Relay(True, True)
+    assert (relay.moved(), relay.rate(), relay.retransmits(), relay.data_rtt()) == (0, 0.0, 0, None)
+    relay.on_reply(Side.SOURCE, 0.0, 200, "DRS rtt_us=1 rate=300 retrans=2 bytes=40")
+    assert relay.data_rtt() == 1e-06 and relay.rate() == 300.0 and relay.retransmits() == 2
+    assert relay.moved() == 40  # (A's acknowledged bytes while B reports none)
+    relay.on_reply(Side.DEST, 0.0, 200, "DRS rate=200 bytes=30")
+    assert relay.rate() == 200.0 and relay.moved() == 30  # B's, from its base 0
+
+
+def test_progress_never_counts_below_the_destinations_base():
+    relay = Relay(True, True)
+    relay.bytes_base = 1000
+    relay.on_reply(Side.DEST, 0.0, 200, "DRS bytes=1000")
+    assert relay.moved() == 0
+    relay.on_reply(Side.DEST, 0.1, 200, "DRS bytes=900")
+    assert relay.moved() == 0
+
+
+def test_a_reports_window_is_the_receivers_else_the_senders():
+    assert window_of({"wnd": 5, "cwnd": 7}) == 5 and window_of({"cwnd": 7}) == 7
+    assert window_of({"rtt_us": 9}) is None

@@ -3,6 +3,7 @@ kills mutants benchmarks/mutation.py found surviving (docs/MUTATION.md).
 Expected values come from the RFCs and docs/PROTOCOL.md, written here."""
 
 import dataclasses
+import itertools
 
 import pytest
 
@@ -485,3 +486,40 @@ def test_the_rate_since_a_moment_interpolates_the_bytes_at_it():
     assert _rate_since(hist, 3.0) is None  # no time since: no rate (nor a division by zero)
     assert _rate_since(hist, -0.5) is None  # no entry that old
     assert _rate_since(deque([(0.0, 0), (1.0, 0), (2.0, 0)]), 0.5) == 0.0  # nothing arrived: 0 B/s
+
+
+def _long_path(rtt, phases):
+    """A receiver fed ``rate`` bytes/s for ``seconds`` per phase, ticking every 0.25 s
+    (the longest tick): its window changes as (time, window)."""
+    drs = DRSTuning(Role.RECEIVER)
+    now, got, changes = 0.0, 0.0, []
+    for rate, seconds in phases:
+        end = now + seconds
+        while now < end - 1e-9:
+            decision = drs.on_sample(Sample(bytes_received=int(got)), now=now, rtt=rtt)
+            if decision.rcv_window:
+                changes.append((now, decision.rcv_window))
+            now += 0.25
+            got += rate * 0.25
+    return changes
+
+
+def _steps(changes, start, end):
+    run = [(t, w) for t, w in changes if start <= t <= end]
+    return [(round(t1 - t0, 6), w1 / w0) for (t0, w0), (t1, w1) in itertools.pairwise(run)]
+
+
+def _all_alike(steps, step):
+    return len(steps) >= 3 and steps == [step] * len(steps)
+
+
+def test_past_an_rtt_of_a_second_each_step_counts_from_the_last_change():
+    """docs/DESIGN.md#drs-rate-limits: 1.25x a round trip up, 0.75x down; a
+    0.25 s tick's step at 1-2 s RTTs is under the 1/16 threshold, so the
+    step counts from the window's last change."""
+    one = _long_path(1.0, [(4e6, 10)])
+    assert _all_alike(_steps(one, 6, 9), (0.5, pytest.approx(1.25 ** 0.5, rel=1e-6)))  # two ticks: half an RTT
+    two = _long_path(2.0, [(4e6, 30), (8e6, 20), (2e6, 30)])
+    assert _all_alike(_steps(two, 21, 24), (0.75, pytest.approx(1.25 ** 0.375, rel=1e-6)))  # three: 3/8 of one
+    assert (30.25, 11_250_000) in two  # held since 24.75: a whole RTT's 1.25x, the target 1.25 x 9 MB
+    assert _all_alike(_steps(two, 58, 63), (0.5, pytest.approx(0.75 ** 0.25, rel=1e-6)))  # down: two ticks

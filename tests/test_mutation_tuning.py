@@ -14,6 +14,8 @@ from drsftp.tuning.actuation import HostLimits
 from drsftp.tuning.base import parse_buffer
 from drsftp.tuning.controller import SocketController
 from drsftp.tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
+from drsftp.tuning.pathstreams import PathStreams
+from drsftp.tuning.sharing import LimitMeter, PathSample, from_infos
 from drsftp.tuning.streams import Action, StreamController, StreamSample, StreamsConfig
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -314,3 +316,153 @@ def test_judgment_is_by_the_mean_of_the_intervals_there_are():
     work = Work(queued_files=0, queued_bytes=0, big_left={"f": 10**9}, bytes_left=10**9)
     assert _changes(ctl, [100.0] * 3, work)[-1] == Change(Kind.STREAM, 1, "f")
     assert _changes(ctl, [200.0, 200.0], work) == [None, None] and ctl.streams["f"] == 5
+
+
+def test_the_fleet_reads_a_queue_above_1_25_times_the_senders_least_rtt_plus_2_ms():
+    for rtt, change in ((0.124, Change(Kind.SESSION, 8)), (0.128, None)):
+        ctl, senders = FleetController(), _Senders()
+        ctl.update(100.0, [], _files(10_000), path=senders(rtt=0.1))
+        got = [ctl.update(100.0, [], _files(10_000), path=senders(rtt=rtt)) for _ in range(4)]
+        assert got == [None] * 3 + [change]
+
+
+def test_the_fleet_gives_sessions_back_to_a_queue_of_two_intervals_running_that_no_cap_explains():
+    """16 sessions, no file waiting: the queue's give-back is a step to 2/3 (10)."""
+    for limited, last in ((0.05, Change(Kind.SESSION, -6)), (0.1, None)):
+        ctl, senders = FleetController(), _Senders()
+        got = [ctl.update(100.0, [], Work(0, 0), path=senders(rtt=rtt, limited=limited))
+               for rtt in (0.1, 0.15, 0.1, 0.15, 0.15)]
+        assert got == [None] * 4 + [last]
+    ctl, senders = FleetController(), _Senders()  # settled after 4 intervals, the queue two of them
+    got = [ctl.update(100.0, [], Work(0, 0), path=senders(rtt=rtt, limited=0.05)) for rtt in (0.1, 0.1, 0.15, 0.15)]
+    assert got[-1] == Change(Kind.SESSION, -6)
+    # then the next step of sessions waits twice the first wait (5 intervals)
+    got = [ctl.update(100.0, [], _files(10_000), path=senders(limited=0.05)) for _ in range(10)]
+    assert got == [None] * 9 + [Change(Kind.SESSION, 5)]
+
+
+def test_the_fleet_gives_back_a_stream_of_the_big_file_with_the_most():
+    ctl, senders = FleetController(fixed_sessions=4), _Senders()
+    ctl.start_file("a", 2)
+    ctl.start_file("b", 4)
+    got = [ctl.update(100.0, [], Work(0, 0), path=senders(rtt=rtt, limited=0.05)) for rtt in (0.1, 0.1, 0.15, 0.15)]
+    assert got[-1] == Change(Kind.STREAM, -1, "b")
+
+# -- streams: the senders' figures (docs/PARALLEL.md, "-P auto", without DRS) -----------------
+
+class _Senders:
+    """Cumulative sender figures a path sample sums: ``limited`` of each interval's busy time."""
+
+    def __init__(self):
+        self.busy = self.limited = self.retrans = 0
+
+    def __call__(self, rtt=0.1, limited=0.5, retransmits=0):
+        self.busy += 1_000_000
+        self.limited += int(limited * 1_000_000)
+        self.retrans += retransmits
+        return PathSample(rtt, self.retrans, self.busy, self.limited)
+
+
+def _by_path(ctl, senders, n, **kw):
+    return [ctl.update(100.0, [], path=senders(**kw)) for _ in range(n)]
+
+
+def test_the_senders_rtt_queues_above_1_25_times_its_least_plus_2_ms_and_their_retransmits_count():
+    ctl, senders = StreamController(), _Senders()
+    ctl.update(100.0, [], path=senders(rtt=0.1))
+    assert _by_path(ctl, senders, 3, rtt=0.126)[-1] is Action.ADD  # under 127 ms
+    ctl, senders = StreamController(), _Senders()
+    assert set(_by_path(ctl, senders, 8, retransmits=1)) == {Action.HOLD}
+
+
+def test_a_queue_no_cap_explains_gives_a_stream_back_once_settled_then_the_wait_doubles():
+    ctl, senders = StreamController(), _Senders()  # 4 streams
+    acts = _by_path(ctl, senders, 1, limited=0.05) + _by_path(ctl, senders, 3, rtt=0.15, limited=0.05)
+    assert acts == [Action.HOLD] * 3 + [Action.REMOVE] and ctl.streams == 3
+    assert _by_path(ctl, senders, 8) == [Action.HOLD] * 7 + [Action.ADD]  # 4 x 2 intervals
+    for limited, start in ((0.1, 4), (0.05, 1)):  # the caps held them a tenth of the time; one stream stays
+        ctl, senders = StreamController(StreamsConfig(start=start)), _Senders()
+        _by_path(ctl, senders, 1, limited=limited)
+        assert set(_by_path(ctl, senders, 8, rtt=0.15, limited=limited)) == {Action.HOLD}
+        assert ctl.streams == start
+
+# -- -P auto from the data path (docs/THIRDPARTY.md, "-P auto"; docs/PARALLEL.md) ---------------
+
+def _path_auto(t0=100.0, rtt=0.05):
+    """A copy's -P auto after its first report: 8 streams at 50 ms (10 Gbit/s over a 4 MiB cap)."""
+    auto = PathStreams(StreamsConfig(max_streams=16), 4 * MiB)
+    assert auto.update(t0, rtt, 0, 0) == 8
+    return auto
+
+
+def _path_run(auto, t0, rates, rtt=0.05, left=None, step=0.25, moved=0):
+    """update every ``step`` seconds from t0, ``rates`` bytes/s in turn; the decisions."""
+    out = []
+    for i, rate in enumerate(rates, 1):
+        moved += int(rate * step)
+        out.append(auto.update(t0 + i * step, rtt, moved, 0, left))
+    return out
+
+
+def test_a_copy_starts_at_4_streams_and_waits_for_a_positive_data_path_rtt():
+    auto = PathStreams(window_cap=4 * MiB)
+    assert auto.streams == 4  # GridFTP's usual -p 4
+    assert auto.update(0.0, 0.0, 0, 0) is None and auto.update(0.0, -1.0, 0, 0) is None
+    assert auto.first_rtt is None
+    auto.refused()  # (nothing asked yet: nothing to undo)
+    assert auto.update(0.1, 0.1, 0, 0) == 8 and auto.first_rtt == 0.1
+
+
+def test_the_path_controller_decides_once_an_interval_and_probes_after_four():
+    """The interval is 4 RTTs, 0.25 s at least; the first probe waits 4 of them."""
+    auto = _path_auto()
+    assert _path_run(auto, 100.0, [4e6] * 4) == [None, None, None, 9]
+    auto = _path_auto()
+    half = _path_run(auto, 100.0, [4e6] * 8, step=0.125)  # every other look is inside an interval
+    assert half == [None] * 7 + [9]
+
+
+def test_a_path_rtt_above_its_least_is_a_queue_that_holds_the_probe():
+    auto = _path_auto()  # least RTT 50 ms
+    assert _path_run(auto, 100.0, [4e6] * 6, rtt=0.1, step=0.4) == [None] * 6  # 100 ms > 1.25 x 50 ms + 2 ms
+
+
+def test_the_path_probe_is_judged_on_the_goodput_b_reports():
+    """A stream must add max(5%, 50% / 8) = 6.25% (docs/PARALLEL.md, "-P auto")."""
+    auto = _path_auto()
+    assert _path_run(auto, 100.0, [4e6] * 8)[3:] == [9, None, None, None, 8]  # flat: given back
+    auto = _path_auto()
+    assert _path_run(auto, 100.0, [4e6] * 4 + [4.4e6] * 4)[3:] == [9, None, None, None, None]  # +10%: kept
+    assert auto.streams == 9
+
+
+def test_the_path_probes_only_while_the_rest_outlasts_its_judgment():
+    """6 intervals: 4 to settle, 2 to judge."""
+    auto = _path_auto()  # 4 MB/s: a second's bytes left is 4 intervals
+    assert _path_run(auto, 100.0, [4e6] * 5, left=4_000_000) == [None] * 5
+    auto = _path_auto()  # two seconds' is 8
+    assert _path_run(auto, 100.0, [4e6] * 4, left=8_000_000)[-1] == 9
+    auto = _path_auto()  # nothing moved: no rate to reckon the rest by
+    assert _path_run(auto, 100.0, [0.0] * 4, left=8_000_000)[-1] == 9
+
+
+def test_a_probe_the_source_refused_is_undone_and_the_next_waits_the_longest_backoff():
+    auto = _path_auto()
+    assert _path_run(auto, 100.0, [4e6] * 4) == [None, None, None, 9]
+    auto.streams = 8  # what runs: the source kept its streams
+    auto.refused()
+    assert auto.controller is not None and auto.controller.streams == 8
+    assert _path_run(auto, 101.0, [4e6] * 32, moved=4_000_000) == [None] * 31 + [9]  # 32 intervals
+
+
+# -- the senders' figures (docs/decisions/0021-streams-that-share.md; tuning/sharing.py) ---------
+
+def test_a_path_is_its_senders_least_rtt():
+    assert from_infos([{"rtt": 120_000}, {"rtt": 90_000}]).rtt == 0.09
+
+
+def test_senders_busy_and_never_limited_are_a_share_of_0_and_one_microsecond_busy_counts():
+    m = LimitMeter()
+    m.update(PathSample(0.1, 0, 1_000, 500))
+    assert m.update(PathSample(0.1, 0, 2_000, 500)) == 0.0  # busy, no cap held them: congestion
+    assert m.update(PathSample(0.1, 0, 2_001, 501)) == 1.0  # (microseconds: one is busy time)

@@ -100,3 +100,15 @@ def test_a_growing_sender_buffers_one_tick_past_the_receivers_window():
     assert growing.slow_start and growing.window >= 0.75 * 1.5 * window * 0.95
     flat, window = run(1.0)
     assert not flat.slow_start and flat.window == int(0.75 * window)
+
+
+def test_the_lead_measures_the_last_eighth_of_an_rtt_at_the_base_rtt():
+    """docs/DESIGN.md#drs-lead: the arrival rate over the last eighth of an
+    RTT (10 ms at least) x the base RTT; the target 1.75x that, so the peak
+    it gives is 1.75 / 2 of it."""
+    from collections import deque
+
+    drs = DRSTuning(Role.RECEIVER)
+    drs._history = deque([(0.0, 0), (0.9, 0), (0.95, 0), (1.0, 1_000_000)])  # 1 MB in the last 50 ms
+    assert drs._lead(1.0, 0.8, 0.8) == pytest.approx(1.75 / 2 * 10e6 * 0.8)  # over 100 ms: 10 MB/s
+    assert drs._lead(1.0, 0.04, 0.04) == pytest.approx(1.75 / 2 * 20e6 * 0.04)  # over 10 ms: 20 MB/s

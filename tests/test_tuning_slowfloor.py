@@ -1,6 +1,7 @@
 """The DRS floor that follows a slow path (drsftp/tuning/slowfloor.py;
 docs/DESIGN.md#drs-clamp), against a fluid model of one bottleneck."""
 
+import dataclasses
 import itertools
 
 from drsftp.tuning import DRSConfig, DRSTuning, Role, Sample
@@ -210,3 +211,110 @@ def test_holes_stop_the_fall_but_not_the_judgement():
     assert tick(f, 9000.0, holes=True) == int(below) and f.best == 7000.0
     tick(f, 4000.0, holes=True)
     assert tick(f, 4000.0, holes=True) == 256 * KiB and f.locked
+
+
+# -- the rule's boundaries, on the floor alone (docs/DESIGN.md#drs-clamp: 4 x the held rate x
+# the base RTT, 25 ms at least, within [eight segments, 256 KiB]; a flight of 80% of the floor
+# fills it, a window within 1/16 of it is at it; below 2/3 of the best rate for a whole hold
+# the floor goes back to 256 KiB; at the flight one 0.75 step a hold, above it one per RTT)
+
+FIXED, BASE, HOLD = 256 * KiB, 0.1, 0.5  # bytes, seconds, seconds
+
+
+def bare_floor():
+    return SlowFloor(FIXED, gain=4.0, least=8 * 1448, keep=2 / 3, delay=0.025, step=0.75,
+                     threshold=1 / 16, filled=0.8)
+
+
+def held_tick(floor, now, rates, window, flights=None):
+    """The floor after a tick whose hold saw ``rates`` (bytes/s) and ``flights`` (bytes per RTT)."""
+    flights = flights or [float(FIXED)] * len(rates)
+    kept = [(now, f, r) for f, r in zip(flights, rates, strict=True)]
+    return floor.update(kept, window, BASE, 0.75, holes=False, now=now, hold=HOLD)
+
+
+def test_above_the_flight_the_floor_falls_a_step_per_rtt_at_it_one_a_hold():
+    away = bare_floor()  # the window 1.5x the floor: not at it
+    assert held_tick(away, 1.0, [3e5] * 4, 3 * FIXED // 2) == 196608
+    assert held_tick(away, 1.1, [3e5] * 4, 3 * FIXED // 2) == 147456
+    at = bare_floor()  # at the floor (within 1/16) and one tick's flight filling it
+    flights = [1e5, 1e5, 1e5, 0.8 * FIXED]
+    assert held_tick(at, 1.0, [3e5] * 4, 278528, flights) == 196608  # 256 KiB x 17/16: at it
+    assert held_tick(at, 1.1, [3e5] * 4, 208896, [1e5, 1e5, 1e5, 0.8 * 196608]) == 196608  # within the hold
+    assert held_tick(at, 1.5, [3e5] * 4, 196608) == 147456  # a whole hold on
+
+
+def test_a_tick_without_bytes_in_the_hold_moves_neither_the_floor_nor_its_best():
+    floor = bare_floor()
+    assert held_tick(floor, 1.0, [3e5, 3e5, 0.0, 3e5], FIXED) == FIXED and floor.best == 0.0
+
+
+def test_the_first_step_at_the_flight_is_taken_at_once_after_the_fixed_floor():
+    floor = bare_floor()
+    assert held_tick(floor, 1.0, [7e5] * 4, FIXED) == FIXED  # 4 x 700 kB/s x 0.1 s: past 256 KiB
+    assert held_tick(floor, 1.1, [6e5] * 4, FIXED) == 240000  # 4 x 600 kB/s x 0.1 s, at once
+
+
+def test_a_rate_short_at_the_fixed_floor_is_not_the_floors_doing():
+    floor = bare_floor()
+    held_tick(floor, 1.0, [7e5] * 4, FIXED)
+    for now in (1.1, 1.6, 2.1):  # under 2/3 of 700 kB/s for over a hold, the floor never lowered
+        assert held_tick(floor, now, [3e5] * 4, FIXED) == FIXED
+    assert not floor.locked and held_tick(floor, 2.2, [6e5] * 4, FIXED) == 240000
+
+
+def test_a_rate_of_exactly_two_thirds_of_the_best_holds():
+    floor = bare_floor()
+    assert held_tick(floor, 1.0, [3e5] * 4, FIXED) == 196608
+    assert held_tick(floor, 1.5, [2e5] * 4, 196608) == 147456  # not below 2/3 of 300 kB/s: a step
+
+
+def test_a_shortfall_of_one_whole_hold_returns_the_fixed_floor():
+    floor = bare_floor()
+    assert held_tick(floor, 1.0, [3e5] * 4, FIXED) == 196608
+    assert held_tick(floor, 2.0, [1e5] * 4, 196608) == 196608  # short from here ...
+    assert held_tick(floor, 2.5, [1e5] * 4, 196608) == FIXED and floor.locked  # ... one hold on
+
+
+def test_drs_sizes_its_floor_by_the_documented_rule():
+    """docs/DESIGN.md#drs-clamp: 4 x the held rate x the base RTT (25 ms at
+    least), eight 1448-byte segments at least, while the rate stays above 2/3
+    of its best; one 0.75 shrink step; at the floor within 1/16, filled at 80%."""
+    slow = DRSTuning(Role.RECEIVER)._slow
+    assert (slow.fixed, slow.gain, slow.least, slow.delay) == (256 * KiB, 4.0, 11584, 0.025)
+    assert (slow.keep, slow.step, slow.threshold, slow.filled) == (2 / 3, 0.75, 1 / 16, 0.8)
+
+
+def test_drs_lets_the_floor_fall_one_shrink_step_an_rtt_at_most():
+    """56 kbit/s, 100 ms: from 256 KiB the floor falls over many ticks, none
+    of them by more than the 0.75 step of a whole RTT."""
+    drs = receiver()
+    link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=64 * KiB)
+    floors = []
+    update = drs._slow.update
+
+    def watched(*args, **kw):
+        floors.append(update(*args, **kw))
+        return floors[-1]
+
+    drs._slow.update = watched
+    link.run(60.0)
+    falls = [b / a for a, b in itertools.pairwise(floors) if b < a]
+    assert len(falls) > 20 and min(falls) >= 0.75 and floors[-1] < 64 * KiB
+
+
+def test_holes_beside_a_full_queue_hold_the_floor():
+    """A hole each tick, each with the RTT inflated (drops at a full queue:
+    no recovery room, docs/decisions/0004-ungated-recovery-room.md): over a
+    hold with a hole the floor neither falls nor raises its best."""
+    drs = receiver()
+    link = Bottleneck(drs, rate=7000.0, base=0.1, cwnd=64 * KiB)
+    on_sample, holes = drs.on_sample, itertools.count()
+
+    def with_holes(sample, **kw):
+        return on_sample(dataclasses.replace(sample, out_of_order=next(holes)), **kw)
+
+    drs.on_sample = with_holes
+    link.run(60.0)
+    # (the first measured tick has no count before it: one step at the flight, then none)
+    assert drs.queue_seen and drs._slow.value == 0.75 * 256 * KiB
