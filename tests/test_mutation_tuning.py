@@ -409,7 +409,7 @@ def test_a_copy_starts_at_4_streams_and_waits_for_a_positive_data_path_rtt():
     assert auto.streams == 4  # GridFTP's usual -p 4
     assert auto.update(0.0, 0.0, 0, 0) is None and auto.update(0.0, -1.0, 0, 0) is None
     assert auto.first_rtt is None
-    auto.refused()  # (nothing asked yet: nothing to undo)
+    auto.refused(4)  # (nothing asked yet: nothing to undo)
     assert auto.update(0.1, 0.1, 0, 0) == 8 and auto.first_rtt == 0.1
 
 
@@ -449,8 +449,7 @@ def test_the_path_probes_only_while_the_rest_outlasts_its_judgment():
 def test_a_probe_the_source_refused_is_undone_and_the_next_waits_the_longest_backoff():
     auto = _path_auto()
     assert _path_run(auto, 100.0, [4e6] * 4) == [None, None, None, 9]
-    auto.streams = 8  # what runs: the source kept its streams
-    auto.refused()
+    auto.refused(8)  # what runs: the source kept its streams
     assert auto.controller is not None and auto.controller.streams == 8
     assert _path_run(auto, 101.0, [4e6] * 32, moved=4_000_000) == [None] * 31 + [9]  # 32 intervals
 

@@ -63,10 +63,11 @@ class PathStreams:
             return None
         return self._set(self.controller.streams)
 
-    def refused(self) -> None:
+    def refused(self, running: int) -> None:
         """The sender could not change (a server without DRS streams=N):
-        the controller stops probing."""
-        if self.controller is not None and self.controller.streams != self.streams:
+        ``running`` streams go on, and the controller stops probing."""
+        self.streams = running
+        if self.controller is not None and self.controller.streams != running:
             action = Action.ADD if self.controller.streams > self.streams else Action.REMOVE
             self.controller.refused(action)
 

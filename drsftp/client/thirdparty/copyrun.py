@@ -299,8 +299,7 @@ class CopyRun:
         if n is None:
             return
         if not self.relay.exchanges[Side.SOURCE].enabled:
-            self.auto.refused()  # (a server that cannot be asked: it keeps its streams)
-            self.auto.streams = self.streams
+            self.auto.refused(self.streams)  # (a server that cannot be asked: it keeps its streams)
             return
         self.relay.wanted_streams = n  # with A's next DRS
         self.streams = n
