@@ -19,7 +19,8 @@ import sys
 import tempfile
 import time
 
-from drsftp.netem.link import Link, wait_for_port
+from drsftp.bench.tunings import PORT, drsftp_url, serving
+from drsftp.netem.link import Link
 
 MARKS = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0)  # seconds after the first byte
 
@@ -36,13 +37,13 @@ def _num(pattern: str, text: str) -> float | None:
 def run(tuning: str, link: Link, root: str) -> None:
     t0 = time.monotonic()
     client = link.popen("client", [sys.executable, "-m", "drsftp", "get", "-q",
-                                   f"ftp://u:p12345678@{link.server_addr}:2121/z.bin", f"{root}/out.bin",
+                                   drsftp_url(link.server_addr, "z.bin"), f"{root}/out.bin",
                                    "--tuning", tuning, "--max-time", "60"],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rows = []  # (t, bytes received, rwnd-limited ms, sndbuf-limited ms)
     while client.poll() is None and time.monotonic() - t0 < 90:
-        c = _ss(link, "client", ["(", "dport", "!=", ":2121", ")"])
-        s = _ss(link, "server", ["(", "sport", "!=", ":2121", ")"])
+        c = _ss(link, "client", ["(", "dport", "!=", f":{PORT}", ")"])
+        s = _ss(link, "server", ["(", "sport", "!=", f":{PORT}", ")"])
         rows.append((time.monotonic() - t0, _num(r"bytes_received:(\d+)", c),
                      _num(r"rwnd_limited:(\d+)ms", s), _num(r"sndbuf_limited:(\d+)ms", s)))
         time.sleep(0.05)
@@ -65,19 +66,10 @@ def main(pairs: int) -> None:
     with tempfile.TemporaryDirectory(prefix="drs-onestream-") as root:
         with open(f"{root}/z.bin", "wb") as f:
             f.truncate(512 << 20)
-        with Link(rtt=0.1, rate=1e9) as link:
-            server = link.popen("server", [sys.executable, "-m", "drsftp", "serve", "--root", root, "--host",
-                                           link.server_addr, "--port", "2121", "--user", "u",
-                                           "--password", "p12345678"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                wait_for_port(link, "server", 2121)
-                for i in range(pairs):
-                    for tuning in (("drs", "kernel") if i % 2 == 0 else ("kernel", "drs")):
-                        run(tuning, link, root)
-            finally:
-                server.terminate()
-                server.wait(10)
+        with Link(rtt=0.1, rate=1e9) as link, serving(link, root):
+            for i in range(pairs):
+                for tuning in (("drs", "kernel") if i % 2 == 0 else ("kernel", "drs")):
+                    run(tuning, link, root)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ import sys
 import tempfile
 import time
 
-from drsftp.netem.link import Link, wait_for_port
+from drsftp.bench.tunings import PORT, drsftp_url, serving
+from drsftp.netem.link import Link
 
 
 def main(tuning: str) -> None:
@@ -24,20 +25,15 @@ def main(tuning: str) -> None:
     with tempfile.TemporaryDirectory(prefix="drs-ramp-") as root:
         with open(f"{root}/z.bin", "wb") as f:
             f.truncate(800 << 20)
-        with Link(rtt=0.1, rate=1e9) as link:
-            link.popen("server", [sys.executable, "-m", "drsftp", "serve", "--root", root, "--host",
-                                  link.server_addr, "--port", "2121", "--user", "u", "--password", "p12345678",
-                                  "--tuning", tuning, "--force-buffers"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wait_for_port(link, "server", 2121)
+        with Link(rtt=0.1, rate=1e9) as link, serving(link, root, tuning, force=True):
             client = link.popen("client", [sys.executable, "-m", "drsftp", "get",
-                                           f"ftp://u:p12345678@{link.server_addr}:2121/z.bin", f"{root}/out.bin",
+                                           drsftp_url(link.server_addr, "z.bin"), f"{root}/out.bin",
                                            "--tuning", tuning, "--force-buffers", "--max-time", "6"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             print(f"{tuning}: t(s)  rcv_ssthresh  rcv_space  bytes_received  unread")
             t0 = time.monotonic()
             while client.poll() is None and time.monotonic() - t0 < 8:
-                out = link.run("client", ["ss", "-tmiHn", "state", "established", "(", "dport", "!=", ":2121", ")"],
+                out = link.run("client", ["ss", "-tmiHn", "state", "established", "(", "dport", "!=", f":{PORT}", ")"],
                                timeout=5).stdout
                 vals = [re.search(k + r":(\d+)", out) for k in ("rcv_ssthresh", "rcv_space", "bytes_received")]
                 unread = re.search(r"skmem:\(r(\d+)", out)

@@ -35,7 +35,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from drsftp.netem.link import Link, wait_for_port
+from drsftp.bench.tunings import PORT, drsftp_url, serving
+from drsftp.netem.link import Link
 
 STEP = 0.01  # seconds between samples
 SIZE = 512 << 20
@@ -80,14 +81,14 @@ def cpu_and_wait(pid: int) -> tuple[int, int]:
 
 
 def _ss_sum(link: Link, where: str, pattern: str) -> int:
-    out = link.run(where, ["ss", "-tmiHn", "state", "established", "(", "sport", "!=", ":2121", "and",
-                           "dport", "!=", ":2121", ")"], timeout=5).stdout
+    out = link.run(where, ["ss", "-tmiHn", "state", "established", "(", "sport", "!=", f":{PORT}", "and",
+                           "dport", "!=", f":{PORT}", ")"], timeout=5).stdout
     return sum(int(m) for m in re.findall(pattern, out))
 
 
 def run_once(link: Link, root: str, server_pid: int, owner_pid: int, tree: bool, extra: list[str]) -> dict:
-    what = ["-r", "-c", "auto", f"ftp://u:p12345678@{link.server_addr}:2121/deep/", f"{root}/out"] if tree \
-        else ["-P", "auto", f"ftp://u:p12345678@{link.server_addr}:2121/z.bin", f"{root}/out"]
+    what = ["-r", "-c", "auto", drsftp_url(link.server_addr, "deep/"), f"{root}/out"] if tree \
+        else ["-P", "auto", drsftp_url(link.server_addr, "z.bin"), f"{root}/out"]
     client = link.popen("client", [sys.executable, "-m", "drsftp", "get", "-q", *what, "--max-time", "90", *extra],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pids = {"client": client.pid, "server": server_pid, "link": owner_pid}
@@ -95,7 +96,7 @@ def run_once(link: Link, root: str, server_pid: int, owner_pid: int, tree: bool,
     mem = []  # (t, skmem r summed at the client, bytes retransmitted by the server so far): every 5th sample
     t0 = time.monotonic()
     while client.poll() is None and time.monotonic() - t0 < 100:
-        rows.append((time.monotonic() - t0, unread_bytes(client.pid, 2121),
+        rows.append((time.monotonic() - t0, unread_bytes(client.pid, PORT),
                      {who: cpu_and_wait(pid) for who, pid in pids.items()}))
         if len(rows) % 5 == 0:
             mem.append((time.monotonic() - t0, _ss_sum(link, "client", r"skmem:\(r(\d+),"),
@@ -164,28 +165,19 @@ def main(runs: int, tree: bool, tunings: list[str], extra: list[str]) -> None:
         else:
             with open(f"{root}/z.bin", "wb") as f:
                 f.write(block * (SIZE >> 20))
-        with Link(rtt=0.1, rate=1e9) as link:
-            server = link.popen("server", [sys.executable, "-m", "drsftp", "serve", "--root", root, "--host",
-                                           link.server_addr, "--port", "2121", "--user", "u",
-                                           "--password", "p12345678"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                wait_for_port(link, "server", 2121)
-                rows = []
-                for i in range(runs):
-                    for tuning in tunings if i % 2 == 0 else tunings[::-1]:  # interleaved, the order alternating
-                        print(f"run {i + 1}, client --tuning {tuning}", flush=True)
-                        run = run_once(link, root, server.pid, link.owner_pid, tree, ["--tuning", tuning, *extra])
-                        summary(run)
-                        rows.append(table_row(i + 1, tuning, run))
-                        (shutil.rmtree if tree else os.unlink)(f"{root}/out")
-                print("\n| run | client tuning | wall, s | socket memory at its peak, x BDP | unread in-order data at"
-                      " its peak, x BDP | MB retransmitted by the peak | MB retransmitted in all |")
-                print("|---|---|---|---|---|---|---|")
-                print("\n".join(sorted(rows, key=lambda r: r.split("|")[2])))
-            finally:
-                server.terminate()
-                server.wait(10)
+        with Link(rtt=0.1, rate=1e9) as link, serving(link, root) as server:
+            rows = []
+            for i in range(runs):
+                for tuning in tunings if i % 2 == 0 else tunings[::-1]:  # interleaved, the order alternating
+                    print(f"run {i + 1}, client --tuning {tuning}", flush=True)
+                    run = run_once(link, root, server.pid, link.owner_pid, tree, ["--tuning", tuning, *extra])
+                    summary(run)
+                    rows.append(table_row(i + 1, tuning, run))
+                    (shutil.rmtree if tree else os.unlink)(f"{root}/out")
+            print("\n| run | client tuning | wall, s | socket memory at its peak, x BDP | unread in-order data at"
+                  " its peak, x BDP | MB retransmitted by the peak | MB retransmitted in all |")
+            print("|---|---|---|---|---|---|---|")
+            print("\n".join(sorted(rows, key=lambda r: r.split("|")[2])))
 
 
 if __name__ == "__main__":

@@ -23,10 +23,11 @@ from drsftp.server.finalreply import abort_is_next
 
 
 @contextlib.contextmanager
-def held_server(root, **attrs):
-    """`drsftp serve`'s handler on an ioloop in a thread that runs only
-    while ``gate`` is free: (port, ioloop, gate)."""
-    served = build_server(ServerConfig(root=str(root), port=0, user=USER, password=PASSWORD))
+def held_server(root, cfg=None, **attrs):
+    """`drsftp serve`'s handler (``cfg``'s, or a user's of ``root``) on an
+    ioloop in a thread that runs only while ``gate`` is free: (port,
+    ioloop, gate, server)."""
+    served = build_server(cfg or ServerConfig(root=str(root), port=0, user=USER, password=PASSWORD))
     served.close()
     ioloop = IOLoop()
     server = FTPServer(("127.0.0.1", 0), type("Held", (served.handler,), attrs), ioloop=ioloop)
@@ -40,7 +41,7 @@ def held_server(root, **attrs):
     thread = threading.Thread(target=run, name="drs-held-ftpd")
     thread.start()
     try:
-        yield server.socket.getsockname()[1], ioloop, gate
+        yield server.socket.getsockname()[1], ioloop, gate, server
     finally:
         stop.set()
         thread.join(10)
@@ -71,7 +72,7 @@ def test_abor_sent_before_the_close_aborts_the_upload_even_when_the_close_is_rea
     seen = []
     hooks = {"on_file_received": lambda self, f: seen.append("complete"),
              "on_incomplete_file_received": lambda self, f: seen.append("incomplete")}
-    with held_server(tmp_path, **hooks) as (port, ioloop, gate):
+    with held_server(tmp_path, **hooks) as (port, ioloop, gate, _):
         ftp = ftplib.FTP()
         ftp.connect("127.0.0.1", port, timeout=10)
         ftp.login(USER, PASSWORD)

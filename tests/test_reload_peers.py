@@ -2,18 +2,21 @@
 sessions already open: a MODE E session's cached streams to it are closed
 and its PORT address is forgotten at the next transfer (425), so no new
 data connection goes to it (docs/DEPLOY.md, "Reload and stop").  The
-server runs in this process so that ``reload`` is called directly; the
+server runs in this process (test_abor_order.held_server) so that
+``reload`` is called directly; the
 peer is another loopback address, 127.0.0.2."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 
 from conftest import PASSWORD, USER, make_file, wait_until
+from test_abor_order import held_server
 from test_eblock_server import Ctl
 
-from drsftp.server.app import ServerConfig, build_server, reload
+from drsftp.server.app import ServerConfig, reload
 
 
 class Peer:
@@ -54,18 +57,9 @@ def test_a_reload_that_drops_a_peer_closes_its_streams_and_forgets_its_port(tmp_
     conf.write_text(head + 'third_party_peers = ["127.0.0.2"]\n')
     cfg = ServerConfig(root=str(root), port=0, user=USER, password=PASSWORD, config_file=str(conf),
                        third_party_peers=["127.0.0.2"])
-    server = build_server(cfg)
-    stop = threading.Event()
-
-    def run():
-        while not stop.is_set():
-            server.ioloop.loop(timeout=0.02, blocking=False)
-
-    thread = threading.Thread(target=run, name="drs-reload-ftpd")
-    thread.start()
     peer = Peer()
-    try:
-        ctl = Ctl(server.socket.getsockname()[1])
+    with held_server(root, cfg) as (port, _, _, server), contextlib.closing(peer.lst):
+        ctl = Ctl(port)
         p = peer.lst.getsockname()[1]
         assert ctl.cmd("MODE E")[0] == "200"
         assert ctl.cmd("OPTS RETR Parallelism=2,2,2;")[0] == "200"
@@ -83,8 +77,3 @@ def test_a_reload_that_drops_a_peer_closes_its_streams_and_forgets_its_port(tmp_
         assert ctl.cmd(f"PORT 127,0,0,2,{p >> 8},{p & 255}")[0] == "501"  # and refused now
         assert peer.open == 2  # no data connection went to it after the reload
         ctl.close()
-    finally:
-        stop.set()
-        thread.join(10)
-        server.close_all()
-        peer.lst.close()

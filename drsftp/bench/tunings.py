@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..netem.link import wait_for_port
 from ..tuning import names as registered_tunings
 
 PY = sys.executable
@@ -84,6 +88,25 @@ def drsftp_server(root: str, host: str, tuning: str, force: bool, port: int = PO
     return cmd + (["--force-buffers"] if force else [])
 
 
+def drsftp_url(host: str, path: str, port: int = PORT) -> str:
+    """The bench user's URL of ``path`` on a server drsftp_server started."""
+    return f"ftp://{USER}:{PASSWORD}@{host}:{port}/{path}"
+
+
+@contextlib.contextmanager
+def serving(link, root: str, tuning: str = "drs", force: bool = False) -> Iterator[subprocess.Popen]:
+    """`drsftp serve` of ``root`` on ``link``'s server side, ready, for the
+    block (ended by its PID)."""
+    server = link.popen("server", drsftp_server(root, link.server_addr, tuning, force),
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(link, "server", PORT)
+        yield server
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 def drsftp_client(direction: str, url: str, local: str, out_json: str, tuning: str, force: bool,
                   max_time: float) -> list[str]:
     if direction == "get":
@@ -97,7 +120,7 @@ def drsftp_client(direction: str, url: str, local: str, out_json: str, tuning: s
 def plan(name: str, *, direction: str, root: str, host: str, local: str, remote: str, out_json: str,
          path: Path, force: bool, max_time: float, probe_size: int | None = None,
          vsftpd_conf: str | None = None, port: int = PORT) -> RunPlan:
-    url = f"ftp://{USER}:{PASSWORD}@{host}:{port}/{remote}"
+    url = drsftp_url(host, remote, port)
     if name in FIXED_SIZES or name in DRSFTP_TUNINGS:
         tuning = {
             "stock-64k": "fixed:64k",
