@@ -152,7 +152,6 @@ def build_server(cfg: ServerConfig) -> FTPServer:
 def _data_addresses(handler: type, cfg: ServerConfig) -> None:
     """--data-interface, --masquerade-address, --third-party-peers
     (thirdparty.py; docs/PROTOCOL.md, "Third-party transfers")."""
-    handler.third_party_peers = parse_peers(cfg.third_party_peers or "")
     if cfg.data_interface:
         handler.data_interface = cfg.data_interface.strip()
         try:  # an address this host has: a listener or an outgoing connection could not use another
@@ -161,11 +160,18 @@ def _data_addresses(handler: type, cfg: ServerConfig) -> None:
         except OSError as exc:
             raise ConfigError(f"--data-interface {handler.data_interface} is not an address of this host:"
                               f" {exc.strerror or exc}") from exc
-    handler.masquerade_address = advertised_address(cfg.masquerade_address and cfg.masquerade_address.strip(),
-                                                    handler.data_interface)
+    _peers_and_masquerade(handler, cfg.third_party_peers, cfg.masquerade_address)
     if handler.third_party_peers:
         log.info("third-party data connections allowed with %s",
                  ", ".join(map(str, handler.third_party_peers.networks)))
+
+
+def _peers_and_masquerade(handler: type, peers: str | list | None, masquerade: str | None) -> None:
+    """The third-party peers and what PASV names, both checked before
+    either is set (at start and at a reload; the data interface is set)."""
+    parsed = parse_peers(peers or "")
+    handler.masquerade_address = advertised_address(masquerade and masquerade.strip(), handler.data_interface)
+    handler.third_party_peers = parsed
 
 
 def _reload_data_addresses(handler: type, cfg: ServerConfig) -> str:
@@ -176,10 +182,8 @@ def _reload_data_addresses(handler: type, cfg: ServerConfig) -> str:
     keep = cfg.command_line_keys
     peers = cfg.third_party_peers if "third_party_peers" in keep else values.get("third_party_peers")
     masquerade = cfg.masquerade_address if "masquerade_address" in keep else values.get("masquerade_address")
-    new_peers = parse_peers(peers or "")
-    handler.masquerade_address = advertised_address(masquerade and masquerade.strip(), handler.data_interface)
-    handler.third_party_peers = new_peers
-    listed = ", ".join(map(str, new_peers.networks)) or "none"
+    _peers_and_masquerade(handler, peers, masquerade)
+    listed = ", ".join(map(str, handler.third_party_peers.networks)) or "none"
     return f"third-party peers ({listed}) and PASV address ({handler.masquerade_address or 'the control one'})"
 
 

@@ -10,8 +10,9 @@ handler class: with_drs_data), and its PASV/PORT dispatchers.
 - RFC 959 replies: 452 when storage is full, 451 for other local errors,
   451 when the file shrank under a RETR, 426 when the client closed the
   data connection first; an upload whose client sent ABOR, then closed,
-  ends as aborted (finalreply.run_waiting_abort); a queued transfer whose PASV/PORT connection
-  fails or times out gets 425/421 (finalreply.py).
+  ends as aborted (finalreply.run_waiting_abort); a queued transfer
+  whose PASV/PORT connection fails or times out gets 425/421
+  (finalreply.py).
 - The data socket's handshake is sized by the session (datatuning.py);
   a complete upload is renamed into place at close (uploads.py).
 """
