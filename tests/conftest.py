@@ -4,6 +4,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +16,21 @@ import pytest
 PY = sys.executable
 USER, PASSWORD = "tester", "s3cret"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def take_sigint_back() -> None:
+    """Give the suite's process Python's Ctrl-C handler if it inherited SIGINT ignored.
+
+    A suite started as a background job (``nohup ./run test &``) inherits SIGINT
+    ignored, and exec keeps an ignored signal ignored (signal(7), "Execution of
+    signal handlers"): every CLI child a test interrupts would finish its transfer
+    and exit 0 instead of 130. A caught signal goes back to SIG_DFL at exec, so once
+    this process catches SIGINT again every child starts with Ctrl-C live."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+take_sigint_back()
 
 
 def benchmark_module(name):
