@@ -4,7 +4,7 @@ sender-timeline figures the decision records quote.
     python benchmarks/ab_rounds.py DIR            # DIR/old-N/ and DIR/new-N/ rounds
     python benchmarks/ab_rounds.py --timeline results.json
 
-An A/B is several rounds, each one `drsftp bench --reps 1 --out DIR/old-N`
+An A/B is several rounds, each one `drsftp bench compare --reps 1 --out DIR/old-N`
 from a git worktree of the code before, then `--out DIR/new-N` from the
 code after (docs/BENCHMARKS.md, "How each file was measured").  This merges each side's rounds into
 DIR/old.json and DIR/new.json, and DIR/old.csv and DIR/new.csv (the round
@@ -28,8 +28,8 @@ import os
 import statistics
 import sys
 
-from drsftp.bench.report import markdown, write_csv
-from drsftp.bench.tunings import TUNINGS
+from drsftp.bench.common.tunings import TUNINGS
+from drsftp.bench.compare.report import markdown, write_csv
 
 
 def merge(directory: str, side: str) -> tuple[dict, list[dict]]:

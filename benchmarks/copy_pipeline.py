@@ -27,11 +27,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-from conftest import PASSWORD, USER, make_file  # noqa: E402
+from conftest import make_file  # noqa: E402
 
-from drsftp.bench.field import DRS_PORT, hosts_wrapped  # noqa: E402
-from drsftp.bench.field import GRIDFTP_PORT as GRID_PORT  # noqa: E402
-from drsftp.bench.thirdbench import GRIDFTP  # noqa: E402
+from drsftp.bench.common.peers import DRS_PORT, PASSWORD, USER, hosts_wrapped  # noqa: E402
+from drsftp.bench.common.peers import GRIDFTP_PORT as GRID_PORT  # noqa: E402
+from drsftp.bench.common.tunings import drsftp_server  # noqa: E402
+from drsftp.bench.thirdparty.run import GRIDFTP  # noqa: E402
 from drsftp.netem.link import stop_process, wait_for_port  # noqa: E402
 from drsftp.netem.topology import Topology  # noqa: E402
 
@@ -70,8 +71,7 @@ def main() -> None:
         with Topology(links) as topo:
             a, b = topo.node_addr("a"), topo.node_addr("b")
             for node, root, addr, peer in (("a", os.path.join(work, "a"), a, b), ("b", dst, b, a)):
-                argv = [sys.executable, "-m", "drsftp", "serve", "--root", root, "--host", addr, "--port",
-                        str(DRS_PORT), "--user", USER, "--password", PASSWORD, "--third-party-peers", peer]
+                argv = drsftp_server(root, addr, port=DRS_PORT, extra=("--third-party-peers", peer))
                 log = open(os.path.join(work, f"serve-{node}.log"), "wb")  # noqa: SIM115
                 procs.append(topo.popen(node, argv, stdout=subprocess.DEVNULL, stderr=log, cwd=work))
                 wait_for_port(topo, node, DRS_PORT, timeout=15.0)

@@ -1,6 +1,6 @@
 """What command pipelining saves on many small files in stream mode (a
 quick check, not a benchmark matrix; cached data channels are measured by
-`drsftp bench --datasets`).
+`drsftp bench field --datasets`).
 
     python benchmarks/dataset_pipeline.py [--files 200] [--size 65536] [--rtt 0.1] [--rate 100e6] [-c 1 4]
 

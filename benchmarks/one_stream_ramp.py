@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from drsftp.bench.tunings import PORT, drsftp_url, serving
+from drsftp.bench.common.tunings import PORT, drsftp_url, serving
 from drsftp.netem.link import Link
 
 MARKS = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0)  # seconds after the first byte

@@ -1,4 +1,4 @@
-"""The papers' experiments with `drsftp bench --compete`: each figure's
+"""The papers' experiments with `drsftp bench compete`: each figure's
 cells run one after another, kept in one set file in docs/bench-data, its
 table printed and its plot drawn (docs/BENCHMARKS.md, "Sharing the link").
 
@@ -43,9 +43,9 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from drsftp.bench.compete import report
-from drsftp.bench.competereport import SEGMENT  # the payload of a 1500-byte packet: the study's packet
-from drsftp.bench.competeset import add_to_set, cell_key, read_set
+from drsftp.bench.compete.outputs import report
+from drsftp.bench.compete.report import SEGMENT  # the payload of a 1500-byte packet: the study's packet
+from drsftp.bench.compete.sets import add_to_set, cell_key, read_set
 from drsftp.netem.spec import parse_duration, parse_rate
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -68,7 +68,7 @@ class Cell:
                 self.duration, True)
 
     def argv(self, out: str) -> list[str]:
-        return [sys.executable, "-m", "drsftp", "bench", "--compete", self.spec, "--rates", self.rate,
+        return [sys.executable, "-m", "drsftp", "bench", "compete", self.spec, "--rates", self.rate,
                 "--rtts", self.rtt, "--queue", str(self.queue), "--cc", self.cc, "--duration", f"{self.duration:g}",
                 "--force-buffers", "--no-plots", "--out", out]
 

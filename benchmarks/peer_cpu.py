@@ -37,8 +37,8 @@ import psutil
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from drsftp.bench import tunings as T
-from drsftp.bench.datapath import _free_port, _sessions_gone
+from drsftp.bench.checks.datapath import _free_port, _sessions_gone
+from drsftp.bench.common import tunings as T
 from drsftp.netem.link import Link, stop_process, wait_for_port
 
 VARIANT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer_cpu_variant.py")]
@@ -170,8 +170,7 @@ def main() -> None:
         for server in a.servers.split(","):
             port = T.PORT + (server == "vsftpd") if link else _free_port()
             if server == "drsftp":
-                argv = [*T.DRSFTP, "serve", "--root", root, "--host", host, "--port", str(port),
-                        "--user", T.USER, "--password", T.PASSWORD]
+                argv = T.drsftp_server(root, host, port=port)
             else:
                 conf = T.vsftpd_config(root, host, work)
                 with open(conf) as f:

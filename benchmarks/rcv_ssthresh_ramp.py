@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from drsftp.bench.tunings import PORT, drsftp_url, serving
+from drsftp.bench.common.tunings import PORT, drsftp_url, serving
 from drsftp.netem.link import Link
 
 

@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from drsftp.bench.tunings import PORT, drsftp_url, serving
+from drsftp.bench.common.tunings import PORT, drsftp_url, serving
 from drsftp.netem.link import Link
 
 STEP = 0.01  # seconds between samples

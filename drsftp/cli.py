@@ -431,6 +431,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error(f"unknown command {command!r} (commands: {', '.join(COMMANDS)})")
     if command is not None:
         parser.help_of = f"drsftp {command}"
+        if command == "bench":  # (its modes' options are their own: name the mode's help)
+            from .bench.cli import MODES
+
+            mode = next((a for a in argv[argv.index(command) + 1:] if not a.startswith("-")), None)
+            if mode in MODES:
+                parser.help_of += f" {mode}"
     args = parser.parse_args(argv)
     args.verbose = _verbosity(args)
     return args

@@ -42,6 +42,17 @@ def benchmark_module(name):
     return module
 
 
+def usage_exit(argv: list[str]) -> int:
+    """drsftp's exit code for ``argv``: main's return, or the 2 argparse exits
+    with for an option it does not know."""
+    from drsftp.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+
+
 class Reached(Exception):
     """A bench run was started: what a valid command line does (args: what the run was given)."""
 

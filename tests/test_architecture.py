@@ -81,3 +81,61 @@ def test_no_source_file_over_500_lines():
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / "drsftp").rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+MAX_MODULES = 15  # a folder a reader takes in at a glance; past this it holds several packages
+MIN_PREFIX = 3  # modules sharing a name prefix this long (jobcli, jobview, jobfleet) are a package by another name
+FAMILY = 3  # ... when this many of them share it
+# Folders still flat, each to become packages (the layout issue): what they hold
+# today; a folder listed here that no longer breaks the rules fails the check below.
+STILL_FLAT = {
+    "drsftp/server": "control, stream-mode data, extended block mode (the e* modules), FTPS, operations",
+    "drsftp/client/trees": "tree jobs (job*) and cached streams (cached*)",
+    "drsftp/client/thirdparty": "the copy command's modules (copy*)",
+    "drsftp/client/streams": "MODE E's client streams (modee_*)",
+}
+# prefixes of one letter that name a feature (e: extended block mode, GFD.20)
+FEATURE_LETTERS = ("e",)
+
+
+def _folders():
+    for d in sorted((ROOT / "drsftp").rglob("*")):
+        if d.is_dir() and d.name != "__pycache__":
+            yield str(d.relative_to(ROOT)), sorted(p.stem for p in d.glob("*.py") if p.stem != "__init__")
+
+
+def prefix_families(modules: list[str]) -> dict[str, list[str]]:
+    """Prefixes shared by FAMILY or more modules: MIN_PREFIX characters or more
+    (the longest such prefix of each group), or one of FEATURE_LETTERS followed
+    by a word (ereceive, esend, esession)."""
+    groups: dict[frozenset[str], str] = {}
+    for m in modules:
+        for k in range(MIN_PREFIX, len(m) + 1):
+            group = frozenset(x for x in modules if x.startswith(m[:k]))
+            if len(group) >= FAMILY and len(m[:k]) > len(groups.get(group, "")):
+                groups[group] = m[:k]
+    for letter in FEATURE_LETTERS:
+        group = frozenset(m for m in modules if m.startswith(letter) and len(m) >= 4 and m[1:] not in modules
+                          and not any(m.startswith(p) for p in groups.values()))
+        if len(group) >= FAMILY:
+            groups[group] = letter
+    return {prefix: sorted(group) for group, prefix in groups.items()}
+
+
+def test_prefix_families_are_found():
+    assert prefix_families(["job", "jobcli", "jobview", "plan"]) == {"job": ["job", "jobcli", "jobview"]}
+    assert prefix_families(["ejob", "esend", "esession", "app"]) == {"e": ["ejob", "esend", "esession"]}
+    assert prefix_families(["streams", "streamwindow", "sharing"]) == {}
+
+
+def test_no_folder_too_big_or_holding_a_prefix_family():
+    broken = {}
+    for folder, modules in _folders():
+        why = []
+        if len(modules) > MAX_MODULES:
+            why.append(f"{len(modules)} modules")
+        why += [f"{prefix}*: {', '.join(group)}" for prefix, group in prefix_families(modules).items()]
+        if why:
+            broken[folder] = why
+    assert set(broken) - set(STILL_FLAT) == set(), broken
+    assert set(STILL_FLAT) - set(broken) == set(), "split now: drop them from STILL_FLAT"

@@ -5,12 +5,12 @@ import os
 from typing import ClassVar
 
 import pytest
-from conftest import Reached, stop_at_run
+from conftest import Reached, stop_at_run, usage_exit
 
-from drsftp.bench import runner
-from drsftp.bench import tunings as T
-from drsftp.bench.report import group, markdown
-from drsftp.bench.sampler import counter_delta, parse_counters, parse_ss
+from drsftp.bench.common import tunings as T
+from drsftp.bench.common.sampler import counter_delta, parse_counters, parse_ss
+from drsftp.bench.compare import runner
+from drsftp.bench.compare.report import group, markdown
 
 SS = """0      967259 10.201.0.2:41234 10.201.0.1:50000
 \t skmem:(r0,rb131072,t0,tb3939840,f741,w986395,o0,bl0,d0) bbr wscale:10,10 rto:204 rtt:100.48/0.027 mss:1448 cwnd:866 bytes_sent:127973 bytes_acked:32742 retrans:0/3 unacked:820 notsent:524288 snd_wnd:1677336
@@ -145,7 +145,7 @@ def test_report_medians_ratios_and_memory():
 def test_benchreport_filters_runs_by_direction_loss_rate_and_rtt():
     import argparse
 
-    from drsftp.bench.cli import _run_filter
+    from drsftp.bench.benchreport import _run_filter
 
     runs = [_run("drs", 90.0), dict(_run("drs", 50.0), direction="put"), dict(_run("drs", 40.0), loss=0.001),
             dict(_run("drs", 30.0, rtt=0.025)), dict(_run("drs", 900.0), rate_bps=1e9)]
@@ -166,7 +166,7 @@ def test_plot_of_upload_runs_draws_the_uploads(tmp_path, monkeypatch):
     get only, and drew an empty picture for an upload matrix)."""
     from matplotlib.axes import Axes
 
-    from drsftp.bench.report import plot
+    from drsftp.bench.compare.report import plot
 
     runs = [dict(_run(t, m, rtt=rtt), direction="put") for t, m in (("drs", 90.0), ("kernel", 80.0))
             for rtt in (0.025, 0.1)]
@@ -179,7 +179,7 @@ def test_plot_of_upload_runs_draws_the_uploads(tmp_path, monkeypatch):
 
 
 def test_csv_counters_come_from_the_end_that_sees_them():
-    from drsftp.bench.report import csv_counters
+    from drsftp.bench.compare.report import csv_counters
 
     counters = {"server": {"TcpExt.OfoPruned": 2, "TcpExt.TCPTimeouts": 5},
                 "client": {"TcpExt.TCPTimeouts": 1, "TcpExt.TCPSACKReneging": 1, "TcpExt.OfoPruned": 7}}
@@ -217,7 +217,7 @@ def test_stock_put_is_timed_from_the_first_byte_handed_to_the_socket():
     import ftplib
     import io
 
-    from drsftp.bench import stockclient
+    from drsftp.bench.common import stockclient
 
     clock = [100.0]
     conn = _FakeDataConn(clock, stall=0.5)
@@ -245,7 +245,7 @@ def test_stock_put_is_timed_from_the_first_byte_handed_to_the_socket():
 
 
 def test_stock_get_is_timed_from_the_first_byte_received_and_stops_at_max_time():
-    from drsftp.bench import stockclient
+    from drsftp.bench.common import stockclient
 
     clock = [0.0]
 
@@ -266,7 +266,7 @@ def test_stock_get_is_timed_from_the_first_byte_received_and_stops_at_max_time()
 @pytest.fixture
 def no_run(monkeypatch, tmp_path):
     """The bench in an empty directory, its runs and links replaced by Reached."""
-    from drsftp.bench import field
+    from drsftp.bench.field import run as field
 
     return stop_at_run(monkeypatch, tmp_path, (runner, "run_bench"), (runner, "Link"), (field, "run_field"),
                        (field, "Link"))
@@ -289,14 +289,13 @@ def no_run(monkeypatch, tmp_path):
     (["--max-time", "-5"], "--max-time must be a number of seconds above 0, not -5"),
     (["--queue", "0"], "--queue: queue must be 1..1000000 packets, not 0"),
     (["--size", "0"], "--size: size must be positive: '0'"),
-    (["--scale", "0.5"], "--scale applies against the field only (--streams, --peers, --datasets)"),
+    (["--scale", "0.5"], "unrecognized arguments: --scale 0.5; see drsftp bench compare --help"),
     (["--quick", "--rtts", "25ms"], "--rtts does not apply to --quick (100 Mbit/s, 100 ms, stock-64k, kernel, drs, "
                                     "one get each)"),
 ])
 def test_a_bad_bench_option_is_refused_before_anything_is_made(argv, message, no_run, capsys):
-    from drsftp.cli import main
 
-    assert main(["bench", *argv]) == 2
+    assert usage_exit(["bench", "compare", *argv]) == 2
     assert capsys.readouterr().err == f"drsftp: error: {message}\n"
     assert os.listdir(no_run) == []  # no bench-results/{client,root}, no file to send
 
@@ -305,8 +304,8 @@ def test_a_valid_bench_reaches_its_run_with_every_value_parsed(no_run):
     from drsftp.cli import main
 
     with pytest.raises(Reached) as got:
-        main(["bench", "--rtts", "25ms,100ms", "--rates", "100mbit", "--losses", "0,0.1%", "--tunings", "drs,drs",
-              "--directions", "get", "--profiles", "default"])
+        main(["bench", "compare", "--rtts", "25ms,100ms", "--rates", "100mbit", "--losses", "0,0.1%", "--tunings",
+              "drs,drs", "--directions", "get", "--profiles", "default"])
     cfg = got.value.args[0]
     assert [(p.rtt, p.loss) for p in cfg.paths] == [(0.025, 0.0), (0.025, 0.001), (0.1, 0.0), (0.1, 0.001)]
     assert cfg.tunings == ["drs"] and cfg.reps == 3 and cfg.max_time == 60.0
@@ -318,7 +317,7 @@ def test_resume_refuses_a_damaged_results_file_in_one_sentence(no_run, capsys):
     os.mkdir("out")
     with open("out/results.json", "w") as f:
         json.dump({"environment": {}, "runs": [{"tuning": "drs"}]}, f)
-    assert main(["bench", "--resume", "--out", "out"]) == 1
+    assert main(["bench", "compare", "--resume", "--out", "out"]) == 1
     assert capsys.readouterr().err == ("drsftp: error: --resume: out/results.json is not the output of drsftp "
                                        "bench: its environment is incomplete\n")
     assert os.listdir("out") == ["results.json"]
@@ -332,7 +331,7 @@ def test_resume_refuses_a_damaged_results_file_in_one_sentence(no_run, capsys):
     (["--rtt", "1ms"], "--rtt goes with --rate (loopback has no RTT to set)"),
 ])
 def test_datapath_refuses_bad_options_before_writing_its_file(argv, message, monkeypatch, capsys):
-    from drsftp.bench import datapath
+    from drsftp.bench.checks import datapath
     from drsftp.cli import main
 
     def reached(*args, **kw):
@@ -352,7 +351,7 @@ def test_datapath_refuses_bad_options_before_writing_its_file(argv, message, mon
     (["--rtts", "", "--paths", "", "--losses", ""], "nothing to check: --rtts, --paths and --losses are all empty"),
 ])
 def test_netemcheck_refuses_bad_options_before_any_link(argv, message, monkeypatch, capsys):
-    from drsftp.bench import netemcheck
+    from drsftp.bench.checks import netemcheck
     from drsftp.cli import main
 
     def reached(*args, **kw):
@@ -364,7 +363,7 @@ def test_netemcheck_refuses_bad_options_before_any_link(argv, message, monkeypat
 
 
 def test_netemcheck_plan_takes_every_value_and_quick_shortens_it(monkeypatch):
-    from drsftp.bench import netemcheck
+    from drsftp.bench.checks import netemcheck
     from drsftp.cli import main
 
     plans = []
@@ -381,7 +380,7 @@ def test_netemcheck_plan_takes_every_value_and_quick_shortens_it(monkeypatch):
 
 
 def test_netemcheck_judges_the_queue_by_its_drain_time_and_goodput_by_the_ceiling():
-    from drsftp.bench.netemcheck import _goodput, ceiling, queue_delay
+    from drsftp.bench.checks.netemcheck import _goodput, ceiling, queue_delay
 
     assert queue_delay(30e6, 125) == pytest.approx(0.05)  # 125 x 1500 bytes at 30 Mbit/s
     assert ceiling(100e6) == pytest.approx(96.53e6, rel=1e-3)  # 1448 of each 1500 bytes

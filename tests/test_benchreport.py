@@ -8,8 +8,8 @@ import shlex
 
 import pytest
 
-from drsftp.bench.report import markdown, merge_latest, read_csv
-from drsftp.bench.tunings import TUNINGS
+from drsftp.bench.common.tunings import TUNINGS
+from drsftp.bench.compare.report import markdown, merge_latest, read_csv
 from drsftp.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -82,7 +82,7 @@ ENV = {"date": "d", "kernel": "k", "machine": "m", "congestion_control": "cubic"
 
 
 def _bench_run(tuning="drs", mbps=90.0, **kw):
-    from drsftp.bench.record import BenchRun
+    from drsftp.bench.common.record import BenchRun
 
     run = BenchRun(tuning=tuning, direction="get", path="big.bin", rate_bps=100e6, rtt_s=0.1,
                    ceiling_mbps=96.5, bytes=int(mbps * 1e6 / 8), seconds=1.0, complete=True,
@@ -91,7 +91,7 @@ def _bench_run(tuning="drs", mbps=90.0, **kw):
 
 
 def test_results_the_bench_writes_read_back(tmp_path, capsys):
-    from drsftp.bench.report import write_files
+    from drsftp.bench.compare.report import write_files
 
     files = write_files(ENV, [_bench_run("kernel", 60.0), _bench_run("drs", 90.0)], str(tmp_path))
     for path in files.values():
@@ -146,13 +146,13 @@ FIELD = str(ROOT / "docs" / "bench-data" / "field-big-1g-100ms.json")
     ([FORCE, "--loss", "200%"], 2, "--loss: loss must lie between 0 and 100%, not 200%"),
     ([FORCE, "--rtt", "soon"], 2, "--rtt: not a duration: 'soon' (examples: 100ms, 0.5ms, 1s)"),
     ([FORCE, "--dataset", "big"], 2,
-     "--dataset applies to field results only (drsftp bench --streams, --peers, --datasets)"),
+     "--dataset applies to field results only (drsftp bench field)"),
     ([FIELD, "--base", "bogus"], 2, "unknown --base 'bogus'; choose from drsftp, "),
     ([FIELD, "--base", "gridftp-fast"], 1, "no gridftp-fast run completed to divide by; --base one of drsftp, "),
     ([FIELD, "--table", "speed"], 2,
      "--table applies to bench results, not field results (those take --dataset and --base)"),
     ([FIELD, "--dataset", "huge"], 1, "no runs of the 'huge' dataset in these results (they hold big)"),
-    ([FIELD, FORCE], 1, "field results (drsftp bench --streams/--peers/--datasets) print alone"),
+    ([FIELD, FORCE], 1, "field results (drsftp bench field) print alone"),
 ])
 def test_benchreport_options_that_cannot_apply_are_refused(argv, code, message, capsys):
     assert main(["benchreport", *argv]) == code

@@ -16,8 +16,8 @@ import sys
 import pytest
 from conftest import drsftp, make_file, sha256_file
 
-from drsftp.bench import tunings as T
-from drsftp.bench.report import legend, path_tables, print_table, verdict
+from drsftp.bench.common import tunings as T
+from drsftp.bench.compare.report import legend, path_tables, print_table, verdict
 from drsftp.cli import build_parser
 from drsftp.client.result import SCHEMA, TransferResult
 from drsftp.tuning import names

@@ -1,4 +1,4 @@
-"""`drsftp bench --compete`: the SPEC grammar, the figures (Jain's index,
+"""`drsftp bench compete`: the SPEC grammar, the figures (Jain's index,
 goodput each second, the papers' memory measure, link use), which sockets
 are a flow's, the command line and `drsftp benchreport` of the results."""
 
@@ -6,14 +6,15 @@ import json
 import os
 
 import pytest
-from conftest import Reached, stop_at_run
+from conftest import Reached, stop_at_run, usage_exit
 
-from drsftp.bench import compete, competerun
-from drsftp.bench import tunings as T
-from drsftp.bench.competereport import cap_points, flow_table, kind_table, markdown, slug
-from drsftp.bench.competespec import parse_compete, window_cap
-from drsftp.bench.competestats import cumulative_at, flow_figures, jain, per_second, summary
-from drsftp.bench.sampler import parse_ss
+from drsftp.bench.common import tunings as T
+from drsftp.bench.common.sampler import parse_ss
+from drsftp.bench.compete import outputs as compete
+from drsftp.bench.compete import run as competerun
+from drsftp.bench.compete.report import cap_points, flow_table, kind_table, markdown, slug
+from drsftp.bench.compete.spec import parse_compete, window_cap
+from drsftp.bench.compete.stats import cumulative_at, flow_figures, jain, per_second, summary
 from drsftp.cli import main
 
 # ---------------------------------------------------------------- the grammar
@@ -32,7 +33,7 @@ def test_a_spec_gives_each_flow_its_kind_number_and_delay():
 
 
 def test_gridftp_runs_n_streams_from_its_own_server_and_ends_at_its_cap(tmp_path):
-    from drsftp.bench.competerun import CompeteConfig, _launch
+    from drsftp.bench.compete.run import CompeteConfig, _launch
 
     class Link:
         server_addr, client_addr = "10.201.0.2", "10.201.0.1"
@@ -147,7 +148,7 @@ def test_a_flow_is_timed_from_its_first_byte_and_counts_its_clients_bytes_past_t
 
 
 def test_flows_started_apart_are_judged_while_all_run_and_by_how_soon_they_share_equally():
-    from drsftp.bench.competestats import overlap_fairness
+    from drsftp.bench.compete.stats import overlap_fairness
 
     def flow(label, first, end, per_second):
         pts = [(first, 0.0)]
@@ -242,7 +243,7 @@ class _Link:
 
 
 def _watch(index, kind, pid, is_data):
-    from drsftp.bench.competespec import Flow
+    from drsftp.bench.compete.spec import Flow
 
     w = competerun.Watch(Flow(index, kind, f"{kind}#1", 0.0), [], "drsftp", is_data, "")
     w.proc = _Proc(pid)
@@ -277,7 +278,7 @@ def test_a_flow_owns_its_clients_data_sockets_and_their_server_ends_only(monkeyp
 
 
 def test_flows_of_one_tuning_share_a_server_and_each_iperf3_flow_has_its_own(tmp_path):
-    from drsftp.bench.competerun import CompeteConfig, _launch
+    from drsftp.bench.compete.run import CompeteConfig, _launch
 
     class Link:
         server_addr = "10.201.0.2"
@@ -312,36 +313,36 @@ def test_flows_of_one_tuning_share_a_server_and_each_iperf3_flow_has_its_own(tmp
 
 @pytest.fixture
 def no_compete(monkeypatch, tmp_path):
-    """--compete in an empty directory, its run replaced by Reached."""
+    """bench compete in an empty directory, its run replaced by Reached."""
     stop_at_run(monkeypatch, tmp_path, (compete, "run_compete"), (competerun, "Link"))
     return Reached
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--compete", "3*bogus"], "--compete: '3*bogus': unknown kind 'bogus'; choose from " + ", ".join(
+    (["3*bogus"], "SPEC: '3*bogus': unknown kind 'bogus'; choose from " + ", ".join(
         [*T.TUNINGS, "fixed:SIZE", "drs:CAP", "drs-P-N", "drs-P-auto", "gridftp-pN", "iperf3", "iperf3:SIZE"])),
-    (["--compete", "drs", "--rates", "20mbit,100mbit"], "--compete runs on one link: give one --rates value"),
-    (["--compete", "drs", "--rtts", "20ms,1s"], "--compete runs on one link: give one --rtts value"),
-    (["--compete", "drs", "--rates", "0"], "--rates: a bench rate must be above 0 (0 is a link without a ceiling)"),
-    (["--compete", "drs", "--losses", "2"], "--losses: loss must lie between 0 and 100%, not 200%"),
-    (["--compete", "drs", "--tunings", "drs"], "--tunings does not apply to --compete (one link, the flows of SPEC)"),
-    (["--compete", "drs", "--quick"], "--quick does not apply to --compete (one link, the flows of SPEC)"),
-    (["--compete", "drs", "--profiles", "fast"], "unknown profile 'fast'; choose from default, tuned"),
-    (["--compete", "drs", "--duration", "0"], "--duration must be seconds above 0, at most 3600, not 0"),
-    (["--compete", "drs", "--duration", "nan"], "--duration must be seconds above 0, at most 3600, not nan"),
-    (["--compete", "drs", "--duration", "5", "--size", "1MiB"],
+    (["drs", "--rates", "20mbit,100mbit"], "a competition runs on one link: give one --rates value"),
+    (["drs", "--rtts", "20ms,1s"], "a competition runs on one link: give one --rtts value"),
+    (["drs", "--rates", "0"], "--rates: a bench rate must be above 0 (0 is a link without a ceiling)"),
+    (["drs", "--losses", "2"], "--losses: loss must lie between 0 and 100%, not 200%"),
+    (["drs", "--tunings", "drs"], "unrecognized arguments: --tunings drs; see drsftp bench compete --help"),
+    (["drs", "--quick"], "unrecognized arguments: --quick; see drsftp bench compete --help"),
+    (["drs", "--profiles", "fast"], "unknown profile 'fast'; choose from default, tuned"),
+    (["drs", "--duration", "0"], "--duration must be seconds above 0, at most 3600, not 0"),
+    (["drs", "--duration", "nan"], "--duration must be seconds above 0, at most 3600, not nan"),
+    (["drs", "--duration", "5", "--size", "1MiB"],
      "--duration and --size exclude each other (a time or a file for each flow)"),
-    (["--duration", "5"], "--duration goes with --compete"),
+    (["drs", "--max-time", "0"], "--max-time must be a number of seconds above 0, not 0"),
 ])
 def test_a_bad_compete_option_is_refused_before_anything_is_made(argv, message, no_compete, capsys):
-    assert main(["bench", *argv]) == 2
+    assert usage_exit(["bench", "compete", *argv]) == 2
     assert capsys.readouterr().err == f"drsftp: error: {message}\n"
     assert os.listdir(".") == []
 
 
 def test_a_valid_compete_reaches_its_run_with_every_value_parsed(no_compete):
     with pytest.raises(no_compete) as got:
-        main(["bench", "--compete", "2*stock-64k+drs:1MiB@2s", "--rates", "20mbit", "--rtts", "20ms",
+        main(["bench", "compete", "2*stock-64k+drs:1MiB@2s", "--rates", "20mbit", "--rtts", "20ms",
               "--queue", "100", "--duration", "4", "--profiles", "tuned", "--cc", "reno"])
     cfg = got.value.args[0]
     assert [(f.label, f.delay) for f in cfg.flows] == [("stock-64k#1", 0.0), ("stock-64k#2", 0.0),
@@ -351,13 +352,13 @@ def test_a_valid_compete_reaches_its_run_with_every_value_parsed(no_compete):
     assert cfg.sysctls()["net.ipv4.tcp_congestion_control"] == "reno"
     assert compete.file_name(cfg) == "compete-2xstock-64k+drs_1MiB_at_2s-20mbit-20ms-q100.json"
     with pytest.raises(no_compete) as got:
-        main(["bench", "--compete", "drs", "--size", "8MiB", "--max-time", "9"])
+        main(["bench", "compete", "drs", "--size", "8MiB", "--max-time", "9"])
     cfg = got.value.args[0]
     assert (cfg.duration, cfg.file_size(), cfg.cap, cfg.path.rate, cfg.path.rtt) == (None, 8 << 20, 9.0, 100e6, 0.1)
 
 
 def test_a_flows_time_is_covered_by_its_file():
-    from drsftp.bench.competerun import CompeteConfig
+    from drsftp.bench.compete.run import CompeteConfig
 
     cfg = CompeteConfig(spec="drs", flows=parse_compete("drs"), path=T.Path(rate=1e9, rtt=0.1), duration=30.0)
     assert cfg.file_size() > 1e9 / 8 * 30  # no flow ends before its time is up
@@ -441,7 +442,7 @@ def test_compete_results_print_alone_and_take_no_bench_filters(tmp_path, capsys)
     assert "--rtt applies to bench results, not compete results" in capsys.readouterr().err
     csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get-no-loss.csv")
     assert main(["benchreport", str(p), csv]) == 1
-    assert "compete results (drsftp bench --compete) print alone" in capsys.readouterr().err
+    assert "compete results (drsftp bench compete) print alone" in capsys.readouterr().err
 
 
 def test_the_sharing_table_gives_a_row_a_file_and_the_medians_of_each_spec_and_commit(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""`drsftp bench --compete` for real: a tiny competition over an emulated
+"""`drsftp bench compete` for real: a tiny competition over an emulated
 link, its results file, and nothing left behind.  Needs root and network
 namespaces; CI runs as root, so it fails, never skips, where that is missing."""
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from drsftp.bench import competerun
+from drsftp.bench.compete import run as competerun
 from drsftp.cli import main
 from drsftp.netem import namespaces as nsmod
 from drsftp.netem.link import Link
@@ -48,7 +48,7 @@ def _alive(pid):
 def test_a_tiny_competition_reports_every_flow_and_leaves_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(competerun, "Link", _Recorded)
     out = tmp_path / "out"
-    assert main(["bench", "--compete", "2*stock-64k+1*drs+iperf3:64k@1s", "--rates", "20mbit", "--rtts", "20ms",
+    assert main(["bench", "compete", "2*stock-64k+1*drs+iperf3:64k@1s", "--rates", "20mbit", "--rtts", "20ms",
                  "--duration", "4", "--out", str(out)]) == 0
     name = "compete-2xstock-64k+1xdrs+iperf3_64k_at_1s-20mbit-20ms-q64"
     assert sorted(os.listdir(out)) == [name + "-goodput.png", name + ".json"]  # the clients' files are gone

@@ -1,4 +1,4 @@
-"""Sweeps of `drsftp bench --compete`: a set of results in one file, the
+"""Sweeps of `drsftp bench compete`: a set of results in one file, the
 sweep table (a row per competition, the ratios the papers' fairness
 measure compares), the window table of the low-rate case, the link's
 counters, and benchmarks/papers.py's cells."""
@@ -9,12 +9,12 @@ import os
 import pytest
 from conftest import benchmark_module
 
-from drsftp.bench.competelink import CpuMark, health_line, link_health
-from drsftp.bench.competeset import add_to_set, cell_key, congestion_control, read_set, slim
-from drsftp.bench.competespec import cap_template
-from drsftp.bench.competestats import flow_figures, summary
-from drsftp.bench.competesweep import sweep_table
-from drsftp.bench.competewindow import plot_window, window_table
+from drsftp.bench.compete.link import CpuMark, health_line, link_health
+from drsftp.bench.compete.sets import add_to_set, cell_key, congestion_control, read_set, slim
+from drsftp.bench.compete.spec import cap_template
+from drsftp.bench.compete.stats import flow_figures, summary
+from drsftp.bench.compete.sweep import sweep_table
+from drsftp.bench.compete.window import plot_window, window_table
 from drsftp.cli import main
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -197,7 +197,7 @@ def test_a_compete_table_of_bench_results_is_one_sentence(capsys):
     csv = os.path.join(ROOT, "docs", "bench-data", "all-tunings-get-no-loss.csv")
     assert main(["benchreport", csv, "--table", "sweep"]) == 2
     assert capsys.readouterr().err.strip() == ("drsftp: error: --table sweep applies to compete results "
-                                               "(drsftp bench --compete)")
+                                               "(drsftp bench compete)")
 
 
 @pytest.mark.parametrize("content,message", [
@@ -227,6 +227,6 @@ def test_the_papers_cells_are_the_studys_sweeps_and_each_knows_its_result_in_the
     data["duration_s"] = cell.duration
     assert cell.key() == cell_key(data)  # a cell in the set is not run again
     argv = cell.argv("OUT")
-    assert argv[argv.index("--compete") + 1] == cell.spec and "--force-buffers" in argv and argv[-1] == "OUT"
+    assert argv[argv.index("compete") + 1] == cell.spec and "--force-buffers" in argv and argv[-1] == "OUT"
     low = papers.FIGURES["lowrate"]
     assert low.sample_every == 1.0 and {(c.rate, c.rtt, c.queue) for c in low.cells} == {("56kbit", "100ms", 20)}

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from drsftp.bench import datapath as D
+from drsftp.bench.checks import datapath as D
 
 
 def _run(user: float, sys_: float, exit_: int = 0, seconds: float = 1.0) -> dict:

@@ -132,7 +132,7 @@ def test_a_link_flap_does_not_lose_data(tmp_path, direction):
 
 @pytest.mark.root
 def test_32_concurrent_clients_budget_and_no_leaks(tmp_path):
-    from drsftp.bench.sampler import Sampler
+    from drsftp.bench.common.sampler import Sampler
 
     root = tmp_path / "srv"
     root.mkdir()

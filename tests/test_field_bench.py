@@ -5,10 +5,10 @@ import shutil
 import tempfile
 
 import pytest
-from conftest import Reached, stop_at_run
+from conftest import Reached, stop_at_run, usage_exit
 
-from drsftp.bench import field
-from drsftp.bench.tunings import Path
+from drsftp.bench.common.tunings import Path
+from drsftp.bench.field import run as field
 
 
 def test_workloads_have_the_datasets_issue_shapes():
@@ -139,7 +139,7 @@ def test_benchreport_prints_the_field_table_from_saved_results(tmp_path):
 def test_bench_against_the_field_refuses_an_unknown_column_in_one_sentence():
     from conftest import drsftp as run_drsftp
 
-    r = run_drsftp("bench", "--streams", "1,4", "--peers", "bbcp")
+    r = run_drsftp("bench", "field", "--streams", "1,4", "--peers", "bbcp")
     assert r.returncode == 2 and "Traceback" not in r.stderr  # a usage error
     assert "unknown entries bbcp" in r.stderr
 
@@ -164,13 +164,12 @@ def no_run(monkeypatch, tmp_path):
     (["--datasets", ","], "--datasets needs at least one value"),
     (["--peers", ""], "--peers needs at least one value"),
     (["--reps", "0"], "--reps must be at least 1"),
-    (["--tunings", "drs"], "--tunings does not apply against the field (--streams, --peers, --datasets)"),
-    (["--resume"], "--resume does not apply against the field (--streams, --peers, --datasets)"),
+    (["--tunings", "drs"], "unrecognized arguments: --tunings drs; see drsftp bench field --help"),
+    (["--resume"], "unrecognized arguments: --resume; see drsftp bench field --help"),
 ])
 def test_field_options_are_all_checked_before_the_first_run(argv, message, no_run, capsys):
-    from drsftp.cli import main
 
-    assert main(["bench", "--streams", "1,4", *argv]) == 2
+    assert usage_exit(["bench", "field", "--streams", "1,4", *argv]) == 2
     assert capsys.readouterr().err == f"drsftp: error: {message}\n"
     assert os.listdir(no_run) == []
 
@@ -179,7 +178,8 @@ def test_a_valid_field_run_starts_with_its_first_path(no_run):
     from drsftp.cli import main
 
     with pytest.raises(Reached) as got:
-        main(["bench", "--streams", "1,auto", "--rtts", "25ms,50ms", "--datasets", "big,deep", "--scale", "0.25"])
+        main(["bench", "field", "--streams", "1,auto", "--rtts", "25ms,50ms", "--datasets", "big,deep", "--scale",
+              "0.25"])
     cfg = got.value.args[0]
     assert cfg.path == Path(rate=1e9, rtt=0.025) and cfg.reps == 3 and cfg.scale == 0.25
     assert cfg.entries == ["drsftp", "drsftp-Pauto", "drsftp-r"] and cfg.workloads == ["big", "deep"]

@@ -1,4 +1,4 @@
-"""`drsftp bench --third-party` (drsftp/bench/thirdbench.py; docs/BENCHMARKS.md,
+"""`drsftp bench third-party` (drsftp/bench/thirdparty/run.py; docs/BENCHMARKS.md,
 "Third-party"): the entries' commands, the options checked before anything
 runs, what a run keeps of drsftp's --json, the tables, `drsftp benchreport`
 on its JSON, and (root) the bench itself on a small, fast topology."""
@@ -11,13 +11,13 @@ import shutil
 import tempfile
 
 import pytest
-from conftest import Reached, stop_at_run
+from conftest import Reached, stop_at_run, usage_exit
 
-from drsftp.bench import thirdbench as tb
-from drsftp.bench.field import workload
-from drsftp.bench.thirdreport import drs_table, entry_table, first_decisions
-from drsftp.bench.thirdsummary import copy_summary
-from drsftp.bench.tunings import Path
+from drsftp.bench.common.datasets import workload
+from drsftp.bench.common.tunings import Path
+from drsftp.bench.thirdparty import run as tb
+from drsftp.bench.thirdparty.report import drs_table, entry_table, first_decisions
+from drsftp.bench.thirdparty.summary import copy_summary
 from drsftp.cli import main
 
 A, B = "10.203.0.2", "10.203.0.3"
@@ -31,13 +31,13 @@ def _ctx(tree=False):
 def test_entries_run_the_issue_s_commands_at_both_node_addresses():
     copy = tb.ENTRIES["copy-Pauto"].argv(_ctx())
     assert copy[copy.index("-P") + 1] == "auto" and "copy" in copy and "-r" not in copy
-    assert copy[-2:] == [f"ftp://bench:bench@{A}:2121/big.bin", f"ftp://bench:bench@{B}:2121/big.bin"]
+    assert copy[-2:] == [f"ftp://bench:bench-pass@{A}:2121/big.bin", f"ftp://bench:bench-pass@{B}:2121/big.bin"]
     tree = tb.ENTRIES["copy-r"].argv(_ctx(tree=True))
     assert "-r" in tree and "-P" not in tree and "-c" not in tree  # its defaults
-    assert tree[-2:] == [f"ftp://bench:bench@{A}:2121/small/", f"ftp://bench:bench@{B}:2121/small/"]
+    assert tree[-2:] == [f"ftp://bench:bench-pass@{A}:2121/small/", f"ftp://bench:bench-pass@{B}:2121/small/"]
     get = tb.ENTRIES["get-Pauto-on-b"]
     assert get.node == "b" and not get.third_party  # on B, from A, over the same A-B link
-    assert get.argv(_ctx())[-2:] == [f"ftp://bench:bench@{A}:2121/big.bin", "/w/b/big.bin"]
+    assert get.argv(_ctx())[-2:] == [f"ftp://bench:bench-pass@{A}:2121/big.bin", "/w/b/big.bin"]
     guc = tb.ENTRIES["gridftp-p4-16M"].argv(_ctx())
     assert guc[:5] == ["globus-url-copy", "-p", "4", "-tcp-bs", "16M"]
     assert guc[-2:] == [f"ftp://{A}:2811/w/a/big/big.bin", f"ftp://{B}:2811/w/b/big.bin"]  # server to server
@@ -84,16 +84,16 @@ def no_run(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--third-party", "copy-P4,bbcp"], "unknown third-party entry 'bbcp'; known: copy-Pauto, "),
-    (["--third-party", "--rtts", "100ms,50ms"], "--third-party runs on one A-B link: give one --rtts value"),
-    (["--third-party", "--rates", "0"], "--rates: a bench rate must be above 0 (0 is a link without a ceiling)"),
-    (["--third-party", "--streams", "4"], "--streams does not apply to --third-party (its entries name what runs)"),
-    (["--third-party", "--scale", "2"], "--scale must be above 0 and at most 1, not 2"),
-    (["--third-party", "--losses", "2"], "--losses: loss must lie between 0 and 100%, not 200%"),
-    (["--third-party", "--compete", "drs"], "--third-party does not apply to --compete"),
+    (["copy-P4,bbcp"], "unknown third-party entry 'bbcp'; known: copy-Pauto, "),
+    (["--rtts", "100ms,50ms"], "the third-party bench runs on one A-B link: give one --rtts value"),
+    (["--rates", "0"], "--rates: a bench rate must be above 0 (0 is a link without a ceiling)"),
+    (["--streams", "4"], "unrecognized arguments: --streams; see drsftp bench third-party --help"),
+    (["--scale", "2"], "--scale must be above 0 and at most 1, not 2"),
+    (["--losses", "2"], "--losses: loss must lie between 0 and 100%, not 200%"),
+    (["--reps", "0"], "--reps must be at least 1"),
 ])
 def test_options_are_checked_before_anything_is_made(argv, message, no_run, capsys):
-    assert main(["bench", *argv]) == 2
+    assert usage_exit(["bench", "third-party", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"drsftp: error: {message}") and err.count("\n") == 1, err
     assert os.listdir(no_run) == []
@@ -101,13 +101,13 @@ def test_options_are_checked_before_anything_is_made(argv, message, no_run, caps
 
 def test_a_valid_command_line_runs_its_entries_on_its_link(no_run):
     with pytest.raises(Reached) as got:
-        main(["bench", "--third-party", "copy-Pauto,gridftp-p4-16M", "--rtts", "40ms", "--rates", "200mbit",
+        main(["bench", "third-party", "copy-Pauto,gridftp-p4-16M", "--rtts", "40ms", "--rates", "200mbit",
               "--reps", "2", "--scale", "0.25"])
     cfg = got.value.args[0]
     assert cfg.entries == ["copy-Pauto", "gridftp-p4-16M"] and cfg.reps == 2 and cfg.scale == 0.25
     assert cfg.path == Path(rate=200e6, rtt=0.04)
     with pytest.raises(Reached) as got:
-        main(["bench", "--third-party"])
+        main(["bench", "third-party"])
     assert got.value.args[0].entries == list(tb.DEFAULT_ENTRIES) and got.value.args[0].path.rtt == 0.1
 
 

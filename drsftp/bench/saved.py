@@ -15,8 +15,8 @@ from ..netem.errors import NetemError
 
 @dataclass
 class Saved:
-    kind: str  # "bench" (drsftp bench) | "field" (bench --streams/--peers/--datasets) | "compete" (--compete)
-    #            | "third-party" (bench --third-party)
+    kind: str  # "bench" (drsftp bench) | "field" (bench field) | "compete" (bench compete)
+    #            | "third-party" (bench third-party)
     runs: list[dict]  # compete: the flows
     env: dict | None = None  # the bench's environment; None for a CSV or field results
     data: dict | None = None  # compete, third-party: the whole file (its link or topology, and the rest)
@@ -79,7 +79,7 @@ _FIELD_RUN = (
     ("error", lambda x: x is None or isinstance(x, str), False),
 )
 
-# what thirdreport.py reads of a third-party run (bench/thirdbench.py)
+# what thirdparty/report.py reads of a third-party run (thirdparty/run.py)
 _THIRD_RUN = (
     *_FIELD_RUN,
     ("entry", lambda x: isinstance(x, str), True),
@@ -100,7 +100,7 @@ _BOUNCE = (("port_to", lambda x: isinstance(x, str), True), ("reply", lambda x: 
 
 
 def _kind(x: Any) -> bool:
-    from .competespec import check_kind
+    from .compete.spec import check_kind
 
     try:
         return isinstance(x, str) and check_kind(x) == x
@@ -118,7 +118,7 @@ def _compete_samples(x: Any) -> bool:
         and all(_opt_number(s.get(k)) for k in ("snd_wnd", "inflight", "retrans")) for s in x)
 
 
-# what competereport.py reads of a flow of `drsftp bench --compete`
+# what compete/report.py reads of a flow of `drsftp bench compete`
 _COMPETE_FLOW = (
     ("label", lambda x: isinstance(x, str), True),
     ("kind", _kind, True),
@@ -176,9 +176,9 @@ def _compete_flows(data: dict, what: str) -> list[dict]:
 
 def read_results(path: str) -> Saved:
     """The runs of a results.json or results.csv of `drsftp bench`, a
-    field.json of `drsftp bench --streams/--peers/--datasets`, or the flows
-    of a compete-*.json of `drsftp bench --compete` (or of a set of them)."""
-    from .report import read_csv
+    field.json of `drsftp bench field`, or the flows
+    of a compete-*.json of `drsftp bench compete` (or of a set of them)."""
+    from .compare.report import read_csv
 
     what = f"{path} is not the output of drsftp bench"
     if path.endswith(".csv"):

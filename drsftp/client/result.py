@@ -1,5 +1,5 @@
 """One transfer's figures: what `drsftp get/put --json` writes and what
-`drsftp bench` keeps per run (drsftp.bench.record extends it).
+`drsftp bench` keeps per run (drsftp.bench.common.record extends it).
 
 The dictionary form is flat and versioned by ``schema``: a reader accepts
 any record up to :data:`SCHEMA` and keeps keys it does not know in

@@ -19,9 +19,9 @@ import sys
 import pytest
 from conftest import wait_until
 
-from drsftp.bench.report import print_table
-from drsftp.bench.runner import BenchConfig, run_bench
-from drsftp.bench.tunings import Path
+from drsftp.bench.common.tunings import Path
+from drsftp.bench.compare.report import print_table
+from drsftp.bench.compare.runner import BenchConfig, run_bench
 from drsftp.netem import namespaces as nsmod
 from drsftp.netem.errors import NetemError
 from drsftp.netem.link import Link

@@ -1,4 +1,4 @@
-"""`drsftp bench --compete SPEC`: several flows over one emulated bottleneck.
+"""`drsftp bench compete SPEC`: several flows over one emulated bottleneck.
 
 One link (drsftp netem); one server for each kind of server the flows
 need (flows of one tuning share it, each iperf3 flow has its own); the
@@ -22,16 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..netem.errors import NetemError
-from ..netem.link import Link, stop_process, wait_for_port
-from ..netem.spec import LinkSpec
-from . import tunings as T
-from .competelink import cpu_mark, link_health
-from .competespec import Flow, iperf3_window
-from .competestats import flow_figures, summary
-from .field import GRIDFTP_PORT, hosts_wrap, server_argv
-from .runner import PROFILES, BenchConfig, _probe, client_figures, environment
-from .sampler import parse_ss
+from ...netem.errors import NetemError
+from ...netem.link import Link, stop_process, wait_for_port
+from ...netem.spec import LinkSpec
+from ..common import tunings as T
+from ..common.figures import client_figures
+from ..common.host import PROFILES, environment
+from ..common.peers import GRIDFTP_PORT, hosts_wrap, server_argv
+from ..common.sampler import parse_ss
+from ..compare.runner import BenchConfig, probe_size
+from .link import cpu_mark, link_health
+from .spec import Flow, iperf3_window
+from .stats import flow_figures, summary
 
 IPERF3_PORT = 5201  # the first iperf3 server's; one port per iperf3 flow
 IPERF3_CPORT = 20000  # its data connection's client port (below the ephemeral range): how its socket is told
@@ -195,7 +197,7 @@ def run_compete(cfg: CompeteConfig) -> dict[str, Any]:
         _check_disk(cfg, dest)
         with open(os.path.join(root, SOURCE), "wb") as f:
             f.truncate(cfg.file_size())  # sparse: the flows read it, nothing checks its bytes
-        env = environment(BenchConfig(paths=[cfg.path], tunings=[], force=cfg.force, cc=cfg.cc))
+        env = environment(cfg.force, cfg.cc)
         with Link(rtt=cfg.path.rtt, rate=cfg.path.rate, loss=cfg.path.loss, queue=cfg.path.queue,
                   sysctls=cfg.sysctls()) as link:
             link_info = {"rate_bps": cfg.path.rate, "rtt_s": cfg.path.rtt, "loss": cfg.path.loss,
@@ -229,7 +231,7 @@ def _probe_size(cfg: CompeteConfig, link: Link, root: str, dest: str) -> int | N
     if not any(f.kind == "probe-static" for f in cfg.flows):
         return None
     bench = BenchConfig(paths=[cfg.path], tunings=[], force=cfg.force, workdir=os.path.dirname(root), log=cfg.log)
-    return _probe(bench, link, cfg.path, root, dest)
+    return probe_size(bench, link, cfg.path, root, dest)
 
 
 def _compete(cfg: CompeteConfig, link: Link, root: str, dest: str, work: str, probe: int | None) -> list[Watch]:

@@ -1,4 +1,4 @@
-"""`drsftp bench --compete` and `drsftp benchreport` of its results: run a
+"""`drsftp bench compete` and `drsftp benchreport` of its results: run a
 competition, write its JSON (and plot), print its tables."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import os
 import sys
 from collections import Counter
 
-from .competereport import legend, markdown, plot_goodput, plot_vs_cap, rate_text, sharing_table, slug, stem
-from .competerun import CompeteConfig, run_compete
-from .competeset import congestion_control
-from .competesweep import sweep_table
-from .competewindow import plot_window, window_table
-from .report import markdown_table
+from ..compare.report import markdown_table
+from .report import legend, markdown, plot_goodput, plot_vs_cap, rate_text, sharing_table, slug, stem
+from .run import CompeteConfig, run_compete
+from .sets import congestion_control
+from .sweep import sweep_table
+from .window import plot_window, window_table
 
 
 def name_stem(spec: str, rate_bps: float, rtt_s: float, queue: int, loss: float | None) -> str:

@@ -28,24 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..netem.link import stop_process, wait_for_port
-from ..netem.topology import Topology
-from .field import (
-    DRS_PORT,
-    DRSFTP,
-    GRIDFTP_PORT,
-    PASSWORD,
-    PY,
-    USER,
-    Workload,
-    finish_client,
-    hosts_wrapped,
-    make_tree,
-    workload,
-)
-from .sampler import Sampler
-from .thirdsummary import copy_summary, sockets_summary
-from .tunings import Path
+from ...netem.link import stop_process, wait_for_port
+from ...netem.topology import Topology
+from ..common.datasets import Workload, make_tree, workload
+from ..common.peers import DRS_PORT, DRSFTP, GRIDFTP_PORT, PASSWORD, PY, USER, finish_client, hosts_wrapped
+from ..common.sampler import Sampler
+from ..common.tunings import Path, drsftp_server
+from .summary import copy_summary, sockets_summary
 
 CONTROL_RTT = 0.005  # client-A and client-B (the topology)
 NODES = ("client", "a", "b")
@@ -148,7 +137,7 @@ def entry_names(spec: str) -> list[str]:
     if unknown:
         raise ValueError(f"unknown third-party entry {unknown[0]!r}; known: {', '.join(ENTRIES)}")
     if not names:
-        raise ValueError("--third-party needs at least one entry")
+        raise ValueError("the third-party bench needs at least one entry")
     return list(dict.fromkeys(names))
 
 
@@ -240,8 +229,7 @@ def _server_cpu(servers: list[subprocess.Popen]) -> dict:
 def _server(topo: Topology, kind: str, node: str, peer: str, root: str, workdir: str, log) -> subprocess.Popen:
     me, other = topo.node_addr(node), topo.node_addr(peer)
     if kind == "drsftp":
-        argv = [*DRSFTP, "serve", "--root", root, "--host", me, "--port", str(DRS_PORT), "--user", USER,
-                "--password", PASSWORD, "--third-party-peers", other, "--data-interface", me]
+        argv = drsftp_server(root, me, port=DRS_PORT, extra=("--third-party-peers", other, "--data-interface", me))
     else:
         argv = hosts_wrapped(me, [GRIDFTP, "-aa", "-anonymous-user", "nobody", "-p", str(GRIDFTP_PORT),
                                   "-control-interface", me, "-data-interface", me, "-fork", "-no-chdir", "-d",

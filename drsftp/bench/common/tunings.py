@@ -10,12 +10,12 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..netem.link import wait_for_port
-from ..tuning import names as registered_tunings
+from ...netem.link import wait_for_port
+from ...tuning import names as registered_tunings
 
 PY = sys.executable
 DRSFTP = [PY, "-m", "drsftp"]
-USER, PASSWORD = "bench", "bench"
+USER, PASSWORD = "bench", "bench-pass"  # (drsftp serve refuses a password under 8 characters)
 PORT = 2121
 
 
@@ -82,10 +82,14 @@ def available(name: str) -> str | None:
     return None
 
 
-def drsftp_server(root: str, host: str, tuning: str, force: bool, port: int = PORT) -> list[str]:
-    cmd = [*DRSFTP, "serve", "--root", root, "--host", host, "--port", str(port),
-           "--user", USER, "--password", PASSWORD, "--tuning", tuning]
-    return cmd + (["--force-buffers"] if force else [])
+def drsftp_server(root: str, host: str, tuning: str | None = None, force: bool = False, port: int = PORT,
+                  extra: tuple[str, ...] = ()) -> list[str]:
+    """The one `drsftp serve` command line of every bench: ROOT on HOST:PORT for
+    the bench user, ``tuning`` (None: the server's default), then ``extra``."""
+    cmd = [*DRSFTP, "serve", "--root", root, "--host", host, "--port", str(port), "--user", USER,
+           "--password", PASSWORD]
+    cmd += ["--tuning", tuning] if tuning is not None else []
+    return cmd + (["--force-buffers"] if force else []) + list(extra)
 
 
 def drsftp_url(host: str, path: str, port: int = PORT) -> str:
@@ -133,7 +137,7 @@ def plan(name: str, *, direction: str, root: str, host: str, local: str, remote:
     if name == "kernel":
         server = [PY, "-m", "pyftpdlib", "-i", host, "-p", str(port), "-w", "-d", root,
                   "-u", USER, "-P", PASSWORD]
-        client = [PY, "-m", "drsftp.bench.stockclient", direction, url, local, "--json", out_json,
+        client = [PY, "-m", "drsftp.bench.common.stockclient", direction, url, local, "--json", out_json,
                   "--max-time", f"{max_time:g}"]
         return RunPlan(server, client, "stock")
     if name == "kernel-vsftpd":

@@ -1,11 +1,11 @@
-"""The tables of `drsftp bench --third-party` (bench/thirdbench.py) and of
+"""The tables of `drsftp bench third-party` (thirdparty/run.py) and of
 `drsftp benchreport third-party.json` (docs/BENCHMARKS.md, "Third-party")."""
 
 from __future__ import annotations
 
 import statistics
 
-from .report import median
+from ..compare.report import median
 
 MiB, MB = 1 << 20, 1e6
 # what each workload's ratios divide by: GridFTP's third-party run, then the direct get over A-B

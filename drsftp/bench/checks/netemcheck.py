@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass
 from rich.console import Console
 from rich.table import Table
 
-from ..netem.errors import NetemError
-from ..netem.link import Link, wait_for_port
-from ..netem.spec import MTU, LinkSpec
+from ...netem.errors import NetemError
+from ...netem.link import Link, wait_for_port
+from ...netem.spec import MTU, LinkSpec
 
 IDLE_RATE = 100e6
 WMEM = {"net.ipv4.tcp_wmem": "4096 16384 67108864", "net.ipv4.tcp_rmem": "4096 131072 67108864"}

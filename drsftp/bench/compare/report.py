@@ -14,7 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from .tunings import DESCRIPTIONS
+from ..common.tunings import DESCRIPTIONS
 
 
 def _key(r: dict) -> tuple:

@@ -1,4 +1,4 @@
-"""What one third-party bench run keeps (bench/thirdbench.py): the data
+"""What one third-party bench run keeps (thirdparty/run.py): the data
 sockets at A and B as `ss` saw them, and the DRS reports of drsftp's
 `--json` (docs/THIRDPARTY.md, "--json"), in a few numbers each."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from .sampler import Sampler
+from ..common.sampler import Sampler
 
 FIRST_ROWS = 4  # each server's first DRS replies, kept whole: the first decisions
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .competereport import completed, pyplot, rate_text, save_figure
-from .competeset import congestion_control
-from .report import median
+from ..compare.report import median
+from .report import completed, pyplot, rate_text, save_figure
+from .sets import congestion_control
 
 Data = dict[str, Any]
 

@@ -15,56 +15,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..netem.link import Link, stop_process, wait_for_port
-from .sampler import Sampler
-from .tunings import Path
-
-PY = sys.executable
-DRSFTP = [PY, "-m", "drsftp"]
-USER, PASSWORD = "bench", "bench"
-DRS_PORT, GRIDFTP_PORT = 2121, 2811
-MiB = 1 << 20
-
-
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    files: tuple[tuple[str, int], ...]  # (path relative to the tree, size)
-
-    @property
-    def tree(self) -> bool:
-        return len(self.files) > 1
-
-    @property
-    def bytes(self) -> int:
-        return sum(n for _, n in self.files)
-
-
-def workload(name: str, scale: float = 1.0) -> Workload:
-    """big: one 512 MiB file; small: 200 x 1 MiB; mixed: one 256 MiB file and
-    1,000 x 64 KiB (the datasets issue's three shapes); deep: small's files
-    in 40 directories (what listing costs); ``scale`` shrinks sizes and
-    counts for a quick run."""
-    def n(x: int) -> int:
-        return max(1, int(x * scale))
-    if name == "big":
-        return Workload(name, (("big.bin", n(512) * MiB),))
-    if name == "small":
-        return Workload(name, tuple((f"f{i:04d}.bin", MiB) for i in range(n(200))))
-    if name == "mixed":
-        return Workload(name, (("big.bin", n(256) * MiB),)
-                        + tuple((f"s/f{i:04d}.bin", 64 << 10) for i in range(n(1000))))
-    if name == "deep":
-        return Workload(name, tuple((f"d{i % n(40):02d}/f{i:04d}.bin", MiB) for i in range(n(200))))
-    raise ValueError(f"unknown workload {name!r} (big, small, mixed, deep)")
+from ...netem.link import Link, stop_process, wait_for_port
+from ..common.datasets import MiB, Workload, make_tree, workload
+from ..common.peers import DRS_PORT, DRSFTP, GRIDFTP_PORT, PASSWORD, USER, finish_client, hosts_wrap, server_argv
+from ..common.sampler import Sampler
+from ..common.tunings import Path
 
 
 @dataclass(frozen=True)
@@ -217,78 +178,9 @@ def missing_programs(entries: list[str]) -> list[str]:
     return sorted(p for p in need if not (shutil.which(p) or os.path.exists(f"/usr/sbin/{p}")))
 
 
-def make_tree(root: str, wl: Workload) -> str:
-    """The workload under ROOT/<name>, world-readable (GridFTP's anonymous
-    user reads as nobody); made once, kept between runs."""
-    top = os.path.join(root, wl.name)
-    stamp = os.path.join(root, f".{wl.name}.made")
-    made = ""
-    if os.path.exists(stamp):
-        with open(stamp) as sf:
-            made = sf.read()
-    if made == repr(wl.files):
-        return top if wl.tree else os.path.join(top, wl.files[0][0])
-    shutil.rmtree(top, ignore_errors=True)
-    block = os.urandom(MiB)
-    for rel, size in wl.files:
-        p = os.path.join(top, rel)
-        os.makedirs(os.path.dirname(p), exist_ok=True)
-        with open(p, "wb") as out:
-            left = size
-            while left > 0:
-                out.write(block[:min(left, MiB)])
-                left -= MiB
-                block = block[1:] + block[:1]  # no two MiB alike
-    for d, _, fs in os.walk(root):
-        os.chmod(d, 0o755)
-        for name in fs:
-            os.chmod(os.path.join(d, name), 0o644)
-    with open(stamp, "w") as sf:
-        sf.write(repr(wl.files))
-    return top if wl.tree else os.path.join(top, wl.files[0][0])
-
-
-def hosts_wrap(link: Link, side: str, argv: list[str], workdir: str) -> list[str]:
-    """hosts_wrapped for one side ("server" or "client") of ``link``, its hosts file in ``workdir``."""
-    me = link.server_addr if side == "server" else link.client_addr
-    return hosts_wrapped(me, argv, os.path.join(workdir, f"hosts-{side}"))
-
-
-def hosts_wrapped(me: str, argv: list[str], hosts: str) -> list[str]:
-    """GridFTP resolves the host's own name, which the namespaces cannot:
-    give the process a hosts file of its own (HOSTS, naming ``me``) in a
-    private mount namespace (the host's /etc/hosts is never touched)."""
-    with open(hosts, "w") as f:
-        f.write(f"127.0.0.1 localhost\n{me} {socket.gethostname()}\n")
-    script = 'mount --bind "$0" /etc/hosts && exec "$@"'
-    return ["unshare", "-m", "sh", "-c", script, hosts, *argv]
-
-
-def server_argv(kind: str, link: Link, root: str, workdir: str) -> tuple[list[str], int]:
-    """The command of a ``kind`` server ("drsftp" or "gridftp") on the link's server side, and its port."""
-    if kind == "drsftp":
-        return [*DRSFTP, "serve", "--root", root, "--host", link.server_addr, "--port", str(DRS_PORT),
-                "--user", USER, "--password", PASSWORD], DRS_PORT
-    argv = ["/usr/sbin/globus-gridftp-server", "-aa", "-anonymous-user", "nobody", "-p", str(GRIDFTP_PORT),
-            "-control-interface", link.server_addr, "-data-interface", link.server_addr,
-            "-fork", "-no-chdir", "-d", "error"]
-    return hosts_wrap(link, "server", argv, workdir), GRIDFTP_PORT
-
-
 def _sum_peak(sampler: Sampler, key: str) -> int:
     """The most all data sockets held at once (summed per sample)."""
     return max((sum(s.get(key) or 0 for s in socks) for _, socks in sampler.samples), default=0)
-
-
-def finish_client(client: subprocess.Popen, max_time: float, result: dict) -> tuple[bytes, bytes]:
-    """The client's output once it ends; past ``max_time`` seconds it is
-    killed and ``result`` says so."""
-    try:
-        return client.communicate(timeout=max_time)
-    except subprocess.TimeoutExpired:
-        client.kill()
-        result["error"] = f"over {max_time:g} s"
-        return client.communicate()
 
 
 def _check(dest: str, wl: Workload) -> str | None:

@@ -1,10 +1,10 @@
 """Several competitions in one file: a sweep's cells (`drsftp bench
---compete` at each cap, queue and congestion control) kept together, as
+compete` at each cap, queue and congestion control) kept together, as
 docs/bench-data keeps a figure's runs.
 
     {"compete_set": 1, "results": [<a compete results file's content>, ...]}
 
-Each result is what `drsftp bench --compete` writes, its flows' samples
+Each result is what `drsftp bench compete` writes, its flows' samples
 left out or thinned (a sweep's samples would be megabytes; its tables and
 the goodput-against-cap plot read the flows' figures only)."""
 

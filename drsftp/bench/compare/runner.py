@@ -4,10 +4,7 @@ a server and a client in their namespaces, sampled at both ends."""
 
 from __future__ import annotations
 
-import functools
-import json
 import os
-import platform
 import statistics
 import subprocess
 import time
@@ -17,20 +14,12 @@ from typing import Any
 
 import psutil
 
-from ..client.result import TransferResult
-from ..io.sockopt import read_host_limits
-from ..netem.link import Link, wait_for_port
-from . import tunings as T
-from .record import BenchRun
-from .sampler import Sampler, counter_delta, parse_counters
-
-# Host profiles.  net.core.rmem_max/wmem_max are global (read-only inside a
-# namespace), so `tuned` raises only the per-namespace TCP limits, as ESnet's
-# host-tuning advice does for 10G hosts (tcp_rmem/tcp_wmem max 64 MiB).
-PROFILES = {
-    "default": {},
-    "tuned": {"net.ipv4.tcp_rmem": "4096 131072 67108864", "net.ipv4.tcp_wmem": "4096 65536 67108864"},
-}
+from ...netem.link import Link, wait_for_port
+from ..common import tunings as T
+from ..common.figures import client_figures
+from ..common.host import PROFILES, commit, environment
+from ..common.record import BenchRun
+from ..common.sampler import Sampler, counter_delta, parse_counters
 
 
 @dataclass
@@ -60,34 +49,6 @@ def run_key(r: dict) -> tuple:
     return (r["profile"], r["rate_bps"], r["rtt_s"], r["loss"], r["tuning"], r["direction"], r["rep"])
 
 
-def environment(cfg: BenchConfig) -> dict:
-    limits = read_host_limits()
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "kernel": platform.release(),
-        "machine": f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB",
-        "host_sysctls": limits.as_dict(),
-        "buffer_force_available": limits.can_force,
-        "buffer_force_used": cfg.force and limits.can_force,
-        "congestion_control": cfg.cc or limits.congestion_control,
-        "commit": _commit(),
-    }
-
-
-@functools.lru_cache(maxsize=1)
-def _commit() -> str | None:
-    """The drsftp code measured: its git commit, "+" if the tree has changes."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the drsftp package
-    try:
-        head = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--", "."], capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return head + ("+" if dirty else "")
-
-
 def make_file(path: str, size: int) -> None:
     if os.path.exists(path) and os.path.getsize(path) == size:
         return
@@ -100,7 +61,7 @@ def make_file(path: str, size: int) -> None:
 
 
 def run_bench(cfg: BenchConfig) -> tuple[dict, list[dict]]:
-    env = environment(cfg)
+    env = environment(cfg.force, cfg.cc)
     results: list[dict] = []
     os.makedirs(cfg.workdir, exist_ok=True)
     for tuning in cfg.tunings:
@@ -147,11 +108,11 @@ def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunin
     with Link(rtt=path.rtt, rate=path.rate, loss=path.loss, queue=path.queue, sysctls=sysctls) as link:
         link_info = {"backend": link.backend, "queue_packets": link.info["spec"]["queue_packets"],
                      "sysctls": link.info["sides"]["server"]["sysctls"]}
-        probe = _probe(cfg, link, path, root, local_dir) if "probe-static" in tunings else None
+        probe = probe_size(cfg, link, path, root, local_dir) if "probe-static" in tunings else None
         for tuning, direction, rep in todo:
             cfg.log(f"  {tuning:14} {direction} #{rep + 1}: running (at most {cfg.max_time:g} s)")
             r = _run_one(cfg, link, tuning, direction, path, rep, root, local_dir, src, probe)
-            r.update(profile=profile, link=link_info, probe_size=probe, file_size=size, commit=_commit())
+            r.update(profile=profile, link=link_info, probe_size=probe, file_size=size, commit=commit())
             out.append(r)
             saved()
             state = "" if r.get("complete") else " (stopped at --max-time)"
@@ -160,7 +121,7 @@ def _run_path(cfg: BenchConfig, profile: str, sysctls: dict, path: T.Path, tunin
     return out
 
 
-def _probe(cfg: BenchConfig, link: Link, path: T.Path, root: str, local_dir: str) -> int:
+def probe_size(cfg: BenchConfig, link: Link, path: T.Path, root: str, local_dir: str) -> int:
     """NLANR-style: RTT from ping, bandwidth from a short autotuned transfer's
     best rate; static size = 2 x rate x RTT."""
     r = link.run("client", ["ping", "-q", "-c", "3", "-i", "0.2", link.server_addr], timeout=30)
@@ -289,33 +250,3 @@ def _counters(link: Link, side: str) -> dict[str, int]:
     return parse_counters(r.stdout)
 
 
-def client_figures(kind, code, stdout, stderr, out_json, direction) -> dict:
-    if kind == "curl":
-        try:
-            d = json.loads(stdout.decode() or "{}")
-        except ValueError:
-            d = {}
-        moved = d.get("size_download" if direction == "get" else "size_upload", 0) or 0
-        start = d.get("time_starttransfer" if direction == "get" else "time_pretransfer", 0) or 0
-        seconds = max((d.get("time_total") or 0) - start, 1e-9)
-        if code not in (0, 28):
-            return {"error": f"curl exit {code}: {stderr.decode(errors='replace').strip()[-200:]}"}
-        return {"bytes": moved, "seconds": seconds, "mbps": moved * 8 / seconds / 1e6, "complete": code == 0}
-    try:
-        with open(out_json) as f:
-            t = TransferResult.from_dict(json.load(f))  # the client's own record (drsftp --json, stockclient)
-    except (OSError, ValueError, TypeError):
-        return {"error": f"client exit {code}: {stderr.decode(errors='replace').strip()[-300:]}"}
-    fig: dict = {"bytes": t.bytes, "seconds": t.seconds, "mbps": t.mbps, "complete": t.complete}
-    if t.extra.get("first_block_s") is not None:  # stock ftplib: how long its first block took to go
-        fig["first_block_s"] = t.extra["first_block_s"]
-    if kind == "drsftp":
-        fig.update(client_report={"tuning": t.tuning, "rtt_min_ms": t.rtt_min_ms, "rtt_avg_ms": t.rtt_avg_ms,
-                                  "rtt_max_ms": t.rtt_max_ms, "retransmits": t.retransmits,
-                                  "peak_rcvbuf": t.peak_rcvbuf, "peak_sndbuf": t.peak_sndbuf,
-                                  "drs_replies": t.drs_replies, "kernel_owns": t.kernel_owns,
-                                  "handshake_window": t.handshake_window},
-                   client_timeline=t.timeline)
-        if t.extra.get("parallel") == "auto":  # -P auto: its first streams and when it changed them
-            fig.update(streams_start=t.extra.get("streams_start"), stream_changes=t.extra.get("stream_changes"))
-    return fig

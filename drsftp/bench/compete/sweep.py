@@ -10,9 +10,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .competereport import SEGMENT, completed, figures, mbps_text, rate_text
-from .competeset import congestion_control
-from .competespec import cap_template, window_cap
+from .report import SEGMENT, completed, figures, mbps_text, rate_text
+from .sets import congestion_control
+from .spec import cap_template, window_cap
 
 Data = dict[str, Any]
 

@@ -1,5 +1,5 @@
 """The emulated link's own account of a competition (`drsftp bench
---compete`): what crossed its bottleneck, what its queue dropped, and
+compete`): what crossed its bottleneck, what its queue dropped, and
 whether the emulator kept up with the flows (docs/BENCHMARKS.md, "Sharing
 the link"; docs/NETEM.md, "Differences to keep in mind": the tun
 forwarder is one Python process that shares the cores with the endpoints
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..netem.spec import MTU
+from ...netem.spec import MTU
 
 DIRECTIONS = {"s2c": "server to client", "c2s": "client to server"}
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client.result import TransferResult
+from ...client.result import TransferResult
 
 
 @dataclass(kw_only=True)
 class BenchRun(TransferResult):
     rep: int = 0
-    profile: str = "default"  # host profile (runner.PROFILES)
+    profile: str = "default"  # host profile (common.host.PROFILES)
     rate_bps: float = 0.0  # the emulated path
     rtt_s: float = 0.0
     loss: float = 0.0

@@ -1,4 +1,4 @@
-"""`drsftp bench --compete SPEC` and `drsftp benchreport compete-*.json`:
+"""`drsftp bench compete SPEC` and `drsftp benchreport compete-*.json`:
 the options of a competition over one bottleneck (docs/BENCHMARKS.md,
 "Sharing the link")."""
 
@@ -10,13 +10,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..netem.errors import NetemError, NetemUsageError
-from ..netem.spec import parse_duration, parse_loss, parse_rate
-from . import tunings as T
-from .options import (
+from ...netem.errors import NetemError, NetemUsageError
+from ...netem.spec import parse_duration, parse_loss, parse_rate
+from ..common import tunings as T
+from ..common.options import (
     RUN_FILTERS,
+    add_link_options,
+    add_run_options,
     check_link_value,
-    given_options,
+    check_run_options,
     need_bench_extras,
     option_values,
     or_default,
@@ -25,31 +27,46 @@ from .options import (
 
 COMPETE_RATE, COMPETE_RTT, COMPETE_LOSS, COMPETE_DURATION = "100mbit", "100ms", "0", 30.0
 MAX_DURATION = 3600.0
-# benchreport's tables of compete results: a row per competition, a row per flow's window (bench/compete.py)
+# benchreport's tables of compete results: a row per competition, a row per flow's window (outputs.py)
 COMPETE_TABLES = ("sweep", "window", "sharing")
+
+
+def add_parser(modes) -> None:
+    p = modes.add_parser("compete", help="several flows over one link: goodput over time, memory, fairness")
+    p.add_argument("compete", metavar="SPEC",
+                   help="the flows: [N*]KIND[@DELAY] joined by +, KIND a tuning of `bench compare`, fixed:SIZE, "
+                        "drs:CAP (DRS capped at CAP), drs-P-N, drs-P-auto, gridftp-pN, iperf3 or iperf3:SIZE "
+                        "(iperf3 -w SIZE), e.g. 10*stock-64k+1*drs or drs-P-auto+2*drs@10s")
+    add_link_options(p, COMPETE_RTT, COMPETE_RATE, COMPETE_LOSS, what=" (one value)")
+    p.add_argument("--profiles", help="the host profile, default or tuned (one value; default: default)")
+    p.add_argument("--duration", type=float,
+                   help=f"seconds each flow runs (default {COMPETE_DURATION:g}; --size instead: each flow moves "
+                        "a file of SIZE, capped by --max-time)")
+    p.add_argument("--size", help="each flow moves a file of this size instead of running --duration seconds")
+    p.add_argument("--force-buffers", action="store_true",
+                   help="let drs/manual/probe-static use SO_*BUFFORCE past rmem_max (root)")
+    add_run_options(p, "compete-*.json and its plot", reps=False)
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.set_defaults(func=cmd_compete)
 
 
 def one_value(option: str, text: str, parse: Callable[[str], Any]) -> Any:
     values = option_values(option, text, parse)
     if len(values) > 1:
-        raise NetemUsageError(f"--compete runs on one link: give one {option} value")
+        raise NetemUsageError(f"a competition runs on one link: give one {option} value")
     return values[0]
 
 
 def compete_config(args):
-    """--compete's flows, link and length, every value checked before anything is made."""
-    from .competerun import CompeteConfig
-    from .competespec import parse_compete
-    from .runner import PROFILES
+    """The competition's flows, link and length, every value checked before anything is made."""
+    from ..common.host import PROFILES
+    from .run import CompeteConfig
+    from .spec import parse_compete
 
-    stray = given_options(args, ("quick", "tunings", "directions", "reps", "resume", "streams", "peers", "datasets",
-                          "scale", "third_party"))
-    if stray:
-        raise NetemUsageError(f"{stray[0]} does not apply to --compete (one link, the flows of SPEC)")
     try:
         flows = parse_compete(args.compete)
     except ValueError as exc:
-        raise NetemUsageError(f"--compete: {exc}") from None
+        raise NetemUsageError(f"SPEC: {exc}") from None
     rate = one_value("--rates", or_default(args.rates, COMPETE_RATE), parse_rate)
     rtt = one_value("--rtts", or_default(args.rtts, COMPETE_RTT), parse_duration)
     loss = one_value("--losses", or_default(args.losses, COMPETE_LOSS), parse_loss)
@@ -77,17 +94,18 @@ def compete_config(args):
 
 
 def cmd_compete(args) -> int:
+    check_run_options(args)
     cfg = compete_config(args)
     need_bench_extras()
-    from .compete import run_and_report
+    from .outputs import run_and_report
 
     return run_and_report(cfg, args.out, plots=not args.no_plots)
 
 
 def compete_report(args, datas: list[tuple[str, dict]]) -> int:
     """Compete results: each file's tables, or one table over them all (--table sweep, window or sharing), and
-    their plots (bench/compete.py)."""
-    from .compete import report
+    their plots (outputs.py)."""
+    from .outputs import report
 
     stray = [f"--{name}" for name in ("tunings", "base", *RUN_FILTERS, "dataset") if getattr(args, name) is not None]
     if args.table is not None and args.table not in COMPETE_TABLES:

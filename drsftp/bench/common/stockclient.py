@@ -1,6 +1,6 @@
 """A stock FTP client for the bench: Python's ftplib, buffers never touched.
 
-    python -m drsftp.bench.stockclient get|put URL LOCAL --json OUT [--max-time S]
+    python -m drsftp.bench.common.stockclient get|put URL LOCAL --json OUT [--max-time S]
 
 Prints nothing; writes bytes and seconds to OUT.  The clock runs from the
 first data byte (get: the first one received; put: the first one handed to
@@ -16,8 +16,8 @@ import os
 import sys
 import time
 
-from ..client.result import TransferResult
-from ..ftp.url import parse_url
+from ...client.result import TransferResult
+from ...ftp.url import parse_url
 
 BLOCK = 1 << 20
 

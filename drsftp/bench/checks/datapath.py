@@ -28,8 +28,8 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
-from ..netem.link import stop_process
-from . import tunings as T
+from ...netem.link import stop_process
+from ..common import tunings as T
 
 
 class _RSSWatch:
@@ -192,7 +192,7 @@ class _Place:
     def __init__(self, link: tuple[float, float] | None) -> None:
         self.link = None
         if link is not None:
-            from ..netem.link import Link
+            from ...netem.link import Link
 
             self.link = Link(rate=link[0], rtt=link[1]).up()
         self.host = self.link.server_addr if self.link else "127.0.0.1"
@@ -204,7 +204,7 @@ class _Place:
 
     def server(self, argv: list[str], port: int) -> subprocess.Popen:
         if self.link is not None:
-            from ..netem.link import wait_for_port
+            from ...netem.link import wait_for_port
 
             proc = self.link.popen("server", argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wait_for_port(self.link, "server", port, 15)
@@ -259,8 +259,7 @@ def run_datapath(size: int, reps: int, outdir: str, link: tuple[float, float] | 
             for server in servers:
                 port = place.port(server)
                 if server == "drsftp":
-                    argv = [*T.DRSFTP, "serve", "--root", root, "--host", place.host, "--port", str(port),
-                            "--user", T.USER, "--password", T.PASSWORD]
+                    argv = T.drsftp_server(root, place.host, port=port)
                 else:
                     conf = T.vsftpd_config(root, place.host, work)
                     with open(conf) as cf:

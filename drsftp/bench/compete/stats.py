@@ -1,4 +1,4 @@
-"""The figures of a competition (`drsftp bench --compete`), from the flows'
+"""The figures of a competition (`drsftp bench compete`), from the flows'
 samples (sans-IO): goodput per flow and per second, memory, Jain's index
 within each kind, the papers' measure and link use.
 

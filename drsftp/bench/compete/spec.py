@@ -1,4 +1,4 @@
-"""`drsftp bench --compete SPEC`: which flows share the link (sans-IO).
+"""`drsftp bench compete SPEC`: which flows share the link (sans-IO).
 
     SPEC = TERM [+ TERM ...]      TERM = [N*]KIND[@DELAY]
 
@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..netem.errors import NetemError
-from ..netem.spec import parse_duration
-from ..tuning import check_spec
-from ..tuning.base import parse_buffer
-from . import tunings as T
+from ...netem.errors import NetemError
+from ...netem.spec import parse_duration
+from ...tuning import check_spec
+from ...tuning.base import parse_buffer
+from ..common import tunings as T
 
 MAX_FLOWS = 64  # one drsftp serve takes them all (its --max-streams-total is 256)
 MAX_DELAY = 3600.0  # seconds

@@ -1,5 +1,5 @@
 """The tables and plots of a competition's results (`drsftp bench
---compete`, `drsftp benchreport compete-*.json`): per flow, per kind, and
+compete`, `drsftp benchreport compete-*.json`): per flow, per kind, and
 goodput over time; across several results, each kind's goodput against
 the DRS flows' window cap (``drs:CAP``), as the simulation study's
 figures 5-7 plot it against maxwnd."""
@@ -11,11 +11,11 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from .competelink import health_line
-from .competeset import congestion_control
-from .competespec import cap_template, window_cap
-from .competestats import summary
-from .report import markdown_table, median
+from ..compare.report import markdown_table, median
+from .link import health_line
+from .sets import congestion_control
+from .spec import cap_template, window_cap
+from .stats import summary
 
 Data = dict[str, Any]
 SEGMENT = 1448  # TCP payload bytes per 1500-byte packet (timestamps on): the study's packet

@@ -1,5 +1,5 @@
-"""`drsftp bench --third-party [ENTRIES]` and `drsftp benchreport
-third-party.json`: the options of the third-party bench (bench/thirdbench.py;
+"""`drsftp bench third-party [ENTRIES]` and `drsftp benchreport
+third-party.json`: the options of the third-party bench (run.py;
 docs/BENCHMARKS.md, "Third-party")."""
 
 from __future__ import annotations
@@ -9,30 +9,48 @@ import math
 import os
 import sys
 
-from ..netem.errors import NetemError, NetemUsageError
-from ..netem.spec import parse_duration, parse_loss, parse_rate
-from .options import RUN_FILTERS, check_link_value, given_options, need_bench_extras, option_values, or_default
+from ...netem.errors import NetemError, NetemUsageError
+from ...netem.spec import parse_duration, parse_loss, parse_rate
+from ..common.options import (
+    RUN_FILTERS,
+    add_link_options,
+    add_run_options,
+    check_link_value,
+    check_run_options,
+    need_bench_extras,
+    option_values,
+    or_default,
+)
 
 THIRD_RATE, THIRD_RTT, THIRD_LOSS = "1gbit", "100ms", "0"
 RESULT_FILE = "third-party.json"
 
 
+def add_parser(modes) -> None:
+    p = modes.add_parser("third-party", help="third-party copies on a three-node topology beside GridFTP's")
+    p.add_argument("third_party", nargs="?", default="default", metavar="ENTRIES",
+                   help="default, all, or entry names, comma-separated: drsftp copy between two drsftp serves "
+                        "beside GridFTP's third-party transfers and a direct get on B (client 5 ms from A and "
+                        "from B, A-B of one --rates/--rtts)")
+    add_link_options(p, THIRD_RTT, THIRD_RATE, THIRD_LOSS, what=" (one value, the A-B link)")
+    p.add_argument("--scale", type=float,
+                   help="shrink the datasets' sizes and counts, above 0 to 1 (0.25: a quarter)")
+    add_run_options(p, RESULT_FILE)
+    p.set_defaults(func=cmd_third)
+
+
 def _one(option: str, text: str, parse):
     values = option_values(option, text, parse)
     if len(values) > 1:
-        raise NetemUsageError(f"--third-party runs on one A-B link: give one {option} value")
+        raise NetemUsageError(f"the third-party bench runs on one A-B link: give one {option} value")
     return values[0]
 
 
 def third_config(args):
     """The bench's entries and A-B link, every value checked before anything is made."""
-    from .thirdbench import ThirdConfig, entry_names
-    from .tunings import Path
+    from ..common.tunings import Path
+    from .run import ThirdConfig, entry_names
 
-    stray = given_options(args, ("quick", "tunings", "directions", "profiles", "size", "force_buffers", "resume",
-                                 "streams", "peers", "datasets", "duration"))
-    if stray:
-        raise NetemUsageError(f"{stray[0]} does not apply to --third-party (its entries name what runs)")
     try:
         entries = entry_names(args.third_party)
     except ValueError as exc:
@@ -57,10 +75,11 @@ def third_config(args):
 
 
 def cmd_third(args) -> int:
-    from .runner import _commit
-    from .thirdbench import run_third
-    from .thirdreport import report
+    from ..common.host import environment
+    from .report import report
+    from .run import run_third
 
+    check_run_options(args)
     cfg = third_config(args)
     need_bench_extras()
     os.makedirs(args.out, exist_ok=True)
@@ -68,7 +87,7 @@ def cmd_third(args) -> int:
         data = run_third(cfg)
     except RuntimeError as exc:
         raise NetemError(str(exc)) from None
-    data["environment"] = _environment(cfg.cc, _commit())
+    data["environment"] = environment(cc=cfg.cc)
     out = os.path.join(args.out, RESULT_FILE)
     with open(out, "w") as f:
         json.dump(data, f, indent=1)
@@ -79,22 +98,11 @@ def cmd_third(args) -> int:
     return 1 if failed else 0
 
 
-def _environment(cc: str | None, commit: str | None) -> dict:
-    import platform
-    import time
-
-    from ..io.sockopt import read_host_limits
-
-    limits = read_host_limits()
-    return {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "kernel": platform.release(),
-            "cores": os.cpu_count(), "host_sysctls": limits.as_dict(),
-            "congestion_control": cc or limits.congestion_control, "commit": commit}
-
 
 def third_report(args, datas: list[dict]) -> int:
     """Third-party results: their tables; --dataset big|small prints that table alone, --base its reference."""
-    from .thirdbench import ENTRIES
-    from .thirdreport import drs_table, report
+    from .report import drs_table, report
+    from .run import ENTRIES
 
     stray = [f"--{name}" for name in ("tunings", *RUN_FILTERS, "plots") if getattr(args, name) is not None]
     if args.table not in (None, "drs"):

@@ -1,0 +1,1 @@
+"""What every bench mode shares: options, tunings, datasets, the programs it starts, samplers, the host record."""

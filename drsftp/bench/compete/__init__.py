@@ -1,0 +1,1 @@
+"""`drsftp bench compete`: several flows sharing one bottleneck."""

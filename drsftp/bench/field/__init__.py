@@ -1,0 +1,1 @@
+"""`drsftp bench field`: drsftp beside the field's tools on one link."""

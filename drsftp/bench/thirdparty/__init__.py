@@ -1,0 +1,1 @@
+"""`drsftp bench third-party`: server-to-server copies on a three-node topology."""
