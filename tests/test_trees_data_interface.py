@@ -14,7 +14,10 @@ docs/DATASETS.md, docs/THIRDPARTY.md).
 - On the three-node topology (root; fails, never skips, without it): each
   server's control connection on its client link, its data interface on
   its node address; with --pasv-address each tree is byte-identical,
-  copy -r's too (the servers' data flows between their data interfaces)."""
+  copy -r's too (the servers' data flows between their data interfaces),
+  the client's data connections leaving from its control connection's
+  address (its route to a node address starts at its own node address,
+  which the server's bounce rule would refuse)."""
 
 from __future__ import annotations
 
@@ -171,8 +174,11 @@ def test_trees_against_multihomed_servers_on_three_nodes(tmp_path):
             r = client("ls", a.url("d/", a_ctl))
             assert r.returncode == 1 and f"PASV named {a_data}: --pasv-address" in r.stderr, r.stderr
             r = client("ls", "--pasv-address", a.url("d/", a_ctl))
-            assert r.returncode == 0, r.stderr
+            assert r.returncode == 0, r.stderr  # (its data connection left from the client's control address)
             assert r.stdout.split() == ["f0.bin", "f1.bin", "f2.bin", "sub/"]
+            r = client("get", "-q", "--pasv-address", a.url("d/f0.bin", a_ctl), str(tmp_path / "one.bin"))
+            assert r.returncode == 0, r.stderr
+            assert filecmp.cmp(src / "f0.bin", tmp_path / "one.bin", shallow=False)
             r = client("get", "-r", "-q", "--pasv-address", a.url("d/", a_ctl), str(tmp_path / "got"))
             assert r.returncode == 0, r.stderr
             assert same_tree(src, tmp_path / "got")
