@@ -73,7 +73,6 @@ class RemoteSession:
         self.passive_verb: str | None = first if first == "PASV" or "EPSV" in ctl.features else None
         self.pipeline = True  # False: one command at a time (to measure what pipelining saves)
         self.mlsd = "MLST" in ctl.features
-        self.peer = ctl.writer.get_extra_info("peername")[0]
         self.early: dict[str, Reply] = {}  # replies to queries sent with the log-in
         self.early_listing: tuple[str, Started] | None = None  # a listing asked with the log-in
         # transfers the server started (1yz): a session that breaks with this
@@ -152,9 +151,10 @@ class RemoteSession:
         """The data address of ``st``'s passive command, by the rule a single
         file takes (flowctl.data_address): EPSV refused, PASV (the session
         keeps to it from then on).  A pipelined EPSV that is refused spent
-        the commands sent behind it (with no data connection coming the
-        server answers them 425 and runs nothing: docs/PROTOCOL.md): their
-        replies are read, and connect() sends them again behind PASV."""
+        the commands sent behind it (with no data connection to come a
+        server answers them 425 and runs nothing: drsftp serve's
+        finalreply.py, vsftpd): their replies are read, and connect() sends
+        them again behind PASV."""
         reply = await st.flow.reply(st.passive)
         if reply.code == 503 and st.pipelined:
             raise PairRefused()  # the previous transfer had not ended on the server yet
