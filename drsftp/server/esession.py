@@ -300,6 +300,7 @@ class ESession:
             return
         sock.setblocking(False)
         self.listener = Listener(self, sock)
+        h.passive_opened()  # (SPAS too: no peer has come to it yet)
         port = sock.getsockname()[1]
         if extmode:
             h.respond(f"229 Entering extended passive mode (|||{port}|).")
