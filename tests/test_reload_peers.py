@@ -12,6 +12,7 @@ import contextlib
 import socket
 import threading
 
+import pytest
 from conftest import PASSWORD, USER, make_file, wait_until
 from test_abor_order import held_server
 from test_eblock_server import Ctl
@@ -76,4 +77,82 @@ def test_a_reload_that_drops_a_peer_closes_its_streams_and_forgets_its_port(tmp_
         assert ctl.cmd("RETR f.bin")[0] == "425"  # the address is forgotten: PORT again
         assert ctl.cmd(f"PORT 127,0,0,2,{p >> 8},{p & 255}")[0] == "501"  # and refused now
         assert peer.open == 2  # no data connection went to it after the reload
+        ctl.close()
+
+
+@contextlib.contextmanager
+def listed_peer_server(tmp_path):
+    """A server that lists 127.0.0.2 as a third-party peer, run in this
+    process: (port, ioloop, withdraw), ``withdraw()`` taking the peer off
+    by a reload."""
+    root = tmp_path / "srv"
+    root.mkdir(exist_ok=True)
+    conf = tmp_path / "drsftp.toml"
+    head = f'root = "srv"\nuser = "{USER}"\npassword = "{PASSWORD}"\n'
+    conf.write_text(head + 'third_party_peers = ["127.0.0.2"]\n')
+    cfg = ServerConfig(root=str(root), port=0, user=USER, password=PASSWORD, config_file=str(conf),
+                       third_party_peers=["127.0.0.2"])
+    with held_server(root, cfg) as (port, ioloop, _, server):
+        def withdraw():
+            conf.write_text(head)
+            assert reload(server, cfg)
+
+        yield port, ioloop, withdraw
+
+
+def from_peer(port: int) -> socket.socket:
+    """A data connection to the passive port from the peer's address."""
+    s = socket.socket()
+    s.settimeout(10)
+    s.bind(("127.0.0.2", 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def closed_by_server(s: socket.socket) -> bool:
+    try:
+        return s.recv(1) == b""
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("mode", ["S", "E"])
+@pytest.mark.parametrize("peer_first", [True, False], ids=["peer-came-first", "stor-first"])
+def test_a_stor_on_a_withdrawn_peers_passive_port_is_refused_at_once(tmp_path, mode, peer_first):
+    """PASV, then a reload takes the peer off: the listener is the peer's
+    (it came to it, or comes while the STOR waits), and no connection it
+    takes will come, so the STOR gets 425 at once and the passive port is
+    closed (docs/SECURITY.md), not 150 and the data timeout's 421."""
+    with listed_peer_server(tmp_path) as (port, ioloop, withdraw):
+        ctl = Ctl(port)
+        if mode == "E":
+            assert ctl.cmd("MODE E")[0] == "200"
+        p = ctl.pasv()
+        if peer_first and mode == "E":  # a stream the listener took while the peer was listed (cached)
+            peer = from_peer(p)
+            assert wait_until(lambda: any(len(getattr(getattr(h, "eblock", None), "streams", ())) == 1
+                                          for h in list(ioloop.socket_map.values())), 10)
+            withdraw()
+            code, text = ctl.cmd("STOR g.bin")
+        elif peer_first:  # (stream mode: one taken before would be the data connection)
+            withdraw()
+            peer = from_peer(p)
+            assert closed_by_server(peer)  # dropped, and the port closed with it
+            code, text = ctl.cmd("STOR g.bin")
+        else:
+            withdraw()
+            code, text = ctl.cmd("STOR g.bin")
+            assert code == "150", text  # (nobody came yet: the client itself may)
+            peer = from_peer(p)
+            code, text = ctl.reply()
+        assert code == "425", text
+        if mode == "E" or not peer_first:
+            assert "127.0.0.2 was taken off --third-party-peers" in text, text
+        assert closed_by_server(peer)
+        assert ctl.cmd("STOR g.bin")[0] == "425"  # the passive port is gone: PASV again
+        with contextlib.suppress(ConnectionRefusedError, TimeoutError):
+            socket.create_connection(("127.0.0.1", p), timeout=5).close()
+            raise AssertionError("the passive port still listens")
+        assert not (tmp_path / "srv" / "g.bin").exists()
+        peer.close()
         ctl.close()

@@ -93,8 +93,11 @@ class ESession:
     # -- streams -----------------------------------------------------------
     def refuse(self, ip: str) -> str | None:
         """Why an accepted data connection is refused, or None."""
+        self.h.note_passive_peer(ip)
         if not self.h.data_peer_allowed(ip):
             self.h.note_refusal("bounce")
+            if isinstance(self.job, Receive) and not self._cached(Role.RECEIVER):
+                self._listener_withdrawn(self.job)  # (the STOR that waits for it)
             return "not the control connection's address, nor in --third-party-peers"
         if len(self.streams) >= self.limits.per_session:
             self.h.note_refusal("limit")
@@ -233,6 +236,23 @@ class ESession:
         self.h.respond("425 PORT's address is no longer among --third-party-peers: send PORT again.")
         return True
 
+    def _listener_withdrawn(self, waiting: Job | None = None) -> bool:
+        """The passive listener is a peer's that a reload (SIGHUP) took off
+        --third-party-peers (thirdparty.DataPeers.withdrawn_peer): closed,
+        and the STOR (``waiting``, or the one being run) gets 425 at once
+        instead of waiting out the data timeout."""
+        gone = self.h.withdrawn_peer() if self.listener is not None else None
+        if gone is None:
+            return False
+        assert self.listener is not None
+        self.listener.close()
+        self.listener = None
+        if waiting is not None:
+            waiting.fail(self.h.withdrawn_reply(gone))
+        else:
+            self.h.respond(self.h.withdrawn_reply(gone))
+        return True
+
     def _stream_failed(self) -> bool:
         """A stream's TLS failed before this transfer: it fails (425)."""
         if self.stream_error is None:
@@ -280,6 +300,7 @@ class ESession:
             return
         sock.setblocking(False)
         self.listener = Listener(self, sock)
+        h.passive_opened()  # (SPAS too: no peer has come to it yet)
         port = sock.getsockname()[1]
         if extmode:
             h.respond(f"229 Entering extended passive mode (|||{port}|).")
@@ -374,7 +395,7 @@ class ESession:
             h.respond(OVER_DIRECTORY)
             return
         cached = self._cached(Role.RECEIVER)
-        if self._clear_text_refused() or self._stream_failed():
+        if self._clear_text_refused() or self._stream_failed() or (not cached and self._listener_withdrawn()):
             return
         if not cached and self.listener is None:
             if self.port_addr is not None:

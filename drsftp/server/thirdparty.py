@@ -19,6 +19,10 @@
 - A data connection to or from another address than the client's is a
   path the control connection's RTT says nothing about: its tuners are
   told so (docs/DESIGN.md#third-party-path).
+- A passive listener that a peer came to, and that a reload (SIGHUP) has
+  since taken off ``--third-party-peers``, is that peer's: it would only
+  wait out the data timeout for a connection it must refuse, so it is
+  closed and the transfer on it answered 425 at once (withdrawn_peer).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import contextlib
 import ipaddress
 import logging
 from collections.abc import Iterable, Iterator
+
+from . import compat
 
 log = logging.getLogger("drsftp.server")
 
@@ -139,6 +145,9 @@ class DataPeers:
     # set per server by build_server (app.py)
     third_party_peers = PeerList()
     data_interface: str | None = None
+    # the session's passive listener: the peers allowed when it opened, the foreign ones that came
+    _pasv_peers = PeerList()
+    _pasv_came: frozenset[str] = frozenset()
 
     # -- who the data peer may be -----------------------------------------------------
     def foreign_data_peer(self, ip: str) -> bool:
@@ -185,7 +194,40 @@ class DataPeers:
                     " client's address and not in --third-party-peers", ip, port,
                     self.remote_ip)  # type: ignore[attr-defined]
         self.note_refusal("bounce")  # type: ignore[attr-defined]
+        self.note_passive_peer(ip)
+        gone = self.withdrawn_peer()
+        if gone is not None:  # no peer it serves will come: closed, the waiting transfer answered
+            compat.stop_connecting(self)
+            self.fail_queued_transfer(self.withdrawn_reply(gone))  # type: ignore[attr-defined]
         return True
+
+    # -- a passive listener's peers ----------------------------------------------------
+    def passive_opened(self) -> None:
+        """A new passive listener (PASV/EPSV): no peer has come to it yet."""
+        self._pasv_peers = self.third_party_peers
+        self._pasv_came = frozenset()
+
+    def note_passive_peer(self, ip: str) -> None:
+        """A connection came to the passive listener from ``ip`` (taken or not)."""
+        if self.foreign_data_peer(ip):
+            self._pasv_came = self._pasv_came | {plain_ip(ip)}
+
+    def withdrawn_peer(self) -> str | None:
+        """A third-party peer that came to the passive listener, was listed
+        when it opened, and that a reload has taken off --third-party-peers
+        since, where no foreign peer that came is still allowed: the
+        listener is that peer's, whose connections are now refused."""
+        came = self._pasv_came
+        if any(self.data_peer_allowed(ip) for ip in came):
+            return None
+        gone = sorted(ip for ip in came if ip in self._pasv_peers)
+        return gone[0] if gone else None
+
+    @staticmethod
+    def withdrawn_reply(ip: str) -> str:
+        """The transfer's reply on a withdrawn peer's listener (RFC 959 sec. 4.2: 425, no data connection)."""
+        return (f"425 No data connection will come: {ip} was taken off --third-party-peers after PASV;"
+                " the passive port is closed.")
 
     # -- which address this end uses ----------------------------------------------------
     def data_bind_address(self) -> str:
@@ -195,7 +237,14 @@ class DataPeers:
 
     def refused_passive(self, extmode: bool) -> bool:
         """PASV/EPSV that cannot name the data interface: True once answered.
-        EPSV names a port only (RFC 2428 sec. 3), PASV IPv4 addresses only."""
+        EPSV names a port only (RFC 2428 sec. 3), PASV IPv4 addresses only.
+        One let through opens a new listener (passive_opened)."""
+        refused = self._passive_refused(extmode)
+        if not refused:
+            self.passive_opened()
+        return refused
+
+    def _passive_refused(self, extmode: bool) -> bool:
         di = self.data_interface
         if di is None:
             return False

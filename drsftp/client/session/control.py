@@ -300,6 +300,20 @@ class ControlConnection:
         sock = self.writer.get_extra_info("socket")
         return sock.family if sock is not None else socket.AF_INET
 
+    def data_source(self, host: str) -> tuple[str, int] | None:
+        """Where a data connection to ``host`` binds: the control
+        connection's own address when ``host`` is not its peer (a data
+        interface PASV named, --pasv-address).  A server takes a data
+        connection from its client's address only (the bounce rule, RFC
+        2577 sec. 3: pyftpdlib, vsftpd, drsftp serve), and a multi-homed
+        client's route to another address of the server may leave from
+        another of its own.  None: the kernel's choice (the same route)."""
+        sock = self.writer.get_extra_info("socket")
+        if sock is None or host == self.writer.get_extra_info("peername")[0]:
+            return None
+        local = sock.getsockname()[0]
+        return (local, 0) if (":" in local) == (":" in host) else None
+
     # -- commands whose replies are read later, or dropped; the close -----------
     def send_unwaited(self, line: str) -> Pending:
         """``line`` sent without waiting for the replies before it

@@ -83,36 +83,20 @@ class FlowControl:
         return replies, error
 
     async def passive_address(self, before: Steps | None = None) -> tuple[str, int]:
-        """``before`` (e.g. MODE E) and EPSV (RFC 2428) in one batch, else
-        PASV (RFC 959); the data connection goes to the control
-        connection's host whatever PASV names (RFC 2577 sec. 5), unless
-        ``--pasv-address`` lets it go where PASV names: a server whose
-        data interface is apart from its control address (docs/PROTOCOL.md,
-        "Third-party transfers"; EPSV names no address, so PASV alone)."""
-        peer = self.ctl.writer.get_extra_info("peername")[0]
-        if self.ctl.pasv_address:
-            reply = (await self.batch([*(before or ()), ("PASV", "passive mode (PASV)")]))[-1]
-            try:
-                host, port = parse_pasv(reply)
-            except ProtocolError as exc:
-                raise FTPError(str(exc), transient=False) from exc
-            host = peer if host == "0.0.0.0" else host
-            self.ctl.data_hosts.add(host)
-            return host, port
+        """``before`` (e.g. MODE E) and the first passive command in one
+        batch, then PASV where EPSV was refused; the address is
+        :func:`data_address`'s (the one rule every data connection takes)."""
         sent = self.send_all(before or ())
-        epsv = self.send("EPSV")
+        first = self.send(first_passive(self.ctl))
         _, error = await self._read(sent, 60.0)
-        reply = await self.reply(epsv)
+        reply = await self.reply(first)
         if error is not None:
             raise error
-        try:
-            if reply.code == 229:
-                return peer, parse_epsv(reply)
-            host, port = parse_pasv(await self.step("PASV", "passive mode (PASV)"))
-            self.ctl.pasv_named = host if host not in (peer, "0.0.0.0") else None
-            return peer, port
-        except ProtocolError as exc:
-            raise FTPError(str(exc), transient=False) from exc
+        if epsv_refused(first.verb, reply):
+            reply = await self.reply(self.send("PASV"))
+        if reply.code not in (227, 229):
+            raise FTPError(f"passive mode (PASV) failed: {reply}", reply)  # (EPSV fails only into PASV)
+        return data_address(self.ctl, reply)
 
     async def started(self, pending: Pending, what: str, timeout: float = 60.0) -> Reply:
         """The transfer command's first reply: 125/150, or an FTPError."""
@@ -124,3 +108,52 @@ class FlowControl:
     def ended(self, pending: Pending, reply: Reply) -> flow.Event:
         """The transfer command's final reply: TransferDone or TransferEnded."""
         return self.flow.receive(pending.verb, reply)
+
+
+# -- the passive rule: one for every data connection the client opens ---------------------
+# (a single file, a tree's files and listings, ls; docs/PROTOCOL.md, "Third-party transfers")
+
+def first_passive(ctl: ControlConnection) -> str:
+    """EPSV (RFC 2428), or PASV under --pasv-address: EPSV names no
+    address, and the option is there to take the one PASV names."""
+    return "PASV" if ctl.pasv_address else "EPSV"
+
+
+def epsv_refused(verb: str, reply: Reply) -> bool:
+    """EPSV answered with anything but 229: PASV next (RFC 2428 sec. 3
+    leaves EPSV optional; drsftp serve refuses it with 502 on a control
+    connection that is not on its --data-interface)."""
+    return verb == "EPSV" and reply.code != 229
+
+
+def data_address(ctl: ControlConnection, reply: Reply) -> tuple[str, int]:
+    """Where the data connection goes for a 229 or 227 reply: the control
+    connection's host (EPSV names a port only; PASV's address is not
+    trusted, so a server cannot point the client at a third host), unless
+    --pasv-address lets it go where PASV names (a server's data interface
+    apart from its control address; that host may then also connect to
+    us: ``data_hosts``).  A PASV address not taken is kept to be named if
+    connecting fails (:func:`pasv_hint`)."""
+    peer = ctl.writer.get_extra_info("peername")[0]
+    try:
+        if reply.code == 229:
+            return peer, parse_epsv(reply)
+        if reply.code == 227:
+            host, port = parse_pasv(reply)
+            if ctl.pasv_address:
+                host = peer if host == "0.0.0.0" else host
+                ctl.data_hosts.add(host)
+                return host, port
+            ctl.pasv_named = host if host not in (peer, "0.0.0.0") else None
+            return peer, port
+    except ProtocolError as exc:
+        raise FTPError(str(exc), transient=False) from exc
+    raise FTPError(f"server offers no passive mode: {reply}", reply)
+
+
+def pasv_hint(ctl: ControlConnection, host: str) -> str:
+    """What a failed data connection's sentence adds when PASV named
+    another address than the one tried (data_address)."""
+    if ctl.pasv_named and ctl.pasv_named != host:
+        return f" (PASV named {ctl.pasv_named}: --pasv-address connects there)"
+    return ""

@@ -56,6 +56,9 @@ async def connect_data(ctl: ControlConnection, address: tuple[str, int], tuner: 
         tuner.note_control_rtt(ctl.writer.get_extra_info("socket"))
         tuner.before_handshake(sock)  # window scale is fixed by this
     try:
+        source = ctl.data_source(address[0])
+        if source is not None:
+            sock.bind(source)  # (the client's address, as the server's bounce rule wants it)
         if send is not None:
             send()
         await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, address), timeout)

@@ -54,7 +54,10 @@ async def big_get(job: TreeJob, item: Item, sess: RemoteSession) -> None:
     """One big file as ``get -P N`` does it (drsftp.client.streams.parallel), on
     sessions of its own, its streams chosen by the job's fleet controller
     beside the small files' sessions (docs/DATASETS.md, "Sessions x streams")."""
-    remote, local = job.paths(item)
+    paths = _paths(job, item)
+    if paths is None:
+        return
+    remote, local = paths
     # what an interrupted copy left: its ranges record (parallel.get's), else the .part's prefix
     opts = replace(job.topts, resume=job.jopts.resume or job.jopts.sync or item.t.resume_from > 0)
     res = await _big(job, item, sess, lambda n, on_driver: parallel.get(
@@ -64,6 +67,15 @@ async def big_get(job: TreeJob, item: Item, sess: RemoteSession) -> None:
     if item.t.mtime is not None and res.total_size == item.t.size:
         os.utime(local, (item.t.mtime, item.t.mtime))
     job.finished(item, FileOutcome(local, "ok", res))
+
+
+def _paths(job: TreeJob, item: Item) -> tuple[str, str] | None:
+    """``item``'s (remote, local), or None once its error is reported."""
+    try:
+        return job.paths(item)
+    except ERRORS as exc:
+        job.retry_or_fail(item, exc)
+        return None
 
 
 async def _big(job: TreeJob, item: Item, sess: RemoteSession, transfer):
@@ -149,8 +161,8 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
                     await (big_get if direction == "get" else big_put)(job, big, sess)
                     continue
                 item = held.pop() if held else job.queue.pop()
-                remote, local = job.paths(item)
                 try:
+                    remote, local = job.paths(item)  # (its error is this file's: reported, as any below)
                     if item.check:
                         if await same_digest(sess, remote, local):
                             job.finished(item, FileOutcome(local if direction == "get" else remote, "skipped"))
@@ -222,7 +234,10 @@ def _complete(cg: CachedGets, fg: FileGet):
 
 async def big_put(job: TreeJob, item: Item, sess: RemoteSession) -> None:
     """One big file as ``put -P N`` does it, on sessions of its own (big_get)."""
-    remote, local = job.paths(item)
+    paths = _paths(job, item)
+    if paths is None:
+        return
+    remote, local = paths
     res = await _big(job, item, sess, lambda n, on_driver: parallel.put(
         local, replace(job.loc, path=remote), job.topts, n, on_driver=on_driver))
     if res is not None:

@@ -28,8 +28,8 @@ from ...ftp.blockplan import block_size
 from ...ftp.eblock import HEADER_SIZE, data_header, eod
 from ...tuning import Role
 from ..result import TransferResult
-from ..session.control import ControlConnection, FTPError, Pending
-from ..session.flowctl import FlowControl
+from ..session.control import ControlConnection, FTPError, Pending, os_reason
+from ..session.flowctl import FlowControl, pasv_hint
 from ..streams.blocksend import BlockQueue
 from ..streams.blockstream import BlockStream
 from ..transfer.options import TransferOptions
@@ -70,7 +70,8 @@ class CachedPuts(CachedSession):
                 stream = await self.connect_stream(host, port)
             except (TimeoutError, OSError) as exc:
                 if not self.opened:
-                    raise FTPError(f"cannot open data connection to {host}:{port}: {exc}") from exc
+                    raise FTPError(f"cannot open data connection to {host}:{port}: {os_reason(exc)}"
+                                   f"{pasv_hint(self.ctl, host)}") from exc
                 break
             self.spawn(self.tick(stream))
         for stream in self.opened:

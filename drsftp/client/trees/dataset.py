@@ -206,9 +206,9 @@ async def _get_worker(job: TreeJob, wid: int) -> None:
             if st is None and cached_ok(job, sess):
                 sess = await run_cached(job, wid, item, sess, "get")
                 continue
-            remote, local = job.paths(item)
             begun = sess.transfers
             try:
+                remote, local = job.paths(item)  # (its error is this file's: reported, as any below)
                 if item.check:
                     if await same_digest(sess, remote, local):
                         job.finished(item, FileOutcome(local, "skipped"))
@@ -351,9 +351,9 @@ async def _put_worker(job: TreeJob, wid: int) -> None:
             if cached_ok(job, sess):
                 sess = await run_cached(job, wid, item, sess, "put")
                 continue
-            remote, local = job.paths(item)
             begun = sess.transfers
             try:
+                remote, local = job.paths(item)  # (its error is this file's: reported, as any below)
                 if item.check and await same_digest(sess, remote, local):
                     job.finished(item, FileOutcome(remote, "skipped"))
                     continue

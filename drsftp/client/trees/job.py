@@ -10,6 +10,7 @@ drsftp.client.trees.jobsessions ("Idle sessions")."""
 from __future__ import annotations
 
 import asyncio
+import posixpath
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -149,7 +150,7 @@ class TreeJob(JobSessions):
         new = [Item(i, t) for t in p.transfers] + [Item(i, t, check=True) for t in p.checks]
         if self.gave_up is not None:  # (found by a walk that outlived every session)
             for item in new:
-                self.report.fail(self.paths(item)[1], f"not transferred: {self.gave_up}")
+                self.report.fail(self.name(item), f"not transferred: {self.gave_up}")
             return
         for item in new:
             item.order, self._planned = self._planned, self._planned + 1
@@ -183,11 +184,22 @@ class TreeJob(JobSessions):
             await idle_wait(self._more, sess)
 
     def paths(self, item: Item) -> tuple[str, str]:
-        """(remote, local) of an item."""
+        """(remote, local) of an item; UnsafePath for a name that may not
+        become a path (a worker's per-file error: reported, see name())."""
         s = self.sources[item.src]
         if s.kind == FILE:
             return s.remote, s.local
         return remote_join(s.remote, item.t.rel), local_path(s.local, item.t.rel)
+
+    def name(self, item: Item) -> str:
+        """What the report calls ``item`` (its local path), even where
+        paths() refused it: then the parts as given, control characters
+        escaped, so that its failure is reported and not lost."""
+        try:
+            return self.paths(item)[1]
+        except ERRORS:
+            s = self.sources[item.src]
+            return posixpath.join(s.local, *(repr(part)[1:-1] for part in item.t.rel))
 
     async def run_queue(self, worker_fn) -> None:
         self._worker_fn = worker_fn
@@ -212,7 +224,7 @@ class TreeJob(JobSessions):
                         if not self.workers and not self.walking:  # none left: every file left fails
                             self.gave_up = exc
                             for item in reversed(self.queue):
-                                self.report.fail(self.paths(item)[1], f"not transferred: {exc}")
+                                self.report.fail(self.name(item), f"not transferred: {exc}")
                             self.queue.clear()
                 if self.gave_up is None and (self.workers or not self.walking):
                     self.spawn(worker_fn)  # (none left while walking: they wait for the walk's sessions, above)
@@ -358,7 +370,7 @@ class TreeJob(JobSessions):
             item.tries += 1
             self.requeue(item)
             return
-        self.finished(item, FileOutcome(self.paths(item)[1], "failed", error=str(exc)))
+        self.finished(item, FileOutcome(self.name(item), "failed", error=str(exc)))
 
 
 async def verify(sess: RemoteSession, remote: str, local: str) -> str:

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 
 from ...ftp.flow import TransferDone
 from ...ftp.listing import DIR, FILE, Entry, format_time_val, parse_list, parse_mlsd, parse_mlst_reply
-from ...ftp.replies import ProtocolError, Reply, parse_epsv, parse_pasv
+from ...ftp.replies import Reply
 from ...ftp.url import FTPLocation
 from ...io.tuner import SocketTuner
 from ...tuning import Role
 from ..session.control import ControlConnection, FTPError, Pending
-from ..session.flowctl import FlowControl
+from ..session.flowctl import FlowControl, data_address, epsv_refused, first_passive
 from ..session.login import open_logged_in, open_session
 from ..transfer.dataconn import open_data_socket, send_tls, settle, start_data
 from ..transfer.getput import TransferResult, open_part
@@ -66,13 +66,13 @@ class RemoteSession:
     def __init__(self, ctl: ControlConnection, opts: TransferOptions) -> None:
         self.ctl, self.opts = ctl, opts
         # learned from the first data command; a server that lists EPSV in FEAT
-        # (RFC 2428 does not require it) has it pipelined from the start
-        # (--pasv-address: PASV, the one that names an address)
-        self.passive_verb: str | None = (
-            "PASV" if ctl.pasv_address else "EPSV" if "EPSV" in ctl.features else None)
+        # (RFC 2428 does not require it) has it pipelined from the start, and
+        # PASV from the first one it refuses (flowctl.first_passive: the rule
+        # a single file's transfer takes too)
+        first = first_passive(ctl)
+        self.passive_verb: str | None = first if first == "PASV" or "EPSV" in ctl.features else None
         self.pipeline = True  # False: one command at a time (to measure what pipelining saves)
         self.mlsd = "MLST" in ctl.features
-        self.peer = ctl.writer.get_extra_info("peername")[0]
         self.early: dict[str, Reply] = {}  # replies to queries sent with the log-in
         self.early_listing: tuple[str, Started] | None = None  # a listing asked with the log-in
         # transfers the server started (1yz): a session that breaks with this
@@ -96,7 +96,7 @@ class RemoteSession:
 
         def ask(ctl: ControlConnection) -> None:
             fc = FlowControl(ctl)
-            passive = fc.send("PASV" if ctl.pasv_address else "EPSV")
+            passive = fc.send(first_passive(ctl))
             early.append(Started(fc, passive, fc.send(f"MLSD {listing}"), True))
 
         ctl, replies = await open_session(loc, opts, queries, ask if listing is not None else None)
@@ -142,33 +142,30 @@ class RemoteSession:
         """The data connection for ``st``; the transfer command is sent by
         now.  ``lines``: what start() was given (for the unpipelined path)."""
         address = await self._passive_address(st)
-        if not st.pipelined:
+        if st.transfer is None:  # (not pipelined, or the pair was sent again after a refused EPSV)
             st.extra = tuple(st.flow.send(x) for x in lines[:-1])
             st.transfer = st.flow.send(lines[-1])
         return await open_data_socket(self.ctl, address, tuner, self.opts.connect_timeout)
 
     async def _passive_address(self, st: Started) -> tuple[str, int]:
+        """The data address of ``st``'s passive command, by the rule a single
+        file takes (flowctl.data_address): EPSV refused, PASV (the session
+        keeps to it from then on).  A pipelined EPSV that is refused spent
+        the commands sent behind it (with no data connection to come a
+        server answers them 425 and runs nothing: drsftp serve's
+        finalreply.py, vsftpd): their replies are read, and connect() sends
+        them again behind PASV."""
         reply = await st.flow.reply(st.passive)
         if reply.code == 503 and st.pipelined:
             raise PairRefused()  # the previous transfer had not ended on the server yet
-        if st.passive.verb == "EPSV" and reply.code != 229 and self.passive_verb is None and not st.pipelined:
-            st.passive = st.flow.send("PASV")  # (pipelined, the commands after it are spent: the caller retries)
+        if epsv_refused(st.passive.verb, reply):
+            self.passive_verb = "PASV"
+            if st.transfer is not None:
+                await self._drain_tokens(st)
+                st.flow, st.extra, st.transfer = FlowControl(self.ctl), (), None
+            st.passive = st.flow.send("PASV")
             reply = await st.flow.reply(st.passive)
-        try:
-            if reply.code == 229:
-                address = self.peer, parse_epsv(reply)
-            elif reply.code == 227:
-                host, port = parse_pasv(reply)
-                # the control peer's (RFC 2577 sec. 5), unless --pasv-address trusts PASV's
-                address = (host if self.ctl.pasv_address and host != "0.0.0.0" else self.peer), port
-                if self.ctl.pasv_address:
-                    self.ctl.data_hosts.add(address[0])
-                elif host not in (self.peer, "0.0.0.0"):
-                    self.ctl.pasv_named = host
-            else:
-                raise FTPError(f"server offers no passive mode: {reply}", reply)
-        except ProtocolError as exc:
-            raise FTPError(str(exc), transient=False) from exc
+        address = data_address(self.ctl, reply)
         if self.passive_verb is None:
             self.passive_verb = st.passive.verb
         return address
