@@ -49,7 +49,7 @@ def _tuning_arg(text: str) -> str:
 
 
 def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
-    from .client.trees.jobcli import add_tls_opts, seconds_arg
+    from .client.trees.job.cli import add_tls_opts, seconds_arg
 
     p.add_argument("--tuning", type=_tuning_arg, default="drs",
                    help=f"buffer tuning: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
@@ -170,7 +170,7 @@ def build_parser(command: str | None = None) -> _Parser:
     s.add_argument("--metrics-token-file", metavar="FILE",
                    help="bearer token the metrics want (needed off loopback; a file keeps it out of ps)")
 
-    from .client.trees.jobcli import add_dataset_opts, add_ls_parser
+    from .client.trees.job.cli import add_dataset_opts, add_ls_parser
 
     for name, helptext, paths in (("get", "download ftp://... to DEST", "URL ... [DEST]"),
                                   ("put", "upload SRC to ftp://...", "SRC ... URL")):
@@ -332,7 +332,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     from .client import FTPError, TransferOptions, get, put
     from .client.session.control import os_reason
     from .client.session.credentials import locate
-    from .client.trees.jobcli import check_json_path, run_job, wants_job
+    from .client.trees.job.cli import check_json_path, run_job, wants_job
 
     if args.command == "put" and len(args.paths) < 2:
         raise UsageError("put needs SRC and URL")
@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
     from .client.session.control import FTPError
-    from .client.trees.jobcli import JobUsageError
+    from .client.trees.job.cli import JobUsageError
     from .ftp.url import URLError
     from .netem.errors import NetemError, NetemUsageError
     from .server.config import ConfigError
@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "passwd":
             return _cmd_passwd(args)
         if args.command == "ls":
-            from .client.trees.jobcli import run_ls
+            from .client.trees.job.cli import run_ls
 
             return run_ls(args)
         return args.func(args)

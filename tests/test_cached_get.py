@@ -1,5 +1,5 @@
 """Dataset gets on cached extended-block data channels (drsftp.client.
-cachedget): the streams carry file after file, pipelined, against drsftp
+cached.get): the streams carry file after file, pipelined, against drsftp
 serve and globus-gridftp-server; the routing of bytes between transfers
 against a scripted server."""
 
@@ -15,7 +15,7 @@ from test_parallel_peers import gridftp  # noqa: F401 (a fixture)
 
 from drsftp.client.session.control import ControlConnection
 from drsftp.client.transfer.getput import TransferOptions
-from drsftp.client.trees.cachedget import CachedGets
+from drsftp.client.trees.cached.get import CachedGets
 from drsftp.ftp.eblock import Desc, header
 
 

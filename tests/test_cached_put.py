@@ -1,5 +1,5 @@
 """Dataset puts on cached extended-block data channels (drsftp.client.
-cachedput) against drsftp serve and globus-gridftp-server."""
+cached.put) against drsftp serve and globus-gridftp-server."""
 
 import os
 

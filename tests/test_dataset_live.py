@@ -17,7 +17,7 @@ from dataset_util import assert_same_tree, by_status, job_records, make_tree
 from drsftp.client.transfer.getput import TransferOptions
 from drsftp.client.trees import dataset
 from drsftp.client.trees.dataset import JobOptions, run_get
-from drsftp.client.trees.jobcli import parse_src_url
+from drsftp.client.trees.job.cli import parse_src_url
 
 
 @pytest.fixture

@@ -326,7 +326,7 @@ class _SlowListing:
 
 def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
     from drsftp.client.transfer.getput import TransferOptions
-    from drsftp.client.trees.job import JobOptions, TreeJob
+    from drsftp.client.trees.job.treejob import JobOptions, TreeJob
     from drsftp.ftp.url import FTPLocation
 
     parts = {"/d": [[Entry("a", FILE, 1), Entry("sub", DIR)], [Entry("b", FILE, 2)]],
@@ -349,7 +349,7 @@ def test_the_walk_hands_over_entries_as_each_listing_part_arrives():
 
 def test_workers_wait_for_the_walk_and_wake_on_new_files():
     from drsftp.client.transfer.getput import TransferOptions
-    from drsftp.client.trees.job import JobOptions, TreeJob
+    from drsftp.client.trees.job.treejob import JobOptions, TreeJob
     from drsftp.ftp.url import FTPLocation
 
     async def main():
@@ -437,7 +437,7 @@ class _Breaking(_SlowListing):
 
 def _job(sessions, walking=True):
     from drsftp.client.transfer.getput import TransferOptions
-    from drsftp.client.trees.job import JobOptions, TreeJob
+    from drsftp.client.trees.job.treejob import JobOptions, TreeJob
     from drsftp.ftp.url import FTPLocation
 
     job = TreeJob("get", FTPLocation("h", 21, "u", "p", "/d"), TransferOptions(progress=False),
@@ -486,7 +486,7 @@ def test_a_session_that_breaks_before_a_listing_began_leaves_it_to_another():
 
 
 def test_a_directory_that_breaks_every_session_fails_after_a_bounded_number_of_tries():
-    from drsftp.client.trees.job import LOST_AGAIN
+    from drsftp.client.trees.job.treejob import LOST_AGAIN
 
     failed, trees, _log, opened = _walk_breaking("/d/c", began=False, others_break="/d/c")
     assert failed == ["/d/c"]
@@ -613,7 +613,7 @@ def test_a_deep_walk_lists_on_sessions_of_its_own_under_c_auto():
     """More directories waiting than the walk's sessions can take: under
     -c auto it opens more, so listings overlap (each costs round trips),
     at most WALK_LISTERS; they go to the workers afterwards."""
-    from drsftp.client.trees.remotewalk import WALK_LISTERS
+    from drsftp.client.trees.walk import WALK_LISTERS
 
     async def opener(parts, stats):
         return _Counting(parts, stats)
@@ -677,7 +677,7 @@ def test_refused_listers_stay_to_reopen_when_the_walks_session_breaks():
     reopens, and only the directory being listed fails (before: 22 of 24,
     the refused listers having ended)."""
     from drsftp.client.session.control import FTPError
-    from drsftp.client.trees.remotewalk import WALK_LISTERS
+    from drsftp.client.trees.walk import WALK_LISTERS
 
     state = {"full": True}
     opens = {"refused": 0}
@@ -705,7 +705,7 @@ def test_a_hanging_open_holds_no_directory_back():
     """A lister opening a session (up to the 15 s connect timeout) holds
     no directory meanwhile: the walk's session lists them all, and the
     walk ends while the opens still hang."""
-    from drsftp.client.trees.remotewalk import WALK_LISTERS
+    from drsftp.client.trees.walk import WALK_LISTERS
 
     async def opener(parts, stats):
         await asyncio.Event().wait()  # a server that never answers
@@ -741,7 +741,7 @@ class _Stale:
 
 def test_a_file_whose_session_breaks_before_it_started_pays_no_try_but_cannot_loop():
     from drsftp.client.trees.dataset import _get_worker
-    from drsftp.client.trees.job import LOST_AGAIN, Source
+    from drsftp.client.trees.job.treejob import LOST_AGAIN, Source
 
     async def main():
         job = _job(1, walking=False)
@@ -765,7 +765,7 @@ def test_a_file_whose_session_breaks_before_it_started_pays_no_try_but_cannot_lo
 
 
 def test_an_idle_session_sends_noop_every_keepalive_interval_but_not_while_a_reply_is_awaited(monkeypatch):
-    from drsftp.client.trees import jobsessions as jobmod
+    from drsftp.client.trees.job import sessions as jobmod
 
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
 
@@ -782,7 +782,7 @@ def test_an_idle_session_sends_noop_every_keepalive_interval_but_not_while_a_rep
 
 
 def test_workers_waiting_for_the_walk_keep_their_session_alive(monkeypatch):
-    from drsftp.client.trees import jobsessions as jobmod
+    from drsftp.client.trees.job import sessions as jobmod
 
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
 
@@ -817,7 +817,7 @@ def test_a_spare_session_the_server_closed_is_not_handed_out():
 def test_spare_sessions_are_kept_alive_while_a_walk_runs_before_any_file_moves(monkeypatch):
     """--delete (and put --sync) walk first: the job's spare sessions idle
     through the whole walk with no worker and no monitor yet."""
-    from drsftp.client.trees import jobsessions as jobmod
+    from drsftp.client.trees.job import sessions as jobmod
 
     monkeypatch.setattr(jobmod, "KEEPALIVE", 0.02)
 

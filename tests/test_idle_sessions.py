@@ -10,10 +10,10 @@ from conftest import make_file, running_server
 
 from drsftp.client.session.control import ControlConnection
 from drsftp.client.transfer.getput import TransferOptions
-from drsftp.client.trees import jobsessions as jobmod
 from drsftp.client.trees import remote
 from drsftp.client.trees.dataset import run_get
-from drsftp.client.trees.job import JobOptions
+from drsftp.client.trees.job import sessions as jobmod
+from drsftp.client.trees.job.treejob import JobOptions
 from drsftp.ftp.url import parse_url
 
 

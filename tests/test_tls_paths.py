@@ -27,7 +27,7 @@ from drsftp.client.transfer import dataconn, streammode
 from drsftp.client.transfer.getput import TransferOptions
 from drsftp.client.trees import remote
 from drsftp.client.trees.dataset import run_get, run_put
-from drsftp.client.trees.job import JobOptions
+from drsftp.client.trees.job.treejob import JobOptions
 from drsftp.ftp.url import parse_url
 from drsftp.netem.link import stop_process
 

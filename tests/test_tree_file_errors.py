@@ -15,9 +15,9 @@ import pytest
 from conftest import PASSWORD, USER, make_file, running_server
 
 from drsftp.client.transfer.getput import TransferOptions
-from drsftp.client.trees import cachedjob
+from drsftp.client.trees.cached import worker as cachedjob
 from drsftp.client.trees.dataset import run_get, run_put
-from drsftp.client.trees.job import JobOptions, TreeJob
+from drsftp.client.trees.job.treejob import JobOptions, TreeJob
 from drsftp.ftp.safepath import UnsafePath
 from drsftp.ftp.url import parse_url
 

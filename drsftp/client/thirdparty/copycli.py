@@ -15,7 +15,7 @@ import urllib.parse
 from ...ftp.url import FTPLocation
 from ..session.control import FTPError, os_reason
 from ..session.credentials import locate
-from ..trees.jobcli import JobUsageError, check_json_path
+from ..trees.job.cli import JobUsageError, check_json_path
 
 log = logging.getLogger("drsftp.client")
 
@@ -114,7 +114,7 @@ def _check_file_paths(src: FTPLocation, dst: FTPLocation) -> None:
 
 
 def _run_tree(args: argparse.Namespace, opts, streams: int | None) -> int:
-    from ..trees.jobcli import DEFAULT_STREAMS, parse_src_url
+    from ..trees.job.cli import DEFAULT_STREAMS, parse_src_url
     from .copyjob import run_copy_tree
 
     src, contents = parse_src_url(args.paths[0], args.netrc)

@@ -3,7 +3,7 @@ server to server on the dataset machinery (docs/THIRDPARTY.md, "Trees";
 docs/DATASETS.md).
 
 - **Walk.** A's tree is listed on A's sessions (drsftp.client.trees.
-  remotewalk), B's destination too where it exists (for ``--sync``, for
+  walk), B's destination too where it exists (for ``--sync``, for
   ``--continue``'s part files, and for the directories that need no MKD);
   the planner (drsftp.client.trees.plan) makes the directories, the
   transfers and the skips; B's directories are made with pipelined MKD.
@@ -40,12 +40,12 @@ from ..result import TransferResult
 from ..session.control import FTPError
 from ..streams.rangeplan import drop_record
 from ..transfer.options import TransferOptions
-from ..trees.job import Item, JobOptions, Source, TreeJob
-from ..trees.jobresult import FileOutcome, JobResult
-from ..trees.jobsessions import ERRORS, JobSessions, check_cancelled, keep_alive
+from ..trees.job.result import FileOutcome, JobResult
+from ..trees.job.sessions import ERRORS, JobSessions, check_cancelled, keep_alive
+from ..trees.job.treejob import Item, JobOptions, Source, TreeJob
 from ..trees.plan import Plan, Rel, Stat, plan
 from ..trees.remote import RemoteSession
-from ..trees.remotewalk import RemoteWalk
+from ..trees.walk import RemoteWalk
 from .copyfile import held_on_dest, record_base, run_one, verify_both
 from .copyrun import CopyRun
 from .pair import ServerPair, clear_between, client_side_tls, protect_between, shown

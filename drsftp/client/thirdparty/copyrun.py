@@ -91,7 +91,7 @@ class CopyRun:
         self.out = RunOutcome(streams_start=spec.streams if auto is not None else None)
         self.streams = spec.streams
 
-    # -- what the job's fleet controller reads (drsftp.client.trees.jobfleet) -------------
+    # -- what the job's fleet controller reads (drsftp.client.trees.job.fleet) -------------
     def samples(self) -> list[StreamSample]:
         return relay_samples(self.relay)
 

@@ -1,8 +1,8 @@
 """Dataset jobs: `drsftp get -r`, `put -r`, several sources in one call,
 `--sync`, and `drsftp ls` (docs/DATASETS.md, "What a job does").  Walk the
-source (and the destination: drsftp.client.trees.remotewalk, localtree), plan
+source (and the destination: drsftp.client.trees.walk, localtree), plan
 (drsftp.client.trees.plan), then run the plan on the job's sessions
-(drsftp.client.trees.job), a worker each.
+(drsftp.client.trees.job.treejob), a worker each.
 
 Every local name is built from checked components (drsftp.ftp.safepath):
 nothing a server lists can make the client write outside DEST
@@ -23,14 +23,14 @@ from ...ftp.safepath import check_name, local_path, remote_join
 from ...ftp.url import FTPLocation
 from ..session.control import FTPError, os_reason
 from ..transfer.getput import TransferOptions
-from .cachedjob import cached_ok, run_cached
-from .job import Item, JobOptions, Source, TreeJob, same_digest, verify
-from .jobresult import FileOutcome, JobResult
-from .jobsessions import ERRORS, check_cancelled
+from .cached.worker import cached_ok, run_cached
+from .job.result import FileOutcome, JobResult
+from .job.sessions import ERRORS, check_cancelled
+from .job.treejob import Item, JobOptions, Source, TreeJob, same_digest, verify
 from .localtree import local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
 from .remote import PairRefused, RemoteSession, Started
-from .remotewalk import MAX_DEPTH
+from .walk import MAX_DEPTH
 
 __all__ = ["MAX_DEPTH", "JobOptions", "JobResult", "TreeJob", "run_get", "run_ls", "run_put"]
 

@@ -76,7 +76,7 @@ class RemoteSession:
         self.early: dict[str, Reply] = {}  # replies to queries sent with the log-in
         self.early_listing: tuple[str, Started] | None = None  # a listing asked with the log-in
         # transfers the server started (1yz): a session that breaks with this
-        # unchanged broke before the one asked for began (drsftp.client.trees.job.lost_session)
+        # unchanged broke before the one asked for began (drsftp.client.trees.job.treejob.lost_session)
         self.transfers = 0
 
     @classmethod

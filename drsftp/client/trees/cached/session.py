@@ -1,5 +1,5 @@
 """What cached extended-block sessions share, both directions
-(drsftp.client.trees.cachedget, cachedput): the files on the wire, their end,
+(drsftp.client.trees.cached.get, cached.put): the files on the wire, their end,
 the session's break, and a file's figures (docs/DATASETS.md, "Cached data
 channels")."""
 
@@ -11,11 +11,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...ftp.replies import Reply
-from ..result import TransferResult
-from ..session.control import ControlConnection, FTPError
-from ..streams.modee_base import ModeESession
-from ..transfer.options import TransferOptions
+from ....ftp.replies import Reply
+from ...result import TransferResult
+from ...session.control import ControlConnection, FTPError
+from ...streams.modee_base import ModeESession
+from ...transfer.options import TransferOptions
 
 
 @dataclass(kw_only=True)

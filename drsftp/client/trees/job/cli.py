@@ -14,9 +14,9 @@ import sys
 import time
 import urllib.parse
 
-from ...ftp.listing import DIR, LINK
-from ...ftp.url import FTPLocation
-from ..session.credentials import locate
+from ....ftp.listing import DIR, LINK
+from ....ftp.url import FTPLocation
+from ...session.credentials import locate
 
 
 class JobUsageError(ValueError):
@@ -143,7 +143,7 @@ class _Once(logging.Filter):
 
 
 def run_job(args, topts) -> int:
-    from .dataset import JobOptions, run_get, run_put
+    from ..dataset import JobOptions, run_get, run_put
 
     for name in ("drsftp.io.tuner", "drsftp.client"):
         logging.getLogger(name).addFilter(_Once())
@@ -157,7 +157,7 @@ def run_job(args, topts) -> int:
         raise JobUsageError("--retries must be 0 or more")
     if len(args.paths) < 2:
         raise JobUsageError(f"{args.command} needs a source and a destination")
-    from ..streams.parallel import parse_parallel  # (the one -P rule; loaded with the job)
+    from ...streams.parallel import parse_parallel  # (the one -P rule; loaded with the job)
 
     try:
         wanted = parse_parallel(args.parallel)
@@ -197,8 +197,8 @@ def run_job(args, topts) -> int:
 
 
 def run_ls(args) -> int:
-    from ..transfer.getput import TransferOptions
-    from .dataset import run_ls as ls
+    from ...transfer.getput import TransferOptions
+    from ..dataset import run_ls as ls
 
     loc, _ = parse_src_url(args.url, args.netrc)
     entries = asyncio.run(ls(loc, TransferOptions(idle_timeout=args.timeout, tls=args.tls, ca_file=args.ca_file,

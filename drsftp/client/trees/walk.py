@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from ...ftp.listing import DIR, FILE, LINK, Entry
 from ...ftp.safepath import UnsafePath, check_name, remote_join
-from .jobresult import JobReport
-from .jobsessions import ERRORS, LOST_AGAIN, JobSessions, broken, check_cancelled, idle_wait, lost_before
+from .job.result import JobReport
+from .job.sessions import ERRORS, LOST_AGAIN, JobSessions, broken, check_cancelled, idle_wait, lost_before
 from .plan import Rel, Stat
 from .remote import RemoteSession
 

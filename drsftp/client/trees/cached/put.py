@@ -1,7 +1,7 @@
 """Dataset puts over extended block mode with cached data channels (GFD.20;
 GridFTP's ``-fast -pp``): one session's streams carry file after file,
 each stream's DRS state, window and congestion window kept (the put side
-of drsftp.client.trees.cachedget; docs/DATASETS.md, "Cached data channels").
+of drsftp.client.trees.cached.get; docs/DATASETS.md, "Cached data channels").
 
 The session connects its N streams once (``MODE E``, ``EPSV``); each file
 is ``ALLO size`` + ``STOR path``, the next file's sent while the current
@@ -24,16 +24,16 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from ...ftp.blockplan import block_size
-from ...ftp.eblock import HEADER_SIZE, data_header, eod
-from ...tuning import Role
-from ..result import TransferResult
-from ..session.control import ControlConnection, FTPError, Pending, os_reason
-from ..session.flowctl import FlowControl, pasv_hint
-from ..streams.blocksend import BlockQueue
-from ..streams.blockstream import BlockStream
-from ..transfer.options import TransferOptions
-from .cachedsession import CachedFile, CachedSession
+from ....ftp.blockplan import block_size
+from ....ftp.eblock import HEADER_SIZE, data_header, eod
+from ....tuning import Role
+from ...result import TransferResult
+from ...session.control import ControlConnection, FTPError, Pending, os_reason
+from ...session.flowctl import FlowControl, pasv_hint
+from ...streams.blocksend import BlockQueue
+from ...streams.blockstream import BlockStream
+from ...transfer.options import TransferOptions
+from .session import CachedFile, CachedSession
 
 CHUNK = 1 << 20  # bytes read and sent at a time
 

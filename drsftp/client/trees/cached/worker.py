@@ -1,5 +1,5 @@
 """A dataset job's worker on a cached extended-block session
-(drsftp.client.trees.cachedget, cachedput): it keeps files requested ahead on
+(drsftp.client.trees.cached.get, cached.put): it keeps files requested ahead on
 its session (ahead()) and records each as it completes, in order; a big
 file runs on sessions of its own (docs/DATASETS.md, "Cached data
 channels", "Sessions x streams: one controller")."""
@@ -12,16 +12,16 @@ import time
 from collections import deque
 from dataclasses import replace
 
-from ...ftp.listing import format_time_val
-from ...tuning.streams import StreamsConfig
-from ..session.control import FTPError
-from ..streams import parallel
-from .cachedget import CachedGets, FileGet
-from .cachedput import CachedPuts, FilePut
-from .job import Item, TreeJob, same_digest
-from .jobresult import FileOutcome
-from .jobsessions import ERRORS, broken, check_cancelled
-from .remote import RemoteSession
+from ....ftp.listing import format_time_val
+from ....tuning.streams import StreamsConfig
+from ...session.control import FTPError
+from ...streams import parallel
+from ..job.result import FileOutcome
+from ..job.sessions import ERRORS, broken, check_cancelled
+from ..job.treejob import Item, TreeJob, same_digest
+from ..remote import RemoteSession
+from .get import CachedGets, FileGet
+from .put import CachedPuts, FilePut
 
 BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions of its own
 # files a session keeps requested: the server holds up to 64 commands, and a
@@ -245,7 +245,7 @@ async def big_put(job: TreeJob, item: Item, sess: RemoteSession) -> None:
 
 
 async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession, held: list[Item]) -> None:
-    """The put side of cached_get_loop (drsftp.client.trees.cachedput)."""
+    """The put side of cached_get_loop (drsftp.client.trees.cached.put)."""
     cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
     times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from ..transfer.progress import human_bits, human_bytes
+from ...transfer.progress import human_bits, human_bytes
 
 # control characters in a name shown escaped: one line per file stays one line
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}

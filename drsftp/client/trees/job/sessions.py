@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ...ftp.safepath import UnsafePath
-from ...ftp.url import FTPLocation
-from ..session.control import FTPError
-from ..transfer.getput import TransferOptions
-from .remote import RemoteSession
+from ....ftp.safepath import UnsafePath
+from ....ftp.url import FTPLocation
+from ...session.control import FTPError
+from ...transfer.getput import TransferOptions
+from ..remote import RemoteSession
 
 # s: a session idle this long sends NOOP (RFC 959 sec. 4.1.3), well within
 # servers' idle timeouts (pyftpdlib, vsftpd: 300 s) (DATASETS.md#idle)

@@ -1,15 +1,15 @@
 """What a dataset job leaves: an outcome per entry, the job's result, its
 summary line and its --json record (docs/DATASETS.md, "What a job does"
 step 4, "--json"), and the report that records each outcome as it comes
-and shows it (drsftp.client.trees.jobview)."""
+and shows it (drsftp.client.trees.job.view)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..result import TransferResult
-from ..transfer.progress import human_bits, human_bytes
-from .jobview import JobView
+from ...result import TransferResult
+from ...transfer.progress import human_bits, human_bytes
+from .view import JobView
 
 
 @dataclass

@@ -23,16 +23,16 @@ import socket
 import time
 from dataclasses import dataclass
 
-from ...ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, RangeSet, ReceiveLedger
-from ...io.fileio import pwrite_all
-from ...tuning import Role
-from ..result import TransferResult
-from ..session.control import ControlConnection, FTPError, Pending
-from ..streams.blockstream import BlockStream
-from ..streams.rangeplan import read_chunk
-from ..transfer.dataconn import active_command, listen_for_data
-from ..transfer.options import TransferOptions
-from .cachedsession import CachedFile, CachedSession
+from ....ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, RangeSet, ReceiveLedger
+from ....io.fileio import pwrite_all
+from ....tuning import Role
+from ...result import TransferResult
+from ...session.control import ControlConnection, FTPError, Pending
+from ...streams.blockstream import BlockStream
+from ...streams.rangeplan import read_chunk
+from ...transfer.dataconn import active_command, listen_for_data
+from ...transfer.options import TransferOptions
+from .session import CachedFile, CachedSession
 
 MAX_BLOCK = 1 << 40  # a block's count bound (the ledger checks offsets against overlap)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Hashable
 
-from ...tuning.fleet import Change, FleetConfig, FleetController, Work
-from ...tuning.sharing import PathSample, combine
-from ...tuning.streams import StreamSample
-from ..streams.autosteer import path_sample_of
+from ....tuning.fleet import Change, FleetConfig, FleetController, Work
+from ....tuning.sharing import PathSample, combine
+from ....tuning.streams import StreamSample
+from ...streams.autosteer import path_sample_of
 
 
 class FleetSteering:

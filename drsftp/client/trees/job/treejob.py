@@ -1,11 +1,11 @@
 """A dataset job (docs/DATASETS.md, "What a job does"): its sources, one
 queue of planned files taken largest first by its workers, a session
-each (-c N, or -c auto: drsftp.client.trees.jobfleet, "Sessions x streams"),
-while the walk (drsftp.client.trees.remotewalk) may still be finding more
+each (-c N, or -c auto: drsftp.client.trees.job.fleet, "Sessions x streams"),
+while the walk (drsftp.client.trees.walk) may still be finding more
 ("Transfers start during the walk"). A file that fails is reported and
 skipped, the rest go on ("Failures and bad input"); each outcome goes to
-the job's report (drsftp.client.trees.jobresult), its sessions are kept by
-drsftp.client.trees.jobsessions ("Idle sessions")."""
+the job's report (drsftp.client.trees.job.result), its sessions are kept by
+drsftp.client.trees.job.sessions ("Idle sessions")."""
 
 from __future__ import annotations
 
@@ -15,19 +15,19 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from ...ftp.listing import FILE, Entry
-from ...ftp.safepath import local_path, remote_join
-from ...ftp.url import FTPLocation
-from ...tuning.fleet import Change, FleetConfig, Kind
-from ..session.control import FTPError
-from ..transfer import verify as sha256check
-from ..transfer.getput import TransferOptions
-from .jobfleet import FleetSteering, path_of, samples_of
-from .jobresult import FileOutcome, JobReport, JobResult
-from .jobsessions import ERRORS, LOST_AGAIN, JobSessions, broken, idle_wait, lost_before
-from .plan import Plan, Rel, Stat, Transfer
-from .remote import RemoteSession
-from .remotewalk import Found, RemoteWalk
+from ....ftp.listing import FILE, Entry
+from ....ftp.safepath import local_path, remote_join
+from ....ftp.url import FTPLocation
+from ....tuning.fleet import Change, FleetConfig, Kind
+from ...session.control import FTPError
+from ...transfer import verify as sha256check
+from ...transfer.getput import TransferOptions
+from ..plan import Plan, Rel, Stat, Transfer
+from ..remote import RemoteSession
+from ..walk import Found, RemoteWalk
+from .fleet import FleetSteering, path_of, samples_of
+from .result import FileOutcome, JobReport, JobResult
+from .sessions import ERRORS, LOST_AGAIN, JobSessions, broken, idle_wait, lost_before
 
 
 @dataclass
@@ -138,7 +138,7 @@ class TreeJob(JobSessions):
         """Every source directory's tree, listed on up to N sessions at once
         (``first`` lists the first root: its listing may be on the way);
         ``on_found(i, entries)`` gets source i's entries as their listing
-        lines arrive (drsftp.client.trees.remotewalk)."""
+        lines arrive (drsftp.client.trees.walk)."""
         own_sessions = self.jopts.sessions is None or not self.walking
         return await RemoteWalk(self, self.report, roots, on_found, first, own_sessions=own_sessions).run()
 
