@@ -96,6 +96,14 @@ def cmd_benchreport(args) -> int:
         from .thirdparty.cli import third_report
 
         return third_report(args, [s.data or {} for s in saved])
+    if any(s.kind == "smallfiles" for s in saved):
+        if len(saved) > 1 or any(getattr(args, name) is not None for name in (
+                "table", "tunings", "base", "plots", "dataset", *RUN_FILTERS)):
+            raise NetemUsageError("small-files results (drsftp bench smallfiles) print alone, with no option")
+        from .smallfiles.run import table as small_table
+
+        print(small_table(saved[0].data or {}))
+        return 0
     if any(s.kind == "field" for s in saved):
         if any(s.kind != "field" for s in saved):
             raise NetemError("field results (drsftp bench field) print alone")

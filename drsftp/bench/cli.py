@@ -8,9 +8,10 @@ from .checks.cli import add_parsers as add_checks
 from .compare.cli import add_parser as add_compare
 from .compete.cli import add_parser as add_compete
 from .field.cli import add_parser as add_field
+from .smallfiles.cli import add_parser as add_smallfiles
 from .thirdparty.cli import add_parser as add_third
 
-MODES = ("compare", "field", "compete", "third-party")
+MODES = ("compare", "field", "compete", "third-party", "smallfiles")
 
 
 def add_parser(sub) -> None:
@@ -20,5 +21,6 @@ def add_parser(sub) -> None:
     add_field(modes)
     add_compete(modes)
     add_third(modes)
+    add_smallfiles(modes)
     add_checks(sub)
     add_benchreport(sub)

@@ -16,7 +16,7 @@ from ..netem.errors import NetemError
 @dataclass
 class Saved:
     kind: str  # "bench" (drsftp bench) | "field" (bench field) | "compete" (bench compete)
-    #            | "third-party" (bench third-party)
+    #            | "third-party" (bench third-party) | "smallfiles" (bench smallfiles)
     runs: list[dict]  # compete: the flows
     env: dict | None = None  # the bench's environment; None for a CSV or field results
     data: dict | None = None  # compete, third-party: the whole file (its link or topology, and the rest)
@@ -93,6 +93,16 @@ _THIRD_RUN = (
                                         "dest_wnd_max", "dest_rcvbuf_max", "sessions_max", "data_rtt_first_ms"))
         and all(isinstance(c, dict) and _number(c.get("t")) and _number(c.get("streams"))
                 for c in x.get("stream_changes") or [])), False),
+)
+# what smallfiles/run.py's table reads of a run
+_SMALL_RUN = (
+    ("entry", lambda x: isinstance(x, str), True),
+    ("direction", lambda x: x in ("get", "put"), True),
+    ("files", lambda x: _number(x) and x >= 1, True),
+    ("ok", lambda x: isinstance(x, bool), True),
+    ("seconds", lambda x: _number(x) and x >= 0, False),
+    ("client_peak_rss", lambda x: _number(x) and x >= 0, True),
+    ("server_peak_rss", lambda x: _number(x) and x >= 0, True),
 )
 _BOUNCE = (("port_to", lambda x: isinstance(x, str), True), ("reply", lambda x: isinstance(x, str), True),
            ("listed", lambda x: isinstance(x, list) and all(isinstance(a, str) for a in x), True),
@@ -211,6 +221,9 @@ def read_results(path: str) -> Saved:
             check_fields(data["bounce"], _BOUNCE, what, "its bounce check")
         check_runs(data.get("runs"), _THIRD_RUN, what)
         return Saved("third-party", data["runs"], data=data)
+    if data.get("smallfiles"):
+        check_runs(data.get("runs"), _SMALL_RUN, what)
+        return Saved("smallfiles", data["runs"], data=data)
     if data.get("field"):
         if "results" not in data:
             raise NetemError(f"{what}: field results without their runs")
