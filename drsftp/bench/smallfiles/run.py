@@ -58,23 +58,25 @@ class Ends:
         return f"ftp://127.0.0.1:{self.port}{path}/"
 
 
+def _guc(server: str, direction: str) -> Entry:
+    """globus-url-copy's tree command against SERVER ("gridftp": its own, "drsftp")."""
+    def argv(c: Ends) -> list[str]:
+        remote = c.gsi_url if server == "gridftp" else c.drs_url
+        ends = [remote(c.source), f"file://{c.dest}/"] if direction == "get" else [f"file://{c.source}/",
+                                                                                 remote(c.dest)]
+        return ["globus-url-copy", *GUC_FLAGS, *ends]
+    where = "from" if direction == "get" else "to"
+    name = "globus-gridftp-server" if server == "gridftp" else "drsftp serve"
+    return Entry(f"guc-{direction}-{server}", server, direction, argv, "globus-url-copy",
+                 f"globus-url-copy {' '.join(GUC_FLAGS)} {where} {name}")
+
+
 ENTRIES = {e.name: e for e in (
     Entry("drsftp-get", "drsftp", "get", lambda c: [*DRSFTP, "get", "-r", "-q", c.drs_url(c.source), c.dest + "/"],
           "python3", "drsftp get -r from drsftp serve"),
     Entry("drsftp-put", "drsftp", "put", lambda c: [*DRSFTP, "put", "-r", "-q", c.source + "/", c.drs_url(c.dest)],
           "python3", "drsftp put -r to drsftp serve"),
-    Entry("guc-get-gridftp", "gridftp", "get",
-          lambda c: ["globus-url-copy", *GUC_FLAGS, c.gsi_url(c.source), f"file://{c.dest}/"],
-          "globus-url-copy", "globus-url-copy -r -cd -fast -cc 8 from globus-gridftp-server"),
-    Entry("guc-put-gridftp", "gridftp", "put",
-          lambda c: ["globus-url-copy", *GUC_FLAGS, f"file://{c.source}/", c.gsi_url(c.dest)],
-          "globus-url-copy", "globus-url-copy -r -cd -fast -cc 8 to globus-gridftp-server"),
-    Entry("guc-get-drsftp", "drsftp", "get",
-          lambda c: ["globus-url-copy", *GUC_FLAGS, c.drs_url(c.source), f"file://{c.dest}/"],
-          "globus-url-copy", "globus-url-copy -r -cd -fast -cc 8 from drsftp serve"),
-    Entry("guc-put-drsftp", "drsftp", "put",
-          lambda c: ["globus-url-copy", *GUC_FLAGS, f"file://{c.source}/", c.drs_url(c.dest)],
-          "globus-url-copy", "globus-url-copy -r -cd -fast -cc 8 to drsftp serve"),
+    _guc("gridftp", "get"), _guc("gridftp", "put"), _guc("drsftp", "get"), _guc("drsftp", "put"),
     Entry("lftp-mirror8", "drsftp", "get",
           lambda c: ["lftp", "-u", f"{USER},{PASSWORD}", "-p", str(c.port), "-e",
                      f"set ftp:ssl-allow no; mirror -P 8 {os.path.relpath(c.source, c.served)} {c.dest}; bye",
