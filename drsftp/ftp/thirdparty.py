@@ -217,6 +217,23 @@ class CopyFlow:
             return Done(dict(self.finals))
         return None
 
+    def data_refused(self, failed: Failed, passive_connected: bool, moved: int) -> str | None:
+        """The sentence for a copy whose data connection the passive side
+        did not take: the active side's transfer failed with a 4yz (its
+        connection closed at once) while the passive side's still waits
+        with nothing received.  A server takes a data
+        connection from a third host only when told to (RFC 2577 sec. 3;
+        drsftp serve: --third-party-peers), and drops others unanswered,
+        so the active side's error alone would name the wrong cause.
+        None: not that failure."""
+        passive = self.passive_side
+        if (failed.side is passive or failed.reply is None or not 400 <= failed.reply.code < 500
+                or passive not in failed.abort or passive_connected or moved):
+            return None
+        return (f"{self.names[passive]} did not take the data connection from {self.names[failed.side]}"
+                f" ({failed.reason.rstrip('.')}): a server takes one from another host than its client's only"
+                f" where it lists that host, as drsftp serve's --third-party-peers does")
+
     def lost(self, side: Side, why: str) -> Failed:
         """The ``side``'s control connection failed."""
         return self._fail(side, f"lost the control connection to {self.names[side]}: {why}", None)

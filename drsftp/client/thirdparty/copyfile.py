@@ -200,11 +200,13 @@ async def verify_both(pair: ServerPair, src_path: str, dst_path: str) -> str:
 
 
 def prefix_on_dest(pair: ServerPair, size: int | None, dest_size: int | None, part_size: int | None) -> int:
-    """The prefix B holds of an interrupted stream-mode copy: its file's
-    SIZE, or drsftp serve's part file's (docs/SECURITY.md)."""
+    """The prefix B holds of an interrupted stream-mode copy: drsftp
+    serve's part file's SIZE where it has one (its REST + STOR continues
+    that file, not the one of the final name, which may be an older file
+    the copy replaces: docs/SECURITY.md), else its file's SIZE."""
     prefix = dest_size or 0
-    if not prefix and "DRS" in pair.dest.features:
-        prefix = part_size or 0
+    if "DRS" in pair.dest.features and part_size:
+        prefix = part_size
     if size is not None and prefix > size:
         raise FTPError(f"the destination's file ({prefix} B) is larger than the source's ({size} B)",
                        transient=False)

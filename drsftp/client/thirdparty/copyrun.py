@@ -129,7 +129,18 @@ class CopyRun:
 
     # -- the run ---------------------------------------------------------------------------------
     async def run(self) -> RunOutcome:
-        """The copy; an FTPError naming the side and command that failed it."""
+        """The copy; an FTPError naming the side and command that failed it.
+        Cancelled (Ctrl-C; a job that stops): both transfers are aborted
+        before the cancellation goes on, so neither server keeps copying
+        once the client is gone (its QUIT alone would let them finish,
+        RFC 959 4.1.1)."""
+        try:
+            return await self._run()
+        except asyncio.CancelledError:
+            await self._abort(Failed(Side.DEST, "interrupted", None, tuple(Side)))
+            raise
+
+    async def _run(self) -> RunOutcome:
         for cmd in self.flow.opening():
             self._send(cmd)
         while self.passive is not None:  # (B's PASV; A's, where B refused it in stream mode)
@@ -201,8 +212,9 @@ class CopyRun:
                         continue
                     outcome = self._outcome(side, task)
                     if isinstance(outcome, Failed):
+                        connected = self._connected(outcome.side.other)  # (before the ABOR ends it)
                         await self._abort(outcome)
-                        raise self._failure(outcome)
+                        raise self._failure(outcome, connected)
                     if isinstance(outcome, Done):
                         self.out.seconds = now - started
                         self.moved = self.left if self.left is not None else self.relay.moved()
@@ -239,7 +251,7 @@ class CopyRun:
             return result
         return self.flow.final(side, result)
 
-    def _failure(self, failed: Failed) -> FTPError:
+    def _failure(self, failed: Failed, connected: bool = True) -> FTPError:
         """The sentence for a failed copy: a server whose control
         connection was lost is the cause (its death also ends the other's
         transfer, whose error may come first); with --continue's hint when
@@ -247,22 +259,34 @@ class CopyRun:
         other = failed.side.other
         if failed.reply is not None and self.pair.ctl(other).lost:
             failed = self.flow.lost(other, "closed by the server")
+        refused = self.flow.data_refused(failed, connected, self.moved)
+        if refused is not None:
+            return FTPError(refused, failed.reply, transient=False)
         return copy_error(failed.reason, failed.reply)
+
+    def _connected(self, side: Side) -> bool:
+        """``side``'s transfer ended, or may have had its data: its byte
+        count (the relayed reports) is what tells, as a 150 comes before
+        the connection in both modes (pyftpdlib queues a stream-mode STOR)."""
+        pending = self.transfer.get(side)
+        return pending is None or pending.final.done() or self.relay.latest(Side.DEST).get("bytes", 0) > 0
 
     async def _abort(self, failed: Failed) -> None:
         """ABOR to the transfers still running (RFC 959 4.1.3: 426, then
         226), their replies awaited a while; the other side's data then
-        ends too (its connection closes)."""
-        waits = []
-        for side in failed.abort:
+        ends too (its connection closes).  The destination first: a
+        stream-mode file ends at its connection's close (RFC 959 3.4.1),
+        so the source's abort must not reach B as the end of the file."""
+        for side in (Side.DEST, Side.SOURCE):
+            if side not in failed.abort:
+                continue
             ctl, pending = self.pair.ctl(side), self.transfer.get(side)
             if ctl.lost or pending is None or pending.final.done():
                 continue
             try:
-                waits += [ctl.start("ABOR").final, pending.final]
+                waits = [ctl.start("ABOR").final, pending.final]
             except FTPError:
                 continue
-        if waits:
             await asyncio.wait(waits, timeout=ABORT_WAIT)
 
     # -- while it runs ---------------------------------------------------------------------------
