@@ -209,13 +209,28 @@ class CopyFlow:
             return None
         self.finals[side] = reply
         if not 200 <= reply.code < 300:
-            verb = "STOR" if side is Side.DEST else "RETR"
-            path = self.spec.dest_path if side is Side.DEST else self.spec.source_path
-            return self._fail(side, f"{verb} {path} failed on {self.names[side]}: {reply}", reply)
+            return self._fail(side, self.transfer_failed(side, reply), reply)
         if all(s in self.finals for s in Side):
             self.phase = Phase.DONE
             return Done(dict(self.finals))
         return None
+
+    def transfer_failed(self, side: Side, reply: Reply) -> str:
+        """The sentence for ``side``'s transfer command's error reply (452:
+        its storage is full, RFC 959 4.2, said in words with the path)."""
+        verb = "STOR" if side is Side.DEST else "RETR"
+        path = self.spec.dest_path if side is Side.DEST else self.spec.source_path
+        if reply.code == 452:
+            return f"no space left on {self.names[side]} for {path} ({verb} failed: {reply})"
+        return f"{verb} {path} failed on {self.names[side]}: {reply}"
+
+    def cause(self, failed: Failed, reply: Reply) -> Failed:
+        """The other side's error reply that came after ``failed``'s: a
+        transfer's 426 (its data connection closed) follows the one that
+        closed it, which names the cause (a full disk's 452)."""
+        side = failed.side.other
+        self.finals[side] = reply
+        return Failed(side, self.transfer_failed(side, reply), reply, ())
 
     def data_refused(self, failed: Failed, passive_connected: bool, moved: int) -> str | None:
         """The sentence for a copy whose data connection the passive side

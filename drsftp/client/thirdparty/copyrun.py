@@ -32,6 +32,7 @@ from .pair import ServerPair
 
 TICK = 0.02  # seconds between looks at the replies, the relay and the bar
 ABORT_WAIT = 10.0  # seconds a server may take to answer ABOR
+CAUSE_WAIT = 2.0  # seconds one side's failure waits for the other's error reply, which may name the cause
 TIMELINE_LIMIT = 20_000
 TRANSFER_VERBS = ("RETR", "STOR")
 
@@ -212,6 +213,7 @@ class CopyRun:
                         continue
                     outcome = self._outcome(side, task)
                     if isinstance(outcome, Failed):
+                        outcome = await self._cause(outcome)
                         connected = self._connected(outcome.side.other)  # (before the ABOR ends it)
                         await self._abort(outcome)
                         raise self._failure(outcome, connected)
@@ -250,6 +252,21 @@ class CopyRun:
         if isinstance(result, Failed):
             return result
         return self.flow.final(side, result)
+
+    async def _cause(self, failed: Failed) -> Failed:
+        """A 4yz from one side while the other's transfer runs: the other's
+        error reply, if it comes within CAUSE_WAIT, is the cause (B's 452
+        for a full disk closes A's connection, and A's 426 comes first)."""
+        other = failed.side.other
+        pending = self.transfer.get(other)
+        if (failed.reply is None or not 400 <= failed.reply.code < 500 or other not in failed.abort
+                or pending is None or self.pair.ctl(other).lost):
+            return failed
+        await asyncio.wait([pending.final], timeout=CAUSE_WAIT)
+        if not pending.final.done() or pending.final.exception() is not None:
+            return failed
+        reply = pending.final.result()
+        return self.flow.cause(failed, reply) if reply.code >= 400 else failed
 
     def _failure(self, failed: Failed, connected: bool = True) -> FTPError:
         """The sentence for a failed copy: a server whose control

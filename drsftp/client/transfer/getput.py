@@ -26,7 +26,7 @@ from ..session.control import ControlConnection, FTPError, Pending, os_reason, s
 from ..session.flowctl import FlowControl
 from ..session.login import open_logged_in, open_session, warn_without_drs
 from . import maxtime
-from .dataconn import send_tls
+from .dataconn import LocalWriteError, send_tls
 from .options import TransferOptions
 from .streammode import (
     StreamTransfer,
@@ -98,7 +98,10 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
                     started = time.monotonic()
                     xfer.started = started
                     io = asyncio.ensure_future(receive_file(sock, f, xfer, ctl.tls, ctl.host))
-                    await server_says_why(drive_data(io, xfer), pending, f"RETR {loc.path}")
+                    try:
+                        await server_says_why(drive_data(io, xfer), pending, f"RETR {loc.path}")
+                    except LocalWriteError as exc:
+                        raise exc.naming(dest) from exc
                     seconds = time.monotonic() - started
                 close_data(sock, xfer)
                 if xfer.timed_out:
