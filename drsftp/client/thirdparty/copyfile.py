@@ -114,9 +114,12 @@ async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto:
         on_run(run)
     try:
         out = await run.run()
-    except BaseException:
+    except BaseException as exc:
         if record is not None and size is not None:
-            save_held(record, size, mtime, held)  # also of nothing held: B's part file has holes
+            if resumable(exc, run, held):
+                save_held(record, size, mtime, held)  # also of nothing held: B's part file has holes
+            else:
+                drop_record(record)  # nothing a --continue could take up
         raise
     finally:
         view.close()
@@ -131,6 +134,20 @@ async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto:
     if opts.verify and not out.timed_out:
         result.sha256 = await verify_both(pair, spec.source_path, spec.dest_path)
     return result
+
+
+def resumable(exc: BaseException, run: CopyRun, held: RangeSet) -> bool:
+    """A failed or interrupted copy left B something a ``--continue`` can
+    take up: the cause may pass (a lost connection, a 4yz, Ctrl-C; not a
+    5yz refusal) and B holds ranges, or started the file (its STOR's 1yz)."""
+    if isinstance(exc, FTPError) and not exc.transient:
+        return False
+    if held.total:
+        return True
+    pending = run.transfer.get(Side.DEST)
+    first = pending.preliminary if pending is not None else None
+    return (first is not None and first.done() and not first.cancelled() and first.exception() is None
+            and first.result().preliminary)
 
 
 def result_of(run: CopyRun, out: RunOutcome, size: int | None, resumed: int, pair: ServerPair,
