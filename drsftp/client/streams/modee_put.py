@@ -97,9 +97,7 @@ class ModeEPut(ModeESession):
                 raise FTPError(f"cannot open a data connection to {self.address[0]}:{self.address[1]}")
             await fc.started(pending, f"cannot store {self.path}")
             await self._until_sent(pending)
-            for s in self.opened:
-                await drain_stream(s)
-                s.sock.close()
+            await self._drained(pending)
             reply = await asyncio.wait_for(asyncio.shield(pending.final), 120)
             if not isinstance(fc.ended(pending, reply), TransferDone):
                 raise FTPError(f"STOR {self.path} failed: {reply}", reply)
@@ -117,6 +115,26 @@ class ModeEPut(ModeESession):
             self.server_held.add(a, b)
         if self.on_held is not None:
             self.on_held(self.server_held)
+
+    async def _drained(self, pending) -> None:
+        """Until the server acknowledged what the streams sent (each then
+        closed), or its error reply came first: a server that failed (452,
+        storage full) after the last block went into the kernel's buffers
+        acknowledges no more of it."""
+        async def drain_all() -> None:
+            for s in self.opened:
+                await drain_stream(s)
+                s.sock.close()
+
+        drain = asyncio.ensure_future(drain_all())
+        try:
+            await asyncio.wait([drain, pending.final], return_when=asyncio.FIRST_COMPLETED)
+            final = pending.final
+            if not drain.done() and final.done() and final.exception() is None and final.result().code >= 400:
+                raise FTPError(f"STOR {self.path} failed: {final.result()}", final.result())
+            await drain
+        finally:
+            drain.cancel()
 
     async def _why_failed(self, pending, exc: BaseException) -> None:
         """A stream failed: the server's final reply (452 storage full,

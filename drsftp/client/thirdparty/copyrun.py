@@ -254,19 +254,20 @@ class CopyRun:
         return self.flow.final(side, result)
 
     async def _cause(self, failed: Failed) -> Failed:
-        """A 4yz from one side while the other's transfer runs: the other's
-        error reply, if it comes within CAUSE_WAIT, is the cause (B's 452
-        for a full disk closes A's connection, and A's 426 comes first)."""
+        """A 426 (the data connection closed, RFC 959 4.2) from one side
+        while the other's transfer runs: the other's error reply, if it
+        comes within CAUSE_WAIT and is not a 426 too, is the cause (B's 452
+        for a full disk closes A's connection, and A's 426 may come first)."""
         other = failed.side.other
         pending = self.transfer.get(other)
-        if (failed.reply is None or not 400 <= failed.reply.code < 500 or other not in failed.abort
+        if (failed.reply is None or failed.reply.code != 426 or other not in failed.abort
                 or pending is None or self.pair.ctl(other).lost):
             return failed
         await asyncio.wait([pending.final], timeout=CAUSE_WAIT)
         if not pending.final.done() or pending.final.exception() is not None:
             return failed
         reply = pending.final.result()
-        return self.flow.cause(failed, reply) if reply.code >= 400 else failed
+        return self.flow.cause(failed, reply) if reply.code >= 400 and reply.code != 426 else failed
 
     def _failure(self, failed: Failed, connected: bool = True) -> FTPError:
         """The sentence for a failed copy: a server whose control

@@ -53,6 +53,7 @@ class StreamTransfer(DRSFigures):
         self.timed_out = False
         self.view = ProgressView(label, total, opts.progress)
         self.data_transport: asyncio.Transport | None = None  # get: the socket's reader
+        self.write_error: OSError | None = None  # get: the local file's write failed (a full disk)
 
     async def open_data(self, send: Callable[[], None] | None = None) -> socket.socket:
         """The data connection to the server's passive address (EPSV, else
@@ -140,7 +141,7 @@ class FileSink(asyncio.BufferedProtocol):
         try:
             self.f.write(self.view[:nbytes])
         except OSError as exc:
-            settle(self.done, LocalWriteError(exc))
+            self.xfer.write_error = exc
             raise
         self.xfer.moved += nbytes
 
@@ -242,6 +243,8 @@ async def drive_data(io: asyncio.Task, xfer: StreamTransfer) -> None:
                 io.cancel()
         await io
     except (OSError, ConnectionError) as exc:
+        if exc is xfer.write_error:
+            raise LocalWriteError(exc) from exc
         raise FTPError(f"data connection failed: {os_reason(exc)}") from exc
     except asyncio.CancelledError:
         failure = ticker.exception() if ticker.done() and not ticker.cancelled() else None
