@@ -203,11 +203,15 @@ async def open_put(src: str, loc: FTPLocation, opts: TransferOptions) -> tuple[B
 
 async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: int) -> int:
     """What an interrupted stream-mode put left on the server, a prefix of
-    the file: the remote file's size, or on a drsftp server (which keeps an
-    unfinished upload under a temporary name) that name's."""
-    offset = await ctl.size(path) or 0
-    if not offset and "DRS" in ctl.features:
+    the file: on a drsftp server (which keeps an unfinished upload under a
+    temporary name, and continues that one at REST) that name's size where
+    it has one, not the size of an older file of the final name; else the
+    remote file's size."""
+    offset = 0
+    if "DRS" in ctl.features:
         offset = await ctl.size(partial_name(path)) or 0
+    if not offset:
+        offset = await ctl.size(path) or 0
     if offset > total:
         raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)", transient=False)
     return offset
