@@ -72,7 +72,8 @@ def settled(*dirs):
 
 
 def check_target(path, src, rc):
-    data = open(path, "rb").read()
+    with open(path, "rb") as f:
+        data = f.read()
     assert data == OLD or sha256_file(path) == sha256_file(src), (rc, len(data))
     if rc == 0:
         assert sha256_file(path) == sha256_file(src)

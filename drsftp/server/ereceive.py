@@ -25,9 +25,9 @@ from ..ftp.eblock import BlockError, Data, EndOfFile, RangeSet, ReceiveLedger
 from ..io.fileio import pwrite_all
 from ..io.tlsbio import reason
 from ..tuning import Role
+from . import partfile
 from .ejob import Job, TransferSession
 from .estreams import Stream
-from . import partfile
 from .partfile import discard_if_empty
 
 RECV_CHUNK = 1 << 20  # one recv_into per MiB

@@ -154,8 +154,9 @@ class ModeEPut(ModeESession):
         while True:
             live = [t for t in self.threads if not t.done()]
             for t in self.threads:
-                if t.done() and t.exception() is not None:
-                    await self._why_failed(pending, t.exception())
+                failure = t.exception() if t.done() else None
+                if failure is not None:
+                    await self._why_failed(pending, failure)
             if self.late_failure is not None:
                 raise self.late_failure
             if not live and not self.connecting:

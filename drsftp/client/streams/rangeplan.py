@@ -14,8 +14,8 @@ modification time, and the ranges the .part holds.
 
 from __future__ import annotations
 
-import json
 import contextlib
+import json
 import os
 from dataclasses import dataclass, field
 
