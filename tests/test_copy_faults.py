@@ -147,10 +147,11 @@ def test_a_destination_that_drops_the_sources_data_connection_is_named_with_thir
     a.mkdir()
     b.mkdir()
     make_file(a / "f.bin", 2 * MiB, seed=25)
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"))  # (-P 2: MODE E resume records)
     with running_server(a, "--data-interface", "127.0.0.2") as sa, running_server(b) as sb:
         for extra in ((), ("-P", "2")):
             r = subprocess.run([PY, "-m", "drsftp", "copy", sa.url("f.bin"), sb.url("g.bin"), "--progress", "never",
-                                *extra], capture_output=True, text=True, timeout=60)
+                                *extra], capture_output=True, text=True, timeout=60, env=env)
             assert r.returncode == 1, r.stderr
             assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
             assert r.stderr.startswith(f"drsftp: error: the destination 127.0.0.1:{sb.port} did not take the data"
