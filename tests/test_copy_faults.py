@@ -135,3 +135,26 @@ def test_max_time_stops_both_servers_and_continue_finishes(tmp_path):
                                 "--progress", "never"], capture_output=True, text=True, timeout=60)
             assert r.returncode == 0, r.stderr
     assert sha256_file(b / "g.bin") == sha256_file(src)
+
+
+def test_a_destination_that_drops_the_sources_data_connection_is_named_with_third_party_peers(tmp_path):
+    """The source's data connections leave from 127.0.0.2 (--data-interface),
+    which the destination, whose client is 127.0.0.1, does not list: it
+    drops them unanswered and the source says 426.  The sentence names the
+    destination and --third-party-peers, not the source's 426 with a
+    --continue that cannot help."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    make_file(a / "f.bin", 2 * MiB, seed=25)
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"))  # (-P 2: MODE E resume records)
+    with running_server(a, "--data-interface", "127.0.0.2") as sa, running_server(b) as sb:
+        for extra in ((), ("-P", "2")):
+            r = subprocess.run([PY, "-m", "drsftp", "copy", sa.url("f.bin"), sb.url("g.bin"), "--progress", "never",
+                                *extra], capture_output=True, text=True, timeout=60, env=env)
+            assert r.returncode == 1, r.stderr
+            assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+            assert r.stderr.startswith(f"drsftp: error: the destination 127.0.0.1:{sb.port} did not take the data"
+                                       " connection from the source"), r.stderr
+            assert "--third-party-peers" in r.stderr and "--continue" not in r.stderr, r.stderr
+        assert os.listdir(b) == []

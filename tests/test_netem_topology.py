@@ -339,3 +339,30 @@ def test_sigterm_sigint_and_kill_9_of_the_owner():
         down = drsftp("netem", "down", name)
     assert down.returncode == 0 and name in down.stdout, down.stderr
     assert _leftovers(name) == []
+
+
+TERMINATED = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(3))\n"
+              "print('up', flush=True)\ntime.sleep(60)\n")
+
+
+@pytest.mark.root
+def test_exec_passes_sigterm_on_to_its_command_and_exits_with_its_status():
+    """A supervisor's SIGTERM to `drsftp netem exec` reaches the command in
+    the node (a server there stops), and the exec's status is the command's."""
+    name = "drs" + secrets.token_hex(2) + "x"
+    r = drsftp("netem", "up", name, "--rtt", "2ms", "--rate", "0", timeout=60)
+    assert r.returncode == 0, r.stderr
+    try:
+        ex = subprocess.Popen([sys.executable, "-m", "drsftp", "netem", "exec", name, "server", "--",
+                               sys.executable, "-c", TERMINATED], stdout=subprocess.PIPE, text=True)
+        try:
+            assert ex.stdout.readline() == "up\n"
+            ex.send_signal(signal.SIGTERM)
+            assert ex.wait(15) == 3
+        finally:
+            if ex.poll() is None:
+                ex.kill()
+                ex.wait()
+            ex.stdout.close()
+    finally:
+        drsftp("netem", "down", name)

@@ -209,13 +209,45 @@ class CopyFlow:
             return None
         self.finals[side] = reply
         if not 200 <= reply.code < 300:
-            verb = "STOR" if side is Side.DEST else "RETR"
-            path = self.spec.dest_path if side is Side.DEST else self.spec.source_path
-            return self._fail(side, f"{verb} {path} failed on {self.names[side]}: {reply}", reply)
+            return self._fail(side, self.transfer_failed(side, reply), reply)
         if all(s in self.finals for s in Side):
             self.phase = Phase.DONE
             return Done(dict(self.finals))
         return None
+
+    def transfer_failed(self, side: Side, reply: Reply) -> str:
+        """The sentence for ``side``'s transfer command's error reply (452:
+        its storage is full, RFC 959 4.2, said in words with the path)."""
+        verb = "STOR" if side is Side.DEST else "RETR"
+        path = self.spec.dest_path if side is Side.DEST else self.spec.source_path
+        if reply.code == 452:
+            return f"no space left on {self.names[side]} for {path} ({verb} failed: {reply})"
+        return f"{verb} {path} failed on {self.names[side]}: {reply}"
+
+    def cause(self, failed: Failed, reply: Reply) -> Failed:
+        """The other side's error reply that came after ``failed``'s: a
+        transfer's 426 (its data connection closed) follows the one that
+        closed it, which names the cause (a full disk's 452)."""
+        side = failed.side.other
+        self.finals[side] = reply
+        return Failed(side, self.transfer_failed(side, reply), reply, ())
+
+    def data_refused(self, failed: Failed, passive_connected: bool, moved: int) -> str | None:
+        """The sentence for a copy whose data connection the passive side
+        did not take: the active side's transfer failed with a 4yz (its
+        connection closed at once) while the passive side's still waits
+        with nothing received.  A server takes a data
+        connection from a third host only when told to (RFC 2577 sec. 3;
+        drsftp serve: --third-party-peers), and drops others unanswered,
+        so the active side's error alone would name the wrong cause.
+        None: not that failure."""
+        passive = self.passive_side
+        if (failed.side is passive or failed.reply is None or not 400 <= failed.reply.code < 500
+                or passive not in failed.abort or passive_connected or moved):
+            return None
+        return (f"{self.names[passive]} did not take the data connection from {self.names[failed.side]}"
+                f" ({failed.reason.rstrip('.')}): a server takes one from another host than its client's only"
+                f" where it lists that host, as drsftp serve's --third-party-peers does")
 
     def lost(self, side: Side, why: str) -> Failed:
         """The ``side``'s control connection failed."""

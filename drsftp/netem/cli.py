@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 from typing import Any
 
@@ -137,10 +138,32 @@ def cmd_exec(args) -> int:
         raise NetemUsageError("exec needs a command after --")
     nsmod.require_root()
     ns = node_namespace(name, args.node)
+    return run_forwarding(nsmod.ns_exec_prefix(ns) + argv)
+
+
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+SI_KERNEL = 0x80  # siginfo's si_code for a signal the kernel sent (a terminal's Ctrl-C, a hangup): kill(2)'s is 0
+
+
+def run_forwarding(argv: list[str]) -> int:
+    """``argv`` run as a child; SIGTERM, SIGINT and SIGHUP sent to this
+    process (kill, a supervisor) are passed on to it, so a server inside a
+    node stops when the exec is told to, and the exit status is the
+    child's (128 + N for a signal N, as a shell's).  A terminal's Ctrl-C
+    or hangup already reaches the child in its process group: not sent
+    twice."""
+    mask = set(FORWARDED)
+    signal.pthread_sigmask(signal.SIG_BLOCK, mask)
     try:
-        return subprocess.call(nsmod.ns_exec_prefix(ns) + argv)
-    except KeyboardInterrupt:
-        return 130
+        child = subprocess.Popen(argv, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, mask))
+        while child.poll() is None:
+            info = signal.sigtimedwait(mask, 0.2)
+            if info is not None and info.si_code != SI_KERNEL:
+                child.send_signal(info.si_signo)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, mask)
+    rc = child.returncode
+    return 128 - rc if rc < 0 else rc
 
 
 def node_namespace(name: str, node: str) -> str:

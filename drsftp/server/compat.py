@@ -80,6 +80,11 @@ def closed(channel) -> bool:
     return bool(channel._closed)
 
 
+def quit_after_transfer(handler) -> None:
+    """QUIT came during a transfer: the session closes when it ends (RFC 959 4.1.1)."""
+    handler._quit_pending = True
+
+
 def pending_transfer(handler) -> bool:
     """A RETR/STOR is queued waiting for its stream-mode data connection."""
     return handler._out_dtp_queue is not None or handler._in_dtp_queue is not None

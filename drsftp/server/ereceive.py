@@ -25,6 +25,7 @@ from ..ftp.eblock import BlockError, Data, EndOfFile, RangeSet, ReceiveLedger
 from ..io.fileio import pwrite_all
 from ..io.tlsbio import reason
 from ..tuning import Role
+from . import partfile
 from .ejob import Job, TransferSession
 from .estreams import Stream
 from .partfile import discard_if_empty
@@ -41,6 +42,8 @@ class Receive(Job):
         super().__init__(session)
         self.fd, self.temp, self.final, self.expected = fd, temp, final, expected
         self.fresh = fresh  # the part file was started anew (no REST): removed if it ends empty
+        if temp != final:
+            partfile.claim(temp)  # one writer at a time (partfile.BUSY to another session's STOR)
         self.discarded = False
         limit = expected if expected is not None else session.limits.max_file
         self.ledger = ReceiveLedger(limit=limit, base=base)
@@ -149,7 +152,12 @@ class Receive(Job):
         except OSError as exc:
             self.cleanup()
             return f"451 Cannot move the upload into place: {exc.strerror}."
+        self._release()
         return "226 Transfer complete."
+
+    def _release(self) -> None:
+        if self.temp != self.final:
+            partfile.release(self.temp)
 
     def cleanup(self) -> None:
         """After a failure: a part file of its own with nothing written goes."""
@@ -159,6 +167,7 @@ class Receive(Job):
             self.fd = -1
         if self.fresh and self.temp != self.final:
             self.discarded = discard_if_empty(self.temp)
+        self._release()
 
 
 class _Incomplete(Exception):

@@ -26,7 +26,7 @@ from .ejob import Job
 from .ereceive import Receive
 from .esend import BytesSource, FileSource, Send
 from .estreams import Limits, Listener, Stream, StreamCount
-from .partfile import OVER_DIRECTORY, part_path
+from .partfile import BUSY, OVER_DIRECTORY, busy, part_path
 from .thirdparty import plain_ip
 from .translog import mean_rtt
 
@@ -404,6 +404,9 @@ class ESession:
                 h.respond("425 Use PASV or EPSV first.")
             return
         temp = part_path(path)
+        if busy(temp):  # another session writes it: two writers would interleave
+            h.respond(BUSY)
+            return
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         if rest is None:
             flags |= os.O_TRUNC

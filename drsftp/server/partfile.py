@@ -10,6 +10,30 @@ from ..ftp.partname import partial_name
 
 # a STOR onto a directory, refused before a part file is made (its rename could only fail)
 OVER_DIRECTORY = "550 Is a directory: a file cannot be stored over it."
+# a STOR whose part file another session is writing: two writers would interleave (RFC 959 4.2: 450,
+# "file unavailable (e.g., file busy)"; the client may retry once the other upload ends)
+BUSY = "450 The file is busy: another session is uploading it; try again when that upload ends."
+
+# the part files uploads of this server are writing now (one writer each)
+_writing: set[str] = set()
+
+
+def claim(path: str) -> bool:
+    """``path`` is now written by one upload: False if another one writes it."""
+    key = os.path.abspath(path)
+    if key in _writing:
+        return False
+    _writing.add(key)
+    return True
+
+
+def release(path: str) -> None:
+    """The upload writing ``path`` ended (or never began)."""
+    _writing.discard(os.path.abspath(path))
+
+
+def busy(path: str) -> bool:
+    return os.path.abspath(path) in _writing
 
 
 def part_path(path: str) -> str:

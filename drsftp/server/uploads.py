@@ -9,6 +9,10 @@
   3.4.1, so a client that died looks done).
 - A complete upload is renamed before the 226; an incomplete one stays
   for REST (451), unless it wrote nothing to a part file of its own.
+- One upload writes a part file at a time: a STOR whose part file another
+  session is writing gets 450 (two writers would interleave).
+- QUIT during an upload keeps reading the control connection: its close
+  ends the upload, never renamed into place.
 - A STOR onto a directory is refused before a part file is made; with no
   data connection to come, STOR and APPE answer 425 before truncating or
   creating anything (finalreply.py).
@@ -48,6 +52,10 @@ class UploadCommands:
             self.respond(partfile.OVER_DIRECTORY)
             return None
         temp = partfile.part_path(file)
+        if partfile.busy(temp):  # another session writes it: refused before it is truncated or appended to
+            compat.restart_position(self, 0)
+            self.respond(partfile.BUSY)
+            return None
         fresh = not compat.restart_position(self)  # REST continues a part file; STOR alone starts it anew
         if fresh and self._refused_before_open(temp):
             return None
@@ -56,6 +64,7 @@ class UploadCommands:
         result = super().ftp_STOR(temp, mode)
         if result is not None and temp != file:
             self._upload_targets[temp] = (file, expected, fresh)
+            partfile.claim(temp)
         return result
 
     def _refused_before_open(self, path) -> bool:
@@ -82,16 +91,37 @@ class UploadCommands:
 
     def take_upload_target(self, temp) -> tuple[str, int | None, bool] | None:
         """(final path, expected size, part file started afresh) of the
-        upload written to ``temp``; the data channel takes it at its close."""
-        return self._upload_targets.pop(temp, None)
+        upload written to ``temp``; the data channel takes it at its close,
+        and the part file is free for another upload from then on."""
+        target = self._upload_targets.pop(temp, None)
+        if target is not None:
+            partfile.release(temp)
+        return target
 
     def _drop_upload(self, f) -> None:
         """Close the file of a transfer that never started; an upload's part
         file it made is removed (nothing was written)."""
-        target = self._upload_targets.pop(getattr(f, "name", ""), None)
+        target = self.take_upload_target(getattr(f, "name", ""))
         f.close()
         if target is not None and target[2]:
             partfile.discard_if_empty(f.name)
+
+    def ftp_QUIT(self, line):
+        """RFC 959 4.1.1: QUIT during a transfer keeps the session open for
+        its final reply.  Stock pyftpdlib stops reading the control
+        connection then, so a client that closed it went unnoticed and a
+        stream-mode upload, ended by the data connection's EOF (RFC 959
+        3.4.1), was renamed into place as if complete.  During an upload
+        this session keeps reading (lines after QUIT are dropped:
+        commandline.py): the control connection's close ends the upload,
+        kept under its part name."""
+        if not self._upload_targets or self.data_channel is None:
+            return super().ftp_QUIT(line)
+        self.respond("221 Goodbye: closing after the running upload.")
+        compat.quit_after_transfer(self)
+        if self.authenticated and self.username:
+            self.on_logout(self.username)
+        return None
 
     def close(self):
         if not compat.closed(self):  # a STOR still waiting for its data connection
@@ -119,6 +149,10 @@ class UploadPlacement:
         if target is None or not self.receive:
             return
         final, expected, fresh = target
+        if compat.closed(self.cmd_channel):
+            # the session that ordered the STOR is gone (or it sent ABOR): the
+            # data connection's EOF alone does not prove the upload complete
+            self.transfer_finished = False
         if not self.transfer_finished or not (compat.final_reply(self) or "").startswith("226"):
             if fresh:
                 with contextlib.suppress(OSError, ValueError):

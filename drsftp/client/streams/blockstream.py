@@ -17,6 +17,7 @@ from ...io.tlsbio import TLSPipe
 from ...io.tuner import SocketTuner
 from ...tuning.streams import StreamSample
 from ..session.control import FTPError
+from ..transfer.dataconn import LocalWriteError
 from .rangeplan import read_chunk
 
 
@@ -90,8 +91,11 @@ class BlockSink(asyncio.BufferedProtocol):
                 elif isinstance(ev, EndOfData):
                     self.owner.ledger.end_of_data()
                     self.stream.ended = time.monotonic()
-        except (BlockError, OSError) as exc:
+        except BlockError as exc:
             self.owner.fail(FTPError(f"extended block mode: {exc}", transient=False))
+            return
+        except OSError as exc:  # the local file's write (a full disk)
+            self.owner.fail(LocalWriteError(exc))
             return
         self.owner.progress()
 

@@ -25,7 +25,7 @@ from ...ftp.flow import TransferDone
 from ...io import sockopt
 from ...tuning import Role
 from ...tuning.streams import StreamSample
-from ..session.control import ControlConnection, FTPError
+from ..session.control import ControlConnection, FTPError, os_reason
 from ..session.flowctl import FlowControl
 from ..transfer.filesend import SEND_POLL
 from ..transfer.options import TransferOptions
@@ -33,6 +33,7 @@ from .blocksend import BlockQueue, BlockSender, drain_stream
 from .modee_base import ModeESession
 
 log = logging.getLogger("drsftp.client")
+SERVER_WHY_WAIT = 5.0  # seconds a failed stream waits for the server's final reply, which names the cause
 
 
 class ModeEPut(ModeESession):
@@ -96,9 +97,7 @@ class ModeEPut(ModeESession):
                 raise FTPError(f"cannot open a data connection to {self.address[0]}:{self.address[1]}")
             await fc.started(pending, f"cannot store {self.path}")
             await self._until_sent(pending)
-            for s in self.opened:
-                await drain_stream(s)
-                s.sock.close()
+            await self._drained(pending)
             reply = await asyncio.wait_for(asyncio.shield(pending.final), 120)
             if not isinstance(fc.ended(pending, reply), TransferDone):
                 raise FTPError(f"STOR {self.path} failed: {reply}", reply)
@@ -117,13 +116,47 @@ class ModeEPut(ModeESession):
         if self.on_held is not None:
             self.on_held(self.server_held)
 
+    async def _drained(self, pending) -> None:
+        """Until the server acknowledged what the streams sent (each then
+        closed), or its error reply came first: a server that failed (452,
+        storage full) after the last block went into the kernel's buffers
+        acknowledges no more of it."""
+        async def drain_all() -> None:
+            for s in self.opened:
+                await drain_stream(s)
+                s.sock.close()
+
+        drain = asyncio.ensure_future(drain_all())
+        try:
+            await asyncio.wait([drain, pending.final], return_when=asyncio.FIRST_COMPLETED)
+            final = pending.final
+            if not drain.done() and final.done() and final.exception() is None and final.result().code >= 400:
+                raise FTPError(f"STOR {self.path} failed: {final.result()}", final.result())
+            await drain
+        finally:
+            drain.cancel()
+
+    async def _why_failed(self, pending, exc: BaseException) -> None:
+        """A stream failed: the server's final reply (452 storage full,
+        451) says why better than the reset that its abort caused; else the
+        stream's own error."""
+        try:
+            reply = await asyncio.wait_for(asyncio.shield(pending.final), SERVER_WHY_WAIT)
+        except (TimeoutError, FTPError):
+            reply = None
+        if reply is not None and reply.code >= 400:
+            raise FTPError(f"STOR {self.path} failed: {reply}", reply) from exc
+        why = os_reason(exc) if isinstance(exc, OSError) else str(exc)
+        raise FTPError(f"data connection failed: {why}") from exc
+
     async def _until_sent(self, pending) -> None:
         last_progress = (time.monotonic(), -1)
         while True:
             live = [t for t in self.threads if not t.done()]
             for t in self.threads:
-                if t.done() and t.exception() is not None:
-                    raise FTPError(f"data connection failed: {t.exception()}") from t.exception()
+                failure = t.exception() if t.done() else None
+                if failure is not None:
+                    await self._why_failed(pending, failure)
             if self.late_failure is not None:
                 raise self.late_failure
             if not live and not self.connecting:

@@ -37,6 +37,7 @@ from ..session.control import ControlConnection, FTPError, os_reason, size_of
 from ..session.login import open_logged_in, open_session, warn_without_drs
 from ..transfer import getput as transfer
 from ..transfer import maxtime, putresume
+from ..transfer.dataconn import LocalWriteError
 from ..transfer.getput import TransferResult, already_complete
 from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
@@ -157,12 +158,17 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int 
                 on_driver(driver)
 
             def save() -> None:
-                save_record(part, ResumeRecord(size, mtime, driver.held))
+                try:
+                    save_record(part, ResumeRecord(size, mtime, driver.held))
+                except OSError as exc:  # a resume aid: the transfer's own error, if any, is the one to tell
+                    log.info("cannot write the resume record of %s: %s (the last one stays)", part, os_reason(exc))
 
             save()
             view = ProgressView(os.path.basename(loc.path), size, opts.progress)
             try:
                 out = await _monitor(driver, controller, opts, view, held.total, save)
+            except LocalWriteError as exc:  # a block's write (a full disk), not the network's
+                raise exc.naming(dest) from exc
             finally:
                 view.close()
                 save()

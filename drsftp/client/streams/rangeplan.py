@@ -14,6 +14,7 @@ modification time, and the ranges the .part holds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -188,11 +189,17 @@ def load_record(part: str) -> ResumeRecord | None:
 
 
 def save_record(part: str, record: ResumeRecord) -> None:
-    """Written to a temporary name and renamed: a crash leaves the old one."""
+    """Written to a temporary name and renamed: a crash leaves the old one,
+    and a write that fails (a full disk) leaves no temporary file."""
     tmp = record_path(part) + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(record.to_json())
-    os.replace(tmp, record_path(part))
+    try:
+        with open(tmp, "w") as f:
+            f.write(record.to_json())
+        os.replace(tmp, record_path(part))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def drop_record(part: str) -> None:

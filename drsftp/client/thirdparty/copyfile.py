@@ -114,9 +114,12 @@ async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto:
         on_run(run)
     try:
         out = await run.run()
-    except BaseException:
+    except BaseException as exc:
         if record is not None and size is not None:
-            save_held(record, size, mtime, held)  # also of nothing held: B's part file has holes
+            if resumable(exc, run, held):
+                save_held(record, size, mtime, held)  # also of nothing held: B's part file has holes
+            else:
+                drop_record(record)  # nothing a --continue could take up
         raise
     finally:
         view.close()
@@ -131,6 +134,20 @@ async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto:
     if opts.verify and not out.timed_out:
         result.sha256 = await verify_both(pair, spec.source_path, spec.dest_path)
     return result
+
+
+def resumable(exc: BaseException, run: CopyRun, held: RangeSet) -> bool:
+    """A failed or interrupted copy left B something a ``--continue`` can
+    take up: the cause may pass (a lost connection, a 4yz, Ctrl-C; not a
+    5yz refusal) and B holds ranges, or started the file (its STOR's 1yz)."""
+    if isinstance(exc, FTPError) and not exc.transient:
+        return False
+    if held.total:
+        return True
+    pending = run.transfer.get(Side.DEST)
+    first = pending.preliminary if pending is not None else None
+    return (first is not None and first.done() and not first.cancelled() and first.exception() is None
+            and first.result().preliminary)
 
 
 def result_of(run: CopyRun, out: RunOutcome, size: int | None, resumed: int, pair: ServerPair,
@@ -200,11 +217,13 @@ async def verify_both(pair: ServerPair, src_path: str, dst_path: str) -> str:
 
 
 def prefix_on_dest(pair: ServerPair, size: int | None, dest_size: int | None, part_size: int | None) -> int:
-    """The prefix B holds of an interrupted stream-mode copy: its file's
-    SIZE, or drsftp serve's part file's (docs/SECURITY.md)."""
+    """The prefix B holds of an interrupted stream-mode copy: drsftp
+    serve's part file's SIZE where it has one (its REST + STOR continues
+    that file, not the one of the final name, which may be an older file
+    the copy replaces: docs/SECURITY.md), else its file's SIZE."""
     prefix = dest_size or 0
-    if not prefix and "DRS" in pair.dest.features:
-        prefix = part_size or 0
+    if "DRS" in pair.dest.features and part_size:
+        prefix = part_size
     if size is not None and prefix > size:
         raise FTPError(f"the destination's file ({prefix} B) is larger than the source's ({size} B)",
                        transient=False)

@@ -40,6 +40,7 @@ from ..result import TransferResult
 from ..session.control import FTPError
 from ..streams.rangeplan import drop_record
 from ..transfer.options import TransferOptions
+from ..transfer.targets import make_remote_dirs
 from ..trees.job.result import FileOutcome, JobResult
 from ..trees.job.sessions import ERRORS, JobSessions, check_cancelled, keep_alive
 from ..trees.job.treejob import Item, JobOptions, Source, TreeJob
@@ -149,8 +150,8 @@ async def _copy_job(job: CopyJob, contents: bool, dst_dir_hint: bool) -> None:
             tree = {(): Stat(entry.size, entry.mtime)}
         p = plan(tree, have, sync=jopts.sync, checksum=jopts.checksum, resume=jopts.resume,
                  partial=_partial(have, tree) if (jopts.sync or jopts.resume) else None)
-        if source.kind == DIR and () not in have:
-            p.mkdirs.insert(0, ())  # the destination's root
+        if source.kind == DIR and () not in have:  # the destination's root, and its missing parents
+            await make_remote_dirs(source.local, dsess.stat, dsess.ctl, f" on the destination {shown(dst)}")
         await _apply_dest(job, dsess, source, p)
         job.dest.spare.append(dsess)
         job.enqueue(0, p)

@@ -32,6 +32,7 @@ from .pair import ServerPair
 
 TICK = 0.02  # seconds between looks at the replies, the relay and the bar
 ABORT_WAIT = 10.0  # seconds a server may take to answer ABOR
+CAUSE_WAIT = 2.0  # seconds one side's failure waits for the other's error reply, which may name the cause
 TIMELINE_LIMIT = 20_000
 TRANSFER_VERBS = ("RETR", "STOR")
 
@@ -129,7 +130,18 @@ class CopyRun:
 
     # -- the run ---------------------------------------------------------------------------------
     async def run(self) -> RunOutcome:
-        """The copy; an FTPError naming the side and command that failed it."""
+        """The copy; an FTPError naming the side and command that failed it.
+        Cancelled (Ctrl-C; a job that stops): both transfers are aborted
+        before the cancellation goes on, so neither server keeps copying
+        once the client is gone (its QUIT alone would let them finish,
+        RFC 959 4.1.1)."""
+        try:
+            return await self._run()
+        except asyncio.CancelledError:
+            await self._abort(Failed(Side.DEST, "interrupted", None, tuple(Side)))
+            raise
+
+    async def _run(self) -> RunOutcome:
         for cmd in self.flow.opening():
             self._send(cmd)
         while self.passive is not None:  # (B's PASV; A's, where B refused it in stream mode)
@@ -201,8 +213,10 @@ class CopyRun:
                         continue
                     outcome = self._outcome(side, task)
                     if isinstance(outcome, Failed):
+                        outcome = await self._cause(outcome)
+                        connected = self._connected(outcome.side.other)  # (before the ABOR ends it)
                         await self._abort(outcome)
-                        raise self._failure(outcome)
+                        raise self._failure(outcome, connected)
                     if isinstance(outcome, Done):
                         self.out.seconds = now - started
                         self.moved = self.left if self.left is not None else self.relay.moved()
@@ -239,7 +253,23 @@ class CopyRun:
             return result
         return self.flow.final(side, result)
 
-    def _failure(self, failed: Failed) -> FTPError:
+    async def _cause(self, failed: Failed) -> Failed:
+        """A 426 (the data connection closed, RFC 959 4.2) from one side
+        while the other's transfer runs: the other's error reply, if it
+        comes within CAUSE_WAIT and is not a 426 too, is the cause (B's 452
+        for a full disk closes A's connection, and A's 426 may come first)."""
+        other = failed.side.other
+        pending = self.transfer.get(other)
+        if (failed.reply is None or failed.reply.code != 426 or other not in failed.abort
+                or pending is None or self.pair.ctl(other).lost):
+            return failed
+        await asyncio.wait([pending.final], timeout=CAUSE_WAIT)
+        if not pending.final.done() or pending.final.exception() is not None:
+            return failed
+        reply = pending.final.result()
+        return self.flow.cause(failed, reply) if reply.code >= 400 and reply.code != 426 else failed
+
+    def _failure(self, failed: Failed, connected: bool = True) -> FTPError:
         """The sentence for a failed copy: a server whose control
         connection was lost is the cause (its death also ends the other's
         transfer, whose error may come first); with --continue's hint when
@@ -247,22 +277,34 @@ class CopyRun:
         other = failed.side.other
         if failed.reply is not None and self.pair.ctl(other).lost:
             failed = self.flow.lost(other, "closed by the server")
+        refused = self.flow.data_refused(failed, connected, self.moved)
+        if refused is not None:
+            return FTPError(refused, failed.reply, transient=False)
         return copy_error(failed.reason, failed.reply)
+
+    def _connected(self, side: Side) -> bool:
+        """``side``'s transfer ended, or may have had its data: its byte
+        count (the relayed reports) is what tells, as a 150 comes before
+        the connection in both modes (pyftpdlib queues a stream-mode STOR)."""
+        pending = self.transfer.get(side)
+        return pending is None or pending.final.done() or self.relay.latest(Side.DEST).get("bytes", 0) > 0
 
     async def _abort(self, failed: Failed) -> None:
         """ABOR to the transfers still running (RFC 959 4.1.3: 426, then
         226), their replies awaited a while; the other side's data then
-        ends too (its connection closes)."""
-        waits = []
-        for side in failed.abort:
+        ends too (its connection closes).  The destination first: a
+        stream-mode file ends at its connection's close (RFC 959 3.4.1),
+        so the source's abort must not reach B as the end of the file."""
+        for side in (Side.DEST, Side.SOURCE):
+            if side not in failed.abort:
+                continue
             ctl, pending = self.pair.ctl(side), self.transfer.get(side)
             if ctl.lost or pending is None or pending.final.done():
                 continue
             try:
-                waits += [ctl.start("ABOR").final, pending.final]
+                waits = [ctl.start("ABOR").final, pending.final]
             except FTPError:
                 continue
-        if waits:
             await asyncio.wait(waits, timeout=ABORT_WAIT)
 
     # -- while it runs ---------------------------------------------------------------------------

@@ -208,7 +208,9 @@ class PairPipe:
         if item.done.done():
             return
         if isinstance(outcome, BaseException):
-            if item.record is not None and item.file.size is not None and item.file.b is not Stage.WAITING:
+            if item.record is not None and isinstance(outcome, FTPError) and not outcome.transient:
+                drop_record(item.record)  # a refusal: nothing a --continue could take up
+            elif item.record is not None and item.file.size is not None and item.file.b is not Stage.WAITING:
                 save_held(item.record, item.file.size, None, item.held)  # (B's part file may have holes)
             item.done.set_exception(outcome)
             item.done.exception()  # (retrieved: the loop may have ended)

@@ -239,6 +239,19 @@ async def send_tls(sock: socket.socket, f, offset: int, count: int, xfer, tls: C
     transport.close()  # flushes, then close_notify
 
 
+class LocalWriteError(FTPError):
+    """Writing the local file failed (a full disk): the cause to report,
+    not the data connection the failure then closes; ``why`` the OS's
+    words, for a sentence that names the file."""
+
+    def __init__(self, exc: OSError) -> None:
+        self.why = os_reason(exc)
+        super().__init__(f"cannot write the file: {self.why}", transient=False)
+
+    def naming(self, path: str) -> FTPError:
+        return FTPError(f"cannot write {path}: {self.why}", transient=False)
+
+
 def settle(done: asyncio.Future, exc: BaseException | None, *, retrieved: bool = False) -> None:
     """End a data connection's future once: with ``exc``, or cleanly;
     ``retrieved``: mark the exception read (no "never retrieved" report

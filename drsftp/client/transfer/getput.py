@@ -26,7 +26,7 @@ from ..session.control import ControlConnection, FTPError, Pending, os_reason, s
 from ..session.flowctl import FlowControl
 from ..session.login import open_logged_in, open_session, warn_without_drs
 from . import maxtime
-from .dataconn import send_tls
+from .dataconn import LocalWriteError, send_tls
 from .options import TransferOptions
 from .streammode import (
     StreamTransfer,
@@ -98,7 +98,10 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
                     started = time.monotonic()
                     xfer.started = started
                     io = asyncio.ensure_future(receive_file(sock, f, xfer, ctl.tls, ctl.host))
-                    await server_says_why(drive_data(io, xfer), pending, f"RETR {loc.path}")
+                    try:
+                        await server_says_why(drive_data(io, xfer), pending, f"RETR {loc.path}")
+                    except LocalWriteError as exc:
+                        raise exc.naming(dest) from exc
                     seconds = time.monotonic() - started
                 close_data(sock, xfer)
                 if xfer.timed_out:
@@ -200,11 +203,15 @@ async def open_put(src: str, loc: FTPLocation, opts: TransferOptions) -> tuple[B
 
 async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: int) -> int:
     """What an interrupted stream-mode put left on the server, a prefix of
-    the file: the remote file's size, or on a drsftp server (which keeps an
-    unfinished upload under a temporary name) that name's."""
-    offset = await ctl.size(path) or 0
-    if not offset and "DRS" in ctl.features:
+    the file: on a drsftp server (which keeps an unfinished upload under a
+    temporary name, and continues that one at REST) that name's size where
+    it has one, not the size of an older file of the final name; else the
+    remote file's size."""
+    offset = 0
+    if "DRS" in ctl.features:
         offset = await ctl.size(partial_name(path)) or 0
+    if not offset:
+        offset = await ctl.size(path) or 0
     if offset > total:
         raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)", transient=False)
     return offset

@@ -29,7 +29,7 @@ from ..result import TransferResult
 from ..session.control import FTPError, Pending, os_reason
 from ..session.flowctl import FlowControl
 from . import filesend, maxtime
-from .dataconn import open_data_socket, settle, start_data
+from .dataconn import LocalWriteError, open_data_socket, settle, start_data
 from .drsclient import DRSDriver, DRSFigures, drs_enabled
 from .filesend import SEND_POLL
 from .options import TransferOptions
@@ -53,6 +53,7 @@ class StreamTransfer(DRSFigures):
         self.timed_out = False
         self.view = ProgressView(label, total, opts.progress)
         self.data_transport: asyncio.Transport | None = None  # get: the socket's reader
+        self.write_error: OSError | None = None  # get: the local file's write failed (a full disk)
 
     async def open_data(self, send: Callable[[], None] | None = None) -> socket.socket:
         """The data connection to the server's passive address (EPSV, else
@@ -134,9 +135,14 @@ class FileSink(asyncio.BufferedProtocol):
         return self.view
 
     def buffer_updated(self, nbytes: int) -> None:
-        # A write error (disk full) closes the transport, and asyncio hands
-        # the OSError to connection_lost: the receive ends with it.
-        self.f.write(self.view[:nbytes])
+        # A write error (disk full) closes the transport: the receive ends
+        # with this file's error, not the connection's (the server's 426
+        # that follows is not the cause).
+        try:
+            self.f.write(self.view[:nbytes])
+        except OSError as exc:
+            self.xfer.write_error = exc
+            raise
         self.xfer.moved += nbytes
 
     def eof_received(self) -> bool:
@@ -237,6 +243,8 @@ async def drive_data(io: asyncio.Task, xfer: StreamTransfer) -> None:
                 io.cancel()
         await io
     except (OSError, ConnectionError) as exc:
+        if exc is xfer.write_error:
+            raise LocalWriteError(exc) from exc
         raise FTPError(f"data connection failed: {os_reason(exc)}") from exc
     except asyncio.CancelledError:
         failure = ticker.exception() if ticker.done() and not ticker.cancelled() else None
@@ -261,6 +269,8 @@ async def server_says_why(work: Awaitable[None], pending: Pending, label: str) -
     try:
         await work
     except FTPError as exc:
+        if not exc.transient:  # a local cause (this disk full: "cannot write ..."), the server's 426 follows it
+            raise
         try:
             reply = await asyncio.wait_for(asyncio.shield(pending.final), 5)
         except (TimeoutError, FTPError):

@@ -23,6 +23,7 @@ from ...ftp.safepath import check_name, local_path, remote_join
 from ...ftp.url import FTPLocation
 from ..session.control import FTPError, os_reason
 from ..transfer.getput import TransferOptions
+from ..transfer.targets import make_remote_dirs
 from .cached.worker import cached_ok, run_cached
 from .job.result import FileOutcome, JobResult
 from .job.sessions import ERRORS, check_cancelled
@@ -275,9 +276,7 @@ async def _put_job(job: TreeJob, srcs: list[str], loc: FTPLocation) -> None:
             else:
                 job.report.fail(src, "no such file or directory")
         if base_is_dir and target is None and job.sources:
-            reply = await sess.ctl.command(f"MKD {base.rstrip('/')}")
-            if reply.code != 257:
-                raise FTPError(f"cannot make {base}: {reply}", reply)
+            await make_remote_dirs(base, sess.stat, sess.ctl)  # (and its missing parents)
         # what the server holds already, for --sync and --delete
         have: dict[int, dict[Rel, Stat]] = {}
         walk = []
