@@ -29,7 +29,7 @@ from .tunings import Path
 
 PY = sys.executable
 DRSFTP = [PY, "-m", "drsftp"]
-USER, PASSWORD = "bench", "bench"
+USER, PASSWORD = "bench", "bench-password"  # serve wants 8 characters or more
 DRS_PORT, GRIDFTP_PORT = 2121, 2811
 MiB = 1 << 20
 

@@ -15,7 +15,7 @@ from ..tuning import names as registered_tunings
 
 PY = sys.executable
 DRSFTP = [PY, "-m", "drsftp"]
-USER, PASSWORD = "bench", "bench"
+USER, PASSWORD = "bench", "bench-password"  # serve wants 8 characters or more
 PORT = 2121
 
 
