@@ -388,13 +388,14 @@ class TransferLogMixin:
             whole, ended = self.ranged_downloads.ended(key, part)
             self._emit_ranged(ended)
             if not whole:  # a part of a download on byte ranges: its line comes when that ends
-                return super().log_transfer(cmd, filename, receive, completed, elapsed, bytes)  # type: ignore[misc]
+                # (pyftpdlib's own line, -vv, by the client's path too)
+                return super().log_transfer(cmd, key[2], receive, completed, elapsed, bytes)  # type: ignore[misc]
         path = self._ftp_path(filename)
         if cmd == "STOR":
             path = final_name(path)  # drsftp stores uploads under a temporary name until complete
         self.log_finished_transfer("put" if receive else "get", path, bytes, elapsed, 1, completed,
                                    rtt=self._data_rtt(), data_peer=self._stream_data_peer())
-        return super().log_transfer(cmd, filename, receive, completed, elapsed, bytes)  # type: ignore[misc]
+        return super().log_transfer(cmd, path, receive, completed, elapsed, bytes)  # type: ignore[misc]
 
     def log_finished_transfer(self, direction: str, path: str, nbytes: int, seconds: float, streams: int,
                               complete: bool, rtt: float | None = None, data_peer: str | None = None) -> None:
