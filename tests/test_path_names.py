@@ -12,6 +12,8 @@ import socket
 
 import pytest
 from conftest import PASSWORD, USER, drsftp, running_server
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_eblock_server import Ctl
 
 from drsftp.ftp import listing, safepath
@@ -112,3 +114,29 @@ def test_the_rule_is_one_place_and_sans_io():
     assert safepath.client_path("/srv/home", "/srv/home/a/b") == "/a/b"
     assert safepath.client_path("/srv/home/", "/srv/home") == "/"
     assert safepath.client_path("/srv/home", "/srv/homes/x") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", " ", ";", "=", "/", "\r", "\n", "\x00", "é"]), max_size=12),
+       st.sampled_from(["STOR", "RETR", "MKD", "CWD", "SITE", "RNTO", "MLSD"]))
+def test_the_refusal_is_exactly_the_names_a_listing_could_not_carry(arg, cmd):
+    """Refused exactly when the argument holds CR, LF or NUL; what is
+    accepted as a name is listable, and a listing line of it is one line."""
+    reply = safepath.line_break_refusal(cmd, arg)
+    broken = any(ch in arg for ch in "\r\n\x00")
+    assert (reply is not None) == broken
+    assert safepath.listable(arg) == (not broken)
+    if reply is not None:
+        assert reply[:3] in ("501", "553") and "\n" not in reply and "\r" not in reply
+    elif arg:
+        line = f"type=file;size=1; {arg}\r\n"
+        assert line.count("\r\n") == 1 and "\n" not in line[:-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab.-_ ", min_size=1, max_size=4).filter(lambda p: p not in (".", "..")),
+                max_size=4))
+def test_client_path_names_what_is_below_the_home_as_the_client_does(parts):
+    home = "/srv/home"
+    assert safepath.client_path(home, os.path.join(home, *parts)) == "/" + "/".join(parts)
+    assert safepath.client_path(home, "/srv/homeX/" + "/".join(parts)) is None

@@ -164,3 +164,15 @@ def test_an_interrupted_parallel_get_and_its_continue_have_one_line_each(tmp_pat
     assert [(r["path"], r["direction"], r["complete"]) for r in recs] == [("/big.bin", "get", False),
                                                                           ("/big.bin", "get", True)], recs
     assert str(root) not in log_file.read_text()
+
+
+def test_the_clients_path_survives_the_sessions_close():
+    """A data connection that outlives its session (a killed client, an
+    orphaned third-party copy) is logged by the client's path: pyftpdlib
+    has dropped the session's filesystem by then, and the server path was
+    logged instead."""
+    h = translog.TransferLogMixin()
+    h.fs = None
+    h._home = "/srv/home"
+    assert h._ftp_path("/srv/home/in/.up.bin.part") == "/in/.up.bin.part"
+    assert h._ftp_path("/elsewhere/x.bin") == "/x.bin"  # never a server path
