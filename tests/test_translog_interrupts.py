@@ -112,7 +112,7 @@ def test_a_killed_put_has_one_line_with_the_clients_path_and_no_server_path(tmp_
         ctl = Ctl(srv.port)
         data = socket.create_connection(("127.0.0.1", ctl.pasv()), timeout=20)
         ctl.sock.sendall(b"STOR in/up.bin\r\n")
-        assert ctl.reply()[0] == "150"
+        assert ctl.reply()[0] in ("125", "150")  # (125: the data connection was accepted first)
         data.sendall(b"x" * 200_000)
         assert wait_until(lambda: os.path.exists(root / "in" / ".up.bin.part"), 15)
         time.sleep(0.3)  # the server reads what was sent
