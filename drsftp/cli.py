@@ -264,9 +264,6 @@ def _cmd_serve(args) -> int:
     return serve(cfg)
 
 
-MIN_PASSWORD = 8  # characters, for a users file (serve --password sets none: tests, a quick loopback)
-
-
 def _holds_user(path: str, name: str) -> bool:
     """The users file has a line for ``name`` (the rule write_user replaces by)."""
     if not os.path.exists(path):
@@ -307,7 +304,17 @@ def _read_password(args) -> str:
 
 
 def _cmd_passwd(args) -> int:
-    from .server.users import NAME_RE, READ_PERM, WRITE_PERM, UserEntry, UsersFileError, hash_password, write_user
+    from .server.users import (
+        MIN_PASSWORD,
+        NAME_RE,
+        READ_PERM,
+        WRITE_PERM,
+        UserEntry,
+        UsersFileError,
+        hash_password,
+        password_problem,
+        write_user,
+    )
 
     if not NAME_RE.match(args.name):
         raise UsageError("user names are 1-64 letters, digits, '.', '_' or '-'")
@@ -318,7 +325,7 @@ def _cmd_passwd(args) -> int:
         print(f"deleted {args.name} from {args.file}")
         return 0
     password = _read_password(args)
-    if len(password) < MIN_PASSWORD:
+    if password_problem(password):
         raise UsageError(f"use a password of at least {MIN_PASSWORD} characters")
     # no --home: ".", which the server takes as its --root
     write_user(args.file, UserEntry(args.name, hash_password(password), args.home or ".",

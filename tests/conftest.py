@@ -14,7 +14,7 @@ import time
 import pytest
 
 PY = sys.executable
-USER, PASSWORD = "tester", "s3cret"
+USER, PASSWORD = "tester", "s3cret-pw"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

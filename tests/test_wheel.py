@@ -48,7 +48,7 @@ def test_the_wheel_installs_into_a_clean_venv_and_serves_its_status_page(tmp_pat
 
     root = tmp_path / "root"
     root.mkdir()
-    proc = subprocess.Popen([drsftp, "serve", "--root", root, "--port", "0", "--user", "u", "--password", "pw",
+    proc = subprocess.Popen([drsftp, "serve", "--root", root, "--port", "0", "--user", "u", "--password", "u-password",
                              "--metrics", "127.0.0.1:0"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:

@@ -22,6 +22,7 @@ from .estreams import Limits, StreamCount
 from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
 from .thirdparty import advertised_address, parse_peers
 from .users import (
+    MIN_PASSWORD,
     READ_PERM,
     WRITE_PERM,
     HashedAuthorizer,
@@ -29,6 +30,7 @@ from .users import (
     UsersFileError,
     exposed_secret,
     hash_password,
+    password_problem,
     read_users,
 )
 
@@ -89,7 +91,6 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         raise ConfigError("give --users FILE, --user and --password, or --anonymous-read")
     if cfg.user and cfg.password is None:
         raise ConfigError("--user needs --password")
-    authorizer = _authorizer(cfg)
     base = DRSFTPHandler
     if cfg.require_tls and not cfg.tls_cert:
         raise ConfigError("--require-tls needs --tls-cert (and --tls-key)")
@@ -100,6 +101,8 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     if cfg.implicit_tls_port and cfg.implicit_tls_port == cfg.port:
         raise ConfigError(f"--implicit-tls-port {cfg.port} is --port too: give the implicit FTPS listener"
                           " a port of its own (990 by convention)")
+    _check_password(cfg)
+    authorizer = _authorizer(cfg)
     if cfg.tls_cert:
         try:
             base = tls_handler_class()
@@ -147,6 +150,17 @@ def build_server(cfg: ServerConfig) -> FTPServer:
             server.close()
             raise
     return server
+
+
+def _check_password(cfg: ServerConfig) -> None:
+    """--user's password meets `drsftp passwd`'s rule (users.password_problem):
+    an empty one let anyone log in as that user, with write rights."""
+    problem = password_problem(cfg.password) if cfg.user and cfg.password is not None else None
+    if problem:
+        where = ("password in " + cfg.config_file if cfg.config_file and "password" not in cfg.command_line_keys
+                 else "--password")
+        raise ConfigError(f"the {where} for user {cfg.user!r} {problem}: use at least {MIN_PASSWORD}"
+                          " characters (or --users FILE, written by `drsftp passwd`)")
 
 
 def _data_addresses(handler: type, cfg: ServerConfig) -> None:

@@ -6,11 +6,14 @@
 - nothing after QUIT: lines pipelined behind it are not run;
 - a login first: commands pyftpdlib answers 530 before login get 530
   before their argument is looked at;
-- no NUL byte in an argument (501).
+- no CR, LF or NUL in an argument: 553 for a command that creates the
+  name, else 501 (drsftp.ftp.safepath.line_break_refusal; a name with a
+  line break forged listing lines, a NUL closed the session).
 """
 
 from __future__ import annotations
 
+from ..ftp.safepath import line_break_refusal
 from . import compat
 
 
@@ -68,11 +71,14 @@ class CommandLines:
         entry = self.proto_cmds.get(cmd)
         return entry is not None and bool(entry["auth"] or (cmd == "STAT" and arg))
 
-    def refused_nul(self, arg) -> bool:
-        """An argument with a NUL byte gets 501 (True): pyftpdlib passes it
-        to os.path.realpath, whose ValueError closed the session and any
-        transfer in it (the fuzzer found it)."""
-        if not arg or "\x00" not in arg:
+    def refused_line_break(self, cmd, arg) -> bool:
+        """An argument holding CR, LF or NUL is refused (True), whatever the
+        command: a file stored under such a name wrote a line of its own
+        into every listing (a forged entry), and pyftpdlib passed a NUL to
+        os.path.realpath, whose ValueError closed the session."""
+        reply = line_break_refusal(cmd, arg)
+        if reply is None:
             return False
-        self.respond("501 Syntax error in parameters or arguments: NUL byte.")
+        self.respond(reply)
+        self.log_cmd(cmd, repr(arg), int(reply[:3]), reply[4:])  # repr: no line break reaches a log
         return True

@@ -11,14 +11,28 @@ the plain octal that globus-gridftp-server, ProFTPD and Pure-FTPd send
 them.  The standard facts stay lower case: fact names are case-independent
 (RFC 3659 sec. 7.1), but some clients match ``type``/``size``/``modify``
 exactly as lower case (docs/PROTOCOL.md#mlst-facts).
+
+The filesystem also decides what a listing shows (docs/SECURITY.md,
+"Names" and "Symlinks"): a name on disk holding CR, LF or NUL is left out
+(drsftp.ftp.safepath.listable), and a symlink whose target lies outside
+the user's home is listed as a link and nothing more: MLSD
+``type=OS.unix=symlink`` with the link's own time (RFC 3659 sec. 7.5.1
+lets a server name OS-specific types; ProFTPD spells this one so), LIST an
+``l`` line of size 0 without ``-> target``.  Neither the target's path nor
+its size, time or type leaves the server; a link inside the home is listed
+as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import stat
+from collections.abc import Iterable, Iterator
 
 from pyftpdlib.filesystems import AbstractedFS
 
+from ..ftp.listing import format_time_val
+from ..ftp.safepath import client_path, listable
 from . import compat
 
 # RFC 3659 sec. 7.5 facts plus the mode (docs/PROTOCOL.md#mlst-facts)
@@ -50,11 +64,86 @@ def respell_line(line: bytes) -> bytes:
 
 
 class MlsxFilesystem(AbstractedFS):
-    """pyftpdlib's filesystem with the fact spelling above."""
+    """pyftpdlib's filesystem with the fact spelling, the names and the
+    symlinks above."""
+
+    def listdir(self, path):
+        return [name for name in super().listdir(path) if listable(name)]
+
+    def fs2ftp(self, fspath):
+        """pyftpdlib names every path outside the home "/", so a refused
+        RETR or CWD of a link leading out said "'/' points to a path which
+        is outside the user's root directory": the path asked for instead
+        (the lexical one below the home, as the client named it)."""
+        path = super().fs2ftp(fspath)
+        if path == "/":
+            asked = client_path(self.root, os.path.join(self.root, fspath))
+            return asked or "/"
+        return path
+
+    def leads_out(self, path: str) -> bool:
+        """``path`` is a symlink whose target (followed to its end, or as
+        far as it exists) is outside the home."""
+        return os.path.islink(path) and not self.validpath(path)
+
+    def readlink(self, path):
+        """A link's target for LIST's ``-> target``: none for one leading
+        out; an absolute one inside the home as the client names it (the
+        server's own directories are not the client's business)."""
+        if not self.validpath(path):
+            raise OSError("target outside the home")  # format_list then shows no target
+        target = super().readlink(path)
+        if os.path.isabs(target):
+            target = client_path(self.root, target) or client_path(self.realpath(self.root), self.realpath(path))
+            if target is None:
+                raise OSError("target not below the home by its path")
+        return target
+
+    def lstat(self, path):
+        """A link leading out is listed with size 0: its own size is the
+        length of the target's path."""
+        st = super().lstat(path)
+        if stat.S_ISLNK(st.st_mode) and not self.validpath(path):
+            st = os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, 0,
+                                 st.st_atime, st.st_mtime, st.st_ctime))
+        return st
 
     def format_mlsx(self, basedir, listing, perms, facts, ignore_err=True) -> Iterator[bytes]:
-        for line in super().format_mlsx(basedir, listing, perms, facts, ignore_err):
+        run: list[str] = []  # names pyftpdlib formats (it follows links: only those staying inside)
+        for name in listing:
+            path = os.path.join(basedir, name)
+            if not self.leads_out(path):
+                run.append(name)
+                continue
+            yield from self._stock_mlsx(basedir, run, perms, facts, ignore_err)
+            run = []
+            line = self._link_line(path, name, facts)
+            if line is not None:
+                yield line
+        yield from self._stock_mlsx(basedir, run, perms, facts, ignore_err)
+
+    def _stock_mlsx(self, basedir, names: list[str], perms, facts, ignore_err) -> Iterable[bytes]:
+        if not names:
+            return
+        for line in super().format_mlsx(basedir, names, perms, facts, ignore_err):
             yield respell_line(line)
+
+    def _link_line(self, path: str, name: str, facts) -> bytes | None:
+        """The MLSx line of a link leading out: its type, and its own
+        time and identity (lstat), nothing of its target."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        out = []
+        if "type" in facts:
+            out.append("type=OS.unix=symlink;")
+        if "modify" in facts:
+            out.append(f"modify={format_time_val(st.st_mtime)};")
+        if "unique" in facts:
+            out.append(f"unique={st.st_dev:x}g{st.st_ino:x};")
+        line = "".join(out) + f" {name}\r\n"
+        return line.encode(self.cmd_channel.encoding, self.cmd_channel.unicode_errors)
 
 
 class MlsxFacts:

@@ -59,7 +59,7 @@ class DRSControlMixin(CommandLines, HashCommands, DRSCommand, ShutdownGuard, Tra
         if self._quit_received:  # a command held (MODE E) behind the QUIT that ended the session
             return
         if (self.refused_while_hashing(cmd) or self.refused_for_shutdown(cmd) or self.refused_mid_transfer(cmd, arg)
-                or self.refused_before_login(cmd, arg) or self.refused_nul(arg)):
+                or self.refused_before_login(cmd, arg) or self.refused_line_break(cmd, arg)):
             return
         super().pre_process_command(line, cmd, arg)
 

@@ -38,6 +38,7 @@ from pyftpdlib.utils import is_ssl_sock
 
 from ..ftp.eblock import RangeSet
 from ..ftp.partname import final_name
+from ..ftp.safepath import client_path
 from . import compat
 
 LOGGER = "drsftp.transfer"
@@ -156,6 +157,9 @@ class RangedDownloads:
 
     def __init__(self) -> None:
         self._downloads: dict[Key, _Download] = {}
+        # (download, session) that closed with its RETR running, oldest first;
+        # at most MAX_PARTS: a RETR whose end never comes cannot grow it
+        self._closed: dict[tuple[Key, Any], None] = {}
 
     def started(self, key: Key, session: Any) -> list[tuple[Key, list[RangeRetr]]]:
         ended = self.left(session, keep=key)
@@ -168,7 +172,12 @@ class RangedDownloads:
         """(whether ``part`` is a whole transfer of its own, the downloads that ended)."""
         d = self._downloads.setdefault(key, _Download())
         d.running.discard(part.session)
-        d.attached.add(part.session)
+        if (key, part.session) in self._closed:
+            # its session's close was handled first: attaching it again
+            # held the download open for ever, and every later part with it
+            del self._closed[(key, part.session)]
+        else:
+            d.attached.add(part.session)
         if not part.partial:
             return True, self._settle(key)
         d.parts.append(part)
@@ -178,12 +187,27 @@ class RangedDownloads:
         return False, self._settle(key)
 
     def left(self, session: Any, keep: Key | None = None) -> list[tuple[Key, list[RangeRetr]]]:
-        """``session`` closed (or turned to the file ``keep``)."""
+        """``session`` closed (``keep`` None) or turned to the file ``keep``.
+        A session that closes with its RETR's end still to come (a TLS data
+        connection's shutdown outlives the control connection; the driver
+        ends a RETR that never got one) holds its download open until that
+        end, which then joins the download without attaching the closed
+        session again."""
         ended = []
         for key in [k for k, d in self._downloads.items() if k != keep and session in d.attached]:
             d = self._downloads[key]
             d.attached.discard(session)
-            d.running.discard(session)
+            if keep is None and session in d.running:
+                self._closed[(key, session)] = None
+                if len(self._closed) > MAX_PARTS:  # an end that never came: let its download go
+                    old_key, old = next(iter(self._closed))
+                    del self._closed[(old_key, old)]
+                    if old_key in self._downloads:
+                        self._downloads[old_key].running.discard(old)
+                        if old_key != key:
+                            ended += self._settle(old_key)
+            else:
+                d.running.discard(session)
             ended += self._settle(key)
         return ended
 
@@ -300,13 +324,40 @@ class TransferLogMixin:
         sock = self.socket  # type: ignore[attr-defined]
         return sock is not None and is_ssl_sock(sock)
 
+    _home: str | None = None  # the logged-in user's home (the server path the client calls "/")
+
     def _ftp_path(self, filename: str) -> str:
-        try:
-            return self.fs.fs2ftp(filename)  # type: ignore[attr-defined]
-        except (AttributeError, ValueError):  # no fs (closed): the file system path will do
-            return filename
+        """``filename`` (a server path) as the client sees it, also once the
+        session has closed (pyftpdlib drops its filesystem then, and a data
+        connection can outlive its control connection): never the server's
+        own path (docs/DEPLOY.md, "The transfer log")."""
+        fs = getattr(self, "fs", None)
+        if fs is not None:
+            try:
+                return fs.fs2ftp(filename)
+            except ValueError:
+                pass
+        asked = client_path(self._home, filename) if self._home else None
+        return asked or "/" + os.path.basename(filename)
+
+    def log_exception(self, instance):
+        """pyftpdlib logged an unhandled exception with ``repr(instance)``,
+        which names a data connection's file by its server path: the
+        client's path, the peer and the exception instead (an OSError by
+        its strerror, which names no file)."""
+        exc = sys.exc_info()[1]
+        what = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        file = getattr(getattr(instance, "file_obj", None), "name", None)
+        on = ""
+        if isinstance(file, str):
+            path = self._ftp_path(file)
+            on = " on " + (final_name(path) if getattr(instance, "receive", False) else path)
+        logging.getLogger("pyftpdlib").error("%s-[%s] unhandled %s in the %s connection%s: %s", self._peer(),
+                                             getattr(self, "username", ""), type(exc).__name__,
+                                             "control" if instance is self else "data", on, what)
 
     def on_login(self, username):
+        self._home = getattr(getattr(self, "fs", None), "root", None)
         self._emit(login_record(time.time(), self._peer(), username, True, self._tls()))
         return super().on_login(username)  # type: ignore[misc]
 
@@ -337,13 +388,14 @@ class TransferLogMixin:
             whole, ended = self.ranged_downloads.ended(key, part)
             self._emit_ranged(ended)
             if not whole:  # a part of a download on byte ranges: its line comes when that ends
-                return super().log_transfer(cmd, filename, receive, completed, elapsed, bytes)  # type: ignore[misc]
+                # (pyftpdlib's own line, -vv, by the client's path too)
+                return super().log_transfer(cmd, key[2], receive, completed, elapsed, bytes)  # type: ignore[misc]
         path = self._ftp_path(filename)
         if cmd == "STOR":
             path = final_name(path)  # drsftp stores uploads under a temporary name until complete
         self.log_finished_transfer("put" if receive else "get", path, bytes, elapsed, 1, completed,
                                    rtt=self._data_rtt(), data_peer=self._stream_data_peer())
-        return super().log_transfer(cmd, filename, receive, completed, elapsed, bytes)  # type: ignore[misc]
+        return super().log_transfer(cmd, path, receive, completed, elapsed, bytes)  # type: ignore[misc]
 
     def log_finished_transfer(self, direction: str, path: str, nbytes: int, seconds: float, streams: int,
                               complete: bool, rtt: float | None = None, data_peer: str | None = None) -> None:
@@ -388,5 +440,12 @@ class TransferLogMixin:
             self.metrics.refused(reason)
 
     def close(self):
+        queued = None if compat.closed(self) else compat.queued_transfer(self)
+        if queued is not None and queued[0] is not None:
+            # a transfer answered 150 whose data connection never came: no
+            # data channel will report its end, so it has its line here (the
+            # rest of close drops its file)
+            f, cmd, receiving = queued
+            self.log_transfer(cmd, f.name, receiving, False, 0.0, 0)
         super().close()  # type: ignore[misc]
         self._emit_ranged(self.ranged_downloads.left(self))

@@ -27,10 +27,21 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 PERM_RE = re.compile(r"^[elradfmwMT]+$")
 READ_PERM, WRITE_PERM = "elr", "elradfmwMT"
+MIN_PASSWORD = 8  # characters: `drsftp passwd` and `drsftp serve --password` (docs/SECURITY.md, "Passwords")
 
 
 class UsersFileError(ValueError):
     pass
+
+
+def password_problem(password: str) -> str | None:
+    """Why ``password`` may not log a user in, as the end of a sentence, or
+    None: the one rule `drsftp passwd` and `drsftp serve` both apply."""
+    if not password:
+        return "is empty: anyone could log in with write rights"
+    if len(password) < MIN_PASSWORD:
+        return f"is shorter than {MIN_PASSWORD} characters"
+    return None
 
 
 def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
