@@ -182,7 +182,7 @@ def build_parser(command: str | None = None) -> _Parser:
     c.add_argument("paths", nargs=2, metavar="PATH", help="SRC DST (ftp:// URLs; one of them may be local)")
     _add_transfer_opts(c)
     add_dataset_opts(c)
-    from .client.thirdparty.copycli import add_copy_opts
+    from .client.thirdparty.cli import add_copy_opts
 
     add_copy_opts(c)
     add_ls_parser(sub)
@@ -409,7 +409,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
 def _cmd_copy(args: argparse.Namespace) -> int:
     """`copy`: between two servers a third-party transfer; with one local
     side exactly `get` or `put` (docs/THIRDPARTY.md)."""
-    from .client.thirdparty.copycli import one_local_side, run_copy
+    from .client.thirdparty.cli import one_local_side, run_copy
 
     command = one_local_side(args)
     if command is None:

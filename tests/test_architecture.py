@@ -90,8 +90,6 @@ FAMILY = 3  # ... when this many of them share it
 # today; a folder listed here that no longer breaks the rules fails the check below.
 STILL_FLAT = {
     "drsftp/server": "control, stream-mode data, extended block mode (the e* modules), FTPS, operations",
-    "drsftp/client/thirdparty": "the copy command's modules (copy*)",
-    "drsftp/client/streams": "MODE E's client streams (modee_*)",
 }
 # prefixes of one letter that name a feature (e: extended block mode, GFD.20)
 FEATURE_LETTERS = ("e",)

@@ -28,7 +28,9 @@ from test_serve_config import _log, _serve_config
 from test_tls import certs  # noqa: F401 (a fixture)
 from test_tls_paths import _json, _run, _serve, streams_add_up, tls_server  # noqa: F401 (tls_server: a fixture)
 
-from drsftp.client.streams import blocksend, modee_base, parallel
+from drsftp.client.streams import parallel
+from drsftp.client.streams.modee import base as modee_base
+from drsftp.client.streams.modee import send as blocksend
 from drsftp.client.transfer import putresume
 from drsftp.client.transfer.getput import TransferOptions
 from drsftp.ftp.eblock import BlockDecoder, Data, Desc, ReceiveLedger, header

@@ -11,7 +11,7 @@ import pytest
 from conftest import PASSWORD, USER, drsftp, make_file, running_server, sha256_file, wait_until
 from test_parallel_peers import gridftp  # noqa: F401 (a fixture)
 
-from drsftp.client.streams.blocksend import BlockQueue
+from drsftp.client.streams.modee.send import BlockQueue
 from drsftp.client.transfer import putresume
 from drsftp.ftp.eblock import RangeSet
 from drsftp.ftp.url import parse_url

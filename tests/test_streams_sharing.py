@@ -343,7 +343,7 @@ def test_a_gets_path_is_the_servers_report_and_a_puts_has_no_buffer_test():
     count: the put's buffer test is left out (unknown), its RTT kept."""
     from types import SimpleNamespace
 
-    from drsftp.client.streams.modee_base import ModeESession
+    from drsftp.client.streams.modee.base import ModeESession
     from drsftp.tuning import Role
 
     info = {"rtt": 100_000, "total_retrans": 2, "busy_time": 10, "rwnd_limited": 0, "sndbuf_limited": 0}

@@ -1,11 +1,11 @@
 """`drsftp get/put -P N|auto`: one file over N data streams.
 
 Chooses the data plane from the server's FEAT (docs/PARALLEL.md): extended
-block mode where it lists PARALLEL (:mod:`.modee_get`, :mod:`.modee_put`), else N stream-mode
+block mode where it lists PARALLEL (:mod:`.modee.get`, :mod:`.modee.put`), else N stream-mode
 sessions on REST ranges for a get (:mod:`.ranged`) and one stream for a
 put (stream-mode FTP has no safe parallel upload: a STOR at an offset
 truncates or appends, depending on the server).  Over TLS (PROT P) the
-MODE E streams run TLS each (RFC 4217; :mod:`.modee_base`), and every ranged
+MODE E streams run TLS each (RFC 4217; :mod:`.modee.base`), and every ranged
 session and its data connections run in TLS, resuming their control
 connection's session (RFC 4217 sec. 10).
 
@@ -43,8 +43,8 @@ from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
 from ..transfer.verify import verify
 from .autosteer import AutoSteering
-from .modee_get import ModeEGet
-from .modee_put import ModeEPut
+from .modee.get import ModeEGet
+from .modee.put import ModeEPut
 from .ranged import RangedGet
 from .rangeplan import RangePlan, ResumeRecord, drop_record, load_record, save_record
 

@@ -28,7 +28,7 @@ from ....io.fileio import pwrite_all
 from ....tuning import Role
 from ...result import TransferResult
 from ...session.control import ControlConnection, FTPError, Pending
-from ...streams.blockstream import BlockStream
+from ...streams.modee.stream import BlockStream
 from ...streams.rangeplan import read_chunk
 from ...transfer.dataconn import active_command, listen_for_data
 from ...transfer.options import TransferOptions

@@ -12,7 +12,7 @@ would be read as the next transfer's.  Every stream ends its part of every
 file with an EOD; the last to finish adds EOF and the EOD count (all the
 session's streams).  A file is done at its 226: the server has every
 byte and renamed the upload.  Over TLS each stream encrypts through its
-own TLS connection (drsftp.client.streams.modee_base).
+own TLS connection (drsftp.client.streams.modee.base).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from ....tuning import Role
 from ...result import TransferResult
 from ...session.control import ControlConnection, FTPError, Pending, os_reason
 from ...session.flowctl import FlowControl, pasv_hint
-from ...streams.blocksend import BlockQueue
-from ...streams.blockstream import BlockStream
+from ...streams.modee.send import BlockQueue
+from ...streams.modee.stream import BlockStream
 from ...transfer.options import TransferOptions
 from .session import CachedFile, CachedSession
 

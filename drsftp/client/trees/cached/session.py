@@ -14,7 +14,7 @@ from typing import Any
 from ....ftp.replies import Reply
 from ...result import TransferResult
 from ...session.control import ControlConnection, FTPError
-from ...streams.modee_base import ModeESession
+from ...streams.modee.base import ModeESession
 from ...transfer.options import TransferOptions
 
 

@@ -11,18 +11,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ...ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, ReceiveLedger
-from ...io.fileio import pwrite_all
-from ...io.tlsbio import TLSPipe
-from ...io.tuner import SocketTuner
-from ...tuning.streams import StreamSample
-from ..session.control import FTPError
-from ..transfer.dataconn import LocalWriteError
-from .rangeplan import read_chunk
+from ....ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, ReceiveLedger
+from ....io.fileio import pwrite_all
+from ....io.tlsbio import TLSPipe
+from ....io.tuner import SocketTuner
+from ....tuning.streams import StreamSample
+from ...session.control import FTPError
+from ...transfer.dataconn import LocalWriteError
+from ..rangeplan import read_chunk
 
 
 class BlockGet(Protocol):
-    """What a get's streams need from their transfer (modee_get.ModeEGet)."""
+    """What a get's streams need from their transfer (get.ModeEGet)."""
 
     ledger: ReceiveLedger
     wanted: int

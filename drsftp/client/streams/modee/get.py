@@ -5,7 +5,7 @@ drsftp serve).
 ``MODE E``, ``OPTS RETR Parallelism=N,N,N;``, ``PORT``/``EPRT`` to a
 listener on the control connection's local address, (``REST a-b,c-d``:
 the ranges already held), ``RETR``, in one batch; the server connects N
-streams.  Each is decoded (:class:`~.blockstream.BlockSink`) and checked by
+streams.  Each is decoded (:class:`~.stream.BlockSink`) and checked by
 one :class:`~drsftp.ftp.eblock.ReceiveLedger` before a byte is written
 (pwrite at the block's offset); complete when EOF came and as many EODs as
 it counts, and the server said 226.  Only a drsftp server changes its
@@ -17,15 +17,15 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ...ftp.eblock import RangeSet, ReceiveLedger
-from ...ftp.flow import TransferDone
-from ...tuning import Role
-from ..session.control import ControlConnection, FTPError
-from ..session.flowctl import FlowControl
-from ..transfer.dataconn import active_command, listen_for_data
-from ..transfer.options import TransferOptions
-from .blockstream import BlockSink, BlockStream
-from .modee_base import ModeESession
+from ....ftp.eblock import RangeSet, ReceiveLedger
+from ....ftp.flow import TransferDone
+from ....tuning import Role
+from ...session.control import ControlConnection, FTPError
+from ...session.flowctl import FlowControl
+from ...transfer.dataconn import active_command, listen_for_data
+from ...transfer.options import TransferOptions
+from .base import ModeESession
+from .stream import BlockSink, BlockStream
 
 
 class ModeEGet(ModeESession):

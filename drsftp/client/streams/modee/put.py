@@ -4,7 +4,7 @@ mode"), to a server that lists PARALLEL in FEAT.
 ``MODE E``, ``EPSV``/``PASV``, ``ALLO size``, (``REST a-b,c-d``: the ranges
 the server holds, ``--continue``), ``STOR``; the client connects N
 streams while the replies come, each sending blocks from one shared queue
-from a thread of its own (:mod:`.blocksend`), ending with EOD|CLOSE, the
+from a thread of its own (:mod:`.send`), ending with EOD|CLOSE, the
 last to finish with EOF carrying the EOD count of every stream used.  The
 server's ``111 Range Marker`` replies say what it holds, for the resume
 record (docs/PARALLEL.md, "Resume").  ``-P auto`` adds a stream or lets
@@ -19,18 +19,18 @@ import threading
 import time
 from collections.abc import Callable
 
-from ...ftp.blockplan import block_size
-from ...ftp.eblock import RangeSet, marker_ranges
-from ...ftp.flow import TransferDone
-from ...io import sockopt
-from ...tuning import Role
-from ...tuning.streams import StreamSample
-from ..session.control import ControlConnection, FTPError, os_reason
-from ..session.flowctl import FlowControl
-from ..transfer.filesend import SEND_POLL
-from ..transfer.options import TransferOptions
-from .blocksend import BlockQueue, BlockSender, drain_stream
-from .modee_base import ModeESession
+from ....ftp.blockplan import block_size
+from ....ftp.eblock import RangeSet, marker_ranges
+from ....ftp.flow import TransferDone
+from ....io import sockopt
+from ....tuning import Role
+from ....tuning.streams import StreamSample
+from ...session.control import ControlConnection, FTPError, os_reason
+from ...session.flowctl import FlowControl
+from ...transfer.filesend import SEND_POLL
+from ...transfer.options import TransferOptions
+from .base import ModeESession
+from .send import BlockQueue, BlockSender, drain_stream
 
 log = logging.getLogger("drsftp.client")
 SERVER_WHY_WAIT = 5.0  # seconds a failed stream waits for the server's final reply, which names the cause

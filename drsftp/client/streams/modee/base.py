@@ -23,15 +23,15 @@ import time
 from collections import deque
 from dataclasses import replace
 
-from ...ftp import drsexchange
-from ...io.tuner import SocketTuner
-from ...tuning import Role, sharing
-from ...tuning.streams import StreamSample
-from ..session.control import ControlConnection, FTPError
-from ..transfer.dataconn import accept_data, connect_data, open_tls_stream, tls_handshake
-from ..transfer.drsclient import DRSDriver, DRSFigures, Send, drs_enabled
-from ..transfer.options import TransferOptions
-from .blockstream import BlockStream
+from ....ftp import drsexchange
+from ....io.tuner import SocketTuner
+from ....tuning import Role, sharing
+from ....tuning.streams import StreamSample
+from ...session.control import ControlConnection, FTPError
+from ...transfer.dataconn import accept_data, connect_data, open_tls_stream, tls_handshake
+from ...transfer.drsclient import DRSDriver, DRSFigures, Send, drs_enabled
+from ...transfer.options import TransferOptions
+from .stream import BlockStream
 
 ACCEPT_LIMIT = 256  # data connections one RETR may open, at most (a hostile server's flood)
 

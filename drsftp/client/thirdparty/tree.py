@@ -19,10 +19,10 @@ docs/DATASETS.md).
   is RETR to A and ALLO and STOR to B, no PASV, no PORT, no new
   connection, no slow start, and the next files' commands go while the
   current one moves (drsftp/ftp/copypipe.py decides what goes when,
-  pairpipe.py drives it; decision 0024).  Streams that broke on a file
+  pipelined.py drives it; decision 0024).  Streams that broke on a file
   are replaced (PASV closes B's old streams: blocks of an aborted file
   must never reach the next STOR).  With ``--verify`` (a HASH per file)
-  or ``--no-pipeline`` each file runs alone (copyrun.py).
+  or ``--no-pipeline`` each file runs alone (sequence.py).
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ from ..trees.job.treejob import Item, JobOptions, Source, TreeJob
 from ..trees.plan import Plan, Rel, Stat, plan
 from ..trees.remote import RemoteSession
 from ..trees.walk import RemoteWalk
-from .copyfile import held_on_dest, record_base, run_one, verify_both
-from .copyrun import CopyRun
 from .pair import ServerPair, clear_between, client_side_tls, protect_between, shown
-from .pairpipe import Back, PairPipe, PipeItem
+from .pipelined import Back, PairPipe, PipeItem
+from .sequence import CopyRun
+from .single import held_on_dest, record_base, run_one, verify_both
 
 
 class CopyJob(TreeJob):
@@ -264,7 +264,7 @@ def _pipelined(job: CopyJob, pair: ServerPair) -> bool:
 
 async def _pipe_loop(job: CopyJob, wid: int, pair: ServerPair, first: Item) -> bool:
     """``first``, then files from the queue, pipelined on ``pair``
-    (pairpipe.py) while the queue holds any; each outcome recorded in
+    (pipelined.py) while the queue holds any; each outcome recorded in
     order.  False: the pair is of no more use (a lost connection, a
     stall, replies that never came); its unfinished files are back in the
     queue, the first charged as any failure unless it had not started."""

@@ -27,9 +27,9 @@ from ...tuning.streams import StreamSample
 from ..result import TransferResult
 from ..session.control import FTPError, Pending
 from ..streams.rangeplan import drop_record
-from .copyfile import relay_note, relayed, save_held
-from .copyrun import copy_error, drs_replied, relay_samples
 from .pair import ServerPair, url_of
+from .sequence import copy_error, drs_replied, relay_samples
+from .single import relay_note, relayed, save_held
 
 TICK = 0.02  # seconds between looks at the relay and at the replies awaited
 MIN_AHEAD, MAX_AHEAD = 2, 16  # files A holds requested (docs/decisions/0012: two round trips of the rate)

@@ -19,13 +19,13 @@ import socket
 import threading
 import time
 
-from ...ftp.blockplan import BlockPlan
-from ...ftp.eblock import data_header, eod
-from ...io import sockopt
-from ...io.tlsbio import TLSPipe
-from ..transfer import filesend
-from ..transfer.dataconn import settle
-from .blockstream import BlockStream
+from ....ftp.blockplan import BlockPlan
+from ....ftp.eblock import data_header, eod
+from ....io import sockopt
+from ....io.tlsbio import TLSPipe
+from ...transfer import filesend
+from ...transfer.dataconn import settle
+from .stream import BlockStream
 
 TLS_CHUNK = 512 << 10  # plaintext a put stream encrypts at a time
 

@@ -4,7 +4,7 @@
 Both sessions log in at once with their queries (A: SIZE, MDTM; B: SIZE of
 the file and of drsftp serve's part file, for ``--continue``); the data
 plane is extended block mode with ``-P N`` streams where both list
-PARALLEL, else stream mode; the file runs on :class:`.copyrun.CopyRun`.
+PARALLEL, else stream mode; the file runs on :class:`.sequence.CopyRun`.
 
 - ``--continue``: in stream mode REST at the prefix B holds (its SIZE, or
   its part file's); in MODE E the ranges B reported holding (its ``111
@@ -40,8 +40,8 @@ from ..transfer.getput import already_complete
 from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
 from ..transfer.verify import server_sha256
-from .copyrun import CopyRun, RunOutcome
 from .pair import ServerPair, open_pair, url_of
+from .sequence import CopyRun, RunOutcome
 
 log = logging.getLogger("drsftp.client")
 AUTO_MAX = 16  # -P auto's streams at most (as a get's: client/streams/parallel.py)

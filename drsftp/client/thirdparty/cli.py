@@ -88,7 +88,7 @@ def run_copy(args: argparse.Namespace) -> int:
     dst = locate(dest_url(src_text, dst_text), args.netrc)
     _check_file_paths(src, dst)
     from ..transfer.getput import with_retries
-    from .copyfile import copy
+    from .single import copy
 
     def on_retry(attempt, delay, exc):
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
@@ -115,7 +115,7 @@ def _check_file_paths(src: FTPLocation, dst: FTPLocation) -> None:
 
 def _run_tree(args: argparse.Namespace, opts, streams: int | None) -> int:
     from ..trees.job.cli import DEFAULT_STREAMS, parse_src_url
-    from .copyjob import run_copy_tree
+    from .tree import run_copy_tree
 
     src, contents = parse_src_url(args.paths[0], args.netrc)
     dst, _ = parse_src_url(args.paths[1], args.netrc)
