@@ -232,7 +232,7 @@ def _cmd_serve(args) -> int:
     from .server import ServerConfig, serve
     from .server import config as server_config
     from .server.config import parse_port_range
-    from .server.translog import configure as configure_log
+    from .server.ops.translog import configure as configure_log
 
     given = {key: getattr(args, key, None) for key in server_config.KEYS}  # (metrics_token: the file only)
     o = server_config.merge(server_config.load(args.config) if args.config else {}, given, args.config)
@@ -304,7 +304,7 @@ def _read_password(args) -> str:
 
 
 def _cmd_passwd(args) -> int:
-    from .server.users import (
+    from .server.ops.users import (
         MIN_PASSWORD,
         NAME_RE,
         READ_PERM,
@@ -451,7 +451,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.translog)
+    _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.ops.translog)
     from .client.session.control import FTPError
     from .client.trees.job.cli import JobUsageError
     from .ftp.url import URLError

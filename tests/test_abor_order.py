@@ -19,7 +19,7 @@ from pyftpdlib.ioloop import IOLoop
 from pyftpdlib.servers import FTPServer
 
 from drsftp.server.app import ServerConfig, build_server
-from drsftp.server.finalreply import abort_is_next
+from drsftp.server.ftp.stream.finalreply import abort_is_next
 
 
 @contextlib.contextmanager

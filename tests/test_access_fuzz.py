@@ -12,7 +12,7 @@ from conftest import PY, ServerProcess, drsftp, make_file, running_server, sha25
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drsftp.server.users import check_password, hash_password, read_users
+from drsftp.server.ops.users import check_password, hash_password, read_users
 
 
 def test_password_hashing():

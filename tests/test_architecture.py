@@ -86,11 +86,6 @@ def test_no_source_file_over_500_lines():
 MAX_MODULES = 15  # a folder a reader takes in at a glance; past this it holds several packages
 MIN_PREFIX = 3  # modules sharing a name prefix this long (jobcli, jobview, jobfleet) are a package by another name
 FAMILY = 3  # ... when this many of them share it
-# Folders still flat, each to become packages (the layout issue): what they hold
-# today; a folder listed here that no longer breaks the rules fails the check below.
-STILL_FLAT = {
-    "drsftp/server": "control, stream-mode data, extended block mode (the e* modules), FTPS, operations",
-}
 # prefixes of one letter that name a feature (e: extended block mode, GFD.20)
 FEATURE_LETTERS = ("e",)
 
@@ -134,5 +129,4 @@ def test_no_folder_too_big_or_holding_a_prefix_family():
         why += [f"{prefix}*: {', '.join(group)}" for prefix, group in prefix_families(modules).items()]
         if why:
             broken[folder] = why
-    assert set(broken) - set(STILL_FLAT) == set(), broken
-    assert set(STILL_FLAT) - set(broken) == set(), "split now: drop them from STILL_FLAT"
+    assert broken == {}

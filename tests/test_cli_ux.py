@@ -264,7 +264,7 @@ def _readme_commands(heading: str) -> list[list[str]]:
 
 
 def test_readme_passwords_pass_drsftp_passwd():
-    from drsftp.server.users import MIN_PASSWORD
+    from drsftp.server.ops.users import MIN_PASSWORD
 
     with open(os.path.join(REPO, "README.md")) as f:
         text = f.read()

@@ -14,7 +14,7 @@ from test_eblock_server import Ctl, Receiver, block, put_mode_e, stream
 from drsftp.ftp.eblock import Desc, header
 from drsftp.io import sockopt
 from drsftp.server.app import ServerConfig, build_server
-from drsftp.server.estreams import Stream
+from drsftp.server.ftp.eblock.streams import Stream
 from drsftp.tuning import Role
 from drsftp.tuning.actuation import READ_BATCH_MAX
 

@@ -21,7 +21,7 @@ from drsftp.ftp.eblock import (
     ReceiveLedger,
     header,
 )
-from drsftp.server.estreams import Limits, Stream
+from drsftp.server.ftp.eblock.streams import Limits, Stream
 from drsftp.tuning import Role
 
 SIZE = 24 << 20

@@ -18,7 +18,7 @@ import pytest
 from conftest import PASSWORD, USER, make_file, running_server, sha256_file
 from test_parallel_peers import gridftp_server
 
-from drsftp.server.facts import respell_facts
+from drsftp.server.ftp.facts import respell_facts
 
 GFAL_TOOLS = ("gfal-ls", "gfal-copy", "gfal-sum", "gfal-mkdir", "gfal-rm")
 # gfal2 ignores a user in ftp:// URLs; it takes these (docs/PROTOCOL.md#mlst-facts)

@@ -15,7 +15,7 @@ import pytest
 from conftest import PY, ServerProcess, drsftp, wait_until
 from tlscerts import make_certs
 
-from drsftp.server.users import UserEntry, exposed_secret, hash_password, read_users, write_user
+from drsftp.server.ops.users import UserEntry, exposed_secret, hash_password, read_users, write_user
 
 
 def _passwd(users, name, *extra):

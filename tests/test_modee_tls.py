@@ -228,8 +228,8 @@ def test_a_clear_text_stream_under_prot_p_is_refused(tmp_path, tls_server, certs
 def _thread_server(root, certs_, stream_cert):
     """drsftp serve in this process (thread), its MODE E streams presenting
     ``stream_cert`` while the control connection presents the good one."""
-    from drsftp.server import etls
     from drsftp.server.app import ServerConfig, build_server
+    from drsftp.server.ftp.eblock import tls as etls
 
     server = build_server(ServerConfig(root=str(root), user=USER, password=PASSWORD, port=0,
                                        tls_cert=str(certs_.good), require_tls=True))
@@ -277,7 +277,7 @@ def test_the_stream_tls_reader_takes_every_whole_record_it_read(certs):  # noqa:
     empty), then the client's close_notify reads as the end (0)."""
     from drsftp.client.session.tls import client_tls
     from drsftp.io.tlsbio import TLSPipe
-    from drsftp.server.etls import StreamTLS, server_context
+    from drsftp.server.ftp.eblock.tls import StreamTLS, server_context
 
     a, b = socket.socketpair()
     a.setblocking(False)

@@ -323,7 +323,7 @@ def test_the_servers_taper_counts_only_the_streams_still_sending():
     from types import SimpleNamespace
 
     from drsftp.ftp.blockplan import MIN_BLOCK, TAPER, block_size
-    from drsftp.server.esend import BytesSource, Send
+    from drsftp.server.ftp.eblock.send import BytesSource, Send
 
     class Member:  # what the plan reads of a stream, and where _next puts its block
         def __init__(self, retire):

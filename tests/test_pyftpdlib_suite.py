@@ -18,7 +18,7 @@ ALLO_TEST = "tests/pyftpdlib_suite/test_functional.py::TestFtpDummyCmds::test_al
 def _run_with_allo_reply(tmp_path, reply: str) -> subprocess.CompletedProcess[str]:
     """The listed ALLO test, with drsftp's ALLO answering ``reply``."""
     (tmp_path / "drs_allo_reply.py").write_text(
-        "from drsftp.server.handler import DRSControlMixin\n\n"
+        "from drsftp.server.ftp.handler import DRSControlMixin\n\n"
         f"DRSControlMixin.ftp_ALLO = lambda self, line: self.respond({reply!r})\n")
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "drs_allo_reply",

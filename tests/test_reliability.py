@@ -189,7 +189,8 @@ def test_connection_limits_passive_ports_and_timeouts(tmp_path):
 # with the file (a corrupted store, a lying peer): the client's only defence.
 _LYING_HASH = """
 import sys
-from drsftp.server import app, handler
+from drsftp.server import app
+from drsftp.server.ftp import handler
 
 def ftp_HASH(self, path):
     self.respond("213 SHA-256 0-%d %s %s" % (max(self.fs.getsize(path) - 1, 0), "ab" * 32, self.fs.fs2ftp(path)))

@@ -30,7 +30,7 @@ from conftest import (
 from tlscerts import make_certs
 
 from drsftp.server import config as server_config
-from drsftp.server.users import WRITE_PERM, UserEntry, hash_password, write_user
+from drsftp.server.ops.users import WRITE_PERM, UserEntry, hash_password, write_user
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -293,7 +293,7 @@ def test_contrib_example_config_and_unit_are_valid(tmp_path):
 
 
 def test_log_lines_are_one_line_whatever_the_file_name():
-    from drsftp.server import translog
+    from drsftp.server.ops import translog
 
     rec = translog.transfer_record(0.0, "192.0.2.1:5", "u", "put", '/a\nb "c".bin', 10, 0.5, 1, False, True, False)
     text = translog.format_text(rec)
@@ -309,7 +309,7 @@ def test_a_verified_password_is_remembered_and_a_wrong_one_never(tmp_path, monke
     scrypt and is refused; a new authorizer (a reload) remembers nothing."""
     from pyftpdlib.authorizers import AuthenticationFailed
 
-    from drsftp.server import users
+    from drsftp.server.ops import users
 
     calls = []
     real = users.check_password

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from conftest import USER, drsftp
 
-from drsftp.server import users
 from drsftp.server.app import ServerConfig, build_server
 from drsftp.server.config import ConfigError
+from drsftp.server.ops import users
 
 MIN = 8  # `drsftp passwd`'s minimum (users.MIN_PASSWORD)
 SHORT = "x" * (MIN - 1)

@@ -594,7 +594,7 @@ def test_server_locks_the_open_start_buffer_after_the_listener_closed(monkeypatc
     handshake must still lock the buffer then, whatever the control RTT
     reads by that time."""
     from drsftp.io.tuner import SocketTuner
-    from drsftp.server.handler import DRSControlMixin
+    from drsftp.server.ftp.handler import DRSControlMixin
     from drsftp.tuning.budget import BufferBudget
 
     rtts = iter([0.1, 0.02])  # a second reading would fall under the 40 ms rule
@@ -627,7 +627,7 @@ def test_server_data_channel_batches_reads_for_a_fixed_buffer_set_at_the_handsha
     makes no decision after the handshake, so its window must reach the
     data channel's tuner for the read batch; DRS's open start locks the
     floor after the handshake and its ticks set the batch from then on."""
-    from drsftp.server.handler import DRSControlMixin, DRSDataMixin
+    from drsftp.server.ftp.handler import DRSControlMixin, DRSDataMixin
     from drsftp.tuning import Role
 
     class Session(DRSControlMixin):

@@ -25,8 +25,9 @@ from drsftp.client.session.tls import client_tls
 from drsftp.ftp.eblock import Desc, header
 from drsftp.io import tlspolicy
 from drsftp.io.tlsbio import TLSPipe
-from drsftp.server import etls, tlsfiles
+from drsftp.server import tlsfiles
 from drsftp.server.app import ServerConfig, build_server
+from drsftp.server.ftp.eblock import tls as etls
 
 # CBC suites (SHA-2 and SHA-1 MACs) for both certificate kinds: what testssl
 # reports as "obsolete CBC ciphers" (LUCKY13)
@@ -247,7 +248,7 @@ def test_a_tls_error_after_the_data_handshake_is_answered_426(tls_server, certs)
 
 
 def test_a_mode_e_stream_refuses_cbc_suites(tls_server, certs):  # noqa: F811
-    """A MODE E stream under PROT P (its own context, drsftp.server.etls):
+    """A MODE E stream under PROT P (its own context, drsftp.server.ftp.eblock.tls):
     a CBC-only stream is refused and the STOR fails with 425; an AEAD one
     carries the blocks."""
     payload = b"sent over an AEAD suite\n" * 100

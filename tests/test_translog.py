@@ -1,4 +1,4 @@
-"""The server's transfer log (drsftp/server/translog.py; docs/DEPLOY.md,
+"""The server's transfer log (drsftp/server/ops/translog.py; docs/DEPLOY.md,
 "The transfer log"): exactly one ``transfer`` line per transfer on every
 data path, each with its direction, bytes, streams and drs_peer as the
 client saw them (its --json record and its result line), one for a failed
@@ -38,7 +38,7 @@ from drsftp.client.streams import parallel
 from drsftp.client.transfer.getput import TransferOptions
 from drsftp.ftp.eblock import Desc, header
 from drsftp.ftp.url import parse_url
-from drsftp.server import translog
+from drsftp.server.ops import translog
 
 MiB = 1 << 20
 SIZE = 12 * MiB + 4321  # not a multiple of a block or a range

@@ -1,6 +1,6 @@
 """The transfer log under interrupts: every RETR of a download on byte
 ranges is logged exactly once, in whatever order its sessions' ends and
-closes come (drsftp/server/translog.py RangedDownloads, sans-IO, as a
+closes come (drsftp/server/ops/translog.py RangedDownloads, sans-IO, as a
 property over interleavings), and a killed put or ``get -P 4`` against a
 real `drsftp serve` has exactly one line, with the client's path."""
 
@@ -21,7 +21,7 @@ from test_translog import _records
 from drsftp.client.streams import parallel
 from drsftp.client.transfer.getput import TransferOptions
 from drsftp.ftp.url import parse_url
-from drsftp.server import translog
+from drsftp.server.ops import translog
 
 SIZE = 1000
 KEYS = [("192.0.2.1", "u", "/f.bin"), ("192.0.2.1", "u", "/g.bin")]

@@ -14,7 +14,7 @@ from pathlib import Path
 from conftest import PY
 
 REPO = Path(__file__).resolve().parent.parent
-PAGE = "drsftp/server/statuspage.html"
+PAGE = "drsftp/server/ops/statuspage.html"
 
 
 def _run(*argv, **kw):

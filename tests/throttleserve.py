@@ -15,7 +15,7 @@ from pyftpdlib.handlers import ThrottledDTPHandler
 from pyftpdlib.servers import FTPServer
 
 from drsftp.server.app import ServerConfig, build_server
-from drsftp.server.translog import configure
+from drsftp.server.ops.translog import configure
 
 
 def main() -> None:

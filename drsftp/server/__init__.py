@@ -10,7 +10,7 @@ from typing import Any
 
 from .config import ConfigError  # noqa: F401
 
-_LAZY = {"ServerConfig": "app", "build_server": "app", "serve": "app", "DRSFTPHandler": "handler"}
+_LAZY = {"ServerConfig": "app", "build_server": "app", "serve": "app", "DRSFTPHandler": "ftp.handler"}
 
 
 def __getattr__(name: str) -> Any:

@@ -16,12 +16,15 @@ from ..io import sockopt
 from ..tuning import check_spec
 from ..tuning.actuation import autotuning_reaches_further
 from ..tuning.budget import BufferBudget
-from . import compat, config, implicit, tlsfiles, translog
+from . import config, tlsfiles
 from .config import ConfigError
-from .estreams import Limits, StreamCount
-from .handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
-from .thirdparty import advertised_address, parse_peers
-from .users import (
+from .ftp import compat
+from .ftp.eblock.streams import Limits, StreamCount
+from .ftp.handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
+from .ftp.thirdparty import advertised_address, parse_peers
+from .ftp.tls import implicit
+from .ops import translog
+from .ops.users import (
     MIN_PASSWORD,
     READ_PERM,
     WRITE_PERM,
@@ -135,7 +138,7 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     if cfg.force_buffers and not handler.allow_force:
         log.warning("--force-buffers: no CAP_NET_ADMIN here; buffers stay capped at rmem_max/wmem_max")
     if cfg.metrics:
-        from .metrics import Metrics
+        from .ops.metrics import Metrics
 
         handler.metrics = Metrics(handler.buffer_budget)
     if cfg.passive_ports:
@@ -359,7 +362,7 @@ def _start_metrics(server: FTPServer, cfg: ServerConfig):
     metrics = server.handler.metrics
     if metrics is None or cfg.metrics is None:
         return None
-    from .metrics import Endpoint
+    from .ops.metrics import Endpoint
 
     metrics.start_publishing(server.ioloop, lambda: _sessions(server))
     return Endpoint(metrics, *config.parse_metrics_address(cfg.metrics), token=cfg.metrics_token)

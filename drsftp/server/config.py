@@ -19,7 +19,7 @@ import tomllib
 from collections.abc import Callable
 from typing import Any
 
-from .thirdparty import address_problem, parse_peers
+from .ftp.thirdparty import address_problem, parse_peers
 
 
 class ConfigError(ValueError):

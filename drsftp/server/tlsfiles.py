@@ -96,7 +96,7 @@ def load(handler) -> None:
     handler keeps the contexts it had."""
     from OpenSSL import SSL
 
-    from . import etls
+    from .ftp.eblock import tls as etls
 
     cert, key = handler.certfile, handler.keyfile
     check(cert, None if key == cert else key)

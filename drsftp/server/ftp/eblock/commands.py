@@ -10,13 +10,13 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..ftp.striping import UnknownNetwork, spas_net_prt, spor_addresses
-from . import cksm, compat
-from .compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts, restart_idle_timer
-from .esession import ESession
-from .estreams import Limits, StreamCount
-from .hashing import hash_pool
-from .thirdparty import foreign_checked
+from ....ftp.striping import UnknownNetwork, spas_net_prt, spor_addresses
+from .. import cksm, compat
+from ..compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts, restart_idle_timer
+from ..hashing import hash_pool
+from ..thirdparty import foreign_checked
+from .session import ESession
+from .streams import Limits, StreamCount
 
 EBLOCK_CMDS = {
     "DCAU": {"perm": None, "auth": True, "arg": True,

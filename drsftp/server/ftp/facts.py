@@ -31,8 +31,8 @@ from collections.abc import Iterable, Iterator
 
 from pyftpdlib.filesystems import AbstractedFS
 
-from ..ftp.listing import format_time_val
-from ..ftp.safepath import client_path, listable
+from ...ftp.listing import format_time_val
+from ...ftp.safepath import client_path, listable
 from . import compat
 
 # RFC 3659 sec. 7.5 facts plus the mode (docs/PROTOCOL.md#mlst-facts)

@@ -29,12 +29,12 @@ import ssl
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..ftp.eblock import BlockDecoder
-from ..io.tlsbio import reason
-from ..io.tuner import SocketTuner
-from ..tuning import Role
-from ..tuning.budget import BufferBudget
-from .etls import StreamTLS
+from ....ftp.eblock import BlockDecoder
+from ....io.tlsbio import reason
+from ....io.tuner import SocketTuner
+from ....tuning import Role
+from ....tuning.budget import BufferBudget
+from .tls import StreamTLS
 
 log = logging.getLogger("drsftp.server")
 

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from ..ftp.safepath import line_break_refusal
+from ...ftp.safepath import line_break_refusal
 from . import compat
 
 

@@ -19,19 +19,19 @@ from __future__ import annotations
 
 from pyftpdlib.handlers import DTPHandler, FTPHandler
 
+from ..ops.translog import TransferLogMixin
 from .commandline import CommandLines
 from .compat import STOCK_COMMANDS
-from .datachannel import SEND_CHUNK, DRSActiveDTP, DRSDataMixin, DRSPassiveDTP, with_drs_data
 from .datatuning import DataTuning
 from .drscommand import DRS_COMMAND, DRSCommand
-from .ecommands import EModeCommands, with_eblock_commands
+from .eblock.commands import EModeCommands, with_eblock_commands
 from .facts import MlsxFacts
-from .finalreply import FinalReplies
 from .hashing import HASH_COMMAND, HashCommands
 from .shutdown import ShutdownGuard
+from .stream.channel import SEND_CHUNK, DRSActiveDTP, DRSDataMixin, DRSPassiveDTP, with_drs_data
+from .stream.finalreply import FinalReplies
+from .stream.uploads import UploadCommands
 from .transferguard import TransferGuard
-from .translog import TransferLogMixin
-from .uploads import UploadCommands
 
 __all__ = ["DRSControlMixin", "DRSDTPHandler", "DRSDataMixin", "DRSFTPHandler", "tls_handler_class"]
 
@@ -90,8 +90,8 @@ def tls_handler_class():
     (sscn.py); needs pyOpenSSL."""
     from pyftpdlib.handlers import TLS_DTPHandler, TLS_FTPHandler
 
-    from .sscn import SSCN_COMMAND, SSCNCommand, SSCNData
-    from .tlsdata import TLSDataReplies
+    from .tls.data import TLSDataReplies
+    from .tls.sscn import SSCN_COMMAND, SSCNCommand, SSCNData
 
     class DRSTLSDTPHandler(TLSDataReplies, SSCNData, DRSDataMixin, TLS_DTPHandler):
         ac_out_buffer_size = SEND_CHUNK

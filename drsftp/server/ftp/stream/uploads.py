@@ -25,7 +25,7 @@ import logging
 import os
 from typing import Any
 
-from . import compat, partfile
+from .. import compat, partfile
 
 log = logging.getLogger("drsftp.server")
 

@@ -30,11 +30,11 @@ from pyftpdlib.handlers import DTPHandler
 from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
 from pyftpdlib.utils import is_ssl_sock
 
-from ..io.tuner import SocketTuner
-from ..tuning import Role
-from . import compat
-from .compat import FileReadWriteError as _FileReadWriteError
-from .thirdparty import foreign_checked
+from ....io.tuner import SocketTuner
+from ....tuning import Role
+from .. import compat
+from ..compat import FileReadWriteError as _FileReadWriteError
+from ..thirdparty import foreign_checked
 from .uploads import UploadPlacement
 
 log = logging.getLogger("drsftp.server")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from ..tuning import Role
-from .estreams import Session, Stream
+from ....tuning import Role
+from .streams import Session, Stream
 
 
 class TransferSession(Session, Protocol):

@@ -12,7 +12,7 @@ limits and the TLS policy are those of the explicit listener.
 
 from __future__ import annotations
 
-from . import compat
+from .. import compat
 
 
 class ImplicitTLSMixin:

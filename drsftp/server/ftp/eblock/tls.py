@@ -22,8 +22,8 @@ import contextlib
 import socket
 import ssl
 
-from ..io import tlspolicy
-from ..io.tlsbio import TLSPipe
+from ....io import tlspolicy
+from ....io.tlsbio import TLSPipe
 
 RAW_CHUNK = 1 << 20  # ciphertext read per recv
 

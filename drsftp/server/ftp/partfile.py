@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ..ftp.partname import partial_name
+from ...ftp.partname import partial_name
 
 # a STOR onto a directory, refused before a part file is made (its rename could only fail)
 OVER_DIRECTORY = "550 Is a directory: a file cannot be stored over it."

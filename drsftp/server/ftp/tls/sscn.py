@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 
-from . import compat
+from .. import compat
 
 log = logging.getLogger("drsftp.server")
 

@@ -36,10 +36,10 @@ from typing import Any
 
 from pyftpdlib.utils import is_ssl_sock
 
-from ..ftp.eblock import RangeSet
-from ..ftp.partname import final_name
-from ..ftp.safepath import client_path
-from . import compat
+from ...ftp.eblock import RangeSet
+from ...ftp.partname import final_name
+from ...ftp.safepath import client_path
+from ..ftp import compat
 
 LOGGER = "drsftp.transfer"
 log = logging.getLogger(LOGGER)

@@ -12,10 +12,10 @@ streams size their own handshakes: estreams.py.)
 
 from __future__ import annotations
 
-from ..io import sockopt
-from ..io.tuner import SocketTuner
-from ..tuning import Role
-from ..tuning.budget import BufferBudget
+from ...io import sockopt
+from ...io.tuner import SocketTuner
+from ...tuning import Role
+from ...tuning.budget import BufferBudget
 from .thirdparty import DataPeers
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from ..ftp import drscmd
+from ...ftp import drscmd
 from . import compat
 
 DRS_COMMAND = {

@@ -40,11 +40,11 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 
-from ..ftp.partname import final_name
-from ..io import sockopt
-from ..tuning import Role
-from ..tuning.budget import BufferBudget
-from . import compat
+from ...ftp.partname import final_name
+from ...io import sockopt
+from ...tuning import Role
+from ...tuning.budget import BufferBudget
+from ..ftp import compat
 
 log = logging.getLogger("drsftp.server")
 
@@ -261,7 +261,7 @@ class Endpoint:
     """The HTTP server of ``--metrics``: bound at once, served in a thread."""
 
     def __init__(self, metrics: Metrics, host: str, port: int, token: str | None = None) -> None:
-        from .config import ConfigError
+        from ..config import ConfigError
 
         self.metrics = metrics
         self.token = token

@@ -21,14 +21,14 @@ import os
 import ssl
 import time
 
-from ..ftp.eblock import BlockError, Data, EndOfFile, RangeSet, ReceiveLedger
-from ..io.fileio import pwrite_all
-from ..io.tlsbio import reason
-from ..tuning import Role
-from . import partfile
-from .ejob import Job, TransferSession
-from .estreams import Stream
-from .partfile import discard_if_empty
+from ....ftp.eblock import BlockError, Data, EndOfFile, RangeSet, ReceiveLedger
+from ....io.fileio import pwrite_all
+from ....io.tlsbio import reason
+from ....tuning import Role
+from .. import partfile
+from ..partfile import discard_if_empty
+from .job import Job, TransferSession
+from .streams import Stream
 
 RECV_CHUNK = 1 << 20  # one recv_into per MiB
 MARKER_INTERVAL = 2.0  # seconds between 112/111 markers during STOR

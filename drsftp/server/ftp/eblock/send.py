@@ -20,14 +20,14 @@ import errno
 import os
 import socket
 
-from ..ftp import blockplan
-from ..ftp.eblock import data_header, eod
-from ..io import sockopt
-from ..io.tlsbio import reason
-from ..tuning import Role
-from .ejob import Job, TransferSession
-from .estreams import Stream
-from .etls import StreamTLS
+from ....ftp import blockplan
+from ....ftp.eblock import data_header, eod
+from ....io import sockopt
+from ....io.tlsbio import reason
+from ....tuning import Role
+from .job import Job, TransferSession
+from .streams import Stream
+from .tls import StreamTLS
 
 SEND_CHUNK = 4 << 20  # bytes per sendfile() call
 TLS_CHUNK = 512 << 10  # plaintext per TLS write (read from the file, encrypted, queued)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from . import compat
+from .. import compat
 
 log = logging.getLogger("drsftp.server")
 

@@ -21,7 +21,7 @@ import socket
 
 from pyftpdlib.utils import is_ssl_sock
 
-from . import compat, partfile
+from .. import compat, partfile
 
 log = logging.getLogger("drsftp.server")
 

@@ -16,19 +16,19 @@ import socket
 import ssl
 import time
 
-from ..ftp import drscmd, drsexchange
-from ..ftp.eblock import RangeSet
-from ..ftp.striping import spas_reply
-from ..io.tuner import SocketTuner
-from ..tuning import Role
-from .compat import current_type, data_protected, restart_idle_timer
-from .ejob import Job
-from .ereceive import Receive
-from .esend import BytesSource, FileSource, Send
-from .estreams import Limits, Listener, Stream, StreamCount
-from .partfile import BUSY, OVER_DIRECTORY, busy, part_path
-from .thirdparty import plain_ip
-from .translog import mean_rtt
+from ....ftp import drscmd, drsexchange
+from ....ftp.eblock import RangeSet
+from ....ftp.striping import spas_reply
+from ....io.tuner import SocketTuner
+from ....tuning import Role
+from ...ops.translog import mean_rtt
+from ..compat import current_type, data_protected, restart_idle_timer
+from ..partfile import BUSY, OVER_DIRECTORY, busy, part_path
+from ..thirdparty import plain_ip
+from .job import Job
+from .receive import Receive
+from .send import BytesSource, FileSource, Send
+from .streams import Limits, Listener, Stream, StreamCount
 
 
 class ESession:

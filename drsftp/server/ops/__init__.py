@@ -1,0 +1,1 @@
+"""What an operator runs a server with, whatever its protocol: users, the transfer log, metrics."""
