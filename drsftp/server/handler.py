@@ -91,9 +91,9 @@ def tls_handler_class():
     from pyftpdlib.handlers import TLS_DTPHandler, TLS_FTPHandler
 
     from .sscn import SSCN_COMMAND, SSCNCommand, SSCNData
-    from .tlsdata import TLSDataReplies
+    from .tlsdata import TLSDataEnd, TLSDataReplies
 
-    class DRSTLSDTPHandler(TLSDataReplies, SSCNData, DRSDataMixin, TLS_DTPHandler):
+    class DRSTLSDTPHandler(TLSDataReplies, SSCNData, DRSDataMixin, TLS_DTPHandler, TLSDataEnd):
         ac_out_buffer_size = SEND_CHUNK
 
     tls_cmds = _commands(TLS_FTPHandler.proto_cmds)
