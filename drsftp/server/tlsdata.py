@@ -67,11 +67,19 @@ class TLSDataReplies:
 class TLSDataEnd(DTPHandler):
     """Put after the TLS data channel class (pyftpdlib's TLS_DTPHandler),
     so that its MRO has it between pyftpdlib's TLS mixin and DTPHandler:
-    the mixin calls DTPHandler's handle_close itself for a reset (and for
-    a close_notify), past drsftp's handle_close; this one ends a reset
-    transfer as aborted (DRSDataMixin.closed_by_loss)."""
+    the mixin calls DTPHandler's handle_close itself for a reset, a TCP
+    end without close_notify and a close_notify, past drsftp's
+    handle_close; this one ends a reset transfer as aborted
+    (DRSDataMixin.closed_by_loss).  After a reset or a TCP end the channel
+    closes without a TLS shutdown of its own: pyOpenSSL's fails there, and
+    pyftpdlib's close waited on it for ever, with the final reply unsent
+    (a client that ended its upload with a FIN alone got no 226)."""
 
     def handle_close(self):
+        from OpenSSL import SSL
+
+        if isinstance(sys.exc_info()[1], SSL.SysCallError):
+            compat.skip_tls_goodbye(self)
         if self.closed_by_loss():  # type: ignore[attr-defined]
             return
         super().handle_close()
