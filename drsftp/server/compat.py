@@ -244,8 +244,8 @@ def final_reply(dtp) -> str | None:
 def skip_tls_goodbye(channel) -> None:
     """A pyftpdlib TLS connection closes without its TLS shutdown (no
     close_notify of its own), as after an error: its peer is gone.  (Its
-    shutdown after a SysCallError fails, is taken for a retry, and the
-    connection never closes.)"""
+    shutdown after a SysCallError fails and is taken for a retry: the
+    connection did not close.)"""
     channel._error = True
 
 

@@ -9,8 +9,8 @@ handler class: with_drs_data), and its PASV/PORT dispatchers.
 - Receiving is one recv_into per MiB written straight to the file.
 - RFC 959 replies: 452 when storage is full, 451 for other local errors,
   451 when the file shrank under a RETR, 426 when the client closed the
-  data connection first, and 426 whenever the connection was reset or
-  broken (connection_lost: its bytes may not all have come or gone); an upload whose client sent ABOR, then closed,
+  data connection first or reset it (connection_lost: its bytes may not
+  all have come or gone); an upload whose client sent ABOR, then closed,
   ends as aborted (finalreply.run_waiting_abort); a queued transfer
   whose PASV/PORT connection fails or times out gets 425/421
   (finalreply.py).

@@ -71,9 +71,9 @@ class TLSDataEnd(DTPHandler):
     end without close_notify and a close_notify, past drsftp's
     handle_close; this one ends a reset transfer as aborted
     (DRSDataMixin.closed_by_loss).  After a reset or a TCP end the channel
-    closes without a TLS shutdown of its own: pyOpenSSL's fails there, and
-    pyftpdlib's close waited on it for ever, with the final reply unsent
-    (a client that ended its upload with a FIN alone got no 226)."""
+    closes without a TLS shutdown of its own: pyOpenSSL's fails there,
+    pyftpdlib's close took the failure for a retry, and no final reply
+    came (a client that ended its upload with a FIN alone got no 226)."""
 
     def handle_close(self):
         from OpenSSL import SSL
