@@ -66,10 +66,10 @@ class ServerConfig:
     max_streams: int = 64  # MODE E streams per session (docs/EBLOCK.md)
     max_streams_total: int = 256  # MODE E streams of all sessions together
     config_file: str | None = None  # the --config file, kept out of every home
-    metrics: str | None = None  # ADDR:PORT of the metrics and status page (metrics.py); None: off
+    metrics: str | None = None  # ADDR:PORT of the metrics and status page (ops/metrics.py); None: off
     metrics_token: str | None = None  # the bearer token they want (needed off loopback)
     metrics_token_file: str | None = None  # where the token came from, kept out of every home
-    data_interface: str | None = None  # data sockets bind it, PASV names it (thirdparty.py)
+    data_interface: str | None = None  # data sockets bind it, PASV names it (ftp/thirdparty.py)
     masquerade_address: str | None = None  # what PASV names behind NAT
     third_party_peers: str | list | None = None  # ADDR|CIDR,...: foreign data peers allowed (RFC 2577)
     command_line_keys: frozenset[str] = frozenset()  # config keys the command line set: a reload keeps them
@@ -168,7 +168,7 @@ def _check_password(cfg: ServerConfig) -> None:
 
 def _data_addresses(handler: type, cfg: ServerConfig) -> None:
     """--data-interface, --masquerade-address, --third-party-peers
-    (thirdparty.py; docs/PROTOCOL.md, "Third-party transfers")."""
+    (ftp/thirdparty.py; docs/PROTOCOL.md, "Third-party transfers")."""
     if cfg.data_interface:
         handler.data_interface = cfg.data_interface.strip()
         try:  # an address this host has: a listener or an outgoing connection could not use another

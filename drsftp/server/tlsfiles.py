@@ -78,7 +78,7 @@ def control_context(handler):
 
 def client_context(handler):
     """The stream-mode data channels' context in the TLS client's role
-    (SSCN ON, sscn.py): drsftp's policy; the other server's certificate
+    (SSCN ON, ftp/tls/sscn.py): drsftp's policy; the other server's certificate
     is not checked (the client checked it on its control connection)."""
     from OpenSSL import SSL
 

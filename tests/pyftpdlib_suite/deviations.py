@@ -70,6 +70,15 @@ RULES = (
         tests=("test_functional.py::TestFtpListingCmds::test_mlsd_all_facts",
                "test_functional_ssl.py::TestFtpListingCmdsTLSMixin::test_mlsd_all_facts"),
     ),
+    Deviation(
+        rule="A reset upload is not complete",
+        reason="an upload whose data connection was reset ends with 426 and stays under its temporary"
+               " name; the TLS test closes its data socket with the server's TLS 1.3 session ticket unread,"
+               " so its kernel resets the connection and drops what it had not sent yet (about 80% of the"
+               " 1 MB), which pyftpdlib stores as whole with a 226",
+        shows=("426 Connection lost (Connection reset by peer); transfer aborted after",),
+        tests=("test_functional_ssl.py::TestFtpStoreDataTLSMixin::test_quit_during_transfer",),
+    ),
 )
 
 DEVIATIONS = {test: rule for rule in RULES for test in rule.tests}

@@ -43,6 +43,7 @@ __all__ = [
     "restart_position",
     "set_final_reply",
     "set_mlst_facts",
+    "skip_tls_goodbye",
     "start_tls_as_client",
     "stop_connecting",
     "tls_established",
@@ -243,6 +244,14 @@ def set_final_reply(dtp, reply: str | None, logfun=None) -> None:
 def final_reply(dtp) -> str | None:
     """The reply a stream-mode data channel sends when it closes (None: none)."""
     return dtp._resp[0] if dtp._resp else None
+
+
+def skip_tls_goodbye(channel) -> None:
+    """A pyftpdlib TLS connection closes without its TLS shutdown (no
+    close_notify of its own), as after an error: its peer is gone.  (Its
+    shutdown after a SysCallError fails and is taken for a retry: the
+    connection did not close.)"""
+    channel._error = True
 
 
 def control_tls_established(handler) -> bool:

@@ -7,7 +7,7 @@ The data socket's buffer is set before connect()/listen(), while the
 window scale can still follow it; the session keys the handshake buffer's
 reservation in the budget, and the tuner that sized the handshake also
 locks the buffer after it, so both halves act on one decision.  (MODE E
-streams size their own handshakes: estreams.py.)
+streams size their own handshakes: ftp/eblock/streams.py.)
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from .thirdparty import DataPeers
 
 class DataTuning(DataPeers):
     """Mixed into the control handler (handler.DRSControlMixin); the data
-    channel (datachannel.py) reads the tuning from it, and whose data path
-    a socket is on from DataPeers (thirdparty.py)."""
+    channel (ftp/stream/channel.py) reads the tuning from it, and whose data path
+    a socket is on from DataPeers (ftp/thirdparty.py)."""
 
     # set by the server factory (app.build_server)
     tuning_spec = "drs"

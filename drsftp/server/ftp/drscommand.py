@@ -5,7 +5,7 @@
   past it 503, the command ignored; malformed pairs get 501.
 - In stream mode the data channel's tuner takes the client's pairs and
   answers with its own (425 with no transfer running); in MODE E the
-  session's sums answer (esession.py, through EModeCommands.drs_reply).
+  session's sums answer (ftp/eblock/session.py, through EModeCommands.drs_reply).
 - FEAT lists DRS.
 """
 

@@ -3,16 +3,16 @@
 "Server").
 
 - command lines: at most 2048 bytes, nothing after QUIT, login first, no
-  NUL (commandline.py);
-- HASH (hashing.py) and the DRS command (drscommand.py);
-- the server shutting down (shutdown.py) and the transfer guard
-  (transferguard.py);
-- one final reply per transfer command (finalreply.py);
-- uploads under a temporary name (uploads.py);
-- the data connections' tuning and handshake (datatuning.py) and the
-  tuned stream-mode data channel (datachannel.py);
-- MODE E (ecommands.py), MLSx facts (facts.py), the transfer log
-  (translog.py).
+  NUL (ftp/commandline.py);
+- HASH (ftp/hashing.py) and the DRS command (ftp/drscommand.py);
+- the server shutting down (ftp/shutdown.py) and the transfer guard
+  (ftp/transferguard.py);
+- one final reply per transfer command (ftp/stream/finalreply.py);
+- uploads under a temporary name (ftp/stream/uploads.py);
+- the data connections' tuning and handshake (ftp/datatuning.py) and the
+  tuned stream-mode data channel (ftp/stream/channel.py);
+- MODE E (ftp/eblock/commands.py), MLSx facts (ftp/facts.py), the transfer log
+  (ops/translog.py).
 """
 
 from __future__ import annotations
@@ -87,13 +87,13 @@ class DRSFTPHandler(TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin,
 
 def tls_handler_class():
     """FTPS (RFC 4217: AUTH TLS, PBSZ, PROT P) classes, with SSCN
-    (sscn.py); needs pyOpenSSL."""
+    (ftp/tls/sscn.py); needs pyOpenSSL."""
     from pyftpdlib.handlers import TLS_DTPHandler, TLS_FTPHandler
 
-    from .tls.data import TLSDataReplies
+    from .tls.data import TLSDataEnd, TLSDataReplies
     from .tls.sscn import SSCN_COMMAND, SSCNCommand, SSCNData
 
-    class DRSTLSDTPHandler(TLSDataReplies, SSCNData, DRSDataMixin, TLS_DTPHandler):
+    class DRSTLSDTPHandler(TLSDataReplies, SSCNData, DRSDataMixin, TLS_DTPHandler, TLSDataEnd):
         ac_out_buffer_size = SEND_CHUNK
 
     tls_cmds = _commands(TLS_FTPHandler.proto_cmds)

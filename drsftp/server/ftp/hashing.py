@@ -3,7 +3,7 @@
 (FEAT lists them, the chosen one starred).
 
 The digest is computed in a small thread pool (``hash_pool``, which CKSM
-shares: ecommands.py) while the ioloop polls for it and stays free; until
+shares: ftp/eblock/commands.py) while the ioloop polls for it and stays free; until
 its reply is out, every command but ABOR, QUIT, NOOP, STAT and DRS gets
 503 (docs/DESIGN.md, "Server").
 """

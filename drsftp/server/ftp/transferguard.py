@@ -5,7 +5,7 @@ silently close the running data channel and a second RETR is spliced
 into it (docs/DESIGN.md#kf-pyftpdlib).  While a transfer runs, or waits
 for its data connection, the commands in GUARDED get 503; DRS, STAT,
 ABOR, NOOP and the rest are answered.  (In MODE E they wait for the
-running transfer instead: ecommands.py.)
+running transfer instead: ftp/eblock/commands.py.)
 """
 
 from __future__ import annotations

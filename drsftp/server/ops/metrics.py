@@ -58,7 +58,7 @@ LOGIN_RESULTS = ("ok", "credentials", "tls_required")  # ok, or translog's reaso
 # limit: --max-connections, --max-connections-per-ip, --max-streams(-total);
 # bounce: a data connection to or from an address other than the client's
 # that --third-party-peers does not list, or to a privileged port (RFC 2577
-# sec. 3; thirdparty.py); tls: clear text under
+# sec. 3; ftp/thirdparty.py); tls: clear text under
 # --require-tls, or a data connection's TLS failed (RFC 4217).
 REFUSALS = ("limit", "bounce", "tls")
 # Replies that refuse, as pyftpdlib and the MODE E path word them (a test

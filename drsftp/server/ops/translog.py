@@ -8,7 +8,7 @@ path, the bytes, seconds, rate, the data connections that carried it
 (``drs_peer``), whether it completed, and whether the control connection
 was in TLS.  Every transfer gets one line, whatever its outcome: a
 stream-mode transfer when its data connection closes, a MODE E one
-(ejob.py) when its last stream ends or it fails, and a download on byte
+(ftp/eblock/job.py) when its last stream ends or it fails, and a download on byte
 ranges (several REST + RETR of one file, from one or more sessions of one
 client: ``drsftp get -P N`` against stream mode, ``lftp pget``) when the
 last session that carried a part of it ends or turns to another file.  A
@@ -19,7 +19,7 @@ control characters JSON-quoted, so a file name cannot forge a line);
 when logrotate moves it) or stderr; the server's warnings go there too,
 in the same format.  docs/DEPLOY.md, "The transfer log", has the fields.
 With ``--metrics`` the same records, as they are emitted, feed the
-server's counters (metrics.py), so the log and the metrics agree.
+server's counters (ops/metrics.py), so the log and the metrics agree.
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ class TransferLogMixin:
     """Mixed into the control handler ahead of the others: pyftpdlib calls
     on_login/on_login_failed and, when a stream-mode data channel closes,
     log_transfer with the bytes and seconds; a MODE E transfer calls
-    log_finished_transfer (esession.py).  A transfer's ``drs_peer`` says
+    log_finished_transfer (ftp/eblock/session.py).  A transfer's ``drs_peer`` says
     whether this session sent a DRS report (``200 DRS``, docs/PROTOCOL.md)
     between its command and its end, as the client's ``drs_replies``
     counts them."""

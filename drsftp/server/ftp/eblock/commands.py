@@ -1,6 +1,6 @@
 """MODE E commands of the control connection (GFD.20; docs/EBLOCK.md,
 "Commands" and "Pipelined transfers"), dispatched to the session's
-ESession (esession.py).  In MODE S every command here falls through to
+ESession (ftp/eblock/session.py).  In MODE S every command here falls through to
 the stream-mode handler unchanged."""
 
 from __future__ import annotations
@@ -47,17 +47,17 @@ class StreamModeControl(Protocol):
     (handler.DRSControlMixin over pyftpdlib's FTPHandler): the state it
     shares with the stream-mode rules, and the rules it extends."""
 
-    _hash_job: Future[Any] | None  # a HASH or CKSM being computed (hashing.py)
-    _allo: int | None  # ALLO's size for the next STOR (uploads.py)
-    _quit_received: bool  # QUIT ended the session (commandline.py)
+    _hash_job: Future[Any] | None  # a HASH or CKSM being computed (ftp/hashing.py)
+    _allo: int | None  # ALLO's size for the next STOR (ftp/stream/uploads.py)
+    _quit_received: bool  # QUIT ended the session (ftp/commandline.py)
     # the rules its overrides extend through super() (callables: to mypy a
     # protocol's methods are abstract, and abstract ones cannot be reached so)
-    transfer_running: Callable[[], bool]  # transferguard.py
-    data_path_open: Callable[[], bool]  # finalreply.py
-    abort_for_shutdown: Callable[[], None]  # shutdown.py
-    drs_reply: Callable[[dict[str, int]], None]  # drscommand.py
-    refused_data_address: Callable[[str, int], bool]  # thirdparty.py
-    refused_passive: Callable[[bool], bool]  # thirdparty.py
+    transfer_running: Callable[[], bool]  # ftp/transferguard.py
+    data_path_open: Callable[[], bool]  # ftp/stream/finalreply.py
+    abort_for_shutdown: Callable[[], None]  # ftp/shutdown.py
+    drs_reply: Callable[[dict[str, int]], None]  # ftp/drscommand.py
+    refused_data_address: Callable[[str, int], bool]  # ftp/thirdparty.py
+    refused_passive: Callable[[bool], bool]  # ftp/thirdparty.py
 
 
 if TYPE_CHECKING:  # its super() calls go to the stream-mode handler
@@ -138,7 +138,7 @@ class EModeCommands(EPortHooks, _Handler):
     def port_settled(self) -> None:
         """A stream-mode PORT/EPRT got its reply (200 connected, 425, 421):
         the commands read behind it run now, after it (a RETR sent with
-        the PORT got its 150 first, then stalled: datachannel.py)."""
+        the PORT got its 150 first, then stalled: ftp/stream/channel.py)."""
         self.ioloop.call_later(0, self.release_held, _errback=self.handle_error)
 
     def release_held(self) -> None:
@@ -198,7 +198,7 @@ class EModeCommands(EPortHooks, _Handler):
             return
         super().ftp_QUIT(line)
 
-    # -- hooks from EPortHooks: the address rules (thirdparty.py), then the mode's path --
+    # -- hooks from EPortHooks: the address rules (ftp/thirdparty.py), then the mode's path --
     def data_address_hook(self, ip, port) -> None:
         if self.refused_data_address(ip, port):
             return
@@ -314,7 +314,7 @@ class EModeCommands(EPortHooks, _Handler):
 
     def ftp_SPOR(self, line):
         """PORT for striped transfers: this server is one stripe, so one
-        address; it passes PORT's rules (thirdparty.py)."""
+        address; it passes PORT's rules (ftp/thirdparty.py)."""
         if self._not_striping("SPOR"):
             return
         try:
@@ -363,7 +363,7 @@ class EModeCommands(EPortHooks, _Handler):
 
     def ftp_CKSM(self, line):
         """Hashed in the HASH command's thread pool; the session waits
-        for it as for HASH (hashing.py)."""
+        for it as for HASH (ftp/hashing.py)."""
         try:
             alg, offset, length, name = cksm.parse(line)
         except ValueError as exc:

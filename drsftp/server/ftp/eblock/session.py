@@ -1,11 +1,11 @@
 """MODE E state of one control connection: the commands' side of the
-extended block data path (streams: estreams.py; transfers: esend.py,
-ereceive.py).  ecommands.py dispatches MODE, OPTS RETR, PORT/PASV, REST,
+extended block data path (streams: ftp/eblock/streams.py; transfers: ftp/eblock/send.py,
+ftp/eblock/receive.py).  ftp/eblock/commands.py dispatches MODE, OPTS RETR, PORT/PASV, REST,
 RETR/STOR/MLSD, ABOR and DRS here while MODE E is in force (GFD.20;
 docs/EBLOCK.md, "Commands"; docs/DESIGN.md, "Extended block mode in the
 server").  DRS during a transfer speaks for the session: the peer's sums
 shared over its streams, theirs summed (drsftp/ftp/drsexchange.py;
-docs/EBLOCK.md, "DRS").  Under PROT P every stream runs TLS (etls.py;
+docs/EBLOCK.md, "DRS").  Under PROT P every stream runs TLS (ftp/eblock/tls.py;
 RFC 4217), under PROT C clear text."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class ESession:
 
     @property
     def tls_client(self) -> bool:
-        """SSCN ON: this end is the TLS client on its streams (sscn.py)."""
+        """SSCN ON: this end is the TLS client on its streams (ftp/tls/sscn.py)."""
         return bool(getattr(self.h, "sscn_client", False))
 
     @property
@@ -155,7 +155,7 @@ class ESession:
         self.log(job, complete)
 
     def log(self, job: Job, complete: bool) -> None:
-        """The transfer log's line of a RETR or STOR (translog.py; a
+        """The transfer log's line of a RETR or STOR (ops/translog.py; a
         listing has none, as in stream mode): the streams that carried it."""
         if job.path is not None:
             peers = sorted({s.peer for s in job.members if s.peer and self.h.foreign_data_peer(s.peer)})
@@ -263,7 +263,7 @@ class ESession:
 
     def port(self, ip: str, port: int) -> None:
         h = self.h
-        if self._clear_text_refused():  # (the address passed thirdparty.py's rules)
+        if self._clear_text_refused():  # (the address passed ftp/thirdparty.py's rules)
             return
         self.drop_streams()
         self.port_addr = (ip, port)
@@ -275,7 +275,7 @@ class ESession:
         h = self.h
         if self._clear_text_refused():
             return
-        local_ip = h.data_bind_address()  # (thirdparty.py answered what PASV/EPSV cannot name)
+        local_ip = h.data_bind_address()  # (ftp/thirdparty.py answered what PASV/EPSV cannot name)
         v6 = ":" in plain_ip(local_ip)
         if v6 and striped and net_prt != "2":  # (no net-prt: RFC 959's form, IPv4 only; 1: IPv4)
             h.respond("522 Network protocol not supported, use (2): SPAS 2.")

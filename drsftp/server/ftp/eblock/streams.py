@@ -7,15 +7,15 @@ Rules:
 - the sender connects: RETR/MLSD after PORT/EPRT connect N streams
   (``OPTS RETR Parallelism=N,N,N;``), STOR after PASV/EPSV accepts them,
   from the control connection's address or a listed third-party peer's
-  (thirdparty.py), within the session's and the server's limits
+  (ftp/thirdparty.py), within the session's and the server's limits
   (docs/EBLOCK.md, "Limits");
 - streams stay open for the session's next transfer (GridFTP's cached
   data channels); between transfers a closed stream leaves the cache;
 - every stream has its own SocketTuner (DRS per stream, --buffer-budget);
-- under PROT P every stream runs TLS, the server as TLS server (etls.py).
+- under PROT P every stream runs TLS, the server as TLS server (ftp/eblock/tls.py).
 
-A stream moves bytes for the transfer its session runs (ejob.py and its
-kinds, esend.py and ereceive.py) and knows that transfer, and its
+A stream moves bytes for the transfer its session runs (ftp/eblock/job.py and its
+kinds, ftp/eblock/send.py and ftp/eblock/receive.py) and knows that transfer, and its
 session, only as the protocols below describe them.
 """
 
@@ -199,13 +199,13 @@ class Stream(_Channel):
         self.pos = self.left = 0  # payload of the current block
         self.eod_queued = self.done = self.retire = False
         self.used = False  # carried a transfer before (125 "reusing")
-        self.tls: StreamTLS | None = None  # PROT P: the stream's TLS (etls.py)
+        self.tls: StreamTLS | None = None  # PROT P: the stream's TLS (ftp/eblock/tls.py)
         self.peer: str | None = None  # the address at the other end, once connected
         # a receiver's bytes read past its EOD: the next transfer's, kept for
         # it (at most one read); the stream reads no more until it starts
         self.held = b""
         self.low_water = 1  # SO_RCVLOWAT as set (1: the kernel's default)
-        self.nodelay = False  # TCP_NODELAY set (a sender's first EOD: esend.py)
+        self.nodelay = False  # TCP_NODELAY set (a sender's first EOD: ftp/eblock/send.py)
 
     def start(self, static_window: int | None) -> None:
         """Connected: tune it from now on (per-stream DRS)."""
@@ -230,7 +230,7 @@ class Stream(_Channel):
     def secure(self, ctx: ssl.SSLContext | None, client: bool = False) -> None:
         """Under PROT P (``ctx``): TLS with us as server, the client
         speaking first (RFC 4217 sec. 10); as the TLS client under SSCN ON
-        (``client``, sscn.py)."""
+        (``client``, ftp/tls/sscn.py)."""
         if ctx is not None:
             self.tls = StreamTLS(ctx, self.socket, client)
 
@@ -438,7 +438,7 @@ def connect_failed(err: int) -> str:
 
 class Listener(_Channel):
     """PASV/EPSV in MODE E: accepts the sender's streams, from the control
-    connection's address or a listed third-party peer's (thirdparty.py),
+    connection's address or a listed third-party peer's (ftp/thirdparty.py),
     within the session's and the server's limits (others are closed at
     once)."""
 

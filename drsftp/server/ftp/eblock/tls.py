@@ -4,7 +4,7 @@ docs/EBLOCK.md, "TLS on the streams").
 The server is the TLS server on every stream, whichever side connected
 (RFC 4217 sec. 10: the FTP server takes the server role on data
 connections; after PORT it connects, then waits for the ClientHello),
-unless SSCN ON made it the TLS client (sscn.py): then it sends the
+unless SSCN ON made it the TLS client (ftp/tls/sscn.py): then it sends the
 ClientHello as soon as the stream is connected.
 Each stream is one TLS connection with its own handshake, kept with the
 stream across transfers while it stays cached.  The streams' context is

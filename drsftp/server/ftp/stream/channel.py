@@ -9,12 +9,13 @@ handler class: with_drs_data), and its PASV/PORT dispatchers.
 - Receiving is one recv_into per MiB written straight to the file.
 - RFC 959 replies: 452 when storage is full, 451 for other local errors,
   451 when the file shrank under a RETR, 426 when the client closed the
-  data connection first; an upload whose client sent ABOR, then closed,
+  data connection first or reset it (connection_lost: its bytes may not
+  all have come or gone); an upload whose client sent ABOR, then closed,
   ends as aborted (finalreply.run_waiting_abort); a queued transfer
   whose PASV/PORT connection fails or times out gets 425/421
-  (finalreply.py).
-- The data socket's handshake is sized by the session (datatuning.py);
-  a complete upload is renamed into place at close (uploads.py).
+  (ftp/stream/finalreply.py).
+- The data socket's handshake is sized by the session (ftp/datatuning.py);
+  a complete upload is renamed into place at close (ftp/stream/uploads.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ from .uploads import UploadPlacement
 
 log = logging.getLogger("drsftp.server")
 
+# A data connection that failed with one of these was reset or broken (RFC
+# 9293 sec. 3.10.7.4: a RST): bytes the peer sent may never have come, bytes
+# sent to it may never have arrived.
+LOST_ERRNOS = frozenset((errno.ECONNRESET, errno.ECONNABORTED, errno.EPIPE, errno.ENOTCONN, errno.ESHUTDOWN,
+                         errno.ETIMEDOUT))
 RECV_CHUNK = 1 << 20  # one recv_into per MiB: no per-packet Python work
 SEND_CHUNK = 4 << 20  # bytes per sendfile() call (per read of the file under TLS)
 
@@ -52,7 +58,7 @@ class DRSDataMixin(UploadPlacement):
         self._recv_buf = None
         self._expected_send: int | None = None
         self._send_end = 0
-        self.data_peer = _peer_ip(sock)  # the client, or a third-party peer (thirdparty.py)
+        self.data_peer = _peer_ip(sock)  # the client, or a third-party peer (ftp/thirdparty.py)
         super().__init__(sock, cmd_channel)
         if self.socket is not None:
             cmd_channel.after_handshake(self.socket)  # before any data (open start)
@@ -110,8 +116,11 @@ class DRSDataMixin(UploadPlacement):
             n = self.socket.recv_into(self._recv_buf)
         except (BlockingIOError, InterruptedError):
             return
-        except OSError:
-            self.handle_error()
+        except OSError as err:
+            if err.errno in LOST_ERRNOS:
+                self.connection_lost(err.errno)
+            else:
+                self.handle_error()
             return
         if n == 0:
             self.transfer_finished = True
@@ -171,12 +180,50 @@ class DRSDataMixin(UploadPlacement):
             compat.set_final_reply(self, None)
             self.close()
             return
+        if self.closed_by_loss():
+            return
         if self.receive:
             # an ABOR the client sent before this close runs first: aborted (426, 226), not complete
             self.transfer_finished = False
             if self.cmd_channel.run_waiting_abort() and compat.closed(self):
                 return
         super().handle_close()
+
+    # -- a reset or broken connection ends the transfer as aborted -----------
+    def lost_errno(self) -> int | None:
+        """The errno of a reset or broken data connection behind this close,
+        or None: the error being handled (pyftpdlib calls handle_close from
+        its except clauses for a reset, as for an end), or, sending, the
+        socket's pending error (the poller reports a reset as a hang-up to a
+        channel that only waits to write).  A receiver's end of file is an
+        end, whatever follows it: every byte before the FIN came."""
+        exc = sys.exc_info()[1]
+        code = exc.errno if isinstance(exc, OSError) else None
+        if code is None and exc is None and not self.receive:
+            try:
+                code = self.socket.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            except (AttributeError, OSError):
+                code = None
+        return code if code in LOST_ERRNOS else None
+
+    def closed_by_loss(self) -> bool:
+        """Close as aborted if the connection was lost (lost_errno)."""
+        code = self.lost_errno()
+        if code is None or not compat.transfer_attached(self):
+            return False
+        self.connection_lost(code)
+        return True
+
+    def connection_lost(self, code: int) -> None:
+        """The data connection was reset or broken mid-transfer: 426 (RFC 959
+        sec. 4.2: connection closed, transfer aborted), never 226, whatever
+        had been counted; an upload stays under its temporary name."""
+        if compat.closed(self):
+            return
+        self.transfer_finished = False
+        compat.set_final_reply(self, f"426 Connection lost ({os.strerror(code)}); transfer aborted after"
+                                     f" {self.get_transmitted_bytes()} bytes.", log.info)
+        self.close()
 
     def _short_send_reply(self) -> tuple:
         """RETR ended before the bytes it owes: the file shrank under it
@@ -229,7 +276,7 @@ def _peer_ip(sock) -> str | None:
 
 class DRSPassiveDTP(PassiveDTP):
     """PASV/EPSV in stream mode: the listener binds --data-interface, and
-    takes a connection from a listed third-party peer (thirdparty.py)."""
+    takes a connection from a listed third-party peer (ftp/thirdparty.py)."""
 
     def create_socket(self, family, type):
         di = self.cmd_channel.data_interface

@@ -6,7 +6,7 @@ connection:
   MLSD get 425 in the 150's place, after their own checks, and REST is
   cleared (pyftpdlib answered 150 and waited forever);
 - a queued transfer whose data connection fails or times out gets its
-  reply (425/421: datachannel.py) and its transfer-log line;
+  reply (425/421: ftp/stream/channel.py) and its transfer-log line;
 - ABOR on a transfer still owed its reply gets 426 then 226, otherwise
   225; an ABOR the client sent before it closed an upload's data
   connection is run first (run_waiting_abort), in band or urgent, so the
@@ -48,7 +48,7 @@ def _peek(sock) -> bytes:
 
 class FinalReplies:
     """Mixed into the control handler (handler.DRSControlMixin); a
-    transfer that never started drops its file through uploads.py."""
+    transfer that never started drops its file through ftp/stream/uploads.py."""
 
     NO_DATA_PATH = "425 Can't open data connection: none is open (PASV/EPSV/PORT/EPRT first)."
     _without_data_path = False  # a transfer command runs with no data connection open or coming

@@ -1,5 +1,5 @@
 """Stream-mode uploads under a temporary name in ``drsftp serve``
-(docs/DESIGN.md, "Server"; the part file: partfile.py).
+(docs/DESIGN.md, "Server"; the part file: ftp/partfile.py).
 
 - STOR writes ``.NAME.part`` and renames it when complete, so an
   interrupted upload never looks complete; REST + STOR continues the part
@@ -15,7 +15,7 @@
   ends the upload, never renamed into place.
 - A STOR onto a directory is refused before a part file is made; with no
   data connection to come, STOR and APPE answer 425 before truncating or
-  creating anything (finalreply.py).
+  creating anything (ftp/stream/finalreply.py).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class UploadCommands:
         stream-mode upload, ended by the data connection's EOF (RFC 959
         3.4.1), was renamed into place as if complete.  During an upload
         this session keeps reading (lines after QUIT are dropped:
-        commandline.py): the control connection's close ends the upload,
+        ftp/commandline.py): the control connection's close ends the upload,
         kept under its part name."""
         if not self._upload_targets or self.data_channel is None:
             return super().ftp_QUIT(line)
