@@ -69,8 +69,9 @@ import math
 import statistics
 from collections import deque
 
+from .climb import queued, rose
 from .sharing import LimitMeter, PathSample
-from .streams import Action, StreamController, StreamSample, StreamsConfig, undone
+from .streams import Action, StreamController, StreamSample, StreamsConfig, queue_in, undone
 
 
 class WindowedStreams:
@@ -183,9 +184,8 @@ class WindowedStreams:
             low = max(path.rtt, self._last_rtt or path.rtt)
             self._last_rtt = self._rtt_now = path.rtt
             self._base = low if self._base is None else min(self._base, low)
-            queue = path.rtt > self._base * c.share_queue_factor + c.queue_slack
-            loss = (path.retransmits is not None and self._path_retrans is not None
-                    and path.retransmits > self._path_retrans)
+            queue = queued(path.rtt, self._base, c.share_queue_factor, c.queue_slack)
+            loss = rose(path.retransmits, self._path_retrans)
             self._path_retrans = path.retransmits
             return queue, loss
         rtts = [s.rtt for s in samples if s.rtt]
@@ -193,10 +193,9 @@ class WindowedStreams:
         mins = [s.rtt_min for s in samples if s.rtt_min]
         if mins:
             self._base = min(mins) if self._base is None else min(self._base, *mins)
-        queue = any(s.rtt is not None and s.rtt_min is not None
-                    and s.rtt > s.rtt_min * c.share_queue_factor + c.queue_slack for s in samples)
+        queue = queue_in(samples, c.share_queue_factor, c.queue_slack)
         total = sum(s.retransmits for s in samples)
-        loss = self._retrans is not None and total > self._retrans
+        loss = rose(total, self._retrans)
         self._retrans = total
         return queue, loss
 
@@ -272,7 +271,7 @@ class WindowedStreams:
         if self._base is None or len(self._rtts) < c.probe_judge:
             return None
         rtt = _median(list(self._rtts))
-        return rtt if rtt > self._base * c.trim_factor + c.queue_slack else None
+        return rtt if queued(rtt, self._base, c.trim_factor, c.queue_slack) else None
 
     def _trim(self, rtt: float, least: int | None = None) -> Action:
         """A standing queue of median ``rtt`` under the queue mark: the window
