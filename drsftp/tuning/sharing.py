@@ -10,7 +10,8 @@ of that, limited by the receive window or the send buffer
 Linux's TCP chronographs, microseconds since the connection began).  A
 client that sends reads its own sockets (:func:`from_infos`); one that
 receives takes the server's DRS report (:func:`from_pairs`; the keys are
-docs/PROTOCOL.md's ``busy_us``, ``rwnd_lim_us``, ``sndbuf_lim_us``).
+docs/PROTOCOL.md's ``busy_us``, ``rwnd_lim_us``, ``sndbuf_lim_us``:
+tuning/wirekeys.py).
 
 :class:`LimitMeter` turns the cumulative times into the share of the last
 interval's busy time a buffer cap limited: high, each stream is held by a

@@ -2,8 +2,9 @@
 (docs/PROTOCOL.md, "Keys" and "DRS in extended block mode").
 
 The grammar (drsftp/ftp/drscmd.py), one session's sums and shares
-(drsftp/ftp/drsexchange.py), our own report (tuning/controller.py) and the
-path the senders report (tuning/sharing.py) all name the keys from here.
+(drsftp/ftp/drsexchange.py), a third-party copy's relay (drsftp/ftp/relay.py),
+our own report (tuning/controller.py) and the path the senders report
+(tuning/sharing.py) all name the keys from here.
 """
 
 from __future__ import annotations
