@@ -50,6 +50,17 @@ def test_a_climb_waits_settle_intervals_before_its_first_probe_or_as_told():
     assert (c.since, c.history, c.baseline, c.queued_for) == (0, [], None, 0)
 
 
+def test_the_next_probe_waits_backoff_intervals_since_the_last_change():
+    c = climb()
+    for _ in range(3):
+        c.note(1.0, False)
+        assert c.waiting
+    c.note(1.0, False)
+    assert not c.waiting
+    c.changed()
+    assert c.waiting
+
+
 def test_note_counts_the_intervals_and_a_queue_that_stays():
     c = climb()
     for goodput, queue, want in [(1.0, True, 1), (2.0, True, 2), (3.0, False, 0), (4.0, True, 1)]:

@@ -72,6 +72,11 @@ class Climb:
         self.since += 1
         self.queued_for = self.queued_for + 1 if queue else 0
 
+    @property
+    def waiting(self) -> bool:
+        """Too soon for the next probe: ``backoff`` intervals since the last change."""
+        return self.since < self.backoff
+
     def mean(self) -> float:
         """The mean goodput of the last ``judge`` intervals since the change."""
         xs = self.history[-self.judge:]

@@ -159,7 +159,7 @@ class FleetController:
             return None
         if climb.sharing(self._limited, c.limited_share):
             return self._share()
-        if climb.since < climb.backoff or congested:
+        if climb.waiting or congested:
             return None
         change = self._next(goodput, work)
         if change is None:

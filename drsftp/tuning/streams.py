@@ -162,7 +162,7 @@ class StreamController:
             climb.failed()
             self.streams -= 1
             return self._changed(Action.REMOVE)
-        if climb.since < climb.backoff or congested or self.streams >= c.max_streams:
+        if climb.waiting or congested or self.streams >= c.max_streams:
             return Action.HOLD
         if intervals_left is not None and intervals_left < c.settle + c.judge:
             return Action.HOLD
