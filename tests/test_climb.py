@@ -32,6 +32,7 @@ def test_the_base_is_the_least_rtt_seen_and_judges_the_one_given():
     assert not base.queued(0.1, 1.1, 0.0) and base.rtt == 0.1
     assert base.queued(0.111, 1.1, 0.0) and base.rtt == 0.1
     assert not base.queued(0.11, 1.1, 0.0)
+    assert base.note(0.3) == 0.1 and base.note(0.05) == 0.05
 
 
 @pytest.mark.parametrize(("count", "last", "want"),

@@ -34,10 +34,14 @@ class Base:
     def __init__(self) -> None:
         self.rtt: float | None = None
 
+    def note(self, rtt: float) -> float:
+        """Takes ``rtt`` into the base; the base."""
+        self.rtt = rtt if self.rtt is None else min(self.rtt, rtt)
+        return self.rtt
+
     def queued(self, rtt: float, factor: float, slack: float) -> bool:
         """Takes ``rtt`` into the base; a queue by :func:`queued`."""
-        self.rtt = rtt if self.rtt is None else min(self.rtt, rtt)
-        return queued(rtt, self.rtt, factor, slack)
+        return queued(rtt, self.note(rtt), factor, slack)
 
 
 def rose(count: int | None, last: int | None) -> bool:
