@@ -221,13 +221,13 @@ def test_a_fixed_driver_probes_only_the_room_its_streams_caps_leave():
 def test_without_the_senders_figures_each_streams_own_rtts_tell_the_base_and_the_queue():
     ctl = auto()
     ctl.update(RATE, [StreamSample(0.106, 0.1), StreamSample(0.12, 0.12)])
-    assert ctl._base == 0.1 and ctl._rtt_now == 0.106 and ctl._queued_for == 0
+    assert ctl._base == 0.1 and ctl._rtt_now == 0.106 and ctl.climb.queued_for == 0
     ctl.update(RATE, [StreamSample(0.1, 0.09), StreamSample(0.2, 0.2)])
-    assert ctl._base == 0.09 and ctl._queued_for == 0
+    assert ctl._base == 0.09 and ctl.climb.queued_for == 0
     ctl.update(RATE, [StreamSample(0.109, 0.1)])  # under 1.1 x 100 + 2 ms
-    assert ctl._queued_for == 0
+    assert ctl.climb.queued_for == 0
     ctl.update(RATE, [StreamSample(0.113, 0.1)])  # over 1.1 x 100 + 2 ms
-    assert ctl._queued_for == 1
+    assert ctl.climb.queued_for == 1
 
 
 def test_each_streams_share_is_whole_bytes():

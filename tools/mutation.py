@@ -267,8 +267,6 @@ KNOWN: dict[str, str] = {
         "a probe's start sets it before its judgment reads it",
     'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._expected = 0.0` 0.0 -> 1.0':
         "a probe's start sets it before its judgment reads it",
-    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._queued_for = 0` 0 -> 1':
-        'only the first interval reads the start value, and it waits to settle (4 intervals) with no probe to judge',
     'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._recent: deque[float] = deque(maxlen=8)` 8 -> 9':
         "only its last 4 intervals (a probe's judgment) and 3 (the ramp) are read",
     'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._streak = 0` 0 -> 1':
