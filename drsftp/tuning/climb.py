@@ -12,7 +12,9 @@
   up, let the probe settle, judge it by the mean goodput of the last
   ``judge`` intervals against the mean before it, keep it or give it back,
   and wait twice as long after each one given back.  The controllers
-  (streams.py, fleet.py) choose what a probe adds and what goes back.
+  (streams.py, fleet.py) choose what a probe adds and what goes back;
+  streamwindow.py keeps its history, wait and queue count here and judges
+  by medians of its own (docs/decisions/0026-trim-on-the-median-rtt.md).
 """
 
 from __future__ import annotations
