@@ -2,6 +2,7 @@
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -140,3 +141,63 @@ def test_a_closed_senders_queue_stays_held_until_released():
     assert b.share("next") == 12 * MiB
     b.release("sender")
     assert b.granted_total() == 12 * MiB
+
+
+KiB = 1 << 10
+
+
+# -- the server's buffer budget ----------------------------------------------------
+
+def test_a_budget_must_be_positive():
+    for total in (0, -1):
+        with pytest.raises(ValueError):
+            BufferBudget(total)
+    assert BufferBudget(1).total == 1
+
+
+def test_send_buffers_share_the_budget_in_proportion_to_need():
+    b = BufferBudget(30 * MiB)
+    b.limit("small", Decision(sndbuf=10 * MiB))
+    assert b.limit("big", Decision(sndbuf=50 * MiB)) == Decision(sndbuf=20 * MiB)  # what the small one leaves
+    assert b.limit("small", Decision(sndbuf=10 * MiB)) == Decision(sndbuf=5 * MiB)  # 30 x 10/60
+    assert b.granted_total() == 25 * MiB
+
+
+def test_a_flow_that_wants_nothing_holds_nothing():
+    b = BufferBudget(30 * MiB)
+    assert b.limit("idle", Decision()) == Decision()
+    assert b.granted_total() == 0
+
+
+def test_a_squeezed_flow_keeps_a_64_kib_floor():
+    b = BufferBudget(10 * MiB)
+    assert b.limit("first", Decision(rcv_window=10 * MiB)) == Decision(rcv_window=10 * MiB)
+    # nothing left: the newcomer still gets the floor, the others give back at their next call
+    assert b.limit("late", Decision(rcv_window=100 * KiB)) == Decision(rcv_window=64 * KiB)
+
+
+def test_n_floors_never_exceed_the_budget():
+    b = BufferBudget(100_000)
+    for _ in range(3):
+        grants = [b.limit(i, Decision(rcv_window=1 * MiB)).rcv_window for i in range(3)]
+    assert grants == [33333] * 3 and all(type(g) is int for g in grants)  # 100000 // 3 each
+    assert b.granted_total() <= 100_000
+
+
+def test_claims_leave_the_rest_to_share():
+    b = BufferBudget(30 * MiB)
+    assert b.claim("auto", 10 * MiB)  # a buffer left to autotuning, counted whole
+    for _ in range(2):
+        a = b.limit("a", Decision(rcv_window=40 * MiB))
+        c = b.limit("c", Decision(rcv_window=40 * MiB))
+    assert a == c == Decision(rcv_window=10 * MiB)  # (30 - 10) / 2 each
+    assert b.granted_total() == 30 * MiB
+
+
+def test_reservations_are_whole_bytes_and_holds_keep_what_they_say():
+    b = BufferBudget(1001)
+    assert b.reserve("hs", 10_000) == 500  # half of what is free, rounded down
+    b.release("hs")
+    b.limit("f", Decision(rcv_window=100))
+    b.hold("f", 1)
+    assert b.granted_total() == 1

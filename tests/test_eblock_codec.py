@@ -1,5 +1,6 @@
 """Extended block mode codec and ledger (GFD.20), sans-IO."""
 
+import dataclasses
 import struct
 
 import pytest
@@ -198,3 +199,93 @@ def test_a_range_marker_is_read_once_for_every_client_path_and_bounded_by_the_fi
     assert eblock.marker_ranges("Range Marker 0-100,200-301", 300) == []
     assert eblock.marker_ranges("Range Marker 0-x", 300) == []
     assert eblock.marker_ranges("Perf Marker 0-100", 300) == []
+
+
+# -- extended block mode (GFD.20) -------------------------------------------------------
+
+def test_an_eod_header_carries_neither_a_count_nor_an_offset():
+    """GFD.20: EOD (0x08) ends a connection's part; count and offset are 0
+    (the EOF's offset field alone carries a number, the EOD count)."""
+    assert eblock.eod() == bytes([0x08]) + bytes(16)
+    assert eblock.eod(close=True) == bytes([0x0C]) + bytes(16)
+
+
+@pytest.mark.parametrize("event", [Data(0, memoryview(b"x")), EndOfFile(1), EndOfData(close=False)])
+def test_decoded_events_are_values_no_consumer_can_change(event):
+    field = dataclasses.fields(event)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(event, field, getattr(event, field))
+
+
+def test_a_connection_cannot_be_reused_with_one_payload_byte_or_part_of_a_header_left():
+    dec = BlockDecoder()
+    dec.feed(eblock.data_header(0, 2) + b"a")  # one byte of the block still to come
+    assert dec.in_block
+    with pytest.raises(BlockError, match="middle of a block"):
+        dec.reset()
+    dec = BlockDecoder()
+    dec.feed(eblock.data_header(0, 1)[:5])  # a header split across reads
+    assert dec.in_block
+    with pytest.raises(BlockError, match="middle of a block"):
+        dec.reset()
+    dec.feed(eblock.data_header(0, 1)[5:] + b"z" + eblock.eod())
+    assert not dec.in_block
+    dec.reset()
+
+
+@pytest.mark.parametrize("eods", [1, 2, 1 << 16])
+def test_an_eof_announces_from_one_eod_up_to_65536(eods):
+    """One stream is an EOD count of 1; drsftp's bound is 2^16 connections."""
+    (ev,) = BlockDecoder().feed(eblock.header(0x40, 0, eods))
+    assert ev == EndOfFile(eods)
+
+
+def test_a_block_of_exactly_the_bound_or_ending_exactly_at_2_to_the_62_is_accepted():
+    dec = BlockDecoder(max_count=8)
+    (ev,) = dec.feed(eblock.data_header(0, 8) + b"12345678")
+    assert bytes(ev.data) == b"12345678"
+    with pytest.raises(BlockError, match="out of bounds"):
+        BlockDecoder(max_count=8).feed(eblock.data_header(0, 9))
+    assert BlockDecoder().feed(eblock.data_header((1 << 62) - 10, 10)) == []  # header alone: no payload yet
+    with pytest.raises(BlockError, match="out of bounds"):
+        BlockDecoder().feed(eblock.data_header((1 << 62) - 9, 10))
+
+
+def test_rangesets_with_different_ranges_differ():
+    assert RangeSet([(0, 1)]) != RangeSet([(0, 2)])
+    assert RangeSet([(0, 1)]) != RangeSet([(5, 6)])
+    assert RangeSet([(0, 1)]) != [(0, 1)]
+
+
+def test_overlap_is_of_half_open_ranges_and_finds_the_range_before_the_end():
+    rs = RangeSet([(0, 10), (20, 30)])
+    assert not rs.overlaps(10, 20)  # [0,10) and [20,30) only touch [10,20)
+    assert rs.overlaps(9, 10) and rs.overlaps(25, 26) and rs.overlaps(29, 40)
+    assert not rs.overlaps(30, 31)
+
+
+def test_nothing_is_missing_from_an_empty_file():
+    assert RangeSet([(5, 6)]).missing(0) == []
+    assert RangeSet().missing(0) == []
+
+
+def test_an_empty_range_in_a_marker_is_well_formed_and_adds_nothing():
+    assert RangeSet.parse("3-3") == RangeSet()
+    assert RangeSet.parse("0-4,9-9") == RangeSet([(0, 4)])
+
+
+def test_the_ledger_counts_the_new_bytes_and_the_size_is_the_end_of_the_last_range():
+    led = ReceiveLedger(limit=1000, base=RangeSet([(0, 100)]))
+    assert led.new_bytes == 0 and led.size() == 100
+    led.data(300, 50)
+    led.data(100, 20)
+    assert led.new_bytes == 70 and led.size() == 350
+    assert ReceiveLedger().size() == 0
+
+
+def test_an_eof_after_all_its_eods_completes_the_transfer():
+    led = ReceiveLedger()
+    led.end_of_data()
+    led.end_of_data()
+    led.end_of_file(EndOfFile(2))  # EOF may come last, on any connection
+    assert led.complete

@@ -516,3 +516,32 @@ def test_a_closed_senders_drain_time():
     huge.tick({}, 0, now=0.0)
     assert huge.close(snapshot(notsent_bytes=1 << 30)) == 60.0  # at most a minute held
 
+
+# -- controller: the rate and the timeline -----------------------------------------------
+
+def _receiver(now):
+    ctl = SocketController("kernel", Role.RECEIVER, limits=STOCK)
+    ctl.attach(now=now)
+    return ctl
+
+
+def _info(received):
+    return {"snd_mss": 1448, "bytes_received": received, "rcv_rtt": 1000}
+
+
+def test_the_rate_is_the_bytes_over_the_seconds_between_samples_50_ms_apart_at_least():
+    ctl = _receiver(10.0)
+    ctl.tick(_info(0), 0, now=10.0)
+    ctl.tick(_info(1_000_000), 0, now=10.1)
+    assert ctl.rate == pytest.approx(10e6)  # 1 MB in 100 ms
+    ctl.tick(_info(1_500_000), 0, now=10.12)  # 20 ms on: too short a span to measure
+    assert ctl.rate == pytest.approx(10e6)
+    ctl.tick(_info(2_000_000), 0, now=10.2)
+    assert ctl.rate == pytest.approx(10e6)  # 1 MB over the 100 ms since the last sample taken
+
+
+def test_timeline_times_count_from_the_attach():
+    ctl = _receiver(100.0)
+    ctl.tick(_info(0), 0, now=100.0)
+    ctl.record(100.5, 1, 2)
+    assert ctl.stats.timeline[-1]["t"] == 0.5

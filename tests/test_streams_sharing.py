@@ -152,7 +152,7 @@ def test_one_rtt_below_the_paths_own_does_not_lower_the_base():
     ctl, path = windowed(), Senders()
     for rtt in (BASE, 0.09, BASE, 0.104, 0.104, 0.104):  # a 90 ms sample alone: the base stays 100 ms
         ctl.update(RATE, [], path=path(rtt=rtt, limited=0.05))
-        assert ctl._queued_for == 0  # and 104 ms is no queue over it
+        assert ctl.climb.queued_for == 0  # and 104 ms is no queue over it
     assert ctl._base == BASE
 
 
@@ -165,7 +165,7 @@ def test_a_probe_that_carries_its_step_is_kept():
     expected = STEP / BASE
     for _ in range(3):  # judged by the last 2 of 3 (settle 2)
         ctl.update(RATE + 0.6 * expected, [], path=path())
-    assert ctl.window == w + STEP and ctl._probe is None and ctl._backoff == 2  # kept, the wait reset
+    assert ctl.window == w + STEP and ctl._probe is None and ctl.climb.backoff == 2  # kept, the wait reset
 
 
 def test_a_kept_probe_that_leaves_a_standing_queue_is_trimmed_at_once_but_not_below_the_window_before_it():
@@ -201,7 +201,7 @@ def test_a_probe_that_took_from_flows_beside_it_falls_below_what_the_path_gave_b
     got = RATE + 0.3 * (STEP / BASE)  # a third of its step: others lost the rest of what it gained
     for _ in range(3):
         ctl.update(got, [], path=path())
-    assert ctl.window == int(0.85 * got * BASE) < w and ctl._backoff == 4  # the next probe waits twice as long
+    assert ctl.window == int(0.85 * got * BASE) < w and ctl.climb.backoff == 4  # the next probe waits twice as long
 
 
 def test_a_probe_that_carried_nothing_gives_its_step_back():
@@ -210,7 +210,7 @@ def test_a_probe_that_carried_nothing_gives_its_step_back():
     w = ctl.window
     for _ in range(5):  # the probe at the second, judged three later
         ctl.update(RATE, [], path=path())
-    assert ctl.window == w and ctl._backoff == 4
+    assert ctl.window == w and ctl.climb.backoff == 4
 
 
 def test_a_queue_that_stays_cuts_the_window_by_the_headroom_down_to_one_stream_at_its_cap():
@@ -374,7 +374,7 @@ def test_a_standing_queue_under_the_queue_mark_is_trimmed_to_the_window_it_would
         assert ctl.window == w  # medians 103.5 ms with the burst, then 101.75 ms
     ctl.update(RATE, [], path=path(rtt=0.107, limited=0.05))
     assert ctl.window == int(w * BASE / 0.10525)  # 103.5, 100, 107, 107: 105.25 ms
-    assert ctl._queued_for == 0  # (no queue by the cut's mark)
+    assert ctl.climb.queued_for == 0  # (no queue by the cut's mark)
     for _ in range(3):
         ctl.update(RATE, [], path=path(rtt=0.108, limited=0.05))
     assert ctl.window == int(w * BASE / 0.10525)  # the intervals before the trim count no more

@@ -14,27 +14,11 @@ import re
 from typing import Any
 
 from ..tuning import PeerReport
-from ..tuning.sharing import LIMIT_BOUND, LIMIT_KEYS
+from ..tuning.wirekeys import EXTRA_BOUNDS, FIELDS
 
 MAX_PAIRS = 16
 _PAIR = re.compile(r"^([a-z][a-z0-9_]{0,15})=(\d{1,19})$")
 
-# key -> (PeerReport field, scale to SI units, upper bound of a sane value)
-FIELDS = {
-    "rtt_us": ("rtt", 1e-6, 60_000_000),  # up to 60 s
-    "cwnd": ("cwnd", 1, 1 << 34),  # bytes, up to 16 GiB
-    "inflight": ("inflight", 1, 1 << 34),
-    "wnd": ("window", 1, 1 << 34),
-    "rate": ("rate", 1, 1 << 40),  # bytes/s, ~8.8 Tbit/s
-    "bytes": ("bytes", 1, 1 << 62),
-}
-
-# keys that are no PeerReport field, with their bounds
-EXTRA_BOUNDS = {
-    "streams": 1 << 16,  # MODE E: streams in use; from a client, the streams it asks for (docs/PROTOCOL.md)
-    # a sender's busy and buffer-limited time, microseconds (tuning/sharing.py)
-    **dict.fromkeys(LIMIT_KEYS, LIMIT_BOUND),
-}
 
 
 class DRSArgumentError(ValueError):

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ..tuning.sharing import LIMIT_KEYS
+from ..tuning.wirekeys import RTT_US, SHARED, STREAMS, SUMMED
 from . import drscmd
 
 MIN_INTERVAL = 0.05  # seconds between DRS commands at the least; else one per RTT
-# a session's sums (the senders' busy and limited times too: tuning/sharing.py)
-SUMMED = ("bytes", "rate", "wnd", "inflight", "cwnd", "rcvbuf", "sndbuf", "retrans", *LIMIT_KEYS)
-SHARED = ("bytes", "rate", "wnd", "inflight", "cwnd")  # the peer's sums, split over our streams
 GONE = (500, 502)  # the peer does not know DRS after all (RFC 959 4.2: not recognised, not implemented)
 
 Pairs = dict[str, int]
@@ -30,15 +27,15 @@ def session_report(per_stream: Iterable[Mapping[str, int]], streams: int | None 
     sums: Pairs = {}
     rtts = []
     for pairs in per_stream:
-        if "rtt_us" in pairs:
-            rtts.append(pairs["rtt_us"])
+        if RTT_US in pairs:
+            rtts.append(pairs[RTT_US])
         for key in SUMMED:
             if key in pairs:
                 sums[key] = sums.get(key, 0) + pairs[key]
-    report: Pairs = {"rtt_us": min(rtts)} if rtts else {}
+    report: Pairs = {RTT_US: min(rtts)} if rtts else {}
     report.update(sums)
     if streams is not None:
-        report["streams"] = streams
+        report[STREAMS] = streams
     return report
 
 

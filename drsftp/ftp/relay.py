@@ -29,11 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..tuning.wirekeys import BYTES, CWND, RATE, RETRANS, RTT_US, STREAMS, WND
 from .drsexchange import MIN_INTERVAL, Exchange, Pairs, command
 from .thirdparty import Side
 
 SERIES_LIMIT = 20_000  # replies kept per server (bounded memory)
-NOT_RELAYED = ("streams",)  # a count of the sender's own streams, a request when it comes from a client
+NOT_RELAYED = (STREAMS,)  # a count of the sender's own streams, a request when it comes from a client
 
 
 class Relay:
@@ -58,7 +59,7 @@ class Relay:
         """Seconds: the sender's RTT on the data path (A's ``rtt_us``, the
         least over its streams in MODE E), else the receiver's estimate."""
         for side in (Side.SOURCE, Side.DEST):
-            us = self.latest(side).get("rtt_us", 0)
+            us = self.latest(side).get(RTT_US, 0)
             if us > 0:
                 return us / 1e6
         return None
@@ -74,7 +75,7 @@ class Relay:
         if other.enabled:
             pairs = {k: v for k, v in other.peer_last.items() if k not in NOT_RELAYED}
         if side is Side.SOURCE and self.wanted_streams is not None:
-            pairs["streams"] = self.wanted_streams
+            pairs[STREAMS] = self.wanted_streams
             self.wanted_streams = None
         return command(pairs)
 
@@ -98,23 +99,23 @@ class Relay:
         """Bytes of this file that reached B as the servers report them
         (B's count, else A's acknowledged bytes), at most ``limit``."""
         dest, src = self.latest(Side.DEST), self.latest(Side.SOURCE)
-        if "bytes" in dest:
-            n = dest["bytes"] - self.bytes_base
+        if BYTES in dest:
+            n = dest[BYTES] - self.bytes_base
         else:
-            n = src.get("bytes", 0)
+            n = src.get(BYTES, 0)
         n = max(0, n)
         return min(n, limit) if limit is not None else n
 
     def rate(self) -> float:
         """Bytes/s over the servers' last tick (B's, else A's)."""
         for side in (Side.DEST, Side.SOURCE):
-            r = self.latest(side).get("rate", 0)
+            r = self.latest(side).get(RATE, 0)
             if r:
                 return float(r)
         return 0.0
 
     def retransmits(self) -> int:
-        return self.latest(Side.SOURCE).get("retrans", 0)
+        return self.latest(Side.SOURCE).get(RETRANS, 0)
 
     def replies(self, side: Side) -> int:
         return self.exchanges[side].replies
@@ -126,4 +127,4 @@ class Relay:
 
 def window_of(pairs: Mapping[str, int]) -> int | None:
     """A report's window: the receiver's ``wnd``, else the sender's ``cwnd``."""
-    return pairs.get("wnd") or pairs.get("cwnd") or None
+    return pairs.get(WND) or pairs.get(CWND) or None

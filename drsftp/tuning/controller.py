@@ -33,6 +33,7 @@ from .actuation import (
 from .base import NO_CHANGE, Decision, PeerReport, Role, Sample, Tuning, create
 from .budget import BufferBudget
 from .drs import DRSTuning
+from .wirekeys import BYTES, CWND, INFLIGHT, RATE, RCVBUF, RETRANS, RTT_US, SNDBUF, WND
 
 TIMELINE_LIMIT = 20_000  # samples kept for --json / plots (bounded memory)
 DRAIN_MIN_RATE = 64 * 1024  # bytes/s assumed for a closed socket's queue when the last rate was lower
@@ -346,15 +347,15 @@ class SocketController:
             # buffer binds at rmem_max (the kernel's rcv_ssthresh then).
             window = max(getattr(self.tuning, "window", 0) or 0, info.get("rcv_ssthresh", 0)) or None
         return {
-            "rtt_us": rtt_us,
-            "cwnd": info.get("snd_cwnd", 0) * mss if sender and mss else None,
-            "inflight": info.get("unacked", 0) * mss if sender and mss else None,
-            "wnd": window or (rcvbuf if not sender else None),
-            "rate": self.rate,
-            "bytes": info.get("bytes_acked") if sender else info.get("bytes_received"),
-            "rcvbuf": rcvbuf,
-            "sndbuf": sndbuf,
-            "retrans": info.get("total_retrans"),
+            RTT_US: rtt_us,
+            CWND: info.get("snd_cwnd", 0) * mss if sender and mss else None,
+            INFLIGHT: info.get("unacked", 0) * mss if sender and mss else None,
+            WND: window or (rcvbuf if not sender else None),
+            RATE: self.rate,
+            BYTES: info.get("bytes_acked") if sender else info.get("bytes_received"),
+            RCVBUF: rcvbuf,
+            SNDBUF: sndbuf,
+            RETRANS: info.get("total_retrans"),
         }
 
     def on_peer_report(self, report: PeerReport, *, now: float) -> None:

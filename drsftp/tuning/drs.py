@@ -26,6 +26,7 @@ from collections.abc import Reversible
 from dataclasses import dataclass
 
 from .base import NO_CHANGE, Decision, PeerReport, Role, Sample, Tuning, parse_buffer, register
+from .climb import queued
 from .slowfloor import SlowFloor
 
 KiB = 1024
@@ -383,7 +384,7 @@ class DRSTuning(Tuning):
     def _queue_filling(self, srtt: float) -> bool:
         """The latest RTT well above the minimum: a bottleneck queue fills."""
         min_rtt, latest = self.rtt.min_rtt, self.rtt.latest or srtt
-        return bool(min_rtt and latest > self.config.inflation_limit * min_rtt)
+        return bool(min_rtt) and queued(latest, min_rtt, self.config.inflation_limit, 0.0)
 
     def _rate(self, total: int, now: float, span: float) -> float | None:
         """Record the cumulative ``total``; bytes/s over the last ``span``

@@ -38,8 +38,9 @@ import enum
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
+from .climb import Base, Climb, Verdict, rose
 from .sharing import LimitMeter, PathSample
-from .streams import StreamSample
+from .streams import StreamSample, queue_in
 
 
 class Kind(enum.Enum):
@@ -97,19 +98,16 @@ class FleetController:
         self.sessions = fixed_sessions or max(c.min_sessions, min(c.start_sessions, c.max_sessions))
         self.streams: dict[Hashable, int] = {}
         self._fixed_files: set[Hashable] = set()  # their streams cannot change (a server without DRS)
-        self._history: list[float] = []
         self._probe: Change | None = None  # being judged
-        self._baseline = 0.0
         self._needed = 0.0  # the gain the probe must show
-        self._since = 0
-        self._backoff = c.session_settle  # the first judgment waits for the first sessions' slow start
+        # the first judgment waits for the first sessions' slow start
+        self.climb = Climb(settle=c.settle, judge=c.judge, max_backoff=c.max_backoff, wait=c.session_settle)
         self._retrans: int | None = None
         self._rtt = 0.1  # seconds (note_rtt)
         self._max_sessions = c.max_sessions
         self._meter = LimitMeter()
         self._limited: float | None = None  # the last interval's buffer-limited share (None: unknown)
-        self._path_base: float | None = None
-        self._queued_for = 0  # consecutive intervals with a queue
+        self._path_base = Base()
 
     @staticmethod
     def interval(rtt: float | None) -> float:
@@ -140,45 +138,36 @@ class FleetController:
         """One interval's figures in; the change to apply out (already
         counted in ``sessions``/``streams``), or None.  ``path``: the
         senders' figures summed over the job's connections, where known."""
-        c = self.config
+        c, climb = self.config, self.climb
         total = sum(s.retransmits for s in samples)
-        new_loss = self._retrans is not None and total > self._retrans
+        new_loss = rose(total, self._retrans)
         self._retrans = total
-        self._history.append(goodput)
-        self._since += 1
-        queue = any(s.rtt is not None and s.rtt_min is not None and s.rtt > s.rtt_min * c.queue_factor + c.queue_slack
-                    for s in samples)
+        queue = queue_in(samples, c.queue_factor, c.queue_slack)
         if path is not None and path.rtt:
-            self._path_base = path.rtt if self._path_base is None else min(self._path_base, path.rtt)
-            queue = queue or path.rtt > self._path_base * c.queue_factor + c.queue_slack
-        self._queued_for = self._queued_for + 1 if queue else 0
+            queue = self._path_base.queued(path.rtt, c.queue_factor, c.queue_slack) or queue
+        climb.note(goodput, queue)
         self._limited = self._meter.update(path)
         congested = new_loss or queue
         if self._probe is not None:
             settle = c.session_settle if self._probe.kind is Kind.SESSION else c.settle
-            if congested and self._since >= 2:
+            verdict = climb.verdict(congested, settle, self._needed)
+            if verdict is Verdict.BACK:
                 return self._give_back()
-            if self._since < settle:
-                return None
-            if _mean(self._history[-c.judge:]) < self._baseline * (1 + self._needed):
-                return self._give_back()
-            self._probe = None  # the connection stays
-            self._backoff = c.settle
-            self._reset()
+            if verdict is Verdict.KEEP:
+                self._probe = None  # the connection stays
+                climb.kept()
             return None
-        if (self._limited is not None and self._limited < c.limited_share and self._queued_for >= c.judge
-                and self._since >= c.settle):
+        if climb.sharing(self._limited, c.limited_share):
             return self._share()
-        if self._since < self._backoff or congested:
+        if climb.waiting or congested:
             return None
         change = self._next(goodput, work)
         if change is None:
             return None
-        self._baseline = _mean(self._history[-c.judge:])
         self._needed = c.session_gain if change.kind is Kind.SESSION else c.gain_needed(len(samples))
         self._apply(change)
         self._probe = change
-        self._reset()
+        climb.probed()
         return change
 
     def refused(self, change: Change) -> None:
@@ -194,7 +183,7 @@ class FleetController:
         """A connection given back to the flows beside the job: a queue
         stays and no buffer cap holds the senders (module docstring)."""
         c = self.config
-        self._backoff = min(self._backoff * 2, c.max_backoff)
+        self.climb.failed()
         shrinkable = {f: n for f, n in self.streams.items() if n > 1 and f not in self._fixed_files}
         if shrinkable:
             back = Change(Kind.STREAM, -1, max(shrinkable, key=lambda f: shrinkable[f]))
@@ -236,7 +225,7 @@ class FleetController:
 
     def _give_back(self) -> Change | None:
         probe, self._probe = self._probe, None
-        self._backoff = min(self._backoff * 2, self.config.max_backoff)
+        self.climb.failed()
         self._reset()
         if probe is None:
             return None
@@ -253,9 +242,4 @@ class FleetController:
             self.streams[change.file] += change.delta
 
     def _reset(self) -> None:
-        self._since = 0
-        self._history.clear()
-
-
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else 0.0
+        self.climb.changed()

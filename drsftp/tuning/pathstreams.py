@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .climb import Base
 from .streams import Action, StreamController, StreamSample, StreamsConfig, first_streams
 
 
@@ -33,7 +34,7 @@ class PathStreams:
         self.first_rtt: float | None = None  # the data-path RTT the first decision took
         self.controller: StreamController | None = None
         self._last: tuple[float, int] | None = None  # (time, bytes) at the controller's last update
-        self._rtt_min: float | None = None
+        self._rtt_min = Base()
 
     def update(self, now: float, rtt: float | None, moved: int, retransmits: int,
                left: int | None = None) -> int | None:
@@ -42,7 +43,7 @@ class PathStreams:
         bytes still to go.  The new stream count, or None."""
         if rtt is None or rtt <= 0:
             return None
-        self._rtt_min = rtt if self._rtt_min is None else min(self._rtt_min, rtt)
+        rtt_min = self._rtt_min.note(rtt)
         if self.controller is None:
             self.first_rtt = rtt
             n = first_streams(rtt, self.window_cap, self.config)
@@ -56,7 +57,7 @@ class PathStreams:
             return None
         goodput = (moved - before) / (now - then)
         self._last = (now, moved)
-        sample = StreamSample(rtt, self._rtt_min, retransmits)
+        sample = StreamSample(rtt, rtt_min, retransmits)
         intervals_left = left / goodput / interval if left is not None and goodput > 0 else None
         action = self.controller.update(goodput, [sample], intervals_left)
         if action is Action.HOLD:

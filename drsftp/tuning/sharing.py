@@ -10,7 +10,8 @@ of that, limited by the receive window or the send buffer
 Linux's TCP chronographs, microseconds since the connection began).  A
 client that sends reads its own sockets (:func:`from_infos`); one that
 receives takes the server's DRS report (:func:`from_pairs`; the keys are
-docs/PROTOCOL.md's ``busy_us``, ``rwnd_lim_us``, ``sndbuf_lim_us``).
+docs/PROTOCOL.md's ``busy_us``, ``rwnd_lim_us``, ``sndbuf_lim_us``:
+tuning/wirekeys.py).
 
 :class:`LimitMeter` turns the cumulative times into the share of the last
 interval's busy time a buffer cap limited: high, each stream is held by a
@@ -29,9 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-# a sender's DRS keys -> its struct tcp_info fields (docs/PROTOCOL.md, "Keys")
-LIMIT_KEYS = {"busy_us": "busy_time", "rwnd_lim_us": "rwnd_limited", "sndbuf_lim_us": "sndbuf_limited"}
-LIMIT_BOUND = 1 << 50  # microseconds (35 years): a sane value's upper bound on the wire
+from .wirekeys import BUSY_US, LIMIT_KEYS, RETRANS, RTT_US, RWND_LIM_US, SNDBUF_LIM_US
 
 
 @dataclass(frozen=True)
@@ -53,12 +52,12 @@ def from_pairs(reports: Iterable[Mapping[str, int]]) -> PathSample | None:
     reports are already sums over a session's streams): None when no
     report carried an RTT."""
     reports = [r for r in reports if r]
-    rtts = [r["rtt_us"] / 1e6 for r in reports if r.get("rtt_us")]
+    rtts = [r[RTT_US] / 1e6 for r in reports if r.get(RTT_US)]
     if not rtts:
         return None
-    return PathSample(min(rtts), _sum(r.get("retrans") for r in reports),
-                      _sum(r.get("busy_us") for r in reports),
-                      _sum(_limited(r.get("rwnd_lim_us"), r.get("sndbuf_lim_us")) for r in reports))
+    return PathSample(min(rtts), _sum(r.get(RETRANS) for r in reports),
+                      _sum(r.get(BUSY_US) for r in reports),
+                      _sum(_limited(r.get(RWND_LIM_US), r.get(SNDBUF_LIM_US)) for r in reports))
 
 
 def from_infos(infos: Iterable[Mapping[str, int]]) -> PathSample | None:

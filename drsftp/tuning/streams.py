@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .climb import Base, Climb, Verdict, queued, rose
 from .sharing import LimitMeter, PathSample
 
 
@@ -98,15 +100,11 @@ class StreamController:
         self.config = config or StreamsConfig()
         c = self.config
         self.streams = max(c.min_streams, min(c.start, c.max_streams))
-        self._history: list[float] = []  # goodput per interval since the last change
-        self._baseline: float | None = None  # mean goodput before a probe (None: not probing)
-        self._since = 0  # intervals since the last change
-        self._backoff = c.settle  # intervals to wait before the next probe
+        self.climb = Climb(settle=c.settle, judge=c.judge, max_backoff=c.max_backoff)
         self._retrans: int | None = None
         self._path_retrans: int | None = None
-        self._path_base: float | None = None  # the least sender RTT seen
+        self._path_base = Base()  # the least sender RTT seen
         self._meter = LimitMeter()
-        self._queued_for = 0  # consecutive intervals with a queue
 
     @property
     def stream_window(self) -> int | None:
@@ -119,9 +117,7 @@ class StreamController:
         return max(0.25, 4 * (rtt or 0.0))
 
     def queue(self, samples: list[StreamSample]) -> bool:
-        c = self.config
-        return any(s.rtt is not None and s.rtt_min is not None
-                   and s.rtt > s.rtt_min * c.queue_factor + c.queue_slack for s in samples)
+        return queue_in(samples, self.config.queue_factor, self.config.queue_slack)
 
     def path_congestion(self, path: PathSample | None) -> tuple[bool, bool]:
         """(queue, new retransmits) as the senders see the path (False,
@@ -129,10 +125,8 @@ class StreamController:
         if path is None or not path.rtt:
             return False, False
         c = self.config
-        self._path_base = path.rtt if self._path_base is None else min(self._path_base, path.rtt)
-        queue = path.rtt > self._path_base * c.queue_factor + c.queue_slack
-        loss = path.retransmits is not None and self._path_retrans is not None and (
-            path.retransmits > self._path_retrans)
+        queue = self._path_base.queued(path.rtt, c.queue_factor, c.queue_slack)
+        loss = rose(path.retransmits, self._path_retrans)
         self._path_retrans = path.retransmits
         return queue, loss
 
@@ -144,66 +138,64 @@ class StreamController:
         outlasts the probe's settling and judgment (a stream added later
         would slow-start into the transfer's end and be judged after it).
         ``path``: the senders' figures (tuning/sharing.py), where known."""
-        c = self.config
+        c, climb = self.config, self.climb
         total = sum(s.retransmits for s in samples)
-        new_loss = self._retrans is not None and total > self._retrans
+        new_loss = rose(total, self._retrans)
         self._retrans = total
-        self._history.append(goodput)
-        self._since += 1
         path_queue, path_loss = self.path_congestion(path)
         queue = self.queue(samples) or path_queue
         congested = queue or new_loss or path_loss
         limited = self._meter.update(path)
-        self._queued_for = self._queued_for + 1 if queue else 0
-        if self._baseline is not None:  # judging a probe
-            if congested and self._since >= 2:
+        climb.note(goodput, queue)
+        if climb.baseline is not None:  # judging a probe
+            verdict = climb.verdict(congested, c.settle, c.gain_needed(self.streams - 1))
+            if verdict is Verdict.BACK:
                 return self._give_back()
-            if self._since < c.settle:
+            if verdict is Verdict.WAIT:
                 return Action.HOLD
-            now = _mean(self._history[-c.judge:])
-            if now < self._baseline * (1 + c.gain_needed(self.streams - 1)):
-                return self._give_back()
-            self._baseline = None  # the stream stays
-            self._backoff = c.settle
-            return self._changed(Action.HOLD)
-        if (limited is not None and limited < c.limited_share and self._queued_for >= c.judge
-                and self._since >= c.settle and self.streams > c.min_streams):
+            climb.kept()  # the stream stays
+            return Action.HOLD
+        if climb.sharing(limited, c.limited_share) and self.streams > c.min_streams:
             # a queue that stays while no buffer cap holds the senders: the
             # streams are held by congestion; the last one only takes from
             # other flows (docs/decisions/0021-streams-that-share.md)
-            self._backoff = min(self._backoff * 2, c.max_backoff)
+            climb.failed()
             self.streams -= 1
             return self._changed(Action.REMOVE)
-        if self._since < self._backoff or congested or self.streams >= c.max_streams:
+        if climb.waiting or congested or self.streams >= c.max_streams:
             return Action.HOLD
         if intervals_left is not None and intervals_left < c.settle + c.judge:
             return Action.HOLD
-        self._baseline = _mean(self._history[-c.judge:])
+        climb.probed()
         self.streams += 1
-        return self._changed(Action.ADD)
+        return Action.ADD
 
     def refused(self, action: Action, running: int | None = None) -> None:
         """The driver could not apply ``action`` (no range left to share, a
         server that cannot change its streams): undo it (to ``running``
         streams where given), probe no sooner than after the longest backoff."""
         self.streams = undone(self.streams, action, running)
-        self._baseline = None
-        self._backoff = self.config.max_backoff
+        self.climb.baseline = None
+        self.climb.backoff = self.config.max_backoff
         self._changed(Action.HOLD)
 
     def _give_back(self) -> Action:
         c = self.config
-        self._baseline = None
-        self._backoff = min(self._backoff * 2, c.max_backoff)
+        self.climb.failed()
         if self.streams <= c.min_streams:
             return self._changed(Action.HOLD)
         self.streams -= 1
         return self._changed(Action.REMOVE)
 
     def _changed(self, action: Action) -> Action:
-        self._since = 0
-        self._history.clear()
+        self.climb.changed()
         return action
+
+
+def queue_in(samples: Iterable[StreamSample], factor: float, slack: float) -> bool:
+    """Some stream's RTT shows a queue over its own minimum (``factor`` x
+    it + ``slack``: climb.queued)."""
+    return any(queued(s.rtt, s.rtt_min, factor, slack) for s in samples)
 
 
 def undone(streams: int, action: Action, running: int | None = None) -> int:
@@ -212,7 +204,3 @@ def undone(streams: int, action: Action, running: int | None = None) -> int:
     if running is not None:
         return running
     return streams - 1 if action is Action.ADD else streams + 1 if action is Action.REMOVE else streams
-
-
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else 0.0

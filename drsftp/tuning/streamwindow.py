@@ -69,8 +69,9 @@ import math
 import statistics
 from collections import deque
 
+from .climb import Climb, queued, rose
 from .sharing import LimitMeter, PathSample
-from .streams import Action, StreamController, StreamSample, StreamsConfig, undone
+from .streams import Action, StreamController, StreamSample, StreamsConfig, queue_in, undone
 
 
 class WindowedStreams:
@@ -82,9 +83,7 @@ class WindowedStreams:
         self.streams = max(c.min_streams, min(c.start, c.max_streams))
         self.window: int | None = None  # bytes for all the streams; None: each at its cap (the start)
         self.fixed = False  # the driver cannot change the streams: only their windows
-        self._history: list[float] = []
-        self._since = 0
-        self._backoff = c.settle
+        self.climb = Climb(settle=c.settle, judge=c.judge, max_backoff=c.max_backoff)
         self._probe: int | None = None  # bytes the probe being judged added
         self._before: tuple[int, int | None] = (self.streams, None)  # streams, window before it
         self._baseline = 0.0
@@ -92,7 +91,6 @@ class WindowedStreams:
         self._base: float | None = None  # the least RTT seen, seconds
         self._retrans: int | None = None
         self._path_retrans: int | None = None
-        self._queued_for = 0  # consecutive intervals with a queue
         self._rtt_now: float | None = None  # the senders' least RTT this interval
         self._rtts: deque[float] = deque(maxlen=c.probe_judge)  # ... of the intervals since the last change
         self._last_rtt: float | None = None
@@ -119,32 +117,30 @@ class WindowedStreams:
                path: PathSample | None = None) -> Action:
         """One interval's figures in, one decision out (``streams`` and
         ``stream_window`` already changed)."""
-        c = self.config
+        c, climb = self.config, self.climb
         queue, loss = self._congestion(samples, path)
-        self._queued_for = self._queued_for + 1 if queue else 0
-        queued = self._queued_for >= c.judge  # a queue that stays (one interval's RTT may be a burst)
+        climb.note(goodput, queue)
+        queued = climb.queued_for >= c.judge  # a queue that stays (one interval's RTT may be a burst)
         if self._rtt_now is not None:
             self._rtts.append(self._rtt_now)
         limited = self._meter.update(path)
-        self._history.append(goodput)
         self._recent.append(goodput)
-        self._since += 1
         # medians: an interval where the client's process stalled reads as a dip
-        now = _median(self._history[-c.probe_judge:])
+        now = _median(climb.history[-c.probe_judge:])
         if self._probe is not None:
-            if not (queued or (loss and self._since >= 2)) and self._since < c.settle + c.probe_judge - 1:
+            if not (queued or (loss and climb.since >= 2)) and climb.since < c.settle + c.probe_judge - 1:
                 return Action.HOLD
             gained = (now - self._baseline) / self._expected if self._expected > 0 else 0.0
             if gained >= c.gain_kept and not queued:
                 self._probe = None  # kept: capacity nobody used
-                self._backoff = c.settle
+                climb.kept()
                 if (rtt := self._standing_rtt()) is not None:  # ... and a standing queue: trimmed at once
                     return self._trim(rtt, least=self._before[1])
                 self._streak += 1
                 return self._changed(Action.HOLD)
-            self._backoff = min(self._backoff * 2, c.max_backoff)
+            climb.failed()
             return self._cut(now, queue=False, taken=gained >= c.gain_none)
-        if self._since < c.settle:
+        if climb.since < c.settle:
             return Action.HOLD
         if queued and not (self.window is None and self._ramping()):
             # (the start drains once its goodput stops growing: a queue seen
@@ -157,7 +153,7 @@ class WindowedStreams:
         # nothing.  Only where the window is ours: at the host's caps a
         # sender held by its own buffer also reads as not limited)
         not_ours = self.window is not None and limited is not None and limited < c.limited_share
-        if not (loss or self._since < self._backoff or not_ours
+        if not (loss or climb.waiting or not_ours
                 or (intervals_left is not None and intervals_left < c.settle + c.probe_judge)
                 or (self.window is None and self._ramping())):
             grew = self._grow()
@@ -183,9 +179,8 @@ class WindowedStreams:
             low = max(path.rtt, self._last_rtt or path.rtt)
             self._last_rtt = self._rtt_now = path.rtt
             self._base = low if self._base is None else min(self._base, low)
-            queue = path.rtt > self._base * c.share_queue_factor + c.queue_slack
-            loss = (path.retransmits is not None and self._path_retrans is not None
-                    and path.retransmits > self._path_retrans)
+            queue = queued(path.rtt, self._base, c.share_queue_factor, c.queue_slack)
+            loss = rose(path.retransmits, self._path_retrans)
             self._path_retrans = path.retransmits
             return queue, loss
         rtts = [s.rtt for s in samples if s.rtt]
@@ -193,10 +188,9 @@ class WindowedStreams:
         mins = [s.rtt_min for s in samples if s.rtt_min]
         if mins:
             self._base = min(mins) if self._base is None else min(self._base, *mins)
-        queue = any(s.rtt is not None and s.rtt_min is not None
-                    and s.rtt > s.rtt_min * c.share_queue_factor + c.queue_slack for s in samples)
+        queue = queue_in(samples, c.share_queue_factor, c.queue_slack)
         total = sum(s.retransmits for s in samples)
-        loss = self._retrans is not None and total > self._retrans
+        loss = rose(total, self._retrans)
         self._retrans = total
         return queue, loss
 
@@ -219,7 +213,7 @@ class WindowedStreams:
             window = running + step
             streams = self.streams if self.fixed else max(self.streams, self._streams_for(window))
         self._before = (self.streams, self.window)
-        self._baseline = _median(self._history[-c.settle:])
+        self._baseline = _median(self.climb.history[-c.settle:])
         # what the step carries where nobody uses the capacity: step / base
         # RTT, or in proportion to the running window where that is less
         # (a window that is not what holds the streams: a short path)
@@ -252,7 +246,7 @@ class WindowedStreams:
             target = delivered  # the start's queue: drain to what the path carries
         elif queue:
             target = (1 - c.headroom) * running
-            self._backoff = c.settle  # grow back at the steps' pace (AIMD)
+            self.climb.backoff = c.settle  # grow back at the steps' pace (AIMD)
         elif taken:
             target = min(before, (1 - c.headroom) * delivered)
         else:
@@ -272,7 +266,7 @@ class WindowedStreams:
         if self._base is None or len(self._rtts) < c.probe_judge:
             return None
         rtt = _median(list(self._rtts))
-        return rtt if rtt > self._base * c.trim_factor + c.queue_slack else None
+        return rtt if queued(rtt, self._base, c.trim_factor, c.queue_slack) else None
 
     def _trim(self, rtt: float, least: int | None = None) -> Action:
         """A standing queue of median ``rtt`` under the queue mark: the window
@@ -311,12 +305,11 @@ class WindowedStreams:
         if self.window is not None:
             self.window = min(self.window, self.streams * self.cap)
         self._probe = None
-        self._backoff = self.config.max_backoff
+        self.climb.backoff = self.config.max_backoff
         self._changed(Action.HOLD)
 
     def _changed(self, action: Action) -> Action:
-        self._since = 0
-        self._history.clear()
+        self.climb.changed()
         self._rtts.clear()
         return action
 

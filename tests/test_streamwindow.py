@@ -1,6 +1,6 @@
 """-P auto's aggregate window under DRS (drsftp/tuning/streamwindow.py) with
 its defaults: the rules the other unit tests left open, each test killing
-mutants benchmarks/mutation.py found surviving (docs/MUTATION.md).  The
+mutants tools/mutation.py found surviving (docs/MUTATION.md).  The
 figures come from docs/PARALLEL.md ("-P auto") and
 docs/decisions/0021-streams-that-share.md, 0026-trim-on-the-median-rtt.md,
 written here, not read back from the module's constants: an interval to
@@ -11,6 +11,7 @@ x the base + 2 ms for two intervals, a trim at 1.02 x the base + 2 ms, at
 most a 0.85 cut; the window held by us at a tenth of the busy time."""
 
 import pytest
+from test_sharing import Senders  # (its default RTT is BASE)
 
 from drsftp.tuning.sharing import PathSample
 from drsftp.tuning.streams import Action, StreamSample, StreamsConfig
@@ -21,19 +22,6 @@ CAP = 4 * MiB  # the host's per-socket window (wmem_max 4 MiB)
 QUARTER = 1 * MiB  # a first probe: a quarter of a stream's cap
 BASE = 0.1  # seconds
 RATE = 100e6  # bytes/s: drained to a window of 10 MB at 100 ms
-
-
-class Senders:
-    """Cumulative sender figures: ``limited`` of each interval's busy time capped."""
-
-    def __init__(self) -> None:
-        self.busy = self.limited = self.retrans = 0
-
-    def __call__(self, rtt: float = BASE, limited: float = 0.5, retransmits: int = 0) -> PathSample:
-        self.busy += 1_000_000
-        self.limited += int(limited * 1_000_000)
-        self.retrans += retransmits
-        return PathSample(rtt, self.retrans, self.busy, self.limited)
 
 
 def auto(**kw) -> WindowedStreams:
@@ -233,13 +221,13 @@ def test_a_fixed_driver_probes_only_the_room_its_streams_caps_leave():
 def test_without_the_senders_figures_each_streams_own_rtts_tell_the_base_and_the_queue():
     ctl = auto()
     ctl.update(RATE, [StreamSample(0.106, 0.1), StreamSample(0.12, 0.12)])
-    assert ctl._base == 0.1 and ctl._rtt_now == 0.106 and ctl._queued_for == 0
+    assert ctl._base == 0.1 and ctl._rtt_now == 0.106 and ctl.climb.queued_for == 0
     ctl.update(RATE, [StreamSample(0.1, 0.09), StreamSample(0.2, 0.2)])
-    assert ctl._base == 0.09 and ctl._queued_for == 0
+    assert ctl._base == 0.09 and ctl.climb.queued_for == 0
     ctl.update(RATE, [StreamSample(0.109, 0.1)])  # under 1.1 x 100 + 2 ms
-    assert ctl._queued_for == 0
+    assert ctl.climb.queued_for == 0
     ctl.update(RATE, [StreamSample(0.113, 0.1)])  # over 1.1 x 100 + 2 ms
-    assert ctl._queued_for == 1
+    assert ctl.climb.queued_for == 1
 
 
 def test_each_streams_share_is_whole_bytes():

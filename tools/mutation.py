@@ -7,10 +7,10 @@ import the mutated module (directly or through other drsftp modules) against
 the copy, and reports the mutants no test kills ("survivors") and a kill
 table per module.  The working tree is never touched.
 
-    python benchmarks/mutation.py --jobs 2        # every file, every site
-    python benchmarks/mutation.py --files drsftp/tuning/drs.py --max-seconds 600
-    python benchmarks/mutation.py --list          # the sites and the tests each module runs
-    python benchmarks/mutation.py --known         # KNOWN as docs/MUTATION.md's table
+    python tools/mutation.py --jobs 2        # every file, every site
+    python tools/mutation.py --files drsftp/tuning/drs.py --max-seconds 600
+    python tools/mutation.py --list          # the sites and the tests each module runs
+    python tools/mutation.py --known         # KNOWN as docs/MUTATION.md's table
 
 Exit status 0 when every mutant ran, each one is killed or listed in KNOWN
 (explained as harmless in docs/MUTATION.md) and every module has 90% of its
@@ -41,10 +41,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = ("drsftp/ftp/*.py", "drsftp/tuning/*.py")
 # The fast sans-IO unit tests (no root, namespaces, servers or sockets), in the
 # order a mutant runs them: quick files first, so most mutants die early (-x).
-# (Not tests/test_mutation_known.py: it checks this file's KNOWN against the
+# (Not tests/test_mutation_tool.py: it checks this file's KNOWN against the
 # sources, which a mutant's rewritten file would fail.)
-UNIT_TESTS = ("tests/test_mutation_kills.py", "tests/test_mutation_ftp.py", "tests/test_mutation_tuning.py",
-              "tests/test_mutation_window.py",
+UNIT_TESTS = ("tests/test_climb.py", "tests/test_wirekeys.py", "tests/test_drscmd.py", "tests/test_replies.py",
+              "tests/test_credentials.py", "tests/test_tuning_base.py", "tests/test_drs.py",
+              "tests/test_safepath.py", "tests/test_blockplan.py", "tests/test_flow.py", "tests/test_listing.py",
+              "tests/test_partname.py", "tests/test_thirdparty.py", "tests/test_relay.py", "tests/test_streams.py",
+              "tests/test_fleet.py", "tests/test_pathstreams.py", "tests/test_sharing.py",
+              "tests/test_streamwindow.py",
               "tests/test_socket_controller.py", "tests/test_parallel_units.py",
               "tests/test_eblock_codec.py", "tests/test_budget.py", "tests/test_tuning_pinned.py",
               "tests/test_ftp_proto.py", "tests/test_tuning.py", "tests/test_dataset_units.py",
@@ -209,8 +213,6 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/drs.py DRSTuning._sender: `need <= 0` 0 -> 1':
         'need is the smaller of positive byte counts; a cwnd or window of 1 byte does not occur'
         ' (TCP: one MSS at least)',
-    'drsftp/tuning/drs.py DRSTuning._queue_filling: `latest > self.config.inflation_limit * min_rtt` Gt -> GtE':
-        'an RTT exactly 1.25x the minimum: boundary',
     'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` 2 -> 3':
         'keeps one sample more; _rate_since finds the same one at the span\'s start',
     'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` Gt -> GtE':
@@ -240,20 +242,11 @@ KNOWN: dict[str, str] = {
         'a target equal to the window: max(target, window x shrink) is the target',
     'drsftp/tuning/drs.py DRSTuning._fresh: `now - self._peer_time <= max(self.config.peer_report_ttl ...` LtE -> Lt':
         'a peer report exactly at its freshness limit: boundary',
-    'drsftp/tuning/fleet.py FleetController.__init__: `self._baseline = 0.0` 0.0 -> 1.0':
-        "a probe's start sets it before its judgment reads it",
     'drsftp/tuning/fleet.py FleetController.__init__: `self._needed = 0.0` 0.0 -> 1.0':
         "a probe's start sets it before its judgment reads it",
     'drsftp/tuning/fleet.py FleetController.__init__: `self._rtt = 0.1` 0.1 -> 0.05':
         'the RTT assumed until one is measured: the job passes its first session\'s RTT (note_rtt)'
         ' before every update, so it stands only where no RTT was ever measured',
-    'drsftp/tuning/fleet.py FleetController.__init__: `self._queued_for = 0` 0 -> 1':
-        'only the first interval reads the start value, and the give-back waits 4 intervals to settle',
-    'drsftp/tuning/fleet.py FleetController.update:'
-    ' `path.rtt > self._path_base * c.queue_factor + c.queue_slack` Gt -> GtE':
-        "the senders' RTT exactly at the queue mark (float seconds): boundary",
-    'drsftp/tuning/fleet.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':
-        'a mean is taken only with the current interval in the history: never of nothing',
     'drsftp/tuning/pathstreams.py PathStreams.update: `goodput > 0` 0 -> 1':
         'a goodput of at most 1 byte/s: the rest outlasts the judgment either way unless under'
         ' 6 intervals x 1 byte is left',
@@ -274,8 +267,6 @@ KNOWN: dict[str, str] = {
         "a probe's start sets it before its judgment reads it",
     'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._expected = 0.0` 0.0 -> 1.0':
         "a probe's start sets it before its judgment reads it",
-    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._queued_for = 0` 0 -> 1':
-        'only the first interval reads the start value, and it waits to settle (4 intervals) with no probe to judge',
     'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._recent: deque[float] = deque(maxlen=8)` 8 -> 9':
         "only its last 4 intervals (a probe's judgment) and 3 (the ramp) are read",
     'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._streak = 0` 0 -> 1':
@@ -287,32 +278,16 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/streamwindow.py WindowedStreams.update: `self._expected > 0` 0 -> 1':
         'a probe expects 0 (nothing moved before it) or its step over the base RTT, never 1 byte/s or less'
         ' but at a goodput of a few bytes/s',
-    'drsftp/tuning/streamwindow.py WindowedStreams._congestion: `path.rtt'
-    ' > self._base * c.share_queue_factor + c.queue_slack` Gt -> GtE':
-        'an RTT exactly at the queue mark (float seconds): boundary',
-    'drsftp/tuning/streamwindow.py WindowedStreams._congestion: `s.rtt >'
-    ' s.rtt_min * c.share_queue_factor + c.queue_slack` Gt -> GtE':
-        "a stream's RTT exactly at the queue mark (float seconds): boundary",
     'drsftp/tuning/streamwindow.py WindowedStreams._grow: `step <= 0` 0 -> 1':
         "a room of one byte under the streams' caps: a probe of one byte or none, the window at its top either way",
     'drsftp/tuning/streamwindow.py WindowedStreams._cut: `taken=True` True -> False':
         "every call that reaches the taken test passes taken (a queue's cut never does)",
-    'drsftp/tuning/streamwindow.py WindowedStreams._standing_rtt: `rtt >'
-    ' self._base * c.trim_factor + c.queue_slack` Gt -> GtE':
-        "a median RTT exactly at the trim's mark (float seconds): boundary",
     'drsftp/tuning/streamwindow.py WindowedStreams._trim: `least or 0` 0 -> 1':
         "without a least the window is one stream's cap at least, far above 1 byte",
     'drsftp/tuning/streamwindow.py _median: `statistics.median(xs) if xs else 0.0` 0.0 -> 1.0':
         'a median is taken only with the current interval in the history: never of nothing',
-    'drsftp/tuning/streams.py StreamController.__init__: `self._queued_for = 0` 0 -> 1':
-        'only the first interval reads the start value, and the give-back waits 4 intervals to settle',
-    'drsftp/tuning/streams.py StreamController.path_congestion:'
-    ' `path.rtt > self._path_base * c.queue_factor + c.queue_slack` Gt -> GtE':
-        "the senders' RTT exactly at the queue mark (float seconds): boundary",
     'drsftp/tuning/streams.py StreamController._give_back: `self.streams <= c.min_streams` LtE -> Lt':
         'a probe added a stream, so the count is above the minimum whenever one is given back',
-    'drsftp/tuning/streams.py _mean: `sum(xs) / len(xs) if xs else 0.0` 0.0 -> 1.0':
-        'a mean is taken only with the current interval in the history: never of nothing',
 }
 
 
