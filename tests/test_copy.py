@@ -99,7 +99,7 @@ def test_extended_block_mode_with_four_streams(pair, tmp_path):
 
 def test_p_auto_starts_at_four_and_moves_at_the_first_data_path_report(pair, tmp_path, big_file):
     from drsftp.client.thirdparty.single import window_cap
-    from drsftp.tuning.streams import StreamsConfig, first_streams
+    from drsftp.tuning.count.streams import StreamsConfig, first_streams
 
     sa, sb = pair
     os.link(big_file[0], os.path.join(sa.root, "big.bin"))

@@ -1,7 +1,7 @@
 """The sans-IO parts of `drsftp copy` (docs/THIRDPARTY.md): the command
 sequence of one file between two servers (drsftp/ftp/thirdparty.py), the
 relayed DRS (drsftp/ftp/relay.py) and -P auto from the data path
-(drsftp/tuning/pathstreams.py)."""
+(drsftp/tuning/count/pathstreams.py)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from drsftp.ftp.thirdparty import (
     port_argument,
     rest_argument,
 )
-from drsftp.tuning.pathstreams import PathStreams
-from drsftp.tuning.streams import StreamsConfig, first_streams
+from drsftp.tuning.count.pathstreams import PathStreams
+from drsftp.tuning.count.streams import StreamsConfig, first_streams
 
 A, B = Side.SOURCE, Side.DEST
 PASV_B = Reply(227, ("Entering Passive Mode (127,0,0,1,39,16).",))

@@ -21,8 +21,8 @@ from drsftp.ftp.listing import (
     parse_mlst_reply,
 )
 from drsftp.ftp.safepath import UnsafePath, check_name, local_path, remote_join
-from drsftp.tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
-from drsftp.tuning.streams import StreamSample
+from drsftp.tuning.count.fleet import Change, FleetConfig, FleetController, Kind, Work
+from drsftp.tuning.count.streams import StreamSample
 
 # -- listings ------------------------------------------------------------------------
 

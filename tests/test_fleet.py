@@ -1,4 +1,4 @@
-"""drsftp/tuning/fleet.py: a dataset job's sessions x streams with their defaults
+"""drsftp/tuning/count/fleet.py: a dataset job's sessions x streams with their defaults
 (docs/DATASETS.md, "Sessions x streams").  Expected values come from the RFCs
 and the docs, written here, not read back from the module's constants
 (docs/MUTATION.md: many of these tests pin a rule a mutation run found open)."""
@@ -6,8 +6,8 @@ and the docs, written here, not read back from the module's constants
 import pytest
 from test_sharing import Senders
 
-from drsftp.tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
-from drsftp.tuning.streams import StreamSample
+from drsftp.tuning.count.fleet import Change, FleetConfig, FleetController, Kind, Work
+from drsftp.tuning.count.streams import StreamSample
 
 # -- fleet: sessions x streams with its defaults (docs/DATASETS.md, "Sessions x streams") ----
 

@@ -13,7 +13,7 @@ from dataset_util import assert_same_tree
 from drsftp.client.transfer.getput import TransferOptions
 from drsftp.client.trees.dataset import JobOptions, run_get
 from drsftp.client.trees.job.cli import parse_src_url
-from drsftp.tuning.fleet import FleetConfig
+from drsftp.tuning.count.fleet import FleetConfig
 
 MiB = 1 << 20
 # A controller that adds a session or a stream at every chance and keeps it

@@ -13,7 +13,7 @@ from test_parallel_peers import throttled_server  # noqa: F401 (fixture)
 from drsftp.client.streams import parallel
 from drsftp.client.transfer.getput import TransferOptions
 from drsftp.ftp.url import parse_url
-from drsftp.tuning.streams import Action, StreamController
+from drsftp.tuning.count.streams import Action, StreamController
 
 MiB = 1 << 20
 

@@ -19,7 +19,7 @@ from drsftp.ftp.flow import (
     TransferStarted,
 )
 from drsftp.ftp.replies import Reply
-from drsftp.tuning.streams import Action, StreamController, StreamSample, StreamsConfig
+from drsftp.tuning.count.streams import Action, StreamController, StreamSample, StreamsConfig
 
 MiB = 1 << 20
 
@@ -280,7 +280,7 @@ def test_flow_a_refused_command_that_would_not_move_the_state_keeps_the_batch_go
 
 
 def test_auto_starts_with_the_streams_the_buffer_cap_needs_at_this_rtt():
-    from drsftp.tuning.streams import START_MAX, StreamsConfig, first_streams
+    from drsftp.tuning.count.streams import START_MAX, StreamsConfig, first_streams
 
     cap = 4 << 20  # wmem_max 4 MiB: one stream carries 335 Mbit/s at 100 ms
     assert first_streams(0.100, cap) == START_MAX == 8  # a long fat path: 10 Gbit/s would need 30

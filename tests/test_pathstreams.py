@@ -1,11 +1,11 @@
-"""drsftp/tuning/pathstreams.py: `-P auto` of a third-party copy, from the data
+"""drsftp/tuning/count/pathstreams.py: `-P auto` of a third-party copy, from the data
 path's figures (docs/THIRDPARTY.md, "-P auto"; docs/PARALLEL.md).  Expected
 values come from the RFCs and the docs, written here, not read back from the
 module's constants (docs/MUTATION.md: many of these tests pin a rule a
 mutation run found open)."""
 
-from drsftp.tuning.pathstreams import PathStreams
-from drsftp.tuning.streams import StreamsConfig
+from drsftp.tuning.count.pathstreams import PathStreams
+from drsftp.tuning.count.streams import StreamsConfig
 
 MiB = 1 << 20
 

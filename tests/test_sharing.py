@@ -1,9 +1,9 @@
-"""drsftp/tuning/sharing.py: what the senders of a transfer report of the path
+"""drsftp/tuning/count/sharing.py: what the senders of a transfer report of the path
 (docs/decisions/0021-streams-that-share.md).  Expected values come from the
 RFCs and the docs, written here, not read back from the module's constants
 (docs/MUTATION.md: many of these tests pin a rule a mutation run found open)."""
 
-from drsftp.tuning.sharing import LimitMeter, PathSample, from_infos
+from drsftp.tuning.count.sharing import LimitMeter, PathSample, from_infos
 
 
 class Senders:
@@ -20,7 +20,7 @@ class Senders:
         return PathSample(rtt, self.retrans, self.busy, self.limited)
 
 
-# -- the senders' figures (docs/decisions/0021-streams-that-share.md; tuning/sharing.py) ---------
+# -- the senders' figures (docs/decisions/0021-streams-that-share.md; tuning/count/sharing.py) ---------
 
 def test_a_path_is_its_senders_least_rtt():
     assert from_infos([{"rtt": 120_000}, {"rtt": 90_000}]).rtt == 0.09

@@ -1,4 +1,4 @@
-"""drsftp/tuning/streams.py: `-P auto`'s stream count with its defaults
+"""drsftp/tuning/count/streams.py: `-P auto`'s stream count with its defaults
 (docs/PARALLEL.md, "-P auto").  Expected values come from the RFCs and the
 docs, written here, not read back from the module's constants
 (docs/MUTATION.md: many of these tests pin a rule a mutation run found open)."""
@@ -10,8 +10,8 @@ import pytest
 from test_fleet import _files
 from test_sharing import Senders
 
-from drsftp.tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
-from drsftp.tuning.streams import Action, StreamController, StreamSample, StreamsConfig
+from drsftp.tuning.count.fleet import Change, FleetConfig, FleetController, Kind, Work
+from drsftp.tuning.count.streams import Action, StreamController, StreamSample, StreamsConfig
 
 # -- streams: -P auto with its defaults (docs/PARALLEL.md, "-P auto") -----------------------
 

@@ -1,7 +1,7 @@
 """-P auto and -c auto that share the path (docs/decisions/0021-streams-that-share.md):
-the senders' figures (tuning/sharing.py) and how they reach a receiving
+the senders' figures (tuning/count/sharing.py) and how they reach a receiving
 client (DRS keys), the aggregate window of -P auto under DRS
-(tuning/streamwindow.py), the streams count's and the fleet's give-back,
+(tuning/count/window.py), the streams count's and the fleet's give-back,
 and the driver's side (client/streams/autosteer.py).  Each rule once."""
 
 import itertools
@@ -10,10 +10,10 @@ import pytest
 
 from drsftp.client.streams.autosteer import AutoSteering
 from drsftp.ftp import drscmd, drsexchange
-from drsftp.tuning.fleet import Change, FleetConfig, FleetController, Kind, Work
-from drsftp.tuning.sharing import LimitMeter, PathSample, combine, from_infos, from_pairs, limit_pairs
-from drsftp.tuning.streams import Action, StreamController, StreamSample, StreamsConfig
-from drsftp.tuning.streamwindow import WindowedStreams, streams_controller
+from drsftp.tuning.count.fleet import Change, FleetConfig, FleetController, Kind, Work
+from drsftp.tuning.count.sharing import LimitMeter, PathSample, combine, from_infos, from_pairs, limit_pairs
+from drsftp.tuning.count.streams import Action, StreamController, StreamSample, StreamsConfig
+from drsftp.tuning.count.window import WindowedStreams, streams_controller
 
 CAP = 4 << 20  # the host's per-socket window (wmem_max 4 MiB)
 BASE = 0.1  # seconds
@@ -87,7 +87,7 @@ def test_the_count_gives_the_last_stream_back_to_a_queue_that_no_buffer_cap_expl
 
 def test_not_limited_is_no_bar_to_a_probe_of_the_count():
     """A sender held by its own send buffer reads as not limited (Linux keeps
-    tcpi_sndbuf_limited at 0: tuning/sharing.py): the count still probes."""
+    tcpi_sndbuf_limited at 0: tuning/count/sharing.py): the count still probes."""
     for share in (0.05, 0.5):
         ctl, path = StreamController(StreamsConfig(start=2, settle=2)), Senders()
         assert [ctl.update(RATE, [], path=path(limited=share)) for _ in range(2)][-1] is Action.ADD

@@ -1,4 +1,4 @@
-"""-P auto's aggregate window under DRS (drsftp/tuning/streamwindow.py) with
+"""-P auto's aggregate window under DRS (drsftp/tuning/count/window.py) with
 its defaults: the rules the other unit tests left open, each test killing
 mutants tools/mutation.py found surviving (docs/MUTATION.md).  The
 figures come from docs/PARALLEL.md ("-P auto") and
@@ -13,9 +13,9 @@ most a 0.85 cut; the window held by us at a tenth of the busy time."""
 import pytest
 from test_sharing import Senders  # (its default RTT is BASE)
 
-from drsftp.tuning.sharing import PathSample
-from drsftp.tuning.streams import Action, StreamSample, StreamsConfig
-from drsftp.tuning.streamwindow import WindowedStreams
+from drsftp.tuning.count.sharing import PathSample
+from drsftp.tuning.count.streams import Action, StreamSample, StreamsConfig
+from drsftp.tuning.count.window import WindowedStreams
 
 MiB = 1 << 20
 CAP = 4 * MiB  # the host's per-socket window (wmem_max 4 MiB)

@@ -4,7 +4,8 @@
 import re
 
 from drsftp.ftp import drscmd, drsexchange
-from drsftp.tuning import sharing, wirekeys
+from drsftp.tuning import wirekeys
+from drsftp.tuning.count import sharing
 
 NAMES = ("rtt_us", "cwnd", "inflight", "wnd", "rate", "bytes", "rcvbuf", "sndbuf", "retrans", "streams",
          "busy_us", "rwnd_lim_us", "sndbuf_lim_us")

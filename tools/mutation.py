@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGETS = ("drsftp/ftp/*.py", "drsftp/tuning/*.py")
+TARGETS = ("drsftp/ftp/*.py", "drsftp/tuning/*.py", "drsftp/tuning/count/*.py")
 # The fast sans-IO unit tests (no root, namespaces, servers or sockets), in the
 # order a mutant runs them: quick files first, so most mutants die early (-x).
 # (Not tests/test_mutation_tool.py: it checks this file's KNOWN against the
@@ -242,17 +242,17 @@ KNOWN: dict[str, str] = {
         'a target equal to the window: max(target, window x shrink) is the target',
     'drsftp/tuning/drs.py DRSTuning._fresh: `now - self._peer_time <= max(self.config.peer_report_ttl ...` LtE -> Lt':
         'a peer report exactly at its freshness limit: boundary',
-    'drsftp/tuning/fleet.py FleetController.__init__: `self._needed = 0.0` 0.0 -> 1.0':
+    'drsftp/tuning/count/fleet.py FleetController.__init__: `self._needed = 0.0` 0.0 -> 1.0':
         "a probe's start sets it before its judgment reads it",
-    'drsftp/tuning/fleet.py FleetController.__init__: `self._rtt = 0.1` 0.1 -> 0.05':
+    'drsftp/tuning/count/fleet.py FleetController.__init__: `self._rtt = 0.1` 0.1 -> 0.05':
         'the RTT assumed until one is measured: the job passes its first session\'s RTT (note_rtt)'
         ' before every update, so it stands only where no RTT was ever measured',
-    'drsftp/tuning/pathstreams.py PathStreams.update: `goodput > 0` 0 -> 1':
+    'drsftp/tuning/count/pathstreams.py PathStreams.update: `goodput > 0` 0 -> 1':
         'a goodput of at most 1 byte/s: the rest outlasts the judgment either way unless under'
         ' 6 intervals x 1 byte is left',
-    'drsftp/tuning/pathstreams.py PathStreams.refused: `self.controller.streams > self.streams` Gt -> GtE':
+    'drsftp/tuning/count/pathstreams.py PathStreams.refused: `self.controller.streams > self.streams` Gt -> GtE':
         'the test before it leaves the two counts unequal: > and >= agree',
-    'drsftp/tuning/sharing.py PathSample: `frozen=True` True -> False':
+    'drsftp/tuning/count/sharing.py PathSample: `frozen=True` True -> False':
         'nothing assigns to a sample or hashes it: a mutable one behaves the same',
     'drsftp/tuning/slowfloor.py SlowFloor.update: `held <= 0` LtE -> Lt':
         'a held rate of 0: short of a best above 0 either way; with no best yet its zero ticks'
@@ -263,30 +263,30 @@ KNOWN: dict[str, str] = {
     'drsftp/tuning/slowfloor.py SlowFloor.update: `min(rates) <= 0` 0 -> 1':
         'a tick of 1 byte/s or less: a stalled sender (56 kbit/s is 7,000 bytes/s), no path'
         ' a floor is sized for',
-    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._baseline = 0.0` 0.0 -> 1.0':
+    'drsftp/tuning/count/window.py WindowedStreams.__init__: `self._baseline = 0.0` 0.0 -> 1.0':
         "a probe's start sets it before its judgment reads it",
-    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._expected = 0.0` 0.0 -> 1.0':
+    'drsftp/tuning/count/window.py WindowedStreams.__init__: `self._expected = 0.0` 0.0 -> 1.0':
         "a probe's start sets it before its judgment reads it",
-    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._recent: deque[float] = deque(maxlen=8)` 8 -> 9':
+    'drsftp/tuning/count/window.py WindowedStreams.__init__: `self._recent: deque[float] = deque(maxlen=8)` 8 -> 9':
         "only its last 4 intervals (a probe's judgment) and 3 (the ramp) are read",
-    'drsftp/tuning/streamwindow.py WindowedStreams.__init__: `self._streak = 0` 0 -> 1':
+    'drsftp/tuning/count/window.py WindowedStreams.__init__: `self._streak = 0` 0 -> 1':
         'the window is first set by a cut, which resets the streak before any step reads it',
-    'drsftp/tuning/streamwindow.py WindowedStreams.stream_window: `self.window >= self.streams * self.cap` GtE -> Gt':
+    'drsftp/tuning/count/window.py WindowedStreams.stream_window: `self.window >= self.streams * self.cap` GtE -> Gt':
         "a window of exactly the streams' caps: each stream's share is its cap, what None stands for",
-    'drsftp/tuning/streamwindow.py WindowedStreams.stream_window: `max(1, self.window // self.streams)` 1 -> 2':
+    'drsftp/tuning/count/window.py WindowedStreams.stream_window: `max(1, self.window // self.streams)` 1 -> 2':
         "the window is one stream's cap at least: a share is never under 2 bytes",
-    'drsftp/tuning/streamwindow.py WindowedStreams.update: `self._expected > 0` 0 -> 1':
+    'drsftp/tuning/count/window.py WindowedStreams.update: `self._expected > 0` 0 -> 1':
         'a probe expects 0 (nothing moved before it) or its step over the base RTT, never 1 byte/s or less'
         ' but at a goodput of a few bytes/s',
-    'drsftp/tuning/streamwindow.py WindowedStreams._grow: `step <= 0` 0 -> 1':
+    'drsftp/tuning/count/window.py WindowedStreams._grow: `step <= 0` 0 -> 1':
         "a room of one byte under the streams' caps: a probe of one byte or none, the window at its top either way",
-    'drsftp/tuning/streamwindow.py WindowedStreams._cut: `taken=True` True -> False':
+    'drsftp/tuning/count/window.py WindowedStreams._cut: `taken=True` True -> False':
         "every call that reaches the taken test passes taken (a queue's cut never does)",
-    'drsftp/tuning/streamwindow.py WindowedStreams._trim: `least or 0` 0 -> 1':
+    'drsftp/tuning/count/window.py WindowedStreams._trim: `least or 0` 0 -> 1':
         "without a least the window is one stream's cap at least, far above 1 byte",
-    'drsftp/tuning/streamwindow.py _median: `statistics.median(xs) if xs else 0.0` 0.0 -> 1.0':
+    'drsftp/tuning/count/window.py _median: `statistics.median(xs) if xs else 0.0` 0.0 -> 1.0':
         'a median is taken only with the current interval in the history: never of nothing',
-    'drsftp/tuning/streams.py StreamController._give_back: `self.streams <= c.min_streams` LtE -> Lt':
+    'drsftp/tuning/count/streams.py StreamController._give_back: `self.streams <= c.min_streams` LtE -> Lt':
         'a probe added a stream, so the count is above the minimum whenever one is given back',
 }
 

@@ -15,10 +15,11 @@ import socket
 import time
 
 from ..ftp import drscmd
-from ..tuning import Role, sharing
+from ..tuning import Role
 from ..tuning.actuation import SocketActions, queued_bytes
 from ..tuning.budget import BufferBudget
 from ..tuning.controller import DRAIN_MAX, SocketController
+from ..tuning.count import sharing
 from . import sockopt
 
 __all__ = ["DRAIN_MAX", "SocketTuner"]
@@ -146,7 +147,7 @@ class SocketTuner:
         pairs = {k: int(v) for k, v in self.ctl.report(info, buffers).items() if v is not None and v >= 0}
         if self.role is Role.SENDER:
             # how long the socket was busy, and limited by a buffer cap: what
-            # a receiving client's -P auto shares the path by (tuning/sharing.py)
+            # a receiving client's -P auto shares the path by (tuning/count/sharing.py)
             pairs.update(sharing.limit_pairs(info or self.ctl.last_info))
         return pairs
 

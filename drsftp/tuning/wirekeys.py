@@ -4,7 +4,7 @@
 The grammar (drsftp/ftp/drscmd.py), one session's sums and shares
 (drsftp/ftp/drsexchange.py), a third-party copy's relay (drsftp/ftp/relay.py),
 our own report (tuning/controller.py) and the path the senders report
-(tuning/sharing.py) all name the keys from here.
+(tuning/count/sharing.py) all name the keys from here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ BUSY_US = "busy_us"  # microseconds: a sender's busy time (tcpi_busy_time)
 RWND_LIM_US = "rwnd_lim_us"  # ... of it, limited by the receive window
 SNDBUF_LIM_US = "sndbuf_lim_us"  # ... of it, limited by the send buffer
 
-# a sender's limited-time keys -> its struct tcp_info fields (tuning/sharing.py)
+# a sender's limited-time keys -> its struct tcp_info fields (tuning/count/sharing.py)
 LIMIT_KEYS = {BUSY_US: "busy_time", RWND_LIM_US: "rwnd_limited", SNDBUF_LIM_US: "sndbuf_limited"}
 LIMIT_BOUND = 1 << 50  # microseconds (35 years): a sane value's upper bound on the wire
 

@@ -1,6 +1,6 @@
 """-P auto applied to a parallel transfer (docs/PARALLEL.md, "-P auto").
 
-The controller (:mod:`drsftp.tuning.streams`, :mod:`drsftp.tuning.streamwindow`)
+The controller (:mod:`drsftp.tuning.count.streams`, :mod:`drsftp.tuning.count.window`)
 decides from numbers; this hands it the driver's figures every interval and
 applies what it returns: the streams, one connection at a time until the
 driver runs as many as the controller counts (a cut may give several back
@@ -9,12 +9,12 @@ at once), and each stream's window (a receiver's clamp, a sender's buffer).
 
 from __future__ import annotations
 
-from ...tuning.sharing import PathSample
-from ...tuning.streams import Action, StreamSample
+from ...tuning.count.sharing import PathSample
+from ...tuning.count.streams import Action, StreamSample
 
 
 def path_sample_of(driver: object) -> PathSample | None:
-    """The path as ``driver``'s senders report it (tuning/sharing.py), where
+    """The path as ``driver``'s senders report it (tuning/count/sharing.py), where
     the driver knows it (MODE E sessions, parallel transfers)."""
     sample = getattr(driver, "path_sample", None)
     return sample() if sample is not None else None

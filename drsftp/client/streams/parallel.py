@@ -14,7 +14,7 @@ A get writes ``DEST.part`` at the offsets it receives and keeps beside it
 ranges held, rewritten every second and when the transfer stops;
 ``--continue`` fetches only the gaps.  The monitor here sums progress,
 enforces --max-time and, under ``-P auto``, applies the stream
-controller's decisions (:mod:`drsftp.tuning.streams`).
+controller's decisions (:mod:`drsftp.tuning.count.streams`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from ...ftp.url import FTPLocation
 from ...io import sockopt
 from ...tuning import DRSTuning, Role, check_spec, create
 from ...tuning.actuation import host_cap
-from ...tuning.streams import StreamController, StreamsConfig, first_streams
-from ...tuning.streamwindow import WindowedStreams, streams_controller
+from ...tuning.count.streams import StreamController, StreamsConfig, first_streams
+from ...tuning.count.window import WindowedStreams, streams_controller
 from ..session.control import ControlConnection, FTPError, os_reason, size_of
 from ..session.login import open_logged_in, open_session, warn_without_drs
 from ..transfer import getput as transfer
@@ -95,7 +95,7 @@ def _window_cap(opts: TransferOptions) -> int | None:
 def _controller(streams: int | None, ctl: ControlConnection,
                 opts: TransferOptions) -> StreamController | WindowedStreams | None:
     """-P auto's controller; under DRS one window for all the streams, each
-    stream's capped (tuning/streamwindow.py; the cap: the host's, or DRS's
+    stream's capped (tuning/count/window.py; the cap: the host's, or DRS's
     own with FORCE)."""
     if streams is not None:
         return None

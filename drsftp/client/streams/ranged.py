@@ -7,7 +7,7 @@ pwrite at the offset), then closes the data connection and accepts the
 server's 226, 426 or 451, as lftp's pget does; a server that answers
 nothing is sent ABOR, and a session that still does not settle is replaced.
 Ranges come from :class:`~.rangeplan.RangePlan` (work stealing); under
-``-P auto`` the :class:`~drsftp.tuning.streams.StreamController` opens and
+``-P auto`` the :class:`~drsftp.tuning.count.streams.StreamController` opens and
 ends sessions.  Each data connection has its own SocketTuner (DRS per
 stream; with a drsftp server each session exchanges DRS on its own).
 
@@ -28,8 +28,9 @@ from dataclasses import replace
 from ...ftp.flow import FlowError, State
 from ...io.fileio import pwrite_all
 from ...io.tuner import SocketTuner
-from ...tuning import Role, sharing
-from ...tuning.streams import StreamSample
+from ...tuning import Role
+from ...tuning.count import sharing
+from ...tuning.count.streams import StreamSample
 from ..session.control import ControlConnection, FTPError
 from ..session.flowctl import FlowControl
 from ..session.login import open_logged_in
@@ -146,7 +147,7 @@ class RangedGet:
 
     def path_sample(self) -> sharing.PathSample | None:
         """The path as the server's senders report it (each session's last
-        DRS reply; tuning/sharing.py)."""
+        DRS reply; tuning/count/sharing.py)."""
         return sharing.from_pairs(sink.xfer.server_last for sink in self.sinks.values())
 
     def cap_windows(self, per_stream: int | None) -> None:

@@ -23,7 +23,7 @@ from ...ftp.eblock import RangeSet, marker_ranges
 from ...ftp.relay import Relay
 from ...ftp.replies import Reply
 from ...ftp.thirdparty import Side
-from ...tuning.streams import StreamSample
+from ...tuning.count.streams import StreamSample
 from ..result import TransferResult
 from ..session.control import FTPError, Pending
 from ..streams.rangeplan import drop_record

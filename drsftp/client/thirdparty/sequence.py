@@ -1,7 +1,7 @@
 """One file from A to B on a pair of sessions: the third-party command
 sequence (drsftp/ftp/thirdparty.py) driven over the two control
 connections, the relayed DRS (drsftp/ftp/relay.py) while it runs, ``-P
-auto`` from the data path (drsftp/tuning/pathstreams.py), progress,
+auto`` from the data path (drsftp/tuning/count/pathstreams.py), progress,
 --max-time, and the abort of the other side when one fails
 (docs/THIRDPARTY.md; docs/DESIGN.md, "Third-party transfers").
 
@@ -23,8 +23,8 @@ from ...ftp.flow import FlowError
 from ...ftp.relay import Relay, window_of
 from ...ftp.replies import Reply
 from ...ftp.thirdparty import Command, CopyError, CopyFlow, CopySpec, Done, Failed, Side
-from ...tuning.pathstreams import PathStreams
-from ...tuning.streams import StreamSample
+from ...tuning.count.pathstreams import PathStreams
+from ...tuning.count.streams import StreamSample
 from ..session.control import FTPError, Pending
 from ..session.flowctl import FlowControl
 from ..transfer.options import Deadline

@@ -11,7 +11,7 @@ PARALLEL, else stream mode; the file runs on :class:`.sequence.CopyRun`.
   Range Marker`` replies, kept in a local record as a MODE E put keeps
   them: docs/PARALLEL.md, "Resume"), else its prefix.
 - ``--verify``: A's and B's SHA-256 (HASH, else CKSM) compared.
-- ``-P auto``: from the data path (drsftp/tuning/pathstreams.py).
+- ``-P auto``: from the data path (drsftp/tuning/count/pathstreams.py).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from ...ftp.thirdparty import CopySpec, Side
 from ...ftp.url import FTPLocation
 from ...io import sockopt
 from ...tuning.actuation import host_cap
-from ...tuning.pathstreams import PathStreams
-from ...tuning.streams import StreamsConfig
+from ...tuning.count.pathstreams import PathStreams
+from ...tuning.count.streams import StreamsConfig
 from ..result import TransferResult
 from ..session.control import FTPError, size_of
 from ..streams.rangeplan import ResumeRecord, drop_record, load_record, save_record

@@ -9,7 +9,7 @@ docs/DATASETS.md).
   transfers and the skips; B's directories are made with pipelined MKD.
 - **Sessions x streams.** Each worker holds a pair of sessions, one on
   each server; ``-c N|auto`` counts pairs and the fleet controller
-  (drsftp/tuning/fleet.py) moves them on the job's goodput and the data
+  (drsftp/tuning/count/fleet.py) moves them on the job's goodput and the data
   path's RTT, both as the servers report them through the relayed DRS
   (never a control connection's RTT).  Each file runs on its pair's
   ``-P N`` streams in extended block mode (both servers list PARALLEL),

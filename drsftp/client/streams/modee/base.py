@@ -25,8 +25,9 @@ from dataclasses import replace
 
 from ....ftp import drsexchange
 from ....io.tuner import SocketTuner
-from ....tuning import Role, sharing
-from ....tuning.streams import StreamSample
+from ....tuning import Role
+from ....tuning.count import sharing
+from ....tuning.count.streams import StreamSample
 from ...session.control import ControlConnection, FTPError
 from ...transfer.dataconn import accept_data, connect_data, open_tls_stream, tls_handshake
 from ...transfer.drsclient import DRSDriver, DRSFigures, Send, drs_enabled
@@ -165,13 +166,13 @@ class ModeESession(DRSFigures):
         return [s.sample() for s in self.opened if s.ended is None]
 
     def path_sample(self) -> sharing.PathSample | None:
-        """The path as the senders see it (tuning/sharing.py): a get's from
+        """The path as the senders see it (tuning/count/sharing.py): a get's from
         the server's last DRS report, a put's from our own streams."""
         if self.role is Role.RECEIVER:
             return sharing.from_pairs([self.server_last])
         path = sharing.from_infos(s.tuner.last_info for s in self.opened if s.ended is None)
         # a put's window is our send buffer, and Linux counts no time held by
-        # it (tuning/sharing.py): its buffer test is left out
+        # it (tuning/count/sharing.py): its buffer test is left out
         return None if path is None else replace(path, busy_us=None, limited_us=None)
 
     def cap_windows(self, per_stream: int | None) -> None:

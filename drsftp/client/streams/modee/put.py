@@ -24,7 +24,7 @@ from ....ftp.eblock import RangeSet, marker_ranges
 from ....ftp.flow import TransferDone
 from ....io import sockopt
 from ....tuning import Role
-from ....tuning.streams import StreamSample
+from ....tuning.count.streams import StreamSample
 from ...session.control import ControlConnection, FTPError, os_reason
 from ...session.flowctl import FlowControl
 from ...transfer.filesend import SEND_POLL

@@ -15,7 +15,7 @@ from ....ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile,
 from ....io.fileio import pwrite_all
 from ....io.tlsbio import TLSPipe
 from ....io.tuner import SocketTuner
-from ....tuning.streams import StreamSample
+from ....tuning.count.streams import StreamSample
 from ...session.control import FTPError
 from ...transfer.dataconn import LocalWriteError
 from ..rangeplan import read_chunk

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import replace
 
 from ....ftp.listing import format_time_val
-from ....tuning.streams import StreamsConfig
+from ....tuning.count.streams import StreamsConfig
 from ...session.control import FTPError
 from ...streams import parallel
 from ..job.result import FileOutcome

@@ -1,5 +1,5 @@
 """Sessions x streams for a dataset job: the fleet controller
-(drsftp.tuning.fleet) fed the job's goodput, its data connections'
+(drsftp.tuning.count.fleet) fed the job's goodput, its data connections'
 samples and the work left every few RTTs, and a big file's streams
 changed as it decides (docs/DATASETS.md, "Sessions x streams: one
 controller"; the job starts and stops workers for its session count)."""
@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from collections.abc import Hashable
 
-from ....tuning.fleet import Change, FleetConfig, FleetController, Work
-from ....tuning.sharing import PathSample, combine
-from ....tuning.streams import StreamSample
+from ....tuning.count.fleet import Change, FleetConfig, FleetController, Work
+from ....tuning.count.sharing import PathSample, combine
+from ....tuning.count.streams import StreamSample
 from ...streams.autosteer import path_sample_of
 
 
@@ -86,7 +86,7 @@ class FleetSteering:
 
 
 def path_of(drivers: list[object]) -> PathSample | None:
-    """The path as the job's senders report it (tuning/sharing.py), from
+    """The path as the job's senders report it (tuning/count/sharing.py), from
     the transfers that know it (MODE E sessions, parallel transfers)."""
     return combine(path_sample_of(d) for d in drivers)
 

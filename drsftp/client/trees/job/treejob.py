@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from ....ftp.listing import FILE, Entry
 from ....ftp.safepath import local_path, remote_join
 from ....ftp.url import FTPLocation
-from ....tuning.fleet import Change, FleetConfig, Kind
+from ....tuning.count.fleet import Change, FleetConfig, Kind
 from ...session.control import FTPError
 from ...transfer import verify as sha256check
 from ...transfer.getput import TransferOptions

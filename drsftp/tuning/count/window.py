@@ -69,7 +69,7 @@ import math
 import statistics
 from collections import deque
 
-from .climb import Climb, queued, rose
+from ..climb import Climb, queued, rose
 from .sharing import LimitMeter, PathSample
 from .streams import Action, StreamController, StreamSample, StreamsConfig, queue_in, undone
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .climb import Base
+from ..climb import Base
 from .streams import Action, StreamController, StreamSample, StreamsConfig, first_streams
 
 

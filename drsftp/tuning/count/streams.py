@@ -17,10 +17,10 @@ RTT and retransmit count; it gets back ADD, REMOVE or HOLD and applies it
 * a queue or new retransmits while a probe is judged also give it back;
 * sharing (docs/decisions/0021-streams-that-share.md): a queue that stays
   while the senders are not limited by their buffers (``PathSample``'s
-  limited time, tuning/sharing.py) gives the last stream back: the streams
+  limited time, tuning/count/sharing.py) gives the last stream back: the streams
   are held by congestion, and one more only takes from other flows.  (Not
   limited is no bar to a probe: a sender held by its own send buffer reads
-  as not limited, tuning/sharing.py.)
+  as not limited, tuning/count/sharing.py.)
 
 Under DRS, where a stream's window can be capped, ``-P auto`` runs
 :class:`~.streamwindow.WindowedStreams` instead (an aggregate window).
@@ -33,7 +33,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .climb import Base, Climb, Verdict, queued, rose
+from ..climb import Base, Climb, Verdict, queued, rose
 from .sharing import LimitMeter, PathSample
 
 
@@ -137,7 +137,7 @@ class StreamController:
         transfer runs at this goodput; a probe is made only while it
         outlasts the probe's settling and judgment (a stream added later
         would slow-start into the transfer's end and be judged after it).
-        ``path``: the senders' figures (tuning/sharing.py), where known."""
+        ``path``: the senders' figures (tuning/count/sharing.py), where known."""
         c, climb = self.config, self.climb
         total = sum(s.retransmits for s in samples)
         new_loss = rose(total, self._retrans)

@@ -22,7 +22,7 @@ connection goes (docs/DATASETS.md, "Sessions x streams"):
   while it is judged give it back too;
 * sharing (docs/decisions/0021-streams-that-share.md): a queue that stays
   while the senders report that no buffer cap holds them (``PathSample``,
-  tuning/sharing.py) gives a connection back, a big file's stream first,
+  tuning/count/sharing.py) gives a connection back, a big file's stream first,
   else a step of sessions (x2/3): the connections are held by congestion,
   and one more only takes from other flows.
 
@@ -38,7 +38,7 @@ import enum
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from .climb import Base, Climb, Verdict, rose
+from ..climb import Base, Climb, Verdict, rose
 from .sharing import LimitMeter, PathSample
 from .streams import StreamSample, queue_in
 

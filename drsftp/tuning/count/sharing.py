@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .wirekeys import BUSY_US, LIMIT_KEYS, RETRANS, RTT_US, RWND_LIM_US, SNDBUF_LIM_US
+from ..wirekeys import BUSY_US, LIMIT_KEYS, RETRANS, RTT_US, RWND_LIM_US, SNDBUF_LIM_US
 
 
 @dataclass(frozen=True)
