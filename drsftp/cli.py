@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
+from .ftp.eblock import MAX_STREAMS
 from .tuning import check_spec, names
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
                    help="stop after this long (ABOR), keep what arrived, exit 28 (as curl)")
     add_tls_opts(p)
     p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
-                   help="data streams, 1-64, or 'auto' (chosen and changed while the transfer runs):"
+                   help=f"data streams, 1-{MAX_STREAMS}, or 'auto' (chosen and changed while the transfer runs):"
                         " extended block mode where the server lists PARALLEL (over TLS too), else"
                         " for a get N sessions on byte ranges (a put then runs one stream); default 1;"
                         " in a job (-r, several files): streams per session, files of 64 MiB or more -P auto")

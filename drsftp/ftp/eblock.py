@@ -29,6 +29,9 @@ HEADER = struct.Struct(">BQQ")  # descriptor, count, offset (GFD.20)
 HEADER_SIZE = HEADER.size  # 17
 MAX_OFFSET = 1 << 62  # keeps offset + count inside a signed 64-bit off_t
 MAX_EOD_COUNT = 1 << 16  # no peer opens more connections than this
+# streams one transfer runs at most: the client's -P N and copy -P N, and drsftp
+# serve's default --max-streams per session (docs/PARALLEL.md, docs/EBLOCK.md)
+MAX_STREAMS = 64
 
 
 class Desc(enum.IntFlag):

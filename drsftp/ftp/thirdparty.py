@@ -33,6 +33,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from .eblock import MAX_STREAMS
 from .replies import ProtocolError, Reply, parse_pasv
 
 
@@ -72,8 +73,8 @@ class CopySpec:
     def __post_init__(self) -> None:
         if not self.mode_e and (self.cached or len(self.held) > 1 or (self.held and self.held[0][0] != 0)):
             raise ValueError("stream mode resumes from a prefix only, on a new data connection")
-        if not 1 <= self.streams <= 64:
-            raise ValueError("streams must be 1-64")
+        if not 1 <= self.streams <= MAX_STREAMS:
+            raise ValueError(f"streams must be 1-{MAX_STREAMS}")
 
 
 @dataclass(frozen=True)

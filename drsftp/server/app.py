@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pyftpdlib.servers import FTPServer
 
+from ..ftp.eblock import MAX_STREAMS
 from ..io import sockopt
 from ..tuning import check_spec
 from ..tuning.actuation import autotuning_reaches_further
@@ -63,7 +64,7 @@ class ServerConfig:
     tls_key: str | None = None
     require_tls: bool = False  # refuse plain-text login and data
     implicit_tls_port: int | None = None  # also listen for implicit FTPS (ftps://) here
-    max_streams: int = 64  # MODE E streams per session (docs/EBLOCK.md)
+    max_streams: int = MAX_STREAMS  # MODE E streams per session (docs/EBLOCK.md)
     max_streams_total: int = 256  # MODE E streams of all sessions together
     config_file: str | None = None  # the --config file, kept out of every home
     metrics: str | None = None  # ADDR:PORT of the metrics and status page (ops/metrics.py); None: off

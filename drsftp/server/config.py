@@ -19,6 +19,7 @@ import tomllib
 from collections.abc import Callable
 from typing import Any
 
+from ..ftp.eblock import MAX_STREAMS
 from .ftp.thirdparty import address_problem, parse_peers
 
 
@@ -49,8 +50,8 @@ DEFAULTS: dict[str, Any] = {
     "tuning": "drs", "force_buffers": False, "passive_ports": None, "max_connections": 256,
     "max_connections_per_ip": 32, "log_file": None, "log_format": "text", "tls_cert": None,
     "tls_key": None, "require_tls": False, "implicit_tls_port": None, "grace": 30.0, "buffer_budget": "256MiB",
-    "max_streams": 64, "max_streams_total": 256, "metrics": None, "metrics_token": None, "metrics_token_file": None,
-    "data_interface": None, "masquerade_address": None, "third_party_peers": None,
+    "max_streams": MAX_STREAMS, "max_streams_total": 256, "metrics": None, "metrics_token": None,
+    "metrics_token_file": None, "data_interface": None, "masquerade_address": None, "third_party_peers": None,
 }
 MIN_TOKEN = 16  # characters of a metrics token
 LOG_FORMATS = ("text", "json")

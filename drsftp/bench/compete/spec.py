@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ...ftp.eblock import MAX_STREAMS  # drsftp get -P's own limit
 from ...netem.errors import NetemError
 from ...netem.spec import parse_duration
 from ...tuning import check_spec
@@ -26,7 +27,6 @@ from ..common import tunings as T
 
 MAX_FLOWS = 64  # one drsftp serve takes them all (its --max-streams-total is 256)
 MAX_DELAY = 3600.0  # seconds
-MAX_STREAMS = 64  # drsftp get -P's own limit
 PARALLEL = "drs-P-"
 GRIDFTP = "gridftp-p"
 IPERF3 = "iperf3"

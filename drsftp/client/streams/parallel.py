@@ -25,7 +25,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ...ftp.eblock import RangeSet
+from ...ftp.eblock import MAX_STREAMS, RangeSet
 from ...ftp.replies import Reply
 from ...ftp.url import FTPLocation
 from ...io import sockopt
@@ -49,7 +49,6 @@ from .ranged import RangedGet
 from .rangeplan import RangePlan, ResumeRecord, drop_record, load_record, save_record
 
 log = logging.getLogger("drsftp.client")
-MAX_STREAMS = 64  # a session's streams at most: drsftp serve's --max-streams (docs/PARALLEL.md)
 AUTO_MAX = 16  # -P auto stays at or below this many streams
 SAVE_EVERY = 1.0  # seconds between resume-record writes
 TICK = 0.25

@@ -29,7 +29,7 @@ import ssl
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ....ftp.eblock import BlockDecoder
+from ....ftp.eblock import MAX_STREAMS, BlockDecoder
 from ....io.tlsbio import reason
 from ....io.tuner import SocketTuner
 from ....tuning import Role
@@ -43,7 +43,7 @@ log = logging.getLogger("drsftp.server")
 class Limits:
     """Bounds a hostile peer cannot pass (docs/EBLOCK.md, "Limits")."""
 
-    per_session: int = 64  # streams one session may hold open
+    per_session: int = MAX_STREAMS  # streams one session may hold open
     per_server: int = 256  # streams all sessions together may hold open
     max_file: int = 1 << 44  # an upload's limit without ALLO (16 TiB)
     max_block: int = 64 << 20  # bytes one block header may announce
