@@ -130,3 +130,26 @@ def test_no_folder_too_big_or_holding_a_prefix_family():
         if why:
             broken[folder] = why
     assert broken == {}
+
+
+def test_the_test_map_names_every_folder_and_every_test_file():
+    """tests/MAP.md: a change to a folder finds its tests there."""
+    import re
+
+    text = (ROOT / "tests" / "MAP.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `") or line.startswith("| the ")]
+    named_folders = {f for row in rows for f in re.findall(r"`([\w/]+)`", row.split("|")[1])}
+    # a row's short names (`trees/job`) stand under the first full folder of the row
+    full = set()
+    for row in rows:
+        names = re.findall(r"`([\w/]+)`", row.split("|")[1])
+        base = next((n for n in names if n.startswith("drsftp")), "")
+        for n in names:
+            full.add(n if n.startswith("drsftp") else f"{base.rsplit('/', 1)[0] if '/' in base else base}/{n}")
+    folders = {str(d.relative_to(ROOT)) for d in (ROOT / "drsftp").rglob("*")
+               if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))} | {"drsftp"}
+    assert folders - full == set(), f"folders not in tests/MAP.md: {sorted(folders - full)} (named: {named_folders})"
+    listed = {t for row in rows for t in re.findall(r"test_\w+\.py", row.split("|")[2])}
+    files = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    assert files - listed == set(), f"test files not in tests/MAP.md: {sorted(files - listed)}"
+    assert listed - files == set(), f"tests/MAP.md names missing files: {sorted(listed - files)}"
