@@ -72,5 +72,6 @@ def _small_run(main, work, tmp_path, capsys):
     assert "| 30 | guc-get-gridftp |" in out and "| 1.00 |" in out
     left = os.listdir(os.path.join(work, "drs-smallfiles"))
     assert not [n for n in left if n.startswith("dest-")]  # destinations removed
+    assert (tmp_path / "out" / "smallfiles.png").stat().st_size > 0
     assert main(["benchreport", str(tmp_path / "out" / "smallfiles.json")]) == 0
     assert "| 30 | drsftp-get |" in capsys.readouterr().out

@@ -98,11 +98,16 @@ def cmd_benchreport(args) -> int:
         return third_report(args, [s.data or {} for s in saved])
     if any(s.kind == "smallfiles" for s in saved):
         if len(saved) > 1 or any(getattr(args, name) is not None for name in (
-                "table", "tunings", "base", "plots", "dataset", *RUN_FILTERS)):
-            raise NetemUsageError("small-files results (drsftp bench smallfiles) print alone, with no option")
+                "table", "tunings", "base", "dataset", *RUN_FILTERS)):
+            raise NetemUsageError("small-files results (drsftp bench smallfiles) print alone, with --plots only")
+        from .smallfiles.run import plot as small_plot
         from .smallfiles.run import table as small_table
 
         print(small_table(saved[0].data or {}))
+        if args.plots:
+            os.makedirs(args.plots, exist_ok=True)
+            print(f"plot: {small_plot(saved[0].data or {}, os.path.join(args.plots, 'smallfiles.png'))}",
+                  file=sys.stderr)
         return 0
     if any(s.kind == "field" for s in saved):
         if any(s.kind != "field" for s in saved):

@@ -8,12 +8,12 @@ import os
 import statistics
 import textwrap
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from ..common.tables import markdown_table, median
 from ..common.tunings import DESCRIPTIONS
 
 
@@ -29,12 +29,6 @@ def group(results: list[dict]) -> dict:
         if not r.get("error"):
             out[_key(r)][r["tuning"]].append(r["mbps"])
     return dict(sorted(out.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][4], kv[0][3])))
-
-
-def median(xs: Iterable[float | None]) -> float | None:
-    """The median of the known values (None left out); None if there are none."""
-    known = [x for x in xs if x is not None]
-    return statistics.median(known) if known else None
 
 
 def path_label(key: tuple) -> str:
@@ -423,11 +417,6 @@ def print_table(env: dict, results: list[dict], tunings: list[str], console: Con
             console.print(f"FAILED {r['tuning']} {path_label(_key(r))}: {r['error']}")
     console.print("\n".join(legend(results, tunings, full=not compact, width=min(console.width, 100))),
                   highlight=False)
-
-
-def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
-        "| " + " | ".join(row) + " |" for row in rows]
 
 
 def markdown(env: dict | None, results: list[dict], tunings: list[str], table: str | None = None,

@@ -8,7 +8,7 @@ import os
 import sys
 from collections import Counter
 
-from ..compare.report import markdown_table
+from ..common.tables import markdown_table
 from .report import legend, markdown, plot_goodput, plot_vs_cap, rate_text, sharing_table, slug, stem
 from .run import CompeteConfig, run_compete
 from .sets import congestion_control

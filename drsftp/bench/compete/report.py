@@ -11,7 +11,8 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from ..compare.report import markdown_table, median
+from ..common.plots import pyplot, save_figure
+from ..common.tables import markdown_table, median
 from .link import health_line
 from .sets import congestion_control
 from .spec import cap_template, window_cap
@@ -256,23 +257,3 @@ def plot_vs_cap(datas: list[Data], path: str) -> str | None:
     return save_figure(plt, fig, axes[0], path)
 
 
-def save_figure(plt: Any, fig: Any, axes: Any, path: str) -> str:
-    """Grid and legend on every panel, the figure written to ``path``."""
-    for ax in axes:
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
-
-
-def pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt

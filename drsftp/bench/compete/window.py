@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compare.report import median
-from .report import completed, pyplot, rate_text, save_figure
+from ..common.plots import pyplot, save_figure
+from ..common.tables import median
+from .report import completed, rate_text
 from .sets import congestion_control
 
 Data = dict[str, Any]

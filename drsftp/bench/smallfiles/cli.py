@@ -30,7 +30,8 @@ def add_parser(modes) -> None:
     p.add_argument("--reps", type=int, default=3, help="runs of each entry at each count, alternating (default 3)")
     p.add_argument("--workdir", default="/dev/shm", help="where the trees are made: tmpfs (default /dev/shm)")
     p.add_argument("--max-time", type=float, default=1800.0, help="seconds one run may take (default 1800)")
-    p.add_argument("--out", default="bench-results", help=f"directory for {RESULT_FILE}")
+    p.add_argument("--out", default="bench-results", help=f"directory for {RESULT_FILE} and its plot")
+    p.add_argument("--no-plots", action="store_true", help="skip the plot of time and memory against the count")
     p.set_defaults(func=cmd_smallfiles)
 
 
@@ -62,7 +63,7 @@ def _config(args):
 
 
 def cmd_smallfiles(args) -> int:
-    from .run import missing_programs, run_smallfiles, table
+    from .run import missing_programs, plot, run_smallfiles, table
 
     cfg = _config(args)
     need_bench_extras()
@@ -78,5 +79,8 @@ def cmd_smallfiles(args) -> int:
     with open(out, "w") as f:
         json.dump(data, f, indent=1)
     print(table(data))
-    print(f"results: {out}")
+    shown = [out]
+    if not args.no_plots and (png := plot(data, os.path.join(args.out, "smallfiles.png"))):
+        shown.append(png)
+    print(f"results: {', '.join(shown)}")
     return 1 if data["runs"] and all(not r["ok"] for r in data["runs"]) else 0

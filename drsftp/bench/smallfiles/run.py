@@ -372,3 +372,34 @@ def table(data: dict) -> str:
             lines.append(f"| {command.upper()} | {c['seconds']:.2f} | {c['lines']:,} | "
                          f"{c['server_peak_rss'] / 2**20:.0f} ({c['server_idle_rss'] / 2**20:.0f}) |")
     return "\n".join(lines)
+
+
+def plot(data: dict, path: str) -> str | None:
+    """Time and peak memory (client, server) against the count, one line per
+    entry, log-log: cost growth shows as the slope (1: linear)."""
+    import statistics
+
+    from ..common.plots import pyplot, save_figure
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    order = [name for name in ENTRIES if any(r["entry"] == name for r in data["runs"])]
+    for name in order:
+        runs = [r for r in data["runs"] if r["entry"] == name]
+        counts = sorted({r["files"] for r in runs})
+        ok = {c: [r for r in runs if r["files"] == c and r["ok"]] for c in counts}
+        xs = [c for c in counts if ok[c]]
+        if not xs:
+            continue
+        style = "-" if name.startswith("drsftp") else "--"
+        axes[0].plot(xs, [statistics.median(r["seconds"] for r in ok[c]) for c in xs], style, marker="o", label=name)
+        for ax, key in ((axes[1], "client_peak_rss"), (axes[2], "server_peak_rss")):
+            ax.plot(xs, [max(r[key] for r in ok[c]) / 2**20 for c in xs], style, marker="o", label=name)
+    for ax, title in zip(axes, ("seconds (median)", "client peak RSS, MiB", "server peak RSS, MiB")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("files in the tree")
+        ax.set_title(title, fontsize=9)
+    return save_figure(plt, fig, axes, path)

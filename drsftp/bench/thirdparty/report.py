@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from ..compare.report import median
+from ..common.tables import median
 
 MiB, MB = 1 << 20, 1e6
 # what each workload's ratios divide by: GridFTP's third-party run, then the direct get over A-B
