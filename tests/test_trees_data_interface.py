@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PY, ServerProcess, make_file, running_server
+from conftest import PASSWORD, PY, USER, ServerProcess, make_file, running_server
 from test_abor_order import held_server
 
 DRSFTP = [sys.executable, "-m", "drsftp"]
@@ -59,7 +59,7 @@ def same_tree(left, right) -> bool:
 
 
 def url(port: int, path: str, host: str = "127.0.0.1") -> str:
-    return f"ftp://tester:s3cret@{host}:{port}/{path}"
+    return f"ftp://{USER}:{PASSWORD}@{host}:{port}/{path}"
 
 
 # -- a server that lists EPSV and refuses it: every tree command falls back to PASV ---------------

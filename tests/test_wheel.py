@@ -4,6 +4,7 @@ status page included (package data)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -17,8 +18,13 @@ REPO = Path(__file__).resolve().parent.parent
 PAGE = "drsftp/server/ops/statuspage.html"
 
 
+# a PYTHONPATH the suite was started with would put the checkout before the venv
+CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def _run(*argv, **kw):
-    r = subprocess.run([str(a) for a in argv], check=False, capture_output=True, text=True, timeout=240, **kw)
+    r = subprocess.run([str(a) for a in argv], check=False, capture_output=True, text=True, timeout=240, env=CLEAN,
+                       **kw)
     assert r.returncode == 0, f"{' '.join(map(str, argv))}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
     return r
 
@@ -49,7 +55,7 @@ def test_the_wheel_installs_into_a_clean_venv_and_serves_its_status_page(tmp_pat
     root = tmp_path / "root"
     root.mkdir()
     proc = subprocess.Popen([drsftp, "serve", "--root", root, "--port", "0", "--user", "u", "--password", "u-password",
-                             "--metrics", "127.0.0.1:0"], cwd=tmp_path, stdout=subprocess.PIPE,
+                             "--metrics", "127.0.0.1:0"], cwd=tmp_path, env=CLEAN, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:
         assert "listening on" in proc.stdout.readline()
