@@ -38,6 +38,8 @@ from . import compat
 # RFC 3659 sec. 7.5 facts plus the mode (docs/PROTOCOL.md#mlst-facts)
 DEFAULT_FACTS = ("type", "perm", "size", "modify", "unique", "unix.mode")
 
+RUN = 256  # names handed to pyftpdlib's formatter at a time
+
 # pyftpdlib's names of the OS-specific facts -> the spelling GridFTP,
 # ProFTPD and Pure-FTPd use on the wire
 _SPELLING = {"unix.mode": "UNIX.mode", "unix.uid": "UNIX.uid", "unix.gid": "UNIX.gid"}
@@ -114,6 +116,9 @@ class MlsxFilesystem(AbstractedFS):
             path = os.path.join(basedir, name)
             if not self.leads_out(path):
                 run.append(name)
+                if len(run) >= RUN:  # a listing holds at most RUN names (listings.py)
+                    yield from self._stock_mlsx(basedir, run, perms, facts, ignore_err)
+                    run = []
                 continue
             yield from self._stock_mlsx(basedir, run, perms, facts, ignore_err)
             run = []

@@ -6,14 +6,15 @@ the stream-mode handler unchanged."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ....ftp.striping import UnknownNetwork, spas_net_prt, spor_addresses
 from .. import cksm, compat
-from ..compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts, restart_idle_timer
+from ..compat import STOCK_COMMANDS, EPortHooks, extra_features, restart_idle_timer
 from ..hashing import hash_pool
+from ..listings import chunks
 from ..thirdparty import foreign_checked
 from .session import ESession
 from .streams import Limits, StreamCount
@@ -58,6 +59,8 @@ class StreamModeControl(Protocol):
     drs_reply: Callable[[dict[str, int]], None]  # drscommand.py
     refused_data_address: Callable[[str, int], bool]  # thirdparty.py
     refused_passive: Callable[[bool], bool]  # thirdparty.py
+    listed_names: Callable[[str], Iterator[str]]  # listings.py
+    mlsd_lines: Callable[[str, Iterable[str]], Iterator[bytes]]  # listings.py
 
 
 if TYPE_CHECKING:  # its super() calls go to the stream-mode handler
@@ -275,12 +278,11 @@ class EModeCommands(EPortHooks, _Handler):
             self.respond("501 Not a directory.")
             return None
         try:
-            listing = self.run_as_current_user(self.fs.listdir, path)
+            names = self.listed_names(path)  # listings.py: read as they are formatted
         except OSError as err:
             self.respond(f"550 {err.strerror}.")
             return None
-        perms = self.authorizer.get_perms(self.username)
-        self.eblock.send_bytes(b"".join(self.fs.format_mlsx(path, listing, perms, mlst_facts(self))), "MLSD")
+        self.eblock.send_listing(chunks(self.mlsd_lines(path, names)), "MLSD")
         return path
 
     def ftp_LIST(self, path):

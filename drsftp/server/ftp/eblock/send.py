@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import tempfile
 
 from ....ftp import blockplan
 from ....ftp.eblock import data_header, eod
@@ -30,6 +31,7 @@ from .streams import Stream
 from .tls import StreamTLS
 
 SEND_CHUNK = 4 << 20  # bytes per sendfile() call
+SPOOL_OVER = 1 << 20  # a listing past this many bytes goes through a temporary file (spooled)
 TLS_CHUNK = 512 << 10  # plaintext per TLS write (read from the file, encrypted, queued)
 _LOST = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT, errno.ECONNABORTED)
 
@@ -62,6 +64,31 @@ class BytesSource:
 
     def close(self) -> None:
         pass
+
+
+def spooled(chunks, limit: int | None = None):
+    """A source of the bytes ``chunks`` yield: in memory up to ``limit``
+    bytes, past that in an unnamed temporary file, so a listing of any
+    size holds at most ``limit`` bytes of the server's memory."""
+    limit = SPOOL_OVER if limit is None else limit
+    held: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        held.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            f = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the source)
+            try:
+                f.writelines(held)
+                held = []
+                for rest in chunks:
+                    f.write(rest)
+                f.flush()
+                return FileSource(f)
+            except BaseException:
+                f.close()
+                raise
+    return BytesSource(b"".join(held))
 
 
 class Send(Job):

@@ -27,7 +27,7 @@ from ..partfile import BUSY, OVER_DIRECTORY, busy, part_path
 from ..thirdparty import plain_ip
 from .job import Job
 from .receive import Receive
-from .send import BytesSource, FileSource, Send
+from .send import FileSource, Send, spooled
 from .streams import Limits, Listener, Stream, StreamCount
 
 
@@ -350,10 +350,17 @@ class ESession:
             return
         self._send(source, ranges, "RETR", self.h.fs.fs2ftp(path))
 
-    def send_bytes(self, data: bytes, cmd: str) -> None:
-        """A listing (MLSD) over MODE E streams."""
+    def send_listing(self, chunks, cmd: str) -> None:
+        """A listing (MLSD) over MODE E streams: the bytes ``chunks``
+        yield, spooled (esend.spooled) so its size is known for the
+        block plan."""
         self.rest = None
-        self._send(BytesSource(data), [(0, len(data))], cmd)
+        try:
+            source = spooled(chunks)
+        except OSError as exc:
+            self.h.respond(f"451 Local error: {exc.strerror}; listing aborted.")
+            return
+        self._send(source, [(0, source.size)], cmd)
 
     def _send(self, source, ranges, cmd: str, path: str | None = None) -> None:
         h = self.h
