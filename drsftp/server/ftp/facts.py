@@ -58,6 +58,31 @@ def respell_facts(facts: str) -> str:
     return ";".join(out)
 
 
+def _resolved_below(root: str, real_root: str, path: str) -> str | None:
+    """``path`` resolved, when it is ``root`` or below it, every component
+    below ``root`` exists and none is a symlink (else None): ``real_root``
+    joined with what follows ``root``."""
+    if not root.startswith("/"):
+        return None
+    base = root.rstrip("/") or "/"
+    if path in (root, base):
+        return real_root
+    prefix = base if base == "/" else base + "/"
+    if not path.startswith(prefix):
+        return None
+    real = real_root
+    for part in path[len(prefix):].split("/"):
+        if part in ("", ".", ".."):
+            return None
+        real = real.rstrip("/") + "/" + part
+        try:
+            if stat.S_ISLNK(os.lstat(real).st_mode):
+                return None
+        except OSError:
+            return None
+    return real
+
+
 def respell_line(line: bytes) -> bytes:
     """One MLSx line, ``facts SP name CRLF``: the facts respelled, the name
     untouched (no fact value holds a space, RFC 3659 sec. 7.2)."""
@@ -69,8 +94,26 @@ class MlsxFilesystem(AbstractedFS):
     """pyftpdlib's filesystem with the fact spelling, the names and the
     symlinks above."""
 
+    _real_root: tuple[str, str] | None = None  # (the home, resolved): validpath
+
     def listdir(self, path):
         return [name for name in super().listdir(path) if listable(name)]
+
+    def validpath(self, path):
+        """pyftpdlib's rule, that ``path`` with its symlinks resolved lies
+        at or below the home, resolved, at a third of its cost: the home is
+        resolved once per session (it is the server's configuration), and
+        below it each component is one lstat while none is a link; a link,
+        a missing component or a path not under the home takes pyftpdlib's
+        way (os.path.realpath of both) as before."""
+        root = self.root
+        if self._real_root is None or self._real_root[0] != root:
+            self._real_root = (root, os.path.realpath(root))
+        real_root = self._real_root[1]
+        real = _resolved_below(root, real_root, path)
+        if real is None:
+            return super().validpath(path)
+        return real == real_root or real.startswith(real_root.rstrip("/") + "/")
 
     def fs2ftp(self, fspath):
         """pyftpdlib names every path outside the home "/", so a refused

@@ -5,6 +5,7 @@ the stream-mode handler unchanged."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
@@ -79,6 +80,31 @@ class EModeCommands(EPortHooks, _Handler):
 
     eblock_limits = Limits()
     eblock_count = StreamCount()  # replaced per server by build_server
+    _corked: list[str] | None = None  # replies held by replies_together
+
+    def push(self, data):
+        if self._corked is not None:
+            self._corked.append(data)
+        else:
+            super().push(data)
+
+    @contextlib.contextmanager
+    def replies_together(self):
+        """The replies made inside go out in one send at its end: a
+        transfer that ends at once (a small file on a cached stream) sends
+        its 125 (and 111/112 markers) and 226 in one segment, not one
+        each, and its data before them (RFC 959 orders the replies of one
+        connection only)."""
+        if self._corked is not None:
+            yield
+            return
+        self._corked = []
+        try:
+            yield
+        finally:
+            held, self._corked = self._corked, None
+            if held:
+                super().push("".join(held))
 
     def __init__(self, conn, server, ioloop=None):
         self.eblock = None

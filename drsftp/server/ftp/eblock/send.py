@@ -32,6 +32,7 @@ from .tls import StreamTLS
 
 SEND_CHUNK = 4 << 20  # bytes per sendfile() call
 SPOOL_OVER = 1 << 20  # a listing past this many bytes goes through a temporary file (spooled)
+INLINE = 64 << 10  # blocks (and what follows them) up to this many bytes go in one send with their headers
 TLS_CHUNK = 512 << 10  # plaintext per TLS write (read from the file, encrypted, queued)
 _LOST = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT, errno.ECONNABORTED)
 
@@ -147,20 +148,39 @@ class Send(Job):
             self._next(s)
 
     def _next(self, s: Stream) -> None:
-        """The stream's next block's header, or its EOD."""
-        block = None if s.retire else self._plan.next(self.sending())
-        if block is not None:
-            s.pending = data_header(*block)
+        """The stream's next block's header, or its EOD.  Blocks of at most
+        INLINE bytes are read and queued with their header, and what
+        follows them too, up to INLINE bytes, so a small file's block and
+        EOD go out in one send (not header, sendfile, EOD: three)."""
+        while True:
+            block = None if s.retire else self._plan.next(self.sending())
+            if block is None:
+                # EOD on every stream; the last one also carries EOF and the
+                # EOD count (every stream this transfer used) (GFD.20)
+                last = all(o.eod_queued for o in self.members if o is not s)
+                s.pending += eod(eof_streams=len(self.members) if last else None, close=s.retire)
+                s.eod_queued = True
+                if not s.nodelay:  # the EOD goes now, not after the last tail's ACK (Nagle)
+                    s.nodelay = True
+                    sockopt.set_nodelay(s.socket)
+                return
+            pos, n = block
+            s.pending += data_header(pos, n)
             s.pos, s.left = block
-        else:
-            # EOD on every stream; the last one also carries EOF and the
-            # EOD count (every stream this transfer used) (GFD.20)
-            last = all(o.eod_queued for o in self.members if o is not s)
-            s.pending = eod(eof_streams=len(self.members) if last else None, close=s.retire)
-            s.eod_queued = True
-            if not s.nodelay:  # the EOD goes now, not after the last tail's ACK (Nagle)
-                s.nodelay = True
-                sockopt.set_nodelay(s.socket)
+            if n > INLINE or len(s.pending) + n > INLINE:
+                return
+            try:
+                data = self.source.read(pos, n)
+            except OSError:
+                return  # the send path meets the error and answers it
+            s.pending += data
+            got = len(data)
+            s.pos += got
+            s.left -= got
+            s.moved += got
+            self.sent += got
+            if s.left:  # the file shrank: the send path finds it
+                return
 
     def _pump_tls(self, s: Stream, tls: StreamTLS) -> None:
         """pump() through the stream's TLS: the next plaintext is read and

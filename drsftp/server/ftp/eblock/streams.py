@@ -21,6 +21,7 @@ session, only as the protocols below describe them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -75,6 +76,10 @@ class Control(Protocol):
     def respond(self, resp: str) -> None: ...
 
     def push(self, data: str) -> None: ...
+
+    def replies_together(self) -> contextlib.AbstractContextManager[None]:
+        """Replies made inside go out in one send at its end."""
+        ...
 
 
 class StreamsJob(Protocol):
@@ -262,11 +267,19 @@ class Stream(_Channel):
             self.low_water = value
             self.tuner.set_low_water(self.socket, value)
 
-    def resume_reading(self) -> None:
+    def resume_reading(self, at_once: bool = False) -> None:
         """Read again; bytes it holds from past its last EOD, or data its
-        TLS already holds, are read now (its socket may never signal them)."""
+        TLS already holds, are read now (its socket may never signal them).
+        ``at_once``: a clear-text stream reads what it holds, else what the
+        kernel has, right now, not after the next poll (a small file's
+        blocks, sent behind its STOR, complete the transfer at once)."""
         self.want(self.ioloop.READ)
-        if self.held or (self.tls is not None and self.tls.established and self.tls.buffered):
+        if at_once and self.tls is None:
+            try:
+                self.handle_read_event()  # (nothing there: the poll's READ)
+            except Exception:
+                self.handle_error()
+        elif self.held or (self.tls is not None and self.tls.established and self.tls.buffered):
             self.ioloop.call_later(0, self.handle_read_event, _errback=self.handle_error)
 
     def hold(self, rest: memoryview) -> None:
