@@ -6,6 +6,7 @@ cProfile of the server while globus-url-copy (the issue's GridFTP command,
     python benchmarks/profile_serve.py --files 10000 --direction put --top 40
     python benchmarks/profile_serve.py --out /tmp/serve.prof # keep the profile (snakeviz, pstats)
     python benchmarks/profile_serve.py --no-profile          # only the time and the server's CPU seconds
+    python benchmarks/profile_serve.py --stream-mode         # without -fast: a data connection per file
 
 The server runs as `python -m cProfile -o PROF -m drsftp serve ...` on
 127.0.0.1 with its root on tmpfs (the tree is the bench's: drsftp bench
@@ -40,6 +41,8 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--size", type=int, default=1024, help="each file is 0..SIZE bytes")
     ap.add_argument("--direction", choices=("get", "put"), default="get")
+    ap.add_argument("--stream-mode", action="store_true",
+                    help="globus-url-copy without -fast: stream mode, a data connection per file")
     ap.add_argument("--workdir", default="/dev/shm")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--out", help="keep the profile here")
@@ -72,7 +75,8 @@ def main() -> int:
         ends = ([url + os.path.relpath(source, base) + "/", f"file://{dest}/"] if args.direction == "get"
                 else [f"file://{source}/", url + os.path.relpath(dest, base) + "/"])
         t0 = time.monotonic()
-        done = subprocess.run(["globus-url-copy", *GUC_FLAGS, *ends], timeout=args.max_time,
+        flags = [f for f in GUC_FLAGS if f != "-fast"] if args.stream_mode else GUC_FLAGS
+        done = subprocess.run(["globus-url-copy", *flags, *ends], timeout=args.max_time,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         secs = time.monotonic() - t0
         cpu = psutil.Process(server.pid).cpu_times()

@@ -193,6 +193,7 @@ def test_validpath_agrees_with_pyftpdlibs_on_links_and_paths_outside(tmp_path):
     for root in (str(home), str(home) + "/", str(tmp_path / "homelink")):
         ours, stock = MlsxFilesystem(root, None), AbstractedFS(root, None)
         for p in (root, root.rstrip("/"), f"{home}/a", f"{home}/a/b/f", f"{home}/out", f"{home}/out/home",
-                  f"{home}/in/b", f"{home}/rel/b/f", f"{home}/missing", f"{home}/../home/a", str(tmp_path), "/",
+                  f"{home}/in/b", f"{home}/rel/b/f", f"{home}/missing", f"{home}/missing/x", f"{home}/a/new",
+                  f"{home}/../home/a", f"{home}/out/missing", str(tmp_path), "/",
                   f"{tmp_path}/homelink/a/b/f", f"{tmp_path}/homelink/out", root.rstrip("/") + "x"):
             assert ours.validpath(p) == stock.validpath(p), (root, p)

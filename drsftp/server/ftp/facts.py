@@ -59,9 +59,9 @@ def respell_facts(facts: str) -> str:
 
 
 def _resolved_below(root: str, real_root: str, path: str) -> str | None:
-    """``path`` resolved, when it is ``root`` or below it, every component
-    below ``root`` exists and none is a symlink (else None): ``real_root``
-    joined with what follows ``root``."""
+    """``path`` resolved, when it is ``root`` or below it and no component
+    below ``root`` is a symlink (else None): ``real_root`` joined with what
+    follows ``root``."""
     if not root.startswith("/"):
         return None
     base = root.rstrip("/") or "/"
@@ -79,7 +79,7 @@ def _resolved_below(root: str, real_root: str, path: str) -> str | None:
             if stat.S_ISLNK(os.lstat(real).st_mode):
                 return None
         except OSError:
-            return None
+            pass  # missing (a STOR's new file): taken as it is, as os.path.realpath takes it
     return real
 
 
@@ -103,9 +103,9 @@ class MlsxFilesystem(AbstractedFS):
         """pyftpdlib's rule, that ``path`` with its symlinks resolved lies
         at or below the home, resolved, at a third of its cost: the home is
         resolved once per session (it is the server's configuration), and
-        below it each component is one lstat while none is a link; a link,
-        a missing component or a path not under the home takes pyftpdlib's
-        way (os.path.realpath of both) as before."""
+        below it each component is one lstat while none is a link; a link
+        or a path not under the home takes pyftpdlib's way
+        (os.path.realpath of both) as before."""
         root = self.root
         if self._real_root is None or self._real_root[0] != root:
             self._real_root = (root, os.path.realpath(root))
@@ -119,12 +119,11 @@ class MlsxFilesystem(AbstractedFS):
         """pyftpdlib names every path outside the home "/", so a refused
         RETR or CWD of a link leading out said "'/' points to a path which
         is outside the user's root directory": the path asked for instead
-        (the lexical one below the home, as the client named it)."""
-        path = super().fs2ftp(fspath)
-        if path == "/":
-            asked = client_path(self.root, os.path.join(self.root, fspath))
-            return asked or "/"
-        return path
+        (the lexical one below the home, as the client named it).  That is
+        also what pyftpdlib answers for a path inside, so a path lexically
+        below the home is named so at once, without resolving it."""
+        asked = client_path(self.root, os.path.join(self.root, fspath))
+        return asked if asked is not None else super().fs2ftp(fspath)
 
     def leads_out(self, path: str) -> bool:
         """``path`` is a symlink whose target (followed to its end, or as

@@ -72,6 +72,8 @@ class Receive(Job):
             if n == 0:
                 return s.lost("426 Data connection closed before its end of data (EOD); transfer aborted.")
             s.moved += n
+            if s.idle:
+                s.bytes_moved()
             view = memoryview(self.buf)[:n]
         self.members.add(s)
         s.used = True

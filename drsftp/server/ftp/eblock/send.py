@@ -142,6 +142,8 @@ class Send(Job):
                 s.moved += n
                 self.sent += n
                 self.touch()
+                if s.idle:
+                    s.bytes_moved()
                 continue
             if s.eod_queued:
                 return self._flushed(s)
@@ -179,6 +181,8 @@ class Send(Job):
             s.left -= got
             s.moved += got
             self.sent += got
+            if s.idle:
+                s.bytes_moved()
             if s.left:  # the file shrank: the send path finds it
                 return
 
@@ -210,6 +214,8 @@ class Send(Job):
                 s.moved += n
                 self.sent += n
                 self.touch()
+                if s.idle:
+                    s.bytes_moved()
             elif s.eod_queued:
                 return self._flushed(s)
             else:

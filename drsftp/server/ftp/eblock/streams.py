@@ -38,6 +38,8 @@ from ....tuning.budget import BufferBudget
 from .tls import StreamTLS
 
 log = logging.getLogger("drsftp.server")
+IDLE_BYTES = 64 << 10  # a stream moving less than this between ticks ticks every IDLE_TICK
+IDLE_TICK = 0.25  # seconds (the tunings' slowest pace)
 
 
 @dataclass
@@ -199,6 +201,8 @@ class Stream(_Channel):
         self.connecting = False
         self.moved = 0  # bytes moved, for the tuner's rate
         self._tick_handle = None
+        self._ticked_at = 0  # moved at the last tick
+        self.idle = False  # ticking every IDLE_TICK (_tick): the transfers call bytes_moved()
         # sender state within a transfer
         self.pending = b""  # header bytes not yet sent
         self.pos = self.left = 0  # payload of the current block
@@ -230,7 +234,24 @@ class Stream(_Channel):
             return
         delay = self.tuner.tick(self.moved)
         if delay is not None:
+            # a stream that moved less than IDLE_BYTES since its last tick
+            # (cached between transfers, or carrying small files) is not
+            # limited by its window: it ticks every IDLE_TICK, until
+            # bytes_moved() sees it busy again
+            self.idle = self.moved - self._ticked_at < IDLE_BYTES
+            self._ticked_at = self.moved
+            if self.idle:
+                delay = max(delay, IDLE_TICK)
             self._tick_handle = self.ioloop.call_later(delay, self._tick, _errback=self.handle_error)
+
+    def bytes_moved(self) -> None:
+        """Called by a transfer that moved bytes on an idle stream: past
+        IDLE_BYTES since its last tick, it ticks now and at its tuning's
+        pace from then on."""
+        if self.moved - self._ticked_at >= IDLE_BYTES and self._tick_handle is not None:
+            self.idle = False
+            self._tick_handle.cancel()
+            self._tick_handle = self.ioloop.call_later(0, self._tick, _errback=self.handle_error)
 
     def secure(self, ctx: ssl.SSLContext | None, client: bool = False) -> None:
         """Under PROT P (``ctx``): TLS with us as server, the client

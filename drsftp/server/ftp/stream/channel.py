@@ -83,7 +83,8 @@ class DRSDataMixin(UploadPlacement):
         server.note_data_path(self.tuner, self.data_peer)
         self.tuner.handshake_window = server.static_window  # a fixed buffer's, set before the handshake
         self.tuner.attach(self.socket)
-        self._tick()
+        # the first tick after this loop's I/O: a small file is sent and closed before it (no tick at all)
+        self._tick_handle = self.ioloop.call_later(0, self._tick, _errback=self.handle_error)
 
     def _tick(self) -> None:
         self._tick_handle = None
