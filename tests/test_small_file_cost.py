@@ -21,6 +21,7 @@ from drsftp.server.app import ServerConfig, build_server
 from drsftp.server.ftp.facts import MlsxFilesystem
 
 PAYLOAD = os.urandom(1000)
+IDLE_TICK = 0.25  # s: an idle cached stream's pace (eblock/streams.py)
 
 
 @contextlib.contextmanager
@@ -197,3 +198,60 @@ def test_validpath_agrees_with_pyftpdlibs_on_links_and_paths_outside(tmp_path):
                   f"{home}/../home/a", f"{home}/out/missing", str(tmp_path), "/",
                   f"{tmp_path}/homelink/a/b/f", f"{tmp_path}/homelink/out", root.rstrip("/") + "x"):
             assert ours.validpath(p) == stock.validpath(p), (root, p)
+
+
+@pytest.fixture
+def ticks(monkeypatch):
+    """Every SocketTuner.tick, by the tuner's role."""
+    from drsftp.io.tuner import SocketTuner
+
+    seen: list[object] = []
+    real = SocketTuner.tick
+
+    def tick(self, *args, **kw):
+        seen.append(self.role)
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(SocketTuner, "tick", tick)
+    return seen
+
+
+def test_a_cached_stream_between_small_files_ticks_at_the_idle_pace(tmp_path, ticks):
+    import time
+
+    (tmp_path / "small.bin").write_bytes(PAYLOAD)
+    with serving(tmp_path, []) as port, socket.create_server(("127.0.0.1", 0)) as listener:
+        ctl = Ctl(port)
+        p = listener.getsockname()[1]
+        assert ctl.cmd(f"PORT 127,0,0,1,{p >> 8},{p & 255}").startswith("200")
+        ctl.sock.sendall(b"RETR small.bin\r\n")
+        conn, _ = listener.accept()
+        with conn:
+            assert read_file(conn) == PAYLOAD
+            assert ctl.final()[0].startswith("226")
+            time.sleep(IDLE_TICK)  # past the first ticks
+            ticks.clear()
+            time.sleep(2 * IDLE_TICK)  # cached, idle: at the idle pace two or three ticks (at 5 ms: 100)
+            seen = len(ticks)
+        ctl.sock.close()
+    assert seen <= 4, seen
+
+
+def test_small_stream_mode_files_are_sent_before_their_first_tick(tmp_path, ticks):
+    import ftplib
+
+    (tmp_path / "small.bin").write_bytes(PAYLOAD)
+    with serving(tmp_path, []) as port:
+        ftp = ftplib.FTP()
+        ftp.connect("127.0.0.1", port, timeout=20)
+        ftp.login(USER, PASSWORD)
+        for _ in range(20):
+            got = bytearray()
+            ftp.retrbinary("RETR small.bin", got.extend)
+            assert got == PAYLOAD
+        ftp.quit()
+    from drsftp.tuning import Role
+
+    # the tick that came at once on every data channel: now one tick's time
+    # later, after a small file's channel closed (a loaded machine may be late)
+    assert ticks.count(Role.SENDER) < 10, ticks

@@ -18,7 +18,6 @@ import time
 
 from ....ftp import drscmd, drsexchange
 from ....ftp.eblock import RangeSet
-from ....ftp.safepath import client_path
 from ....ftp.striping import spas_reply
 from ....io.tuner import SocketTuner
 from ....tuning import Role
@@ -27,9 +26,10 @@ from ..compat import current_type, data_protected, restart_idle_timer
 from ..partfile import BUSY, OVER_DIRECTORY, busy, part_path
 from ..thirdparty import plain_ip
 from .job import Job
+from .listener import Listener
 from .receive import RECV_CHUNK, Receive
 from .send import FileSource, Send, spooled
-from .streams import Limits, Listener, Stream, StreamCount
+from .streams import Limits, Stream, StreamCount
 
 
 class ESession:
@@ -350,7 +350,7 @@ class ESession:
             source.close()
             self.h.respond(f"554 REST ranges past the end of the file ({size} bytes).")
             return
-        self._send(source, ranges, "RETR", self._client_path(path))
+        self._send(source, ranges, "RETR", self.h.fs.fs2ftp(path))
 
     def send_listing(self, chunks, cmd: str) -> None:
         """A listing (MLSD) over MODE E streams: the bytes ``chunks``
@@ -368,12 +368,6 @@ class ESession:
         if self._recv_buf is None:
             self._recv_buf = bytearray(RECV_CHUNK)
         return self._recv_buf
-
-    def _client_path(self, path: str) -> str:
-        """The path as the client names it, for the transfer log: lexical
-        (pyftpdlib checked the path before the command ran), without
-        fs2ftp's second resolution of every component."""
-        return client_path(self.h.fs.root, path) or self.h.fs.fs2ftp(path)
 
     def _send(self, source, ranges, cmd: str, path: str | None = None) -> None:
         with self.h.replies_together():
@@ -461,7 +455,7 @@ class ESession:
             h.respond(f"550 {exc.strerror}.")
             return
         self.job = Receive(self, fd, temp, path, expected, rest, fresh=rest is None)
-        self.job.path = self._client_path(path)
+        self.job.path = self.h.fs.fs2ftp(path)
         h.respond("125 Beginning transfer; reusing existing data connection." if any(s.used for s in cached)
                   else "150 Beginning transfer.")
         for s in cached:

@@ -1,5 +1,5 @@
 """The data connections of MODE E (GridFTP extended block mode, GFD.20)
-in ``drsftp serve``: streams and the PASV listener, on pyftpdlib's ioloop
+in ``drsftp serve``: streams (and the PASV listener, listener.py), on pyftpdlib's ioloop
 with dispatchers of their own (docs/EBLOCK.md, "Data connections";
 docs/DESIGN.md, "Extended block mode in the server").
 
@@ -468,45 +468,6 @@ def connect_failed(err: int) -> str:
     if err in (0, errno.ECONNRESET, errno.EPIPE):
         return "426 Data connection closed by the peer; transfer aborted."
     return f"425 Cannot open data connection: {os.strerror(err)}."
-
-
-class Listener(_Channel):
-    """PASV/EPSV in MODE E: accepts the sender's streams, from the control
-    connection's address or a listed third-party peer's (thirdparty.py),
-    within the session's and the server's limits (others are closed at
-    once)."""
-
-    def __init__(self, session: Session, sock: socket.socket) -> None:
-        super().__init__(session.h.ioloop, sock)
-        self.session = session
-        self.handshake = session.new_tuner(Role.RECEIVER, None)  # whoever connects: known at accept
-        self.handshake.before_handshake(sock, reserve_as=self)  # accepted sockets inherit it
-        sock.listen(session.limits.per_session)
-        self.want(self.ioloop.READ)
-
-    def handle_read_event(self) -> None:
-        try:
-            sock, addr = self.socket.accept()
-        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-            return
-        s = self.session
-        reason = s.refuse(addr[0])
-        if reason:
-            log.warning("MODE E: refused a data connection from %s: %s", addr[0], reason)
-            sock.close()
-            return
-        sock.setblocking(False)
-        self.handshake.after_handshake(sock, reserved_as=self)  # the reservation ends: its own tuner claims
-        stream = Stream(s, sock, Role.RECEIVER)
-        s.streams.append(stream)
-        stream.secure(s.tls_context, s.tls_client)
-        stream.start(self.handshake.static_window)
-        stream.begin_tls()
-
-    def close(self) -> None:
-        if not self.closed and self.session.h.buffer_budget is not None:
-            self.session.h.buffer_budget.release(self)
-        super().close()
 
 
 # -- transfers -----------------------------------------------------------------
