@@ -38,6 +38,8 @@ from . import compat
 # RFC 3659 sec. 7.5 facts plus the mode (docs/PROTOCOL.md#mlst-facts)
 DEFAULT_FACTS = ("type", "perm", "size", "modify", "unique", "unix.mode")
 
+RUN = 256  # names handed to pyftpdlib's formatter at a time
+
 # pyftpdlib's names of the OS-specific facts -> the spelling GridFTP,
 # ProFTPD and Pure-FTPd use on the wire
 _SPELLING = {"unix.mode": "UNIX.mode", "unix.uid": "UNIX.uid", "unix.gid": "UNIX.gid"}
@@ -56,6 +58,31 @@ def respell_facts(facts: str) -> str:
     return ";".join(out)
 
 
+def _resolved_below(root: str, real_root: str, path: str) -> str | None:
+    """``path`` resolved, when it is ``root`` or below it and no component
+    below ``root`` is a symlink (else None): ``real_root`` joined with what
+    follows ``root``."""
+    if not root.startswith("/"):
+        return None
+    base = root.rstrip("/") or "/"
+    if path in (root, base):
+        return real_root
+    prefix = base if base == "/" else base + "/"
+    if not path.startswith(prefix):
+        return None
+    real = real_root
+    for part in path[len(prefix):].split("/"):
+        if part in ("", ".", ".."):
+            return None
+        real = real.rstrip("/") + "/" + part
+        try:
+            if stat.S_ISLNK(os.lstat(real).st_mode):
+                return None
+        except OSError:
+            pass  # missing (a STOR's new file): taken as it is, as os.path.realpath takes it
+    return real
+
+
 def respell_line(line: bytes) -> bytes:
     """One MLSx line, ``facts SP name CRLF``: the facts respelled, the name
     untouched (no fact value holds a space, RFC 3659 sec. 7.2)."""
@@ -67,19 +94,36 @@ class MlsxFilesystem(AbstractedFS):
     """pyftpdlib's filesystem with the fact spelling, the names and the
     symlinks above."""
 
+    _real_root: tuple[str, str] | None = None  # (the home, resolved): validpath
+
     def listdir(self, path):
         return [name for name in super().listdir(path) if listable(name)]
+
+    def validpath(self, path):
+        """pyftpdlib's rule, that ``path`` with its symlinks resolved lies
+        at or below the home, resolved, at a third of its cost: the home is
+        resolved once per session (it is the server's configuration), and
+        below it each component is one lstat while none is a link; a link
+        or a path not under the home takes pyftpdlib's way
+        (os.path.realpath of both) as before."""
+        root = self.root
+        if self._real_root is None or self._real_root[0] != root:
+            self._real_root = (root, os.path.realpath(root))
+        real_root = self._real_root[1]
+        real = _resolved_below(root, real_root, path)
+        if real is None:
+            return super().validpath(path)
+        return real == real_root or real.startswith(real_root.rstrip("/") + "/")
 
     def fs2ftp(self, fspath):
         """pyftpdlib names every path outside the home "/", so a refused
         RETR or CWD of a link leading out said "'/' points to a path which
         is outside the user's root directory": the path asked for instead
-        (the lexical one below the home, as the client named it)."""
-        path = super().fs2ftp(fspath)
-        if path == "/":
-            asked = client_path(self.root, os.path.join(self.root, fspath))
-            return asked or "/"
-        return path
+        (the lexical one below the home, as the client named it).  That is
+        also what pyftpdlib answers for a path inside, so a path lexically
+        below the home is named so at once, without resolving it."""
+        asked = client_path(self.root, os.path.join(self.root, fspath))
+        return asked if asked is not None else super().fs2ftp(fspath)
 
     def leads_out(self, path: str) -> bool:
         """``path`` is a symlink whose target (followed to its end, or as
@@ -114,6 +158,9 @@ class MlsxFilesystem(AbstractedFS):
             path = os.path.join(basedir, name)
             if not self.leads_out(path):
                 run.append(name)
+                if len(run) >= RUN:  # a listing holds at most RUN names (listings.py)
+                    yield from self._stock_mlsx(basedir, run, perms, facts, ignore_err)
+                    run = []
                 continue
             yield from self._stock_mlsx(basedir, run, perms, facts, ignore_err)
             run = []

@@ -27,6 +27,7 @@ from .drscommand import DRS_COMMAND, DRSCommand
 from .eblock.commands import EModeCommands, with_eblock_commands
 from .facts import MlsxFacts
 from .hashing import HASH_COMMAND, HashCommands
+from .listings import StreamedListings
 from .shutdown import ShutdownGuard
 from .stream.channel import SEND_CHUNK, DRSActiveDTP, DRSDataMixin, DRSPassiveDTP, with_drs_data
 from .stream.finalreply import FinalReplies
@@ -41,7 +42,7 @@ DRS_CMDS["DRS"] = DRS_COMMAND
 
 
 class DRSControlMixin(CommandLines, HashCommands, DRSCommand, ShutdownGuard, TransferGuard, FinalReplies,
-                      UploadCommands, DataTuning):
+                      UploadCommands, StreamedListings, DataTuning):
     """The control connection's stream-mode rules, one mixin each; mixed
     into FTPHandler and TLS_FTPHandler."""
 

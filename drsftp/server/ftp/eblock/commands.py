@@ -5,15 +5,17 @@ the stream-mode handler unchanged."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ....ftp.striping import UnknownNetwork, spas_net_prt, spor_addresses
 from .. import cksm, compat
-from ..compat import STOCK_COMMANDS, EPortHooks, extra_features, mlst_facts, restart_idle_timer
+from ..compat import STOCK_COMMANDS, EPortHooks, extra_features, restart_idle_timer
 from ..hashing import hash_pool
+from ..listings import chunks
 from ..thirdparty import foreign_checked
 from .session import ESession
 from .streams import Limits, StreamCount
@@ -58,6 +60,8 @@ class StreamModeControl(Protocol):
     drs_reply: Callable[[dict[str, int]], None]  # ftp/drscommand.py
     refused_data_address: Callable[[str, int], bool]  # ftp/thirdparty.py
     refused_passive: Callable[[bool], bool]  # ftp/thirdparty.py
+    listed_names: Callable[[str], Iterator[str]]  # ftp/listings.py
+    mlsd_lines: Callable[[str, Iterable[str]], Iterator[bytes]]  # ftp/listings.py
 
 
 if TYPE_CHECKING:  # its super() calls go to the stream-mode handler
@@ -76,6 +80,31 @@ class EModeCommands(EPortHooks, _Handler):
 
     eblock_limits = Limits()
     eblock_count = StreamCount()  # replaced per server by build_server
+    _corked: list[str] | None = None  # replies held by replies_together
+
+    def push(self, data):
+        if self._corked is not None:
+            self._corked.append(data)
+        else:
+            super().push(data)
+
+    @contextlib.contextmanager
+    def replies_together(self):
+        """The replies made inside go out in one send at its end: a
+        transfer that ends at once (a small file on a cached stream) sends
+        its 125 (and 111/112 markers) and 226 in one segment, not one
+        each, and its data before them (RFC 959 orders the replies of one
+        connection only)."""
+        if self._corked is not None:
+            yield
+            return
+        self._corked = []
+        try:
+            yield
+        finally:
+            held, self._corked = self._corked, None
+            if held:
+                super().push("".join(held))
 
     def __init__(self, conn, server, ioloop=None):
         self.eblock = None
@@ -275,12 +304,11 @@ class EModeCommands(EPortHooks, _Handler):
             self.respond("501 Not a directory.")
             return None
         try:
-            listing = self.run_as_current_user(self.fs.listdir, path)
+            names = self.listed_names(path)  # listings.py: read as they are formatted
         except OSError as err:
             self.respond(f"550 {err.strerror}.")
             return None
-        perms = self.authorizer.get_perms(self.username)
-        self.eblock.send_bytes(b"".join(self.fs.format_mlsx(path, listing, perms, mlst_facts(self))), "MLSD")
+        self.eblock.send_listing(chunks(self.mlsd_lines(path, names)), "MLSD")
         return path
 
     def ftp_LIST(self, path):

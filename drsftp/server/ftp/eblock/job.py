@@ -31,6 +31,10 @@ class TransferSession(Session, Protocol):
         """``job`` ended, before its final reply."""
         ...
 
+    def receive_buffer(self) -> bytearray:
+        """The session's buffer for reading its streams (one transfer at a time)."""
+        ...
+
 
 class Job:
     """One RETR/STOR/MLSD in MODE E: its streams, its data timeout."""

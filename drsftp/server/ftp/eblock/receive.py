@@ -47,7 +47,7 @@ class Receive(Job):
         self.discarded = False
         limit = expected if expected is not None else session.limits.max_file
         self.ledger = ReceiveLedger(limit=limit, base=base)
-        self.buf = bytearray(RECV_CHUNK)
+        self.buf = session.receive_buffer()  # one per session (1 MiB zeroed per STOR cost more than a small file)
         self._markers = session.h.ioloop.call_later(MARKER_INTERVAL, self._send_markers)
 
     @property
@@ -72,6 +72,8 @@ class Receive(Job):
             if n == 0:
                 return s.lost("426 Data connection closed before its end of data (EOD); transfer aborted.")
             s.moved += n
+            if s.idle:
+                s.bytes_moved()
             view = memoryview(self.buf)[:n]
         self.members.add(s)
         s.used = True
@@ -128,10 +130,11 @@ class Receive(Job):
         if self.finished:
             return
         self._markers.cancel()
-        self._marker_replies()
-        reply = self._place()
-        self._end(complete=reply.startswith("226"))
-        self.session.h.respond(reply)
+        with self.session.h.replies_together():  # the markers and the final reply in one send
+            self._marker_replies()
+            reply = self._place()
+            self._end(complete=reply.startswith("226"))
+            self.session.h.respond(reply)
 
     def _place(self) -> str:
         """The file renamed into place, or kept: the final reply."""
@@ -141,7 +144,8 @@ class Receive(Job):
             if missing:
                 raise _Incomplete(f"451 Upload incomplete: {size - sum(b - a for a, b in missing)} of {size}"
                                   " bytes")
-            os.ftruncate(self.fd, size)
+            if not self.fresh:  # a fresh part file (O_TRUNC) ends where its last byte was written
+                os.ftruncate(self.fd, size)
             os.close(self.fd)
             self.fd = -1
             if self.temp != self.final:

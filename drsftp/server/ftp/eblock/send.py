@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import tempfile
 
 from ....ftp import blockplan
 from ....ftp.eblock import data_header, eod
@@ -30,6 +31,8 @@ from .streams import Stream
 from .tls import StreamTLS
 
 SEND_CHUNK = 4 << 20  # bytes per sendfile() call
+SPOOL_OVER = 1 << 20  # a listing past this many bytes goes through a temporary file (spooled)
+INLINE = 64 << 10  # blocks (and what follows them) up to this many bytes go in one send with their headers
 TLS_CHUNK = 512 << 10  # plaintext per TLS write (read from the file, encrypted, queued)
 _LOST = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT, errno.ECONNABORTED)
 
@@ -62,6 +65,31 @@ class BytesSource:
 
     def close(self) -> None:
         pass
+
+
+def spooled(chunks, limit: int | None = None):
+    """A source of the bytes ``chunks`` yield: in memory up to ``limit``
+    bytes, past that in an unnamed temporary file, so a listing of any
+    size holds at most ``limit`` bytes of the server's memory."""
+    limit = SPOOL_OVER if limit is None else limit
+    held: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        held.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            f = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the source)
+            try:
+                f.writelines(held)
+                held = []
+                for rest in chunks:
+                    f.write(rest)
+                f.flush()
+                return FileSource(f)
+            except BaseException:
+                f.close()
+                raise
+    return BytesSource(b"".join(held))
 
 
 class Send(Job):
@@ -114,26 +142,49 @@ class Send(Job):
                 s.moved += n
                 self.sent += n
                 self.touch()
+                if s.idle:
+                    s.bytes_moved()
                 continue
             if s.eod_queued:
                 return self._flushed(s)
             self._next(s)
 
     def _next(self, s: Stream) -> None:
-        """The stream's next block's header, or its EOD."""
-        block = None if s.retire else self._plan.next(self.sending())
-        if block is not None:
-            s.pending = data_header(*block)
+        """The stream's next block's header, or its EOD.  Blocks of at most
+        INLINE bytes are read and queued with their header, and what
+        follows them too, up to INLINE bytes, so a small file's block and
+        EOD go out in one send (not header, sendfile, EOD: three)."""
+        while True:
+            block = None if s.retire else self._plan.next(self.sending())
+            if block is None:
+                # EOD on every stream; the last one also carries EOF and the
+                # EOD count (every stream this transfer used) (GFD.20)
+                last = all(o.eod_queued for o in self.members if o is not s)
+                s.pending += eod(eof_streams=len(self.members) if last else None, close=s.retire)
+                s.eod_queued = True
+                if not s.nodelay:  # the EOD goes now, not after the last tail's ACK (Nagle)
+                    s.nodelay = True
+                    sockopt.set_nodelay(s.socket)
+                return
+            pos, n = block
+            s.pending += data_header(pos, n)
             s.pos, s.left = block
-        else:
-            # EOD on every stream; the last one also carries EOF and the
-            # EOD count (every stream this transfer used) (GFD.20)
-            last = all(o.eod_queued for o in self.members if o is not s)
-            s.pending = eod(eof_streams=len(self.members) if last else None, close=s.retire)
-            s.eod_queued = True
-            if not s.nodelay:  # the EOD goes now, not after the last tail's ACK (Nagle)
-                s.nodelay = True
-                sockopt.set_nodelay(s.socket)
+            if n > INLINE or len(s.pending) + n > INLINE:
+                return
+            try:
+                data = self.source.read(pos, n)
+            except OSError:
+                return  # the send path meets the error and answers it
+            s.pending += data
+            got = len(data)
+            s.pos += got
+            s.left -= got
+            s.moved += got
+            self.sent += got
+            if s.idle:
+                s.bytes_moved()
+            if s.left:  # the file shrank: the send path finds it
+                return
 
     def _pump_tls(self, s: Stream, tls: StreamTLS) -> None:
         """pump() through the stream's TLS: the next plaintext is read and
@@ -163,6 +214,8 @@ class Send(Job):
                 s.moved += n
                 self.sent += n
                 self.touch()
+                if s.idle:
+                    s.bytes_moved()
             elif s.eod_queued:
                 return self._flushed(s)
             else:

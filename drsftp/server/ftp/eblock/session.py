@@ -26,9 +26,10 @@ from ..compat import current_type, data_protected, restart_idle_timer
 from ..partfile import BUSY, OVER_DIRECTORY, busy, part_path
 from ..thirdparty import plain_ip
 from .job import Job
-from .receive import Receive
-from .send import BytesSource, FileSource, Send
-from .streams import Limits, Listener, Stream, StreamCount
+from .listener import Listener
+from .receive import RECV_CHUNK, Receive
+from .send import FileSource, Send, spooled
+from .streams import Limits, Stream, StreamCount
 
 
 class ESession:
@@ -48,6 +49,7 @@ class ESession:
         self.sbuf: int | None = None  # SBUF: per-stream buffer cap
         self.quit_pending = False  # QUIT came during a transfer: close after its final reply
         self.stream_error: str | None = None  # a stream's TLS failed between transfers: the next one's reply
+        self._recv_buf: bytearray | None = None  # receive_buffer
 
     @property
     def data_timeout(self) -> float:
@@ -350,12 +352,28 @@ class ESession:
             return
         self._send(source, ranges, "RETR", self.h.fs.fs2ftp(path))
 
-    def send_bytes(self, data: bytes, cmd: str) -> None:
-        """A listing (MLSD) over MODE E streams."""
+    def send_listing(self, chunks, cmd: str) -> None:
+        """A listing (MLSD) over MODE E streams: the bytes ``chunks``
+        yield, spooled (esend.spooled) so its size is known for the
+        block plan."""
         self.rest = None
-        self._send(BytesSource(data), [(0, len(data))], cmd)
+        try:
+            source = spooled(chunks)
+        except OSError as exc:
+            self.h.respond(f"451 Local error: {exc.strerror}; listing aborted.")
+            return
+        self._send(source, [(0, source.size)], cmd)
+
+    def receive_buffer(self) -> bytearray:
+        if self._recv_buf is None:
+            self._recv_buf = bytearray(RECV_CHUNK)
+        return self._recv_buf
 
     def _send(self, source, ranges, cmd: str, path: str | None = None) -> None:
+        with self.h.replies_together():
+            self._start_send(source, ranges, cmd, path)
+
+    def _start_send(self, source, ranges, cmd: str, path: str | None) -> None:
         h = self.h
         cached = self._cached(Role.SENDER)
         if self._clear_text_refused() or self._stream_failed() or (not cached and self._port_withdrawn()):
@@ -383,8 +401,12 @@ class ESession:
         for s in streams:
             s.new_transfer()
             job.members.add(s)
-            if not s.connecting:
-                s.want(h.ioloop.WRITE)
+        for s in streams:
+            # a cached stream takes the first bytes now, without a poll: a
+            # small file goes out whole before its 125 (replies_together);
+            # a full socket waits for WRITE (pump)
+            if not s.connecting and not job.finished:
+                job.pump(s)
 
     def stor(self, path: str, expected: int | None) -> None:
         h = self.h
@@ -403,6 +425,11 @@ class ESession:
             else:
                 h.respond("425 Use PASV or EPSV first.")
             return
+        with h.replies_together():
+            self._start_receive(path, expected, rest, cached)
+
+    def _start_receive(self, path: str, expected: int | None, rest: RangeSet | None, cached: list[Stream]) -> None:
+        h = self.h
         temp = part_path(path)
         if busy(temp):  # another session writes it: two writers would interleave
             h.respond(BUSY)
@@ -428,12 +455,14 @@ class ESession:
             h.respond(f"550 {exc.strerror}.")
             return
         self.job = Receive(self, fd, temp, path, expected, rest, fresh=rest is None)
-        self.job.path = h.fs.fs2ftp(path)
+        self.job.path = self.h.fs.fs2ftp(path)
         h.respond("125 Beginning transfer; reusing existing data connection." if any(s.used for s in cached)
                   else "150 Beginning transfer.")
         for s in cached:
             s.new_transfer()
-            s.resume_reading()
+        for s in cached:
+            if not self.job.finished:
+                s.resume_reading(at_once=True)  # what came before the STOR's reply is read now
 
     def abort(self, reply: str | None = "426 Transfer aborted via ABOR.") -> bool:
         if self.job is None:

@@ -1,5 +1,5 @@
 """The data connections of MODE E (GridFTP extended block mode, GFD.20)
-in ``drsftp serve``: streams and the PASV listener, on pyftpdlib's ioloop
+in ``drsftp serve``: streams (and the PASV listener, listener.py), on pyftpdlib's ioloop
 with dispatchers of their own (docs/EBLOCK.md, "Data connections";
 docs/DESIGN.md, "Extended block mode in the server").
 
@@ -21,6 +21,7 @@ session, only as the protocols below describe them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -37,6 +38,8 @@ from ....tuning.budget import BufferBudget
 from .tls import StreamTLS
 
 log = logging.getLogger("drsftp.server")
+IDLE_BYTES = 64 << 10  # a stream moving less than this between ticks ticks every IDLE_TICK
+IDLE_TICK = 0.25  # seconds (the tunings' slowest pace)
 
 
 @dataclass
@@ -75,6 +78,10 @@ class Control(Protocol):
     def respond(self, resp: str) -> None: ...
 
     def push(self, data: str) -> None: ...
+
+    def replies_together(self) -> contextlib.AbstractContextManager[None]:
+        """Replies made inside go out in one send at its end."""
+        ...
 
 
 class StreamsJob(Protocol):
@@ -194,6 +201,8 @@ class Stream(_Channel):
         self.connecting = False
         self.moved = 0  # bytes moved, for the tuner's rate
         self._tick_handle = None
+        self._ticked_at = 0  # moved at the last tick
+        self.idle = False  # ticking every IDLE_TICK (_tick): the transfers call bytes_moved()
         # sender state within a transfer
         self.pending = b""  # header bytes not yet sent
         self.pos = self.left = 0  # payload of the current block
@@ -225,7 +234,24 @@ class Stream(_Channel):
             return
         delay = self.tuner.tick(self.moved)
         if delay is not None:
+            # a stream that moved less than IDLE_BYTES since its last tick
+            # (cached between transfers, or carrying small files) is not
+            # limited by its window: it ticks every IDLE_TICK, until
+            # bytes_moved() sees it busy again
+            self.idle = self.moved - self._ticked_at < IDLE_BYTES
+            self._ticked_at = self.moved
+            if self.idle:
+                delay = max(delay, IDLE_TICK)
             self._tick_handle = self.ioloop.call_later(delay, self._tick, _errback=self.handle_error)
+
+    def bytes_moved(self) -> None:
+        """Called by a transfer that moved bytes on an idle stream: past
+        IDLE_BYTES since its last tick, it ticks now and at its tuning's
+        pace from then on."""
+        if self.moved - self._ticked_at >= IDLE_BYTES and self._tick_handle is not None:
+            self.idle = False
+            self._tick_handle.cancel()
+            self._tick_handle = self.ioloop.call_later(0, self._tick, _errback=self.handle_error)
 
     def secure(self, ctx: ssl.SSLContext | None, client: bool = False) -> None:
         """Under PROT P (``ctx``): TLS with us as server, the client
@@ -262,11 +288,19 @@ class Stream(_Channel):
             self.low_water = value
             self.tuner.set_low_water(self.socket, value)
 
-    def resume_reading(self) -> None:
+    def resume_reading(self, at_once: bool = False) -> None:
         """Read again; bytes it holds from past its last EOD, or data its
-        TLS already holds, are read now (its socket may never signal them)."""
+        TLS already holds, are read now (its socket may never signal them).
+        ``at_once``: a clear-text stream reads what it holds, else what the
+        kernel has, right now, not after the next poll (a small file's
+        blocks, sent behind its STOR, complete the transfer at once)."""
         self.want(self.ioloop.READ)
-        if self.held or (self.tls is not None and self.tls.established and self.tls.buffered):
+        if at_once and self.tls is None:
+            try:
+                self.handle_read_event()  # (nothing there: the poll's READ)
+            except Exception:
+                self.handle_error()
+        elif self.held or (self.tls is not None and self.tls.established and self.tls.buffered):
             self.ioloop.call_later(0, self.handle_read_event, _errback=self.handle_error)
 
     def hold(self, rest: memoryview) -> None:
@@ -434,45 +468,6 @@ def connect_failed(err: int) -> str:
     if err in (0, errno.ECONNRESET, errno.EPIPE):
         return "426 Data connection closed by the peer; transfer aborted."
     return f"425 Cannot open data connection: {os.strerror(err)}."
-
-
-class Listener(_Channel):
-    """PASV/EPSV in MODE E: accepts the sender's streams, from the control
-    connection's address or a listed third-party peer's (ftp/thirdparty.py),
-    within the session's and the server's limits (others are closed at
-    once)."""
-
-    def __init__(self, session: Session, sock: socket.socket) -> None:
-        super().__init__(session.h.ioloop, sock)
-        self.session = session
-        self.handshake = session.new_tuner(Role.RECEIVER, None)  # whoever connects: known at accept
-        self.handshake.before_handshake(sock, reserve_as=self)  # accepted sockets inherit it
-        sock.listen(session.limits.per_session)
-        self.want(self.ioloop.READ)
-
-    def handle_read_event(self) -> None:
-        try:
-            sock, addr = self.socket.accept()
-        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-            return
-        s = self.session
-        reason = s.refuse(addr[0])
-        if reason:
-            log.warning("MODE E: refused a data connection from %s: %s", addr[0], reason)
-            sock.close()
-            return
-        sock.setblocking(False)
-        self.handshake.after_handshake(sock, reserved_as=self)  # the reservation ends: its own tuner claims
-        stream = Stream(s, sock, Role.RECEIVER)
-        s.streams.append(stream)
-        stream.secure(s.tls_context, s.tls_client)
-        stream.start(self.handshake.static_window)
-        stream.begin_tls()
-
-    def close(self) -> None:
-        if not self.closed and self.session.h.buffer_budget is not None:
-            self.session.h.buffer_budget.release(self)
-        super().close()
 
 
 # -- transfers -----------------------------------------------------------------

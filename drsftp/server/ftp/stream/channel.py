@@ -47,6 +47,7 @@ LOST_ERRNOS = frozenset((errno.ECONNRESET, errno.ECONNABORTED, errno.EPIPE, errn
                          errno.ETIMEDOUT))
 RECV_CHUNK = 1 << 20  # one recv_into per MiB: no per-packet Python work
 SEND_CHUNK = 4 << 20  # bytes per sendfile() call (per read of the file under TLS)
+FIRST_TICK = 0.005  # s: the tunings' shortest tick (docs/decisions/0007-five-ms-ticks.md)
 
 
 class DRSDataMixin(UploadPlacement):
@@ -89,7 +90,8 @@ class DRSDataMixin(UploadPlacement):
         server.note_data_path(self.tuner, self.data_peer)
         self.tuner.handshake_window = server.static_window  # a fixed buffer's, set before the handshake
         self.tuner.attach(self.socket)
-        self._tick()
+        # the first tick one tick's time later: a small file is sent and closed before it
+        self._tick_handle = self.ioloop.call_later(FIRST_TICK, self._tick, _errback=self.handle_error)
 
     def _tick(self) -> None:
         self._tick_handle = None
