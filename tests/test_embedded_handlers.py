@@ -116,3 +116,26 @@ def test_on_file_received_gets_the_final_name_and_an_incomplete_upload_its_part_
         assert wait_until(lambda: len(seen) == 2)
     assert seen == [("done", str(tmp_path / "whole.bin"), True),
                     ("incomplete", str(part), True)]
+
+
+def test_an_embedders_listdir_still_decides_what_a_listing_shows(tmp_path):
+    """drsftp streams a directory's names itself; a filesystem class whose
+    listdir is the embedder's own keeps deciding them (LIST, NLST, MLSD)."""
+    from drsftp.server.ftp.facts import MlsxFilesystem
+
+    class Hiding(MlsxFilesystem):
+        def listdir(self, path):
+            return [n for n in super().listdir(path) if not n.startswith("hidden")]
+
+    (tmp_path / "shown.txt").write_text("a")
+    (tmp_path / "hidden.txt").write_text("b")
+    with serving(tmp_path, abstracted_fs=Hiding) as port:
+        ftp = ftplib.FTP()
+        ftp.connect("127.0.0.1", port, timeout=30)
+        ftp.login(USER, PASSWORD)
+        assert ftp.nlst() == ["shown.txt"]
+        assert [name for name, _ in ftp.mlsd()] == ["shown.txt"]
+        lines: list[str] = []
+        ftp.retrlines("LIST", lines.append)
+        assert len(lines) == 1 and lines[0].endswith(" shown.txt")
+        ftp.quit()

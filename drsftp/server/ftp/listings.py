@@ -22,6 +22,7 @@ from pyftpdlib.utils import strerror
 
 from ...ftp.safepath import listable
 from .compat import mlst_facts
+from .facts import MlsxFilesystem
 
 LISTING_BATCH = 4096  # names read (and sorted) at a time
 CHUNK = 64 << 10  # bytes a producer hands the data channel at a time
@@ -81,6 +82,10 @@ class StreamedListings:
     answers them first in MODE E)."""
 
     def listed_names(self, path):
+        # an embedder's filesystem class with a listdir of its own keeps it
+        # (its whole list, as pyftpdlib reads it); drsftp's streams the names
+        if type(self.fs).listdir is not MlsxFilesystem.listdir:
+            return self.run_as_current_user(self.fs.listdir, path)
         return self.run_as_current_user(scan_names, path)
 
     def ftp_LIST(self, path):
