@@ -28,7 +28,7 @@ from ....io.fileio import pwrite_all
 from ....tuning import Role
 from ...result import TransferResult
 from ...session.control import ControlConnection, FTPError, Pending
-from ...streams.modee.stream import BlockStream
+from ...streams.modee.stream import BlockStream, ReadBuffer
 from ...streams.rangeplan import read_chunk
 from ...transfer.dataconn import active_command, listen_for_data
 from ...transfer.options import TransferOptions
@@ -211,8 +211,7 @@ class _CachedSink(asyncio.BufferedProtocol):
     def __init__(self, owner: CachedGets, stream: BlockStream) -> None:
         self.owner, self.stream = owner, stream
         self.decoder = BlockDecoder(max_count=MAX_BLOCK)
-        self.buf = bytearray(read_chunk(owner.wanted))
-        self.view = memoryview(self.buf)
+        self.buf = ReadBuffer(read_chunk(owner.wanted))  # grows only as reads fill it
         self.transport: asyncio.Transport | None = None
         self.file: FileGet | None = None  # the transfer its bytes belong to now
         self.last = -1  # seq of the last transfer it ended (EOD)
@@ -224,10 +223,11 @@ class _CachedSink(asyncio.BufferedProtocol):
         self.transport = transport
 
     def get_buffer(self, sizehint: int):
-        return self.view  # not the bytearray: asyncio's TLS transport fills slices of it (streammode.FileSink)
+        return self.buf.view  # not a bytearray: asyncio's TLS transport fills slices of it (streammode.FileSink)
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._consume(self.view[:nbytes])
+        self._consume(self.buf.view[:nbytes])
+        self.buf.used(nbytes)
 
     def eof_received(self) -> bool:
         if not self.owner.done and (self.file is not None or self.owner.files):

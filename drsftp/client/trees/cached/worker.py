@@ -27,6 +27,11 @@ BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions 
 # files a session keeps requested: the server holds up to 64 commands, and a
 # put's file costs three (ALLO, STOR, then MFMT)
 MIN_AHEAD, MAX_AHEAD = 2, {"get": 32, "put": 16}
+# bytes a session may keep requested whatever its rate: small files cost the
+# ends CPU per file, not bandwidth, and a queue this deep keeps the server
+# busy while the client handles the last replies (a loopback or LAN RTT is
+# shorter than either end's time per file)
+AHEAD_FLOOR = 256 << 10
 
 
 def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direction: str) -> bool:
@@ -42,6 +47,8 @@ def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direc
         return False
     left = sum(max(0, f.size - getattr(f, "offset", 0) - f.bytes) for _, f in inflight if f.size is not None)
     rtt = job.rtt or 0.1
+    if left < AHEAD_FLOOR:
+        return True
     return left < 2 * session.rate(2 * rtt) * rtt  # (the rate now: the last two RTTs' in a slow start)
 
 
