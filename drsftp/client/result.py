@@ -8,6 +8,7 @@ any record up to :data:`SCHEMA` and keeps keys it does not know in
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -95,8 +96,9 @@ class TransferResult:
         return ", ".join(parts)
 
 
-def _field_names(cls: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def human_bits(bps: float) -> str:

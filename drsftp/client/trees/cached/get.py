@@ -201,8 +201,8 @@ class CachedGets(CachedSession):
         for s in self.opened:
             s.ended = s.ended or time.monotonic()
 
-    def file_result(self, fg: FileGet, seconds: float) -> TransferResult:
-        return self.result(fg, "get", seconds, total_size=fg.ledger.size(), resumed_from=fg.offset)
+    def file_result(self, fg: FileGet, seconds: float, full: bool = True) -> TransferResult:
+        return self.result(fg, "get", seconds, full, total_size=fg.ledger.size(), resumed_from=fg.offset)
 
 
 class _CachedSink(asyncio.BufferedProtocol):

@@ -85,7 +85,11 @@ class CachedSession(ModeESession):
         for f in list(self.files):
             self.finish(f, exc)
 
-    def result(self, f: Any, direction: str, seconds: float, **figures: Any) -> TransferResult:
+    def result(self, f: Any, direction: str, seconds: float, full: bool = True, **figures: Any) -> TransferResult:
+        """A file's figures; without ``full`` only its bytes and time (a
+        job's report that keeps no more of it: JobResult.detailed)."""
+        if not full:
+            return TransferResult(direction=direction, path=f.remote, bytes=f.bytes, seconds=seconds)
         r = TransferResult(direction=direction, path=f.remote, bytes=f.bytes, seconds=seconds,
                            drs_peer=f.drs_replies > 0, drs_replies=f.drs_replies,
                            server_last_report=self.server_last)
