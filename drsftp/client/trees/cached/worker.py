@@ -133,7 +133,7 @@ async def cached_get_loop(job: TreeJob, wid: int, sess: RemoteSession, held: lis
         cg.open()
         await _run(job, wid, sess, cg, held, lambda item, remote, local: cg.request(
             remote, local, item.t.size, item.t.resume_from, item.t.mtime),
-            lambda item, fg: job.finished(item, FileOutcome(fg.local, "ok", _complete(cg, fg))), "get")
+            lambda item, fg: job.finished(item, FileOutcome(fg.local, "ok", _complete(job, cg, fg))), "get")
     finally:
         _give_back(job, held)
         await cg.close()
@@ -225,7 +225,7 @@ async def _until_done(job: TreeJob, cg: CachedGets | CachedPuts, fg: FileGet | F
             cg.fail(FTPError(f"data connections stalled for {job.topts.idle_timeout:.0f} s"))
 
 
-def _complete(cg: CachedGets, fg: FileGet):
+def _complete(job: TreeJob, cg: CachedGets, fg: FileGet):
     """The .part in place; a size other than the listing's is a file that
     changed since the walk, and its time is then not the listing's either."""
     got = fg.ledger.size()
@@ -233,7 +233,7 @@ def _complete(cg: CachedGets, fg: FileGet):
     os.replace(fg.part, fg.local)
     if fg.mtime is not None and not changed:
         os.utime(fg.local, (fg.mtime, fg.mtime))
-    res = cg.file_result(fg, time.monotonic() - (fg.started or time.monotonic()))
+    res = cg.file_result(fg, time.monotonic() - (fg.started or time.monotonic()), job.report.detailed)
     if changed:
         res.update(note=f"changed during the copy: listed {fg.size} B, got {got} B")
     return res
@@ -254,12 +254,14 @@ async def big_put(job: TreeJob, item: Item, sess: RemoteSession) -> None:
 async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession, held: list[Item]) -> None:
     """The put side of cached_get_loop (drsftp.client.trees.cached.put)."""
     cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
-    times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)
+    times: deque = deque()  # MFMT sent after each file, not yet answered (replies come in order, EBLOCK.md)
 
     def done(item: Item, fp: FilePut) -> None:
-        res = cp.file_result(fp, time.monotonic() - (fp.started or time.monotonic()))
+        res = cp.file_result(fp, time.monotonic() - (fp.started or time.monotonic()), job.report.detailed)
         if "MFMT" in sess.ctl.features:
-            times.append(sess.ctl.send_unwaited(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
+            while times and times[0].final.done():
+                times.popleft()  # (answered: only those still on the way are awaited at the end)
+            times.append(sess.ctl.send_unwaited(f"MFMT {format_time_val(fp.mtime)} {fp.remote}"))
         job.finished(item, FileOutcome(fp.remote, "ok", res))
 
     try:
