@@ -191,12 +191,17 @@ class ModeESession(DRSFigures):
     async def tick(self, stream: BlockStream) -> None:
         """The stream's tuner, every fraction of an RTT, while it runs."""
         while stream.ended is None and not self.done:
-            delay = stream.tuner.tick(stream.bytes) or 0.1
+            delay = max(stream.tuner.tick(stream.bytes) or 0.1, self.tick_floor())
             if stream is next((s for s in self.opened if s.ended is None), None) and self.drs_wanted():
                 # one exchange per session, from the first live stream's ticks
                 rtt = min((s.tuner.last_rtt for s in self.opened if s.tuner.last_rtt), default=None)
                 self.drs.maybe_send(self.send_drs, rtt, self.session_report)
             await asyncio.sleep(delay)
+
+    def tick_floor(self) -> float:
+        """Seconds the streams' ticks are at least apart (a cached session
+        of small files: CachedSession.tick_floor)."""
+        return 0.0
 
     def drs_wanted(self) -> bool:
         """Whether a DRS exchange says anything now (a cached session: only

@@ -18,6 +18,10 @@ from ...streams.modee.base import ModeESession
 from ...transfer.options import TransferOptions
 
 
+SMALL_WIRE = 256 << 10  # bytes on a session's wire below which its streams tick every SMALL_TICK s
+SMALL_TICK = 0.05
+
+
 @dataclass(kw_only=True)
 class CachedFile:
     """What a file on a cached session has, either direction (FileGet,
@@ -44,6 +48,18 @@ class CachedSession(ModeESession):
     def moved(self) -> int:
         """Bytes of the files still open (finished ones are the job's)."""
         return sum(f.bytes for f in self.files)
+
+    def tick_floor(self) -> float:
+        """While the files on the wire hold less than SMALL_WIRE bytes the
+        streams' windows limit nothing (the default buffers hold them): a
+        tick every SMALL_TICK s, not DRS's every few ms (each costs CPU at
+        both ends, and a tree of small files is CPU-bound: DATASETS.md#cached)."""
+        left = 0
+        for f in self.files:
+            left += (f.size or 0) - f.bytes
+            if left >= SMALL_WIRE:
+                return 0.0
+        return SMALL_TICK
 
     def drs_wanted(self) -> bool:
         return bool(self.files)  # between files the exchange says nothing

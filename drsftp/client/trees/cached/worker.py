@@ -45,7 +45,10 @@ def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direc
         return True
     if len(inflight) >= MAX_AHEAD[direction]:
         return False
-    left = sum(max(0, f.size - getattr(f, "offset", 0) - f.bytes) for _, f in inflight if f.size is not None)
+    left = 0
+    for _, f in inflight:
+        if f.size is not None and (todo := f.size - f.bytes - getattr(f, "offset", 0)) > 0:
+            left += todo
     rtt = job.rtt or 0.1
     if left < AHEAD_FLOOR:
         return True
@@ -165,12 +168,14 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
                     if inflight:
                         break  # its streams of its own once this session's files are in
                     big = job.queue.pop()
+                    sess.ctl.flush()
                     await (big_get if direction == "get" else big_put)(job, big, sess)
                     continue
                 item = held.pop() if held else job.queue.pop()
                 try:
                     remote, local = job.paths(item)  # (its error is this file's: reported, as any below)
                     if item.check:
+                        sess.ctl.flush()
                         if await same_digest(sess, remote, local):
                             job.finished(item, FileOutcome(local if direction == "get" else remote, "skipped"))
                             continue
@@ -181,6 +186,7 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
                         job.lost_session(item, exc)  # (not sent: the session broke before it)
                         break
                     job.retry_or_fail(item, exc)
+            sess.ctl.flush()
             if not inflight:
                 if job.walking and job.may_run(wid) and cs.broken is None and not sess.ctl.lost:
                     # the walk is still finding files: the streams wait open, the
@@ -191,6 +197,8 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
             item, f = inflight[0]
             await _until_done(job, cs, f)
             inflight.popleft()
+            # what its end sends (a put's MFMT) and the next files' commands: one write
+            sess.ctl.cork()
             failure = f.done.exception()
             if failure is None:
                 try:
@@ -208,6 +216,7 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
             if cs.broken is not None or broken(failure):
                 return
     finally:
+        sess.ctl.flush()
         job.active.pop(wid, None)
         for item, _ in inflight:
             job.requeue(item)
