@@ -29,8 +29,10 @@ USER, PASSWORD = "profile", "profile-pass"
 def make_tree(top: str, count: int, size: int, per_dir: int = 1000) -> None:
     stamp = f"{top}.made"
     want = f"{count} {size} {per_dir}"
-    if os.path.exists(stamp) and open(stamp).read() == want:
-        return
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            if f.read() == want:
+                return
     shutil.rmtree(top, ignore_errors=True)
     blob = os.urandom(size + 4096)
     for i in range(count):

@@ -119,7 +119,7 @@ def test_the_report_keeps_failures_and_counts_the_rest_and_json_spools_every_rec
 class _Owner:
     wanted = 1
     done = True
-    files: list = []
+    files = ()
 
 
 def test_a_streams_read_buffer_starts_small_and_grows_as_reads_fill_it():

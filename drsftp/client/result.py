@@ -8,7 +8,6 @@ any record up to :data:`SCHEMA` and keeps keys it does not know in
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -96,9 +95,14 @@ class TransferResult:
         return ", ".join(parts)
 
 
-@functools.cache
+_FIELDS: dict[type, frozenset[str]] = {}  # (update() runs per file: the names once per class)
+
+
 def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls))
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def human_bits(bps: float) -> str:

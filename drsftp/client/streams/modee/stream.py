@@ -20,7 +20,6 @@ from ...session.control import FTPError
 from ...transfer.dataconn import LocalWriteError
 from ..rangeplan import read_chunk
 
-
 FIRST_READ = 64 << 10  # a stream's first read buffer: a small file's blocks fit in it
 
 

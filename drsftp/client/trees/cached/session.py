@@ -17,7 +17,6 @@ from ...session.control import ControlConnection, FTPError
 from ...streams.modee.base import ModeESession
 from ...transfer.options import TransferOptions
 
-
 SMALL_WIRE = 256 << 10  # bytes on a session's wire below which its streams tick every SMALL_TICK s
 SMALL_TICK = 0.05
 

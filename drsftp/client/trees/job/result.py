@@ -120,9 +120,9 @@ class JsonSpool:
 
     def __init__(self, folder: str | None = None) -> None:
         try:  # beside the record it becomes (the room it will take is there)
-            self.file = tempfile.TemporaryFile("w+", dir=folder, prefix="drs-json-")
+            self.file = tempfile.TemporaryFile("w+", dir=folder, prefix="drs-json-")  # noqa: SIM115 (close())
         except OSError:  # (that folder's error is the record's, said when it is written)
-            self.file = tempfile.TemporaryFile("w+", prefix="drs-json-")
+            self.file = tempfile.TemporaryFile("w+", prefix="drs-json-")  # noqa: SIM115
 
     def write(self, record: dict) -> None:
         self.file.write(json.dumps(record) + "\n")
