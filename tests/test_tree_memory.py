@@ -174,3 +174,20 @@ def test_corked_commands_go_out_in_one_write():
         b.close()
 
     asyncio.run(main())
+
+
+def test_a_cached_get_replaces_an_old_part_file_rather_than_writing_through_it(tmp_path):
+    root = tmp_path / "srv"
+    (root / "t").mkdir(parents=True)
+    (root / "t" / "f").write_bytes(b"new content")
+    out = tmp_path / "out"
+    out.mkdir()
+    keep = tmp_path / "keep"
+    keep.write_bytes(b"another file's bytes")
+    os.link(keep, out / "f.part")  # an old .part hard-linked elsewhere: created anew, not truncated
+    with running_server(root) as srv:
+        res = asyncio.run(asyncio.wait_for(run_get(
+            [(parse_url(srv.url("t") + "/"), True)], str(out), TransferOptions(progress=False),
+            JobOptions(recursive=True, sessions=1, progress=False)), 60))
+    assert res.count("ok") == 1, res.outcomes
+    assert (out / "f").read_bytes() == b"new content" and keep.read_bytes() == b"another file's bytes"

@@ -95,12 +95,15 @@ class CachedGets(CachedSession):
         if self.broken is not None:
             raise self.broken
         part = local + ".part"
-        if not offset:
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        if offset:
+            fd = os.open(part, flags, 0o644)
+        else:  # a new file: never an old one truncated in place (transfer.open_part)
             try:
-                os.unlink(part)  # never truncate an old file in place (transfer.open_part)
-            except FileNotFoundError:
-                pass
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+                fd = os.open(part, flags | os.O_EXCL, 0o644)  # (one call where none is there)
+            except FileExistsError:
+                os.unlink(part)
+                fd = os.open(part, flags | os.O_EXCL, 0o644)
         try:
             if offset and os.fstat(fd).st_size > offset:
                 os.ftruncate(fd, offset)
