@@ -31,6 +31,8 @@ class Paced(Protocol):
     def full(self) -> bool: ...
 
     async def wait_room(self) -> None: ...
+
+
 Todo = tuple[int, str, Rel, int]  # (source, root, directory, times its session broke before it was listed)
 
 
