@@ -191,3 +191,22 @@ def test_a_cached_get_replaces_an_old_part_file_rather_than_writing_through_it(t
             JobOptions(recursive=True, sessions=1, progress=False)), 60))
     assert res.count("ok") == 1, res.outcomes
     assert (out / "f").read_bytes() == b"new content" and keep.read_bytes() == b"another file's bytes"
+
+
+def test_a_cached_sessions_stream_tuners_keep_no_timeline(monkeypatch):
+    from drsftp.client.streams.modee.base import ModeESession
+    from drsftp.client.trees.cached.get import CachedGets
+
+    class _Writer:
+        def get_extra_info(self, name):
+            return None
+
+    class _Ctl:
+        writer = _Writer()
+
+    for cls, kept in ((CachedGets, False), (ModeESession, True)):
+        s = object.__new__(cls)
+        s.opts, s.ctl = TransferOptions(progress=False), _Ctl()
+        if cls is ModeESession:
+            s.role = CachedGets.role  # type: ignore[attr-defined]
+        assert s.new_tuner().timeline is kept  # (20,000 samples a stream, kept for hours, for no record)

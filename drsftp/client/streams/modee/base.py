@@ -40,6 +40,7 @@ class ModeESession(DRSFigures):
     """What get and put share: the streams, their tuners, the DRS sums."""
 
     role: Role
+    timeline = True  # the streams' tuners keep a timeline (a cached session's do not: CachedSession)
 
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, wanted: int) -> None:
         self.ctl, self.opts = ctl, opts
@@ -184,7 +185,7 @@ class ModeESession(DRSFigures):
         # no read batching: a cached MODE E connection ends with a 17-byte
         # EOD and stays open, below any SO_RCVLOWAT
         tuner = SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers, batch_reads=False,
-                            parallel=True)
+                            parallel=True, timeline=self.timeline)
         tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
         return tuner
 

@@ -38,6 +38,8 @@ class CachedFile:
 class CachedSession(ModeESession):
     """The files requested on a cached session (:class:`CachedFile`)."""
 
+    timeline = False  # no file record carries a timeline, and a session may run for hours
+
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, wanted: int) -> None:
         super().__init__(ctl, opts, wanted)
         self.files: deque[Any] = deque()  # requested, not yet finished
