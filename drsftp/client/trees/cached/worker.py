@@ -38,7 +38,8 @@ def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direc
     """Whether to request one more file: while the files on the wire hold
     less than two round trips of the session's rate, so the next file's
     command is at the server before the current one ends (a 64 KiB file
-    takes a fraction of an RTT: two on the wire left most of each RTT idle)."""
+    takes a fraction of an RTT: two on the wire left most of each RTT idle),
+    or less than AHEAD_FLOOR bytes whatever the rate (small files)."""
     if not job.jopts.pipeline:
         return not inflight
     if len(inflight) < MIN_AHEAD:
@@ -49,9 +50,9 @@ def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direc
     for _, f in inflight:
         if f.size is not None and (todo := f.size - f.bytes - getattr(f, "offset", 0)) > 0:
             left += todo
-    rtt = job.rtt or 0.1
     if left < AHEAD_FLOOR:
         return True
+    rtt = job.rtt or 0.1
     return left < 2 * session.rate(2 * rtt) * rtt  # (the rate now: the last two RTTs' in a slow start)
 
 
