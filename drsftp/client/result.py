@@ -95,8 +95,14 @@ class TransferResult:
         return ", ".join(parts)
 
 
-def _field_names(cls: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
+_FIELDS: dict[type, frozenset[str]] = {}  # (update() runs per file: the names once per class)
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def human_bits(bps: float) -> str:

@@ -39,10 +39,14 @@ class SocketTuner:
         budget: BufferBudget | None = None,
         batch_reads: bool = True,
         parallel: bool = False,
+        timeline: bool = True,
     ) -> None:
         self.ctl = SocketController(spec, role, limits=limits or sockopt.read_host_limits(), allow_force=allow_force,
                                     budget=budget, budget_key=self, batch_reads=batch_reads, parallel=parallel)
         self.clock = clock
+        # False: no timeline kept (a cached session's streams: no file record carries
+        # one, and its 20,000 samples a stream would grow with the job's length)
+        self.timeline = timeline
         self.sock: socket.socket | None = None
         self._attached: socket.socket | None = None  # the data socket, also after close (reports)
         self.peak_rcvbuf = self.peak_sndbuf = 0
@@ -134,7 +138,9 @@ class SocketTuner:
         if actions.capped:
             log.warning("buffer capped by net.core.%s; allow --force-buffers (CAP_NET_ADMIN)"
                         " or raise the sysctl for a larger window", " and ".join(actions.capped))
-        if not self.ctl.timeline_full:
+        if not self.timeline:
+            self._read_back(self.sock)  # (the buffers' peaks, still reported)
+        elif not self.ctl.timeline_full:
             self.ctl.record(now, *self._read_back(self.sock))
         return actions.next_tick
 

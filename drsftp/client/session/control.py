@@ -83,6 +83,7 @@ class ControlConnection:
         self.data_hosts: set[str] = set()  # what PASV named then: the server's data interface
         self.pasv_named: str | None = None  # another host a PASV named, not taken (said if connecting fails)
         self._closed = False
+        self._held: list[bytes] | None = None  # lines held while corked (cork)
         greeting = Pending("GREETING")
         self.router.sent("GREETING", greeting)
         self._greeting = greeting
@@ -220,8 +221,26 @@ class ControlConnection:
         verb = line.split(" ", 1)[0].upper()
         token = Pending(verb)
         self.router.sent(verb, token)
-        self.writer.write(line.encode("utf-8") + b"\r\n")
+        if self._held is not None:
+            self._held.append(line.encode("utf-8") + b"\r\n")
+        else:
+            self.writer.write(line.encode("utf-8") + b"\r\n")
         return token
+
+    def cork(self) -> None:
+        """Hold the lines sent from now to :meth:`flush` and send them in
+        one write (pipelined commands: a file's and the next one's in one
+        segment, not a send each); flushed at the next turn of the loop at
+        the latest."""
+        if self._held is None:
+            self._held = []
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """The lines held since :meth:`cork`, sent."""
+        held, self._held = self._held, None
+        if held and not self.writer.is_closing():
+            self.writer.write(b"".join(held))
 
     async def command(self, line: str, timeout: float | None = 60.0) -> Reply:
         return await self._wait(self.start(line).final, timeout)
@@ -283,6 +302,7 @@ class ControlConnection:
         of step, after an ABOR, may never answer it in time)."""
         if self._closed:
             return
+        self.flush()
         try:
             if not self.writer.is_closing():
                 self.start("QUIT")

@@ -121,12 +121,16 @@ def _run_tree(args: argparse.Namespace, opts, streams: int | None) -> int:
     dst, _ = parse_src_url(args.paths[1], args.netrc)
     result = asyncio.run(run_copy_tree(src, contents, dst, args.paths[1].endswith("/"), opts, args,
                                        DEFAULT_STREAMS if streams is None else streams))
-    _write_json(args.json, result.as_dict())
+    if args.json:
+        try:
+            result.write_json(args.json)
+        except OSError as exc:
+            raise FTPError(f"cannot write {args.json}: {os_reason(exc)}") from exc
     failed = result.count("failed")
     if not args.quiet:
         print(result.summary_line(), file=sys.stderr)
     if failed:
-        print(f"drsftp: error: {failed} of {len(result.outcomes)} entries failed", file=sys.stderr)
+        print(f"drsftp: error: {failed} of {result.entries} entries failed", file=sys.stderr)
     if result.stopped:
         print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
         return 28

@@ -103,7 +103,7 @@ async def run_copy_tree(src: FTPLocation, contents: bool, dst: FTPLocation, dst_
     ``dst_dir_hint``: DST ends in a slash (a directory)."""
     jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, resume=args.resume,
                        sessions=args.sessions, pipeline=args.pipeline, retries=args.retries, verbose=args.verbose,
-                       streams=streams, cached=args.cached,
+                       streams=streams, cached=args.cached, json=args.json,
                        progress=False if args.quiet else {"auto": None, "always": True, "never": False}[args.progress])
     job = CopyJob(src, dst, topts, jopts)
     return await job.run_within_max_time(_copy_job(job, contents, dst_dir_hint))

@@ -28,7 +28,7 @@ from .cached.worker import cached_ok, run_cached
 from .job.result import FileOutcome, JobResult
 from .job.sessions import ERRORS, check_cancelled
 from .job.treejob import Item, JobOptions, Source, TreeJob, same_digest, verify
-from .localtree import local_source_tree, local_tree
+from .localtree import local_source_dirs, local_source_tree, local_tree
 from .plan import Plan, Rel, Stat, plan
 from .remote import PairRefused, RemoteSession, Started
 from .walk import MAX_DEPTH
@@ -98,7 +98,7 @@ async def _get_job(job: TreeJob, urls: list[tuple[FTPLocation, bool]], dest: str
             # transfers start on the first entries while the walk goes on
             # (deletes need the whole tree: with --delete the walk goes first)
             job.walking = True
-            walk = asyncio.ensure_future(job.walk_remote(dirs, found, first=sess))
+            walk = asyncio.ensure_future(job.walk_remote(dirs, found, first=sess, paced=True))
             walk.add_done_callback(lambda _: job.walked())
             try:
                 await job.run_queue(lambda wid: _get_worker(job, wid))
@@ -291,6 +291,9 @@ async def _put_job(job: TreeJob, srcs: list[str], loc: FTPLocation) -> None:
         if walk:
             have.update(await job.walk_remote(walk))
         sess = await job.session()
+        if not (jopts.sync or jopts.delete):
+            await _put_streamed(job, sess, have)
+            return
         for i, s in enumerate(job.sources):
             if s.kind == DIR:
                 source = local_source_tree(s.local, job.report.fail)
@@ -299,9 +302,7 @@ async def _put_job(job: TreeJob, srcs: list[str], loc: FTPLocation) -> None:
                 if s.entry is None:
                     p.mkdirs.insert(0, ())
             else:
-                st = os.stat(s.local)
-                p = plan({(): Stat(st.st_size, st.st_mtime)}, have.get(i, {}), sync=jopts.sync,
-                         checksum=jopts.checksum)
+                p = _put_file_plan(job, i, s, have)
             await _apply_remote(job, sess, s, p)
             job.enqueue(i, p)
         job.spare.append(sess)
@@ -309,6 +310,58 @@ async def _put_job(job: TreeJob, srcs: list[str], loc: FTPLocation) -> None:
     finally:
         job.report.view.close()
         await job.close_spare()
+
+
+def _put_file_plan(job: TreeJob, i: int, s: Source, have: dict[int, dict[Rel, Stat]]) -> Plan:
+    st = os.stat(s.local)
+    return plan({(): Stat(st.st_size, st.st_mtime)}, have.get(i, {}), sync=job.jopts.sync,
+                checksum=job.jopts.checksum)
+
+
+async def _put_streamed(job: TreeJob, sess: RemoteSession, have: dict[int, dict[Rel, Stat]]) -> None:
+    """A put without --sync or --delete (nothing of the destination to
+    compare): files go while the local trees are still walked, a directory
+    at a time, the walk pausing while the queue is full (treejob.JobQueue):
+    no tree is held whole (docs/DATASETS.md, "Transfers start during the walk")."""
+    for i, s in enumerate(job.sources):
+        if s.kind != DIR:
+            p = _put_file_plan(job, i, s, have)
+            await _apply_remote(job, sess, s, p)
+            job.enqueue(i, p)
+    job.walking = True
+    walk = asyncio.ensure_future(_walk_local(job, sess, have))
+    walk.add_done_callback(lambda _: job.walked())
+    try:
+        await job.run_queue(lambda wid: _put_worker(job, wid))
+        await walk
+    finally:
+        if not walk.done():
+            walk.cancel()
+            await asyncio.gather(walk, return_exceptions=True)
+
+
+async def _walk_local(job: TreeJob, sess: RemoteSession, have: dict[int, dict[Rel, Stat]]) -> None:
+    """Each directory source walked (localtree.local_source_dirs): its
+    subdirectories made on the server (on ``sess``, the walk's) before their
+    own files are queued; ``sess`` is the workers' at the end."""
+    try:
+        for i, s in enumerate(job.sources):
+            if s.kind != DIR:
+                continue
+            dest = have.get(i, {}) if s.entry is not None and s.entry.type == DIR else {}
+            first = True
+            for entries in local_source_dirs(s.local, job.report.fail):
+                check_cancelled()
+                p = plan(entries, dest)
+                if first and s.entry is None:
+                    p.mkdirs.insert(0, ())
+                first = False
+                await _apply_remote(job, sess, s, p)
+                job.enqueue(i, p)
+                if job.queue.full:
+                    await job.queue.wait_room()
+    finally:
+        job.spare.append(sess)
 
 
 async def _apply_remote(job: TreeJob, sess: RemoteSession, s: Source, p: Plan) -> None:
@@ -345,6 +398,9 @@ async def _put_worker(job: TreeJob, wid: int) -> None:
             check_cancelled()
             item = job.queue.pop() if job.queue else None
             if item is None:
+                if job.walking:
+                    await job.more(sess)  # the walk is still finding files
+                    continue
                 break
             sess = await job.session_for(item, sess)
             if cached_ok(job, sess):

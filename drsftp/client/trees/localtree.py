@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat as statmod
+from collections.abc import Iterator
 
 from ...ftp.safepath import UnsafePath, check_name
 from .plan import Rel, Stat
@@ -41,12 +42,22 @@ def _sendable(name: str) -> bool:
 
 
 def local_source_tree(root: str, report) -> dict[Rel, Stat]:
-    """A local directory to upload.  A symlink is followed only to a file
-    inside ``root``; others are reported and left out."""
+    """A local directory to upload, whole (local_source_dirs)."""
     tree: dict[Rel, Stat] = {}
+    for entries in local_source_dirs(root, report):
+        tree.update(entries)
+    return tree
+
+
+def local_source_dirs(root: str, report) -> Iterator[dict[Rel, Stat]]:
+    """A local directory to upload, a directory's entries at a time (parents
+    before their children; one directory's entries held, and the names of
+    those still to walk).  A symlink is followed only to a file inside
+    ``root``; others are reported and left out."""
     real_root = os.path.realpath(root)
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = tuple(p for p in os.path.relpath(dirpath, root).split(os.sep) if p != ".")
+        tree: dict[Rel, Stat] = {}
         for d in list(dirnames):
             full = os.path.join(dirpath, d)
             if not _sendable(d):
@@ -64,17 +75,16 @@ def local_source_tree(root: str, report) -> dict[Rel, Stat]:
                 report(full, "name cannot be sent (not UTF-8, or CR/LF); skipped")
                 continue
             try:
-                if os.path.islink(full):
+                st = os.lstat(full)
+                if statmod.S_ISLNK(st.st_mode):
                     real = os.path.realpath(full)
                     if not real.startswith(real_root + os.sep):
                         report(full, "symlink out of the source tree; skipped")
                         continue
-                st = os.stat(full)
+                    st = os.stat(full)
             except OSError as exc:
                 report(full, f"cannot read: {exc.strerror or exc}")
                 continue
             if statmod.S_ISREG(st.st_mode):
                 tree[rel_dir + (name,)] = Stat(st.st_size, st.st_mtime)
-    return tree
-
-
+        yield tree

@@ -16,14 +16,14 @@ Rel = tuple[str, ...]
 MTIME_SLACK = 1.0  # seconds: MLSD gives whole seconds, LIST whole minutes (then 60)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Stat:
     size: int | None = None
     mtime: float | None = None
     is_dir: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Transfer:
     rel: Rel
     size: int | None

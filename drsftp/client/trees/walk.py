@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
+from typing import Protocol
 
 from ...ftp.listing import DIR, FILE, LINK, Entry
 from ...ftp.safepath import UnsafePath, check_name, remote_join
@@ -21,6 +22,17 @@ MAX_DEPTH = 256  # directory levels below a source: deeper is a loop or a hostil
 WALK_LISTERS = 8
 
 Found = Callable[[int, dict[Rel, Stat]], None]  # source i's entries, as their listing lines arrive
+
+
+class Paced(Protocol):
+    """Where a streamed walk's files wait (the job's queue, treejob.JobQueue)."""
+
+    @property
+    def full(self) -> bool: ...
+
+    async def wait_room(self) -> None: ...
+
+
 Todo = tuple[int, str, Rel, int]  # (source, root, directory, times its session broke before it was listed)
 
 
@@ -31,9 +43,15 @@ class RemoteWalk:
     or no file moving yet: -c N counts every session but the walk's one)."""
 
     def __init__(self, sessions: JobSessions, report: JobReport, roots: list[tuple[int, str]],
-                 on_found: Found | None, first: RemoteSession | None, *, own_sessions: bool) -> None:
+                 on_found: Found | None, first: RemoteSession | None, *, own_sessions: bool,
+                 paced: Paced | None = None) -> None:
         self.sessions, self.report, self.roots, self.on_found = sessions, report, roots, on_found
         self.own_sessions = own_sessions
+        # streamed to a job's queue: no directory is listed while it is full,
+        # and the entries are not kept (trees stay empty; names are checked
+        # against those of their own listing only)
+        self.paced = paced
+        self.names: dict[tuple[int, Rel], set[str]] = {}  # (paced) each listing under way's names
         self.given = [first] if first is not None else []
         self.holding = 0  # listers with a session
         self.joining = 0  # listers opening one
@@ -72,18 +90,26 @@ class RemoteWalk:
     def _take(self, i: int, root: str, rel: Rel, entries: list[Entry]) -> None:
         """A directory's entries (or the part of its listing that arrived)."""
         found: dict[Rel, Stat] = {}
+        tree = self.trees[i]
+        names = self.names.setdefault((i, rel), set()) if self.paced is not None else None
         for e in entries:
             try:
                 child = rel + (check_name(e.name),)
             except UnsafePath as exc:
                 self.report.fail(f"{root}/{'/'.join(rel)}", f"server sent {exc}; skipped")
                 continue
-            if child in self.trees[i]:
+            if names is not None:
+                if e.name in names:
+                    continue  # a name listed twice
+                names.add(e.name)
+            elif child in tree:
                 continue  # a name listed twice (or listed again after a break)
             st = self._kept(root, child, e)
             if st is None:
                 continue
-            found[child] = self.trees[i][child] = st
+            found[child] = st
+            if names is None:
+                tree[child] = st
             if st.is_dir:
                 self.todo.append((i, root, child, 0))
                 self.wake.set()
@@ -185,6 +211,14 @@ class RemoteWalk:
                     sess = await self._join()
                     if sess is None:
                         continue
+                if self.paced is not None and self.paced.full:
+                    # the job's queue is full: its workers take the sessions, and the
+                    # listing goes on once they have taken half (BACKLOG_LOW)
+                    if sess is not None:
+                        held, sess = sess, None
+                        await self._let_go(held)
+                    await self.paced.wait_room()
+                    continue
                 if sess is None or not self.todo:
                     # (files moving meanwhile: the sessions are the workers'; a lister
                     # takes one they left, or opens one as _wants_session() says)
@@ -219,6 +253,7 @@ class RemoteWalk:
                 self.holding -= 1
                 return True
         finally:
+            self.names.pop((i, rel), None)
             self.pending -= 1
             if not self.todo and not self.pending and not self.ended.done():
                 self.ended.set_result(None)

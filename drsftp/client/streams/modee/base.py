@@ -41,6 +41,7 @@ class ModeESession(DRSFigures):
     """What get and put share: the streams, their tuners, the DRS sums."""
 
     role: Role
+    timeline = True  # the streams' tuners keep a timeline (a cached session's do not: CachedSession)
 
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, wanted: int) -> None:
         self.ctl, self.opts = ctl, opts
@@ -185,19 +186,24 @@ class ModeESession(DRSFigures):
         # no read batching: a cached MODE E connection ends with a 17-byte
         # EOD and stays open, below any SO_RCVLOWAT
         tuner = SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers, batch_reads=False,
-                            parallel=True)
+                            parallel=True, timeline=self.timeline)
         tuner.note_control_rtt(self.ctl.writer.get_extra_info("socket"))
         return tuner
 
     async def tick(self, stream: BlockStream) -> None:
         """The stream's tuner, every fraction of an RTT, while it runs."""
         while stream.ended is None and not self.done:
-            delay = stream.tuner.tick(stream.bytes) or 0.1
+            delay = max(stream.tuner.tick(stream.bytes) or 0.1, self.tick_floor())
             if stream is next((s for s in self.opened if s.ended is None), None) and self.drs_wanted():
                 # one exchange per session, from the first live stream's ticks
                 rtt = min((s.tuner.last_rtt for s in self.opened if s.tuner.last_rtt), default=None)
                 self.drs.maybe_send(self.send_drs, rtt, self.session_report)
             await asyncio.sleep(delay)
+
+    def tick_floor(self) -> float:
+        """Seconds the streams' ticks are at least apart (a cached session
+        of small files: CachedSession.tick_floor)."""
+        return 0.0
 
     def drs_wanted(self) -> bool:
         """Whether a DRS exchange says anything now (a cached session: only

@@ -20,6 +20,27 @@ from ...session.control import FTPError
 from ...transfer.dataconn import LocalWriteError
 from ..rangeplan import read_chunk
 
+FIRST_READ = 64 << 10  # a stream's first read buffer: a small file's blocks fit in it
+
+
+class ReadBuffer:
+    """A stream's read buffer, sized to what its data needs: FIRST_READ at
+    first, doubled each time a read fills it, up to ``most`` (read_chunk):
+    a session of small files holds 64 KiB a stream, not 4 MiB, while a
+    big file's stream grows to the full size within a few reads."""
+
+    __slots__ = ("most", "view")
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.view = memoryview(bytearray(min(FIRST_READ, most)))
+
+    def used(self, nbytes: int) -> None:
+        """A read of ``nbytes`` was consumed (call after: the view is replaced)."""
+        size = len(self.view)
+        if nbytes >= size and size < self.most:
+            self.view = memoryview(bytearray(min(size * 2, self.most)))
+
 
 class BlockGet(Protocol):
     """What a get's streams need from their transfer (get.ModeEGet)."""
@@ -68,19 +89,18 @@ class BlockSink(asyncio.BufferedProtocol):
     def __init__(self, owner: BlockGet, stream: BlockStream) -> None:
         self.owner, self.stream = owner, stream
         self.decoder = BlockDecoder(max_count=owner.ledger.limit or (1 << 40))
-        self.buf = bytearray(read_chunk(owner.wanted))
-        self.view = memoryview(self.buf)
+        self.buf = ReadBuffer(read_chunk(owner.wanted))
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport) -> None:
         self.transport = transport
 
     def get_buffer(self, sizehint: int):
-        return self.view  # not the bytearray: asyncio's TLS transport fills slices of it (streammode.FileSink)
+        return self.buf.view  # not a bytearray: asyncio's TLS transport fills slices of it (streammode.FileSink)
 
     def buffer_updated(self, nbytes: int) -> None:
         try:
-            for ev in self.decoder.feed(self.view[:nbytes]):
+            for ev in self.decoder.feed(self.buf.view[:nbytes]):
                 if isinstance(ev, Data):
                     n = len(ev.data)
                     self.owner.ledger.data(ev.offset, n)  # bounds and overlap, before the write
@@ -97,6 +117,7 @@ class BlockSink(asyncio.BufferedProtocol):
         except OSError as exc:  # the local file's write (a full disk)
             self.owner.fail(LocalWriteError(exc))
             return
+        self.buf.used(nbytes)
         self.owner.progress()
 
     def eof_received(self) -> bool:

@@ -28,7 +28,7 @@ from ....io.fileio import pwrite_all
 from ....tuning import Role
 from ...result import TransferResult
 from ...session.control import ControlConnection, FTPError, Pending
-from ...streams.modee.stream import BlockStream
+from ...streams.modee.stream import BlockStream, ReadBuffer
 from ...streams.rangeplan import read_chunk
 from ...transfer.dataconn import active_command, listen_for_data
 from ...transfer.options import TransferOptions
@@ -95,12 +95,15 @@ class CachedGets(CachedSession):
         if self.broken is not None:
             raise self.broken
         part = local + ".part"
-        if not offset:
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        if offset:
+            fd = os.open(part, flags, 0o644)
+        else:  # a new file: never an old one truncated in place (transfer.open_part)
             try:
-                os.unlink(part)  # never truncate an old file in place (transfer.open_part)
-            except FileNotFoundError:
-                pass
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+                fd = os.open(part, flags | os.O_EXCL, 0o644)  # (one call where none is there)
+            except FileExistsError:
+                os.unlink(part)
+                fd = os.open(part, flags | os.O_EXCL, 0o644)
         try:
             if offset and os.fstat(fd).st_size > offset:
                 os.ftruncate(fd, offset)
@@ -201,8 +204,8 @@ class CachedGets(CachedSession):
         for s in self.opened:
             s.ended = s.ended or time.monotonic()
 
-    def file_result(self, fg: FileGet, seconds: float) -> TransferResult:
-        return self.result(fg, "get", seconds, total_size=fg.ledger.size(), resumed_from=fg.offset)
+    def file_result(self, fg: FileGet, seconds: float, full: bool = True) -> TransferResult:
+        return self.result(fg, "get", seconds, full, total_size=fg.ledger.size(), resumed_from=fg.offset)
 
 
 class _CachedSink(asyncio.BufferedProtocol):
@@ -211,8 +214,7 @@ class _CachedSink(asyncio.BufferedProtocol):
     def __init__(self, owner: CachedGets, stream: BlockStream) -> None:
         self.owner, self.stream = owner, stream
         self.decoder = BlockDecoder(max_count=MAX_BLOCK)
-        self.buf = bytearray(read_chunk(owner.wanted))
-        self.view = memoryview(self.buf)
+        self.buf = ReadBuffer(read_chunk(owner.wanted))  # grows only as reads fill it
         self.transport: asyncio.Transport | None = None
         self.file: FileGet | None = None  # the transfer its bytes belong to now
         self.last = -1  # seq of the last transfer it ended (EOD)
@@ -224,10 +226,11 @@ class _CachedSink(asyncio.BufferedProtocol):
         self.transport = transport
 
     def get_buffer(self, sizehint: int):
-        return self.view  # not the bytearray: asyncio's TLS transport fills slices of it (streammode.FileSink)
+        return self.buf.view  # not a bytearray: asyncio's TLS transport fills slices of it (streammode.FileSink)
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._consume(self.view[:nbytes])
+        self._consume(self.buf.view[:nbytes])
+        self.buf.used(nbytes)
 
     def eof_received(self) -> bool:
         if not self.owner.done and (self.file is not None or self.owner.files):

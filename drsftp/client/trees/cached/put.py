@@ -22,6 +22,7 @@ import functools
 import os
 import socket
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from ....ftp.blockplan import block_size
@@ -36,6 +37,7 @@ from ...transfer.options import TransferOptions
 from .session import CachedFile, CachedSession
 
 CHUNK = 1 << 20  # bytes read and sent at a time
+FIRST_BUFFER = 64 << 10  # a stream's buffer at first (it grows to a CHUNK as blocks need)
 
 
 @dataclass
@@ -46,6 +48,7 @@ class FilePut(CachedFile):
     local: str
     remote: str
     size: int
+    mtime: float  # the local file's, when it was opened (MFMT after its 226)
     fd: int
     blocks: BlockQueue
     stor: Pending
@@ -59,7 +62,12 @@ class CachedPuts(CachedSession):
 
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, wanted: int) -> None:
         super().__init__(ctl, opts, wanted)
-        self.order: list[FilePut] = []  # every file requested, in command order
+        # the files requested, in command order, from the oldest a writer has
+        # still to pass (``first`` is its seq): those every writer passed are let go
+        self.order: deque[FilePut] = deque()
+        self.first = 0
+        self.seq = 0
+        self.at: dict[int, int] = {}  # each writer's next file (seq)
         self.wake = asyncio.Event()  # a file was requested
 
     async def open(self) -> None:
@@ -75,6 +83,7 @@ class CachedPuts(CachedSession):
                 break
             self.spawn(self.tick(stream))
         for stream in self.opened:
+            self.at[stream.index] = 0  # (before any writer runs: none is let go it has to send)
             self.spawn(self._writer(stream))
 
     # -- requests ----------------------------------------------------------
@@ -83,7 +92,8 @@ class CachedPuts(CachedSession):
             raise self.broken
         fd = os.open(local, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
-            size = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            size = st.st_size
             self.ctl.start(f"ALLO {size}")  # (its reply says nothing the STOR's does not)
             stor = self.ctl.start(f"STOR {remote}")
         except BaseException:
@@ -91,7 +101,8 @@ class CachedPuts(CachedSession):
             raise
         blocks = BlockQueue([(0, size)] if size else [], block_size(size, len(self.opened)))
         blocks.joined = len(self.opened)  # every stream takes part in every file
-        fp = FilePut(len(self.order), local, remote, size, fd, blocks, stor)
+        fp = FilePut(self.seq, local, remote, size, st.st_mtime, fd, blocks, stor)
+        self.seq += 1
         self.order.append(fp)
         self.files.append(fp)
         stor.preliminary.add_done_callback(functools.partial(self._on_first, fp))
@@ -135,44 +146,68 @@ class CachedPuts(CachedSession):
     async def _writer(self, stream: BlockStream) -> None:
         loop = asyncio.get_running_loop()
         # one buffer a stream: a block's header and its first chunk go in one
-        # send, each chunk read straight into it (no per-chunk allocation)
-        buf = memoryview(bytearray(HEADER_SIZE + CHUNK))
+        # send, each chunk read straight into it (no per-chunk allocation);
+        # a file's last chunk and its EOD go in one send too.  Sized to the
+        # blocks sent: FIRST_BUFFER for small files, up to a CHUNK.
+        buf = memoryview(bytearray(FIRST_BUFFER))
         seal = stream.tls.encrypt if stream.tls is not None else _clear  # PROT P: the stream's TLS
         k = 0
         carried = False  # this stream ended an earlier file
         try:
             while self.broken is None and not self.done:
-                if k >= len(self.order):
+                if k - self.first >= len(self.order):
                     self.wake.clear()
                     await self.wake.wait()
                     continue
-                fp = self.order[k]
+                fp = self.order[k - self.first]
                 await fp.go.wait()
                 if fp.state != "started" or fp.fd < 0:
-                    k += 1
+                    k = self._passed(stream, k)
                     continue
                 fp.reused = fp.reused or carried
+                held = 0  # bytes in buf not sent yet: a block's last chunk (sent with what follows)
                 while (block := fp.blocks.next()) is not None:
                     offset, count = block
+                    if held:
+                        await loop.sock_sendall(stream.sock, seal(buf[:held]))
+                        held = 0
+                    want = 2 * HEADER_SIZE + min(CHUNK, count)  # (a header, a chunk, the EOD)
+                    if len(buf) < want:
+                        buf = memoryview(bytearray(max(want, min(2 * len(buf), 2 * HEADER_SIZE + CHUNK))))
                     buf[:HEADER_SIZE] = data_header(offset, count)
                     head, end = HEADER_SIZE, offset + count
                     while offset < end:
                         n = os.preadv(fp.fd, [buf[head:head + min(CHUNK, end - offset)]], offset)
                         if not n:
                             raise FTPError(f"{fp.local} shrank during the copy", transient=False)
-                        await loop.sock_sendall(stream.sock, seal(buf[:head + n]))
                         offset += n
                         fp.bytes += n
                         stream.bytes += n
-                        head = 0
-                await loop.sock_sendall(stream.sock, seal(eod(eof_streams=fp.blocks.finish())))
-                k += 1
+                        if offset < end:
+                            await loop.sock_sendall(stream.sock, seal(buf[:head + n]))
+                            head = 0
+                        else:
+                            held = head + n
+                tail = eod(eof_streams=fp.blocks.finish())
+                buf[held:held + len(tail)] = tail
+                await loop.sock_sendall(stream.sock, seal(buf[:held + len(tail)]))
+                k = self._passed(stream, k)
                 carried = True
         except FTPError as exc:
             self.fail(exc)
         except OSError as exc:
             if self.broken is None and not self.done:
                 self.fail(FTPError(f"data connection failed: {exc}"))
+
+    def _passed(self, stream: BlockStream, k: int) -> int:
+        """Stream's writer is done with file ``k``: the files every writer
+        passed leave ``order``; its next file's seq."""
+        self.at[stream.index] = k + 1
+        low = min(self.at.values())
+        while self.first < low and self.order:
+            self.order.popleft()
+            self.first += 1
+        return k + 1
 
     async def close(self) -> None:
         self.done = True
@@ -183,8 +218,8 @@ class CachedPuts(CachedSession):
         for fp in list(self.files):
             self.finish(fp, FTPError("session closed"))
 
-    def file_result(self, fp: FilePut, seconds: float) -> TransferResult:
-        return self.result(fp, "put", seconds, total_size=fp.size)
+    def file_result(self, fp: FilePut, seconds: float, full: bool = True) -> TransferResult:
+        return self.result(fp, "put", seconds, full, total_size=fp.size)
 
 
 def _clear(data: bytes | memoryview) -> bytes | memoryview:

@@ -17,6 +17,9 @@ from ...session.control import ControlConnection, FTPError
 from ...streams.modee.base import ModeESession
 from ...transfer.options import TransferOptions
 
+SMALL_WIRE = 256 << 10  # bytes on a session's wire below which its streams tick every SMALL_TICK s
+SMALL_TICK = 0.05
+
 
 @dataclass(kw_only=True)
 class CachedFile:
@@ -35,6 +38,8 @@ class CachedFile:
 class CachedSession(ModeESession):
     """The files requested on a cached session (:class:`CachedFile`)."""
 
+    timeline = False  # no file record carries a timeline, and a session may run for hours
+
     def __init__(self, ctl: ControlConnection, opts: TransferOptions, wanted: int) -> None:
         super().__init__(ctl, opts, wanted)
         self.files: deque[Any] = deque()  # requested, not yet finished
@@ -44,6 +49,18 @@ class CachedSession(ModeESession):
     def moved(self) -> int:
         """Bytes of the files still open (finished ones are the job's)."""
         return sum(f.bytes for f in self.files)
+
+    def tick_floor(self) -> float:
+        """While the files on the wire hold less than SMALL_WIRE bytes the
+        streams' windows limit nothing (the default buffers hold them): a
+        tick every SMALL_TICK s, not DRS's every few ms (each costs CPU at
+        both ends, and a tree of small files is CPU-bound: DATASETS.md#cached)."""
+        left = 0
+        for f in self.files:
+            left += (f.size or 0) - f.bytes
+            if left >= SMALL_WIRE:
+                return 0.0
+        return SMALL_TICK
 
     def drs_wanted(self) -> bool:
         return bool(self.files)  # between files the exchange says nothing
@@ -85,7 +102,11 @@ class CachedSession(ModeESession):
         for f in list(self.files):
             self.finish(f, exc)
 
-    def result(self, f: Any, direction: str, seconds: float, **figures: Any) -> TransferResult:
+    def result(self, f: Any, direction: str, seconds: float, full: bool = True, **figures: Any) -> TransferResult:
+        """A file's figures; without ``full`` only its bytes and time (a
+        job's report that keeps no more of it: JobResult.detailed)."""
+        if not full:
+            return TransferResult(direction=direction, path=f.remote, bytes=f.bytes, seconds=seconds)
         r = TransferResult(direction=direction, path=f.remote, bytes=f.bytes, seconds=seconds,
                            drs_peer=f.drs_replies > 0, drs_replies=f.drs_replies,
                            server_last_report=self.server_last)

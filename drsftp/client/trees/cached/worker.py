@@ -27,20 +27,31 @@ BIG_FILE = 64 << 20  # bytes: a file this big in a job runs -P auto on sessions 
 # files a session keeps requested: the server holds up to 64 commands, and a
 # put's file costs three (ALLO, STOR, then MFMT)
 MIN_AHEAD, MAX_AHEAD = 2, {"get": 32, "put": 16}
+# bytes a session may keep requested whatever its rate: small files cost the
+# ends CPU per file, not bandwidth, and a queue this deep keeps the server
+# busy while the client handles the last replies (a loopback or LAN RTT is
+# shorter than either end's time per file)
+AHEAD_FLOOR = 256 << 10
 
 
 def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direction: str) -> bool:
     """Whether to request one more file: while the files on the wire hold
     less than two round trips of the session's rate, so the next file's
     command is at the server before the current one ends (a 64 KiB file
-    takes a fraction of an RTT: two on the wire left most of each RTT idle)."""
+    takes a fraction of an RTT: two on the wire left most of each RTT idle),
+    or less than AHEAD_FLOOR bytes whatever the rate (small files)."""
     if not job.jopts.pipeline:
         return not inflight
     if len(inflight) < MIN_AHEAD:
         return True
     if len(inflight) >= MAX_AHEAD[direction]:
         return False
-    left = sum(max(0, f.size - getattr(f, "offset", 0) - f.bytes) for _, f in inflight if f.size is not None)
+    left = 0
+    for _, f in inflight:
+        if f.size is not None and (todo := f.size - f.bytes - getattr(f, "offset", 0)) > 0:
+            left += todo
+    if left < AHEAD_FLOOR:
+        return True
     rtt = job.rtt or 0.1
     return left < 2 * session.rate(2 * rtt) * rtt  # (the rate now: the last two RTTs' in a slow start)
 
@@ -126,7 +137,7 @@ async def cached_get_loop(job: TreeJob, wid: int, sess: RemoteSession, held: lis
         cg.open()
         await _run(job, wid, sess, cg, held, lambda item, remote, local: cg.request(
             remote, local, item.t.size, item.t.resume_from, item.t.mtime),
-            lambda item, fg: job.finished(item, FileOutcome(fg.local, "ok", _complete(cg, fg))), "get")
+            lambda item, fg: job.finished(item, FileOutcome(fg.local, "ok", _complete(job, cg, fg))), "get")
     finally:
         _give_back(job, held)
         await cg.close()
@@ -158,12 +169,14 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
                     if inflight:
                         break  # its streams of its own once this session's files are in
                     big = job.queue.pop()
+                    sess.ctl.flush()
                     await (big_get if direction == "get" else big_put)(job, big, sess)
                     continue
                 item = held.pop() if held else job.queue.pop()
                 try:
                     remote, local = job.paths(item)  # (its error is this file's: reported, as any below)
                     if item.check:
+                        sess.ctl.flush()
                         if await same_digest(sess, remote, local):
                             job.finished(item, FileOutcome(local if direction == "get" else remote, "skipped"))
                             continue
@@ -174,6 +187,7 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
                         job.lost_session(item, exc)  # (not sent: the session broke before it)
                         break
                     job.retry_or_fail(item, exc)
+            sess.ctl.flush()
             if not inflight:
                 if job.walking and job.may_run(wid) and cs.broken is None and not sess.ctl.lost:
                     # the walk is still finding files: the streams wait open, the
@@ -184,6 +198,8 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
             item, f = inflight[0]
             await _until_done(job, cs, f)
             inflight.popleft()
+            # what its end sends (a put's MFMT) and the next files' commands: one write
+            sess.ctl.cork()
             failure = f.done.exception()
             if failure is None:
                 try:
@@ -201,6 +217,7 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
             if cs.broken is not None or broken(failure):
                 return
     finally:
+        sess.ctl.flush()
         job.active.pop(wid, None)
         for item, _ in inflight:
             job.requeue(item)
@@ -218,7 +235,7 @@ async def _until_done(job: TreeJob, cg: CachedGets | CachedPuts, fg: FileGet | F
             cg.fail(FTPError(f"data connections stalled for {job.topts.idle_timeout:.0f} s"))
 
 
-def _complete(cg: CachedGets, fg: FileGet):
+def _complete(job: TreeJob, cg: CachedGets, fg: FileGet):
     """The .part in place; a size other than the listing's is a file that
     changed since the walk, and its time is then not the listing's either."""
     got = fg.ledger.size()
@@ -226,7 +243,7 @@ def _complete(cg: CachedGets, fg: FileGet):
     os.replace(fg.part, fg.local)
     if fg.mtime is not None and not changed:
         os.utime(fg.local, (fg.mtime, fg.mtime))
-    res = cg.file_result(fg, time.monotonic() - (fg.started or time.monotonic()))
+    res = cg.file_result(fg, time.monotonic() - (fg.started or time.monotonic()), job.report.detailed)
     if changed:
         res.update(note=f"changed during the copy: listed {fg.size} B, got {got} B")
     return res
@@ -247,12 +264,14 @@ async def big_put(job: TreeJob, item: Item, sess: RemoteSession) -> None:
 async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession, held: list[Item]) -> None:
     """The put side of cached_get_loop (drsftp.client.trees.cached.put)."""
     cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
-    times: list = []  # MFMT sent after each file (their replies come in order, EBLOCK.md)
+    times: deque = deque()  # MFMT sent after each file, not yet answered (replies come in order, EBLOCK.md)
 
     def done(item: Item, fp: FilePut) -> None:
-        res = cp.file_result(fp, time.monotonic() - (fp.started or time.monotonic()))
+        res = cp.file_result(fp, time.monotonic() - (fp.started or time.monotonic()), job.report.detailed)
         if "MFMT" in sess.ctl.features:
-            times.append(sess.ctl.send_unwaited(f"MFMT {format_time_val(os.stat(fp.local).st_mtime)} {fp.remote}"))
+            while times and times[0].final.done():
+                times.popleft()  # (answered: only those still on the way are awaited at the end)
+            times.append(sess.ctl.send_unwaited(f"MFMT {format_time_val(fp.mtime)} {fp.remote}"))
         job.finished(item, FileOutcome(fp.remote, "ok", res))
 
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import math
 import os
@@ -166,7 +165,7 @@ def run_job(args, topts) -> int:
     streams = DEFAULT_STREAMS if wanted is None else wanted
     jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, delete=args.delete,
                        resume=args.resume, sessions=args.sessions, pipeline=args.pipeline, retries=args.retries,
-                       verbose=args.verbose, streams=streams, cached=args.cached,
+                       verbose=args.verbose, streams=streams, cached=args.cached, json=args.json,
                        progress=False if args.quiet else {"auto": None, "always": True, "never": False}[args.progress])
     *srcs, dest = args.paths
     if args.command == "get":
@@ -183,13 +182,12 @@ def run_job(args, topts) -> int:
         loc, _ = parse_src_url(dest, args.netrc)
         result = asyncio.run(run_put(srcs, loc, topts, jopts))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result.as_dict(), f, indent=1)
+        result.write_json(args.json)
     failed = result.count("failed")
     if not args.quiet:  # (as a single file's result line: also when run from a script)
         print(result.summary_line(), file=sys.stderr)
     if failed:
-        print(f"drsftp: error: {failed} of {len(result.outcomes)} entries failed", file=sys.stderr)
+        print(f"drsftp: error: {failed} of {result.entries} entries failed", file=sys.stderr)
     if result.stopped:
         print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
         return 28

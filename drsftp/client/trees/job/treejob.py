@@ -45,6 +45,7 @@ class JobOptions:
     cached: bool = True  # gets from a server with extended block mode on cached data channels
     streams: int = 1  # data streams per session on cached channels (-P)
     fleet: FleetConfig | None = None  # the sessions x streams controller's settings (None: its own)
+    json: str | None = None  # --json's path: every file's record spooled as it comes (JobResult.write_json)
 
 
 @dataclass
@@ -55,7 +56,49 @@ class Source:
     entry: Entry | None = None
 
 
-@dataclass
+# files waiting in a job's queue past which its walk lists no more directories
+# (a tree's entries are not all held at once); it goes on below BACKLOG_LOW
+BACKLOG_HIGH, BACKLOG_LOW = 4096, 2048
+
+
+class JobQueue(list):
+    """The job's waiting files (a list, sorted by TreeJob.enqueue); a pop
+    that leaves it at BACKLOG_LOW or fewer sets ``drained`` (the walk's
+    pacing: RemoteWalk waits for it past BACKLOG_HIGH)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drained = asyncio.Event()
+        self.paced = True  # False: the walk goes on whatever the queue holds (unpace)
+
+    def pop(self, index: int = -1):  # type: ignore[override]
+        item = super().pop(index)
+        if len(self) <= BACKLOG_LOW:
+            self.drained.set()
+        return item
+
+    def clear(self) -> None:
+        super().clear()
+        self.drained.set()
+
+    @property
+    def full(self) -> bool:
+        return self.paced and len(self) >= BACKLOG_HIGH
+
+    def unpace(self) -> None:
+        """No worker is left to take files until the walk ends (its sessions
+        are all the server took): the walk goes on unpaced."""
+        self.paced = False
+        self.drained.set()
+
+    async def wait_room(self) -> None:
+        """Until the queue is down to BACKLOG_LOW files."""
+        while self.paced and len(self) > BACKLOG_LOW:
+            self.drained.clear()
+            await self.drained.wait()
+
+
+@dataclass(slots=True)
 class Item:
     src: int  # index into the job's sources
     t: Transfer
@@ -76,9 +119,9 @@ class TreeJob(JobSessions):
         super().__init__(loc, replace(topts, progress=False, max_time=None, deadline=None), jopts.pipeline,
                          self.fleet.sessions)
         self.direction, self.jopts, self.max_time = direction, jopts, topts.max_time
-        self.report = JobReport(direction, jopts.progress, jopts.verbose)
+        self.report = JobReport(direction, jopts.progress, jopts.verbose, jopts.json)
         self.sources: list[Source] = []
-        self.queue: list[Item] = []
+        self.queue: JobQueue = JobQueue()
         self.active: dict[int, object] = {}  # worker -> its running transfer (StreamTransfer or a parallel driver)
         self.done_bytes = 0
         self.files_total = 0
@@ -134,13 +177,16 @@ class TreeJob(JobSessions):
         return self.report.result
 
     async def walk_remote(self, roots: list[tuple[int, str]], on_found: Found | None = None,
-                          first: RemoteSession | None = None) -> dict[int, dict[Rel, Stat]]:
+                          first: RemoteSession | None = None, *, paced: bool = False) -> dict[int, dict[Rel, Stat]]:
         """Every source directory's tree, listed on up to N sessions at once
         (``first`` lists the first root: its listing may be on the way);
         ``on_found(i, entries)`` gets source i's entries as their listing
-        lines arrive (drsftp.client.trees.walk)."""
+        lines arrive (drsftp.client.trees.walk); ``paced``: they are not
+        kept (the trees returned are empty), and no directory is listed
+        while the queue holds BACKLOG_HIGH files."""
         own_sessions = self.jopts.sessions is None or not self.walking
-        return await RemoteWalk(self, self.report, roots, on_found, first, own_sessions=own_sessions).run()
+        return await RemoteWalk(self, self.report, roots, on_found, first, own_sessions=own_sessions,
+                                paced=self.queue if paced and on_found is not None else None).run()
 
     # -- running ------------------------------------------------------------------------
     def enqueue(self, i: int, p: Plan) -> None:
@@ -155,7 +201,7 @@ class TreeJob(JobSessions):
         for item in new:
             item.order, self._planned = self._planned, self._planned + 1
         self.queue.extend(new)
-        self.queue.sort(key=lambda it: (it.t.size or 0, -it.order))
+        self.queue.sort(key=_largest_last)
         self.files_total += len(p.transfers) + len(p.checks)
         self.bytes_total += p.total_bytes + sum(t.size or 0 for t in p.checks)
         if new:
@@ -209,6 +255,7 @@ class TreeJob(JobSessions):
             while (self.workers or self.walking) and not self.result.stopped:
                 if not self.workers:
                     # the walk's sessions are all the server took: the files wait for them
+                    self.queue.unpace()
                     await self._walk_done.wait()
                     self.allowed = max(1, len(self.spare))
                     self.spawn(worker_fn)
@@ -371,6 +418,10 @@ class TreeJob(JobSessions):
             self.requeue(item)
             return
         self.finished(item, FileOutcome(self.name(item), "failed", error=str(exc)))
+
+
+def _largest_last(item: Item) -> tuple[int, int]:
+    return item.t.size or 0, -item.order
 
 
 async def verify(sess: RemoteSession, remote: str, local: str) -> str:
