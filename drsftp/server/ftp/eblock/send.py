@@ -137,13 +137,7 @@ class Send(Job):
                     return self.fail(f"451 Local error: {exc.strerror}; transfer aborted.")
                 if n == 0:
                     return self.fail("451 The file shrank during the transfer; transfer aborted.")
-                s.pos += n
-                s.left -= n
-                s.moved += n
-                self.sent += n
-                self.touch()
-                if s.idle:
-                    s.bytes_moved()
+                self._advance(s, n)
                 continue
             if s.eod_queued:
                 return self._flushed(s)
@@ -208,14 +202,7 @@ class Send(Job):
                 if not data:
                     return self.fail("451 The file shrank during the transfer; transfer aborted.")
                 tls.send(data)
-                n = len(data)
-                s.pos += n
-                s.left -= n
-                s.moved += n
-                self.sent += n
-                self.touch()
-                if s.idle:
-                    s.bytes_moved()
+                self._advance(s, len(data))
             elif s.eod_queued:
                 return self._flushed(s)
             else:
@@ -224,6 +211,16 @@ class Send(Job):
     def _lost(self, s: Stream, exc: OSError) -> None:
         s.close()
         self.fail(f"426 Data connection lost: {exc.strerror or reason(exc)}; transfer aborted.")
+
+    def _advance(self, s: Stream, n: int) -> None:
+        """``n`` bytes of stream ``s``'s block went out."""
+        s.pos += n
+        s.left -= n
+        s.moved += n
+        self.sent += n
+        self.touch()
+        if s.idle:
+            s.bytes_moved()
 
     def _flushed(self, s: Stream) -> None:
         s.done = True
