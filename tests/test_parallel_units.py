@@ -329,6 +329,8 @@ def test_the_servers_taper_counts_only_the_streams_still_sending():
         def __init__(self, retire):
             self.retire, self.eod_queued, self.pos, self.left = retire, False, 0, 0
             self.nodelay = True  # (TCP_NODELAY at the EOD: set already, the fake has no socket)
+            self.pending = b""  # what _next queues for the send path (headers, small blocks inline)
+            self.moved, self.idle = 0, False
 
     def plan(retired):
         session = SimpleNamespace(data_timeout=0)  # no data timeout: no timer on an ioloop
