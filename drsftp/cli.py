@@ -50,7 +50,7 @@ def _tuning_arg(text: str) -> str:
 
 
 def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
-    from .client.trees.job.cli import add_tls_opts, seconds_arg
+    from .client.trees.job.cli import add_tls_opts, parallel_arg, seconds_arg
 
     p.add_argument("--tuning", type=_tuning_arg, default="drs",
                    help=f"buffer tuning: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
@@ -74,7 +74,7 @@ def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-time", type=seconds_arg, metavar="SECONDS",
                    help="stop after this long (ABOR), keep what arrived, exit 28 (as curl)")
     add_tls_opts(p)
-    p.add_argument("-P", "--parallel", default="1", metavar="N|auto",
+    p.add_argument("-P", "--parallel", type=parallel_arg, default="1", metavar="N|auto",
                    help=f"data streams, 1-{MAX_STREAMS}, or 'auto' (chosen and changed while the transfer runs):"
                         " extended block mode where the server lists PARALLEL (over TLS too), else"
                         " for a get N sessions on byte ranges (a put then runs one stream); default 1;"
@@ -366,10 +366,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
 
     if args.retries < 0:
         raise UsageError("--retries must be 0 or more")
-    try:
-        streams = parallel.parse_parallel(args.parallel)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    streams = args.parallel  # (-P parsed by argparse: None is auto)
     check_json_path(args.json)
     if args.command == "get":
         name = posixpath.basename(loc.path)

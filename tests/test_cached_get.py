@@ -279,7 +279,8 @@ def test_a_bad_P_for_a_job_is_one_sentence():
     for bad in ("0", "65", "x"):
         r = drsftp("get", "-r", "-P", bad, "ftp://127.0.0.1:9/x/", "/nonexistent/dest/")
         assert r.returncode == 2 and "Traceback" not in r.stderr
-        assert r.stderr.strip() == f"drsftp: error: -P takes 1 to 64 streams or auto, not {bad!r}", r.stderr
+        assert r.stderr.strip() == (f"drsftp: error: argument -P/--parallel: 1 to 64 streams or auto, not {bad!r}; "
+                                    "see drsftp get --help"), r.stderr
 
 
 def test_sync_checksum_on_cached_streams_fetches_only_what_differs(tmp_path):

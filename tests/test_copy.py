@@ -225,7 +225,7 @@ def test_one_local_side_is_get_or_put(pair, tmp_path):
     (["a.bin", "b.bin"], "needs an ftp:// or ftps:// URL"),
     (["a.bin", "ftp://h:1/x", "--tls-data", "clear"], "--tls-data is for copies between two servers"),
     (["ftp://h:1/x", "ftp://h:1/x"], "SRC and DST are the same file"),
-    (["ftp://h:1/x", "ftp://h:2/y", "-P", "0"], "-P takes 1 to 64"),
+    (["ftp://h:1/x", "ftp://h:2/y", "-P", "0"], "-P/--parallel: 1 to 64 streams"),
 ])
 def test_usage_errors_are_one_sentence(args, says):
     r = drsftp("copy", *args, timeout=30)

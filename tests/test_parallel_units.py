@@ -4,9 +4,8 @@ the resume record, the MODE E send queue and the -P auto controller."""
 import pytest
 
 from drsftp.client.streams.modee.send import BlockQueue
-from drsftp.client.streams.parallel import parse_parallel
 from drsftp.client.streams.rangeplan import MIN_STEAL, RangePlan, ResumeRecord
-from drsftp.ftp.eblock import RangeSet
+from drsftp.ftp.eblock import RangeSet, parse_parallel
 from drsftp.ftp.flow import (
     Accepted,
     FlowError,

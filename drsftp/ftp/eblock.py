@@ -34,6 +34,20 @@ MAX_EOD_COUNT = 1 << 16  # no peer opens more connections than this
 MAX_STREAMS = 64
 
 
+def parse_parallel(text: str) -> int | None:
+    """``-P``: ``N`` (1 to MAX_STREAMS) or ``auto`` (None); one rule for a
+    file, a job's sessions and a copy (the command line parses it once)."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_STREAMS:
+        raise ValueError(f"1 to {MAX_STREAMS} streams or auto, not {text!r}")
+    return n
+
+
 class Desc(enum.IntFlag):
     """Descriptor bits (GFD.20, extended block mode; the values GridFTP sends)."""
 

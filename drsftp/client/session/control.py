@@ -147,11 +147,6 @@ class ControlConnection:
         obj = self.writer.get_extra_info("ssl_object")
         return obj.session if obj is not None else None
 
-    async def protect_data(self) -> None:
-        """PBSZ 0, PROT P (RFC 4217 sec. 8-9): data connections in TLS too."""
-        await self.expect("PBSZ 0", 200, what="PBSZ 0 (FTPS)")
-        await self.expect("PROT P", 200, what="PROT P (encrypted data connections)")
-
     async def _read_replies(self) -> None:
         error: Exception = FTPError("control connection closed by the server")
         try:

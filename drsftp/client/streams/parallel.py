@@ -25,7 +25,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ...ftp.eblock import MAX_STREAMS, RangeSet
+from ...ftp.eblock import RangeSet
 from ...ftp.replies import Reply
 from ...ftp.url import FTPLocation
 from ...io import sockopt
@@ -53,20 +53,6 @@ AUTO_MAX = 16  # -P auto stays at or below this many streams
 SAVE_EVERY = 1.0  # seconds between resume-record writes
 TICK = 0.25
 TIMELINE_LIMIT = 20_000  # timeline rows kept (bounded memory)
-
-
-def parse_parallel(text: str) -> int | None:
-    """``-P``: ``N`` (1 to MAX_STREAMS) or ``auto`` (None); one rule for a
-    file and for a job's sessions."""
-    if text.strip().lower() == "auto":
-        return None
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= MAX_STREAMS:
-        raise ValueError(f"-P takes 1 to {MAX_STREAMS} streams or auto, not {text!r}")
-    return n
 
 
 def extended_block(ctl: ControlConnection) -> bool:

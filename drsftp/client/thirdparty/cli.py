@@ -67,7 +67,6 @@ def _options(args: argparse.Namespace):
 
 def run_copy(args: argparse.Namespace) -> int:
     """A third-party copy: one file, or a tree (-r, --sync)."""
-    from ..streams.parallel import parse_parallel
 
     if args.retries < 0:
         raise JobUsageError("--retries must be 0 or more")
@@ -75,10 +74,7 @@ def run_copy(args: argparse.Namespace) -> int:
         raise JobUsageError("--checksum goes with --sync")
     if args.delete:
         raise JobUsageError("copy does not delete: --delete is for get -r and put -r")
-    try:
-        streams = parse_parallel(args.parallel)
-    except ValueError as exc:
-        raise JobUsageError(str(exc)) from None
+    streams = args.parallel  # (-P parsed by argparse: None is auto)
     check_json_path(args.json)
     opts = _options(args)
     src_text, dst_text = args.paths

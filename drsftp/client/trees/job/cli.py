@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.parse
 
+from ....ftp.eblock import parse_parallel
 from ....ftp.listing import DIR, LINK
 from ....ftp.url import FTPLocation
 from ...session.credentials import locate
@@ -35,6 +36,14 @@ def _sessions_arg(text: str) -> int | None:
     if not 1 <= n <= 64:
         raise argparse.ArgumentTypeError("-c takes 1-64 or auto")
     return n
+
+
+def parallel_arg(text: str) -> int | None:
+    """-P N|auto for get, put and copy, parsed once (ftp.eblock.parse_parallel): None is auto."""
+    try:
+        return parse_parallel(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def seconds_arg(text: str) -> float:
@@ -156,12 +165,7 @@ def run_job(args, topts) -> int:
         raise JobUsageError("--retries must be 0 or more")
     if len(args.paths) < 2:
         raise JobUsageError(f"{args.command} needs a source and a destination")
-    from ...streams.parallel import parse_parallel  # (the one -P rule; loaded with the job)
-
-    try:
-        wanted = parse_parallel(args.parallel)
-    except ValueError as exc:
-        raise JobUsageError(str(exc)) from None
+    wanted = args.parallel  # (-P parsed by argparse: None is auto)
     streams = DEFAULT_STREAMS if wanted is None else wanted
     jopts = JobOptions(recursive=args.recursive, sync=args.sync, checksum=args.checksum, delete=args.delete,
                        resume=args.resume, sessions=args.sessions, pipeline=args.pipeline, retries=args.retries,
