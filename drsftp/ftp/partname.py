@@ -1,6 +1,8 @@
-"""The name an upload has until it is complete (docs/SECURITY.md, "No data lost")."""
+"""The names a transfer has until it is complete, at either end (docs/SECURITY.md, "No data lost")."""
 
 from __future__ import annotations
+
+PART = ".part"  # the suffix of a transfer not complete yet, at either end
 
 
 def partial_name(path: str) -> str:
@@ -8,12 +10,23 @@ def partial_name(path: str) -> str:
     ``dir/.NAME.part`` beside ``dir/NAME`` (same directory: the final
     rename is atomic)."""
     head, sep, tail = path.rpartition("/")
-    return f"{head}{sep}.{tail}.part"
+    return f"{head}{sep}.{tail}{PART}"
+
+
+def download_part(path: str) -> str:
+    """Where drsftp's client keeps a download until it is complete:
+    ``DEST.part`` beside ``DEST`` (renamed into place at its end)."""
+    return path + PART
+
+
+def downloaded_name(name: str) -> str | None:
+    """The download a ``NAME.part`` stands for; None for any other name."""
+    return name[:-len(PART)] if name.endswith(PART) and len(name) > len(PART) else None
 
 
 def final_name(path: str) -> str:
     """The name :func:`partial_name` stands for (``path`` if it is none)."""
     head, sep, tail = path.rpartition("/")
-    if tail.startswith(".") and tail.endswith(".part") and len(tail) > len("..part"):
-        return f"{head}{sep}{tail[1:-len('.part')]}"
+    if tail.startswith(".") and tail.endswith(PART) and len(tail) > len("." + PART):
+        return f"{head}{sep}{tail[1:-len(PART)]}"
     return path

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from ...ftp.eblock import RangeSet
+from ...ftp.partname import download_part
 from ...ftp.replies import Reply
 from ...ftp.url import FTPLocation
 from ...io import sockopt
@@ -100,7 +101,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int |
 
 async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int | None, on_driver) -> TransferResult:
     check_spec(opts.tuning)
-    part = dest + ".part"
+    part = download_part(dest)
     # SIZE and MDTM go out with the login (session.open_session)
     ctl, (size_reply, mdtm_reply) = await open_session(loc, opts, [f"SIZE {loc.path}", f"MDTM {loc.path}"])
     try:

@@ -33,6 +33,7 @@ from collections import deque
 from dataclasses import replace
 
 from ...ftp.listing import DIR, FILE
+from ...ftp.partname import final_name
 from ...ftp.safepath import check_name, remote_join
 from ...ftp.thirdparty import CopySpec, Side
 from ...ftp.url import FTPLocation
@@ -185,8 +186,8 @@ def _partial(have: dict[Rel, Stat], source: dict[Rel, Stat]) -> dict[Rel, int]:
         if st.is_dir or not rel or st.size is None:
             continue
         name = rel[-1]
-        if name.startswith(".") and name.endswith(".part") and len(name) > len("..part"):
-            out[rel[:-1] + (name[1:-len(".part")],)] = st.size
+        if (final := final_name(name)) != name:
+            out[rel[:-1] + (final,)] = st.size
         elif rel in source and source[rel].size is not None and st.size < (source[rel].size or 0):
             out.setdefault(rel, st.size)
     return out

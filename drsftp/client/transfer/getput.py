@@ -17,7 +17,7 @@ import time
 from typing import BinaryIO
 
 from ...ftp.flow import FlowError, TransferDone
-from ...ftp.partname import partial_name
+from ...ftp.partname import download_part, partial_name
 from ...ftp.url import FTPLocation
 from ...io.tuner import SocketTuner
 from ...tuning import Role, check_spec
@@ -53,7 +53,7 @@ async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRes
 
 async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
     check_spec(opts.tuning)
-    part = dest + ".part"
+    part = download_part(dest)
     ctl, (size_reply,) = await open_session(loc, opts, [f"SIZE {loc.path}"])
     try:
         warn_without_drs(ctl, opts)

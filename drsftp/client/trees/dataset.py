@@ -18,6 +18,7 @@ import stat as statmod
 from dataclasses import replace
 
 from ...ftp.listing import DIR, FILE, Entry
+from ...ftp.partname import download_part
 from ...ftp.replies import Reply
 from ...ftp.safepath import check_name, local_path, remote_join
 from ...ftp.url import FTPLocation
@@ -133,8 +134,8 @@ def _plan_file(job: TreeJob, i: int, s: Source) -> None:
     if os.path.lexists(s.local):
         st = os.lstat(s.local)
         have[()] = Stat(st.st_size, st.st_mtime, statmod.S_ISDIR(st.st_mode))
-    if os.path.isfile(s.local + ".part"):
-        partial[()] = os.path.getsize(s.local + ".part")
+    if os.path.isfile(download_part(s.local)):
+        partial[()] = os.path.getsize(download_part(s.local))
     p = plan({(): Stat(e.size, e.mtime)}, have, sync=job.jopts.sync, checksum=job.jopts.checksum,
              resume=job.jopts.resume, partial=partial)
     _apply_local(job, s, p)

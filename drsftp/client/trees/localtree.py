@@ -7,6 +7,7 @@ import os
 import stat as statmod
 from collections.abc import Iterator
 
+from ...ftp.partname import downloaded_name
 from ...ftp.safepath import UnsafePath, check_name
 from .plan import Rel, Stat
 
@@ -26,8 +27,8 @@ def local_tree(root: str) -> tuple[dict[Rel, Stat], dict[Rel, int]]:
             st = os.lstat(os.path.join(dirpath, name))
             if not statmod.S_ISREG(st.st_mode):
                 continue
-            if name.endswith(".part"):
-                parts[rel_dir + (name[:-5],)] = st.st_size
+            if (downloaded := downloaded_name(name)) is not None:
+                parts[rel_dir + (downloaded,)] = st.st_size
             tree[rel_dir + (name,)] = Stat(st.st_size, st.st_mtime)
     return tree, parts
 

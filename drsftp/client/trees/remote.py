@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ...ftp.flow import TransferDone
 from ...ftp.listing import DIR, FILE, Entry, format_time_val, parse_list, parse_mlsd, parse_mlst_reply
+from ...ftp.partname import download_part
 from ...ftp.replies import Reply
 from ...ftp.url import FTPLocation
 from ...io.tuner import SocketTuner
@@ -280,7 +281,7 @@ class RemoteSession:
             await self._check_extra(st)
             await self.preliminary(st, f"cannot retrieve {remote}")
             tuner.attach(sock)
-            part = local + ".part"
+            part = download_part(local)
             with open_part(part, offset) as f:
                 started = xfer.started = time.monotonic()
                 io = asyncio.ensure_future(receive_file(sock, f, xfer, self.ctl.tls, self.ctl.host))

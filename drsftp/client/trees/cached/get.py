@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 
 from ....ftp.eblock import BlockDecoder, BlockError, Data, EndOfData, EndOfFile, RangeSet, ReceiveLedger
+from ....ftp.partname import download_part
 from ....io.fileio import pwrite_all
 from ....tuning import Role
 from ...result import TransferResult
@@ -53,7 +54,7 @@ class FileGet(CachedFile):
 
     @property
     def part(self) -> str:
-        return self.local + ".part"
+        return download_part(self.local)
 
 
 class CachedGets(CachedSession):
@@ -94,7 +95,7 @@ class CachedGets(CachedSession):
         """Send one file's RETR (after REST ranges when resuming)."""
         if self.broken is not None:
             raise self.broken
-        part = local + ".part"
+        part = download_part(local)
         flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
         if offset:
             fd = os.open(part, flags, 0o644)
