@@ -1,9 +1,11 @@
+import atexit
 import contextlib
 import ftplib
 import hashlib
 import importlib.util
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,6 +33,13 @@ def take_sigint_back() -> None:
 
 
 take_sigint_back()
+
+# The client keeps resume records (copies, puts) under $XDG_STATE_HOME: the
+# suite's children get one of the suite's own, removed when it ends, never the
+# home's ~/.local/state (a record left there would outlive the run).
+_STATE = tempfile.mkdtemp(prefix="drs-state-")
+os.environ["XDG_STATE_HOME"] = _STATE
+atexit.register(shutil.rmtree, _STATE, True)
 
 
 def benchmark_module(name):
