@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -158,6 +159,29 @@ class ServerProcess:
         """What the server wrote to stderr so far."""
         self._stderr.seek(0)
         return self._stderr.read()
+
+
+@contextlib.contextmanager
+def in_thread(server, name: str, close_ioloop: bool = True):
+    """An in-process pyftpdlib FTPServer run on its ioloop in a thread of its
+    own: its port; the server (and, with ``close_ioloop``, its ioloop) closed
+    after the block."""
+    stop = threading.Event()
+
+    def run():
+        while not stop.is_set():
+            server.ioloop.loop(timeout=0.05, blocking=False)
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    try:
+        yield server.socket.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(10)
+        server.close_all()
+        if close_ioloop:
+            server.ioloop.close()
 
 
 @contextlib.contextmanager

@@ -11,10 +11,9 @@ import contextlib
 import ftplib
 import io
 import os
-import threading
 
 import pytest
-from conftest import PASSWORD, USER, wait_until
+from conftest import PASSWORD, USER, in_thread, wait_until
 from pyftpdlib.handlers import ThrottledDTPHandler
 from pyftpdlib.ioloop import IOLoop
 from pyftpdlib.servers import FTPServer
@@ -45,23 +44,9 @@ def serving(root, **attrs):
     served = build_server(ServerConfig(root=str(root), port=0, user=USER, password=PASSWORD))
     served.close()
     handler = type("Embedded", (served.handler,), attrs)
-    ioloop = IOLoop()
-    server = FTPServer(("127.0.0.1", 0), handler, ioloop=ioloop)
-    stop = threading.Event()
-
-    def run():
-        while not stop.is_set():
-            ioloop.loop(timeout=0.05, blocking=False)
-
-    thread = threading.Thread(target=run, name="drs-embedded-ftpd")
-    thread.start()
-    try:
-        yield server.socket.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(10)
-        server.close_all()
-        ioloop.close()
+    server = FTPServer(("127.0.0.1", 0), handler, ioloop=IOLoop())
+    with in_thread(server, "drs-embedded-ftpd") as port:
+        yield port
 
 
 def login(port):

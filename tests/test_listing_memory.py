@@ -12,11 +12,10 @@ import contextlib
 import ftplib
 import os
 import socket
-import threading
 import tracemalloc
 
 import pytest
-from conftest import PASSWORD, USER
+from conftest import PASSWORD, USER, in_thread
 
 from drsftp.ftp.eblock import BlockDecoder, Data, EndOfFile
 from drsftp.server.app import ServerConfig, build_server
@@ -44,20 +43,8 @@ def tree(tmp_path, monkeypatch):
 @contextlib.contextmanager
 def serving(root):
     server = build_server(ServerConfig(root=str(root), port=0, user=USER, password=PASSWORD, tuning="kernel"))
-    stop = threading.Event()
-
-    def run():
-        while not stop.is_set():
-            server.ioloop.loop(timeout=0.05, blocking=False)
-
-    thread = threading.Thread(target=run, name="drs-listing-ftpd")
-    thread.start()
-    try:
-        yield server.socket.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(10)
-        server.close_all()
+    with in_thread(server, "drs-listing-ftpd", close_ioloop=False) as port:
+        yield port
 
 
 def stream_listing(port, command, path) -> int:

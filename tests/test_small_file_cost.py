@@ -9,10 +9,9 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import threading
 
 import pytest
-from conftest import PASSWORD, USER, wait_until
+from conftest import PASSWORD, USER, in_thread, wait_until
 from pyftpdlib.ioloop import IOLoop
 from pyftpdlib.servers import FTPServer
 
@@ -35,23 +34,9 @@ def serving(root, sent: list[bytes]):
         sent.append(bytes(data[:n]))
         return n
 
-    ioloop = IOLoop()
-    server = FTPServer(("127.0.0.1", 0), type("Counted", (served.handler,), {"send": send}), ioloop=ioloop)
-    stop = threading.Event()
-
-    def run():
-        while not stop.is_set():
-            ioloop.loop(timeout=0.05, blocking=False)
-
-    thread = threading.Thread(target=run, name="drs-smallfile-ftpd")
-    thread.start()
-    try:
-        yield server.socket.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(10)
-        server.close_all()
-        ioloop.close()
+    server = FTPServer(("127.0.0.1", 0), type("Counted", (served.handler,), {"send": send}), ioloop=IOLoop())
+    with in_thread(server, "drs-smallfile-ftpd") as port:
+        yield port
 
 
 class Ctl:
