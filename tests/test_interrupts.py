@@ -7,7 +7,7 @@ resume"; docs/SECURITY.md, "No data lost"):
   never a ``.ranges.tmp``, and nothing keeps moving once the client exits;
 - --continue then completes it byte for byte and leaves nothing behind.
 
-The servers move at most RATE bytes a second (tests/throttleserve.py), so
+The servers move at most RATE bytes a second (tests/slowserve.py --both), so
 an interrupt can land anywhere from the log-in to the last byte."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ ROUNDS = 3  # per kind: 9 interrupted runs in all
 
 
 def throttled(root):
-    return ServerProcess(root, cmd=[PY, os.path.join(HERE, "throttleserve.py"), str(root), str(RATE), USER,
-                                    PASSWORD])
+    return ServerProcess(root, cmd=[PY, os.path.join(HERE, "slowserve.py"), str(root), str(RATE), USER,
+                                    PASSWORD, "--both"])
 
 
 def default_sigint():
