@@ -22,7 +22,6 @@ import os
 import pstats
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from drsftp.bench.common.tunings import PASSWORD, USER
 from drsftp.bench.smallfiles.run import GUC_FLAGS, make_tree
+from drsftp.netem.link import stop_process
 
 
 def main() -> int:
@@ -84,13 +84,7 @@ def main() -> int:
               f" server CPU {cpu.user + cpu.system:.2f} s (user {cpu.user:.2f}, system {cpu.system:.2f})"
               f"{': ' + done.stderr.strip()[-300:] if done.returncode else ''}")
     finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server, 30)  # (SIGTERM: the server writes its profile on the way out)
         shutil.rmtree(dest, ignore_errors=True)
     if args.no_profile:
         return 0

@@ -16,47 +16,16 @@ import argparse
 import cProfile
 import os
 import pstats
-import re
 import resource
 import shutil
-import subprocess
 import sys
 import time
 
-USER, PASSWORD = "profile", "profile-pass"
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def make_tree(top: str, count: int, size: int, per_dir: int = 1000) -> None:
-    stamp = f"{top}.made"
-    want = f"{count} {size} {per_dir}"
-    if os.path.exists(stamp):
-        with open(stamp) as f:
-            if f.read() == want:
-                return
-    shutil.rmtree(top, ignore_errors=True)
-    blob = os.urandom(size + 4096)
-    for i in range(count):
-        d = os.path.join(top, f"d{i // per_dir:04d}")
-        if i % per_dir == 0:
-            os.makedirs(d, exist_ok=True)
-        n = (i * 7919) % (size + 1)
-        with open(os.path.join(d, f"f{i:07d}"), "wb") as f:
-            f.write(blob[i % 4096:i % 4096 + n])
-    with open(stamp, "w") as f:
-        f.write(want)
-
-
-def start_server(root: str) -> tuple[subprocess.Popen, int]:
-    argv = [sys.executable, "-m", "drsftp", "serve", "--root", root, "--port", "0", "--user", USER,
-            "--password", PASSWORD, "--max-connections-per-ip", "0"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline() if proc.stdout else ""
-    m = re.search(r"listening on [^ ]*:(\d+)", line)
-    if not m:
-        proc.kill()
-        proc.wait()
-        raise SystemExit(f"server did not start: {line.strip() or 'no output'}")
-    return proc, int(m.group(1))
+from drsftp.bench.common.tunings import PASSWORD, USER
+from drsftp.bench.smallfiles.run import make_tree, start_server
+from drsftp.netem.link import stop_process
 
 
 def main() -> None:
@@ -76,9 +45,9 @@ def main() -> None:
     base = os.path.join(args.workdir, "drs-profile-tree")
     os.makedirs(base, exist_ok=True)
     source = os.path.join(base, f"tree-{args.files}")
-    make_tree(source, args.files, args.size)
+    make_tree(source, args.files, args.size, per_dir=1000)
     dest = os.path.join(base, f"dest-{os.getpid()}")
-    server, port = start_server(base)
+    server, port = start_server("drsftp", base, os.path.join(base, "server.log"))
     try:
         for direction in args.direction:
             shutil.rmtree(dest, ignore_errors=True)
@@ -100,12 +69,7 @@ def main() -> None:
                 prof.dump_stats(f"{args.out}-{direction}.prof")
             pstats.Stats(prof).strip_dirs().sort_stats(args.sort).print_stats(args.top)
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server, 10)
         shutil.rmtree(dest, ignore_errors=True)
 
 
