@@ -98,16 +98,8 @@ async def _get_job(job: TreeJob, urls: list[tuple[FTPLocation, bool]], dest: str
         if dirs and not jopts.delete:
             # transfers start on the first entries while the walk goes on
             # (deletes need the whole tree: with --delete the walk goes first)
-            job.walking = True
-            walk = asyncio.ensure_future(job.walk_remote(dirs, found, first=sess, paced=True))
-            walk.add_done_callback(lambda _: job.walked())
-            try:
-                await job.run_queue(lambda wid: _get_worker(job, wid))
-                await walk
-            finally:
-                if not walk.done():
-                    walk.cancel()
-                    await asyncio.gather(walk, return_exceptions=True)
+            await _run_while_walking(job, job.walk_remote(dirs, found, first=sess, paced=True),
+                                     lambda wid: _get_worker(job, wid))
             return  # (an early listing left unread goes with its session's close)
         trees = await job.walk_remote(dirs, first=sess) if dirs else {}
         if not dirs:
@@ -329,16 +321,7 @@ async def _put_streamed(job: TreeJob, sess: RemoteSession, have: dict[int, dict[
             p = _put_file_plan(job, i, s, have)
             await _apply_remote(job, sess, s, p)
             job.enqueue(i, p)
-    job.walking = True
-    walk = asyncio.ensure_future(_walk_local(job, sess, have))
-    walk.add_done_callback(lambda _: job.walked())
-    try:
-        await job.run_queue(lambda wid: _put_worker(job, wid))
-        await walk
-    finally:
-        if not walk.done():
-            walk.cancel()
-            await asyncio.gather(walk, return_exceptions=True)
+    await _run_while_walking(job, _walk_local(job, sess, have), lambda wid: _put_worker(job, wid))
 
 
 async def _walk_local(job: TreeJob, sess: RemoteSession, have: dict[int, dict[Rel, Stat]]) -> None:
@@ -441,3 +424,18 @@ async def run_ls(loc: FTPLocation, topts: TransferOptions) -> list[Entry]:
         return sorted(await sess.listing(loc.path), key=lambda e: e.name)
     finally:
         await sess.close()
+
+
+async def _run_while_walking(job: TreeJob, walking, worker) -> None:
+    """The job's workers take files while ``walking`` (the paced walk) still
+    adds them; the walk is cancelled if the workers end first by an error."""
+    job.walking = True
+    walk = asyncio.ensure_future(walking)
+    walk.add_done_callback(lambda _: job.walked())
+    try:
+        await job.run_queue(worker)
+        await walk
+    finally:
+        if not walk.done():
+            walk.cancel()
+            await asyncio.gather(walk, return_exceptions=True)
