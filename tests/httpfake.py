@@ -31,6 +31,7 @@ class FakeServer:
         self.bad_digest = False
         self.no_digest = False
         self.drs = True  # answer DRS headers
+        self.head_extra = 0  # HEAD claims this many bytes more than the file holds (a file that shrank)
         self.seen: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         self.parts: dict[str, list[tuple[int, int]]] = {}  # partial PUTs held: path -> [a, b)
         self.port = 0
@@ -121,7 +122,7 @@ class FakeServer:
             if ranges:
                 first, last, status = ranges[0].first, ranges[0].last, 206
                 headers["Content-Range"] = ranges[0].content_range(size)
-        headers["Content-Length"] = str(last - first + 1)
+        headers["Content-Length"] = str(last - first + 1 + (self.head_extra if request.method == "HEAD" else 0))
         resp = web.StreamResponse(status=status, headers=headers)
         await resp.prepare(request)
         if request.method == "HEAD":

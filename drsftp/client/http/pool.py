@@ -15,6 +15,7 @@ hands it out: the connector here notes it in the request's :class:`Slot`
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import contextvars
 import logging
@@ -98,12 +99,15 @@ class Pool:
             ssl_arg = client_tls(self.opts.ca_file, self.opts.insecure).context
             if self.opts.insecure:
                 log.warning("--insecure: the server's TLS certificate is not checked")
-        auth = aiohttp.BasicAuth(self.loc.user, self.loc.password or "") if self.loc.user else None
+        headers = {"User-Agent": "drsftp"}
+        if self.loc.user:  # HTTP Basic (RFC 7617 sec. 2): user-id ":" password, UTF-8, base64
+            pair = f"{self.loc.user}:{self.loc.password or ''}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
         timeout = aiohttp.ClientTimeout(total=None, connect=self.opts.connect_timeout,
                                         sock_read=self.opts.idle_timeout)
         connector = _Connector(self, limit=self.connections, ssl=ssl_arg)
-        self.session = aiohttp.ClientSession(connector=connector, auth=auth, timeout=timeout,
-                                             auto_decompress=False, headers={"User-Agent": "drsftp"})
+        self.session = aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
+                                             headers=headers)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -116,11 +120,16 @@ class Pool:
             await self.session.close()
 
     # -- the connector's hooks ---------------------------------------------
+    def _tuner(self) -> SocketTuner:
+        # batch_reads off: SO_RCVLOWAT would hold back the tail of a response
+        # on a kept-alive connection (no EOF wakes the reader there)
+        return SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers,
+                           parallel=self.connections > 1, batch_reads=False)
+
     def new_socket(self, addr_info: Any) -> socket.socket:
         family, kind, proto, _, _ = addr_info
         sock = socket.socket(family, kind, proto)
-        tuner = SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers,
-                            parallel=self.connections > 1)
+        tuner = self._tuner()
         try:
             tuner.before_handshake(sock)
         except OSError as exc:
@@ -143,8 +152,7 @@ class Pool:
                 return None
             tuner = self._fresh.pop(sock.fileno(), None)
             if tuner is None:
-                tuner = SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers,
-                                    parallel=self.connections > 1)
+                tuner = self._tuner()
             raw = sock._sock if hasattr(sock, "_sock") else sock  # (asyncio's TransportSocket wraps it)
             tuner.after_handshake(raw)
             tuner.attach(raw)

@@ -35,7 +35,8 @@ from .pool import Pool, Slot
 log = logging.getLogger("drsftp.client")
 READ_CHUNK = 1 << 20
 DONE = (200, 201, 204)  # the whole file is in place
-PARTIAL = (202,)  # a part taken; the server waits for the rest
+PARTIAL = (202,)
+PIECE_MIN = 1 << 20  # -P N cuts a file into N pieces, none below this (but the last)  # a part taken; the server waits for the rest
 
 
 class Upload:
@@ -120,7 +121,10 @@ async def _put(src: str, loc: HTTPLocation, opts: TransferOptions, streams: int 
                     return already_complete("put", loc.path, total)
             n = streams or auto.first_connections(None, opts)
             parallel = n > 1 and total > 0
-            pieces = spans.spans(held.missing(total)) if held.total or parallel else None
+            gaps = held.missing(total)
+            share = -(-sum(b - a for a, b in gaps) // n)  # (each connection a piece at least)
+            limit = min(spans.MAX_REQUEST, max(PIECE_MIN, share))
+            pieces = spans.spans(gaps, limit) if held.total or parallel else None
             up = Upload(pool, loc.path, fd, total, pieces, n)
             view = ProgressView(os.path.basename(src), total, opts.progress)
             try:

@@ -1,0 +1,201 @@
+"""drsftp's client over HTTP (drsftp/client/http/, docs/HTTP.md "Client")
+against a small aiohttp server of the test's own (tests/httpfake.py):
+bytes compared by SHA-256 in every transfer."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+from httpfake import PASSWORD, USER, FakeServer, sha256
+
+from drsftp.cli import main
+
+SIZE = 5_000_000
+
+
+@pytest.fixture
+def server(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    with open(root / "big.bin", "wb") as f:
+        f.write(os.urandom(SIZE))
+    s = FakeServer(str(root)).start()
+    yield s
+    s.stop()
+
+
+def run(*argv: str) -> int:
+    """``drsftp ARGV`` in this process (get and put with -q); exit 2 of argparse's as its code."""
+    extra = ["-q"] if argv[0] != "ls" else []
+    try:
+        return main([argv[0], *extra, *argv[1:]])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+@pytest.mark.parametrize("streams", ["1", "4", "auto"])
+def test_get_is_byte_exact_and_speaks_drs(server, tmp_path, streams):
+    out, report = tmp_path / "out.bin", tmp_path / "r.json"
+    assert run("get", server.url("/big.bin"), str(out), "-P", streams, "--json", str(report)) == 0
+    assert sha256(out) == sha256(os.path.join(server.root, "big.bin"))
+    assert not os.path.exists(f"{out}.part") and not os.path.exists(f"{out}.part.ranges")
+    r = json.loads(report.read_text())
+    assert r["drs_peer"] is True and r["bytes"] == SIZE and r["server_last_report"] == {"rtt": 1000, "rate": 5000}
+    assert r["peak_rcvbuf"]  # a tuner attached to the connection's socket
+    gets = [h for m, _, h in server.seen if m == "GET"]
+    assert gets and all("DRS" in h and h["Range"].startswith("bytes=") for h in gets)
+    if streams == "4":
+        assert len(gets) >= 4 and r["streams"] >= 2
+
+
+def test_get_without_drs_answers_reports_no_peer(server, tmp_path):
+    server.drs = False
+    report = tmp_path / "r.json"
+    assert run("get", server.url("/big.bin"), str(tmp_path / "o"), "--json", str(report)) == 0
+    assert json.loads(report.read_text())["drs_peer"] is False
+
+
+def test_get_from_a_server_without_ranges_reads_it_whole(server, tmp_path):
+    server.ranges = False
+    out = tmp_path / "o"
+    assert run("get", server.url("/big.bin"), str(out), "-P", "4") == 0
+    assert sha256(out) == sha256(os.path.join(server.root, "big.bin"))
+    assert [h.get("Range") for m, _, h in server.seen if m == "GET"] == [None]
+
+
+@pytest.mark.parametrize("streams", ["1", "4"])
+def test_get_continue_after_a_cut_fetches_only_the_rest(server, tmp_path, capsys, streams):
+    out = tmp_path / "o"
+    server.cut_after = 1_000_000
+    assert run("get", server.url("/big.bin"), str(out), "-P", streams) == 1
+    assert "closed the connection" in capsys.readouterr().err or os.path.exists(f"{out}.part")
+    assert os.path.exists(f"{out}.part") and os.path.exists(f"{out}.part.ranges") and not out.exists()
+    server.cut_after = None
+    server.seen.clear()
+    assert run("get", server.url("/big.bin"), str(out), "-P", streams, "--continue") == 0
+    assert sha256(out) == sha256(os.path.join(server.root, "big.bin"))
+    asked = [[int(x) for x in h["Range"][6:].split("-")] for m, _, h in server.seen if m == "GET"]
+    assert asked and sum(b - a + 1 for a, b in asked) <= SIZE - 1_000_000  # what arrived was kept
+    if streams == "1":
+        assert asked[0][0] == 1_000_000
+
+
+def test_get_continue_of_a_complete_file_moves_nothing(server, tmp_path):
+    out = tmp_path / "o"
+    assert run("get", server.url("/big.bin"), str(out)) == 0
+    server.seen.clear()
+    assert run("get", server.url("/big.bin"), str(out), "--continue") == 0
+    assert [m for m, _, _ in server.seen] == ["HEAD"]
+
+
+def test_verify_good_and_bad(server, tmp_path, capsys):
+    out, report = tmp_path / "o", tmp_path / "r.json"
+    assert run("get", server.url("/big.bin"), str(out), "--verify", "--json", str(report)) == 0
+    assert json.loads(report.read_text())["sha256"] == sha256(out)
+    server.bad_digest = True
+    bad = tmp_path / "bad"
+    assert run("get", server.url("/big.bin"), str(bad), "--verify") == 1
+    err = capsys.readouterr().err
+    assert "verification failed: sha-256" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not bad.exists() and os.path.exists(f"{bad}.part")  # the part is kept
+    assert run("put", str(out), server.url("/up.bin"), "--verify") == 1
+    assert "verification failed" in capsys.readouterr().err
+
+
+def test_verify_without_a_digest_is_an_error(server, tmp_path, capsys):
+    server.no_digest = True
+    assert run("get", server.url("/big.bin"), str(tmp_path / "o"), "--verify") == 1
+    assert "no digest" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("streams", ["1", "4"])
+def test_put_is_byte_exact(server, tmp_path, streams):
+    src = os.path.join(server.root, "big.bin")
+    assert run("put", src, server.url("/sub/"), "-P", streams) == 1  # no such directory: 409
+    assert run("put", src, server.url("/up.bin"), "-P", streams, "--verify") == 0
+    assert sha256(os.path.join(server.root, "up.bin")) == sha256(src)
+    puts = [h for m, _, h in server.seen if m == "PUT"]
+    assert all("DRS" in h for h in puts)
+    if streams == "4":
+        assert len(puts) >= 4 and all(h["Content-Range"].endswith(f"/{SIZE}") for h in puts[1:])
+    else:
+        assert puts[-1]["Content-Length"] == str(SIZE) and "Content-Range" not in puts[-1]
+
+
+def test_put_continue_sends_only_the_missing_ranges(server, tmp_path):
+    src = os.path.join(server.root, "big.bin")
+    with open(src, "rb") as f, open(os.path.join(server.root, "up.bin.part"), "wb") as part:
+        part.write(f.read(2_000_000))
+    server.parts["/up.bin"] = [(0, 2_000_000)]
+    assert run("put", src, server.url("/up.bin"), "--continue") == 0
+    assert sha256(os.path.join(server.root, "up.bin")) == sha256(src)
+    heads = [h for m, _, h in server.seen if m == "HEAD"]
+    assert heads[0].get("DRS-Part") == "ranges"
+    puts = [h["Content-Range"] for m, _, h in server.seen if m == "PUT"]
+    assert puts == [f"bytes 2000000-{SIZE - 1}/{SIZE}"]
+
+
+def test_put_continue_of_a_complete_file_sends_nothing(server, tmp_path):
+    src = os.path.join(server.root, "big.bin")
+    assert run("put", src, server.url("/big.bin"), "--continue") == 0
+    assert [m for m, _, _ in server.seen] == ["HEAD"]
+
+
+def test_ls_lists_a_collection(server, tmp_path, capsys):
+    os.mkdir(os.path.join(server.root, "dir one"))
+    assert run("ls", server.url("/")) == 0
+    assert capsys.readouterr().out.splitlines() == ["big.bin", "dir one/"]
+    assert run("ls", "-l", server.url("/")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["file", str(SIZE)] and lines[0].endswith(" big.bin")
+    assert lines[1].startswith("dir ") and lines[1].endswith(" dir one")
+    assert [h["Depth"] for m, _, h in server.seen if m == "PROPFIND"] == ["1", "1"]
+
+
+@pytest.mark.parametrize(("path", "password", "words", "status"), [
+    ("/nope.bin", PASSWORD, "no such file", 404),
+    ("/big.bin", "wrong-pw", "login refused", 401),
+    ("/forbidden.bin", PASSWORD, "permission denied", 403),
+])
+def test_statuses_are_one_sentence_without_the_password(server, tmp_path, capsys, path, password, words, status):
+    for argv in (("get", server.url(path, password=password), str(tmp_path / "o")),
+                 ("ls", server.url(path, password=password))):
+        assert run(*argv) == 1
+        err = capsys.readouterr().err
+        assert f"{words}" in err and f"(HTTP {status})" in err and f"127.0.0.1:{server.port}{path}" in err
+        assert err.count("\n") == 1 and password not in err and "Traceback" not in err
+
+
+def test_a_file_that_shrank_is_a_416_sentence(server, tmp_path, capsys):
+    server.head_extra = 3_000_000  # the HEAD's size is larger than the file: the last range lies past it
+    assert run("get", server.url("/big.bin"), str(tmp_path / "o"), "-P", "4") == 1
+    err = capsys.readouterr().err
+    assert "lies outside the file" in err and "(HTTP 416)" in err and err.count("\n") == 1
+
+
+def test_connection_refused_on_a_closed_port(tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert run("get", f"http://{USER}:{PASSWORD}@127.0.0.1:{port}/f", str(tmp_path / "o")) == 1
+    err = capsys.readouterr().err
+    assert err == f"drsftp: error: cannot connect to 127.0.0.1:{port}: connection refused\n"
+
+
+def test_credentials_from_netrc(server, tmp_path):
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"machine 127.0.0.1 login {USER} password {PASSWORD}\n")
+    netrc.chmod(0o600)
+    out = tmp_path / "o"
+    assert run("get", server.url("/big.bin", user=None), str(out), "--netrc", str(netrc)) == 0
+    assert sha256(out) == sha256(os.path.join(server.root, "big.bin"))
+
+
+def test_bad_usage_is_exit_2(server, tmp_path, capsys):
+    assert run("get", server.url("/"), str(tmp_path / "o")) == 2
+    assert "names a directory" in capsys.readouterr().err
+    assert run("get", server.url("/big.bin") + "?x=1", str(tmp_path / "o")) == 2
+    assert run("get", "-r", server.url("/"), str(tmp_path / "o")) == 2
