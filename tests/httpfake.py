@@ -153,7 +153,7 @@ class FakeServer:
                     f.write(chunk)
             os.replace(part, path)
             return web.Response(status=201, headers=headers)
-        unit, _, rest = span.partition(" ")
+        _, _, rest = span.partition(" ")
         ab, _, total_text = rest.partition("/")
         a, b, total = int(ab.split("-")[0]), int(ab.split("-")[1]) + 1, int(total_text)
         mode = "r+b" if os.path.exists(part) else "wb"

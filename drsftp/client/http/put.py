@@ -35,8 +35,8 @@ from .pool import Pool, Slot
 log = logging.getLogger("drsftp.client")
 READ_CHUNK = 1 << 20
 DONE = (200, 201, 204)  # the whole file is in place
-PARTIAL = (202,)
-PIECE_MIN = 1 << 20  # -P N cuts a file into N pieces, none below this (but the last)  # a part taken; the server waits for the rest
+PARTIAL = (202,)  # a part taken; the server waits for the rest
+PIECE_MIN = 1 << 20  # -P N cuts a file into N pieces, none below this (but the last)
 
 
 class Upload:
