@@ -10,6 +10,7 @@ import base64
 import email.utils
 import hashlib
 import os
+import ssl
 import threading
 import urllib.parse
 from xml.sax.saxutils import escape
@@ -23,8 +24,9 @@ USER, PASSWORD = "tester", "s3cret-pw"
 
 
 class FakeServer:
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, cert: str | None = None) -> None:
         self.root = root
+        self.cert = cert  # PEM of certificate and key: HTTPS
         self.auth = True
         self.ranges = True  # False: Accept-Ranges none, every GET whole
         self.cut_after: int | None = None  # a GET's body ends (connection dropped) after this many bytes
@@ -61,7 +63,11 @@ class FakeServer:
         app.router.add_route("*", "/{path:.*}", self._handle)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        context = None
+        if self.cert:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(self.cert)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
         await site.start()
         self.port = runner.addresses[0][1]
         self._ready.set()
@@ -70,7 +76,7 @@ class FakeServer:
 
     def url(self, path: str = "/", user: str | None = USER, password: str | None = PASSWORD) -> str:
         cred = f"{user}:{password}@" if user and password else f"{user}@" if user else ""
-        return f"http://{cred}127.0.0.1:{self.port}{path}"
+        return f"{'https' if self.cert else 'http'}://{cred}127.0.0.1:{self.port}{path}"
 
     # -- requests --------------------------------------------------------------
     def _file(self, request: web.Request) -> str:

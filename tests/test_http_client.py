@@ -10,6 +10,7 @@ import socket
 
 import pytest
 from httpfake import PASSWORD, USER, FakeServer, sha256
+from tlscerts import make_certs
 
 from drsftp.cli import main
 
@@ -200,3 +201,24 @@ def test_bad_usage_is_exit_2(server, tmp_path, capsys):
     assert "names a directory" in capsys.readouterr().err
     assert run("get", server.url("/big.bin") + "?x=1", str(tmp_path / "o")) == 2
     assert run("get", "-r", server.url("/"), str(tmp_path / "o")) == 2
+
+
+def test_https_checks_the_certificate(tmp_path, capsys, caplog):
+    certs = make_certs(tmp_path / "certs")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "f.bin").write_bytes(os.urandom(300_000))
+    s = FakeServer(str(root), cert=str(certs.good)).start()
+    try:
+        out = tmp_path / "o"
+        assert run("get", s.url("/f.bin"), str(out), "-P", "2", "--ca-file", str(certs.ca)) == 0
+        assert sha256(out) == sha256(root / "f.bin")
+        assert run("put", str(out), s.url("/g.bin"), "--ca-file", str(certs.ca)) == 0
+        assert sha256(root / "g.bin") == sha256(out)
+        assert run("get", s.url("/f.bin"), str(tmp_path / "o2"), "--ca-file", str(certs.other_ca)) == 1
+        err = capsys.readouterr().err
+        assert "TLS certificate of 127.0.0.1 not trusted" in err and err.count("\n") == 1
+        assert run("get", s.url("/f.bin"), str(tmp_path / "o3"), "--insecure") == 0
+        assert "--insecure: the server's TLS certificate is not checked" in caplog.text
+    finally:
+        s.stop()
