@@ -27,6 +27,7 @@ from ..transfer.getput import already_complete, make_parents
 from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
 from . import auto
+from .errors import HTTPError
 from .fetch import Download, WholeDownload
 from .monitor import watch
 from .pool import Pool
@@ -42,63 +43,72 @@ async def get(loc: HTTPLocation, dest: str, opts: TransferOptions, streams: int 
 
 async def _get(loc: HTTPLocation, dest: str, opts: TransferOptions, streams: int | None) -> TransferResult:
     check_spec(opts.tuning)
-    part = download_part(dest)
     async with Pool(loc, opts, Role.RECEIVER, streams or auto.AUTO_MAX) as pool:
-        async with pool.request("HEAD", loc.path, ok=(200, 204)) as (resp, first):
-            size = resp.content_length
-            ranged = "bytes" in resp.headers.get("Accept-Ranges", "").lower() and size is not None
-            etag, modified = resp.headers.get("ETag"), resp.headers.get("Last-Modified")
-        validator = etag or modified
-        held = RangeSet()
-        if opts.resume and size is not None:
-            if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
-                return already_complete("get", loc.path, size)
-            held = _held(part, size, validator) if ranged else held
-        make_parents(dest)
-        fd = _open_part(part, fresh=not held.total)
-        try:
-            driver: Download | WholeDownload
-            steering = None
-            if ranged and size is not None:
-                n = streams or auto.first_connections(first, opts)
-                driver = Download(pool, loc.path, fd, RangePlan(size, held), n,
-                                  etag if etag and not etag.startswith("W/") else None)
-                steering = auto.steering(driver, n) if streams is None else None
-            else:
-                if opts.resume and os.path.exists(part):
-                    log.warning("%s does not serve byte ranges: --continue starts over", loc.shown)
-                driver = WholeDownload(pool, loc.path, fd, size)
+        return await get_with(pool, loc, dest, opts, streams)
 
-            def save() -> None:
-                if not isinstance(driver, Download) or size is None:
-                    return
-                try:
-                    save_record(part, ResumeRecord(size, validator, driver.held))
-                except OSError as exc:  # a resume aid: the transfer's own error, if any, is the one to tell
-                    log.info("cannot write the resume record of %s: %s", part, os_reason(exc))
 
-            save()
-            view = ProgressView(os.path.basename(loc.path), size, opts.progress)
+async def get_with(pool: Pool, loc: HTTPLocation, dest: str, opts: TransferOptions,
+                   streams: int | None) -> TransferResult:
+    """One file's get on ``pool``'s connections (a tree's files share them)."""
+    part = download_part(dest)
+    async with pool.request("HEAD", loc.path, ok=(200, 204)) as (resp, first):
+        size = resp.content_length
+        ranged = "bytes" in resp.headers.get("Accept-Ranges", "").lower() and size is not None
+        etag, modified = resp.headers.get("ETag"), resp.headers.get("Last-Modified")
+    validator = etag or modified
+    held = RangeSet()
+    if opts.resume and size is not None:
+        if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
+            return already_complete("get", loc.path, size)
+        held = _held(part, size, validator) if ranged else held
+    make_parents(dest)
+    fd = _open_part(part, fresh=not held.total)
+    try:
+        driver: Download | WholeDownload
+        steering = None
+        if ranged and size is not None:
+            n = streams or auto.first_connections(first, opts)
+            driver = Download(pool, loc.path, fd, RangePlan(size, held), n,
+                              etag if etag and not etag.startswith("W/") else None)
+            steering = auto.steering(driver, n) if streams is None else None
+        else:
+            if opts.resume and os.path.exists(part):
+                log.warning("%s does not serve byte ranges: --continue starts over", loc.shown)
+            driver = WholeDownload(pool, loc.path, fd, size)
+
+        def save() -> None:
+            if not isinstance(driver, Download) or size is None:
+                return
             try:
-                out = await watch(driver, opts, view, held.total, save, steering)
-            finally:
-                view.close()
-                save()
-            total = size if size is not None else driver.moved
-            if not out.timed_out:
-                os.ftruncate(fd, total)
+                save_record(part, ResumeRecord(size, validator, driver.held))
+            except OSError as exc:  # a resume aid: the transfer's own error, if any, is the one to tell
+                log.info("cannot write the resume record of %s: %s", part, os_reason(exc))
+
+        save()
+        view = ProgressView(os.path.basename(loc.path), size, opts.progress)
+        try:
+            out = await watch(driver, opts, view, held.total, save, steering)
         finally:
-            os.close(fd)
-        result = TransferResult(direction="get", path=loc.path, bytes=driver.moved, seconds=out.seconds,
-                                total_size=total, resumed_from=held.total, complete=not out.timed_out,
-                                timeline=out.timeline)
-        result.update(pool.summary(), mode="http", parallel="auto" if streams is None else streams,
-                      streams=len(getattr(driver, "slots", {})) or 1, stream_changes=out.changes,
-                      requests=getattr(driver, "requests", 1))
-        if out.timed_out:
-            return result
-        if opts.verify:
-            result.update(await verify(pool, loc.path, part))
+            view.close()
+            save()
+        total = size if size is not None else driver.moved
+        if not out.timed_out and isinstance(driver, Download) and driver.plan.missing:
+            raise HTTPError(f"{loc.shown}: short transfer: {driver.plan.missing} of {total} bytes missing"
+                            " (--continue resumes)")
+        if not out.timed_out:
+            os.ftruncate(fd, total)
+    finally:
+        os.close(fd)
+    result = TransferResult(direction="get", path=loc.path, bytes=driver.moved, seconds=out.seconds,
+                            total_size=total, resumed_from=held.total, complete=not out.timed_out,
+                            timeline=out.timeline)
+    result.update(pool.summary(), mode="http", parallel="auto" if streams is None else streams,
+                  streams=len(getattr(driver, "slots", {})) or 1, stream_changes=out.changes,
+                  requests=getattr(driver, "requests", 1))
+    if out.timed_out:
+        return result
+    if opts.verify:
+        result.update(await verify(pool, loc.path, part))
     os.replace(part, dest)
     drop_record(part)
     return result

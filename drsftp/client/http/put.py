@@ -110,41 +110,47 @@ async def put(src: str, loc: HTTPLocation, opts: TransferOptions, streams: int |
 
 async def _put(src: str, loc: HTTPLocation, opts: TransferOptions, streams: int | None) -> TransferResult:
     check_spec(opts.tuning)
+    async with Pool(loc, opts, Role.SENDER, streams or auto.AUTO_MAX) as pool:
+        return await put_with(pool, src, loc, opts, streams)
+
+
+async def put_with(pool: Pool, src: str, loc: HTTPLocation, opts: TransferOptions,
+                   streams: int | None) -> TransferResult:
+    """One file's put on ``pool``'s connections (a tree's files share them)."""
     fd = os.open(src, os.O_RDONLY)
     try:
         total = os.fstat(fd).st_size
-        async with Pool(loc, opts, Role.SENDER, streams or auto.AUTO_MAX) as pool:
-            held = RangeSet()
-            if opts.resume:
-                held, complete = await _server_holds(pool, loc, total)
-                if complete:
-                    return already_complete("put", loc.path, total)
-            n = streams or auto.first_connections(None, opts)
-            parallel = n > 1 and total > 0
-            gaps = held.missing(total)
-            share = -(-sum(b - a for a, b in gaps) // n)  # (each connection a piece at least)
-            limit = min(spans.MAX_REQUEST, max(PIECE_MIN, share))
-            pieces = spans.spans(gaps, limit) if held.total or parallel else None
-            up = Upload(pool, loc.path, fd, total, pieces, n)
-            view = ProgressView(os.path.basename(src), total, opts.progress)
-            try:
-                out = await watch(up, opts, view, held.total, None)
-            finally:
-                view.close()
-            if not out.timed_out and not up.finished:
-                raise HTTPError(f"PUT {loc.shown}: the server took every part but did not say the file is"
-                                " whole (202 to the last one); --continue resends what it lacks", transient=False)
-            result = TransferResult(direction="put", path=loc.path, bytes=up.moved, seconds=out.seconds,
-                                    total_size=total, resumed_from=held.total, complete=not out.timed_out,
-                                    timeline=out.timeline)
-            extra: dict[str, Any] = {"mode": "http", "parallel": "auto" if streams is None else streams,
-                                     "streams": n if pieces else 1, "requests": up.requests}
-            result.update(pool.summary(), **extra)
-            if opts.verify and not out.timed_out:
-                from .verify import verify
+        held = RangeSet()
+        if opts.resume:
+            held, complete = await _server_holds(pool, loc, total)
+            if complete:
+                return already_complete("put", loc.path, total)
+        n = streams or auto.first_connections(None, opts)
+        parallel = n > 1 and total > 0
+        gaps = held.missing(total)
+        share = -(-sum(b - a for a, b in gaps) // n)  # (each connection a piece at least)
+        limit = min(spans.MAX_REQUEST, max(PIECE_MIN, share))
+        pieces = spans.spans(gaps, limit) if held.total or parallel else None
+        up = Upload(pool, loc.path, fd, total, pieces, n)
+        view = ProgressView(os.path.basename(src), total, opts.progress)
+        try:
+            out = await watch(up, opts, view, held.total, None)
+        finally:
+            view.close()
+        if not out.timed_out and not up.finished:
+            raise HTTPError(f"PUT {loc.shown}: the server took every part but did not say the file is"
+                            " whole (202 to the last one); --continue resends what it lacks", transient=False)
+        result = TransferResult(direction="put", path=loc.path, bytes=up.moved, seconds=out.seconds,
+                                total_size=total, resumed_from=held.total, complete=not out.timed_out,
+                                timeline=out.timeline)
+        extra: dict[str, Any] = {"mode": "http", "parallel": "auto" if streams is None else streams,
+                                 "streams": n if pieces else 1, "requests": up.requests}
+        result.update(pool.summary(), **extra)
+        if opts.verify and not out.timed_out:
+            from .verify import verify
 
-                result.update(await verify(pool, loc.path, src))
-            return result
+            result.update(await verify(pool, loc.path, src))
+        return result
     finally:
         os.close(fd)
 
