@@ -33,6 +33,7 @@ class FakeServer:
         self.bad_digest = False
         self.no_digest = False
         self.drs = True  # answer DRS headers
+        self.evil_hrefs = False  # listings also name entries outside the directory asked
         self.head_extra = 0  # HEAD claims this many bytes more than the file holds (a file that shrank)
         self.seen: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         self.parts: dict[str, list[tuple[int, int]]] = {}  # partial PUTs held: path -> [a, b)
@@ -93,7 +94,8 @@ class FakeServer:
         headers = {}
         if self.drs and "DRS" in request.headers:
             headers["DRS"] = "rtt=1000 rate=5000"
-        handler = {"GET": self._get, "HEAD": self._get, "PUT": self._put, "PROPFIND": self._propfind}.get(
+        handler = {"GET": self._get, "HEAD": self._get, "PUT": self._put, "PROPFIND": self._propfind,
+                   "MKCOL": self._mkcol}.get(
             request.method)
         if handler is None:
             return web.Response(status=405, headers=headers)
@@ -182,6 +184,15 @@ class FakeServer:
             return web.Response(status=201, headers=headers)
         return web.Response(status=202, headers=headers)
 
+    async def _mkcol(self, request: web.Request, headers: dict[str, str]) -> web.StreamResponse:
+        path = self._file(request).rstrip("/")
+        if os.path.exists(path):
+            return web.Response(status=405, headers=headers)
+        if not os.path.isdir(os.path.dirname(path)):
+            return web.Response(status=409, headers=headers)
+        os.mkdir(path)
+        return web.Response(status=201, headers=headers)
+
     async def _propfind(self, request: web.Request, headers: dict[str, str]) -> web.StreamResponse:
         await request.read()
         path = self._file(request)
@@ -191,6 +202,8 @@ class FakeServer:
         if os.path.isdir(path) and request.headers.get("Depth") == "1":
             base = request.path.rstrip("/")
             items += [(f"{base}/{urllib.parse.quote(n)}", os.path.join(path, n)) for n in sorted(os.listdir(path))]
+        if self.evil_hrefs:
+            items += [("/elsewhere/x.bin", os.path.join(self.root, "big.bin")), (request.path + "/..", path)]
         out = ['<?xml version="1.0" encoding="utf-8"?><D:multistatus xmlns:D="DAV:">']
         for href, p in items:
             is_dir = os.path.isdir(p)

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from ..result import TransferResult
     from ..transfer.options import TransferOptions
 
-FTP_ONLY = {"recursive": "-r", "sync": "--sync", "delete": "--delete", "tls": "--tls",
-            "pasv_address": "--pasv-address"}
+FTP_ONLY = {"delete": "--delete", "checksum": "--checksum", "tls": "--tls", "pasv_address": "--pasv-address"}
+SESSIONS = 4  # -c auto over HTTP: files at once
 
 
 def locate(url: str, netrc_file: str | None) -> HTTPLocation:
@@ -48,12 +48,10 @@ def http_command(args: argparse.Namespace) -> int | None:
 
 
 def _transfer(args: argparse.Namespace, paths: list[str]) -> int:
-    from ..session.control import os_reason
     from ..transfer.getput import with_retries
     from ..transfer.options import TransferOptions
     from ..transfer.targets import get_dest, put_url
     from ..trees.job.cli import JobUsageError, check_json_path
-    from .errors import HTTPError
 
     for key, flag in FTP_ONLY.items():
         if getattr(args, key, False):
@@ -70,6 +68,8 @@ def _transfer(args: argparse.Namespace, paths: list[str]) -> int:
                            idle_timeout=args.timeout, max_time=args.max_time, verify=args.verify,
                            ca_file=args.ca_file, insecure=args.insecure)
     streams = args.parallel  # None: auto
+    if args.recursive or args.sync:
+        return _tree(args, paths, opts, streams)
     if args.command == "get":
         loc = locate(paths[0], args.netrc)
         name = posixpath.basename(loc.path)
@@ -98,6 +98,34 @@ def _transfer(args: argparse.Namespace, paths: list[str]) -> int:
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
 
     result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
+    return _report(args, result)
+
+
+def _tree(args: argparse.Namespace, paths: list[str], opts: TransferOptions, streams: int | None) -> int:
+    from ..trees.job.cli import JobUsageError
+    from .tree import TreeJob, get_tree, put_tree
+
+    if not args.recursive:
+        raise JobUsageError("--sync goes with -r over HTTP")
+    if len(paths) != 2:
+        wanted = "URL DEST" if args.command == "get" else "SRC URL"
+        raise JobUsageError(f"{args.command} -r over HTTP takes {wanted}")
+    job = TreeJob(sessions=args.sessions or SESSIONS, streams=streams or 1, sync=args.sync)
+    if args.command == "get":
+        if is_http_url(paths[1]):
+            raise JobUsageError("get writes to a local DEST, not a URL")
+        result = asyncio.run(get_tree(locate(paths[0], args.netrc), paths[1], opts, job))
+    else:
+        if not os.path.isdir(paths[0]):
+            raise JobUsageError(f"{paths[0]} is not a directory; put -r takes one")
+        result = asyncio.run(put_tree(paths[0], locate(paths[1], args.netrc), opts, job))
+    return _report(args, result)
+
+
+def _report(args: argparse.Namespace, result: TransferResult) -> int:
+    from ..session.control import os_reason
+    from .errors import HTTPError
+
     if args.json:
         try:
             with open(args.json, "w") as f:

@@ -1,0 +1,191 @@
+"""`get -r` and `put -r` over HTTP/WebDAV (docs/HTTP.md, "Client").
+
+The remote side is walked directory by directory with ``PROPFIND Depth:
+1`` (a server refuses ``infinity``: RFC 4918 sec. 9.1), each listing read
+as it streams in, and the local side with ``os.scandir`` one directory at
+a time; the files found go through a short queue to ``-c N`` workers that
+move them on one pool of connections.  Nothing holds the whole tree: only
+the directories still to list and the files queued.  ``--sync`` skips a
+file the destination holds with the same size and a time not older.
+A name the server lists outside the directory asked, or one that is no
+plain name (``..``, empty), is refused: nothing is written outside DEST.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import posixpath
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ...http.davlist import Entry
+from ...http.url import HTTPLocation
+from ...tuning import Role, check_spec
+from ..result import TransferResult
+from ..transfer.options import TransferOptions
+from .errors import HTTPError
+from .get import get_with
+from .ls import entries
+from .pool import Pool
+from .put import put_with
+
+log = logging.getLogger("drsftp.client")
+QUEUED = 2  # files waiting per worker
+
+
+@dataclass
+class TreeJob:
+    sessions: int  # files at once (-c)
+    streams: int  # connections per file (-P)
+    sync: bool
+
+
+@dataclass
+class _Counts:
+    files: int = 0
+    skipped: int = 0
+    dirs: int = 0
+    bytes: int = 0
+
+
+async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: TreeJob) -> TransferResult:
+    check_spec(opts.tuning)
+    counts, started, quiet = _Counts(), time.monotonic(), replace(opts, progress=False)
+    if not loc.path.endswith("/"):  # (as the FTP trees: no slash, the directory itself goes into DEST)
+        dest = os.path.join(dest, posixpath.basename(loc.path))
+    async with Pool(loc, opts, Role.RECEIVER, job.sessions * job.streams + 1) as pool:
+        queue: asyncio.Queue[tuple[Entry, str] | None] = asyncio.Queue(QUEUED * job.sessions)
+
+        async def walk() -> None:
+            stack = [(loc.path.rstrip("/") or "/", dest)]
+            while stack:
+                rdir, ldir = stack.pop()
+                os.makedirs(ldir, exist_ok=True)
+                counts.dirs += 1
+                async for e in entries(pool, rdir.rstrip("/") + "/"):
+                    if not _child(e, rdir):
+                        continue
+                    target = os.path.join(ldir, e.name)
+                    if e.is_dir:
+                        stack.append((e.path, target))
+                    else:
+                        await queue.put((e, target))
+
+        async def move(item: tuple[Entry, str]) -> None:
+            e, target = item
+            if job.sync and _have(target, e.size, e.mtime):
+                counts.skipped += 1
+                return
+            r = await get_with(pool, loc.at(e.path), target, quiet, job.streams)
+            counts.files, counts.bytes = counts.files + 1, counts.bytes + r.bytes
+            if e.mtime is not None:
+                os.utime(target, (e.mtime, e.mtime))
+
+        await _run(walk, move, queue, job.sessions)
+        return _result("get", loc.path, counts, started, pool.summary())
+
+
+async def put_tree(src: str, loc: HTTPLocation, opts: TransferOptions, job: TreeJob) -> TransferResult:
+    check_spec(opts.tuning)
+    counts, started, quiet = _Counts(), time.monotonic(), replace(opts, progress=False)
+    top = loc.path.rstrip("/")
+    if not src.endswith(os.sep):
+        top = f"{top}/{os.path.basename(os.path.normpath(src))}"
+    async with Pool(loc, opts, Role.SENDER, job.sessions * job.streams + 1) as pool:
+        queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue(QUEUED * job.sessions)
+
+        async def walk() -> None:
+            stack = [(src, top)]
+            while stack:
+                ldir, rdir = stack.pop()
+                theirs = await _make_dir(pool, rdir, job.sync, parents=rdir == top)
+                counts.dirs += 1
+                with os.scandir(ldir) as it:
+                    for d in sorted(it, key=lambda d: d.name):
+                        there = f"{rdir}/{d.name}"
+                        if d.is_dir(follow_symlinks=False):
+                            stack.append((d.path, there))
+                        elif d.is_file():
+                            st = d.stat()
+                            e = theirs.get(d.name)
+                            if e is not None and not e.is_dir and e.size == st.st_size and (
+                                    e.mtime is None or e.mtime >= int(st.st_mtime)):
+                                counts.skipped += 1
+                                continue
+                            await queue.put((d.path, there))
+
+        async def move(item: tuple[str, str]) -> None:
+            path, there = item
+            r = await put_with(pool, path, loc.at(there), quiet, job.streams)
+            counts.files, counts.bytes = counts.files + 1, counts.bytes + r.bytes
+
+        await _run(walk, move, queue, job.sessions)
+        return _result("put", top, counts, started, pool.summary())
+
+
+async def _run(walk: Any, move: Any, queue: asyncio.Queue[Any], sessions: int) -> None:
+    """The walk and ``sessions`` workers; the first error ends them all."""
+
+    async def worker() -> None:
+        while (item := await queue.get()) is not None:
+            await move(item)
+
+    async def walker() -> None:
+        await walk()
+        for _ in range(sessions):
+            await queue.put(None)
+
+    tasks = [asyncio.ensure_future(walker())] + [asyncio.ensure_future(worker()) for _ in range(sessions)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _make_dir(pool: Pool, path: str, listing: bool, parents: bool = False) -> dict[str, Entry]:
+    """MKCOL ``path`` (201; 405: it exists, RFC 4918 sec. 9.3.1), with
+    ``parents`` its missing parents first (409: RFC 4918 sec. 9.3.1, one
+    level a request, as `mkdir -p`); with ``listing`` what it holds
+    (--sync), one directory's entries."""
+    async with pool.request("MKCOL", path + "/", ok=(201, 405, 409) if parents else (201, 405)) as (resp, _):
+        status = resp.status
+    if status == 409:
+        parent = posixpath.dirname(path)
+        if parent in ("", "/", path):
+            raise HTTPError(f"MKCOL {pool.loc.url(path + '/')}: the server refused it (HTTP 409)", 409)
+        await _make_dir(pool, parent, False, parents=True)
+        return await _make_dir(pool, path, listing)
+    existed = status == 405
+    if not (listing and existed):
+        return {}
+    return {e.name: e async for e in entries(pool, path + "/") if _child(e, path)}
+
+
+def _child(e: Entry, parent: str) -> bool:
+    """``e`` names a plain entry right inside ``parent`` (else it is skipped, said once)."""
+    ok = e.name not in ("", ".", "..") and posixpath.dirname(e.path) == (parent.rstrip("/") or "/")
+    if not ok:
+        log.warning("skipping %r: the server listed it in %s, where it is no plain entry", e.path[:200], parent)
+    return ok
+
+
+def _have(target: str, size: int | None, mtime: float | None) -> bool:
+    """--sync: the local copy has the size and is not older."""
+    try:
+        st = os.stat(target)
+    except OSError:
+        return False
+    return size == st.st_size and (mtime is None or int(st.st_mtime) >= int(mtime))
+
+
+def _result(direction: str, path: str, counts: _Counts, started: float, figures: dict[str, Any]) -> TransferResult:
+    r = TransferResult(direction=direction, path=path, bytes=counts.bytes, seconds=time.monotonic() - started)
+    r.update(figures, mode="http", files=counts.files, skipped=counts.skipped, dirs=counts.dirs,
+             note=f"{counts.files} files" + (f", {counts.skipped} unchanged" if counts.skipped else ""))
+    return r
+

@@ -1,0 +1,100 @@
+"""`get -r` and `put -r` over HTTP/WebDAV (drsftp/client/http/tree.py)
+against the test's own server (tests/httpfake.py): every file compared by
+SHA-256, --sync moving nothing the second time."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from httpfake import FakeServer, sha256
+
+from drsftp.cli import main
+
+
+def _tree(root):
+    """A small tree: files at three depths and an empty directory."""
+    for rel, size in (("a.bin", 300_000), ("sub/b b.bin", 70_000), ("sub/deeper/c.bin", 1), ("sub/zero", 0)):
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(os.urandom(size))
+    os.makedirs(os.path.join(root, "empty"))
+
+
+def _files(root):
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            out[os.path.relpath(path, root)] = sha256(path)
+        out.update({os.path.relpath(os.path.join(folder, d), root) + "/": "" for d in dirs})
+    return out
+
+
+@pytest.fixture
+def server(tmp_path):
+    root = tmp_path / "root"
+    (root / "big.bin").parent.mkdir()
+    (root / "big.bin").write_bytes(b"x")
+    _tree(str(root / "dir"))
+    s = FakeServer(str(root)).start()
+    yield s
+    s.stop()
+
+
+def run(*argv: str) -> int:
+    try:
+        return main([argv[0], "-q", *argv[1:]])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_get_r_then_sync_moves_nothing(server, tmp_path):
+    dest, report = tmp_path / "dest", tmp_path / "r.json"
+    assert run("get", "-r", "-c", "2", server.url("/dir/"), str(dest), "--json", str(report)) == 0
+    assert _files(dest) == _files(os.path.join(server.root, "dir"))
+    r = json.loads(report.read_text())
+    assert (r["files"], r["skipped"], r["drs_peer"]) == (4, 0, True)
+    assert all(h.get("Depth") == "1" for m, _, h in server.seen if m == "PROPFIND")
+    server.seen.clear()
+    assert run("get", "-r", "--sync", server.url("/dir/"), str(dest), "--json", str(report)) == 0
+    assert (json.loads(report.read_text())["files"], json.loads(report.read_text())["skipped"]) == (0, 4)
+    assert not [m for m, _, _ in server.seen if m == "GET"]
+
+
+def test_get_r_without_a_slash_makes_the_directory(server, tmp_path):
+    assert run("get", "-r", "-P", "2", server.url("/dir"), str(tmp_path)) == 0
+    assert _files(tmp_path / "dir") == _files(os.path.join(server.root, "dir"))
+
+
+def test_a_listing_naming_entries_elsewhere_writes_nothing_outside(server, tmp_path):
+    server.evil_hrefs = True
+    dest = tmp_path / "in" / "dest"
+    assert run("get", "-r", server.url("/dir/"), str(dest)) == 0
+    assert _files(dest) == _files(os.path.join(server.root, "dir"))
+    assert sorted(os.listdir(tmp_path / "in")) == ["dest"] and not (tmp_path / "x.bin").exists()
+
+
+def test_put_r_then_sync_moves_nothing(server, tmp_path):
+    src = tmp_path / "src"
+    _tree(str(src))
+    report = tmp_path / "r.json"
+    # the destination's missing parents are made (as mkdir -p)
+    assert run("put", "-r", "-c", "3", "-P", "2", f"{src}/", server.url("/up/new/"), "--json", str(report)) == 0
+    assert _files(os.path.join(server.root, "up", "new")) == _files(src)
+    assert json.loads(report.read_text())["files"] == 4
+    assert run("put", "-r", str(src), server.url("/up/"), "--json", str(report)) == 0
+    assert _files(os.path.join(server.root, "up", "src")) == _files(src)  # no slash: the directory itself
+    server.seen.clear()
+    assert run("put", "-r", "--sync", str(src), server.url("/up/"), "--json", str(report)) == 0
+    assert json.loads(report.read_text())["skipped"] == 4
+    assert not [m for m, _, _ in server.seen if m == "PUT"]
+
+
+def test_tree_usage_errors(server, tmp_path, capsys):
+    assert run("get", "--sync", server.url("/dir/"), str(tmp_path)) == 2
+    assert run("put", "-r", str(tmp_path / "missing"), server.url("/up/")) == 2
+    assert run("get", "-r", "--delete", server.url("/dir/"), str(tmp_path)) == 2
+    assert capsys.readouterr().err.count("drsftp: error:") == 3
