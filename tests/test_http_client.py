@@ -200,7 +200,7 @@ def test_bad_usage_is_exit_2(server, tmp_path, capsys):
     assert run("get", server.url("/"), str(tmp_path / "o")) == 2
     assert "names a directory" in capsys.readouterr().err
     assert run("get", server.url("/big.bin") + "?x=1", str(tmp_path / "o")) == 2
-    assert run("get", "-r", server.url("/"), str(tmp_path / "o")) == 2
+    assert run("get", "-r", "--delete", server.url("/"), str(tmp_path / "o")) == 2
 
 
 def test_https_checks_the_certificate(tmp_path, capsys, caplog):
