@@ -97,8 +97,12 @@ class Download:
         if self.validator:
             headers["If-Range"] = self.validator
         self.requests += 1
-        async with self.pool.request("GET", self.path, ok=(206,), headers=headers) as (resp, slot):
+        async with self.pool.request("GET", self.path, ok=(200, 206), headers=headers) as (resp, slot):
             self.slots[wid] = slot
+            if resp.status == 200:  # (a Range ignored, or If-Range failed: RFC 9110 sec. 13.1.5)
+                raise HTTPError(f"{self.pool.loc.url(self.path)}: the server sent the whole file to a ranged"
+                                " request (HTTP 200): it changed since the transfer began, or ignores ranges"
+                                " it said it serves; --continue resumes", 200, transient=False)
             got = spans.parse_content_range(resp.headers.get("Content-Range"))
             if got is None or got[0] != asg.pos or got[1] > end or got[2] != self.plan.size:
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: the server answered bytes"
