@@ -81,8 +81,10 @@ class _Connector(aiohttp.TCPConnector):
 class Pool:
     """``async with Pool(loc, opts, role, connections) as pool``."""
 
-    def __init__(self, loc: HTTPLocation, opts: TransferOptions, role: Role, connections: int = 1) -> None:
+    def __init__(self, loc: HTTPLocation, opts: TransferOptions, role: Role, connections: int = 1,
+                 timeline: bool = True) -> None:
         self.loc, self.opts, self.role = loc, opts, role
+        self.timeline = timeline  # False: no tuner keeps one (a tree's connections; no record carries it)
         self.speak_drs = opts.use_drs_command
         self.connections = max(1, connections)
         self.links: dict[object, Link] = {}  # the transport -> its connection's tuner
@@ -124,7 +126,7 @@ class Pool:
         # batch_reads off: SO_RCVLOWAT would hold back the tail of a response
         # on a kept-alive connection (no EOF wakes the reader there)
         return SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers,
-                           parallel=self.connections > 1, batch_reads=False)
+                           parallel=self.connections > 1, batch_reads=False, timeline=self.timeline)
 
     def new_socket(self, addr_info: Any) -> socket.socket:
         family, kind, proto, _, _ = addr_info

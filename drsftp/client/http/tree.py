@@ -56,7 +56,7 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
     counts, started, quiet = _Counts(), time.monotonic(), replace(opts, progress=False)
     if not loc.path.endswith("/"):  # (as the FTP trees: no slash, the directory itself goes into DEST)
         dest = os.path.join(dest, posixpath.basename(loc.path))
-    async with Pool(loc, opts, Role.RECEIVER, job.sessions * job.streams + 1) as pool:
+    async with Pool(loc, opts, Role.RECEIVER, job.sessions * job.streams + 1, timeline=False) as pool:
         queue: asyncio.Queue[tuple[Entry, str] | None] = asyncio.Queue(QUEUED * job.sessions)
 
         async def walk() -> None:
@@ -94,7 +94,7 @@ async def put_tree(src: str, loc: HTTPLocation, opts: TransferOptions, job: Tree
     top = loc.path.rstrip("/")
     if not src.endswith(os.sep):
         top = f"{top}/{os.path.basename(os.path.normpath(src))}"
-    async with Pool(loc, opts, Role.SENDER, job.sessions * job.streams + 1) as pool:
+    async with Pool(loc, opts, Role.SENDER, job.sessions * job.streams + 1, timeline=False) as pool:
         queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue(QUEUED * job.sessions)
 
         async def walk() -> None:
