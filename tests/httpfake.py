@@ -51,7 +51,9 @@ class FakeServer:
 
     def stop(self) -> None:
         self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
+        self._thread.join(30)
+        if self._thread.is_alive():
+            raise RuntimeError("the test server did not stop")
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -62,7 +64,7 @@ class FakeServer:
         self._stop = asyncio.Event()
         app = web.Application()
         app.router.add_route("*", "/{path:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)  # (handlers cut short by the client)
         await runner.setup()
         context = None
         if self.cert:
