@@ -24,6 +24,7 @@ class Front:
     tls: ssl.SSLContext | None = None  # a client context trusting the test CA (None: plain HTTP)
     ca: Path | None = None
     proc: subprocess.Popen | None = None
+    server: object = None  # in_process: the FTP server whose handler class the front shares
     log: list = field(default_factory=list)
 
     @property
@@ -85,7 +86,7 @@ def in_process(root: Path, *, certs=None, **cfg):
     try:
         front.start()
         yield Front(front.address[1], None if certs is None else client_context(certs.ca),
-                    None if certs is None else certs.ca)
+                    None if certs is None else certs.ca, server=server)
     finally:
         front.close()
         server.close_all()

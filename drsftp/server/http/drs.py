@@ -165,6 +165,7 @@ class Exchange:
         self.sent = self.received = 0
         self.who: Login | None = None  # a transfer's login and path, for its log line
         self.href: str | None = None
+        self.headers: dict[str, str] = {}  # the driver's response headers (DRS), refusals' too
         self.drs_peer = False  # the request carried a DRS header
         self.complete = False  # its body went out (GET) or arrived (PUT) whole
 
@@ -185,7 +186,7 @@ class Exchange:
         if self.conn is not None:
             self.conn.moved(Role.SENDER, len(data))
 
-    async def read(self, size: int) -> bytes:
+    async def read(self) -> bytes:
         """The next bytes of the request body (b"" at its end)."""
         data = await self._bounded(self.request.content.readany())
         self.received += len(data)
