@@ -59,6 +59,7 @@ class Connection:
 
     sock: object
     settings: Settings
+    peer: str = "?"  # the client's address (front.py counts connections by it)
     flows: dict[Role, _Flow] = field(default_factory=dict)
     closed: bool = False
     busy: int = 0  # requests being answered
