@@ -125,8 +125,8 @@ class HTTPFront:
         self.loop.run_forever()
 
     async def _start(self) -> None:
-        self._web = _Server(self.service, access_log=None, logger=parser_log, max_line_size=MAX_FIELD, max_field_size=MAX_FIELD,
-                            max_headers=MAX_HEADERS, read_bufsize=READ_BUFFER,
+        self._web = _Server(self.service, access_log=None, logger=parser_log, max_line_size=MAX_FIELD,
+                            max_field_size=MAX_FIELD, max_headers=MAX_HEADERS, read_bufsize=READ_BUFFER,
                             keepalive_timeout=self.header_timeout or 3600, lingering_time=2.0)
         self._web.front = self
         if self.tls is not None:
