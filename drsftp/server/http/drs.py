@@ -168,6 +168,7 @@ class Exchange:
         self.href: str | None = None
         self.headers: dict[str, str] = {}  # the driver's response headers (DRS), refusals' too
         self.drs_peer = False  # the request carried a DRS header
+        self.began = False  # a PUT's body began to be stored (a refused one has no log line)
         self.complete = False  # its body went out (GET) or arrived (PUT) whole
 
     async def send(self, resp, body) -> None:

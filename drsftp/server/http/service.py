@@ -140,7 +140,7 @@ class Service:
 
     def _log(self, request: web.BaseRequest, ex: Exchange, who: auth.Login, href: str, began: float,
              wall: float) -> None:
-        if request.method == "PUT":
+        if request.method == "PUT" and ex.began:
             direction, nbytes, complete = "put", ex.received, ex.complete
         elif request.method == "GET" and ex.sent:
             direction, nbytes, complete = "get", ex.sent, ex.complete

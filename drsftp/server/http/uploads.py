@@ -135,6 +135,7 @@ async def _receive(ex: Exchange, target: Target, path: str, part: Part, ledger: 
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
         raise Problem(409, f"the part file {os.path.basename(path)} cannot be written: {exc.strerror}.") from None
+    ex.began = True
     if request.headers.get("Expect", "").lower() == "100-continue" and request.version >= (1, 1):
         await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # (aiohttp's low-level server leaves it to us)
     start = rng[0] if rng else 0
