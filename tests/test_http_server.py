@@ -264,3 +264,37 @@ def test_sigterm_gives_a_running_upload_the_grace_then_aborts_it(root):
         sock.close()
     assert not (root / "g").exists() and (root / ".g.part").exists()
 
+
+
+def test_a_reload_of_the_users_applies_to_the_next_request(root):
+    from drsftp.server.ops.users import HashedAuthorizer
+
+    (root / "a").write_bytes(b"x")
+    with in_process(root) as front:
+        assert run(fetch(front, "GET", "/a"))[0] == 200
+        front.server.handler.authorizer = HashedAuthorizer()  # as SIGHUP's reload replaces it: no users now
+        assert run(fetch(front, "GET", "/a"))[0] == 401
+
+
+def test_an_ftp_upload_of_the_file_makes_a_put_wait(front, root):
+    from drsftp.server.ftp import partfile
+
+    part = str(root / ".busy.part")
+    assert partfile.claim(part)  # what an FTP STOR of /busy holds while it runs
+    try:
+        st, _, body = run(fetch(front, "PUT", "/busy", data=b"x"))
+        assert st == 409 and b"try again" in body
+    finally:
+        partfile.release(part)
+    assert run(fetch(front, "PUT", "/busy", data=b"x"))[0] == 201
+
+
+def test_http_port_in_the_config_file(root, tmp_path):
+    conf = tmp_path / "serve.toml"
+    conf.write_text(f'root = "{root}"\nport = 0\nuser = "{USER}"\npassword = "{PASSWORD}"\nhttp_port = 0\n'
+                    'http_plain = true\nhttp_max_body = "1KiB"\n')
+    r = drsftp("serve", "--config", str(conf), "--http-max-body", "nonsense", timeout=60)
+    assert r.returncode == 2 and "--http-max-body must be a size" in r.stderr and "Traceback" not in r.stderr
+    conf.write_text(conf.read_text().replace("http_port = 0", "http_port = 70000"))
+    r = drsftp("serve", "--config", str(conf), timeout=60)
+    assert r.returncode == 2 and "http_port must be 0-65535" in r.stderr
