@@ -298,3 +298,23 @@ def test_http_port_in_the_config_file(root, tmp_path):
     conf.write_text(conf.read_text().replace("http_port = 0", "http_port = 70000"))
     r = drsftp("serve", "--config", str(conf), timeout=60)
     assert r.returncode == 2 and "http_port must be 0-65535" in r.stderr
+
+
+def test_a_response_body_is_tuned_from_the_budget_and_gives_it_back(root):
+    make_file(root / "big", 64 << 20)
+    with in_process(root) as front:
+        budget = front.server.handler.buffer_budget
+        sock = front.connect()
+        try:
+            sock.sendall(f"GET /big HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH['Authorization']}\r\n\r\n".encode())
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200")  # then read no more: the body stalls
+            deadline = time.monotonic() + 20
+            while budget.granted_total() == 0:  # the sender's controller holds its buffers in the budget
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+        finally:
+            sock.close()
+        deadline = time.monotonic() + 30
+        while budget.granted_total() != 0:  # the connection closed: its controller gave them back
+            assert time.monotonic() < deadline
+            time.sleep(0.05)

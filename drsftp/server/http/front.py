@@ -89,7 +89,7 @@ class _Server(web.Server):
     def connection_lost(self, handler, exc=None) -> None:
         conn = self.front.service.conns.pop(handler, None)
         if conn is not None:
-            conn.close()
+            conn.close(lost=exc is not None)
         super().connection_lost(handler, exc)
 
 
