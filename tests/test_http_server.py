@@ -9,13 +9,15 @@ import base64
 import email
 import hashlib
 import os
+import re
 import signal
+import subprocess
 import time
 import zlib
 
 import aiohttp
 import pytest
-from conftest import PASSWORD, USER, drsftp, make_file
+from conftest import PASSWORD, PY, USER, drsftp, make_file
 from httpserve import AUTH, in_process, serve_process
 from tlscerts import make_certs
 
@@ -233,6 +235,10 @@ def test_serve_needs_a_certificate_or_http_plain(root):
                "--http-port", "0", timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--http-port needs --tls-cert" in r.stderr and r.stderr.count("\n") == 1
+    certs = make_certs(root.parent / "certs")
+    r = drsftp("serve", "--root", str(root), "--user", USER, "--password", PASSWORD, "--port", "0", "--http-port",
+               "0", "--http-plain", "--require-tls", "--tls-cert", str(certs.good), timeout=60)
+    assert r.returncode == 2 and "clear text" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_serve_https_logs_transfers_and_stops_on_sigterm(root, tmp_path):
@@ -295,6 +301,16 @@ def test_http_port_in_the_config_file(root, tmp_path):
                     'http_plain = true\nhttp_max_body = "1KiB"\n')
     r = drsftp("serve", "--config", str(conf), "--http-max-body", "nonsense", timeout=60)
     assert r.returncode == 2 and "--http-max-body must be a size" in r.stderr and "Traceback" not in r.stderr
+    proc = subprocess.Popen([PY, "-m", "drsftp", "serve", "--config", str(conf)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert lines[0].startswith("drsftp serve: listening on")
+        assert re.fullmatch(r"drsftp serve: HTTP \(plain\) on 127\.0\.0\.1:\d+\n", lines[1]), lines
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+        proc.stdout.close()
     conf.write_text(conf.read_text().replace("http_port = 0", "http_port = 70000"))
     r = drsftp("serve", "--config", str(conf), timeout=60)
     assert r.returncode == 2 and "http_port must be 0-65535" in r.stderr

@@ -211,6 +211,8 @@ def check(cfg) -> None:
     if not cfg.tls_cert and not cfg.http_plain:
         raise ConfigError("--http-port needs --tls-cert (and --tls-key) for HTTPS, or --http-plain for plain"
                           " HTTP")
+    if cfg.http_plain and cfg.require_tls:
+        raise ConfigError("--http-plain would take passwords in clear text, which --require-tls refuses")
     if cfg.http_port and cfg.http_port in (cfg.port, cfg.implicit_tls_port):
         raise ConfigError(f"--http-port {cfg.http_port} is another listener's port: give HTTP a port of its own")
     if cfg.http_max_body is not None and cfg.http_max_body < 1:
