@@ -19,6 +19,7 @@ from aiohttp import web
 
 from ...http import drsheader
 from ...tuning import Role
+from ..ftp.partfile import part_path
 from ..ops import translog
 from . import auth, dav, files, uploads
 from .drs import Connection, Exchange
@@ -52,7 +53,12 @@ class Service:
             return await self._answer(request, ex)
         except Problem as p:
             return self._refusal(request, ex, p)
-        except (OSError, TimeoutError) as exc:  # mid-body: the connection cannot carry a status any more
+        except OSError as exc:
+            if not isinstance(exc, ConnectionError) and not ex.sent:  # the disk's error, a status can say it
+                log.warning("http: %s %s: %s", request.method, ex.href or "?", exc)
+                return self._refusal(request, ex, Problem(500, f"the server could not do it: {exc.strerror or exc}.",
+                                                          {"Connection": "close"}))
+            # mid-body: the connection cannot carry a status any more
             log.info("http: %s %s from %s cut short: %s", request.method, ex.href or "?", request.remote, exc)
             if request.transport is not None:
                 request.transport.close()
@@ -83,8 +89,6 @@ class Service:
             ex.who, ex.href = who, target.href  # a transfer: its log line
         if method in ("GET", "HEAD"):
             if method == "HEAD" and request.headers.get(drsheader.PART_QUERY, "").strip().lower() == "ranges":
-                from ..ftp.partfile import part_path
-
                 headers[drsheader.PART_RANGES] = drsheader.format_ranges(self.ledger.held(part_path(target.fs)))
             return await files.get(ex, target, self.digests, headers)
         if method == "PUT":
