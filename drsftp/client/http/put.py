@@ -4,7 +4,8 @@ One ``PUT`` streams the file with its ``Content-Length``.  With ``-P N``,
 or to resume, the file goes as partial PUTs (RFC 9110 sec. 14.5):
 ``Content-Range: bytes A-B/TOTAL`` pieces of at most 64 MiB on N
 connections, each answered ``202`` until the server's part file holds
-every byte, then ``201`` or ``204``.  ``--continue`` first asks ``HEAD``
+every byte, then ``201`` or ``204`` (the last piece goes alone, after
+the others: one request completes the file).  ``--continue`` first asks ``HEAD``
 with ``DRS-Part: ranges`` which ranges the part file holds
 (drsftp/http/drsheader.py) and sends only the others.
 """
@@ -37,6 +38,10 @@ READ_CHUNK = 1 << 20
 DONE = (200, 201, 204)  # the whole file is in place
 PARTIAL = (202,)  # a part taken; the server waits for the rest
 PIECE_MIN = 1 << 20  # -P N cuts a file into N pieces, none below this (but the last)
+# The last piece goes alone once every other was answered 202: exactly one
+# PUT completes the file, so one answer says 201/204 (a server need not
+# settle two PUTs that complete it at once), and the wait costs this much.
+LAST_PIECE = 1 << 18
 
 
 class Upload:
@@ -63,20 +68,24 @@ class Upload:
         if self.pieces is None:
             await self._put(0, self.total, None)
             return
-        queue = list(reversed(self.pieces))
+        *rest, (a, b) = self.pieces
+        if rest and b - a > LAST_PIECE:  # (the last piece, cut short: its wait is brief)
+            rest, (a, b) = [*rest, (a, b - LAST_PIECE)], (b - LAST_PIECE, b)
+        queue = list(reversed(rest))
 
         async def worker() -> None:
             while queue:
-                a, b = queue.pop()
-                await self._put(a, b, spans.content_range(a, b, self.total))
+                x, y = queue.pop()
+                await self._put(x, y, spans.content_range(x, y, self.total))
 
-        workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(self.connections, len(queue))))]
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.connections, len(queue)))]
         try:
             await asyncio.gather(*workers)
         finally:
             for w in workers:
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+        await self._put(a, b, spans.content_range(a, b, self.total))
 
     async def _put(self, start: int, end: int, content_range: str | None) -> None:
         headers = {"Content-Length": str(end - start), "Content-Type": "application/octet-stream"}
