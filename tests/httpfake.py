@@ -33,6 +33,8 @@ class FakeServer:
         self.bad_digest = False
         self.no_digest = False
         self.drs = True  # answer DRS headers
+        self.drs_value = "rtt=1000 rate=5000"  # what they say
+        self.fail_next: list[int] = []  # statuses the next requests get instead of an answer
         self.evil_hrefs = False  # listings also name entries outside the directory asked
         self.head_extra = 0  # HEAD claims this many bytes more than the file holds (a file that shrank)
         self.seen: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
@@ -93,9 +95,12 @@ class FakeServer:
             return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="drsftp"'})
         if "forbidden" in request.path:
             return web.Response(status=403)
+        if self.fail_next:
+            await request.read()
+            return web.Response(status=self.fail_next.pop(0))
         headers = {}
         if self.drs and "DRS" in request.headers:
-            headers["DRS"] = "rtt=1000 rate=5000"
+            headers["DRS"] = self.drs_value
         handler = {"GET": self._get, "HEAD": self._get, "PUT": self._put, "PROPFIND": self._propfind,
                    "MKCOL": self._mkcol}.get(
             request.method)

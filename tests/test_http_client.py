@@ -222,3 +222,23 @@ def test_https_checks_the_certificate(tmp_path, capsys, caplog):
         assert "--insecure: the server's TLS certificate is not checked" in caplog.text
     finally:
         s.stop()
+
+
+def test_a_malformed_drs_answer_is_ignored(server, tmp_path):
+    server.drs_value = "rtt=abc =5 " + "x" * 300
+    out, report = tmp_path / "o", tmp_path / "r.json"
+    assert run("get", server.url("/big.bin"), str(out), "-P", "2", "--json", str(report)) == 0
+    assert sha256(out) == sha256(os.path.join(server.root, "big.bin"))
+    assert json.loads(report.read_text())["drs_peer"] is False
+
+
+def test_a_503_is_retried_with_retries_and_an_error_without(server, tmp_path, capsys):
+    server.fail_next = [503]
+    assert run("get", server.url("/big.bin"), str(tmp_path / "o")) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("drsftp: error: HEAD ") and "unavailable (HTTP 503)" in err and err.count("\n") == 1
+    server.fail_next = [503]
+    out = tmp_path / "o2"
+    assert run("get", server.url("/big.bin"), str(out), "--retries", "1") == 0
+    assert "retry 1/1" in capsys.readouterr().err
+    assert sha256(out) == sha256(os.path.join(server.root, "big.bin"))
