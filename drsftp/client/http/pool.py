@@ -35,6 +35,7 @@ from .errors import connection_error, status_error
 
 log = logging.getLogger("drsftp.client")
 TICK = 0.1  # seconds between a connection's ticks when the tuner names none
+READ_BUFFER = 1 << 20  # bytes a response buffers before reading pauses (aiohttp: 64 KiB)
 
 
 class Link:
@@ -109,6 +110,7 @@ class Pool:
                                         sock_read=self.opts.idle_timeout)
         connector = _Connector(self, limit=self.connections, ssl=ssl_arg)
         self.session = aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
+                                             read_bufsize=READ_BUFFER,
                                              headers=headers)
         return self
 
