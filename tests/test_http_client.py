@@ -242,3 +242,37 @@ def test_a_503_is_retried_with_retries_and_an_error_without(server, tmp_path, ca
     assert run("get", server.url("/big.bin"), str(out), "--retries", "1") == 0
     assert "retry 1/1" in capsys.readouterr().err
     assert sha256(out) == sha256(os.path.join(server.root, "big.bin"))
+
+
+def test_auto_ends_a_connection_that_takes_no_new_range(server):
+    """-P auto's remove_stream: the newest connection stops at its position
+    and its share goes back to the plan (fetch.Download)."""
+    import asyncio
+
+    from drsftp.client.http.fetch import Download
+    from drsftp.client.http.pool import Pool
+    from drsftp.client.streams.rangeplan import RangePlan
+    from drsftp.client.transfer.options import TransferOptions
+    from drsftp.http.url import parse_http_url
+    from drsftp.tuning import Role
+
+    async def go(fd):
+        loc = parse_http_url(server.url("/big.bin"))
+        async with Pool(loc, TransferOptions(), Role.RECEIVER, 4) as pool:
+            d = Download(pool, "/big.bin", fd, RangePlan(SIZE, min_steal=1 << 16), 3)
+            run = asyncio.ensure_future(d.run())
+            for _ in range(2):  # (run starts its three connections; each takes its share)
+                await asyncio.sleep(0)
+            assert len(d.plan.active) == 3
+            assert d.remove_stream() and d.remove_stream() and not d.remove_stream()  # (one stays)
+            await run
+            return d
+
+    out = os.path.join(server.root, "copy.bin")
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        d = asyncio.run(go(fd))
+    finally:
+        os.close(fd)
+    assert d.plan.missing == 0 and sha256(out) == sha256(os.path.join(server.root, "big.bin"))
+    assert d._retired == {1, 2}

@@ -33,6 +33,7 @@ class Download:
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.slots: dict[int, Slot] = {}
         self._next_id = 0
+        self._retired: set[int] = set()  # connections -P auto ended: they take no new range
         self.requests = 0
 
     @property
@@ -69,9 +70,10 @@ class Download:
     def remove_stream(self) -> bool:
         """The newest connection stops at its position (what it had left
         goes back to the plan)."""
-        running = [w for w in self.tasks if w in self.plan.active]
+        running = [w for w in self.tasks if w in self.plan.active and w not in self._retired]
         if len(running) <= 1:
             return False
+        self._retired.add(max(running))
         self.plan.give_back(max(running))
         return True
 
@@ -85,7 +87,7 @@ class Download:
 
     # -- one connection ----------------------------------------------------------
     async def _worker(self, wid: int) -> None:
-        while (asg := self.plan.take(wid)) is not None:
+        while wid not in self._retired and (asg := self.plan.take(wid)) is not None:
             try:
                 while not asg.done:
                     await self._fetch(wid, asg, min(asg.end, asg.pos + spans.MAX_REQUEST))
