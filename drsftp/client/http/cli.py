@@ -87,7 +87,7 @@ def _transfer(args: argparse.Namespace, paths: list[str]) -> int:
         if is_http_url(src):
             raise JobUsageError("put takes a local SRC and an https:// URL")
         if not os.path.isfile(src):
-            raise JobUsageError(f"{src} is not a regular file; give a file (-r is not supported over HTTP yet)")
+            raise JobUsageError(f"{src} is not a regular file; give a file (or -r for a directory)")
         loc = locate(put_url(src, paths[1]), args.netrc)
         from .put import put
 
