@@ -32,6 +32,7 @@ class FakeServer:
         self.cut_after: int | None = None  # a GET's body ends (connection dropped) after this many bytes
         self.bad_digest = False
         self.no_digest = False
+        self.offered: tuple[str, ...] | None = None  # the digest algorithms answered (None: all)
         self.drs = True  # answer DRS headers
         self.drs_value = "rtt=1000 rate=5000"  # what they say
         self.fail_next: list[int] = []  # statuses the next requests get instead of an answer
@@ -121,7 +122,10 @@ class FakeServer:
         headers["Last-Modified"] = email.utils.formatdate(os.path.getmtime(path), usegmt=True)
         headers["ETag"] = f'"{size:x}-{int(os.path.getmtime(path) * 1e6):x}"'
         headers["Accept-Ranges"] = "bytes" if self.ranges else "none"
-        algorithm = want_digest(request.headers.get("Want-Digest"))
+        wanted = request.headers.get("Want-Digest")
+        if wanted and self.offered is not None:
+            wanted = ",".join(w for w in wanted.split(",") if w.split(";")[0].strip() in self.offered)
+        algorithm = want_digest(wanted)
         if algorithm and not self.no_digest:
             d = Digester(algorithm)
             with open(path, "rb") as f:

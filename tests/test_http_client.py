@@ -107,6 +107,18 @@ def test_verify_good_and_bad(server, tmp_path, capsys):
     assert "verification failed" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("algorithm", ["adler32", "md5"])
+def test_verify_falls_back_to_what_the_server_offers(server, tmp_path, capsys, algorithm):
+    server.offered = (algorithm,)
+    report = tmp_path / "r.json"
+    assert run("get", server.url("/big.bin"), str(tmp_path / "o"), "--verify", "--json", str(report)) == 0
+    r = json.loads(report.read_text())
+    assert r["digest"].startswith(f"{algorithm}=") and r["sha256"] is None
+    server.bad_digest = True
+    assert run("get", server.url("/big.bin"), str(tmp_path / "o2"), "--verify") == 1
+    assert f"verification failed: {algorithm}" in capsys.readouterr().err
+
+
 def test_verify_without_a_digest_is_an_error(server, tmp_path, capsys):
     server.no_digest = True
     assert run("get", server.url("/big.bin"), str(tmp_path / "o"), "--verify") == 1
