@@ -57,6 +57,7 @@ def test_get_and_put_are_byte_exact_with_drs_answered(front, tmp_path, streams):
     assert sha256_file(out) == sha256_file(front.root / "big.bin")
     r = json.loads(report.read_text())
     assert r["drs_peer"] is True and r["sha256"] == sha256_file(out) and r["bytes"] == SIZE
+    assert r["requests"] >= int(streams) and r["connections"] >= int(streams)  # ranged GETs, a connection each
     assert run(front, "put", str(out), url(front, f"/up{streams}.bin"), "-P", streams, "--verify",
                "--json", str(report)) == 0
     assert sha256_file(front.root / f"up{streams}.bin") == sha256_file(out)
