@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...http.digest import BY_CKSM, BY_FTP_HASH, Algorithm
+from ...io import fileio
 from . import compat
 
 HASH_COMMAND = {
@@ -33,25 +34,13 @@ CKSM_COMMAND = {
 DEFAULT_HASH = "SHA-256"
 CKSM_FEAT = "CKSM " + "".join(f"{name};" for name in BY_CKSM)
 ANSWERED_WHILE_HASHING = frozenset({"ABOR", "QUIT", "NOOP", "STAT", "DRS"})
-CHUNK = 1 << 20
+CHUNK = fileio.DIGEST_CHUNK
 hash_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="drsftp-hash")
 
 
 def digest_file(path: str, algorithm: Algorithm, offset: int = 0, length: int | None = None) -> tuple[int, str]:
-    """(the offset after the last byte read, the hex digest) of ``length``
-    bytes (None: the rest) from ``offset``; run in ``hash_pool``."""
-    h = algorithm.new()
-    with open(path, "rb") as f:
-        f.seek(offset)
-        left = length
-        while left is None or left > 0:
-            chunk = f.read(CHUNK if left is None else min(CHUNK, left))
-            if not chunk:
-                break
-            h.update(chunk)
-            if left is not None:
-                left -= len(chunk)
-        return f.tell(), h.hexdigest()
+    """fileio.digest_file with one of the table's algorithms; run in ``hash_pool``."""
+    return fileio.digest_file(path, algorithm.new, offset, length)
 
 
 def parse_cksm(arg: str) -> tuple[Algorithm, int, int | None, str]:
