@@ -25,19 +25,28 @@ def pwrite_all(fd: int, data: memoryview | bytes, offset: int) -> None:
         view, offset = view[n:], offset + n
 
 
+def feed(fd: int, update: Callable[[bytes], None], offset: int = 0, length: int | None = None) -> int:
+    """Pass ``length`` bytes (None: the rest) of the open file ``fd`` from
+    ``offset`` to ``update`` in order: the one digest loop.  Returns the
+    offset after the last byte read.  Blocking: drivers run it in a thread."""
+    left = length
+    while left is None or left > 0:
+        chunk = os.pread(fd, DIGEST_CHUNK if left is None else min(DIGEST_CHUNK, left), offset)
+        if not chunk:
+            break
+        update(chunk)
+        offset += len(chunk)
+        if left is not None:
+            left -= len(chunk)
+    return offset
+
+
 def digest_file(path: str, new: Callable[[], Hasher], offset: int = 0, length: int | None = None) -> tuple[int, str]:
     """(the offset after the last byte read, the hex digest) of ``length``
-    bytes (None: the rest) from ``offset``, with a hasher from ``new``.
-    Blocking: drivers run it in a thread."""
+    bytes (None: the rest) of the file at ``path`` from ``offset``."""
     h = new()
-    with open(path, "rb") as f:
-        f.seek(offset)
-        left = length
-        while left is None or left > 0:
-            chunk = f.read(DIGEST_CHUNK if left is None else min(DIGEST_CHUNK, left))
-            if not chunk:
-                break
-            h.update(chunk)
-            if left is not None:
-                left -= len(chunk)
-        return f.tell(), h.hexdigest()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return feed(fd, h.update, offset, length), h.hexdigest()
+    finally:
+        os.close(fd)

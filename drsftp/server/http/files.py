@@ -22,6 +22,7 @@ from email.utils import formatdate
 from aiohttp import web
 
 from ...http import digest, ranges
+from ...io import fileio
 from .drs import Exchange
 from .paths import Target
 from .problem import Problem
@@ -72,13 +73,7 @@ class DigestCache:
 
 def _compute(fd: int, size: int, algorithm: str) -> str:
     d = digest.Digester(algorithm)
-    at = 0
-    while at < size:
-        data = os.pread(fd, min(CHUNK, size - at), at)
-        if not data:
-            break
-        d.update(data)
-        at += len(data)
+    fileio.feed(fd, d.update, 0, size)
     return d.value()
 
 
