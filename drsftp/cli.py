@@ -165,6 +165,11 @@ def build_parser(command: str | None = None) -> _Parser:
     s.add_argument("--buffer-budget",
                    help="socket buffers of all transfers together (default 256MiB; DRS shares it by need); 'off':"
                         " no budget, and DRS leaves buffers to kernel autotuning where it reaches further")
+    s.add_argument("--http-port", type=int, metavar="PORT",
+                   help="also serve HTTPS/WebDAV here (needs --tls-cert; docs/HTTP.md)")
+    s.add_argument("--http-plain", action="store_true", default=None,
+                   help="serve --http-port as plain HTTP (loopback tests, a TLS proxy in front)")
+    s.add_argument("--http-max-body", metavar="SIZE", help="largest HTTP upload, e.g. 10GiB (default: the disk's room)")
     s.add_argument("--metrics", metavar="ADDR:PORT",
                    help="serve Prometheus /metrics, /api/transfers and a status page / here (off by default;"
                         " PORT alone: 127.0.0.1)")
@@ -258,7 +263,8 @@ def _cmd_serve(args) -> int:
         max_streams=o["max_streams"], max_streams_total=o["max_streams_total"], config_file=args.config,
         metrics=o["metrics"], metrics_token=o["metrics_token"], metrics_token_file=o["metrics_token_file"],
         data_interface=o["data_interface"], masquerade_address=o["masquerade_address"],
-        third_party_peers=o["third_party_peers"],
+        third_party_peers=o["third_party_peers"], http_port=o["http_port"], http_plain=o["http_plain"],
+        http_max_body=server_config.max_body_bytes(o["http_max_body"]),
         command_line_keys=frozenset(key for key, value in given.items() if value is not None),
     )
     configure_log(o["log_file"], o["log_format"])

@@ -16,7 +16,6 @@ from ..ftp.eblock import MAX_STREAMS
 from ..io import sockopt
 from ..tuning import check_spec
 from ..tuning.actuation import autotuning_reaches_further
-from ..tuning.budget import BufferBudget
 from . import config, tlsfiles
 from .config import ConfigError
 from .ftp import compat
@@ -25,6 +24,7 @@ from .ftp.handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
 from .ftp.thirdparty import advertised_address, parse_peers
 from .ftp.tls import implicit
 from .ops import translog
+from .ops.budgetlock import LockedBudget
 from .ops.users import (
     MIN_PASSWORD,
     READ_PERM,
@@ -73,6 +73,9 @@ class ServerConfig:
     data_interface: str | None = None  # data sockets bind it, PASV names it (ftp/thirdparty.py)
     masquerade_address: str | None = None  # what PASV names behind NAT
     third_party_peers: str | list | None = None  # ADDR|CIDR,...: foreign data peers allowed (RFC 2577)
+    http_port: int | None = None  # HTTPS/WebDAV here too (docs/HTTP.md); None: off
+    http_plain: bool = False  # ... as plain HTTP (no certificate needed)
+    http_max_body: int | None = None  # bytes of one PUT at most; None: the disk's room
     command_line_keys: frozenset[str] = frozenset()  # config keys the command line set: a reload keeps them
 
 
@@ -83,8 +86,13 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         "max_streams": cfg.max_streams, "max_streams_total": cfg.max_streams_total,
         "buffer_budget": cfg.buffer_budget, "implicit_tls_port": cfg.implicit_tls_port, "metrics": cfg.metrics,
         "metrics_token": cfg.metrics_token, "data_interface": cfg.data_interface,
-        "masquerade_address": cfg.masquerade_address, "third_party_peers": cfg.third_party_peers})
+        "masquerade_address": cfg.masquerade_address, "third_party_peers": cfg.third_party_peers,
+        "http_port": cfg.http_port})
     _check_metrics_access(cfg)
+    if cfg.http_port is not None or cfg.http_plain or cfg.http_max_body is not None:
+        from .http import front  # (aiohttp loads only for a server that speaks HTTP)
+
+        front.check(cfg)
     if not os.path.isdir(cfg.root):
         raise ConfigError(f"root directory does not exist: {cfg.root}")
     try:
@@ -128,7 +136,8 @@ def build_server(cfg: ServerConfig) -> FTPServer:
     handler.ranged_downloads = translog.RangedDownloads()  # its sessions' downloads on byte ranges
     handler.host_limits = sockopt.read_host_limits()
     handler.allow_force = cfg.force_buffers and handler.host_limits.can_force
-    handler.buffer_budget = BufferBudget(cfg.buffer_budget) if cfg.buffer_budget else None
+    # (one budget for the FTP ioloop and the HTTP thread: locked)
+    handler.buffer_budget = LockedBudget(cfg.buffer_budget) if cfg.buffer_budget else None
     limits = handler.host_limits
     if handler.buffer_budget and any(autotuning_reaches_further(limits, handler.allow_force, r)
                                      for r in (True, False)):
@@ -308,9 +317,13 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
     finish within ``cfg.grace`` seconds, abort the rest (426), exit 0.
     A second signal aborts at once."""
     server = build_server(cfg)
+    endpoint = http = None
     try:
         endpoint = _start_metrics(server, cfg)
+        http = _start_http(server, cfg)
     except ConfigError:
+        if endpoint is not None:
+            endpoint.close()
         server.close_all()
         raise
     host, port = server.socket.getsockname()[:2]
@@ -318,6 +331,10 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
     if server.implicit_tls is not None:
         host, port = server.implicit_tls.socket.getsockname()[:2]
         print(f"drsftp serve: implicit FTPS (ftps://) on {host}:{port}", file=ready_stream, flush=True)
+    if http is not None:
+        host, port = http.address
+        print(f"drsftp serve: {'HTTPS' if http.tls else 'HTTP (plain)'} on {host}:{port}", file=ready_stream,
+              flush=True)
     if endpoint is not None:
         print(f"drsftp serve: metrics and status page on {endpoint.url}", file=ready_stream, flush=True)
     signals = []
@@ -335,6 +352,8 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
                 reloads.clear()
                 for what in reload(server, cfg):
                     translog.emit(translog.reload_record(time.time(), what))
+                if http is not None and http.tls is not None:
+                    http.reload_tls(cfg.tls_cert, cfg.tls_key)
             if not signals:
                 continue
             if deadline is None:
@@ -342,20 +361,36 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
                 server.handler.shutting_down = True
                 for listener in listeners(server):
                     listener.close()  # the listener only: no new sessions
+                if http is not None:
+                    http.stop_accepting(cfg.grace)
             running = _shutdown_step(server)
-            if not running:
+            requests = http.running() if http is not None else 0
+            if not running and not requests:
                 break
             if time.monotonic() >= deadline or len(signals) > 1:
-                log.warning("grace period over: aborting %d transfer(s)", len(running))
+                log.warning("grace period over: aborting %d transfer(s)", len(running) + requests)
                 for h in running:
                     h.abort_for_shutdown()
                 _flush(server, 1.0)
                 break
     finally:
+        if http is not None:
+            http.close()  # (what still runs is aborted: its part file kept)
         if endpoint is not None:
             endpoint.close()
         server.close_all()
     return 0
+
+
+def _start_http(server: FTPServer, cfg: ServerConfig):
+    """--http-port: the HTTPS/WebDAV front in a thread of its own (docs/HTTP.md)."""
+    if cfg.http_port is None:
+        return None
+    from .http import front
+
+    http = front.build(server.handler, cfg)
+    http.start()
+    return http
 
 
 def _start_metrics(server: FTPServer, cfg: ServerConfig):

@@ -37,7 +37,8 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "tls_key": _STR, "require_tls": _BOOL, "implicit_tls_port": _INT, "grace": _FLOAT, "max_streams": _INT,
     "max_streams_total": _INT, "metrics": _STR, "metrics_token": _STR, "metrics_token_file": _STR,
     "buffer_budget": ((str, int), "a size such as \"256MiB\", a number of bytes, or \"off\""),
-    "data_interface": _STR, "masquerade_address": _STR,
+    "data_interface": _STR, "masquerade_address": _STR, "http_port": _INT, "http_plain": _BOOL,
+    "http_max_body": ((str, int), "a size such as \"10GiB\", or a number of bytes"),
     "third_party_peers": ((str, list), "an array of addresses and networks, or one string of them separated by"
                           " commas"),
 }
@@ -52,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "tls_key": None, "require_tls": False, "implicit_tls_port": None, "grace": 30.0, "buffer_budget": "256MiB",
     "max_streams": MAX_STREAMS, "max_streams_total": 256, "metrics": None, "metrics_token": None,
     "metrics_token_file": None, "data_interface": None, "masquerade_address": None, "third_party_peers": None,
+    "http_port": None, "http_plain": False, "http_max_body": None,
 }
 MIN_TOKEN = 16  # characters of a metrics token
 LOG_FORMATS = ("text", "json")
@@ -164,6 +166,26 @@ def _budget(v: str | int) -> str | None:
     return None
 
 
+def _max_body(v: str | int) -> str | None:
+    if isinstance(v, int):
+        return None if v >= 1 else f"must be a size of 1 byte or more, not {v}"
+    from ..tuning import parse_size
+
+    try:
+        return None if parse_size(v) >= 1 else "must be a size of 1 byte or more"
+    except ValueError as exc:
+        return f"must be a size such as \"10GiB\": {exc}"
+
+
+def max_body_bytes(v: str | int | None) -> int | None:
+    """http_max_body's value in bytes (checked by its rule)."""
+    if v is None or isinstance(v, int):
+        return v
+    from ..tuning import parse_size
+
+    return parse_size(v)
+
+
 def _tuning(v: str) -> str | None:
     from ..tuning import check_spec
 
@@ -188,6 +210,7 @@ RULES: dict[str, Callable[[Any], str | None]] = {
     "grace": _seconds, "max_connections": _limit, "max_connections_per_ip": _limit, "max_streams": _count,
     "max_streams_total": _count, "buffer_budget": _budget, "passive_ports": port_range_problem,
     "tuning": _tuning, "metrics": _metrics, "metrics_token": token_problem, "third_party_peers": _peers,
+    "http_port": _port, "http_max_body": _max_body,
     "data_interface": address_problem, "masquerade_address": lambda v: address_problem(v, ipv4_only=True),
 }
 

@@ -1,0 +1,183 @@
+"""The WebDAV methods (RFC 4918): OPTIONS, DELETE, MKCOL, MOVE, PROPFIND.
+
+PROPFIND answers Depth 0 and 1; ``infinity`` (and a missing Depth, which
+means it: RFC 4918 sec. 9.1) is 403, as the RFC lets a server refuse it.
+Its body is read up to MAX_BODY bytes and parsed by xml.etree only after a
+DOCTYPE is refused, so no entity is ever declared, let alone expanded
+(billion laughs, external entities).  Properties asked for that are not
+in PROPS are listed in a 404 propstat.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import xml.etree.ElementTree as ET
+from time import gmtime, strftime
+
+from aiohttp import web
+
+from ...ftp.safepath import listable
+from .files import content_type, etag, last_modified
+from .paths import Target, inside
+from .problem import Problem
+
+ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, MOVE, PROPFIND"
+MAX_BODY = 64 * 1024  # bytes of a PROPFIND body
+MAX_ENTRIES = 100_000  # entries of one Depth 1 listing
+DAV = "DAV:"
+PROPS = ("resourcetype", "getcontentlength", "getlastmodified", "creationdate", "getetag", "displayname",
+         "getcontenttype")
+ET.register_namespace("D", DAV)
+
+
+def options() -> web.Response:
+    return web.Response(status=200, headers={"DAV": "1", "Allow": ALLOW, "MS-Author-Via": "DAV"})
+
+
+def delete(target: Target) -> web.Response:
+    if not target.parts:
+        raise Problem(403, "the home cannot be deleted.")
+    try:
+        st = os.lstat(target.fs)
+    except FileNotFoundError:
+        raise Problem(404, "no such file or collection.") from None
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            os.rmdir(target.fs)
+        else:
+            os.remove(target.fs)
+    except OSError as exc:
+        if exc.errno == 39:  # ENOTEMPTY
+            raise Problem(409, "the collection is not empty: delete what it holds first.") from None
+        raise Problem(403, f"cannot delete it: {exc.strerror}.") from None
+    return web.Response(status=204)
+
+
+def mkcol(request, target: Target) -> web.Response:
+    if request.content_length or request.headers.get("Transfer-Encoding"):
+        raise Problem(415, "MKCOL takes no body.")
+    if os.path.lexists(target.fs):
+        raise Problem(405, "something has that name already.", {"Allow": ALLOW})
+    if not os.path.isdir(target.parent.fs):
+        raise Problem(409, "the parent collection does not exist.")
+    try:
+        os.mkdir(target.fs)
+    except OSError as exc:
+        raise Problem(403, f"cannot make the collection: {exc.strerror}.") from None
+    return web.Response(status=201, text="created.\n")
+
+
+def move(request, source: Target, dest: Target) -> web.Response:
+    if not source.parts or not dest.parts:
+        raise Problem(403, "the home cannot be moved, nor anything moved over it.")
+    if not os.path.lexists(source.fs):
+        raise Problem(404, "no such file or collection.")
+    if dest.parts[:len(source.parts)] == source.parts:
+        raise Problem(403, "a collection cannot be moved into itself.")
+    if not os.path.isdir(dest.parent.fs):
+        raise Problem(409, "the destination's parent collection does not exist.")
+    overwrite = request.headers.get("Overwrite", "T").strip().upper()
+    if overwrite not in ("T", "F"):
+        raise Problem(400, "Overwrite must be T or F.")
+    existed = os.path.lexists(dest.fs)
+    if existed:
+        if overwrite == "F":
+            raise Problem(412, "the destination exists and Overwrite is F.")
+        if os.path.isdir(dest.fs) and not os.path.islink(dest.fs):
+            shutil.rmtree(dest.fs)  # (RFC 4918 sec. 9.9.3: a DELETE of it first)
+        elif os.path.isdir(source.fs):
+            os.remove(dest.fs)
+    try:
+        os.replace(source.fs, dest.fs)
+    except OSError as exc:
+        raise Problem(409, f"cannot move it: {exc.strerror}.") from None
+    return web.Response(status=204 if existed else 201)
+
+
+def wanted(body: bytes) -> list[str] | None:
+    """The DAV: property names a PROPFIND body asks for; None: all."""
+    if not body.strip():
+        return None
+    if b"<!DOCTYPE" in body.upper() or b"<!ENTITY" in body.upper():
+        raise Problem(400, "a PROPFIND body may not declare a DOCTYPE or entities.")
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError:
+        raise Problem(400, "the PROPFIND body is not well-formed XML.") from None
+    if root.tag != f"{{{DAV}}}propfind":
+        raise Problem(400, "the PROPFIND body is not a DAV:propfind.")
+    prop = root.find(f"{{{DAV}}}prop")
+    if prop is None:
+        return None  # allprop, propname: every property
+    return [child.tag for child in prop]
+
+
+def propfind(request, target: Target, body: bytes) -> web.Response:
+    depth = request.headers.get("Depth", "infinity").strip().lower()
+    if depth not in ("0", "1"):
+        raise Problem(403, "PROPFIND answers Depth 0 or 1 only (RFC 4918 sec. 9.1).")
+    names = wanted(body)
+    try:
+        st = os.stat(target.fs)
+    except FileNotFoundError:
+        raise Problem(404, "no such file or collection.") from None
+    root = ET.Element(f"{{{DAV}}}multistatus")
+    _response(root, target, st, names)
+    if depth == "1" and stat.S_ISDIR(st.st_mode):
+        try:
+            entries = sorted(os.listdir(target.fs))[:MAX_ENTRIES]
+        except OSError as exc:
+            raise Problem(403, f"cannot list it: {exc.strerror}.") from None
+        for name in entries:
+            child = Target(target.home, (*target.parts, name))
+            if not listable(name) or not inside(target.home, child.fs):
+                continue  # a name no request could carry; a symlink leading out of the home
+            try:
+                _response(root, child, os.stat(child.fs), names)
+            except OSError:
+                continue  # gone meanwhile, or a dangling symlink
+    text = b'<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root)
+    return web.Response(status=207, body=text, content_type="application/xml", charset="utf-8")
+
+
+def _response(root: ET.Element, target: Target, st: os.stat_result, names: list[str] | None) -> None:
+    is_dir = stat.S_ISDIR(st.st_mode)
+    resp = ET.SubElement(root, f"{{{DAV}}}response")
+    ET.SubElement(resp, f"{{{DAV}}}href").text = target.quoted(collection=is_dir)
+    values = _props(target, st, is_dir)
+    asked = [f"{{{DAV}}}{p}" for p in PROPS] if names is None else names
+    found = ET.Element(f"{{{DAV}}}prop")
+    missing = ET.Element(f"{{{DAV}}}prop")
+    for tag in asked:
+        local = tag[len(DAV) + 2:] if tag.startswith(f"{{{DAV}}}") else None
+        if local in values:
+            el = ET.SubElement(found, tag)
+            value = values[local]
+            if local == "resourcetype":
+                if is_dir:
+                    ET.SubElement(el, f"{{{DAV}}}collection")
+            elif value is not None:
+                el.text = value
+        else:
+            ET.SubElement(missing, tag)
+    for prop, status in ((found, "200 OK"), (missing, "404 Not Found")):
+        if len(prop):
+            ps = ET.SubElement(resp, f"{{{DAV}}}propstat")
+            ps.append(prop)
+            ET.SubElement(ps, f"{{{DAV}}}status").text = f"HTTP/1.1 {status}"
+
+
+def _props(target: Target, st: os.stat_result, is_dir: bool) -> dict[str, str | None]:
+    values: dict[str, str | None] = {
+        "resourcetype": None,
+        "getlastmodified": last_modified(st),
+        "creationdate": strftime("%Y-%m-%dT%H:%M:%SZ", gmtime(st.st_ctime)),
+        "displayname": target.parts[-1] if target.parts else "",
+    }
+    if not is_dir:
+        values.update({"getcontentlength": str(st.st_size), "getetag": etag(st),
+                       "getcontenttype": content_type(target.parts[-1])})
+    return values
+

@@ -1,0 +1,167 @@
+"""GET and HEAD: a file, whole or by ranges, with its instance digest.
+
+Ranges are RFC 9110 sec. 14 (http/ranges.py): one range is a 206 with
+Content-Range, several a multipart/byteranges body, none within the file
+416 with ``Content-Range: bytes */SIZE``.  ``Want-Digest`` is answered
+with ``Digest`` for the whole file (RFC 3230, http/digest.py), computed
+once per file version: the cache is keyed by (path, size, mtime_ns), so a
+changed file is read afresh.  The body is read in CHUNK pieces in the
+loop's executor and written as the connection takes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mimetypes
+import os
+import secrets
+import stat
+from collections import OrderedDict
+from email.utils import formatdate
+
+from aiohttp import web
+
+from ...http import digest, ranges
+from .drs import Exchange
+from .paths import Target
+from .problem import Problem
+
+CHUNK = 1 << 20  # bytes read and written at once
+DIGESTS_KEPT = 256  # file versions whose digests the cache holds
+
+
+def etag(st: os.stat_result) -> str:
+    return f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
+
+
+def last_modified(st: os.stat_result) -> str:
+    return formatdate(st.st_mtime, usegmt=True)
+
+
+def content_type(name: str) -> str:
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+class DigestCache:
+    """Digests by (path, size, mtime_ns, algorithm), the newest DIGESTS_KEPT;
+    requests for one version while it is computed share the computation."""
+
+    def __init__(self) -> None:
+        self._done: OrderedDict[tuple, str] = OrderedDict()
+        self._running: dict[tuple, asyncio.Future[str]] = {}
+
+    async def value(self, fd: int, path: str, st: os.stat_result, algorithm: str) -> str:
+        key = (path, st.st_size, st.st_mtime_ns, algorithm)
+        if key in self._done:
+            self._done.move_to_end(key)
+            return self._done[key]
+        running = self._running.get(key)
+        if running is not None:
+            return await asyncio.shield(running)
+        loop = asyncio.get_running_loop()
+        future = self._running[key] = loop.run_in_executor(None, _compute, fd, st.st_size, algorithm)
+        try:
+            value = await asyncio.shield(future)
+        finally:
+            self._running.pop(key, None)
+        self._done[key] = value
+        while len(self._done) > DIGESTS_KEPT:
+            self._done.popitem(last=False)
+        return value
+
+
+def _compute(fd: int, size: int, algorithm: str) -> str:
+    d = digest.Digester(algorithm)
+    at = 0
+    while at < size:
+        data = os.pread(fd, min(CHUNK, size - at), at)
+        if not data:
+            break
+        d.update(data)
+        at += len(data)
+    return d.value()
+
+
+async def get(ex: Exchange, target: Target, digests: DigestCache, headers: dict[str, str]) -> web.StreamResponse:
+    """Answer GET/HEAD for ``target`` (``headers``: the driver's, such as DRS)."""
+    try:
+        fd = os.open(target.fs, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise Problem(404, "no such file.") from None
+    except IsADirectoryError:
+        raise _collection() from None
+    except PermissionError:
+        raise Problem(403, "the file cannot be read.") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise _collection()
+        if not stat.S_ISREG(st.st_mode):
+            raise Problem(403, "not a regular file.")
+        os.set_blocking(fd, True)
+        return await _answer(ex, target, fd, st, digests, headers)
+    finally:
+        os.close(fd)
+
+
+def _collection() -> Problem:
+    return Problem(405, "a collection: list it with PROPFIND.", {"Allow": "HEAD, OPTIONS, PROPFIND"})
+
+
+async def _answer(ex: Exchange, target: Target, fd: int, st: os.stat_result, digests: DigestCache,
+                  headers: dict[str, str]) -> web.StreamResponse:
+    request = ex.request
+    size, ctype = st.st_size, content_type(target.parts[-1] if target.parts else "")
+    headers.update({"Accept-Ranges": "bytes", "ETag": etag(st), "Last-Modified": last_modified(st)})
+    algorithm = digest.want_digest(request.headers.get("Want-Digest"))
+    if algorithm:
+        headers["Digest"] = digest.digest_header(algorithm, await digests.value(fd, target.fs, st, algorithm))
+    try:
+        parts = ranges.parse_range(request.headers.get("Range"), size)
+    except ranges.Unsatisfiable as exc:
+        raise Problem(416, f"no requested range lies within the file's {size} bytes.",
+                      {"Content-Range": exc.content_range}) from None
+    if parts is not None and request.headers.get("If-Range", etag(st)) != etag(st):
+        parts = None  # RFC 9110 sec. 13.1.5: the file changed, send it whole
+    resp = web.StreamResponse(status=200 if parts is None else 206, headers=headers)
+    boundary = ""
+    pieces: list[tuple[bytes | None, int, int]]
+    if parts is None:
+        resp.content_type, resp.content_length = ctype, size
+        pieces = [(None, 0, size)]
+    elif len(parts) == 1:
+        resp.content_type, resp.content_length = ctype, parts[0].length
+        resp.headers["Content-Range"] = parts[0].content_range(size)
+        pieces = [(None, parts[0].first, parts[0].length)]
+    else:
+        boundary = secrets.token_hex(12)
+        resp.headers["Content-Type"] = f"multipart/byteranges; boundary={boundary}"
+        resp.content_length = ranges.multipart_length(boundary, parts, size, ctype)
+        pieces = [(ranges.multipart_head(boundary, p, size, ctype), p.first, p.length) for p in parts]
+
+    async def body() -> None:
+        for head, first, length in pieces:
+            if head:
+                await ex.write(resp, head)
+            await _copy(ex, fd, first, length, resp)
+        if boundary:
+            await ex.write(resp, ranges.multipart_tail(boundary))
+
+    if request.method == "HEAD":
+        await resp.prepare(request)
+    else:
+        await ex.send(resp, body)
+    await resp.write_eof()
+    ex.complete = True
+    return resp
+
+
+async def _copy(ex: Exchange, fd: int, first: int, length: int, resp: web.StreamResponse) -> None:
+    loop = asyncio.get_running_loop()
+    at, end = first, first + length
+    while at < end:
+        data = await loop.run_in_executor(None, os.pread, fd, min(CHUNK, end - at), at)
+        if not data:  # the file shrank under us: the response cannot be whole
+            raise ConnectionAbortedError("the file shrank while it was sent")
+        await ex.write(resp, data)
+        at += len(data)

@@ -1,0 +1,171 @@
+"""One HTTP request, from its credentials to its status (docs/HTTP.md).
+
+Each request is authenticated (auth.py) against the FTP handler's
+authorizer as it is now (a SIGHUP's reload applies), its path resolved in
+the user's home (paths.py), its permission checked, and it is handed to
+files, uploads or dav.  A refusal is its status with one sentence as the
+body.  A GET with a body and every PUT is one line of the transfer log,
+shaped as the FTP side's (ops/translog.py), and feeds the metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from ...http import drsheader
+from ...tuning import Role
+from ..ops import translog
+from . import auth, dav, files, uploads
+from .drs import Connection, Exchange
+from .paths import destination, resolve, url_parts
+from .problem import Problem
+
+log = logging.getLogger("drsftp.server")
+
+METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "MKCOL", "MOVE", "PROPFIND", "OPTIONS"})
+
+
+@dataclass
+class Service:
+    handler: Any  # the FTP handler class: its authorizer (reloaded in place) and metrics
+    tls: bool
+    max_body: int | None = None  # bytes of a PUT at most (None: the disk's room)
+    data_timeout: float | None = None  # seconds a body may make no progress
+    conns: dict[Any, Connection] = field(default_factory=dict)  # by protocol (front.py)
+    running: int = 0  # requests being answered
+    digests: files.DigestCache = field(default_factory=files.DigestCache)
+    ledger: uploads.Ledger = field(default_factory=uploads.Ledger)
+
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        self.running += 1
+        began, wall = time.monotonic(), time.time()
+        conn = self.conns.get(request.protocol)
+        ex = Exchange(request, conn, self.data_timeout)
+        if conn is not None:
+            conn.busy += 1
+        try:
+            return await self._answer(request, ex)
+        except Problem as p:
+            return self._refusal(request, ex, p)
+        except (OSError, TimeoutError) as exc:  # mid-body: the connection cannot carry a status any more
+            log.info("http: %s %s from %s cut short: %s", request.method, ex.href or "?", request.remote, exc)
+            if request.transport is not None:
+                request.transport.close()
+            raise ConnectionResetError(str(exc)) from None
+        finally:
+            self.running -= 1
+            if conn is not None:
+                conn.request_ended()
+            if ex.who is not None and ex.href is not None:
+                self._log(request, ex, ex.who, ex.href, began, wall)
+
+    async def _answer(self, request: web.BaseRequest, ex: Exchange) -> web.StreamResponse:
+        method = request.method
+        if method not in METHODS:
+            raise Problem(405, f"{method} is not served here.", {"Allow": dav.ALLOW})
+        parts = url_parts(request.raw_path)
+        try:
+            who = await auth.login(self.handler.authorizer, method, request.headers.get("Authorization"))
+        except auth.Refused as refused:
+            self._observe(translog.login_record(time.time(), request.remote or "?", refused.user, False, self.tls))
+            raise
+        auth.check_perm(who, method)
+        target = resolve(who.home, parts)
+        headers = self._drs(request, ex)
+        if method in ("GET", "PUT"):
+            ex.who, ex.href = who, target.href  # a transfer: its log line
+        if method in ("GET", "HEAD"):
+            if method == "HEAD" and request.headers.get(drsheader.PART_QUERY, "").strip().lower() == "ranges":
+                from ..ftp.partfile import part_path
+
+                headers[drsheader.PART_RANGES] = drsheader.format_ranges(self.ledger.held(part_path(target.fs)))
+            return await files.get(ex, target, self.digests, headers)
+        if method == "PUT":
+            resp = await uploads.put(ex, target, self.ledger, self.max_body, headers)
+            self._drs_after(ex, resp)
+            return resp
+        if method == "OPTIONS":
+            resp = dav.options()
+        elif method == "DELETE":
+            resp = dav.delete(target)
+        elif method == "MKCOL":
+            resp = dav.mkcol(request, target)
+        elif method == "MOVE":
+            resp = dav.move(request, target, destination(request.headers.get("Destination"), who.home))
+        else:
+            resp = dav.propfind(request, target, await _small_body(ex))
+        resp.headers.update(headers)
+        return resp
+
+    def _drs(self, request: web.BaseRequest, ex: Exchange) -> dict[str, str]:
+        """A DRS request header's pairs to the tuner of the direction the
+        request's body travels; the response's DRS header (docs/HTTP.md, "DRS")."""
+        try:
+            pairs = drsheader.parse_report(request.headers.get(drsheader.HEADER))
+        except drsheader.DRSArgumentError as exc:
+            raise Problem(400, f"the DRS header is malformed: {exc}") from None
+        if pairs is None:
+            return {}
+        ex.drs_peer = True
+        tuner = ex.conn.tuner(_role(request)) if ex.conn is not None else None
+        if tuner is None:
+            return {drsheader.HEADER: ""}
+        if pairs:
+            tuner.on_peer_pairs(pairs)
+        return {drsheader.HEADER: drsheader.report_value(tuner.report())}
+
+    def _drs_after(self, ex: Exchange, resp: web.StreamResponse) -> None:
+        """A PUT's report: its receiver's, once the body arrived."""
+        tuner = ex.conn.tuner(Role.RECEIVER) if ex.drs_peer and ex.conn is not None else None
+        if tuner is not None:
+            resp.headers[drsheader.HEADER] = drsheader.report_value(tuner.report())
+
+    def _refusal(self, request: web.BaseRequest, ex: Exchange, p: Problem) -> web.Response:
+        resp = web.Response(status=p.status, text=p.sentence[:1].upper() + p.sentence[1:] + "\n",
+                            headers=p.headers)
+        if p.headers.get("Connection", "").lower() == "close":
+            resp.force_close()
+        if ex.drs_peer and request.method == "PUT":
+            self._drs_after(ex, resp)
+        return resp
+
+    def _log(self, request: web.BaseRequest, ex: Exchange, who: auth.Login, href: str, began: float,
+             wall: float) -> None:
+        if request.method == "PUT":
+            direction, nbytes, complete = "put", ex.received, ex.complete
+        elif request.method == "GET" and ex.sent:
+            direction, nbytes, complete = "get", ex.sent, ex.complete
+        else:
+            return
+        rec = translog.transfer_record(wall, request.remote or "?", who.user, direction, href, nbytes,
+                                       time.monotonic() - began, 1, ex.drs_peer, complete, self.tls)
+        self._observe(rec)
+
+    def _observe(self, rec: dict) -> None:
+        translog.emit(rec)  # (logging's handlers lock themselves: safe from this thread)
+        metrics = getattr(self.handler, "metrics", None)
+        if metrics is not None:
+            metrics.observe(rec)
+
+
+def _role(request: web.BaseRequest) -> Role:
+    return Role.RECEIVER if request.method == "PUT" else Role.SENDER
+
+
+async def _small_body(ex: Exchange) -> bytes:
+    """A PROPFIND body: at most dav.MAX_BODY bytes (413 past it)."""
+    length = ex.request.content_length
+    if length is not None and length > dav.MAX_BODY:
+        raise Problem(413, f"a PROPFIND body may hold {dav.MAX_BODY} bytes at most.", {"Connection": "close"})
+    chunks, size = [], 0
+    while data := await ex.read(dav.MAX_BODY):
+        size += len(data)
+        if size > dav.MAX_BODY:
+            raise Problem(413, f"a PROPFIND body may hold {dav.MAX_BODY} bytes at most.", {"Connection": "close"})
+        chunks.append(data)
+    return b"".join(chunks)
