@@ -35,7 +35,7 @@ PORT_TRIES = 3  # a free port taken by another process between the probe and xro
 
 
 @dataclass
-class TestCA:
+class TLSFiles:
     """The test CA as the field's tools take it: ``ca`` (one PEM file:
     drsftp's --ca-file), ``ca_dir`` (an OpenSSL hashed directory: davix's
     --capath, gfal2's X509_CERT_DIR); ``cert``/``key``: a server
@@ -51,7 +51,7 @@ class TestCA:
         return {**os.environ, "X509_CERT_DIR": str(self.ca_dir)}
 
 
-def make_test_ca(d: Path) -> TestCA:
+def make_test_ca(d: Path) -> TLSFiles:
     """A CA and a server certificate in ``d`` (tests/tlscerts.py), the key
     in a file of its own, and the CA's hashed directory (``<hash>.0``, as
     c_rehash names it: OpenSSL finds a CA by its subject's hash)."""
@@ -67,7 +67,7 @@ def make_test_ca(d: Path) -> TestCA:
     digest = subprocess.run(["openssl", "x509", "-noout", "-subject_hash", "-in", str(certs.ca)],
                             capture_output=True, text=True, check=True, timeout=30).stdout.strip()
     shutil.copy(certs.ca, ca_dir / f"{digest}.0")
-    return TestCA(certs.ca, ca_dir, cert, key)
+    return TLSFiles(certs.ca, ca_dir, cert, key)
 
 
 @dataclass
@@ -76,7 +76,7 @@ class XRootD:
 
     port: int
     root: Path
-    ca: TestCA
+    ca: TLSFiles
     log: Path
 
     def url(self, path: str = "", scheme: str = "https") -> str:
@@ -113,7 +113,7 @@ def _give_to_server(*paths: Path) -> None:
                 os.chown(os.path.join(base, name), nobody.pw_uid, nobody.pw_gid)
 
 
-def _config(port: int, http_port: int, root: Path, adm: Path, ca: TestCA) -> str:
+def _config(port: int, http_port: int, root: Path, adm: Path, ca: TLSFiles) -> str:
     return "\n".join([
         f"xrd.port {port}",
         f"xrd.protocol XrdHttp:{http_port} libXrdHttp.so",
@@ -143,7 +143,7 @@ def _started(proc: subprocess.Popen, log: Path, http_port: int) -> bool:
 
 
 @contextlib.contextmanager
-def xrootd_https(ca: TestCA | None = None) -> Iterator[XRootD]:
+def xrootd_https(ca: TLSFiles | None = None) -> Iterator[XRootD]:
     """xrootd with XrdHttp over TLS on 127.0.0.1 for the block, serving an
     empty root; ``ca``: the certificates to serve with (default: a fresh
     test CA in the temp dir)."""
@@ -155,16 +155,19 @@ def xrootd_https(ca: TestCA | None = None) -> Iterator[XRootD]:
         if ca is None:
             (top / "certs").mkdir()
             ca = make_test_ca(top / "certs")
-        root, adm, key = top / "root", top / "adm", top / "server-key.pem"
+        root, adm, mine = top / "root", top / "adm", top / "tls"
         root.mkdir()
         adm.mkdir()
-        shutil.copy(ca.key, key)  # the server reads its own copy of the key, 0600
-        ca = TestCA(ca.ca, ca.ca_dir, ca.cert, key)
-        _give_to_server(root, adm, key)
+        # the server reads copies of its own (the caller's may sit in a 0700 directory); the key 0600
+        shutil.copytree(ca.ca_dir, mine / "ca-dir")
+        shutil.copy(ca.cert, mine / "cert.pem")
+        shutil.copy(ca.key, mine / "key.pem")
+        served = TLSFiles(ca.ca, mine / "ca-dir", mine / "cert.pem", mine / "key.pem")
+        _give_to_server(root, adm, mine)
         log = top / "xrootd.log"
         for _ in range(PORT_TRIES):
             port, http_port = _free_port(), _free_port()
-            (top / "xrootd.cfg").write_text(_config(port, http_port, root, adm, ca))
+            (top / "xrootd.cfg").write_text(_config(port, http_port, root, adm, served))
             argv = [XROOTD, *(("-R", "nobody") if _as_root() else ()), "-c", str(top / "xrootd.cfg")]
             with open(log, "w") as err:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
