@@ -165,10 +165,8 @@ def build_parser(command: str | None = None) -> _Parser:
     s.add_argument("--buffer-budget",
                    help="socket buffers of all transfers together (default 256MiB; DRS shares it by need); 'off':"
                         " no budget, and DRS leaves buffers to kernel autotuning where it reaches further")
-    s.add_argument("--http-port", type=int, metavar="PORT",
-                   help="also serve HTTPS/WebDAV here (needs --tls-cert; docs/HTTP.md)")
-    s.add_argument("--http-plain", action="store_true", default=None,
-                   help="serve --http-port as plain HTTP (loopback tests, a TLS proxy in front)")
+    s.add_argument("--http-port", type=int, metavar="PORT", help="also serve HTTPS/WebDAV here (docs/HTTP.md)")
+    s.add_argument("--http-plain", action="store_true", default=None, help="serve --http-port as plain HTTP, no TLS")
     s.add_argument("--http-max-body", metavar="SIZE", help="largest HTTP upload, e.g. 10GiB (default: the disk's room)")
     s.add_argument("--metrics", metavar="ADDR:PORT",
                    help="serve Prometheus /metrics, /api/transfers and a status page / here (off by default;"

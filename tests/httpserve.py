@@ -24,6 +24,7 @@ class Front:
     tls: ssl.SSLContext | None = None  # a client context trusting the test CA (None: plain HTTP)
     ca: Path | None = None
     proc: subprocess.Popen | None = None
+    server: object = None  # in_process: the FTP server whose handler class the front shares
     log: list = field(default_factory=list)
 
     @property
@@ -41,8 +42,9 @@ class Front:
         return sock
 
 
-def raw(front: Front, data: bytes, timeout: float = 10.0) -> bytes:
-    """Send ``data`` on a fresh connection; what comes back until the server closes or goes quiet."""
+def raw(front: Front, data: bytes, timeout: float = 10.0, until_close: bool = False) -> bytes:
+    """Send ``data`` on a fresh connection; what comes back: the first
+    response (``until_close``: all until the server closes or goes quiet)."""
     with front.connect() as sock:
         sock.settimeout(timeout)
         sock.sendall(data)
@@ -50,7 +52,7 @@ def raw(front: Front, data: bytes, timeout: float = 10.0) -> bytes:
         with contextlib.suppress(socket.timeout, ConnectionError, ssl.SSLError):
             while chunk := sock.recv(65536):
                 out += chunk
-                if b"\r\n\r\n" in out and _whole(out):
+                if not until_close and b"\r\n\r\n" in out and _whole(out):
                     break
         return out
 
@@ -62,7 +64,7 @@ def _whole(out: bytes) -> bool:
 
 
 def status(resp: bytes) -> int:
-    m = re.match(rb"HTTP/1\.1 (\d{3})", resp)
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", resp)  # (aiohttp answers a request it cannot parse as 1.0)
     assert m, resp[:200]
     return int(m.group(1))
 
@@ -85,7 +87,7 @@ def in_process(root: Path, *, certs=None, **cfg):
     try:
         front.start()
         yield Front(front.address[1], None if certs is None else client_context(certs.ca),
-                    None if certs is None else certs.ca)
+                    None if certs is None else certs.ca, server=server)
     finally:
         front.close()
         server.close_all()

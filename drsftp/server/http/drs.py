@@ -59,6 +59,7 @@ class Connection:
 
     sock: object
     settings: Settings
+    peer: str = "?"  # the client's address (front.py counts connections by it)
     flows: dict[Role, _Flow] = field(default_factory=dict)
     closed: bool = False
     busy: int = 0  # requests being answered
@@ -81,11 +82,14 @@ class Connection:
             try:
                 tuner = SocketTuner(s.spec, role, allow_force=s.allow_force, limits=s.limits, budget=s.budget,
                                     batch_reads=False, timeline=False)
+                tuner.note_control_rtt(self.sock)  # the connection's RTT so far: the same path's
                 tuner.attach(self.sock)  # type: ignore[arg-type]
             except OSError as exc:  # the socket closed under us
                 log.debug("http: no tuning on a closing socket: %s", exc)
                 return None
             flow = self.flows[role] = _Flow(tuner)
+            # (a tuner made for a report, whose body never moves, rests from now)
+            flow.idle = asyncio.get_running_loop().call_later(IDLE_RELEASE, self._drop, role)
         return flow
 
     def begin(self, role: Role) -> None:
@@ -128,19 +132,20 @@ class Connection:
         if delay is not None and flow.active:
             flow.tick = asyncio.get_running_loop().call_later(delay, self._tick, role)
 
-    def _drop(self, role: Role) -> None:
+    def _drop(self, role: Role, lost: bool = False) -> None:
         flow = self.flows.pop(role, None)
         if flow is not None:
-            _close(flow)
+            _close(flow, lost)
 
-    def close(self) -> None:
-        """The connection closed (or the server stops): every tuner's budget back."""
+    def close(self, lost: bool = False) -> None:
+        """The connection closed (or the server stops): every tuner's budget
+        back; ``lost``: by an error (a reset), so nothing queued drains."""
         self.closed = True
         for role in list(self.flows):
-            self._drop(role)
+            self._drop(role, lost)
 
 
-def _close(flow: _Flow) -> None:
+def _close(flow: _Flow, lost: bool = False) -> None:
     for handle in (flow.tick, flow.idle):
         if handle is not None:
             handle.cancel()
@@ -148,7 +153,7 @@ def _close(flow: _Flow) -> None:
         drain = flow.tuner.close()
     except OSError:
         drain = None
-    if drain:
+    if drain and not lost:
         asyncio.get_running_loop().call_later(drain, flow.tuner.release)
     else:
         flow.tuner.release()
@@ -165,7 +170,9 @@ class Exchange:
         self.sent = self.received = 0
         self.who: Login | None = None  # a transfer's login and path, for its log line
         self.href: str | None = None
+        self.headers: dict[str, str] = {}  # the driver's response headers (DRS), refusals' too
         self.drs_peer = False  # the request carried a DRS header
+        self.began = False  # a PUT's body began to be stored (a refused one has no log line)
         self.complete = False  # its body went out (GET) or arrived (PUT) whole
 
     async def send(self, resp, body) -> None:
@@ -185,7 +192,7 @@ class Exchange:
         if self.conn is not None:
             self.conn.moved(Role.SENDER, len(data))
 
-    async def read(self, size: int) -> bytes:
+    async def read(self) -> bytes:
         """The next bytes of the request body (b"" at its end)."""
         data = await self._bounded(self.request.content.readany())
         self.received += len(data)

@@ -34,6 +34,22 @@ from .service import Service
 
 log = logging.getLogger("drsftp.server")
 
+
+class _OneLine(logging.Filter):
+    """aiohttp logs a request its parser refused (smuggling, oversized
+    headers) as an error with a traceback: one line at INFO says it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()}: {' '.join(str(record.exc_info[1]).split())[:200]}"
+            record.args, record.exc_info, record.exc_text = (), None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+parser_log = logging.getLogger("drsftp.server.http")
+parser_log.addFilter(_OneLine())
+
 MAX_FIELD = 8190  # bytes of the request line and of one header field (431/400 past it)
 MAX_HEADERS = 100  # header fields of one request
 READ_BUFFER = 256 * 1024  # bytes of a request body buffered per connection before reading pauses
@@ -60,25 +76,21 @@ class _Server(web.Server):
 
     def connection_made(self, handler, transport) -> None:
         super().connection_made(handler, transport)
-        front = self.front
+        front, conns = self.front, self.front.service.conns
         peer = (transport.get_extra_info("peername") or ("?",))[0]
-        per_ip = sum(1 for t in self._connections.values() if _peer(t) == peer)
-        if (front.max_cons and len(self._connections) > front.max_cons) or (
-                front.max_cons_per_ip and per_ip > front.max_cons_per_ip):
+        per_ip = sum(1 for c in conns.values() if c.peer == peer)
+        if (front.max_cons and len(conns) >= front.max_cons) or (
+                front.max_cons_per_ip and per_ip >= front.max_cons_per_ip):
             transport.write(BUSY)
             transport.close()
             return
-        front.service.conns[handler] = Connection(transport.get_extra_info("socket"), front.settings)
+        conns[handler] = Connection(transport.get_extra_info("socket"), front.settings, peer)
 
     def connection_lost(self, handler, exc=None) -> None:
         conn = self.front.service.conns.pop(handler, None)
         if conn is not None:
-            conn.close()
+            conn.close(lost=exc is not None)
         super().connection_lost(handler, exc)
-
-
-def _peer(transport) -> str | None:
-    return (transport.get_extra_info("peername") or (None,))[0]
 
 
 class HTTPFront:
@@ -113,8 +125,8 @@ class HTTPFront:
         self.loop.run_forever()
 
     async def _start(self) -> None:
-        self._web = _Server(self.service, access_log=None, max_line_size=MAX_FIELD, max_field_size=MAX_FIELD,
-                            max_headers=MAX_HEADERS, read_bufsize=READ_BUFFER,
+        self._web = _Server(self.service, access_log=None, logger=parser_log, max_line_size=MAX_FIELD,
+                            max_field_size=MAX_FIELD, max_headers=MAX_HEADERS, read_bufsize=READ_BUFFER,
                             keepalive_timeout=self.header_timeout or 3600, lingering_time=2.0)
         self._web.front = self
         if self.tls is not None:
@@ -199,6 +211,8 @@ def check(cfg) -> None:
     if not cfg.tls_cert and not cfg.http_plain:
         raise ConfigError("--http-port needs --tls-cert (and --tls-key) for HTTPS, or --http-plain for plain"
                           " HTTP")
+    if cfg.http_plain and cfg.require_tls:
+        raise ConfigError("--http-plain would take passwords in clear text, which --require-tls refuses")
     if cfg.http_port and cfg.http_port in (cfg.port, cfg.implicit_tls_port):
         raise ConfigError(f"--http-port {cfg.http_port} is another listener's port: give HTTP a port of its own")
     if cfg.http_max_body is not None and cfg.http_max_body < 1:

@@ -56,7 +56,9 @@ class Service:
             log.info("http: %s %s from %s cut short: %s", request.method, ex.href or "?", request.remote, exc)
             if request.transport is not None:
                 request.transport.close()
-            raise ConnectionResetError(str(exc)) from None
+            resp = web.Response(status=400)  # (aiohttp's write of it meets the closed connection quietly)
+            resp.force_close()
+            return resp
         finally:
             self.running -= 1
             if conn is not None:
@@ -76,7 +78,7 @@ class Service:
             raise
         auth.check_perm(who, method)
         target = resolve(who.home, parts)
-        headers = self._drs(request, ex)
+        headers = ex.headers = self._drs(request, ex)
         if method in ("GET", "PUT"):
             ex.who, ex.href = who, target.href  # a transfer: its log line
         if method in ("GET", "HEAD"):
@@ -128,6 +130,8 @@ class Service:
     def _refusal(self, request: web.BaseRequest, ex: Exchange, p: Problem) -> web.Response:
         resp = web.Response(status=p.status, text=p.sentence[:1].upper() + p.sentence[1:] + "\n",
                             headers=p.headers)
+        for key, value in ex.headers.items():  # the DRS report, DRS-Part-Ranges: on refusals too
+            resp.headers.setdefault(key, value)
         if p.headers.get("Connection", "").lower() == "close":
             resp.force_close()
         if ex.drs_peer and request.method == "PUT":
@@ -136,7 +140,7 @@ class Service:
 
     def _log(self, request: web.BaseRequest, ex: Exchange, who: auth.Login, href: str, began: float,
              wall: float) -> None:
-        if request.method == "PUT":
+        if request.method == "PUT" and ex.began:
             direction, nbytes, complete = "put", ex.received, ex.complete
         elif request.method == "GET" and ex.sent:
             direction, nbytes, complete = "get", ex.sent, ex.complete
@@ -163,7 +167,7 @@ async def _small_body(ex: Exchange) -> bytes:
     if length is not None and length > dav.MAX_BODY:
         raise Problem(413, f"a PROPFIND body may hold {dav.MAX_BODY} bytes at most.", {"Connection": "close"})
     chunks, size = [], 0
-    while data := await ex.read(dav.MAX_BODY):
+    while data := await ex.read():
         size += len(data)
         if size > dav.MAX_BODY:
             raise Problem(413, f"a PROPFIND body may hold {dav.MAX_BODY} bytes at most.", {"Connection": "close"})

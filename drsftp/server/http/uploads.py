@@ -30,7 +30,6 @@ from .paths import Target
 from .problem import Problem
 
 CONTENT_RANGE = re.compile(r"bytes (\d{1,19})-(\d{1,19})/(\d{1,19})")
-WRITE_AT_ONCE = 1 << 20  # bytes gathered before one write to the part file
 MAX_HELD = 4096  # disjoint ranges one part file may hold (a client's many small PUTs stop there)
 MAX_PARTS = 4096  # part files the ledger remembers (the oldest idle ones are forgotten)
 BUSY = "another upload is writing this file; try again when it ends."
@@ -136,6 +135,7 @@ async def _receive(ex: Exchange, target: Target, path: str, part: Part, ledger: 
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
         raise Problem(409, f"the part file {os.path.basename(path)} cannot be written: {exc.strerror}.") from None
+    ex.began = True
     if request.headers.get("Expect", "").lower() == "100-continue" and request.version >= (1, 1):
         await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # (aiohttp's low-level server leaves it to us)
     start = rng[0] if rng else 0
@@ -143,21 +143,15 @@ async def _receive(ex: Exchange, target: Target, path: str, part: Part, ledger: 
     at = start
     try:
         with ex.receiving():
-            pending: list[bytes] = []
-            while True:
-                data = await ex.read(WRITE_AT_ONCE)
-                if data:
-                    pending.append(data)
-                    if max_body is not None and at + sum(map(len, pending)) > max_body:
-                        raise Problem(413, f"the body is larger than this server's limit of {max_body} bytes.",
-                                      {"Connection": "close"})
-                    if end is not None and at + sum(map(len, pending)) > end:
-                        raise Problem(400, "the body is longer than its Content-Range.", {"Connection": "close"})
-                if pending and (not data or sum(map(len, pending)) >= WRITE_AT_ONCE):
-                    at = await _write(fd, at, b"".join(pending), part)
-                    pending.clear()
-                if not data:
-                    break
+            # each piece as it is read (what the connection buffered, up to
+            # front.READ_BUFFER): a PUT cut short has all that arrived on disk
+            while data := await ex.read():
+                if max_body is not None and at + len(data) > max_body:
+                    raise Problem(413, f"the body is larger than this server's limit of {max_body} bytes.",
+                                  {"Connection": "close"})
+                if end is not None and at + len(data) > end:
+                    raise Problem(400, "the body is longer than its Content-Range.", {"Connection": "close"})
+                at = await _write(fd, at, data, part)
         if at - start != (end - start if end is not None else request.content_length or at - start):
             raise ConnectionAbortedError("the body ended short")
     except OSError as exc:

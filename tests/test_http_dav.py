@@ -1,0 +1,156 @@
+"""drsftp/server/http/dav.py: OPTIONS, DELETE, MKCOL, MOVE and PROPFIND
+with the statuses of docs/HTTP.md's table (RFC 4918)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import xml.etree.ElementTree as ET
+
+import aiohttp
+import pytest
+from httpserve import AUTH, in_process
+
+D = "{DAV:}"
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+async def call(front, method, path, headers=None, data=None):
+    async with aiohttp.ClientSession() as s, s.request(method, front.url(path), headers={**AUTH, **(headers or {})},
+                                                       data=data, ssl=front.tls or False) as r:
+        return r.status, r.headers, await r.read()
+
+
+@pytest.fixture
+def root(tmp_path):
+    d = tmp_path / "srv"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def front(root):
+    with in_process(root) as f:
+        yield f
+
+
+def responses(body: bytes) -> dict[str, dict[str, str | None]]:
+    """href -> {property: text} of a multistatus (the 200 propstats)."""
+    out = {}
+    for resp in ET.fromstring(body).findall(f"{D}response"):
+        props = {}
+        for ps in resp.findall(f"{D}propstat"):
+            if ps.findtext(f"{D}status").endswith("200 OK"):
+                for el in ps.find(f"{D}prop"):
+                    name = el.tag.removeprefix(D)
+                    props[name] = "collection" if el.find(f"{D}collection") is not None else el.text
+        out[resp.findtext(f"{D}href")] = props
+    return out
+
+
+def test_options(front):
+    st, h, _ = run(call(front, "OPTIONS", "/"))
+    assert st == 200 and h["DAV"] == "1"
+    assert set(h["Allow"].replace(" ", "").split(",")) == {"OPTIONS", "GET", "HEAD", "PUT", "DELETE", "MKCOL",
+                                                           "MOVE", "PROPFIND"}
+
+
+def test_mkcol(front, root):
+    assert run(call(front, "MKCOL", "/d"))[0] == 201 and (root / "d").is_dir()
+    assert run(call(front, "MKCOL", "/d"))[0] == 405  # exists
+    assert run(call(front, "MKCOL", "/x/y"))[0] == 409  # no parent
+    assert run(call(front, "MKCOL", "/e", data=b"<x/>"))[0] == 415
+
+
+def test_delete(front, root):
+    (root / "f").write_bytes(b"1")
+    (root / "full").mkdir()
+    (root / "full" / "g").write_bytes(b"2")
+    (root / "empty").mkdir()
+    assert run(call(front, "DELETE", "/f"))[0] == 204 and not (root / "f").exists()
+    assert run(call(front, "DELETE", "/f"))[0] == 404
+    assert run(call(front, "DELETE", "/full"))[0] == 409 and (root / "full" / "g").exists()
+    assert run(call(front, "DELETE", "/empty"))[0] == 204 and not (root / "empty").exists()
+    assert run(call(front, "DELETE", "/"))[0] == 403
+
+
+def test_move(front, root):
+    (root / "a").write_bytes(b"A")
+    (root / "b").write_bytes(b"B")
+    (root / "sub").mkdir()
+    st, _, _ = run(call(front, "MOVE", "/a", {"Destination": "/sub/a2"}))
+    assert st == 201 and (root / "sub" / "a2").read_bytes() == b"A" and not (root / "a").exists()
+    st, _, _ = run(call(front, "MOVE", "/sub/a2", {"Destination": front.url("/b"), "Overwrite": "F"}))
+    assert st == 412 and (root / "b").read_bytes() == b"B"
+    st, _, _ = run(call(front, "MOVE", "/sub/a2", {"Destination": front.url("/b")}))
+    assert st == 204 and (root / "b").read_bytes() == b"A"
+    assert run(call(front, "MOVE", "/nope", {"Destination": "/c"}))[0] == 404
+    assert run(call(front, "MOVE", "/b", {"Destination": "/no/dir/c"}))[0] == 409
+    assert run(call(front, "MOVE", "/sub", {"Destination": "/sub/inner"}))[0] == 403
+    assert run(call(front, "MOVE", "/b"))[0] == 400  # no Destination
+    assert run(call(front, "MOVE", "/b", {"Destination": "/../../escape"}))[0] == 400
+    assert sorted(os.listdir(root)) == ["b", "sub"]
+
+
+def test_propfind_depths(front, root):
+    (root / "d").mkdir()
+    (root / "d" / "f x.txt").write_bytes(b"12345")
+    (root / "d" / "s").mkdir()
+    st, h, body = run(call(front, "PROPFIND", "/d", {"Depth": "1"}))
+    assert st == 207 and h["Content-Type"].startswith("application/xml")
+    got = responses(body)
+    assert set(got) == {"/d/", "/d/f%20x.txt", "/d/s/"}
+    f = got["/d/f%20x.txt"]
+    assert f["getcontentlength"] == "5" and f["displayname"] == "f x.txt" and f["resourcetype"] is None
+    assert f["getcontenttype"] == "text/plain" and f["getetag"].startswith('"') and f["getlastmodified"].endswith("GMT")
+    assert f["creationdate"].endswith("Z")
+    assert got["/d/s/"]["resourcetype"] == "collection"
+    st, _, body = run(call(front, "PROPFIND", "/d/f x.txt", {"Depth": "0"}))
+    assert st == 207 and set(responses(body)) == {"/d/f%20x.txt"}
+    assert run(call(front, "PROPFIND", "/d", {"Depth": "infinity"}))[0] == 403
+    assert run(call(front, "PROPFIND", "/d"))[0] == 403  # no Depth is infinity (RFC 4918 sec. 9.1)
+    assert run(call(front, "PROPFIND", "/none", {"Depth": "0"}))[0] == 404
+
+
+def test_propfind_named_properties(front, root):
+    (root / "f").write_bytes(b"abc")
+    body = (b'<?xml version="1.0"?><D:propfind xmlns:D="DAV:" xmlns:X="urn:x"><D:prop>'
+            b"<D:getcontentlength/><X:color/></D:prop></D:propfind>")
+    st, _, out = run(call(front, "PROPFIND", "/f", {"Depth": "0"}, body))
+    assert st == 207
+    resp = ET.fromstring(out).find(f"{D}response")
+    stats = {ps.findtext(f"{D}status"): [el.tag for el in ps.find(f"{D}prop")] for ps in resp.findall(f"{D}propstat")}
+    assert stats == {"HTTP/1.1 200 OK": [f"{D}getcontentlength"], "HTTP/1.1 404 Not Found": ["{urn:x}color"]}
+    allprop = b'<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>'
+    st, _, out = run(call(front, "PROPFIND", "/f", {"Depth": "0"}, allprop))
+    assert st == 207 and responses(out)["/f"]["getcontentlength"] == "3"
+
+
+@pytest.mark.parametrize("body", [
+    b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+    b'<D:propfind xmlns:D="DAV:"><D:prop>&b;</D:prop></D:propfind>',
+    b'<!DOCTYPE x SYSTEM "file:///etc/passwd"><D:propfind xmlns:D="DAV:"/>',
+    b"<D:propfind xmlns:D=",
+    b"<other/>",
+])
+def test_propfind_refuses_entities_and_bad_xml(front, root, body):
+    st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "0"}, body))
+    assert st == 400 and out.strip().endswith(b".")
+
+
+def test_propfind_body_is_bounded(front):
+    st, _, _ = run(call(front, "PROPFIND", "/", {"Depth": "0"}, b"<" + b"x" * (1 << 20)))
+    assert st == 413
+
+
+def test_write_methods_need_write_rights(root):
+    (root / "f").write_bytes(b"1")
+    with in_process(root, write_perm=False) as front:
+        assert run(call(front, "DELETE", "/f"))[0] == 403
+        assert run(call(front, "MKCOL", "/d"))[0] == 403
+        assert run(call(front, "MOVE", "/f", {"Destination": "/g"}))[0] == 403
+        assert run(call(front, "PROPFIND", "/", {"Depth": "1"}))[0] == 207
+    assert sorted(os.listdir(root)) == ["f"]
