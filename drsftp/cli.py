@@ -176,8 +176,8 @@ def build_parser(command: str | None = None) -> _Parser:
 
     from .client.trees.job.cli import add_dataset_opts, add_ls_parser
 
-    for name, helptext, paths in (("get", "download ftp://... to DEST", "URL ... [DEST]"),
-                                  ("put", "upload SRC to ftp://...", "SRC ... URL")):
+    for name, helptext, paths in (("get", "download ftp:// or https://... to DEST", "URL ... [DEST]"),
+                                  ("put", "upload SRC to ftp:// or https://...", "SRC ... URL")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("paths", nargs="+", metavar="PATH", help=paths)
         _add_transfer_opts(p)
@@ -461,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     from .server.config import ConfigError
 
     try:
+        from .client.http.cli import http_command  # (https:// URLs: docs/HTTP.md, "Client")
+        if args.command in ("get", "put", "ls") and (code := http_command(args)) is not None:
+            return code
         if args.command == "serve":
             return _cmd_serve(args)
         if args.command in ("get", "put"):

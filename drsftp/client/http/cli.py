@@ -1,0 +1,113 @@
+"""`drsftp get/put/ls` with an ``https://`` or ``http://`` URL: the options
+the FTP forms take, where they mean something over HTTP (docs/HTTP.md,
+"Client").  Errors are HTTPErrors (FTPErrors: one sentence, exit 1)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import posixpath
+import sys
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
+
+from ...http.url import HTTPLocation, is_http_url, parse_http_url
+
+if TYPE_CHECKING:
+    from ..result import TransferResult
+    from ..transfer.options import TransferOptions
+
+FTP_ONLY = {"recursive": "-r", "sync": "--sync", "delete": "--delete", "tls": "--tls",
+            "pasv_address": "--pasv-address"}
+
+
+def locate(url: str, netrc_file: str | None) -> HTTPLocation:
+    from ..session.credentials import netrc_lookup
+
+    return parse_http_url(url, netrc_lookup(netrc_file))
+
+
+def http_command(args: argparse.Namespace) -> int | None:
+    """Run get, put or ls when its URL is an HTTP one; None otherwise (the
+    FTP client's: nothing of aiohttp is imported for it)."""
+    if args.command == "ls":
+        if not is_http_url(args.url):
+            return None
+        from ..transfer.options import TransferOptions
+
+        opts = TransferOptions(idle_timeout=args.timeout, ca_file=args.ca_file, insecure=args.insecure)
+        from .ls import run_ls
+
+        return asyncio.run(run_ls(locate(args.url, args.netrc), opts, args.long))
+    paths = args.paths
+    if not any(is_http_url(p) for p in paths):
+        return None
+    return _transfer(args, paths)
+
+
+def _transfer(args: argparse.Namespace, paths: list[str]) -> int:
+    from ..session.control import os_reason
+    from ..transfer.getput import with_retries
+    from ..transfer.options import TransferOptions
+    from ..transfer.targets import get_dest, put_url
+    from ..trees.job.cli import JobUsageError, check_json_path
+    from .errors import HTTPError
+
+    for key, flag in FTP_ONLY.items():
+        if getattr(args, key, False):
+            raise JobUsageError(f"{flag} is not supported with https:// URLs yet")
+    if len(paths) > 2 or (args.command == "put" and len(paths) < 2):
+        raise JobUsageError(f"{args.command} over HTTP takes one file: "
+                            + ("URL [DEST]" if args.command == "get" else "SRC URL"))
+    if args.retries < 0:
+        raise JobUsageError("--retries must be 0 or more")
+    check_json_path(args.json)
+    progress = {"auto": None, "always": True, "never": False}[args.progress]
+    opts = TransferOptions(tuning=args.tuning, force_buffers=args.force_buffers, resume=args.resume,
+                           progress=False if args.quiet else progress, use_drs_command=not args.no_drs_command,
+                           idle_timeout=args.timeout, max_time=args.max_time, verify=args.verify,
+                           ca_file=args.ca_file, insecure=args.insecure)
+    streams = args.parallel  # None: auto
+    if args.command == "get":
+        loc = locate(paths[0], args.netrc)
+        name = posixpath.basename(loc.path)
+        if name in ("", ".", ".."):
+            raise JobUsageError(f"{loc.shown} names a directory, not a file; drop the trailing '/'")
+        dest = get_dest(paths[1] if len(paths) > 1 else None, loc.path)
+        if os.path.lexists(dest) and not os.path.isfile(dest):
+            raise JobUsageError(f"{dest} exists and is not a regular file; give a file's path")
+        from .get import get
+
+        def run(o: TransferOptions) -> Awaitable[TransferResult]:
+            return get(loc, dest, o, streams)
+    else:
+        src = paths[0]
+        if is_http_url(src):
+            raise JobUsageError("put takes a local SRC and an https:// URL")
+        if not os.path.isfile(src):
+            raise JobUsageError(f"{src} is not a regular file; give a file (-r is not supported over HTTP yet)")
+        loc = locate(put_url(src, paths[1]), args.netrc)
+        from .put import put
+
+        def run(o: TransferOptions) -> Awaitable[TransferResult]:
+            return put(src, loc, o, streams)
+
+    def on_retry(attempt: int, delay: float, exc: Exception) -> None:
+        print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
+
+    result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
+    if args.json:
+        try:
+            with open(args.json, "w") as f:
+                json.dump(result.to_dict(), f, indent=1)
+        except OSError as exc:
+            raise HTTPError(f"cannot write {args.json}: {os_reason(exc)}", transient=False) from exc
+    if not args.quiet:
+        print(result.summary_line(), file=sys.stderr)
+    if not result.complete:
+        print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
+        return 28
+    return 0
+

@@ -1,0 +1,56 @@
+"""What goes wrong over HTTP, as one sentence naming the URL (never its
+password): the status a server answered (drsftp/http/statuses.py), or
+what the connection did (refused, cut, timed out, TLS not trusted)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+import aiohttp
+
+from ...http.statuses import TRANSIENT, status_sentence
+from ...http.url import HTTPLocation
+from ..session.control import FTPError, os_reason
+from ..session.tls import failure_sentence
+
+
+class HTTPError(FTPError):
+    """A failure of an HTTP transfer (an FTPError: the command line and
+    --retries treat both alike); ``status``: the server's, if it answered."""
+
+    def __init__(self, message: str, status: int | None = None, *, transient: bool | None = None) -> None:
+        if transient is None:
+            transient = status is None or status in TRANSIENT
+        super().__init__(message, transient=transient)
+        self.status = status
+
+
+def status_error(loc: HTTPLocation, path: str, status: int, reason: str | None, method: str) -> HTTPError:
+    what = f"{method} {loc.url(path)}"
+    if 300 <= status < 400:
+        return HTTPError(f"{what}: the server redirects elsewhere (HTTP {status}); give the URL it names",
+                         status, transient=False)
+    return HTTPError(f"{what}: {status_sentence(status, reason)}", status)
+
+
+def connection_error(loc: HTTPLocation, exc: BaseException) -> HTTPError:
+    """The sentence for an exception of aiohttp or the socket under it."""
+    where = f"{loc.host}:{loc.port}"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return HTTPError(failure_sentence(exc.certificate_error, loc.host), transient=False)
+    if isinstance(exc, aiohttp.ClientConnectorSSLError):
+        return HTTPError(failure_sentence(exc.os_error, loc.host), transient=False)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return HTTPError(f"cannot connect to {where}: {os_reason(exc.os_error)}")
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return HTTPError(f"{loc.shown}: the server closed the connection mid-transfer (--continue resumes)")
+    if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError):
+        return HTTPError(f"TLS with {where} failed: {getattr(exc, 'reason', None) or exc}")
+    if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+        return HTTPError(f"{loc.shown}: the server did not answer in time (--timeout)")
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return HTTPError(f"{loc.shown}: the server's answer is not valid HTTP ({exc.message})", transient=False)
+    if isinstance(exc, OSError):
+        return HTTPError(f"connection to {where} failed: {os_reason(exc)}")
+    return HTTPError(f"{loc.shown}: {type(exc).__name__}: {exc}")

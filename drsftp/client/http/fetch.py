@@ -1,0 +1,151 @@
+"""The connections of one HTTP download: ranged GETs into ``DEST.part``.
+
+Ranges come from :class:`~drsftp.client.streams.rangeplan.RangePlan` (a
+share per connection, work stealing at the end); each connection asks for
+its share in requests of at most 64 MiB (drsftp/http/spans.py), writes
+what arrives at its offset and stops at its share's end, which may move
+nearer while it reads (stolen): it then drops the rest of that response.
+A ``206`` must carry the ``Content-Range`` asked for, of the size the
+transfer began with (else the file changed: an error, the part kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from ...http import spans
+from ...io.fileio import pwrite_all
+from ...tuning.count.streams import StreamSample
+from ..streams.rangeplan import Assignment, RangePlan
+from .errors import HTTPError
+from .pool import Pool, Slot
+
+WAKE = 0.25  # seconds between looks at connections added while running
+
+
+class Download:
+    def __init__(self, pool: Pool, path: str, fd: int, plan: RangePlan, connections: int,
+                 validator: str | None = None) -> None:
+        self.pool, self.path, self.fd, self.plan = pool, path, fd, plan
+        self.wanted = connections
+        self.validator = validator  # a strong ETag: If-Range (RFC 9110 sec. 13.1.5)
+        self.moved = 0
+        self.tasks: dict[int, asyncio.Task[None]] = {}
+        self.slots: dict[int, Slot] = {}
+        self._next_id = 0
+        self.requests = 0
+
+    @property
+    def held(self):  # type: ignore[no-untyped-def]
+        return self.plan.held
+
+    def left(self) -> int:
+        return self.plan.missing
+
+    async def run(self) -> None:
+        self.plan.split(self.wanted)
+        for _ in range(self.wanted):
+            self.add_stream()
+        try:
+            while self.tasks:
+                done, _ = await asyncio.wait(list(self.tasks.values()), timeout=WAKE,
+                                             return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    self.tasks = {k: t for k, t in self.tasks.items() if t is not task}
+                    task.result()  # (a connection's error ends the transfer)
+        finally:
+            for task in self.tasks.values():
+                task.cancel()
+            await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+
+    # -- what -P auto steers (streams/autosteer.py) -----------------------------
+    def add_stream(self) -> bool:
+        if not self.plan.can_take() or len(self.tasks) >= self.pool.connections:
+            return False
+        wid, self._next_id = self._next_id, self._next_id + 1
+        self.tasks[wid] = asyncio.ensure_future(self._worker(wid))
+        return True
+
+    def remove_stream(self) -> bool:
+        """The newest connection stops at its position (what it had left
+        goes back to the plan)."""
+        running = [w for w in self.tasks if w in self.plan.active]
+        if len(running) <= 1:
+            return False
+        self.plan.give_back(max(running))
+        return True
+
+    def samples(self) -> list[StreamSample]:
+        out = []
+        for wid, slot in self.slots.items():
+            if wid in self.tasks and slot.link is not None:
+                ctl = slot.link.tuner.ctl
+                out.append(StreamSample(ctl.last_rtt, ctl.stats.rtt_min, ctl.stats.retransmits))
+        return out
+
+    # -- one connection ----------------------------------------------------------
+    async def _worker(self, wid: int) -> None:
+        while (asg := self.plan.take(wid)) is not None:
+            try:
+                while not asg.done:
+                    await self._fetch(wid, asg, min(asg.end, asg.pos + spans.MAX_REQUEST))
+            finally:
+                self.plan.release(wid)
+
+    async def _fetch(self, wid: int, asg: Assignment, end: int) -> None:
+        headers = {"Range": spans.range_header(asg.pos, end)}
+        if self.validator:
+            headers["If-Range"] = self.validator
+        self.requests += 1
+        async with self.pool.request("GET", self.path, ok=(206,), headers=headers) as (resp, slot):
+            self.slots[wid] = slot
+            got = spans.parse_content_range(resp.headers.get("Content-Range"))
+            if got is None or got[0] != asg.pos or got[1] > end or got[2] != self.plan.size:
+                raise HTTPError(f"{self.pool.loc.url(self.path)}: the server answered bytes"
+                                f" {resp.headers.get('Content-Range', '(none)')[:60]} to a request for"
+                                f" {asg.pos}-{end - 1} of {self.plan.size} (did the file change?); --continue"
+                                " resumes", transient=False)
+            stop = got[1]
+            async for chunk in resp.content.iter_any():
+                n = min(len(chunk), asg.left, stop - asg.pos)
+                if n <= 0:
+                    break
+                pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
+                self.plan.advance(wid, n)
+                self.moved += n
+                if slot.link is not None:
+                    slot.link.moved(n)
+                if asg.done or asg.pos >= stop:
+                    break
+            else:
+                if asg.pos < stop and not asg.done:
+                    raise HTTPError(f"{self.pool.loc.url(self.path)}: the server ended a range at {asg.pos},"
+                                    f" before {stop} (--continue resumes)")
+
+
+class WholeDownload:
+    """One plain GET from byte 0 (a server that does not take ranges)."""
+
+    def __init__(self, pool: Pool, path: str, fd: int, size: int | None) -> None:
+        self.pool, self.path, self.fd, self.size = pool, path, fd, size
+        self.moved = 0
+        self.slot: Slot | None = None
+
+    def left(self) -> int:
+        return max(0, (self.size or 0) - self.moved)
+
+    def samples(self) -> list[StreamSample]:
+        link = self.slot.link if self.slot is not None else None
+        return [] if link is None else [StreamSample(link.tuner.ctl.last_rtt, link.tuner.ctl.stats.rtt_min)]
+
+    async def run(self) -> None:
+        async with self.pool.request("GET", self.path, ok=(200,)) as (resp, slot):
+            self.slot = slot
+            async for chunk in resp.content.iter_any():
+                pwrite_all(self.fd, chunk, self.moved)
+                self.moved += len(chunk)
+                if slot.link is not None:
+                    slot.link.moved(len(chunk))
+            expected = resp.content_length if resp.content_length is not None else self.size
+            if expected is not None and self.moved != expected:
+                raise HTTPError(f"{self.pool.loc.url(self.path)}: short transfer: {self.moved} of {expected} bytes")
