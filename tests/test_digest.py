@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from drsftp.http import digest
 from drsftp.http.digest import TABLE, Digester, digest_header, parse_digest, want_digest
 
 
@@ -62,3 +63,12 @@ def test_each_algorithm_of_the_table_is_the_library_one_under_each_name(chunks):
         assert d.hexdigest() == d.digest().hex()
         for name in (algorithm.ftp_hash, algorithm.http):  # the other fronts spell it alike
             assert name is None or name.replace("-", "").upper() == algorithm.cksm
+
+
+def test_sha256_as_gfal2_spells_it_is_answered_under_that_spelling():
+    # gfal2 and davix send `Want-Digest: SHA256` and read back only `SHA256=`
+    assert digest.wanted("SHA256") == ("sha-256", "SHA256")
+    assert digest.wanted("sha-256") == ("sha-256", "sha-256")
+    assert digest.wanted("md5;q=0.3, SHA256;q=0.9") == ("sha-256", "SHA256")
+    assert digest.want_digest("SHA256") == "sha-256"
+    assert digest.wanted("sha-512") is None

@@ -252,6 +252,16 @@ def test_gfal_sum_matches_pythons_checksum(peer, algorithm):
         assert (url, got) == (peer.url(name, "davs"), want), name
 
 
+def test_gfal_sum_sha256_from_drsftp(peers):
+    """gfal2 asks ``Want-Digest: SHA256`` and reads only ``SHA256=`` back
+    (http/digest.py ALIASES); this XRootD setup offers no SHA-256."""
+    drsftp_peer = peers["drsftp"]
+    for name in ("a.bin", "empty.dat"):
+        want = hashlib.sha256(drsftp_peer.local(name).read_bytes()).hexdigest()
+        _url, got = ok(drsftp_peer.gfal("gfal-sum", drsftp_peer.url(name, "davs"), "SHA256")).split()
+        assert got == want, name
+
+
 # -- drsftp's client against XRootD ------------------------------------------------
 
 

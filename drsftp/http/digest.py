@@ -78,16 +78,30 @@ BY_HTTP = {a.http: a for a in TABLE if a.http}
 ALGORITHMS = tuple(BY_HTTP)  # what the HTTP server offers, lower case as the registry's tokens
 
 
+# spellings some clients send for a registered token: gfal2 and davix ask
+# ``Want-Digest: SHA256`` and read back only ``SHA256=`` (or ``sha256=``)
+ALIASES = {"sha256": "sha-256"}
+
+
 def want_digest(header: str | None) -> str | None:
-    """The algorithm to answer ``Want-Digest`` with: the one with the highest
-    q-value (default 1) among :data:`ALGORITHMS`, the earliest listed on a
-    tie; None if the client wants none of them (or q=0 for each)."""
+    """The algorithm (its registered token) to answer ``Want-Digest``
+    with; see :func:`wanted`."""
+    found = wanted(header)
+    return None if found is None else found[0]
+
+
+def wanted(header: str | None) -> tuple[str, str] | None:
+    """(the algorithm's registered token, the name to answer with) for
+    ``Want-Digest``: the one with the highest q-value (default 1) among
+    :data:`ALGORITHMS` and :data:`ALIASES`, the earliest listed on a tie;
+    an alias is answered under the client's own spelling.  None if the
+    client wants none of them (or q=0 for each)."""
     if not header:
         return None
-    best: tuple[float, int, str] | None = None
+    best: tuple[float, int, str, str] | None = None
     for pos, item in enumerate(header.split(",")):
-        name, *params = [p.strip() for p in item.split(";")]
-        name = name.lower()
+        sent, *params = [p.strip() for p in item.split(";")]
+        name = ALIASES.get(sent.lower(), sent.lower())
         if name not in ALGORITHMS:
             continue
         q = 1.0
@@ -101,8 +115,8 @@ def want_digest(header: str | None) -> str | None:
         if not 0.0 < q <= 1.0:
             continue
         if best is None or q > best[0]:
-            best = (q, pos, name)
-    return None if best is None else best[2]
+            best = (q, pos, name, sent if sent.lower() in ALIASES else name)
+    return None if best is None else (best[2], best[3])
 
 
 @dataclass

@@ -108,9 +108,10 @@ async def _answer(ex: Exchange, target: Target, fd: int, st: os.stat_result, dig
     request = ex.request
     size, ctype = st.st_size, content_type(target.parts[-1] if target.parts else "")
     headers.update({"Accept-Ranges": "bytes", "ETag": etag(st), "Last-Modified": last_modified(st)})
-    algorithm = digest.want_digest(request.headers.get("Want-Digest"))
-    if algorithm:
-        headers["Digest"] = digest.digest_header(algorithm, await digests.value(fd, target.fs, st, algorithm))
+    asked = digest.wanted(request.headers.get("Want-Digest"))
+    if asked:
+        algorithm, name = asked
+        headers["Digest"] = digest.digest_header(name, await digests.value(fd, target.fs, st, algorithm))
     try:
         parts = ranges.parse_range(request.headers.get("Range"), size)
     except ranges.Unsatisfiable as exc:
