@@ -21,6 +21,7 @@ from ....ftp.eblock import RangeSet
 from ....ftp.striping import spas_reply
 from ....io.tuner import SocketTuner
 from ....tuning import Role
+from ....tuning.wirekeys import STREAMS
 from ...ops.translog import mean_rtt
 from ..compat import current_type, data_protected, restart_idle_timer
 from ..partfile import BUSY, OVER_DIRECTORY, busy, part_path
@@ -478,8 +479,8 @@ class ESession:
         job = self.job
         if job is None:
             return None
-        if "streams" in pairs and isinstance(job, Send):
-            job.set_streams(max(1, min(pairs["streams"], self.limits.per_session)))
+        if STREAMS in pairs and isinstance(job, Send):
+            job.set_streams(max(1, min(pairs[STREAMS], self.limits.per_session)))
         streams = set(job.members)
         if isinstance(job, Receive):  # every open stream may carry this STOR's blocks
             streams.update(s for s in self.streams if s.role is Role.RECEIVER)
