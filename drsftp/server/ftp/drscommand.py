@@ -65,5 +65,5 @@ class DRSCommand:
             self.respond("425 DRS no transfer running; nothing to tune.")
             return
         tuner.on_peer_pairs(pairs)
-        self.respond("200 DRS " + (tuner.report_pairs() or drscmd.format_pairs(NOTHING_MEASURED)))
+        self.respond("200 DRS " + (tuner.report_pairs() or drscmd.format_pairs(dict(NOTHING_MEASURED))))
 
