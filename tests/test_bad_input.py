@@ -178,15 +178,16 @@ def shrinking_put(monkeypatch, src, url):
 
     from drsftp.client.session.control import FTPError
     from drsftp.client.transfer import getput as transfer
+    from drsftp.client.transfer import onefile
     from drsftp.ftp.url import parse_url
 
-    orig = transfer.send_file
+    orig = onefile.send_file
 
     async def shrinking(sock, f, offset, count, xfer):
         os.truncate(src, 1 << 20)
         await orig(sock, f, offset, count, xfer)
 
-    monkeypatch.setattr(transfer, "send_file", shrinking)
+    monkeypatch.setattr(onefile, "send_file", shrinking)
     with pytest.raises(FTPError) as err:
         asyncio.run(transfer.put(str(src), parse_url(url), transfer.TransferOptions(progress=False)))
     return err.value

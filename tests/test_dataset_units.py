@@ -283,7 +283,7 @@ def test_os_sep_is_slash():  # local_path joins with '/': POSIX only
 
 
 def test_listing_lines_reach_the_parser_whole_as_they_arrive():
-    from drsftp.client.trees.remote import _Collect
+    from drsftp.client.trees.listings import _Collect
 
     async def main():
         got: list[bytes] = []

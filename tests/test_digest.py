@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drsftp.http.digest import Digester, digest_header, parse_digest, want_digest
+from drsftp.http import digest
+from drsftp.http.digest import TABLE, Digester, digest_header, parse_digest, want_digest
 
 
 @pytest.mark.parametrize("header,want", [
@@ -46,3 +47,28 @@ def test_a_digest_header_round_trips_and_an_unknown_algorithm_is_refused():
     assert parse_digest(header) == {"adler32": "0a1b2c3d", "sha-256": "abc+/="}
     with pytest.raises(ValueError, match="unknown digest algorithm 'crc32'"):
         Digester("crc32")
+
+
+@given(st.lists(st.binary(max_size=5000), max_size=6))
+def test_each_algorithm_of_the_table_is_the_library_one_under_each_name(chunks):
+    data = b"".join(chunks)
+    for algorithm in TABLE:
+        d = algorithm.new()
+        for c in chunks:
+            d.update(c)
+        if algorithm.cksm == "ADLER32":
+            assert d.digest() == zlib.adler32(data).to_bytes(4, "big")  # network byte order
+        else:
+            assert d.digest() == hashlib.new(algorithm.cksm.lower(), data).digest()
+        assert d.hexdigest() == d.digest().hex()
+        for name in (algorithm.ftp_hash, algorithm.http):  # the other fronts spell it alike
+            assert name is None or name.replace("-", "").upper() == algorithm.cksm
+
+
+def test_sha256_as_gfal2_spells_it_is_answered_under_that_spelling():
+    # gfal2 and davix send `Want-Digest: SHA256` and read back only `SHA256=`
+    assert digest.wanted("SHA256") == ("sha-256", "SHA256")
+    assert digest.wanted("sha-256") == ("sha-256", "sha-256")
+    assert digest.wanted("md5;q=0.3, SHA256;q=0.9") == ("sha-256", "SHA256")
+    assert digest.want_digest("SHA256") == "sha-256"
+    assert digest.wanted("sha-512") is None

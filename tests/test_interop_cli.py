@@ -69,7 +69,7 @@ def test_cli_errors_are_one_line_and_non_zero(server, tmp_path):
         _one_clean_line(drsftp("get", f"ftp://a:b@127.0.0.1:{port}/f", str(tmp_path / "u")), 1,
                         "cannot connect")
     _one_clean_line(drsftp("put", str(tmp_path / "nope"), server.url("n")), 1, "cannot read")
-    _one_clean_line(drsftp("get", "http://x/y"), 2, "not an ftp:// URL")
+    _one_clean_line(drsftp("get", "gopher://x/y"), 2, "not an ftp:// URL")
     _one_clean_line(drsftp("get", server.url("x"), "--tuning", "warp"), 2, "unknown tuning")
     _one_clean_line(drsftp("serve", "--root", str(tmp_path / "none"), "--user", "a", "--password", "b"),
                     2, "root directory does not exist")
@@ -106,7 +106,8 @@ def test_fixed_tuning_at_both_ends_reproduces_stock_buffers(tmp_path):
 
 
 def test_buffer_budget_argument_takes_a_size_or_off():
-    from drsftp.cli import UsageError, _budget_arg
+    from drsftp.server.cli import budget_arg as _budget_arg
+    from drsftp.server.config import ConfigError as UsageError
 
     assert _budget_arg("16MiB") == 16 << 20
     assert _budget_arg("off") is None and _budget_arg("OFF") is None

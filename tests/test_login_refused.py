@@ -49,3 +49,11 @@ def test_a_refused_login_quotes_the_pass_reply(server, tmp_path, who, args):
     r = drsftp(*(a.format(url=url, tmp=tmp_path) for a in args), stdin=subprocess.DEVNULL)
     assert r.returncode == 1
     assert r.stderr == f"drsftp: error: login refused for {user!r}: {REFUSED}\n"
+
+
+def test_commands_behind_a_second_refused_pass_wait_for_its_reply(server):
+    """The commands released after the first 530 hold a second PASS,
+    refused too: the NOOP behind it waits again (server/ftp/waiting.py)."""
+    got = _replies(server.port, [f"USER {USER}", "PASS wrong", f"USER {USER}", "PASS wrong2", "NOOP"], 5)
+    assert [r[:3] for r in got] == ["331", "530", "331", "530", "200"], got
+    assert got[3] == REFUSED

@@ -276,6 +276,21 @@ def test_mode_e_get_and_put_with_drsftp_serve(server, tmp_path, parallel):
     assert sha256_file(dest) == sha256_file(src) == d["sha256"]
 
 
+def test_a_put_too_short_for_a_streams_tick_still_exchanges_drs(server, tmp_path):
+    """The first DRS goes with the STOR, before any stream carries a byte:
+    a put over before any stream's first tick still learns that the server
+    speaks DRS (docs/PROTOCOL.md, "DRS in extended block mode")."""
+    src = make_file(tmp_path / "small.bin", 256 << 10, seed=13)
+    for i in range(3):
+        out = str(tmp_path / f"small{i}.json")
+        r = drsftp("put", "-P", "4", str(src), server.url(f"small{i}.bin"), "--json", out, "--progress", "never")
+        assert r.returncode == 0, r.stderr
+        with open(out) as f:
+            d = json.load(f)
+        assert d["mode"] == "E" and d["drs_peer"] and d["drs_replies"] >= 1, d
+        assert sha256_file(os.path.join(server.root, f"small{i}.bin")) == sha256_file(src)
+
+
 HELD = [(0, 5_000_000), (10_000_000, 12_000_000), (SIZE - 1_000_000, SIZE)]
 
 

@@ -2,7 +2,7 @@
 stream mode pyftpdlib answers PORT once its connection is made; the
 commands read behind it wait for that reply, so replies keep the
 commands' order (RFC 959 4.2: 200, then 1yz, 226) and the transfer runs
-on (datachannel.DRSActiveDTP, ecommands.EModeCommands._must_wait)."""
+on (server/ftp/stream/channel.py DRSActiveDTP, server/ftp/waiting.py)."""
 
 import socket
 import threading
@@ -109,3 +109,24 @@ def test_mode_e_port_and_retr_in_one_write(root, verb):
         ctl.close()
     assert replies == ["200", "150", "226"], replies
     assert rx.ledger.complete and bytes(rx.buf) == (root / "f.bin").read_bytes()
+
+
+def test_a_port_released_after_a_mode_e_transfer_is_answered_before_the_retr_behind_it(root):
+    """MODE S, PORT and RETR wait behind a MODE E transfer; released, the
+    PORT connects before the RETR runs, as if sent alone."""
+    with running_server(root) as srv:
+        ctl = Ctl(srv.port)
+        rx = Receiver(SIZE)  # its readers wait on its gate: the RETR keeps running
+        assert ctl.cmd("MODE E")[0] == "200"
+        assert ctl.cmd(rx.port_cmd)[0] == "200"
+        assert ctl.cmd("RETR f.bin")[0] == "150"
+        rx.accept(1)
+        sink = Sink()
+        ctl.sock.sendall(f"MODE S\r\n{data_address_cmd('PORT', sink.port)}\r\nRETR f.bin\r\n".encode())
+        rx.gate.set()
+        replies = [ctl.reply()[0] for _ in range(5)]
+        rx.join()
+        sink.thread.join(30)
+        ctl.close()
+    assert replies[:3] == ["226", "200", "200"] and replies[3] in ("125", "150") and replies[4] == "226", replies
+    assert bytes(sink.got) == (root / "f.bin").read_bytes()

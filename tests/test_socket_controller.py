@@ -59,6 +59,8 @@ class Scripted(Tuning):
 
 
 def scripted(role, decisions, **kw):
+    if kw.get("budget") is not None:
+        decisions = [NO_CHANGE, *decisions]  # the first decision, at attach under a budget: none
     ctl = SocketController("kernel", role, limits=kw.pop("limits", STOCK), **kw)
     ctl.tuning = Scripted(role, decisions)
     ctl.attach(now=0.0)
@@ -245,6 +247,38 @@ def test_short_paths_get_a_4_mib_window_for_read_batching(rtt_ms, floored):
 
 
 # -- budget claims ------------------------------------------------------------------------------
+def can_hold(actions, limits):
+    """Kernel memory a socket may hold after ``actions`` (`ss` rb + tb): a
+    buffer value V set is 2 V; a buffer never set is the kernel's to
+    autotune, up to tcp_rmem/tcp_wmem max."""
+    rcv = next((a.rcvbuf for a in reversed(actions) if a.rcvbuf is not None), None)
+    snd = next((a.sndbuf for a in reversed(actions) if a.sndbuf is not None), None)
+    return (2 * rcv if rcv else limits.tcp_rmem[2]) + (2 * snd if snd else limits.tcp_wmem[2])
+
+
+@pytest.mark.parametrize("role", [Role.RECEIVER, Role.SENDER])
+def test_under_a_budget_a_socket_holds_nothing_outside_it_from_attach_on(role):
+    """The budget rule holds for a socket from attach, before its first
+    tick, which a loaded server's event loop may delay while the transfer
+    runs: its buffers are set within a grant at once, where before that
+    tick they were the kernel's to autotune past any grant.  The flows that
+    fill the budget and the newcomer together hold no more than the budget
+    and the newcomer's floors (docs/DESIGN.md#budget)."""
+    budget = BufferBudget(16 * MiB)
+    flows = [scripted(Role.RECEIVER, [Decision(rcv_window=4 * MiB, sndbuf=16 * KiB)] * 3, budget=budget)
+             for _ in range(4)]
+    held: list[list[SocketActions]] = [[] for _ in flows]
+    for t in (0.0, 0.05, 0.1):  # their first ticks, and those that settle the shares
+        for ctl, acts in zip(flows, held, strict=True):
+            acts.append(ctl.tick(snapshot(rcv_rtt_ms=10), 0, now=t))
+    assert budget.granted_total() > 16 * MiB - 64 * KiB  # full
+    late = SocketController("drs", role, limits=STOCK, budget=budget)
+    first = late.attach(now=0.2)
+    assert first.rcvbuf is not None and first.sndbuf is not None  # both set: no autotuning
+    total = sum(can_hold(acts, STOCK) for acts in held) + can_hold([first], STOCK)
+    assert total <= budget.total + 2 * 64 * KiB, total
+
+
 def test_a_buffer_left_to_autotuning_is_claimed_whole_or_drs_sets_buffers_within_a_share():
     budget = BufferBudget(256 * MiB)
     first = SocketController("drs", Role.RECEIVER, limits=TUNED, budget=budget)
@@ -253,10 +287,9 @@ def test_a_buffer_left_to_autotuning_is_claimed_whole_or_drs_sets_buffers_within
     first.attach(now=0.0)
     assert first.kernel_owns == "rcvbuf" and budget.share(first.key) == 64 * MiB
     budget.limit("other", Decision(rcv_window=100 * MiB))  # fills what is left past the claim
-    second.attach(now=0.0)
+    acts = second.attach(now=0.0, info=snapshot(rcv_rtt_ms=50))
     assert second.kernel_owns is None and second.tuning.config.cap == int(TUNED.rmem_max / 0.8)
-    acts = second.tick(snapshot(rcv_rtt_ms=50), 0, now=0.0)
-    assert acts.rcvbuf is not None  # within its share now
+    assert acts.rcvbuf is not None  # within its share now, from attach
     first.close({})
     assert first.key not in budget._flows
     small = SocketController("drs", Role.RECEIVER, limits=TUNED, budget=BufferBudget(64 * MiB))

@@ -25,7 +25,7 @@ from test_tls import certs, vsftpd  # noqa: F401 (certs: a fixture)
 from drsftp.client.streams import parallel, ranged
 from drsftp.client.transfer import dataconn, streammode
 from drsftp.client.transfer.getput import TransferOptions
-from drsftp.client.trees import remote
+from drsftp.client.trees import listings
 from drsftp.client.trees.dataset import run_get, run_put
 from drsftp.client.trees.job.treejob import JobOptions
 from drsftp.ftp.url import parse_url
@@ -139,7 +139,7 @@ def test_every_data_connection_is_tls_and_resumes_its_session(tmp_path, tls_serv
             return transport, proto
         monkeypatch.setattr(mod, "start_data", start_data)
 
-    for mod in (ranged, remote, streammode, dataconn):  # (each calls its own start_data)
+    for mod in (ranged, listings, streammode, dataconn):  # (each calls its own start_data)
         recording(mod)
     monkeypatch.setattr(parallel, "extended_block", lambda ctl: False)  # a server without PARALLEL
     opts = TransferOptions(tls=True, ca_file=str(certs.ca), progress=False)
@@ -153,8 +153,8 @@ def test_every_data_connection_is_tls_and_resumes_its_session(tmp_path, tls_serv
                         JobOptions(recursive=True, sessions=2, progress=False, cached=False)))
     assert_same_tree(tmp_path / "data", os.path.join(srv.root, "back"))
     files = sum(len(f) for _, _, f in os.walk(tmp_path / "data"))
-    count = {m: sum(name == m for name, _ in seen) for m in ("remote", "streammode", "dataconn")}
-    assert count["remote"] >= 4  # listings
+    count = {m: sum(name == m for name, _ in seen) for m in ("listings", "streammode", "dataconn")}
+    assert count["listings"] >= 4
     assert count["streammode"] == files and count["dataconn"] == files  # gets, puts
     assert all(reused for _, reused in seen), seen
 

@@ -171,46 +171,46 @@ KNOWN: dict[str, str] = {
         'a strategy without a floor: max(0, 1) and max(1, 1) are both 1',
     'drsftp/tuning/controller.py SocketController.record: `"rtt_ms": round(self.last_rtt * 1000, 3)` 3 -> 4':
         'TCP_INFO RTTs are whole microseconds: milliseconds have 3 decimals at most',
-    'drsftp/tuning/drs.py DRSTuning.__init__: `self._changed_at = 0.0` 0.0 -> 1.0':
+    'drsftp/tuning/receiver.py DRSReceiver.__init__: `self._changed_at = 0.0` 0.0 -> 1.0':
         "the driver's clock (time.monotonic) is far past 1 s: before the first change either gives a whole RTT's step",
-    'drsftp/tuning/drs.py DRSTuning._receiver: `cfg.shrink_step ** frac` Pow -> Mult':
+    'drsftp/tuning/receiver.py DRSReceiver._decide: `cfg.shrink_step ** frac` Pow -> Mult':
         "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
         " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
         " from the last change is the tick's",
-    'drsftp/tuning/drs.py DRSTuning._receiver: `1 - cfg.change_threshold` 1 -> 2':
+    'drsftp/tuning/receiver.py DRSReceiver._decide: `1 - cfg.change_threshold` 1 -> 2':
         "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
         " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
         " from the last change is the tick's",
-    'drsftp/tuning/drs.py DRSTuning._receiver: `1 - cfg.change_threshold` Sub -> Add':
+    'drsftp/tuning/receiver.py DRSReceiver._decide: `1 - cfg.change_threshold` Sub -> Add':
         "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
         " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
         " from the last change is the tick's",
-    'drsftp/tuning/drs.py DRSTuning._receiver: `cfg.shrink_step ** frac > 1 - cfg.change_threshold` Gt -> GtE':
+    'drsftp/tuning/receiver.py DRSReceiver._decide: `cfg.shrink_step ** frac > 1 - cfg.change_threshold` Gt -> GtE':
         "the shrink's test holds only where the steady gain's does (0.75^f > 15/16 needs f < 0.22 RTT,"
         " 1.25^f < 17/16 f < 0.27); in slow start a growing window changes every tick, so the step"
         " from the last change is the tick's",
-    'drsftp/tuning/drs.py DRSTuning._receiver: `gain ** frac < 1 + cfg.change_threshold` Lt -> LtE':
+    'drsftp/tuning/receiver.py DRSReceiver._decide: `gain ** frac < 1 + cfg.change_threshold` Lt -> LtE':
         "a tick's growth exactly 1/16 (float powers of the tick's share of an RTT): boundary",
-    'drsftp/tuning/drs.py DRSTuning._receiver: `now - self._hole_at < self._hold_span(srtt)` Lt -> LtE':
+    'drsftp/tuning/receiver.py DRSReceiver._decide: `now - self._hole_at < self._hold_span(srtt)` Lt -> LtE':
         'a hole exactly one hold span old (float times): boundary',
-    'drsftp/tuning/drs.py DRSTuning._lead: `return 0.0` 0.0 -> 1.0':
+    'drsftp/tuning/receiver.py DRSReceiver._lead: `return 0.0` 0.0 -> 1.0':
         'no arrival rate yet: a lead of 1 byte or 0 is under the floor (eight segments at least) either way',
-    'drsftp/tuning/drs.py DRSTuning._receiver: `rate >= cfg.growth_seen * prev` GtE -> Gt':
+    'drsftp/tuning/receiver.py DRSReceiver._decide: `rate >= cfg.growth_seen * prev` GtE -> Gt':
         'a rate exactly 1.5x the last at float precision: a boundary measured rates do not sit on',
-    'drsftp/tuning/drs.py DRSTuning._receiver: `recent[0][0] < now - self._hold_span(srtt)` Lt -> LtE':
+    'drsftp/tuning/receiver.py DRSReceiver._decide: `recent[0][0] < now - self._hold_span(srtt)` Lt -> LtE':
         'a measurement exactly one hold span old (float times): boundary',
-    'drsftp/tuning/drs.py DRSTuning._cpu_floor:'
+    'drsftp/tuning/receiver.py DRSReceiver._cpu_floor:'
     ' `self.config.cpu_floor if min_rtt is not None and min_rtt ...` 0 -> 1':
         'no CPU floor on long paths: max(target, 1) is the target (the window floor is 256 KiB)',
-    'drsftp/tuning/drs.py DRSTuning._recovering: `now < self._recovery_until` Lt -> LtE':
+    'drsftp/tuning/receiver.py DRSReceiver._recovering: `now < self._recovery_until` Lt -> LtE':
         'a tick exactly at the end of the recovery period (float times): boundary',
-    'drsftp/tuning/drs.py DRSTuning._sender: `recent[0][0] < now - 2 * srtt` Lt -> LtE':
+    'drsftp/tuning/sender.py DRSSender._decide: `recent[0][0] < now - 2 * srtt` Lt -> LtE':
         "a sender's rate exactly two RTTs old (float times): boundary",
-    'drsftp/tuning/drs.py DRSTuning._sender: `rate >= cfg.growth_seen * prev` GtE -> Gt':
+    'drsftp/tuning/sender.py DRSSender._decide: `rate >= cfg.growth_seen * prev` GtE -> Gt':
         "the sender's rate exactly 1.5x the last: boundary, as the receiver's",
-    'drsftp/tuning/drs.py DRSTuning._sender: `peer_window = max(peer_window or 0, sample.peer_window)` 0 -> 1':
+    'drsftp/tuning/sender.py DRSSender._decide: `peer_window = max(peer_window or 0, sample.peer_window)` 0 -> 1':
         "without a reported window, max(1, the kernel's window) is the kernel's window (guarded non-zero)",
-    'drsftp/tuning/drs.py DRSTuning._sender: `need <= 0` 0 -> 1':
+    'drsftp/tuning/sender.py DRSSender._decide: `need <= 0` 0 -> 1':
         'need is the smaller of positive byte counts; a cwnd or window of 1 byte does not occur'
         ' (TCP: one MSS at least)',
     'drsftp/tuning/drs.py DRSTuning._rate: `len(hist) > 2` 2 -> 3':

@@ -9,16 +9,15 @@ import sys
 from ..netem.errors import NetemError, NetemUsageError
 from ..netem.spec import parse_duration, parse_loss, parse_rate
 from .common import tunings as T
-from .common.options import RUN_FILTERS, option_choices, or_default
+from .common.options import RUN_FILTERS, add_command, option_choices, or_default
 from .compete.cli import COMPETE_TABLES, compete_report
 
 
 def add_parser(sub) -> None:
-    r = sub.add_parser("benchreport", help="Markdown tables (and plots) from saved bench results")
-    r.add_argument("results", nargs="+",
-                   help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
-                        "where a later file holds a path, its runs of that path replace the earlier files'; "
-                        "or compete-*.json files of `drsftp bench compete` (their tables, each file's)")
+    r = add_command(sub, "benchreport", "Markdown tables (and plots) from saved bench results", "results", nargs="+",
+                    help="results.json or results.csv files of `drsftp bench` runs (docs/bench-data); "
+                         "where a later file holds a path, its runs of that path replace the earlier files'; "
+                         "or compete-*.json files of `drsftp bench compete` (their tables, each file's)")
     r.add_argument("--table", choices=[*report_tables(), *COMPETE_TABLES, "drs"],
                    help="print this table alone: " + ", ".join(report_tables()) + " (versus: the base "
                         "tuning's rate, the others' ratios to it, retransmits, sender memory); of compete "

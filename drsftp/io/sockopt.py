@@ -228,6 +228,17 @@ def block_with_send_timeout(sock: socket.socket, seconds: float) -> None:
                     struct.pack("ll", sec, int((seconds - sec) * 1e6)))
 
 
+def peek_byte(sock: socket.socket) -> bytes | None:
+    """The next byte the peer sent, left queued (MSG_PEEK): b"" once it
+    closed (or the connection failed), None while nothing has come."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
 def peer_on_this_host(sock: socket.socket) -> bool:
     """Whether ``sock``'s peer is this host: a loopback address, or the
     socket's own address (a local route makes the destination the source).

@@ -119,7 +119,9 @@ class SocketTuner:
         """The data connection is established; start observing it."""
         self.sock = self._attached = sock
         self.peak_rcvbuf = self.peak_sndbuf = 0  # the data connection's, not the handshake's
-        actions = self.ctl.attach(now=self.clock())
+        # (under a budget the first decision is made now: from TCP_INFO)
+        info = sockopt.tcp_info(sock) if self.ctl.budget is not None else None
+        actions = self.ctl.attach(now=self.clock(), info=info)
         if self.ctl.kernel_owns:
             log.info("kernel autotuning may grow the %s past what setsockopt can set here (no FORCE): %s",
                      *_KERNEL_OWNS_NOTE[self.ctl.kernel_owns])

@@ -15,10 +15,14 @@ from .base import (
     register,
 )
 from .drs import DRSConfig, DRSTuning, RTTEstimator
+from .receiver import DRSReceiver  # (DRSTuning(role) builds the role's class: both imported here)
+from .sender import DRSSender
 
 __all__ = [
     "NO_CHANGE",
     "DRSConfig",
+    "DRSReceiver",
+    "DRSSender",
     "DRSTuning",
     "Decision",
     "FixedTuning",

@@ -236,16 +236,22 @@ class SocketController:
         window = window or self.handshake_window
         return read_batch(window) if window else 1
 
-    def attach(self, *, now: float) -> SocketActions:
-        """The data connection is established: claim a buffer left to
-        autotuning in the budget (or set buffers within a share when it
-        filled since), and start observing."""
+    def attach(self, *, now: float, info: Info | None = None) -> SocketActions:
+        """The data connection is established (``info``: its TCP_INFO now):
+        claim a buffer left to autotuning in the budget (or set buffers
+        within a share when it filled since), and start observing.  Under a
+        budget the first decision is granted and set now, before the first
+        byte, not at the first tick: a buffer not yet set is the kernel's to
+        autotune past any grant, for as long as a loaded event loop delays
+        that tick (docs/DESIGN.md#budget)."""
         if self.kernel_owns and self.budget is not None and not self.budget.claim(self.key, self._autotuning_max()):
             self._leave_to_kernel(False)
         self.plan = self._new_plan()
         self.started = now
         if self.role is Role.RECEIVER and self.static_window:
             return SocketActions(rcvlowat=self.plan.read_batch_for(self.static_window))  # no later decision will
+        if self.budget is not None and not self.kernel_owns:
+            return replace(self.tick(info or {}, 0, now=now), next_tick=None)
         return NO_ACTION
 
     # -- periodic work -----------------------------------------------------------

@@ -3,8 +3,10 @@
 
 The grammar (drsftp/ftp/drscmd.py), one session's sums and shares
 (drsftp/ftp/drsexchange.py), a third-party copy's relay (drsftp/ftp/relay.py),
-our own report (tuning/controller.py) and the path the senders report
-(tuning/count/sharing.py) all name the keys from here.
+our own report (tuning/controller.py), the path the senders report
+(tuning/count/sharing.py), the server's DRS replies (server/ftp) and the
+client's requests and copy results (client/) all name the keys from here;
+tests/test_wirekeys.py finds a key written anywhere else.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ STREAMS = "streams"  # MODE E: streams in use; from a client, the streams it ask
 BUSY_US = "busy_us"  # microseconds: a sender's busy time (tcpi_busy_time)
 RWND_LIM_US = "rwnd_lim_us"  # ... of it, limited by the receive window
 SNDBUF_LIM_US = "sndbuf_lim_us"  # ... of it, limited by the send buffer
+
+# a reply's pairs with nothing measured yet (no tuner report): one pair of a
+# key no peer reads, since unknown keys are ignored (docs/PROTOCOL.md, "Keys")
+NOTHING_MEASURED = {"role": 0}
 
 # a sender's limited-time keys -> its struct tcp_info fields (tuning/count/sharing.py)
 LIMIT_KEYS = {BUSY_US: "busy_time", RWND_LIM_US: "rwnd_limited", SNDBUF_LIM_US: "sndbuf_limited"}

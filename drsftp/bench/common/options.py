@@ -71,6 +71,15 @@ def given_options(args, names: tuple[str, ...]) -> list[str]:
     return ["--" + n.replace("_", "-") for n in names if getattr(args, n) != unset.get(n)]
 
 
+def add_command(sub, name: str, about: str, arg: str, **kw):
+    """The command ``name`` of the subparsers ``sub`` (``about``: its help)
+    with its positional argument ``arg`` (``kw``: add_argument's): `bench
+    compete SPEC`, `benchreport RESULTS...`."""
+    p = sub.add_parser(name, help=about)
+    p.add_argument(arg, **kw)
+    return p
+
+
 def add_link_options(p, rtts: str, rates: str, losses: str, what: str = "", queue: bool = True) -> None:
     """--rtts, --rates, --losses (and --queue): the emulated link(s) of a mode, with its defaults."""
     p.add_argument("--rtts", help=f"round-trip times to emulate, comma-separated{what} (default {rtts})")

@@ -15,6 +15,7 @@ from ...netem.spec import parse_duration, parse_loss, parse_rate
 from ..common import tunings as T
 from ..common.options import (
     RUN_FILTERS,
+    add_command,
     add_link_options,
     add_run_options,
     check_link_value,
@@ -32,11 +33,11 @@ COMPETE_TABLES = ("sweep", "window", "sharing")
 
 
 def add_parser(modes) -> None:
-    p = modes.add_parser("compete", help="several flows over one link: goodput over time, memory, fairness")
-    p.add_argument("compete", metavar="SPEC",
-                   help="the flows: [N*]KIND[@DELAY] joined by +, KIND a tuning of `bench compare`, fixed:SIZE, "
-                        "drs:CAP (DRS capped at CAP), drs-P-N, drs-P-auto, gridftp-pN, iperf3 or iperf3:SIZE "
-                        "(iperf3 -w SIZE), e.g. 10*stock-64k+1*drs or drs-P-auto+2*drs@10s")
+    p = add_command(modes, "compete", "several flows over one link: goodput over time, memory, fairness", "compete",
+                    metavar="SPEC",
+                    help="the flows: [N*]KIND[@DELAY] joined by +, KIND a tuning of `bench compare`, fixed:SIZE, "
+                         "drs:CAP (DRS capped at CAP), drs-P-N, drs-P-auto, gridftp-pN, iperf3 or iperf3:SIZE "
+                         "(iperf3 -w SIZE), e.g. 10*stock-64k+1*drs or drs-P-auto+2*drs@10s")
     add_link_options(p, COMPETE_RTT, COMPETE_RATE, COMPETE_LOSS, what=" (one value)")
     p.add_argument("--profiles", help="the host profile, default or tuned (one value; default: default)")
     p.add_argument("--duration", type=float,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 
+from ...tuning.wirekeys import CWND, RCVBUF, RTT_US, SNDBUF, STREAMS, WND
 from ..common.sampler import Sampler
 
 FIRST_ROWS = 4  # each server's first DRS replies, kept whole: the first decisions
@@ -64,10 +65,10 @@ def copy_summary(d: dict) -> dict:
     out["stream_changes"] = (d.get("stream_changes") or [])[:8]
     src, dst = _series(d)
     if src or dst:
-        out.update(source_rtt_ms=_median(src, "rtt_us", 1e-3), source_cwnd_max=_max(src, "cwnd"),
-                   source_sndbuf_max=_max(src, "sndbuf"), source_streams_max=_max(src, "streams"),
-                   dest_rtt_ms=_median(dst, "rtt_us", 1e-3), dest_wnd_max=_max(dst, "wnd"),
-                   dest_rcvbuf_max=_max(dst, "rcvbuf"), reports=[len(src), len(dst)],
+        out.update(source_rtt_ms=_median(src, RTT_US, 1e-3), source_cwnd_max=_max(src, CWND),
+                   source_sndbuf_max=_max(src, SNDBUF), source_streams_max=_max(src, STREAMS),
+                   dest_rtt_ms=_median(dst, RTT_US, 1e-3), dest_wnd_max=_max(dst, WND),
+                   dest_rcvbuf_max=_max(dst, RCVBUF), reports=[len(src), len(dst)],
                    first_reports={"source": src[:FIRST_ROWS], "destination": dst[:FIRST_ROWS]})
     return out
 
@@ -83,5 +84,5 @@ def _tree_summary(d: dict) -> dict:
             "mode": next((f.get("mode") for f in ok if f.get("mode")), None),
             "file_seconds_median": round(statistics.median(secs), 3) if secs else None,
             "file_seconds_max": round(max(secs), 3) if secs else None,
-            "source_rtt_ms": _median(src, "rtt_us", 1e-3), "dest_rtt_ms": _median(dst, "rtt_us", 1e-3),
-            "dest_wnd_max": _max(dst, "wnd"), "rtt_min_ms": _median(ok, "rtt_min_ms")}
+            "source_rtt_ms": _median(src, RTT_US, 1e-3), "dest_rtt_ms": _median(dst, RTT_US, 1e-3),
+            "dest_wnd_max": _max(dst, WND), "rtt_min_ms": _median(ok, "rtt_min_ms")}

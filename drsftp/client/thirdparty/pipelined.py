@@ -24,6 +24,7 @@ from ...ftp.relay import Relay
 from ...ftp.replies import Reply
 from ...ftp.thirdparty import Side
 from ...tuning.count.streams import StreamSample
+from ...tuning.wirekeys import BYTES
 from ..result import TransferResult
 from ..session.control import FTPError, Pending
 from ..streams.rangeplan import drop_record
@@ -75,9 +76,9 @@ class PairPipe:
         """Bytes of the files still on the way that B reports holding."""
         left = sum(i.file.size or 0 for i in self.items.values())
         dest = self.relay.latest(Side.DEST)
-        if "bytes" not in dest or not left:
+        if BYTES not in dest or not left:
             return 0
-        return max(0, min(dest["bytes"] - self.relay.bytes_base - self.done_bytes, left))
+        return max(0, min(dest[BYTES] - self.relay.bytes_base - self.done_bytes, left))
 
     def samples(self) -> list[StreamSample]:
         return relay_samples(self.relay)
@@ -117,7 +118,7 @@ class PairPipe:
         settling = None
         while not item.done.done():
             await asyncio.wait([item.done], timeout=0.5)
-            now, got = time.monotonic(), self.relay.latest(Side.DEST).get("bytes")
+            now, got = time.monotonic(), self.relay.latest(Side.DEST).get(BYTES)
             settling = (settling or now) if self.flow.state is State.SETTLING else None
             if settling is not None and now - settling > ABORT_WAIT:
                 self._fail(FTPError(f"the servers did not answer ABOR within {ABORT_WAIT:.0f} s"))
@@ -140,7 +141,7 @@ class PairPipe:
             self._ticker.cancel()
             await asyncio.gather(self._ticker, return_exceptions=True)
         self.pair.cached = self.usable and self.flow.state is State.OPEN and self.flow.settled
-        self.pair.dest_bytes = self.relay.latest(Side.DEST).get("bytes", 0) if self.pair.cached else 0
+        self.pair.dest_bytes = self.relay.latest(Side.DEST).get(BYTES, 0) if self.pair.cached else 0
         for item in list(self.items.values()):
             self._resolve(item, Back())
 

@@ -25,6 +25,7 @@ from ...ftp.replies import Reply
 from ...ftp.thirdparty import Command, CopyError, CopyFlow, CopySpec, Done, Failed, Side
 from ...tuning.count.pathstreams import PathStreams
 from ...tuning.count.streams import StreamSample
+from ...tuning.wirekeys import BYTES
 from ..session.control import FTPError, Pending
 from ..session.flowctl import FlowControl
 from ..transfer.options import Deadline
@@ -240,7 +241,7 @@ class CopyRun:
                 if not task.done():
                     task.cancel()
             await asyncio.gather(*tasks.values(), return_exceptions=True)
-            self.pair.dest_bytes = self.relay.latest(Side.DEST).get("bytes", self.pair.dest_bytes)
+            self.pair.dest_bytes = self.relay.latest(Side.DEST).get(BYTES, self.pair.dest_bytes)
 
     def _outcome(self, side: Side, task: asyncio.Future) -> Done | Failed | None:
         exc = task.exception()
@@ -287,7 +288,7 @@ class CopyRun:
         count (the relayed reports) is what tells, as a 150 comes before
         the connection in both modes (pyftpdlib queues a stream-mode STOR)."""
         pending = self.transfer.get(side)
-        return pending is None or pending.final.done() or self.relay.latest(Side.DEST).get("bytes", 0) > 0
+        return pending is None or pending.final.done() or self.relay.latest(Side.DEST).get(BYTES, 0) > 0
 
     async def _abort(self, failed: Failed) -> None:
         """ABOR to the transfers still running (RFC 959 4.1.3: 426, then

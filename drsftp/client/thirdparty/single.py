@@ -32,6 +32,7 @@ from ...io import sockopt
 from ...tuning.actuation import host_cap
 from ...tuning.count.pathstreams import PathStreams
 from ...tuning.count.streams import StreamsConfig
+from ...tuning.wirekeys import RTT_US
 from ..result import TransferResult
 from ..session.control import FTPError, size_of
 from ..streams.rangeplan import ResumeRecord, drop_record, load_record, save_record
@@ -155,8 +156,8 @@ def result_of(run: CopyRun, out: RunOutcome, size: int | None, resumed: int, pai
     """What the copy did, for --json and the result line: the servers'
     reports over time (``servers``) among the rest."""
     relay = run.relay
-    rtts = [row["rtt_us"] / 1000 for row in relay.series[Side.SOURCE] if row.get("rtt_us")] or \
-           [row["rtt_us"] / 1000 for row in relay.series[Side.DEST] if row.get("rtt_us")]
+    rtts = [row[RTT_US] / 1000 for row in relay.series[Side.SOURCE] if row.get(RTT_US)] or \
+           [row[RTT_US] / 1000 for row in relay.series[Side.DEST] if row.get(RTT_US)]
     replies = relay.replies(Side.SOURCE) + relay.replies(Side.DEST)
     r = TransferResult(direction="copy", path=run.spec.source_path, bytes=run.moved, seconds=out.seconds,
                        total_size=size, resumed_from=resumed, complete=not out.timed_out,

@@ -4,7 +4,8 @@
 The session (:mod:`.session`), then in stream mode EPSV, (ALLO,) (REST,)
 and RETR or STOR through the flow table (:mod:`.flowctl`), the data
 connection opened while they go out (:mod:`.dataconn`) and moved by
-:mod:`.streammode`; ``--continue`` resumes with REST, ``--verify``
+:mod:`.streammode`, by the rules a dataset session's files take too
+(:mod:`.onefile`); ``--continue`` resumes with REST, ``--verify``
 compares digests afterwards (:mod:`.verify`).
 """
 
@@ -16,35 +17,25 @@ import os
 import time
 from typing import BinaryIO
 
-from ...ftp.flow import FlowError, TransferDone
+from ...ftp.flow import FlowError
 from ...ftp.partname import download_part, partial_name
 from ...ftp.url import FTPLocation
-from ...io.tuner import SocketTuner
 from ...tuning import Role, check_spec
 from ..result import TransferResult
 from ..session.control import ControlConnection, FTPError, Pending, os_reason, size_of
 from ..session.flowctl import FlowControl
 from ..session.login import open_logged_in, open_session, warn_without_drs
 from . import maxtime
-from .dataconn import LocalWriteError, send_tls
+from .dataconn import LocalWriteError
+from .onefile import REST_WHAT, new_transfer, open_part, receive_data, rest_lines, run_data, send_data, transfer_done
 from .options import TransferOptions
-from .streammode import (
-    StreamTransfer,
-    check_sent,
-    close_data,
-    drain_sent,
-    drive_data,
-    receive_file,
-    send_file,
-    server_says_why,
-)
+from .streammode import check_sent, close_data, drain_sent
 from .verify import verify
 
 
 async def _finish(fc: FlowControl, pending: Pending, label: str) -> None:
     reply = await asyncio.wait_for(asyncio.shield(pending.final), 120)
-    if not isinstance(fc.ended(pending, reply), TransferDone):
-        raise FTPError(f"{label} failed: {reply}", reply)
+    transfer_done(fc, pending, reply, f"{label} failed")
 
 
 async def get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferResult:
@@ -72,11 +63,8 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
             if size is not None and offset > size:
                 raise FTPError(f"local file ({offset} B) is larger than the remote one ({size} B)",
                                transient=False)
-        # SO_RCVLOWAT batching off over TLS: a close_notify is smaller than a batch
-        tuner = SocketTuner(opts.tuning, Role.RECEIVER, allow_force=opts.force_buffers,
-                            batch_reads=ctl.tls is None)
         fc = FlowControl(ctl)
-        xfer = StreamTransfer(fc, tuner, opts, os.path.basename(loc.path), size, offset)
+        xfer = new_transfer(fc, opts, Role.RECEIVER, loc.path, size, offset)
         try:
             sent: list = []
             # (REST and) RETR in one batch, while the data connection opens
@@ -86,7 +74,7 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
                 rest, pending = sent
                 await fc.check(rest, pending)
                 await fc.started(pending, f"cannot retrieve {loc.path}")
-                tuner.attach(sock)
+                xfer.tuner.attach(sock)
                 try:
                     make_parents(dest)  # (not before: a refused RETR makes no directory)
                     if resume_dest:  # (not before: a refused RETR leaves DEST as it was)
@@ -95,14 +83,10 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
                 except OSError as exc:
                     raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
                 with f:
-                    started = time.monotonic()
-                    xfer.started = started
-                    io = asyncio.ensure_future(receive_file(sock, f, xfer, ctl.tls, ctl.host))
                     try:
-                        await server_says_why(drive_data(io, xfer), pending, f"RETR {loc.path}")
+                        seconds = await run_data(xfer, receive_data(sock, f, xfer), pending, f"RETR {loc.path}")
                     except LocalWriteError as exc:
                         raise exc.naming(dest) from exc
-                    seconds = time.monotonic() - started
                 close_data(sock, xfer)
                 if xfer.timed_out:
                     await _abort(fc, pending)
@@ -140,9 +124,8 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferRes
                 offset = await uploaded_prefix(ctl, loc.path, src, total)
                 if offset == total:
                     return already_complete("put", loc.path, total)
-            tuner = SocketTuner(opts.tuning, Role.SENDER, allow_force=opts.force_buffers)
             fc = FlowControl(ctl)
-            xfer = StreamTransfer(fc, tuner, opts, os.path.basename(src), total, offset)
+            xfer = new_transfer(fc, opts, Role.SENDER, src, total, offset)
             try:
                 sent: list = []
                 # ALLO, (REST,) STOR in one batch, while the data connection
@@ -155,22 +138,16 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferRes
                     await fc.reply(allo)  # (refused or not: a server may not need it, RFC 959 4.1.3)
                     await fc.check(rest, pending)
                     await fc.started(pending, f"cannot store {loc.path}")
-                    tuner.attach(sock)
-                    started = time.monotonic()
-                    xfer.started = started
-                    if ctl.tls is not None:
-                        io = asyncio.ensure_future(send_tls(sock, f, offset, total - offset, xfer, ctl.tls, ctl.host))
-                    else:
-                        io = asyncio.ensure_future(send_file(sock, f, offset, total - offset, xfer))
-                    await server_says_why(drive_data(io, xfer), pending, f"STOR {loc.path}")
+                    xfer.tuner.attach(sock)
+                    await run_data(xfer, send_data(sock, f, offset, total - offset, xfer), pending, f"STOR {loc.path}")
                     if xfer.timed_out:
                         xfer.moved = xfer.progress_bytes()
-                        seconds = time.monotonic() - started
+                        seconds = time.monotonic() - xfer.started
                         close_data(sock, xfer)
                         await _abort(fc, pending)
                         return xfer.result("put", loc.path, total, offset, seconds, complete=False)
-                    await drain_sent(sock, xfer, tuner)
-                    seconds = time.monotonic() - started
+                    await drain_sent(sock, xfer, xfer.tuner)
+                    seconds = time.monotonic() - xfer.started
                     sock.close()
                     await _finish(fc, pending, f"STOR {loc.path}")
                     check_sent(xfer, total - offset, src)
@@ -218,9 +195,9 @@ async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: in
 
 
 def _rest(offset: int) -> list[tuple[str, str]]:
-    """REST before the transfer command, resuming at ``offset`` (RFC 959
-    4.1.3); a refusal fails the transfer as "resume (REST) failed"."""
-    return [(f"REST {offset}", "resume (REST)")] if offset else []
+    """:func:`onefile.rest_lines` as steps: a refusal fails the transfer as
+    "resume (REST) failed"."""
+    return [(line, REST_WHAT) for line in rest_lines(offset)]
 
 
 def make_parents(dest: str) -> None:
@@ -233,23 +210,6 @@ def make_parents(dest: str) -> None:
         os.makedirs(folder, exist_ok=True)
     except FileExistsError:  # a file where a directory must be: say so, not "file exists"
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder) from None
-
-
-def open_part(part: str, offset: int):
-    """The download file, positioned at ``offset``.  A fresh download never
-    truncates an old file in place: on ext4 (auto_da_alloc) a truncate then
-    rewrite is flushed to disk on close, costing ~0.3 s per GiB."""
-    if not offset:
-        try:
-            os.unlink(part)
-        except FileNotFoundError:
-            pass
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
-    f = open(fd, "wb", buffering=0, closefd=True)  # noqa: SIM115 (the caller closes it)
-    if offset and os.fstat(fd).st_size > offset:
-        f.truncate(offset)
-    f.seek(offset)
-    return f
 
 
 async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: float = 1.0,

@@ -13,20 +13,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
+from ...io import fileio
 from ..session.control import ControlConnection, FTPError
 
 HASH_TIMEOUT = 3600.0  # seconds a server may take to hash a large file
 NOT_OFFERED = (500, 502, 504)  # CKSM unknown, not implemented, or not for SHA256 (RFC 959 4.2)
-READ_CHUNK = 1 << 20
 
 
 def local_sha256(path: str) -> str:
     """The SHA-256 of the file at ``path``, as hex."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(READ_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+    return fileio.digest_file(path, hashlib.sha256)[1]
 
 
 async def server_sha256(ctl: ControlConnection, path: str, option: str) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from ...ftp import drscmd
+from ...tuning.wirekeys import NOTHING_MEASURED
 from . import compat
 
 DRS_COMMAND = {
@@ -64,5 +65,5 @@ class DRSCommand:
             self.respond("425 DRS no transfer running; nothing to tune.")
             return
         tuner.on_peer_pairs(pairs)
-        self.respond("200 DRS " + (tuner.report_pairs() or "role=0"))
+        self.respond("200 DRS " + (tuner.report_pairs() or drscmd.format_pairs(dict(NOTHING_MEASURED))))
 

@@ -4,7 +4,8 @@
 
 - command lines: at most 2048 bytes, nothing after QUIT, login first, no
   NUL (ftp/commandline.py);
-- HASH (ftp/hashing.py) and the DRS command (ftp/drscommand.py);
+- HASH and CKSM (ftp/hashing.py) and the DRS command (ftp/drscommand.py);
+- commands waiting, so replies keep the commands' order (ftp/waiting.py);
 - the server shutting down (ftp/shutdown.py) and the transfer guard
   (ftp/transferguard.py);
 - one final reply per transfer command (ftp/stream/finalreply.py);
@@ -26,18 +27,20 @@ from .datatuning import DataTuning
 from .drscommand import DRS_COMMAND, DRSCommand
 from .eblock.commands import EModeCommands, with_eblock_commands
 from .facts import MlsxFacts
-from .hashing import HASH_COMMAND, HashCommands
+from .hashing import CKSM_COMMAND, HASH_COMMAND, HashCommands
 from .listings import StreamedListings
 from .shutdown import ShutdownGuard
 from .stream.channel import SEND_CHUNK, DRSActiveDTP, DRSDataMixin, DRSPassiveDTP, with_drs_data
 from .stream.finalreply import FinalReplies
 from .stream.uploads import UploadCommands
 from .transferguard import TransferGuard
+from .waiting import WaitingCommands
 
 __all__ = ["DRSControlMixin", "DRSDTPHandler", "DRSDataMixin", "DRSFTPHandler", "tls_handler_class"]
 
 DRS_CMDS = with_eblock_commands(STOCK_COMMANDS)  # a copy: pyftpdlib's dict is shared module-wide
 DRS_CMDS["HASH"] = HASH_COMMAND
+DRS_CMDS["CKSM"] = CKSM_COMMAND
 DRS_CMDS["DRS"] = DRS_COMMAND
 
 
@@ -66,13 +69,13 @@ class DRSControlMixin(CommandLines, HashCommands, DRSCommand, ShutdownGuard, Tra
 
 
     def port_settled(self) -> None:
-        """A stream-mode PORT/EPRT got its reply (EModeCommands runs the
+        """A stream-mode PORT/EPRT got its reply (WaitingCommands runs the
         commands held behind it)."""
 
 
 def _commands(base: dict) -> dict:
     cmds = dict(base)  # a copy: pyftpdlib's dicts are shared module-wide
-    cmds.update({k: DRS_CMDS[k] for k in ("DRS", "HASH")})
+    cmds.update({k: DRS_CMDS[k] for k in ("DRS", "HASH", "CKSM")})
     return with_eblock_commands(cmds)
 
 
@@ -81,7 +84,7 @@ class DRSDTPHandler(DRSDataMixin, DTPHandler):
     handle_read_event = DRSDataMixin.handle_read  # plain sockets: skip a dispatch layer
 
 
-class DRSFTPHandler(TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin, FTPHandler):
+class DRSFTPHandler(TransferLogMixin, MlsxFacts, EModeCommands, WaitingCommands, DRSControlMixin, FTPHandler):
     proto_cmds = DRS_CMDS
     dtp_handler = DRSDTPHandler
 
@@ -100,7 +103,8 @@ def tls_handler_class():
     tls_cmds = _commands(TLS_FTPHandler.proto_cmds)
     tls_cmds["SSCN"] = SSCN_COMMAND
 
-    class DRSTLSFTPHandler(SSCNCommand, TransferLogMixin, MlsxFacts, EModeCommands, DRSControlMixin, TLS_FTPHandler):
+    class DRSTLSFTPHandler(SSCNCommand, TransferLogMixin, MlsxFacts, EModeCommands, WaitingCommands, DRSControlMixin,
+                           TLS_FTPHandler):
         proto_cmds = tls_cmds
         dtp_handler = DRSTLSDTPHandler
 

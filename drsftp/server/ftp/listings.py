@@ -53,16 +53,24 @@ def _batches(entries) -> Iterator[str]:
 def chunks(lines: Iterable[bytes], size: int | None = None) -> Iterator[bytes]:
     """``lines`` joined into chunks of about ``size`` bytes (CHUNK)."""
     size = CHUNK if size is None else size
-    buf: list[bytes] = []
-    held = 0
-    for line in lines:
-        buf.append(line)
-        held += len(line)
-        if held >= size:
-            yield b"".join(buf)
-            buf, held = [], 0
-    if buf:
+    rest = iter(lines)
+    while buf := gather(rest, size)[0]:
         yield b"".join(buf)
+
+
+def gather(items: Iterator[bytes], size: int) -> tuple[list[bytes], int]:
+    """The next of ``items`` until they hold ``size`` bytes or more (or
+    ``items`` ends): those items and their bytes.  A listing's chunks
+    (:func:`chunks`) and MODE E's spool (eblock/send.py, spooled) take
+    their bytes so, holding no more than that at a time."""
+    taken: list[bytes] = []
+    held = 0
+    for item in items:
+        taken.append(item)
+        held += len(item)
+        if held >= size:
+            break
+    return taken, held
 
 
 class Producer:

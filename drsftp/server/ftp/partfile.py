@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 
 from ...ftp.partname import partial_name
 
@@ -14,22 +15,26 @@ OVER_DIRECTORY = "550 Is a directory: a file cannot be stored over it."
 # "file unavailable (e.g., file busy)"; the client may retry once the other upload ends)
 BUSY = "450 The file is busy: another session is uploading it; try again when that upload ends."
 
-# the part files uploads of this server are writing now (one writer each)
+# the part files uploads of this server are writing now (one writer each);
+# the FTP ioloop and the HTTP front's thread both claim (docs/HTTP.md)
 _writing: set[str] = set()
+_lock = threading.Lock()
 
 
 def claim(path: str) -> bool:
     """``path`` is now written by one upload: False if another one writes it."""
     key = os.path.abspath(path)
-    if key in _writing:
-        return False
-    _writing.add(key)
-    return True
+    with _lock:
+        if key in _writing:
+            return False
+        _writing.add(key)
+        return True
 
 
 def release(path: str) -> None:
     """The upload writing ``path`` ended (or never began)."""
-    _writing.discard(os.path.abspath(path))
+    with _lock:
+        _writing.discard(os.path.abspath(path))
 
 
 def busy(path: str) -> bool:

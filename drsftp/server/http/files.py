@@ -22,6 +22,7 @@ from email.utils import formatdate
 from aiohttp import web
 
 from ...http import digest, ranges
+from ...io import fileio
 from .drs import Exchange
 from .paths import Target
 from .problem import Problem
@@ -72,13 +73,7 @@ class DigestCache:
 
 def _compute(fd: int, size: int, algorithm: str) -> str:
     d = digest.Digester(algorithm)
-    at = 0
-    while at < size:
-        data = os.pread(fd, min(CHUNK, size - at), at)
-        if not data:
-            break
-        d.update(data)
-        at += len(data)
+    fileio.feed(fd, d.update, 0, size)
     return d.value()
 
 
@@ -113,9 +108,10 @@ async def _answer(ex: Exchange, target: Target, fd: int, st: os.stat_result, dig
     request = ex.request
     size, ctype = st.st_size, content_type(target.parts[-1] if target.parts else "")
     headers.update({"Accept-Ranges": "bytes", "ETag": etag(st), "Last-Modified": last_modified(st)})
-    algorithm = digest.want_digest(request.headers.get("Want-Digest"))
-    if algorithm:
-        headers["Digest"] = digest.digest_header(algorithm, await digests.value(fd, target.fs, st, algorithm))
+    asked = digest.wanted(request.headers.get("Want-Digest"))
+    if asked:
+        algorithm, name = asked
+        headers["Digest"] = digest.digest_header(name, await digests.value(fd, target.fs, st, algorithm))
     try:
         parts = ranges.parse_range(request.headers.get("Range"), size)
     except ranges.Unsatisfiable as exc:

@@ -28,6 +28,7 @@ from ....io.tuner import SocketTuner
 from ....tuning import Role
 from ....tuning.count import sharing
 from ....tuning.count.streams import StreamSample
+from ....tuning.wirekeys import STREAMS
 from ...session.control import ControlConnection, FTPError
 from ...transfer.dataconn import accept_data, connect_data, open_tls_stream, tls_handshake
 from ...transfer.drsclient import DRSDriver, DRSFigures, Send, drs_enabled
@@ -221,7 +222,7 @@ class ModeESession(DRSFigures):
 
     def request_streams(self, n: int) -> None:
         """Ask a drsftp server (the sender) to run ``n`` streams from now on."""
-        self.drs.ask(self.send_drs, {"streams": n})
+        self.drs.ask(self.send_drs, {STREAMS: n})
 
     def _on_peer_report(self, pairs: dict[str, int], seconds: float) -> None:
         """The peer's session sums, shared evenly by the live streams' tuners."""

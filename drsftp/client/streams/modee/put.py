@@ -88,6 +88,7 @@ class ModeEPut(ModeESession):
             sent = fc.send_all(steps)
             pending = fc.send(f"STOR {self.path}")
             pending.on_mark = self._on_marker
+            self.open_exchange()
             outcome = await asyncio.gather(fc.check(sent, pending),
                                            *(self._connect() for _ in range(self.wanted)), return_exceptions=True)
             for exc in outcome:
@@ -107,6 +108,14 @@ class ModeEPut(ModeESession):
             self.cancel_tasks()
             for s in self.opened:
                 s.sock.close()
+
+    def open_exchange(self) -> None:
+        """The session's first DRS, behind the transfer command and before
+        any stream carries a byte: the server answers it while its transfer
+        runs however short that is (a stream's first tick may come after
+        the last byte; docs/PROTOCOL.md, "DRS in extended block mode").
+        Nothing is measured yet: a bare ``DRS``."""
+        self.drs.maybe_send(self.send_drs, None, dict)
 
     def _on_marker(self, reply) -> None:
         """``111 Range Marker a-b,c-d``: ranges the server holds (GFD.20);

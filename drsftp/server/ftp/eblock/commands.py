@@ -1,20 +1,18 @@
 """MODE E commands of the control connection (GFD.20; docs/EBLOCK.md,
-"Commands" and "Pipelined transfers"), dispatched to the session's
-ESession (ftp/eblock/session.py).  In MODE S every command here falls through to
+"Commands"), dispatched to the session's ESession (ftp/eblock/session.py);
+the commands sent while a transfer runs wait for it in ftp/waiting.py
+("Pipelined transfers").  In MODE S every command here falls through to
 the stream-mode handler unchanged."""
 
 from __future__ import annotations
 
 import contextlib
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ....ftp.striping import UnknownNetwork, spas_net_prt, spor_addresses
-from .. import cksm, compat
+from .. import compat
 from ..compat import STOCK_COMMANDS, EPortHooks, extra_features, restart_idle_timer
-from ..hashing import hash_pool
 from ..listings import chunks
 from ..thirdparty import foreign_checked
 from .session import ESession
@@ -25,8 +23,6 @@ EBLOCK_CMDS = {
              "help": "Syntax: DCAU <SP> N (data channel authentication: none, GFD.20)."},
     "SBUF": {"perm": None, "auth": True, "arg": True,
              "help": "Syntax: SBUF <SP> size (per-stream TCP buffer cap, GFD.20)."},
-    "CKSM": {"perm": None, "auth": True, "arg": True,
-             "help": "Syntax: CKSM <SP> algorithm offset length path (checksum, GridFTP)."},
     "SPAS": {"perm": None, "auth": True, "arg": None,
              "help": "Syntax: SPAS [<SP> net-prt] (striped passive, one stripe here; MODE E: GFD.20)."},
     "SPOR": {"perm": None, "auth": True, "arg": True,
@@ -36,12 +32,12 @@ EBLOCK_CMDS = {
                         "help": "Syntax: SITE CLIENTINFO <SP> key=value;... (accepted)."},
 }
 MAX_SBUF = 1 << 31
-MAX_HELD = 64  # commands one session may have waiting behind a MODE E transfer
-# What a running MODE E transfer does not make wait (docs/EBLOCK.md,
-# "Pipelined transfers"): the transfer's own controls and a keepalive; every
-# other command waits for it, so a pipelining client's replies come in its
-# commands' order (RFC 959 4.2).
-PASSING = frozenset({"DRS", "ABOR", "STAT", "QUIT", "NOOP"})
+# commands a MODE E session refuses, whatever their argument: what it has instead
+STREAM_MODE_ONLY = {
+    "STOU": "504 STOU is not available in MODE E.",
+    "LIST": "504 LIST/NLST in MODE E: use MLSD.",
+    "NLST": "504 LIST/NLST in MODE E: use MLSD.",
+}
 
 
 class StreamModeControl(Protocol):
@@ -49,7 +45,6 @@ class StreamModeControl(Protocol):
     (handler.DRSControlMixin over pyftpdlib's FTPHandler): the state it
     shares with the stream-mode rules, and the rules it extends."""
 
-    _hash_job: Future[Any] | None  # a HASH or CKSM being computed (ftp/hashing.py)
     _allo: int | None  # ALLO's size for the next STOR (ftp/stream/uploads.py)
     _quit_received: bool  # QUIT ended the session (ftp/commandline.py)
     # the rules its overrides extend through super() (callables: to mypy a
@@ -108,86 +103,16 @@ class EModeCommands(EPortHooks, _Handler):
 
     def __init__(self, conn, server, ioloop=None):
         self.eblock = None
-        self._held: deque[tuple[str, str, str]] = deque()
-        self._releasing = False
-        self._login_failing = False  # a refused PASS's reply still waits (handle_auth_failed)
         super().__init__(conn, server, ioloop)
         self.eblock = ESession(self)
 
-    # -- pipelined transfers (GridFTP -pp): commands wait, in order ----------------
-    def pre_process_command(self, line, cmd, arg):
-        """In MODE E a transfer command sent while one runs waits for it to
-        end, and every command after it waits too, so replies keep the
-        commands' order (RFC 959 4.2).  ABOR and DRS are answered at once."""
-        eb = self.eblock
-        if cmd == "ABOR" and self._held and not self._login_failing and not compat.port_connecting(self):
-            if eb is not None:
-                eb.abort()  # the running transfer's 426 first, then the waiting ones'
-            self.drop_held()
-            self.respond("226 ABOR command successful.")
-            return
-        if not self._releasing and self._must_wait(cmd):
-            if len(self._held) >= MAX_HELD:
-                self.respond(f"421 More than {MAX_HELD} commands waiting for the running transfer; closing.")
-                self.close_when_done()
-                return
-            self._held.append((line, cmd, arg))
-            return
-        super().pre_process_command(line, cmd, arg)
+    # -- a running transfer holds the commands after it (ftp/waiting.py) ----------
+    def holding_transfer(self) -> bool:
+        return self.eblock is not None and self.eblock.busy
 
-    def _must_wait(self, cmd: str) -> bool:
-        """Behind a refused PASS, and behind a stream-mode PORT/EPRT still
-        connecting (pyftpdlib answers it once connected), every command
-        waits; behind a running MODE E transfer all but PASSING (DRS passes
-        even commands that wait: its replies are marked and paired by the
-        mark, docs/PROTOCOL.md)."""
-        if self._login_failing or compat.port_connecting(self):
-            return True
-        if cmd == "DRS":
-            return False
-        eb = self.eblock
-        return bool(self._held) or (eb is not None and eb.active and eb.busy and cmd not in PASSING
-                                    and self.authenticated)
-
-    # -- a refused PASS: the commands behind it wait for its reply -----------------
-    def handle_auth_failed(self, msg, password):
-        """pyftpdlib answers a refused PASS after auth_failed_timeout (3 s,
-        against password guessing) but meanwhile ran the commands already
-        read behind it, so their "530 Log in first" came before the PASS's
-        own reply and a pipelining client paired them with PASS.  They wait
-        for it instead: replies in command order (RFC 959 4.2)."""
-        self._login_failing = True
-        super().handle_auth_failed(msg, password)
-
-    def on_login_failed(self, username, password):
-        super().on_login_failed(username, password)
-        self._login_failing = False  # (called right after the PASS's 530)
-        self.release_held()
-
-    def port_settled(self) -> None:
-        """A stream-mode PORT/EPRT got its reply (200 connected, 425, 421):
-        the commands read behind it run now, after it (a RETR sent with
-        the PORT got its 150 first, then stalled: ftp/stream/channel.py)."""
-        self.ioloop.call_later(0, self.release_held, _errback=self.handle_error)
-
-    def release_held(self) -> None:
-        """The running transfer ended (its final reply is out): run the
-        waiting commands until one starts the next transfer."""
-        while (self._held and not compat.closed(self) and self._hash_job is None
-               and not (self.eblock is not None and self.eblock.busy)):
-            line, cmd, arg = self._held.popleft()
-            self._releasing = True
-            try:
-                self.pre_process_command(line, cmd, arg)
-            finally:
-                self._releasing = False
-
-    def drop_held(self) -> None:
-        """ABOR or a failed transfer: the waiting commands are answered, in
-        order, as not run."""
-        held, self._held = self._held, deque()
-        for _line, cmd, _arg in held:
-            self.respond(f"426 {cmd} not run: the transfer before it was aborted or failed.")
+    def abort_holding_transfer(self) -> None:
+        if self.eblock is not None:
+            self.eblock.abort()  # the running transfer's 426 first, then the waiting ones'
 
     def close(self):
         if getattr(self, "eblock", None) is not None:
@@ -248,7 +173,7 @@ class EModeCommands(EPortHooks, _Handler):
     # -- commands ----------------------------------------------------------------
     def ftp_FEAT(self, line):
         feats = extra_features(self)
-        for f in ("PARALLEL", "DCAU", "SBUF", cksm.FEAT_LINE):
+        for f in ("PARALLEL", "DCAU", "SBUF"):
             if f not in feats:
                 feats.append(f)
         super().ftp_FEAT(line)
@@ -284,11 +209,14 @@ class EModeCommands(EPortHooks, _Handler):
         expected, self._allo = getattr(self, "_allo", None), None
         return self.eblock.stor(file, expected)
 
-    def ftp_STOU(self, line):
+    def _stream_mode_only(self, cmd: str) -> bool:
+        """True once refused (STREAM_MODE_ONLY) in MODE E."""
         if self.eblock.active:
-            self.respond("504 STOU is not available in MODE E.")
-            return None
-        return super().ftp_STOU(line)
+            self.respond(STREAM_MODE_ONLY[cmd])
+        return bool(self.eblock.active)
+
+    def ftp_STOU(self, line):
+        return None if self._stream_mode_only("STOU") else super().ftp_STOU(line)
 
     def ftp_MLSD(self, path):
         # a path that does not exist is 550, file unavailable (RFC 959 sec.
@@ -312,16 +240,10 @@ class EModeCommands(EPortHooks, _Handler):
         return path
 
     def ftp_LIST(self, path):
-        if self.eblock.active:
-            self.respond("504 LIST/NLST in MODE E: use MLSD.")
-            return None
-        return super().ftp_LIST(path)
+        return None if self._stream_mode_only("LIST") else super().ftp_LIST(path)
 
     def ftp_NLST(self, path):
-        if self.eblock.active:
-            self.respond("504 LIST/NLST in MODE E: use MLSD.")
-            return None
-        return super().ftp_NLST(path)
+        return None if self._stream_mode_only("NLST") else super().ftp_NLST(path)
 
     def ftp_ABOR(self, line):
         if self.eblock.abort():
@@ -388,41 +310,6 @@ class EModeCommands(EPortHooks, _Handler):
             return
         self.eblock.sbuf = size
         self.respond(f"200 SBUF {size}.")
-
-    def ftp_CKSM(self, line):
-        """Hashed in the HASH command's thread pool; the session waits
-        for it as for HASH (ftp/hashing.py)."""
-        try:
-            alg, offset, length, name = cksm.parse(line)
-        except ValueError as exc:
-            self.respond(f"501 {exc}.")
-            return
-        path = self.fs.ftp2fs(name)
-        if not self.fs.validpath(path) or not self.authorizer.has_perm(self.username, "r", path):
-            self.respond("550 Not enough privileges.")
-            return
-        if not self.fs.isfile(path):
-            self.respond("550 Not a regular file.")
-            return
-        self._hash_job = hash_pool.submit(cksm.checksum, path, alg, offset, length)
-        self._poll_cksm()
-
-    def _poll_cksm(self):
-        job = self._hash_job
-        if job is None or compat.closed(self):
-            return
-        if not job.done():
-            self.ioloop.call_later(0.02, self._poll_cksm, _errback=self.handle_error)
-            return
-        self._hash_job = None
-        try:
-            self.respond(f"213 {job.result()}")
-        except OSError as exc:
-            self.respond(f"550 Cannot checksum: {exc.strerror}.")
-        self.hash_done()
-
-    def hash_done(self) -> None:
-        self.release_held()
 
     def ftp_SITE_CLIENTINFO(self, line):
         self.respond("200 OK.")

@@ -26,6 +26,7 @@ from ....ftp.eblock import data_header, eod
 from ....io import sockopt
 from ....io.tlsbio import reason
 from ....tuning import Role
+from ..listings import gather
 from .job import Job, TransferSession
 from .streams import Stream
 from .tls import StreamTLS
@@ -72,23 +73,20 @@ def spooled(chunks, limit: int | None = None):
     bytes, past that in an unnamed temporary file, so a listing of any
     size holds at most ``limit`` bytes of the server's memory."""
     limit = SPOOL_OVER if limit is None else limit
-    held: list[bytes] = []
-    size = 0
-    for chunk in chunks:
-        held.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            f = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the source)
-            try:
-                f.writelines(held)
-                held = []
-                for rest in chunks:
-                    f.write(rest)
-                f.flush()
-                return FileSource(f)
-            except BaseException:
-                f.close()
-                raise
+    chunks = iter(chunks)
+    held, size = gather(chunks, limit + 1)  # (past ``limit``: limit + 1 bytes at least)
+    if size > limit:
+        f = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the source)
+        try:
+            f.writelines(held)
+            held = []
+            for rest in chunks:
+                f.write(rest)
+            f.flush()
+            return FileSource(f)
+        except BaseException:
+            f.close()
+            raise
     return BytesSource(b"".join(held))
 
 

@@ -6,13 +6,15 @@ docs/EBLOCK.md, "Commands"; docs/DESIGN.md, "Extended block mode in the
 server").  DRS during a transfer speaks for the session: the peer's sums
 shared over its streams, theirs summed (drsftp/ftp/drsexchange.py;
 docs/EBLOCK.md, "DRS").  Under PROT P every stream runs TLS (ftp/eblock/tls.py;
-RFC 4217), under PROT C clear text."""
+RFC 4217), under PROT C clear text.
+
+The session's phase (MODE S or E, a transfer running, QUIT during it)
+moves by one table of legal moves (ftp/eblock/state.py); its data
+connections are ftp/eblock/datapath.py's."""
 
 from __future__ import annotations
 
-import errno
 import os
-import socket
 import ssl
 import time
 
@@ -21,15 +23,17 @@ from ....ftp.eblock import RangeSet
 from ....ftp.striping import spas_reply
 from ....io.tuner import SocketTuner
 from ....tuning import Role
+from ....tuning.wirekeys import STREAMS
 from ...ops.translog import mean_rtt
-from ..compat import current_type, data_protected, restart_idle_timer
+from ..compat import current_type, restart_idle_timer
 from ..partfile import BUSY, OVER_DIRECTORY, busy, part_path
 from ..thirdparty import plain_ip
+from .datapath import DataPath
 from .job import Job
-from .listener import Listener
 from .receive import RECV_CHUNK, Receive
 from .send import FileSource, Send, spooled
-from .streams import Limits, Stream, StreamCount
+from .state import Event, IllegalMove, SessionPhase
+from .streams import Limits, Stream
 
 
 class ESession:
@@ -38,121 +42,91 @@ class ESession:
     def __init__(self, handler) -> None:
         self.h = handler
         self.limits: Limits = handler.eblock_limits
-        self.count: StreamCount = handler.eblock_count
-        self.active = False  # MODE E in force
+        self.phase = SessionPhase()  # MODE S/E, a transfer running, QUIT during it (ftp/eblock/state.py)
+        self.data = DataPath(self, handler)  # PORT's address or PASV's listener, the open streams
         self.parallelism = 1  # streams for RETR (OPTS RETR Parallelism)
-        self.port_addr: tuple[str, int] | None = None  # PORT/EPRT: where to connect
-        self.listener: Listener | None = None  # PASV/EPSV
-        self.streams: list[Stream] = []  # open streams, both directions (cached)
-        self.job: Job | None = None
+        self.job: Job | None = None  # the transfer running (phase TRANSFER or QUITTING)
         self.rest: RangeSet | None = None  # REST ranges for the next transfer
-        self.sbuf: int | None = None  # SBUF: per-stream buffer cap
-        self.quit_pending = False  # QUIT came during a transfer: close after its final reply
-        self.stream_error: str | None = None  # a stream's TLS failed between transfers: the next one's reply
         self._recv_buf: bytearray | None = None  # receive_buffer
+
+    @property
+    def active(self) -> bool:
+        """MODE E in force."""
+        return self.phase.extended
+
+    @property
+    def busy(self) -> bool:
+        return self.phase.running
+
+    @property
+    def quit_pending(self) -> bool:
+        """QUIT came during a transfer: the session closes after its final reply."""
+        return self.phase.quit_came
+
+    @quit_pending.setter
+    def quit_pending(self, value: bool) -> None:  # (EModeCommands.ftp_QUIT, during a transfer)
+        if not value:
+            raise IllegalMove("a QUIT cannot be taken back")
+        self.phase.move(Event.QUIT)
 
     @property
     def data_timeout(self) -> float:
         timeout = getattr(self.h.dtp_handler, "timeout", None)
         return 120.0 if timeout is None else timeout
 
+    # -- the data path (ftp/eblock/datapath.py), as streams.Session and job.TransferSession name it --
+    @property
+    def streams(self) -> list[Stream]:
+        return self.data.streams
+
+    @property
+    def stream_error(self) -> str | None:
+        return self.data.stream_error
+
+    @stream_error.setter
+    def stream_error(self, reply: str | None) -> None:
+        self.data.stream_error = reply
+
+    @property
+    def sbuf(self) -> int | None:
+        return self.data.sbuf
+
+    @sbuf.setter
+    def sbuf(self, size: int | None) -> None:  # (SBUF, ftp/eblock/commands.py)
+        self.data.sbuf = size
+
     @property
     def tls_context(self) -> ssl.SSLContext | None:
-        """The streams' TLS context under PROT P (the TLS client's under
-        SSCN ON), None under PROT C."""
-        if not data_protected(self.h):
-            return None
-        return getattr(self.h, "etls_client_context" if self.tls_client else "etls_context", None)
+        return self.data.tls_context
 
     @property
     def tls_client(self) -> bool:
-        """SSCN ON: this end is the TLS client on its streams (ftp/tls/sscn.py)."""
-        return bool(getattr(self.h, "sscn_client", False))
+        return self.data.tls_client
 
-    @property
-    def busy(self) -> bool:
-        return self.job is not None
-
-    # -- tuners ------------------------------------------------------------
     def new_tuner(self, role: Role, peer: str | None) -> SocketTuner:
-        """A stream's tuner; ``peer``: its data peer's address (None: a
-        listener's, not known yet; thirdparty.DataPeers.note_data_path)."""
-        h = self.h
-        spec = h.tuning_spec
-        if self.sbuf and spec.startswith("fixed"):
-            spec = f"fixed:{self.sbuf}"  # SBUF: the static size under --tuning fixed
-        # The tuner sets no read low-water mark (SO_RCVLOWAT): a MODE E
-        # stream stays open after its EOD, so a fixed mark would hold a
-        # transfer's last bytes (stream mode ends with a FIN instead); the
-        # stream sets it after each read from its blocks (Stream.batch_reads).
-        tuner = SocketTuner(spec, role, allow_force=h.allow_force, limits=h.host_limits, budget=h.buffer_budget,
-                            batch_reads=False, parallel=True)
-        if self.sbuf:
-            tuner.cap_size(self.sbuf)
-        h.note_data_path(tuner, peer)
-        return tuner
-
-    # -- streams -----------------------------------------------------------
-    def refuse(self, ip: str) -> str | None:
-        """Why an accepted data connection is refused, or None."""
-        self.h.note_passive_peer(ip)
-        if not self.h.data_peer_allowed(ip):
-            self.h.note_refusal("bounce")
-            if isinstance(self.job, Receive) and not self._cached(Role.RECEIVER):
-                self._listener_withdrawn(self.job)  # (the STOR that waits for it)
-            return "not the control connection's address, nor in --third-party-peers"
-        if len(self.streams) >= self.limits.per_session:
-            self.h.note_refusal("limit")
-            return f"more than {self.limits.per_session} streams in one session"
-        if not self.count.take(self.limits.per_server):
-            self.h.note_refusal("limit")
-            return f"more than {self.limits.per_server} streams on this server"
-        return None
+        return self.data.new_tuner(role, peer)
 
     def connect(self) -> Stream | None:
-        """A new outgoing stream to the PORT/EPRT address (connecting)."""
-        if self.port_addr is None or len(self.streams) >= self.limits.per_session:
-            return None
-        if not self.count.take(self.limits.per_server):
-            return None
-        ip, port = self.port_addr
-        sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        stream = Stream(self, sock, Role.SENDER)
-        stream.secure(self.tls_context, self.tls_client)
-        stream.connecting = True
-        self.streams.append(stream)
-        stream.handshake = self.new_tuner(Role.SENDER, ip)
-        stream.handshake.before_handshake(sock, reserve_as=stream.handshake)  # fixes the window scale
-        try:
-            sock.bind((self.h.data_bind_address(), 0))  # --data-interface, or the control connection's address
-        except OSError:
-            pass
-        err = sock.connect_ex((ip, port))
-        if err not in (0, errno.EINPROGRESS):
-            stream.close()
-            return None
-        stream.want(self.h.ioloop.WRITE)
-        return stream
+        return self.data.connect()
 
     def stream_closed(self, s: Stream) -> None:
-        if s in self.streams:
-            self.streams.remove(s)
-            self.count.give()
+        self.data.stream_closed(s)
 
-    def drop_streams(self) -> None:
-        self.stream_error = None
-        for s in list(self.streams):
-            s.close()
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
+    def refuse(self, ip: str) -> str | None:
+        """Why an accepted data connection is refused, or None."""
+        return self.data.refuse(ip, self.job if isinstance(self.job, Receive) else None)
+
+    # -- a transfer's start and end --------------------------------------------
+    def _started(self, job: Job) -> None:
+        self.phase.move(Event.START)
+        self.job = job
 
     def job_ended(self, job: Job, complete: bool, failed: bool) -> None:
         """``job`` ended (``complete``: with 226), before its final reply;
         ``failed``: the commands held behind it are not run."""
         if self.job is job:
             self.job = None
+            self.phase.move(Event.END)
         self.transfer_ended(failed)
         self.log(job, complete)
 
@@ -181,13 +155,13 @@ class ESession:
         """MODE E / MODE S; False: not ours (the stock handler answers)."""
         mode = arg.strip().upper()
         if mode == "E":
-            self.active = True
+            self.phase.move(Event.MODE_E)
             self.h.respond("200 Mode set to E.")
             return True
         if mode == "S":
-            self.active = False
+            self.phase.move(Event.MODE_S)
             self.rest = None
-            self.drop_streams()
+            self.data.drop_streams()
         return False
 
     def opts_retr(self, arg: str) -> None:
@@ -208,74 +182,17 @@ class ESession:
             self.parallelism = n
             self.h.respond("200 OPTS Command Successful.")
 
-    def _clear_text_refused(self) -> bool:
-        """PROT P without the streams' TLS context (no certificate for
-        them): refused, never clear text (RFC 4217)."""
-        if data_protected(self.h) and self.tls_context is None:
-            self.h.respond("534 MODE E data connections cannot be encrypted here: MODE S for PROT P.")
-            return True
-        return False
-
-    def _cached(self, role: Role) -> list[Stream]:
-        """The open streams of ``role``; those set up under the other PROT
-        level, or the other TLS role (SSCN), are closed first (PROT P
-        streams run TLS, PROT C ones not), and so are those to a peer a
-        reload took off --third-party-peers."""
-        tls = self.tls_context is not None
-        h = self.h
-        for s in [s for s in self.streams if s.role is role and (
-                (s.tls is not None) != tls or (s.tls is not None and s.tls.client != self.tls_client)
-                or (s.peer is not None and not h.data_peer_allowed(s.peer)))]:
-            s.close()
-        return [s for s in self.streams if s.role is role]
-
-    def _port_withdrawn(self) -> bool:
-        """PORT's address is a peer a reload (SIGHUP) took off
-        --third-party-peers: it is forgotten and the transfer gets 425."""
-        if self.port_addr is None or self.h.data_peer_allowed(self.port_addr[0]):
-            return False
-        self.port_addr = None
-        self.h.respond("425 PORT's address is no longer among --third-party-peers: send PORT again.")
-        return True
-
-    def _listener_withdrawn(self, waiting: Job | None = None) -> bool:
-        """The passive listener is a peer's that a reload (SIGHUP) took off
-        --third-party-peers (thirdparty.DataPeers.withdrawn_peer): closed,
-        and the STOR (``waiting``, or the one being run) gets 425 at once
-        instead of waiting out the data timeout."""
-        gone = self.h.withdrawn_peer() if self.listener is not None else None
-        if gone is None:
-            return False
-        assert self.listener is not None
-        self.listener.close()
-        self.listener = None
-        if waiting is not None:
-            waiting.fail(self.h.withdrawn_reply(gone))
-        else:
-            self.h.respond(self.h.withdrawn_reply(gone))
-        return True
-
-    def _stream_failed(self) -> bool:
-        """A stream's TLS failed before this transfer: it fails (425)."""
-        if self.stream_error is None:
-            return False
-        reply, self.stream_error = self.stream_error, None
-        self.h.respond(reply)
-        return True
-
     def port(self, ip: str, port: int) -> None:
-        h = self.h
-        if self._clear_text_refused():  # (the address passed ftp/thirdparty.py's rules)
+        if self.data.clear_text_refused():  # (the address passed ftp/thirdparty.py's rules)
             return
-        self.drop_streams()
-        self.port_addr = (ip, port)
-        h.respond("200 PORT Command successful.")
+        self.data.use_port(ip, port)
+        self.h.respond("200 PORT Command successful.")
 
     def passive(self, extmode: bool, striped: bool = False, net_prt: str = "") -> None:
         """PASV, EPSV (``extmode``) or SPAS (``striped``, with its net-prt
         or "": ftp/striping.py)."""
         h = self.h
-        if self._clear_text_refused():
+        if self.data.clear_text_refused():
             return
         local_ip = h.data_bind_address()  # (ftp/thirdparty.py answered what PASV/EPSV cannot name)
         v6 = ":" in plain_ip(local_ip)
@@ -285,25 +202,11 @@ class ESession:
         if v6 and not extmode and not striped:
             h.respond("425 PASV carries IPv4 addresses only: use EPSV.")
             return
-        self.drop_streams()
-        self.port_addr = None
-        ports = list(h.passive_ports) if h.passive_ports else [0]
-        sock = None
-        for p in ports[:200]:  # bounded: a full range answers 425
-            sock = socket.socket(socket.AF_INET6 if ":" in local_ip else socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                sock.bind((local_ip, p))
-                break
-            except OSError:
-                sock.close()
-                sock = None
-        if sock is None:
+        port = self.data.listen(local_ip)
+        if port is None:
             h.respond("425 Can't open data channel: no free passive port.")
             return
-        sock.setblocking(False)
-        self.listener = Listener(self, sock)
         h.passive_opened()  # (SPAS too: no peer has come to it yet)
-        port = sock.getsockname()[1]
         if extmode:
             h.respond(f"229 Entering extended passive mode (|||{port}|).")
         else:
@@ -375,26 +278,27 @@ class ESession:
 
     def _start_send(self, source, ranges, cmd: str, path: str | None) -> None:
         h = self.h
-        cached = self._cached(Role.SENDER)
-        if self._clear_text_refused() or self._stream_failed() or (not cached and self._port_withdrawn()):
+        data = self.data
+        cached = data.cached(Role.SENDER)
+        if data.clear_text_refused() or data.stream_failed() or (not cached and data.port_withdrawn()):
             source.close()
             return
-        if not cached and self.port_addr is None:
+        if not cached and data.port_addr is None:
             source.close()
-            if self.listener is not None:
+            if data.listener is not None:
                 h.respond(f"425 MODE E data flows from the connecting side: {cmd} needs PORT or EPRT.")
             else:
                 h.respond("425 Use PORT or EPRT first.")
             return
         job = Send(self, source, ranges, len(cached) or self.parallelism)
         job.path = path
-        self.job = job
+        self._started(job)
         if cached:
             h.respond("125 Beginning transfer; reusing existing data connection.")
             streams = cached
         else:
             h.respond("150 Beginning transfer.")
-            streams = [s for s in (self.connect() for _ in range(self.parallelism)) if s is not None]
+            streams = [s for s in (data.connect() for _ in range(self.parallelism)) if s is not None]
             if not streams:
                 job.fail("425 Cannot open data connection.")
                 return
@@ -416,11 +320,12 @@ class ESession:
         if os.path.isdir(path):
             h.respond(OVER_DIRECTORY)
             return
-        cached = self._cached(Role.RECEIVER)
-        if self._clear_text_refused() or self._stream_failed() or (not cached and self._listener_withdrawn()):
+        data = self.data
+        cached = data.cached(Role.RECEIVER)
+        if data.clear_text_refused() or data.stream_failed() or (not cached and data.listener_withdrawn()):
             return
-        if not cached and self.listener is None:
-            if self.port_addr is not None:
+        if not cached and data.listener is None:
+            if data.port_addr is not None:
                 h.respond("425 MODE E data flows from the connecting side: STOR needs PASV or EPSV.")
             else:
                 h.respond("425 Use PASV or EPSV first.")
@@ -454,14 +359,15 @@ class ESession:
         except OSError as exc:
             h.respond(f"550 {exc.strerror}.")
             return
-        self.job = Receive(self, fd, temp, path, expected, rest, fresh=rest is None)
-        self.job.path = self.h.fs.fs2ftp(path)
+        job = Receive(self, fd, temp, path, expected, rest, fresh=rest is None)
+        self._started(job)
+        job.path = self.h.fs.fs2ftp(path)
         h.respond("125 Beginning transfer; reusing existing data connection." if any(s.used for s in cached)
                   else "150 Beginning transfer.")
         for s in cached:
             s.new_transfer()
         for s in cached:
-            if not self.job.finished:
+            if not job.finished:
                 s.resume_reading(at_once=True)  # what came before the STOR's reply is read now
 
     def abort(self, reply: str | None = "426 Transfer aborted via ABOR.") -> bool:
@@ -478,11 +384,11 @@ class ESession:
         job = self.job
         if job is None:
             return None
-        if "streams" in pairs and isinstance(job, Send):
-            job.set_streams(max(1, min(pairs["streams"], self.limits.per_session)))
+        if STREAMS in pairs and isinstance(job, Send):
+            job.set_streams(max(1, min(pairs[STREAMS], self.limits.per_session)))
         streams = set(job.members)
         if isinstance(job, Receive):  # every open stream may carry this STOR's blocks
-            streams.update(s for s in self.streams if s.role is Role.RECEIVER)
+            streams.update(s for s in self.data.streams if s.role is Role.RECEIVER)
         tuners = [s.tuner for s in streams if s.tuner is not None and not s.closed]
         share = drsexchange.stream_share(pairs, len(tuners))
         for t in tuners:
@@ -494,4 +400,4 @@ class ESession:
     def close(self) -> None:
         if self.job is not None:
             self.job.fail(None)
-        self.drop_streams()
+        self.data.drop_streams()

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ....ftp.eblock import MAX_STREAMS, BlockDecoder
+from ....io import sockopt
 from ....io.tlsbio import reason
 from ....io.tuner import SocketTuner
 from ....tuning import Role
@@ -400,17 +401,10 @@ class Stream(_Channel):
         # for a transfer not yet begun waits in the kernel.  Under TLS a
         # stream we send on is read through (a close_notify is data to
         # the kernel; the receiver has nothing else to say on it).
-        if self.tls is not None and self.role is Role.SENDER:
-            peek = self._read_idle_tls()
-            if peek is None:
-                return
-        else:
-            try:
-                peek = self.socket.recv(1, socket.MSG_PEEK)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                peek = b""
+        tls_sender = self.tls is not None and self.role is Role.SENDER
+        peek = self._read_idle_tls() if tls_sender else sockopt.peek_byte(self.socket)
+        if peek is None:
+            return
         if not peek:
             self.lost("426 Data connection closed by the peer; transfer aborted.")
         elif self._sending_for(job):

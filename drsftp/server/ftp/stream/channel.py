@@ -31,6 +31,7 @@ from pyftpdlib.handlers import DTPHandler
 from pyftpdlib.handlers.ftp.dispatchers import ActiveDTP, PassiveDTP
 from pyftpdlib.utils import is_ssl_sock
 
+from ....io import sockopt
 from ....io.tuner import SocketTuner
 from ....tuning import Role
 from .. import compat
@@ -149,12 +150,9 @@ class DRSDataMixin(UploadPlacement):
         kernel for the STOR, unread, and the channel stops polling reads
         till then.  A connection its peer closed with nothing sent is
         closed (handle_close: no command to answer)."""
-        try:
-            pending = self.socket.recv(1, socket.MSG_PEEK)
-        except (BlockingIOError, InterruptedError):
+        pending = sockopt.peek_byte(self.socket)
+        if pending is None:
             return
-        except OSError:
-            pending = b""
         if pending:
             self.modify_ioloop_events(0)  # enable_receiving polls again
         else:
