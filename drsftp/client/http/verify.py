@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 from typing import Any
 
-from ...http.digest import Digester, parse_digest
+from ...http.digest import ALIASES, Digester, parse_digest
+from ...io.fileio import feed
 from .errors import HTTPError
 from .pool import Pool
 
 WANT = "sha-256, adler32;q=0.5, md5;q=0.3"  # preference order (RFC 3230 sec. 4.3.1)
-READ_CHUNK = 1 << 20
 
 
 def local_digest(path: str, algorithm: str) -> str:
     d = Digester(algorithm)
-    with open(path, "rb") as f:
-        while chunk := f.read(READ_CHUNK):
-            d.update(chunk)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        feed(fd, d.update)  # (the one digest loop: io/fileio.py)
+    finally:
+        os.close(fd)
     return d.value()
 
 
@@ -30,7 +33,7 @@ async def verify(pool: Pool, remote: str, local: str) -> dict[str, Any]:
     """The figures of a good comparison (``sha256`` as hex where that was the
     algorithm, ``digest`` as ``name=value``); a mismatch is an HTTPError."""
     async with pool.request("HEAD", remote, ok=(200, 204), headers={"Want-Digest": WANT}) as (resp, _):
-        offered = parse_digest(resp.headers.get("Digest", ""))
+        offered = {ALIASES.get(k, k): v for k, v in parse_digest(resp.headers.get("Digest", "")).items()}
     algorithm = next((a for a in ("sha-256", "adler32", "md5") if a in offered), None)
     if algorithm is None:
         raise HTTPError(f"--verify: {pool.loc.url(remote)} comes with no digest (Want-Digest);"
