@@ -37,6 +37,8 @@ class FakeServer:
         self.drs_value = "rtt=1000 rate=5000"  # what they say
         self.fail_next: list[int] = []  # statuses the next requests get instead of an answer
         self.evil_hrefs = False  # listings also name entries outside the directory asked
+        self.stall_after: int | None = None  # a GET's body stops (the connection held open) after this many bytes
+        self.shift_range = 0  # a 206 names a span this many bytes off the one it carries
         self.head_extra = 0  # HEAD claims this many bytes more than the file holds (a file that shrank)
         self.seen: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         self.parts: dict[str, list[tuple[int, int]]] = {}  # partial PUTs held: path -> [a, b)
@@ -141,6 +143,8 @@ class FakeServer:
             if ranges:
                 first, last, status = ranges[0].first, ranges[0].last, 206
                 headers["Content-Range"] = ranges[0].content_range(size)
+                if self.shift_range:
+                    headers["Content-Range"] = f"bytes {first + self.shift_range}-{last + self.shift_range}/{size}"
         headers["Content-Length"] = str(last - first + 1 + (self.head_extra if request.method == "HEAD" else 0))
         resp = web.StreamResponse(status=status, headers=headers)
         await resp.prepare(request)
@@ -151,6 +155,10 @@ class FakeServer:
             left, sent = last - first + 1, 0
             while left:
                 chunk = f.read(min(left, 1 << 16))
+                if self.stall_after is not None and sent + len(chunk) > self.stall_after:
+                    await resp.write(chunk[:self.stall_after - sent])
+                    await asyncio.sleep(30)  # (until the client gives up: the test stops it first)
+                    return resp
                 if self.cut_after is not None and sent + len(chunk) > self.cut_after:
                     await resp.write(chunk[:self.cut_after - sent])
                     request.transport.close()  # (the client sees the body end early)

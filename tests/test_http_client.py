@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 
 import pytest
 from httpfake import PASSWORD, USER, FakeServer, sha256
@@ -288,3 +292,42 @@ def test_auto_ends_a_connection_that_takes_no_new_range(server):
         os.close(fd)
     assert d.plan.missing == 0 and sha256(out) == sha256(os.path.join(server.root, "big.bin"))
     assert d._retired == {1, 2}
+
+
+def test_a_206_of_another_span_is_refused_before_a_byte_is_written(server, tmp_path, capsys):
+    server.shift_range = 10
+    out = tmp_path / "o"
+    assert run("get", server.url("/big.bin"), str(out)) == 1
+    err = capsys.readouterr().err
+    assert "to a request for 0-" in err and "did the file change?" in err and err.count("\n") == 1
+    assert os.path.getsize(f"{out}.part") == 0
+
+
+def test_ctrl_c_keeps_the_part_and_continue_completes_it(server, tmp_path):
+    """A get interrupted while its data stalls exits 130 in one line, its
+    part and resume record kept; --continue fetches only the rest."""
+    server.stall_after = 2_000_000
+    out = tmp_path / "o"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(__file__)),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "drsftp", "get", "-q", server.url("/big.bin"), str(out)],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        for _ in range(300):  # (at most 30 s for the first 2 MB to land)
+            if os.path.exists(f"{out}.part") and os.path.getsize(f"{out}.part") >= 2_000_000:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and err == "drsftp: interrupted\n"
+    assert os.path.exists(f"{out}.part.ranges") and not out.exists()
+    server.stall_after = None
+    server.seen.clear()
+    report = tmp_path / "r.json"
+    assert run("get", server.url("/big.bin"), str(out), "--continue", "--json", str(report)) == 0
+    assert sha256(out) == sha256(os.path.join(server.root, "big.bin"))
+    assert json.loads(report.read_text())["resumed_from"] == 2_000_000
