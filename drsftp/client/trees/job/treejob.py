@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from ....ftp.listing import FILE, Entry
-from ....ftp.safepath import local_path, remote_join
+from ....ftp.safepath import check_name, local_path, remote_join
 from ....ftp.url import FTPLocation
 from ....tuning.count.fleet import Change, FleetConfig, Kind
 from ...session.control import FTPError
@@ -56,6 +56,7 @@ class Source:
     entry: Entry | None = None
 
 
+DIR_CACHE = 256  # directories whose joined, checked paths a job keeps (TreeJob.paths)
 # files waiting in a job's queue past which its walk lists no more directories
 # (a tree's entries are not all held at once); it goes on below BACKLOG_LOW
 BACKLOG_HIGH, BACKLOG_LOW = 4096, 2048
@@ -135,6 +136,7 @@ class TreeJob(JobSessions):
         self._walk_done = asyncio.Event()
         self._worker_fn: Callable[[int], Awaitable[None]] | None = None  # while run_queue runs
         self._planned = 0
+        self._dirs: dict[tuple[int, Rel], tuple[str, str]] = {}  # paths(): a directory's (remote, local)
 
     async def run_within_max_time(self, work: Awaitable[None]) -> JobResult:
         """``work`` (the whole job) run, stopped at --max-time (as curl's,
@@ -235,7 +237,19 @@ class TreeJob(JobSessions):
         s = self.sources[item.src]
         if s.kind == FILE:
             return s.remote, s.local
-        return remote_join(s.remote, item.t.rel), local_path(s.local, item.t.rel)
+        rel = item.t.rel
+        if len(rel) < 2:
+            return remote_join(s.remote, rel), local_path(s.local, rel)
+        # the directory's pair once (its files share it), the name checked alone:
+        # a checked name is one component, below the directory as that is below the roots
+        key = (item.src, rel[:-1])
+        dirs = self._dirs.get(key)
+        if dirs is None:
+            if len(self._dirs) >= DIR_CACHE:
+                self._dirs.clear()
+            dirs = self._dirs[key] = (remote_join(s.remote, rel[:-1]), local_path(s.local, rel[:-1]))
+        name = check_name(rel[-1])
+        return posixpath.join(dirs[0], name), posixpath.join(dirs[1], name)
 
     def name(self, item: Item) -> str:
         """What the report calls ``item`` (its local path), even where
