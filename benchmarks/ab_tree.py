@@ -4,10 +4,11 @@ checkout's), the clients alternating A B A B, each tree that arrives
 compared byte for byte with its source.
 
     PYTHONPATH=$PWD python benchmarks/ab_tree.py A_ROOT B_ROOT [--files 20000] [--reps 3]
-        [--direction get put] [--workdir /dev/shm] [-- CLIENT-OPTIONS]
+        [--direction get put] [--workdir /dev/shm] [--a-options '-c 8'] [--b-options ...] [-- CLIENT-OPTIONS]
 
 A_ROOT and B_ROOT are source trees of drsftp (e.g. `git archive main | tar -x -C DIR`
-for the code before, `.` for this one).  Prints each run's wall seconds and
+for the code before, `.` for this one; the same root twice with
+--a-options/--b-options compares options).  Prints each run's wall seconds and
 the client's CPU seconds (user + sys, from wait4), then per direction the
 median of the pair-by-pair ratios B/A: on a shared, noisy machine only ratios
 of runs taken side by side compare.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -60,6 +62,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--direction", nargs="+", choices=("get", "put"), default=["get", "put"])
     ap.add_argument("--workdir", default="/dev/shm")
+    ap.add_argument("--a-options", default="", help="client options for A only (one string)")
+    ap.add_argument("--b-options", default="", help="client options for B only")
     ap.add_argument("client", nargs="*", help="more client options (after --), e.g. -c 8")
     args = ap.parse_args()
 
@@ -74,13 +78,14 @@ def main() -> None:
         for rep in range(args.reps):
             for direction in args.direction:
                 url = f"ftp://{USER}:{PASSWORD}@127.0.0.1:{port}/"
-                if direction == "get":
-                    argv = ["get", "-r", "-q", *args.client, url + os.path.basename(source) + "/", dest + "/"]
-                else:
-                    argv = ["put", "-r", "-q", *args.client, source + "/", url + os.path.basename(dest) + "/"]
                 order = [("A", args.a), ("B", args.b)] if rep % 2 == 0 else [("B", args.b), ("A", args.a)]
                 got = {}
                 for side, root in order:
+                    opts = [*args.client, *shlex.split(args.a_options if side == "A" else args.b_options)]
+                    if direction == "get":
+                        argv = ["get", "-r", "-q", *opts, url + os.path.basename(source) + "/", dest + "/"]
+                    else:
+                        argv = ["put", "-r", "-q", *opts, source + "/", url + os.path.basename(dest) + "/"]
                     got[side] = run(root, argv, dest, source, direction == "put")
                     print(f"rep {rep} {direction} {side}: wall {got[side][0]:.2f} s, client cpu {got[side][1]:.2f} s",
                           flush=True)

@@ -19,10 +19,9 @@ from ...streams.modee.base import ModeESession
 from ...transfer.options import TransferOptions
 
 SMALL_WIRE = 256 << 10  # bytes on a session's wire below which its streams tick every SMALL_TICK s
-SMALL_TICK = 0.05
-# s between a session's DRS exchanges while its wire holds under SMALL_WIRE
-# (docs/decisions/0040-small-files-batched-per-session.md)
-SMALL_DRS = 1.0
+# s: the server's idle streams' pace (its eblock IDLE_TICK), and one DRS
+# exchange a SMALL_DRS s (docs/decisions/0040-small-files-batched-per-session.md)
+SMALL_TICK, SMALL_DRS = 0.25, 1.0
 
 
 @dataclass(kw_only=True)

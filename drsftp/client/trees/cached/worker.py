@@ -171,6 +171,8 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
             check_cancelled()
             # a deep queue is topped up REFILL files at a time (one write)
             topping = bool(held) or len(inflight) <= low or not job.jopts.pipeline
+            if topping:
+                sess.ctl.cork()  # (flushed below, or at the loop's next turn)
             while (topping and (held or job.queue) and ahead(job, cs, inflight, direction) and job.may_run(wid)
                    and cs.broken is None and not sess.ctl.lost):
                 if not held and big_file(job, job.queue[-1]):  # (found by the walk after this loop began)

@@ -65,21 +65,35 @@ BACKLOG_HIGH, BACKLOG_LOW = 4096, 2048
 class JobQueue(list):
     """The job's waiting files (a list, sorted by TreeJob.enqueue); a pop
     that leaves it at BACKLOG_LOW or fewer sets ``drained`` (the walk's
-    pacing: RemoteWalk waits for it past BACKLOG_HIGH)."""
+    pacing: RemoteWalk waits for it past BACKLOG_HIGH).  ``bytes``: their
+    listed sizes' sum, kept as they come and go (the fleet controller
+    reads it every update: TreeJob.steer)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.drained = asyncio.Event()
         self.paced = True  # False: the walk goes on whatever the queue holds (unpace)
+        self.bytes = 0
+
+    def append(self, item) -> None:
+        super().append(item)
+        self.bytes += item.t.size or 0
+
+    def extend(self, items) -> None:
+        items = list(items)
+        super().extend(items)
+        self.bytes += sum(item.t.size or 0 for item in items)
 
     def pop(self, index: int = -1):  # type: ignore[override]
         item = super().pop(index)
+        self.bytes -= item.t.size or 0
         if len(self) <= BACKLOG_LOW:
             self.drained.set()
         return item
 
     def clear(self) -> None:
         super().clear()
+        self.bytes = 0
         self.drained.set()
 
     @property
@@ -349,7 +363,7 @@ class TreeJob(JobSessions):
             self.rtt = min(rtts)
         if not self.fleet.due(now, self.rtt):
             return
-        work = self.fleet.work([it.t.size or 0 for it in self.queue], max(0, self.bytes_total - moved))
+        work = self.fleet.work(len(self.queue), self.queue.bytes, max(0, self.bytes_total - moved))
         change = self.fleet.update(now, moved, samples, self.rtt, work, path_of(self.drivers()))
         if change is not None:
             self.apply(change)
