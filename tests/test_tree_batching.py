@@ -178,3 +178,25 @@ def test_paths_of_a_tree_are_the_checked_joins_and_unsafe_names_are_refused():
                 job.paths(Item(0, Transfer(bad, 1, None)))
 
     asyncio.run(main())
+
+
+def test_ahead_fills_a_queue_of_small_files_and_paces_big_ones_by_the_rate():
+    from types import SimpleNamespace as NS
+
+    job = NS(jopts=NS(pipeline=True), rtt=0.01)
+    sess = NS(rate=lambda window: 1e6)  # two RTTs at 1 MB/s: 20 kB
+    inflight = worker.Inflight()
+    for _ in range(worker.MAX_AHEAD["get"]):
+        assert worker.ahead(job, sess, inflight, "get")  # type: ignore[arg-type]
+        inflight.append((None, NS(size=1000, bytes=0, offset=0)))
+    assert not worker.ahead(job, sess, inflight, "get")  # type: ignore[arg-type]  # full
+    while inflight:
+        inflight.popleft()
+    assert inflight.listed == 0
+    big = [NS(size=1 << 20, bytes=0, offset=0), NS(size=1 << 20, bytes=0, offset=1000), NS(size=None, bytes=5)]
+    for f in big:
+        inflight.append((None, f))
+    assert inflight.listed == (2 << 20) - 1000
+    assert not worker.ahead(job, sess, inflight, "get")  # type: ignore[arg-type]  # 2 MiB left: past 20 kB
+    big[0].bytes, big[1].bytes = (1 << 20) - 100, (1 << 20) - 1100  # (their ends still on the way)
+    assert worker.ahead(job, sess, inflight, "get")  # type: ignore[arg-type]  # 200 B left, whatever was listed

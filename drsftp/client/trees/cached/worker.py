@@ -50,6 +50,8 @@ def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direc
         return True
     if len(inflight) >= MAX_AHEAD[direction]:
         return False
+    if getattr(inflight, "listed", AHEAD_FLOOR) < AHEAD_FLOOR:
+        return True  # (at most that many bytes left: no pass over the files)
     left = 0
     for _, f in inflight:
         if f.size is not None and (todo := f.size - f.bytes - getattr(f, "offset", 0)) > 0:
@@ -58,6 +60,27 @@ def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direc
         return True
     rtt = job.rtt or 0.1
     return left < 2 * session.rate(2 * rtt) * rtt  # (the rate now: the last two RTTs' in a slow start)
+
+
+class Inflight(deque):
+    """A session's files on the wire, oldest first, as (item, file);
+    ``listed``: the bytes they still wanted when requested, at least those
+    still to come (ahead() reads it rather than summing them each time)."""
+
+    listed = 0
+
+    def append(self, entry) -> None:
+        super().append(entry)
+        self.listed += _wanted(entry[1])
+
+    def popleft(self):
+        entry = super().popleft()
+        self.listed -= _wanted(entry[1])
+        return entry
+
+
+def _wanted(f: FileGet | FilePut) -> int:
+    return max(0, (f.size or 0) - getattr(f, "offset", 0))
 
 
 def big_file(job: TreeJob, item: Item) -> bool:
@@ -162,7 +185,7 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
     as does a file whose session broke before it started (TreeJob.lost_session).
     A session closed while it waited (the server's idle timeout) ends the
     loop: the worker opens another (DATASETS.md#idle)."""
-    inflight: deque = deque()
+    inflight = Inflight()
     job.active[wid] = cs
     low = MAX_AHEAD[direction] - REFILL[direction]
     watch = StallWatch(cs, job.topts.idle_timeout)
