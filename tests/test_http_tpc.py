@@ -112,3 +112,24 @@ def test_overwrite_f_and_bad_headers(pair, ca):
     status, body = copy(ca, b.url("x.bin"), f"Source: {a.url('missing.bin')}", SRC_AUTH)
     assert status == 202 and last_line(body).startswith("failure:") and "404" in body, body
     assert not (b.root / "x.bin").exists()
+
+
+@pytest.mark.parametrize("mode", ["pull", "push"])
+def test_gfal_copy_with_its_own_macaroons(pair, ca, mode):
+    """gfal2 POSTs a macaroon request to each endpoint (RETRIEVE_BEARER_TOKEN),
+    then COPYs with the tokens: the Basic header only logs the POSTs in."""
+    a, b = pair
+    name = f"gfal-{mode}.bin"
+    assert shutil.which("gfal-copy"), "gfal-copy is missing (Debian: gfal2-util-scripts, gfal2-plugin-http)"
+    env = {**ca.env(), "GFAL_PYTHONBIN": "/usr/bin/python3"}
+    r = subprocess.run(["gfal-copy", "-vvv", "--copy-mode", mode, "-D", f"HTTP PLUGIN:HEADERS=Authorization: {BASIC}",
+                        "-D", "HTTP PLUGIN:RETRIEVE_BEARER_TOKEN=true", a.url("f.bin", "localhost").replace(
+                            "https://", "davs://"), b.url(name, "localhost").replace("https://", "davs://")],
+                       capture_output=True, text=True, timeout=180, env=env, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sha256_file(b.root / name) == sha256_file(a.root / "f.bin")
+    # gfal2 says which tokens it got (its -vvv debug lines): one from each server, by POST
+    got = r.stderr + r.stdout
+    for peer in (a, b):
+        assert f"Set bearer token in credential_map[davs://localhost:{peer.port}/" in got, got[-3000:]
+    assert "TransferHeaderAuthorization" in got

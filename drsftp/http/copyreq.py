@@ -72,13 +72,14 @@ def flag(name: str, value: str | None) -> bool:
 
 
 def streams(value: str | None, cap: int) -> int:
-    """X-Number-Of-Streams: 1 to ``cap`` (a larger number is capped)."""
+    """X-Number-Of-Streams: 1 to ``cap`` (a larger number is capped; 0,
+    which davix sends when gfal-copy is given no -n, is 1)."""
     if value is None or not value.strip():
         return 1
     v = value.strip()
-    if not v.isdigit() or len(v) > 6 or int(v) < 1:
-        raise CopyHeaderError("X-Number-Of-Streams must be a whole number of 1 or more")
-    return min(int(v), max(cap, 1))
+    if not v.isdigit() or len(v) > 6:
+        raise CopyHeaderError("X-Number-Of-Streams must be a whole number")
+    return min(max(int(v), 1), max(cap, 1))
 
 
 def ranges(total: int, first: int = 0, chunk: int = CHUNK) -> list[tuple[int, int]]:

@@ -52,6 +52,12 @@ class Remote:
         return self.url.split("?", 1)[0]
 
 
+def normal(url: str) -> str:
+    """davs:// and dav:// (gfal2's and davix's spellings) as https:// and http://."""
+    scheme, sep, rest = url.strip().partition("://")
+    return {"davs": "https", "dav": "http"}.get(scheme.lower(), scheme) + sep + rest
+
+
 def split(url: str) -> tuple[str, str, int]:
     try:
         parts = urlsplit(url.strip())
@@ -74,6 +80,7 @@ class Guard:
 
     async def check(self, url: str, what: str) -> Remote:
         """``url``'s remote, its addresses all in the peer list; Refused otherwise."""
+        url = normal(url)
         scheme, host, port = split(url)
         try:
             addresses: tuple[str, ...] = (str(ipaddress.ip_address(host)),)
