@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import threading
 
 import pytest
 from conftest import make_file, sha256_file, wait_until
-from tpcpeers import BASIC, Script, copy, curl, drsftp_peer, last_line, listener, macaroon, scripted
+from tpcpeers import BASIC, Script, copy, drsftp_peer, last_line, listener, macaroon, scripted
 from xrootdserve import make_test_ca
 
 from drsftp.http import perfmarker
@@ -133,3 +132,93 @@ def test_gfal_copy_with_its_own_macaroons(pair, ca, mode):
     for peer in (a, b):
         assert f"Set bearer token in credential_map[davs://localhost:{peer.port}/" in got, got[-3000:]
     assert "TransferHeaderAuthorization" in got
+
+
+@pytest.fixture(scope="module")
+def guarded(ca, tmp_path_factory):
+    """A server whose only listed peer is ::1: 127.0.0.1 is outside its list."""
+    d = tmp_path_factory.mktemp("guarded")
+    with drsftp_peer(d / "g", ca, "--third-party-peers", "::1") as g:
+        make_file(g.root / "f.bin", 1000, seed=5)
+        yield g
+
+
+@pytest.mark.parametrize("how", ["source", "destination", "name"])
+def test_ssrf_unlisted_remote_refused(guarded, ca, how):
+    with listener() as (port, seen):
+        url = f"https://{'localhost' if how == 'name' else '127.0.0.1'}:{port}/secret"
+        header = f"Destination: {url}" if how == "destination" else f"Source: {url}"
+        status, body = copy(ca, guarded.url("f.bin" if how == "destination" else "t.bin"), header)
+        assert status == 403 and "--third-party-peers" in body, body
+        assert seen() == 0  # nothing was fetched, or even connected to
+    assert wait_until(lambda: f":{port}/secret" in guarded.log())
+    assert "not in --third-party-peers" in guarded.log()
+    assert not (guarded.root / "t.bin").exists()
+
+
+def test_ssrf_redirect_to_unlisted_host_not_followed(guarded, ca):
+    with listener() as (port, seen):
+        script = Script(mode="redirect", location=f"http://127.0.0.1:{port}/secret")
+        with scripted(script, "::1") as rport:
+            status, body = copy(ca, guarded.url("r.bin"), f"Source: http://[::1]:{rport}/f")
+        assert status == 202, body
+        assert last_line(body).startswith("failure:") and "--third-party-peers" in body, body
+        assert script.connections == 1 and seen() == 0
+    assert not (guarded.root / "r.bin").exists()
+
+
+@pytest.fixture
+def scripted_pair(ca, tmp_path):
+    """B lists 127.0.0.1, where the scripted remote listens; --data-timeout 3."""
+    with drsftp_peer(tmp_path / "b", ca, "--third-party-peers", "127.0.0.1", "--data-timeout", "3") as b:
+        yield b
+
+
+def test_source_killed_mid_pull(scripted_pair, ca):
+    b = scripted_pair
+    make_file(b.root / "t.bin", 100, seed=8)
+    before = sha256_file(b.root / "t.bin")
+    data = os.urandom(2 << 20)
+    with scripted(Script(data=data, mode="kill", cut=1 << 20)) as port:
+        status, body = copy(ca, b.url("t.bin"), f"Source: http://127.0.0.1:{port}/f")
+    assert status == 202 and last_line(body).startswith("failure:"), body
+    assert sha256_file(b.root / "t.bin") == before  # the target untouched
+    part = b.root / ".t.bin.part"
+    assert part.exists() and part.read_bytes() == data[:part.stat().st_size] and part.stat().st_size > 0
+    assert wait_until(lambda: "path=/t.bin" in b.log())
+    assert "complete=no" in next(x for x in b.log().splitlines() if "path=/t.bin" in x)
+
+
+def test_stalled_source_fails_after_data_timeout(scripted_pair, ca):
+    b = scripted_pair
+    with scripted(Script(data=os.urandom(1 << 20), mode="stall", cut=100_000)) as port:
+        status, body = copy(ca, b.url("s.bin"), f"Source: http://127.0.0.1:{port}/f", timeout=60)
+    assert status == 202 and last_line(body).startswith("failure:"), body
+    assert "--data-timeout" in last_line(body)
+    assert not (b.root / "s.bin").exists()
+
+
+def test_token_expiring_mid_copy_does_not_stop_it(scripted_pair, ca):
+    """The copy runs on the authorisation it started with (docs/HTTP.md)."""
+    b = scripted_pair
+    token = macaroon(ca, b.url("e.bin"), ["activity:UPLOAD"], validity="PT3S")
+    data = os.urandom(3 << 20)
+    with scripted(Script(data=data, pace=0.1)) as port:  # 48 pieces of 64 KiB: about 5 s
+        status, body = copy(ca, b.url("e.bin"), f"Source: http://127.0.0.1:{port}/f", auth=f"Bearer {token}")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert (b.root / "e.bin").read_bytes() == data
+    status, body = copy(ca, b.url("e2.bin"), f"Source: http://127.0.0.1:{port}/f", auth=f"Bearer {token}")
+    assert status == 401 and "expired" in body
+
+
+def test_full_disk_fails_with_no_space(ca, tmp_path):
+    """B's root on a 4 MiB tmpfs of a mount namespace of its own."""
+    assert shutil.which("unshare"), "unshare is missing (util-linux)"
+    root = tmp_path / "small"
+    root.mkdir()
+    mount = f'mount -t tmpfs -o size=4m tmpfs "{root}" && exec "$0" "$@"'
+    with scripted(Script(data=os.urandom(8 << 20))) as port, \
+            drsftp_peer(root, ca, "--third-party-peers", "127.0.0.1", ns=("unshare", "-m", "sh", "-c", mount)) as b:
+        status, body = copy(ca, b.url("full.bin"), f"Source: http://127.0.0.1:{port}/f")
+        assert status == 202 and last_line(body).startswith("failure:") and "no space" in last_line(body), body
+        assert not (root / "full.bin").exists()

@@ -39,10 +39,11 @@ class Peer:
 
 
 @contextlib.contextmanager
-def drsftp_peer(root: Path, ca: TLSFiles, *extra: str):
+def drsftp_peer(root: Path, ca: TLSFiles, *extra: str, ns: tuple[str, ...] = ()):
+    """``ns``: a prefix the server runs under (a mount namespace of its own)."""
     root.mkdir(parents=True, exist_ok=True)
     with running_server(root, "--http-port", "0", "--tls-cert", str(ca.cert), "--tls-key", str(ca.key),
-                        "--tpc-ca-file", str(ca.ca), *extra) as srv:
+                        "--tpc-ca-file", str(ca.ca), *extra, ns_prefix=ns) as srv:
         line = srv.proc.stdout.readline()
         m = re.search(r"HTTPS on 127\.0\.0\.1:(\d+)", line)
         assert m, f"no HTTPS port in {line!r}: {srv.stderr_text()}"

@@ -117,10 +117,10 @@ async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.Client
     headers = [*job.headers, ("Range", copyreq.range_header(start, end))]
     try:
         resp, job.remote = await stripe.send("GET", job.remote, headers, "source")
-    except aiohttp.ClientError as exc:
-        raise CopyFailed(f"the source {job.remote.shown} cannot be reached: {_why(exc)}") from None
     except TimeoutError:
         raise CopyFailed(f"the source {job.remote.shown} did not answer in time") from None
+    except aiohttp.ClientError as exc:
+        raise CopyFailed(f"the source {job.remote.shown} cannot be reached: {_why(exc)}") from None
     if resp.status >= 300 and resp.status != 416:
         text = (await _small(resp)).strip()
         resp.release()
@@ -159,11 +159,11 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
                 if size >= WRITE_BATCH:
                     at += await loop.run_in_executor(None, _pwrite_all, fd, b"".join(pending), at)
                     pending, size = [], 0
-        except aiohttp.ClientError as exc:
-            raise CopyFailed(f"the source connection broke after {job.moved} bytes: {_why(exc)}") from None
-        except TimeoutError:
+        except TimeoutError:  # (aiohttp's ServerTimeoutError is a ClientError too)
             raise CopyFailed(f"the source sent nothing for {stripe.session.timeout.sock_read:g} seconds"
                              f" (--data-timeout), after {job.moved} bytes") from None
+        except aiohttp.ClientError as exc:
+            raise CopyFailed(f"the source connection broke after {job.moved} bytes: {_why(exc)}") from None
         if pending:
             at += await loop.run_in_executor(None, _pwrite_all, fd, b"".join(pending), at)
     finally:

@@ -92,12 +92,12 @@ async def _send(job: Job, method: str, extra: list[tuple[str, str]], body=None) 
     try:
         resp, job.remote = await job.stripes[0].send(method, job.remote, [*job.headers, *extra], "destination",
                                                      body)
-    except aiohttp.ClientError as exc:
-        raise CopyFailed(f"the destination {job.remote.shown} broke off after {job.moved} bytes:"
-                         f" {_why(exc)}") from None
     except TimeoutError:
         raise CopyFailed(f"the destination {job.remote.shown} made no progress for"
                          f" {job.stripes[0].session.timeout.sock_read:g} seconds (--data-timeout)") from None
+    except aiohttp.ClientError as exc:
+        raise CopyFailed(f"the destination {job.remote.shown} broke off after {job.moved} bytes:"
+                         f" {_why(exc)}") from None
     return resp
 
 
