@@ -65,6 +65,7 @@ class Job:
     overwrite: bool
     verify: bool
     streams: int
+    guard: Guard
     stripes: list[Stripe] = field(default_factory=list)
     total: int | None = None
     drs_peer: bool = False
@@ -109,8 +110,7 @@ async def start(request: web.BaseRequest, ex: Exchange, target: Target, cfg: Set
         raise Problem(400, f"{exc}.") from None
     guard = Guard(cfg.peers, who)
     remote = await guard.check(url, "destination" if push else "source")
-    job = Job(push, target, remote, headers, overwrite, verify, streams)
-    job.guard = guard  # type: ignore[attr-defined]
+    job = Job(push, target, remote, headers, overwrite, verify, streams, guard)
     if push:
         if not os.path.isfile(target.fs):
             raise Problem(404, "no such file to push.")
@@ -131,7 +131,7 @@ async def run(request: web.BaseRequest, ex: Exchange, job: Job, engine, cfg: Set
     await ex._bounded(resp.prepare(request))
     ex.began = True
     for i in range(job.streams):
-        job.stripe(i, cfg, job.guard)  # type: ignore[attr-defined]
+        job.stripe(i, cfg, job.guard)
     task = asyncio.ensure_future(engine(job, cfg))
     try:
         while True:
