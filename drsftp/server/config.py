@@ -39,10 +39,12 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "buffer_budget": ((str, int), "a size such as \"256MiB\", a number of bytes, or \"off\""),
     "data_interface": _STR, "masquerade_address": _STR, "http_port": _INT, "http_plain": _BOOL,
     "http_max_body": ((str, int), "a size such as \"10GiB\", or a number of bytes"),
+    "macaroon_secret_file": _STR, "tpc_ca_file": _STR,
     "third_party_peers": ((str, list), "an array of addresses and networks, or one string of them separated by"
                           " commas"),
 }
-PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file", "metrics_token_file")
+PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file", "metrics_token_file", "macaroon_secret_file",
+             "tpc_ca_file")
 
 # What `drsftp serve` uses for a key neither the file nor the command line sets.
 DEFAULTS: dict[str, Any] = {
@@ -53,7 +55,8 @@ DEFAULTS: dict[str, Any] = {
     "tls_key": None, "require_tls": False, "implicit_tls_port": None, "grace": 30.0, "buffer_budget": "256MiB",
     "max_streams": MAX_STREAMS, "max_streams_total": 256, "metrics": None, "metrics_token": None,
     "metrics_token_file": None, "data_interface": None, "masquerade_address": None, "third_party_peers": None,
-    "http_port": None, "http_plain": False, "http_max_body": None,
+    "http_port": None, "http_plain": False, "http_max_body": None, "macaroon_secret_file": None,
+    "tpc_ca_file": None,
 }
 MIN_TOKEN = 16  # characters of a metrics token
 LOG_FORMATS = ("text", "json")
