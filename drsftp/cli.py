@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import posixpath
@@ -158,8 +157,8 @@ def _setup_logging(verbose: int, log_file: str | None = None) -> None:
 
 
 def _cmd_transfer(args: argparse.Namespace) -> int:
-    from .client import FTPError, TransferOptions, get, put
-    from .client.session.control import os_reason
+    from .client import TransferOptions, get, put
+    from .client.http.cli import report
     from .client.session.credentials import locate
     from .client.trees.job.cli import check_json_path, run_job, wants_job
 
@@ -211,18 +210,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
 
     result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
-    if args.json:
-        try:
-            with open(args.json, "w") as f:
-                json.dump(result.to_dict(), f, indent=1)
-        except OSError as exc:
-            raise FTPError(f"cannot write {args.json}: {os_reason(exc)}") from exc
-    if not args.quiet:
-        print(result.summary_line(), file=sys.stderr)
-    if not result.complete:
-        print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
-        return 28
-    return 0
+    return report(args, result)
 
 
 def _cmd_copy(args: argparse.Namespace) -> int:

@@ -126,12 +126,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _metrics(v: str) -> str | None:
+def _refused(check: Callable[[Any], object], v: Any, lead: str = "") -> str | None:
+    """``check(v)``'s ValueError as a rule's sentence (after ``lead``); None: it passed."""
     try:
-        parse_metrics_address(v)
+        check(v)
     except ValueError as exc:
-        return str(exc)
+        return f"{lead}{exc}"
     return None
+
+
+def _metrics(v: str) -> str | None:
+    return _refused(parse_metrics_address, v)
 
 
 def token_problem(token: str) -> str | None:
@@ -162,11 +167,7 @@ def _budget(v: str | int) -> str | None:
         return None
     from ..tuning import parse_size
 
-    try:
-        parse_size(v)
-    except ValueError as exc:
-        return f"must be a size such as \"256MiB\" or \"off\": {exc}"
-    return None
+    return _refused(parse_size, v, "must be a size such as \"256MiB\" or \"off\": ")
 
 
 def _max_body(v: str | int) -> str | None:
@@ -192,19 +193,11 @@ def max_body_bytes(v: str | int | None) -> int | None:
 def _tuning(v: str) -> str | None:
     from ..tuning import check_spec
 
-    try:
-        check_spec(v)
-    except ValueError as exc:
-        return f"is not valid: {exc}"
-    return None
+    return _refused(check_spec, v, "is not valid: ")
 
 
 def _peers(v: str | list) -> str | None:
-    try:
-        parse_peers(v)
-    except ValueError as exc:
-        return str(exc)
-    return None
+    return _refused(parse_peers, v)
 
 
 RULES: dict[str, Callable[[Any], str | None]] = {
