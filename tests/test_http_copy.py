@@ -16,7 +16,7 @@ import time
 
 import pytest
 from conftest import PASSWORD, PY, USER, make_file, sha256_file, wait_until
-from tpcpeers import Script, drsftp_peer, scripted
+from tpcpeers import BASIC, Script, drsftp_peer, scripted
 from xrootdserve import make_test_ca
 
 from drsftp.client.http.errors import HTTPError
@@ -184,6 +184,19 @@ def test_json_figures_come_from_the_markers(pair, ca, tmp_path):
     assert rec["token"] == "none" and rec["seconds"] > 0  # (a source URL without a login gets no token)
 
 
+def test_a_remote_without_macaroons_gets_its_basic_login_forwarded(pair, ca, tmp_path):
+    _, b = pair
+    data = os.urandom(300_000)
+    script = Script(data=data)  # (a plain HTTP server: POST is 501 there)
+    report = tmp_path / "r.json"
+    with scripted(script) as port:
+        r = copy(ca, f"http://{LOGIN}127.0.0.1:{port}/plain.bin", url(b, "plain.bin"), "--json", str(report))
+    assert r.returncode == 0, r.stderr
+    assert (b.root / "plain.bin").read_bytes() == data and json.loads(report.read_text())["token"] == "basic"
+    got = [h for m, _, h in script.requests if m == "GET"]  # (B's: the client only asks HEAD)
+    assert got and got[0].get("Authorization") == BASIC
+
+
 def test_a_host_outside_third_party_peers_is_refused_in_one_sentence(pair, ca, tmp_path):
     a, _ = pair
     with drsftp_peer(tmp_path / "c", ca) as c:  # (no --third-party-peers: every COPY refused)
@@ -285,3 +298,14 @@ def test_usage_errors(ca):
         r = copy(ca, *argv)
         assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, (argv, r.stderr)
 
+
+
+def test_an_https_url_and_a_local_path_are_a_get_or_a_put(pair, ca, tmp_path):
+    a, b = pair
+    local = tmp_path / "here.bin"
+    assert copy(ca, "-q", url(a, "f.bin"), str(local)).returncode == 0
+    assert sha256_file(local) == sha256_file(a.root / "f.bin")
+    r = copy(ca, "-q", str(local), url(b, "up/"))
+    assert r.returncode == 1 and "409" in one_error(r)  # (no up/ on B: put makes no parents)
+    assert copy(ca, "-q", str(local), url(b, "")).returncode == 0
+    assert sha256_file(b.root / "here.bin") == sha256_file(local)

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import posixpath
 import sys
 import urllib.parse
+from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ....http.url import HTTPLocation, is_http_url
 from ...result import TransferResult
 from ...transfer.options import TransferOptions
+
+if TYPE_CHECKING:
+    from .copy import Ends, Settings
 
 SESSIONS = 4  # -c: files at once in a tree
 FTP_ONLY = {"tls": "--tls", "pasv_address": "--pasv-address", "checksum": "--checksum", "sync": "--sync",
@@ -91,30 +97,25 @@ async def _one(args: argparse.Namespace, opts: TransferOptions, src: HTTPLocatio
         return await copy_file(ends, src.path, dst.path, s)
 
 
-def _ends(args: argparse.Namespace, opts: TransferOptions, src: HTTPLocation, dst: HTTPLocation, connections: int):
+@contextlib.asynccontextmanager
+async def _ends(args: argparse.Namespace, opts: TransferOptions, src: HTTPLocation, dst: HTTPLocation,
+                connections: int) -> AsyncIterator[tuple[Ends, Settings]]:
     """The two pools (a session each, their logins) and the copy's settings."""
-    import contextlib
-
     from ....tuning import Role
+    from ...transfer import maxtime
     from ..pool import Pool
     from .copy import Ends, Settings, stream_timeout
     from .tokens import READ, WRITE, RemoteAuth, validity
 
-    @contextlib.asynccontextmanager
-    async def ends():
-        from ...transfer import maxtime
-
-        o = maxtime.started(replace(opts, use_drs_command=False))  # (no data on these connections: no DRS)
-        push = args.push
-        wait = replace(o, idle_timeout=stream_timeout(args.timeout))  # (the COPY's pool: its markers' wait first)
-        async with Pool(src, wait if push else o, Role.RECEIVER, connections, timeline=False) as sp, \
-                Pool(dst, o if push else wait, Role.RECEIVER, connections, timeline=False) as dp:
-            remote = dp if push else sp
-            auth = RemoteAuth(remote, remote.loc.path, WRITE if push else READ, validity(args.max_time))
-            s = Settings(args.parallel, args.verify, args.timeout, deadline=o.deadline, progress=opts.progress)
-            yield Ends(sp, dp, push, auth), s
-
-    return ends()
+    o = maxtime.started(replace(opts, use_drs_command=False))  # (no data on these connections: no DRS)
+    push = args.push
+    wait = replace(o, idle_timeout=stream_timeout(args.timeout))  # (the COPY's pool: the marker wait speaks first)
+    async with Pool(src, wait if push else o, Role.RECEIVER, connections, timeline=False) as sp, \
+            Pool(dst, o if push else wait, Role.RECEIVER, connections, timeline=False) as dp:
+        remote = dp if push else sp
+        auth = RemoteAuth(remote, remote.loc.path, WRITE if push else READ, validity(args.max_time))
+        s = Settings(args.parallel, args.verify, args.timeout, deadline=o.deadline, progress=opts.progress)
+        yield Ends(sp, dp, push, auth), s
 
 
 def _tree(args: argparse.Namespace, opts: TransferOptions, src: HTTPLocation, dst: HTTPLocation) -> int:
