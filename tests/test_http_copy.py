@@ -275,6 +275,17 @@ def test_ctrl_c_ends_the_copy_and_leaves_the_destination(pair, ca):
     assert (b.root / "kept.bin").read_bytes() == b"the old file"
 
 
+def test_max_time_stops_the_copy_with_28(pair, ca, tmp_path):
+    _, b = pair
+    script = Script(data=os.urandom(64 * 65536), pace=0.2)
+    report = tmp_path / "r.json"
+    with scripted(script) as port:
+        r = copy(ca, "--max-time", "2", f"http://127.0.0.1:{port}/f.bin", url(b, "late.bin"), "--json", str(report))
+    assert r.returncode == 28, r.stderr
+    assert json.loads(report.read_text())["complete"] is False
+    assert "complete=no" in copy_log(b, "/late.bin") and not (b.root / "late.bin").exists()
+
+
 def test_ftp_to_https_goes_through_the_client(pair, ca):
     a, b = pair
     ftp = f"ftp://{LOGIN}127.0.0.1:{a.srv.port}/f.bin"

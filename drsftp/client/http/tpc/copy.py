@@ -20,7 +20,6 @@ import logging
 import posixpath
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 
@@ -243,7 +242,3 @@ def stream_timeout(timeout: float) -> float:
     so the marker wait (one sentence naming --timeout) speaks first."""
     return timeout + SLACK
 
-
-def summary(r: TransferResult) -> dict[str, Any]:
-    """The per-file figures a tree's record keeps."""
-    return {k: v for k, v in r.to_dict().items() if k in ("path", "dest_path", "bytes", "seconds", "streams")}
