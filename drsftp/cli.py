@@ -126,8 +126,9 @@ def build_parser(command: str | None = None) -> _Parser:
         p.add_argument("paths", nargs="+", metavar="PATH", help=paths)
         _add_transfer_opts(p)
         add_dataset_opts(p)
-    c = sub.add_parser("copy", help="copy between two servers (third-party), or get/put with one local side")
-    c.add_argument("paths", nargs=2, metavar="PATH", help="SRC DST (ftp:// URLs; one of them may be local)")
+    c = sub.add_parser("copy", help="copy between two servers (third-party: FTP, or HTTP COPY), or get/put"
+                                    " with one local side")
+    c.add_argument("paths", nargs=2, metavar="PATH", help="SRC DST (ftp:// or https:// URLs; one of them may be local)")
     _add_transfer_opts(c)
     add_dataset_opts(c)
     from .client.thirdparty.cli import add_copy_opts
