@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import posixpath
@@ -127,8 +126,9 @@ def build_parser(command: str | None = None) -> _Parser:
         p.add_argument("paths", nargs="+", metavar="PATH", help=paths)
         _add_transfer_opts(p)
         add_dataset_opts(p)
-    c = sub.add_parser("copy", help="copy between two servers (third-party), or get/put with one local side")
-    c.add_argument("paths", nargs=2, metavar="PATH", help="SRC DST (ftp:// URLs; one of them may be local)")
+    c = sub.add_parser("copy", help="copy between two servers (third-party: FTP, or HTTP COPY), or get/put"
+                                    " with one local side")
+    c.add_argument("paths", nargs=2, metavar="PATH", help="SRC DST (ftp:// or https:// URLs; one of them may be local)")
     _add_transfer_opts(c)
     add_dataset_opts(c)
     from .client.thirdparty.cli import add_copy_opts
@@ -158,8 +158,8 @@ def _setup_logging(verbose: int, log_file: str | None = None) -> None:
 
 
 def _cmd_transfer(args: argparse.Namespace) -> int:
-    from .client import FTPError, TransferOptions, get, put
-    from .client.session.control import os_reason
+    from .client import TransferOptions, get, put
+    from .client.http.cli import report
     from .client.session.credentials import locate
     from .client.trees.job.cli import check_json_path, run_job, wants_job
 
@@ -211,18 +211,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
 
     result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
-    if args.json:
-        try:
-            with open(args.json, "w") as f:
-                json.dump(result.to_dict(), f, indent=1)
-        except OSError as exc:
-            raise FTPError(f"cannot write {args.json}: {os_reason(exc)}") from exc
-    if not args.quiet:
-        print(result.summary_line(), file=sys.stderr)
-    if not result.complete:
-        print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
-        return 28
-    return 0
+    return report(args, result)
 
 
 def _cmd_copy(args: argparse.Namespace) -> int:

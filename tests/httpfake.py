@@ -29,6 +29,7 @@ class FakeServer:
         self.cert = cert  # PEM of certificate and key: HTTPS
         self.auth = True
         self.ranges = True  # False: Accept-Ranges none, every GET whole
+        self.announce_ranges = True  # False: no Accept-Ranges at all (XRootD's HEAD), whatever ranges says
         self.cut_after: int | None = None  # a GET's body ends (connection dropped) after this many bytes
         self.bad_digest = False
         self.no_digest = False
@@ -123,7 +124,8 @@ class FakeServer:
         size = os.path.getsize(path)
         headers["Last-Modified"] = email.utils.formatdate(os.path.getmtime(path), usegmt=True)
         headers["ETag"] = f'"{size:x}-{int(os.path.getmtime(path) * 1e6):x}"'
-        headers["Accept-Ranges"] = "bytes" if self.ranges else "none"
+        if self.announce_ranges:
+            headers["Accept-Ranges"] = "bytes" if self.ranges else "none"
         wanted = request.headers.get("Want-Digest")
         if wanted and self.offered is not None:
             wanted = ",".join(w for w in wanted.split(",") if w.split(";")[0].strip() in self.offered)

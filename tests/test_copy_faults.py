@@ -6,7 +6,9 @@ middle) and a `drsftp serve` destination on 127.0.0.1:
   its part file, and a rerun with --continue moves only what B lacks;
 - the client killed: both servers end the transfer within their data
   timeout and leave the part file, nothing renamed;
-- a destination that refuses: one sentence, exit 1."""
+- a destination that refuses: one sentence, exit 1;
+- a destination that drops the source's data connection: the sentence
+  names it and --third-party-peers, whichever reply comes first."""
 
 from __future__ import annotations
 
@@ -15,12 +17,40 @@ import os
 import signal
 import subprocess
 
-from conftest import PY, make_file, running_server, sha256_file, wait_until
+from conftest import PASSWORD, PY, USER, ServerProcess, make_file, running_server, sha256_file, wait_until
 from test_copy import slow_server, transfer_lines
 
 MiB = 1 << 20
 SIZE = 6 * MiB + 11
 RATE = 1_000_000  # B/s the slow source sends (in bursts of that much, then a pause)
+
+
+# `drsftp serve` whose passive listener accepts a connection only once SIZE
+# bytes wait in it (at most 10 s), and gives up waiting for one after 3 s:
+# the source has sent the whole file into the kernel, and said 226, before
+# the destination drops the connection.
+LATE_ACCEPT = r"""
+import fcntl, struct, sys, termios, time
+from pyftpdlib.servers import FTPServer
+from drsftp.server.app import ServerConfig, build_server
+from drsftp.server.ops.translog import configure
+root, user, password, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+configure(None, "text")
+served = build_server(ServerConfig(root=root, port=0, user=user, password=password))
+served.close()
+def queued(sock):
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+class LateAccept(served.handler.passive_dtp):
+    timeout = 3
+    def handle_accepted(self, sock, addr):
+        end = time.monotonic() + 10
+        while queued(sock) < size and time.monotonic() < end:
+            time.sleep(0.01)
+        super().handle_accepted(sock, addr)
+server = FTPServer(("127.0.0.1", 0), type("LateHandler", (served.handler,), {"passive_dtp": LateAccept}))
+print(f"late-accepting drsftp server on 127.0.0.1:{server.socket.getsockname()[1]} (test)", flush=True)
+server.serve_forever()
+"""
 
 
 def _start_copy(src_url, dst_url, *extra):
@@ -158,3 +188,30 @@ def test_a_destination_that_drops_the_sources_data_connection_is_named_with_thir
                                        " connection from the source"), r.stderr
             assert "--third-party-peers" in r.stderr and "--continue" not in r.stderr, r.stderr
         assert os.listdir(b) == []
+
+
+def test_a_dropped_connection_the_source_filled_before_the_drop_is_named_too(tmp_path):
+    """The interleaving of a loaded machine, made certain: the destination
+    accepts the source's connection only once the whole file waits in it.
+    The source has said 226 (or 426 at the drop), the destination's
+    listener then gives up (421): still the sentence naming the
+    destination, not its 421 with a --continue that cannot help."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    size = 100_000  # fits the sockets' buffers on loopback
+    make_file(a / "f.bin", size, seed=26)
+    late = ServerProcess(b, cmd=[PY, "-c", LATE_ACCEPT, str(b), USER, PASSWORD, str(size)])
+    try:
+        with running_server(a, "--data-interface", "127.0.0.2") as sa:
+            r = subprocess.run([PY, "-m", "drsftp", "copy", sa.url("f.bin"), late.url("g.bin"), "--progress",
+                                "never"], capture_output=True, text=True, timeout=60)
+            logs = f"{r.stderr}\nsource:\n{sa.stderr_text()[-3000:]}\ndestination:\n{late.stderr_text()[-3000:]}"
+    finally:
+        late.stop()
+    assert r.returncode == 1, logs
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, logs
+    assert r.stderr.startswith(f"drsftp: error: the destination 127.0.0.1:{late.port} did not take the data"
+                               " connection from the source"), logs
+    assert "--third-party-peers" in r.stderr and "--continue" not in r.stderr, logs
+    assert "dropped a data connection from 127.0.0.2" in logs  # the drop happened, after the bytes came

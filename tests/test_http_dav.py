@@ -55,7 +55,7 @@ def test_options(front):
     st, h, _ = run(call(front, "OPTIONS", "/"))
     assert st == 200 and h["DAV"] == "1"
     assert set(h["Allow"].replace(" ", "").split(",")) == {"OPTIONS", "GET", "HEAD", "PUT", "DELETE", "MKCOL",
-                                                           "MOVE", "PROPFIND"}
+                                                           "MOVE", "PROPFIND", "COPY", "POST"}
 
 
 def test_mkcol(front, root):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -268,13 +269,24 @@ def test_gfal_sum_sha256_from_drsftp(peers):
 @pytest.mark.parametrize("streams", [(), ("-P", "4")], ids=["one", "P4"])
 def test_drsftp_get_from_xrootd_byte_identical(peers, tmp_path, streams):
     """The HTTP path alone (``--tuning kernel``: no buffer sizing); a file
-    larger than a MiB block, a smaller one, an empty one."""
+    larger than a MiB block, a smaller one, an empty one.  XRootD's HEAD
+    says nothing of ranges, yet it serves them: ``-P 4`` runs 4 connections
+    (the first range tried alone: client/http/fetch.py)."""
     xrd = peers["xrootd"]
+    got, reports = tmp_path / "got", tmp_path / "json"
+    got.mkdir()
+    reports.mkdir()
     for name in ("big.bin", "a.bin", "empty.dat"):
-        dest = tmp_path / name
-        ok(drsftp("get", "--tuning", "kernel", "--ca-file", str(xrd.ca.ca), *streams, xrd.url(name), str(dest)))
+        dest, report = got / name, reports / f"{name}.json"
+        ok(drsftp("get", "--tuning", "kernel", "--ca-file", str(xrd.ca.ca), *streams, "--json", str(report),
+                  xrd.url(name), str(dest)))
         assert sha256_file(dest) == sha256_file(xrd.local(name)), name
-    assert sorted(os.listdir(tmp_path)) == ["a.bin", "big.bin", "empty.dat"]
+    assert sorted(os.listdir(got)) == ["a.bin", "big.bin", "empty.dat"]
+    big = json.loads((reports / "big.bin.json").read_text())
+    if streams:
+        assert big["streams"] == 4 and big["requests"] >= 4 and big["connections"] >= 4, big
+    else:
+        assert big["requests"] >= 1 and big["streams"] >= 1
 
 
 def test_drsftp_put_to_xrootd_byte_identical(peers, tmp_path):

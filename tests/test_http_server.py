@@ -150,6 +150,34 @@ def test_partial_puts_assemble_the_file(front, root):
     assert h["DRS-Part-Ranges"] == ""  # nothing held: the file is whole
 
 
+def test_partial_puts_that_end_together_are_both_answered_whole(front, root):
+    """The first partial PUT whose bytes make the file whole renames it;
+    one that completed its writes at the same time (its body not ended
+    yet) gets the same answer, not a 500 on the vanished part file."""
+    data = os.urandom(200_000)
+    first_written = asyncio.Event()
+
+    async def slow_head():
+        yield data[:100_000]
+        await first_written.wait()  # the other part arrives and settles first
+
+    async def go():
+        async with aiohttp.ClientSession() as s:
+            async def put(body, span):
+                hdrs = {**AUTH, "Content-Range": span}
+                async with s.put(front.url("/t"), data=body, headers=hdrs, ssl=front.tls or False) as r:
+                    return r.status
+            head = asyncio.create_task(put(slow_head(), "bytes 0-99999/200000"))
+            await asyncio.sleep(0.3)  # the head's bytes are written, its body still open
+            tail = await put(data[100_000:], "bytes 100000-199999/200000")
+            first_written.set()
+            return tail, await head
+
+    tail, head = run(go())
+    assert (tail, head) == (201, 201)
+    assert (root / "t").read_bytes() == data and not [p for p in os.listdir(root) if p.endswith(".part")]
+
+
 def test_a_second_whole_writer_is_refused_and_a_cut_put_keeps_its_part(front, root):
     (root / "t").write_bytes(b"old")
     head = (f"PUT /t HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH['Authorization']}\r\n"

@@ -10,7 +10,7 @@ import pytest
 from conftest import PASSWORD, USER, make_file, sha256_file
 from test_parallel_peers import throttled_server  # noqa: F401 (fixture)
 
-from drsftp.client.streams import parallel
+from drsftp.client.streams import monitor, parallel
 from drsftp.client.transfer.getput import TransferOptions
 from drsftp.ftp.url import parse_url
 from drsftp.tuning.count.streams import Action, StreamController
@@ -50,7 +50,7 @@ def scripted(monkeypatch):
         monkeypatch.setattr(parallel, "_controller",
                             lambda streams, ctl, opts: made.append(Scripted(actions)) or made[-1])
         monkeypatch.setattr(StreamController, "interval", staticmethod(lambda rtt: interval))
-        monkeypatch.setattr(parallel, "TICK", interval / 2)
+        monkeypatch.setattr(monitor, "TICK", interval / 2)
         return made
 
     return factory

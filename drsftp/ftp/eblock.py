@@ -60,6 +60,9 @@ class Desc(enum.IntFlag):
     EOR = 0x80  # end of record (record structure only: not supported)
 
 
+_EOF, _EOD, _CLOSE, _EOR_RESTART = int(Desc.EOF), int(Desc.EOD), int(Desc.CLOSE), int(Desc.EOR | Desc.RESTART)
+
+
 class BlockError(ValueError):
     """The peer broke extended block mode's rules; the transfer must end."""
 
@@ -69,17 +72,17 @@ def header(desc: Desc | int, count: int, offset: int) -> bytes:
 
 
 def data_header(offset: int, count: int) -> bytes:
-    return header(Desc.NONE, count, offset)
+    return HEADER.pack(0, count, offset)
 
 
 def eod(*, eof_streams: int | None = None, close: bool = False) -> bytes:
     """The header that ends one connection's part of a transfer; with
     ``eof_streams`` it is also the transfer's EOF, carrying the EOD count
     (one header for both, as GridFTP sends them)."""
-    desc = Desc.EOD | (Desc.CLOSE if close else Desc.NONE)
+    desc = _EOD | (_CLOSE if close else 0)
     if eof_streams is None:
         return header(desc, 0, 0)
-    return header(desc | Desc.EOF, 0, eof_streams)
+    return header(desc | _EOF, 0, eof_streams)
 
 
 # -- decoding ---------------------------------------------------------------------
@@ -181,13 +184,13 @@ class BlockDecoder:
         return events, pos
 
     def _header(self, desc: int, count: int, offset: int) -> list[Event]:
+        # (plain ints, not Desc: enum arithmetic costs a per-file block header more than the rest)
         if desc & 0x03:
             raise BlockError(f"unknown descriptor bits 0x{desc:02x}")
-        flags = Desc(desc)
-        if flags & (Desc.EOR | Desc.RESTART):
+        if desc & _EOR_RESTART:
             raise BlockError("record structure and restart-marker blocks are not supported")
         events: list[Event] = []
-        if flags & Desc.EOF:
+        if desc & _EOF:
             if count:
                 raise BlockError("an EOF header carries no data")
             if not 1 <= offset <= MAX_EOD_COUNT:
@@ -197,11 +200,11 @@ class BlockDecoder:
             if count > self._max_count or offset + count > MAX_OFFSET:
                 raise BlockError(f"block of {count} bytes at {offset} is out of bounds")
             self._offset, self._left = offset, count
-        if flags & Desc.EOD:
+        if desc & _EOD:
             if count:
                 raise BlockError("EOD on a block that carries data")
             self.ended = True
-            events.append(EndOfData(bool(flags & Desc.CLOSE)))
+            events.append(EndOfData(bool(desc & _CLOSE)))
         return events
 
 

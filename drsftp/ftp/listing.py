@@ -26,12 +26,15 @@ class Entry:
     target: str | None = None  # LIST: where a symlink points
 
 
+_TIME_VAL = re.compile(r"(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\.\d+)?")  # (once: an MLSD line a file)
+
+
 def parse_time_val(text: str) -> float | None:
     """``YYYYMMDDHHMMSS[.sss]`` in UTC (RFC 3659 sec. 2.3)."""
-    m = re.fullmatch(r"(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\.\d+)?", text.strip())
+    m = _TIME_VAL.fullmatch(text.strip())
     if not m:
         return None
-    y, mo, d, h, mi, s = (int(x) for x in m.groups()[:6])
+    y, mo, d, h, mi, s = map(int, m.groups()[:6])
     try:
         base = calendar.timegm((y, mo, d, h, mi, s))
     except (ValueError, OverflowError):

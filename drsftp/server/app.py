@@ -76,6 +76,8 @@ class ServerConfig:
     http_port: int | None = None  # HTTPS/WebDAV here too (docs/HTTP.md); None: off
     http_plain: bool = False  # ... as plain HTTP (no certificate needed)
     http_max_body: int | None = None  # bytes of one PUT at most; None: the disk's room
+    macaroon_secret_file: str | None = None  # the macaroons' key (http/tpc/tokens.py); None: random per process
+    tpc_ca_file: str | None = None  # CAs a COPY's remote is checked against; None: the system's
     command_line_keys: frozenset[str] = frozenset()  # config keys the command line set: a reload keeps them
 
 
@@ -89,7 +91,8 @@ def build_server(cfg: ServerConfig) -> FTPServer:
         "masquerade_address": cfg.masquerade_address, "third_party_peers": cfg.third_party_peers,
         "http_port": cfg.http_port})
     _check_metrics_access(cfg)
-    if cfg.http_port is not None or cfg.http_plain or cfg.http_max_body is not None:
+    if cfg.http_port is not None or cfg.http_plain or cfg.http_max_body is not None or cfg.macaroon_secret_file \
+            or cfg.tpc_ca_file:
         from .http import front  # (aiohttp loads only for a server that speaks HTTP)
 
         front.check(cfg)
@@ -273,7 +276,8 @@ def _secrets(cfg: ServerConfig) -> dict[str, str]:
     """The files no user may download: the hashes, the private key (in the
     certificate file when no key file is given), the config."""
     files = {"the users file": cfg.users_file, "the TLS key": cfg.tls_key or cfg.tls_cert,
-             "the config file": cfg.config_file, "the metrics token file": cfg.metrics_token_file}
+             "the config file": cfg.config_file, "the metrics token file": cfg.metrics_token_file,
+             "the macaroon secret file": cfg.macaroon_secret_file}
     return {what: path for what, path in files.items() if path}
 
 

@@ -64,6 +64,10 @@ def add_serve_parser(sub, tuning_arg: Callable[[str], str]) -> None:
     s.add_argument("--http-port", type=int, metavar="PORT", help="also serve HTTPS/WebDAV here (docs/HTTP.md)")
     s.add_argument("--http-plain", action="store_true", default=None, help="serve --http-port as plain HTTP, no TLS")
     s.add_argument("--http-max-body", metavar="SIZE", help="largest HTTP upload, e.g. 10GiB (default: the disk's room)")
+    s.add_argument("--macaroon-secret-file", metavar="FILE",
+                   help="key of the macaroons HTTPS hands out (32 bytes or more; default: random, per process)")
+    s.add_argument("--tpc-ca-file", metavar="FILE",
+                   help="CA certificates (PEM) an HTTP COPY's remote is checked against (default: the system's)")
     s.add_argument("--metrics", metavar="ADDR:PORT",
                    help="serve Prometheus /metrics, /api/transfers and a status page / here (off by default;"
                         " PORT alone: 127.0.0.1)")
@@ -126,6 +130,7 @@ def cmd_serve(args) -> int:
         data_interface=o["data_interface"], masquerade_address=o["masquerade_address"],
         third_party_peers=o["third_party_peers"], http_port=o["http_port"], http_plain=o["http_plain"],
         http_max_body=server_config.max_body_bytes(o["http_max_body"]),
+        macaroon_secret_file=o["macaroon_secret_file"], tpc_ca_file=o["tpc_ca_file"],
         command_line_keys=frozenset(key for key, value in given.items() if value is not None),
     )
     configure_log(o["log_file"], o["log_format"])

@@ -39,10 +39,12 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "buffer_budget": ((str, int), "a size such as \"256MiB\", a number of bytes, or \"off\""),
     "data_interface": _STR, "masquerade_address": _STR, "http_port": _INT, "http_plain": _BOOL,
     "http_max_body": ((str, int), "a size such as \"10GiB\", or a number of bytes"),
+    "macaroon_secret_file": _STR, "tpc_ca_file": _STR,
     "third_party_peers": ((str, list), "an array of addresses and networks, or one string of them separated by"
                           " commas"),
 }
-PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file", "metrics_token_file")
+PATH_KEYS = ("root", "users", "tls_cert", "tls_key", "log_file", "metrics_token_file", "macaroon_secret_file",
+             "tpc_ca_file")
 
 # What `drsftp serve` uses for a key neither the file nor the command line sets.
 DEFAULTS: dict[str, Any] = {
@@ -53,7 +55,8 @@ DEFAULTS: dict[str, Any] = {
     "tls_key": None, "require_tls": False, "implicit_tls_port": None, "grace": 30.0, "buffer_budget": "256MiB",
     "max_streams": MAX_STREAMS, "max_streams_total": 256, "metrics": None, "metrics_token": None,
     "metrics_token_file": None, "data_interface": None, "masquerade_address": None, "third_party_peers": None,
-    "http_port": None, "http_plain": False, "http_max_body": None,
+    "http_port": None, "http_plain": False, "http_max_body": None, "macaroon_secret_file": None,
+    "tpc_ca_file": None,
 }
 MIN_TOKEN = 16  # characters of a metrics token
 LOG_FORMATS = ("text", "json")
@@ -123,12 +126,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _metrics(v: str) -> str | None:
+def _refused(check: Callable[[Any], object], v: Any, lead: str = "") -> str | None:
+    """``check(v)``'s ValueError as a rule's sentence (after ``lead``); None: it passed."""
     try:
-        parse_metrics_address(v)
+        check(v)
     except ValueError as exc:
-        return str(exc)
+        return f"{lead}{exc}"
     return None
+
+
+def _metrics(v: str) -> str | None:
+    return _refused(parse_metrics_address, v)
 
 
 def token_problem(token: str) -> str | None:
@@ -159,11 +167,7 @@ def _budget(v: str | int) -> str | None:
         return None
     from ..tuning import parse_size
 
-    try:
-        parse_size(v)
-    except ValueError as exc:
-        return f"must be a size such as \"256MiB\" or \"off\": {exc}"
-    return None
+    return _refused(parse_size, v, "must be a size such as \"256MiB\" or \"off\": ")
 
 
 def _max_body(v: str | int) -> str | None:
@@ -189,19 +193,11 @@ def max_body_bytes(v: str | int | None) -> int | None:
 def _tuning(v: str) -> str | None:
     from ..tuning import check_spec
 
-    try:
-        check_spec(v)
-    except ValueError as exc:
-        return f"is not valid: {exc}"
-    return None
+    return _refused(check_spec, v, "is not valid: ")
 
 
 def _peers(v: str | list) -> str | None:
-    try:
-        parse_peers(v)
-    except ValueError as exc:
-        return str(exc)
-    return None
+    return _refused(parse_peers, v)
 
 
 RULES: dict[str, Callable[[Any], str | None]] = {

@@ -98,7 +98,7 @@ def _transfer(args: argparse.Namespace, paths: list[str]) -> int:
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
 
     result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
-    return _report(args, result)
+    return report(args, result)
 
 
 def _tree(args: argparse.Namespace, paths: list[str], opts: TransferOptions, streams: int | None) -> int:
@@ -119,19 +119,20 @@ def _tree(args: argparse.Namespace, paths: list[str], opts: TransferOptions, str
         if not os.path.isdir(paths[0]):
             raise JobUsageError(f"{paths[0]} is not a directory; put -r takes one")
         result = asyncio.run(put_tree(paths[0], locate(paths[1], args.netrc), opts, job))
-    return _report(args, result)
+    return report(args, result)
 
 
-def _report(args: argparse.Namespace, result: TransferResult) -> int:
-    from ..session.control import os_reason
-    from .errors import HTTPError
+def report(args: argparse.Namespace, result: TransferResult) -> int:
+    """A get's or put's end, over FTP (drsftp/cli.py) or HTTP: --json's
+    file, the summary line, and the exit status (28: --max-time ran out)."""
+    from ..session.control import FTPError, os_reason
 
     if args.json:
         try:
             with open(args.json, "w") as f:
                 json.dump(result.to_dict(), f, indent=1)
         except OSError as exc:
-            raise HTTPError(f"cannot write {args.json}: {os_reason(exc)}", transient=False) from exc
+            raise FTPError(f"cannot write {args.json}: {os_reason(exc)}", transient=False) from exc
     if not args.quiet:
         print(result.summary_line(), file=sys.stderr)
     if not result.complete:

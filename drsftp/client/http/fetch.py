@@ -7,11 +7,19 @@ what arrives at its offset and stops at its share's end, which may move
 nearer while it reads (stolen): it then drops the rest of that response.
 A ``206`` must carry the ``Content-Range`` asked for, of the size the
 transfer began with (else the file changed: an error, the part kept).
+
+A server whose ``HEAD`` does not say ``Accept-Ranges: bytes`` (XRootD's)
+may serve ranges all the same (RFC 9110 sec. 14.3: a client may send
+``Range`` anyway): the first range goes alone, and only its ``206``
+starts the other connections; a ``200`` is the whole file, read from
+that answer on the one connection.  Every ``Range`` is closed
+(``bytes=A-B``): XRootD 5.5 answers ``bytes=A-`` with an empty ``206``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from ...http import spans
 from ...io.fileio import pwrite_all
@@ -20,15 +28,19 @@ from ..streams.rangeplan import Assignment, RangePlan
 from .errors import HTTPError
 from .pool import Pool, Slot
 
+log = logging.getLogger("drsftp.client")
 WAKE = 0.25  # seconds between looks at connections added while running
 
 
 class Download:
     def __init__(self, pool: Pool, path: str, fd: int, plan: RangePlan, connections: int,
-                 validator: str | None = None) -> None:
+                 validator: str | None = None, probe: bool = False) -> None:
         self.pool, self.path, self.fd, self.plan = pool, path, fd, plan
         self.wanted = connections
         self.validator = validator  # a strong ETag: If-Range (RFC 9110 sec. 13.1.5)
+        self.probing = probe  # ranges not announced: the first request's answer tells (module docstring)
+        self.whole = False  # that answer was 200: the whole file, on one connection
+        self.resumed = plan.held.total  # what the part held at the start (0 once a 200 started it over)
         self.moved = 0
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.slots: dict[int, Slot] = {}
@@ -45,7 +57,7 @@ class Download:
 
     async def run(self) -> None:
         self.plan.split(self.wanted)
-        for _ in range(self.wanted):
+        for _ in range(1 if self.probing else self.wanted):
             self.add_stream()
         try:
             while self.tasks:
@@ -61,7 +73,7 @@ class Download:
 
     # -- what -P auto steers (streams/autosteer.py) -----------------------------
     def add_stream(self) -> bool:
-        if not self.plan.can_take() or len(self.tasks) >= self.pool.connections:
+        if (self.probing and self.tasks) or not self.plan.can_take() or len(self.tasks) >= self.pool.connections:
             return False
         wid, self._next_id = self._next_id, self._next_id + 1
         self.tasks[wid] = asyncio.ensure_future(self._worker(wid))
@@ -87,9 +99,9 @@ class Download:
 
     # -- one connection ----------------------------------------------------------
     async def _worker(self, wid: int) -> None:
-        while wid not in self._retired and (asg := self.plan.take(wid)) is not None:
+        while wid not in self._retired and not self.whole and (asg := self.plan.take(wid)) is not None:
             try:
-                while not asg.done:
+                while not asg.done and not self.whole:
                     await self._fetch(wid, asg, min(asg.end, asg.pos + spans.MAX_REQUEST))
             finally:
                 self.plan.release(wid)
@@ -101,17 +113,25 @@ class Download:
         self.requests += 1
         async with self.pool.request("GET", self.path, ok=(200, 206), headers=headers) as (resp, slot):
             self.slots[wid] = slot
-            if resp.status == 200:  # (a Range ignored, or If-Range failed: RFC 9110 sec. 13.1.5)
+            if resp.status == 200 and self.probing:
+                asg = self._start_over(wid, resp.content_length)
+                stop = asg.end
+            elif resp.status == 200:  # (a Range ignored, or If-Range failed: RFC 9110 sec. 13.1.5)
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: the server sent the whole file to a ranged"
                                 " request (HTTP 200): it changed since the transfer began, or ignores ranges"
                                 " it said it serves; --continue resumes", 200, transient=False)
-            got = spans.parse_content_range(resp.headers.get("Content-Range"))
-            if got is None or got[0] != asg.pos or got[1] > end or got[2] != self.plan.size:
-                raise HTTPError(f"{self.pool.loc.url(self.path)}: the server answered bytes"
-                                f" {resp.headers.get('Content-Range', '(none)')[:60]} to a request for"
-                                f" {asg.pos}-{end - 1} of {self.plan.size} (did the file change?); --continue"
-                                " resumes", transient=False)
-            stop = got[1]
+            else:
+                got = spans.parse_content_range(resp.headers.get("Content-Range"))
+                if got is None or got[0] != asg.pos or got[1] > end or got[2] != self.plan.size:
+                    raise HTTPError(f"{self.pool.loc.url(self.path)}: the server answered bytes"
+                                    f" {resp.headers.get('Content-Range', '(none)')[:60]} to a request for"
+                                    f" {asg.pos}-{end - 1} of {self.plan.size} (did the file change?); --continue"
+                                    " resumes", transient=False)
+                stop = got[1]
+                if self.probing:  # it serves ranges: the other connections start
+                    self.probing = False
+                    for _ in range(self.wanted - 1):
+                        self.add_stream()
             async for chunk in resp.content.iter_any():
                 n = min(len(chunk), asg.left, stop - asg.pos)
                 if n <= 0:
@@ -128,6 +148,22 @@ class Download:
                     raise HTTPError(f"{self.pool.loc.url(self.path)}: the server ended a range at {asg.pos},"
                                     f" before {stop} (--continue resumes)")
 
+    def _start_over(self, wid: int, length: int | None) -> Assignment:
+        """The first range was answered 200: the whole file follows, which
+        this connection reads from byte 0 (the other connections never
+        start); a part resumed is written over."""
+        if length is not None and length != self.plan.size:
+            raise HTTPError(f"{self.pool.loc.url(self.path)}: the server sent {length} bytes as the whole file,"
+                            f" not the {self.plan.size} it gave first (did the file change?)", 200, transient=False)
+        if self.resumed:
+            log.warning("%s does not serve byte ranges: --continue starts over", self.pool.loc.url(self.path))
+        self.probing, self.whole, self.resumed = False, True, 0
+        self.plan.release(wid)
+        self.plan = RangePlan(self.plan.size)
+        asg = self.plan.take(wid)
+        assert asg is not None  # (a probe is sent only for a file of a byte or more)
+        return asg
+
 
 class WholeDownload:
     """One plain GET from byte 0 (a server that does not take ranges)."""
@@ -135,6 +171,7 @@ class WholeDownload:
     def __init__(self, pool: Pool, path: str, fd: int, size: int | None) -> None:
         self.pool, self.path, self.fd, self.size = pool, path, fd, size
         self.moved = 0
+        self.resumed = 0  # (it starts over)
         self.slot: Slot | None = None
 
     def left(self) -> int:

@@ -15,13 +15,14 @@ hands it out: the connector here notes it in the request's :class:`Slot`
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import contextvars
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -29,7 +30,9 @@ import aiohttp
 from ...http import drsheader
 from ...http.url import HTTPLocation
 from ...io.tuner import SocketTuner
-from ...tuning import Role
+from ...tuning import Role, check_spec
+from ..result import TransferResult
+from ..transfer import maxtime
 from ..transfer.options import TransferOptions
 from .errors import connection_error, status_error
 
@@ -225,3 +228,27 @@ class Pool:
             "peak_sndbuf": max(values("peak_sndbuf"), default=None),
             "handshake_window": first.get("handshake_window"), "kernel_owns": first.get("kernel_owns"),
         }
+
+
+async def on_pool(direction: str, loc: HTTPLocation, opts: TransferOptions, role: Role, connections: int,
+                  run: Callable[[Pool, TransferOptions], Awaitable[TransferResult]]) -> TransferResult:
+    """One file's transfer, ``run(pool, opts)``, on a pool of its own,
+    stopped at --max-time (transfer/maxtime.py)."""
+
+    async def within(o: TransferOptions) -> TransferResult:
+        check_spec(o.tuning)
+        async with Pool(loc, o, role, connections) as pool:
+            return await run(pool, o)
+
+    return await maxtime.within(opts, direction, loc.path, within)
+
+
+async def together(*workers: Coroutine[Any, Any, None]) -> None:
+    """Run ``workers`` at once; the first error ends them all."""
+    tasks = [asyncio.ensure_future(w) for w in workers]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

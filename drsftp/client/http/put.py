@@ -12,7 +12,6 @@ with ``DRS-Part: ranges`` which ranges the part file holds
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -21,17 +20,16 @@ from typing import Any
 from ...ftp.eblock import RangeSet
 from ...http import drsheader, spans
 from ...http.url import HTTPLocation
-from ...tuning import Role, check_spec
+from ...tuning import Role
 from ...tuning.count.streams import StreamSample
 from ..result import TransferResult
-from ..transfer import maxtime
+from ..streams.monitor import watch
 from ..transfer.getput import already_complete
 from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
 from . import auto
 from .errors import HTTPError
-from .monitor import watch
-from .pool import Pool, Slot
+from .pool import Pool, Slot, on_pool, together
 
 log = logging.getLogger("drsftp.client")
 READ_CHUNK = 1 << 20
@@ -78,13 +76,7 @@ class Upload:
                 x, y = queue.pop()
                 await self._put(x, y, spans.content_range(x, y, self.total))
 
-        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.connections, len(queue)))]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+        await together(*(worker() for _ in range(min(self.connections, len(queue)))))
         await self._put(a, b, spans.content_range(a, b, self.total))
 
     async def _put(self, start: int, end: int, content_range: str | None) -> None:
@@ -114,13 +106,8 @@ class Upload:
 
 
 async def put(src: str, loc: HTTPLocation, opts: TransferOptions, streams: int | None) -> TransferResult:
-    return await maxtime.within(opts, "put", loc.path, lambda o: _put(src, loc, o, streams))
-
-
-async def _put(src: str, loc: HTTPLocation, opts: TransferOptions, streams: int | None) -> TransferResult:
-    check_spec(opts.tuning)
-    async with Pool(loc, opts, Role.SENDER, streams or auto.AUTO_MAX) as pool:
-        return await put_with(pool, src, loc, opts, streams)
+    return await on_pool("put", loc, opts, Role.SENDER, streams or auto.AUTO_MAX,
+                         lambda pool, o: put_with(pool, src, loc, o, streams))
 
 
 async def put_with(pool: Pool, src: str, loc: HTTPLocation, opts: TransferOptions,

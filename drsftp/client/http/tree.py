@@ -29,7 +29,7 @@ from ..transfer.options import TransferOptions
 from .errors import HTTPError
 from .get import get_with
 from .ls import entries
-from .pool import Pool
+from .pool import Pool, together
 from .put import put_with
 
 log = logging.getLogger("drsftp.client")
@@ -138,13 +138,7 @@ async def _run(walk: Any, move: Any, queue: asyncio.Queue[Any], sessions: int) -
         for _ in range(sessions):
             await queue.put(None)
 
-    tasks = [asyncio.ensure_future(walker())] + [asyncio.ensure_future(worker()) for _ in range(sessions)]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    await together(walker(), *(worker() for _ in range(sessions)))
 
 
 async def _make_dir(pool: Pool, path: str, listing: bool, parents: bool = False) -> dict[str, Entry]:

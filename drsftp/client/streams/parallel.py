@@ -12,18 +12,16 @@ connection's session (RFC 4217 sec. 10).
 A get writes ``DEST.part`` at the offsets it receives and keeps beside it
 ``DEST.part.ranges`` (:mod:`.rangeplan`): the remote size and MDTM and the
 ranges held, rewritten every second and when the transfer stops;
-``--continue`` fetches only the gaps.  The monitor here sums progress,
-enforces --max-time and, under ``-P auto``, applies the stream
-controller's decisions (:mod:`drsftp.tuning.count.streams`).
+``--continue`` fetches only the gaps.  The monitor (:mod:`.monitor`, the
+HTTP client's too) sums progress, enforces --max-time and, under ``-P
+auto``, applies the stream controller's decisions
+(:mod:`drsftp.tuning.count.streams`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import time
-from dataclasses import dataclass, field
 
 from ...ftp.eblock import RangeSet
 from ...ftp.partname import download_part
@@ -46,14 +44,12 @@ from ..transfer.verify import verify
 from .autosteer import AutoSteering
 from .modee.get import ModeEGet
 from .modee.put import ModeEPut
+from .monitor import Outcome, watch
 from .ranged import RangedGet
-from .rangeplan import RangePlan, ResumeRecord, drop_record, load_record, save_record
+from .rangeplan import RangePlan, drop_record, held_in, open_part, record_saver
 
 log = logging.getLogger("drsftp.client")
 AUTO_MAX = 16  # -P auto stays at or below this many streams
-SAVE_EVERY = 1.0  # seconds between resume-record writes
-TICK = 0.25
-TIMELINE_LIMIT = 20_000  # timeline rows kept (bounded memory)
 
 
 def extended_block(ctl: ControlConnection) -> bool:
@@ -117,10 +113,10 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int 
         if opts.resume:
             if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
                 return already_complete("get", loc.path, size)
-            held = _held(part, size, mtime)
+            held = held_in(part, size, mtime, "MDTM")
         try:
             transfer.make_parents(dest)
-            fd = _open_part(part, fresh=not held.total)
+            fd = open_part(part, fresh=not held.total)
         except OSError as exc:
             raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
         try:
@@ -143,16 +139,11 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int 
             if on_driver is not None:
                 on_driver(driver)
 
-            def save() -> None:
-                try:
-                    save_record(part, ResumeRecord(size, mtime, driver.held))
-                except OSError as exc:  # a resume aid: the transfer's own error, if any, is the one to tell
-                    log.info("cannot write the resume record of %s: %s (the last one stays)", part, os_reason(exc))
-
+            save = record_saver(part, size, mtime, lambda: driver.held)
             save()
             view = ProgressView(os.path.basename(loc.path), size, opts.progress)
             try:
-                out = await _monitor(driver, controller, opts, view, held.total, save)
+                out = await watch(driver, opts, view, held.total, save, _steering(controller, driver))
             except LocalWriteError as exc:  # a block's write (a full disk), not the network's
                 raise exc.naming(dest) from exc
             finally:
@@ -212,7 +203,7 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int |
                 on_driver(driver)
             view = ProgressView(os.path.basename(src), total, opts.progress)
             try:
-                out = await _monitor(driver, controller, opts, view, held.total, None)
+                out = await watch(driver, opts, view, held.total, None, _steering(controller, driver))
             except BaseException:
                 putresume.save(record, total, mtime, driver.server_held)
                 raise
@@ -233,105 +224,6 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int |
             await ctl.close()
 
 
-@dataclass
-class StreamsOutcome:
-    seconds: float = 0.0
-    timed_out: bool = False
-    start: int | None = None  # -P auto: the streams it started with
-    changes: list[dict] = field(default_factory=list)  # -P auto: when the stream count changed
-    timeline: list[dict] = field(default_factory=list)  # every TICK: the sum over the streams
-
-
-async def _monitor(driver, controller: StreamController | WindowedStreams | None, opts: TransferOptions,
-                   view: ProgressView, resumed: int, save) -> StreamsOutcome:
-    """Run the driver; meanwhile show progress, keep a timeline, write the
-    resume record, stop at --max-time, and apply -P auto."""
-    out = StreamsOutcome(start=controller.streams if controller is not None else None)
-    started = time.monotonic()
-    deadline = maxtime.lift(opts)  # (the driver's run stops at its instant: below)
-    run = asyncio.ensure_future(driver.run())
-    last_save = last_ctl = started
-    last_moved, last_tick, rate, ctl_moved = 0, started, 0.0, 0
-    interval = StreamController.interval(None)
-    steering = AutoSteering(controller, driver) if controller is not None else None
-    try:
-        while not run.done():
-            await asyncio.wait([run], timeout=min(TICK, deadline.left()) if deadline else TICK)
-            now = time.monotonic()
-            moved = driver.moved
-            if now - last_tick > 0:
-                rate = (moved - last_moved) / (now - last_tick)
-            samples = driver.samples()
-            rtt = min((s.rtt for s in samples if s.rtt), default=None)
-            view.update(resumed + moved, rate * 8, rtt, None)
-            if len(out.timeline) < TIMELINE_LIMIT:
-                out.timeline.append({"t": round(now - started, 4), "bytes": moved, "rate_bps": round(rate * 8),
-                                     "streams": len(samples), "rtt_ms": round(rtt * 1000, 3) if rtt else None})
-            if save is not None and now - last_save >= SAVE_EVERY:
-                save()
-                last_save = now
-            if deadline is not None and deadline.passed and not run.done():
-                out.timed_out = True
-                run.cancel()
-                break
-            if steering is not None and now - last_ctl >= interval:
-                goodput = (moved - ctl_moved) / (now - last_ctl)
-                left = _bytes_left(driver, resumed)
-                if steering.update(goodput, samples,
-                                   left / goodput / interval if left is not None and goodput > 0 else None):
-                    out.changes.append({"t": round(now - started, 3), "streams": steering.applied,
-                                        "window": steering.window})
-                interval = StreamController.interval(rtt)
-                last_ctl, ctl_moved = now, moved
-            last_moved, last_tick = moved, now
-        try:
-            await run
-        except asyncio.CancelledError:
-            if not out.timed_out:
-                raise
-    finally:
-        if not run.done():
-            run.cancel()
-            await asyncio.gather(run, return_exceptions=True)
-    out.seconds = time.monotonic() - started
-    return out
-
-
-def _bytes_left(driver, resumed: int) -> int | None:
-    """What the transfer still has to move (None: its size is unknown)."""
-    size = getattr(driver, "size", None) or getattr(driver, "total", None) or getattr(
-        getattr(driver, "plan", None), "size", None)
-    return max(0, size - resumed - driver.moved) if size else None
-
-
-def _held(part: str, size: int, mtime: str | None) -> RangeSet:
-    """What an earlier get left in ``part``: its record's ranges if the
-    record describes this remote file; with no record, a single-stream
-    get's prefix; a record of another file: nothing."""
-    if not os.path.exists(part):
-        return RangeSet()
-    record = load_record(part)
-    if record is None:
-        return RangeSet([(0, min(os.path.getsize(part), size))])
-    if not record.matches(size, mtime):
-        log.warning("%s is from another version of the file (size or MDTM differs): starting over", part)
-        return RangeSet()
-    have = os.path.getsize(part)
-    return RangeSet([(a, min(b, have)) for a, b in record.held if a < have])
-
-
-def _open_part(part: str, fresh: bool) -> int:
-    """The .part file for writes at offsets (a fresh one replaces any old
-    file rather than truncating it in place: transfer.open_part)."""
-    if fresh:
-        drop_record(part)
-        try:
-            os.unlink(part)
-        except FileNotFoundError:
-            pass
-    return os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
-
-
 def _mdtm(ctl: ControlConnection, reply: Reply) -> str | None:
     """The remote modification time (RFC 3659 3), to tell a changed file;
     taken only from a server that lists MDTM in FEAT."""
@@ -348,7 +240,11 @@ async def _usable(ctl: ControlConnection, loc: FTPLocation, opts: TransferOption
     return await open_logged_in(loc, opts)
 
 
-def _result(direction: str, path: str, driver, total: int, resumed: int, out: StreamsOutcome, mode: str,
+def _steering(controller: StreamController | WindowedStreams | None, driver) -> AutoSteering | None:
+    return AutoSteering(controller, driver) if controller is not None else None
+
+
+def _result(direction: str, path: str, driver, total: int, resumed: int, out: Outcome, mode: str,
             streams: int | None) -> TransferResult:
     summary = driver.summary()
     summary.update({"mode": mode, "parallel": "auto" if streams is None else streams,

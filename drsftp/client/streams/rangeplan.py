@@ -9,17 +9,23 @@ what it reported is held (written), so ``held`` is what a resume record
 may claim (docs/PARALLEL.md).
 
 ``ResumeRecord`` is the JSON kept beside ``DEST.part``: the remote size and
-modification time, and the ranges the .part holds.
+version (FTP's MDTM, HTTP's validator), and the ranges the .part holds;
+a get over either protocol resumes from it (``held_in``, ``record_saver``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...ftp.eblock import RangeSet
+from ..session.control import os_reason
+
+log = logging.getLogger("drsftp.client")
 
 MIN_STEAL = 1 << 20  # a range with less than 2x this ahead of it is not split
 ALIGN = 1 << 16  # split points on 64 KiB boundaries
@@ -208,3 +214,44 @@ def drop_record(part: str) -> None:
             os.unlink(p)
         except FileNotFoundError:
             pass
+
+
+def held_in(part: str, size: int, version: str | None, what: str) -> RangeSet:
+    """What an earlier get left in ``part``: its record's ranges if the
+    record describes this version of the remote file (``what`` names the
+    version: MDTM, validator); with no record, a single-stream get's prefix;
+    a record of another version: nothing."""
+    if not os.path.exists(part):
+        return RangeSet()
+    record = load_record(part)
+    if record is None:
+        return RangeSet([(0, min(os.path.getsize(part), size))])
+    if not record.matches(size, version):
+        log.warning("%s is from another version of the file (size or %s differs): starting over", part, what)
+        return RangeSet()
+    have = os.path.getsize(part)
+    return RangeSet([(a, min(b, have)) for a, b in record.held if a < have])
+
+
+def open_part(part: str, fresh: bool) -> int:
+    """The .part file for writes at offsets (a fresh one replaces any old
+    file rather than truncating it in place, as transfer/onefile.py does)."""
+    if fresh:
+        drop_record(part)
+        try:
+            os.unlink(part)
+        except FileNotFoundError:
+            pass
+    return os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
+
+
+def record_saver(part: str, size: int, version: str | None, held: Callable[[], RangeSet]) -> Callable[[], None]:
+    """``save()``: the record of what ``held()`` says the part holds now."""
+
+    def save() -> None:
+        try:
+            save_record(part, ResumeRecord(size, version, held()))
+        except OSError as exc:  # a resume aid: the transfer's own error, if any, is the one to tell
+            log.info("cannot write the resume record of %s: %s (the last one stays)", part, os_reason(exc))
+
+    return save

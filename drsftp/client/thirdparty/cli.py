@@ -24,18 +24,27 @@ def add_copy_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-data", choices=("private", "clear"), default="private",
                    help="with --tls between two servers: private (PROT P; the source must take SSCN, as the"
                         " data connection's TLS client) or clear (PROT C: only the control connections encrypted)")
+    p.add_argument("--push", action="store_true",
+                   help="between two https:// URLs: send the COPY to SRC with Destination (default: a pull, the"
+                        " COPY sent to DST with Source)")
 
 
 def _is_url(text: str) -> bool:
     return text.startswith(("ftp://", "ftps://"))
 
 
+def _is_http(text: str) -> bool:
+    return text.lower().startswith(("https://", "http://"))
+
+
 def one_local_side(args: argparse.Namespace) -> str | None:
     """"get" or "put" when one side is local (the same code path as those
     commands), None for two URLs; two local paths are a usage error."""
     src, dst = args.paths
-    if _is_url(src) and _is_url(dst):
-        return None
+    if (_is_url(src) and _is_url(dst)) or any(_is_http(p) for p in args.paths):
+        return None  # (run_copy: https:// URLs go to client/http/tpc)
+    if args.push:
+        raise JobUsageError("--push is for a copy between two https:// URLs")
     if args.tls_data != "private":
         raise JobUsageError("--tls-data is for copies between two servers")
     if _is_url(src):
@@ -67,7 +76,12 @@ def _options(args: argparse.Namespace):
 
 def run_copy(args: argparse.Namespace) -> int:
     """A third-party copy: one file, or a tree (-r, --sync)."""
+    if any(_is_http(p) for p in args.paths):
+        from ..http.tpc.command import run_http_copy
 
+        return run_http_copy(args)
+    if args.push:
+        raise JobUsageError("--push is for a copy between two https:// URLs")
     if args.retries < 0:
         raise JobUsageError("--retries must be 0 or more")
     if args.checksum and not args.sync:

@@ -92,6 +92,7 @@ class CopyRun:
         self.moved = 0
         self.out = RunOutcome(streams_start=spec.streams if auto is not None else None)
         self.streams = spec.streams
+        self.drs_answered: set[Side] = set()  # sides that answered a relayed DRS (any code) in this run
 
     # -- what the job's fleet controller reads (drsftp.client.trees.job.fleet) -------------
     def samples(self) -> list[StreamSample]:
@@ -278,10 +279,39 @@ class CopyRun:
         other = failed.side.other
         if failed.reply is not None and self.pair.ctl(other).lost:
             failed = self.flow.lost(other, "closed by the server")
-        refused = self.flow.data_refused(failed, connected, self.moved)
+        refused = self._refused(failed, connected)
         if refused is not None:
             return FTPError(refused, failed.reply, transient=False)
         return copy_error(failed.reason, failed.reply)
+
+    def _refused(self, failed: Failed, connected: bool) -> str | None:
+        """The sentence for a data connection the passive side did not take
+        (ftp/thirdparty.py, data_refused), whichever reply comes first: the
+        active side's reset, or the passive side's own 421/425 once its
+        listener gave up (pyftpdlib's passive timeout).  In stream mode the
+        active side answered PORT once connected (port_accepted), so a
+        passive side that then took nothing left that connection untaken."""
+        flow, passive = self.flow, self.flow.passive_side
+        if (failed.side is passive and failed.reply is not None and failed.reply.code in (421, 425)
+                and not self.spec.mode_e and not self.spec.cached and not self._passive_took()):
+            failed, connected = Failed(flow.active_side, failed.reason, failed.reply, (passive,)), False
+        return flow.data_refused(failed, connected, self._passive_took())
+
+    def _passive_took(self) -> int:
+        """Bytes the passive side's data channel took, by its own count once
+        it answered a relayed DRS (a stream-mode server with no data channel
+        answers 425, and reports nothing).  Not the active side's count:
+        that is what the passive host's kernel acknowledged, and a
+        connection waiting unaccepted holds such bytes until it is dropped.
+        A side that never answered: the relay's count (moved)."""
+        passive = self.flow.passive_side
+        if self.spec.cached or passive not in self.drs_answered:
+            return self.moved
+        return max(0, self.relay.latest(passive).get(BYTES, 0))
+
+    def _drs_answer(self, side: Side, fut: asyncio.Future) -> None:
+        if not fut.cancelled() and fut.exception() is None:
+            self.drs_answered.add(side)
 
     def _connected(self, side: Side) -> bool:
         """``side``'s transfer ended, or may have had its data: its byte
@@ -323,6 +353,7 @@ class CopyRun:
                 continue  # (the connection is gone, or its transfer has ended)
             self.relay.sent(side, now, line)
             pending.final.add_done_callback(functools.partial(drs_replied, self.relay, side))
+            pending.final.add_done_callback(functools.partial(self._drs_answer, side))
 
     def _look(self, now: float, started: float) -> None:
         """Progress, the bar, the timeline, and -P auto's next decision."""

@@ -23,7 +23,8 @@ from .files import content_type, etag, last_modified
 from .paths import Target, inside
 from .problem import Problem
 
-ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, MOVE, PROPFIND"
+# COPY: third-party copy; POST: macaroon requests (docs/HTTP.md, "Third-party copy")
+ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, MOVE, PROPFIND, COPY, POST"
 MAX_BODY = 64 * 1024  # bytes of a PROPFIND body
 MAX_ENTRIES = 100_000  # entries of one Depth 1 listing
 DAV = "DAV:"

@@ -205,8 +205,9 @@ HEADER_TIMEOUT = 60.0  # s a connection may take to send a request's headers (--
 def check(cfg) -> None:
     """--http-port's companions (app.ServerConfig), before anything listens."""
     if cfg.http_port is None:
-        if cfg.http_plain or cfg.http_max_body is not None:
-            raise ConfigError("--http-plain and --http-max-body need --http-port")
+        if cfg.http_plain or cfg.http_max_body is not None or cfg.macaroon_secret_file or cfg.tpc_ca_file:
+            raise ConfigError("--http-plain, --http-max-body, --macaroon-secret-file and --tpc-ca-file need"
+                              " --http-port")
         return
     if not cfg.tls_cert and not cfg.http_plain:
         raise ConfigError("--http-port needs --tls-cert (and --tls-key) for HTTPS, or --http-plain for plain"
@@ -219,6 +220,22 @@ def check(cfg) -> None:
         raise ConfigError("--http-max-body must be a size of 1 byte or more")
 
 
+def _tpc(cfg, settings: Settings):
+    """COPY's and the macaroons' settings (tpc/): the token secret, and the
+    CAs a COPY's remote is checked against (--tpc-ca-file, else the system's)."""
+    from .tpc.handlers import TPC
+    from .tpc.tokens import Tokens, load_secret
+
+    client = tlspolicy.apply(ssl.create_default_context())
+    if cfg.tpc_ca_file:
+        try:
+            client.load_verify_locations(cafile=cfg.tpc_ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"cannot load --tpc-ca-file {cfg.tpc_ca_file}: {exc}") from exc
+    return TPC(Tokens(load_secret(cfg.macaroon_secret_file)), client, cfg.max_streams, cfg.data_timeout or None,
+               settings)
+
+
 def build(handler: Any, cfg) -> HTTPFront:
     """The HTTP front of the FTP server whose handler class is ``handler``
     (its users, budget, tuning, metrics), bound, not started."""
@@ -226,6 +243,7 @@ def build(handler: Any, cfg) -> HTTPFront:
     service = Service(handler, tls=tls is not None, max_body=cfg.http_max_body,
                       data_timeout=cfg.data_timeout or None)
     settings = Settings(cfg.tuning, handler.allow_force, handler.host_limits, handler.buffer_budget)
+    service.tpc = _tpc(cfg, settings)
     header_timeout = min(cfg.idle_timeout or HEADER_TIMEOUT, HEADER_TIMEOUT)
     return HTTPFront(service, cfg.host, cfg.http_port, tls, settings=settings, header_timeout=header_timeout,
                      max_cons=cfg.max_cons, max_cons_per_ip=cfg.max_cons_per_ip)

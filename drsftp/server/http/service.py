@@ -25,10 +25,11 @@ from . import auth, dav, files, uploads
 from .drs import Connection, Exchange
 from .paths import destination, resolve, url_parts
 from .problem import Problem
+from .tpc import handlers
 
 log = logging.getLogger("drsftp.server")
 
-METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "MKCOL", "MOVE", "PROPFIND", "OPTIONS"})
+METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "MKCOL", "MOVE", "PROPFIND", "OPTIONS", "COPY", "POST"})
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Service:
     running: int = 0  # requests being answered
     digests: files.DigestCache = field(default_factory=files.DigestCache)
     ledger: uploads.Ledger = field(default_factory=uploads.Ledger)
+    tpc: Any = None  # tpc.handlers.TPC: COPY and macaroons (None: not served)
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         self.running += 1
@@ -76,15 +78,24 @@ class Service:
         method = request.method
         if method not in METHODS:
             raise Problem(405, f"{method} is not served here.", {"Allow": dav.ALLOW})
+        if method in ("COPY", "POST") and self.tpc is None:
+            raise Problem(405, f"{method} is not served here.", {"Allow": dav.ALLOW})
         parts = url_parts(request.raw_path)
-        try:
-            who = await auth.login(self.handler.authorizer, method, request.headers.get("Authorization"))
-        except auth.Refused as refused:
-            self._observe(translog.login_record(time.time(), request.remote or "?", refused.user, False, self.tls))
-            raise
-        auth.check_perm(who, method)
+        who, grant = await self._login(request)
+        if method == "COPY":
+            handlers.check_copy_perm(who, request)
+        elif method != "POST":
+            auth.check_perm(who, method)
         target = resolve(who.home, parts)
+        if grant is not None:
+            other = destination(request.headers.get("Destination"), who.home) if method == "MOVE" else None
+            handlers.scope(grant, request, target, other)
         headers = ex.headers = self._drs(request, ex)
+        if method == "COPY":
+            ex.who, ex.href = who, target.href
+            return await handlers.answer_copy(self.tpc, self.handler, request, ex, who, target)
+        if method == "POST":
+            return await handlers.answer_post(self.tpc, request, ex, who, target, grant)
         if method in ("GET", "PUT"):
             ex.who, ex.href = who, target.href  # a transfer: its log line
         if method in ("GET", "HEAD"):
@@ -107,6 +118,21 @@ class Service:
             resp = dav.propfind(request, target, await _small_body(ex))
         resp.headers.update(headers)
         return resp
+
+    async def _login(self, request: web.BaseRequest) -> tuple[auth.Login, Any]:
+        """The request's user, by a bearer macaroon (with its grant) or by
+        Basic; a request carrying both (gfal2 adds a configured Basic header
+        to its token) is taken by its token, the narrower of the two."""
+        bearer = _bearer(request) if self.tpc is not None else None
+        if bearer is not None:
+            grant = self.tpc.tokens.verify(bearer)
+            return self.tpc.tokens.login(self.handler.authorizer, grant), grant
+        try:
+            return await auth.login(self.handler.authorizer, request.method,
+                                    request.headers.get("Authorization")), None
+        except auth.Refused as refused:
+            self._observe(translog.login_record(time.time(), request.remote or "?", refused.user, False, self.tls))
+            raise
 
     def _drs(self, request: web.BaseRequest, ex: Exchange) -> dict[str, str]:
         """A DRS request header's pairs to the tuner of the direction the
@@ -144,6 +170,15 @@ class Service:
 
     def _log(self, request: web.BaseRequest, ex: Exchange, who: auth.Login, href: str, began: float,
              wall: float) -> None:
+        job = getattr(ex, "copy", None)
+        if job is not None and ex.began:
+            remote = job.stripes[0].remote if job.stripes and job.stripes[0].remote else None
+            rec = translog.transfer_record(wall, request.remote or "?", who.user, "get" if job.push else "put", href,
+                                           job.moved, time.monotonic() - began, job.streams, job.drs_peer,
+                                           ex.complete, self.tls, remote[0] if remote else job.remote.host)
+            rec["remote"] = job.remote.shown  # (the copy's other end; the log line names it)
+            self._observe(rec)
+            return
         if request.method == "PUT" and ex.began:
             direction, nbytes, complete = "put", ex.received, ex.complete
         elif request.method == "GET" and ex.sent:
@@ -159,6 +194,17 @@ class Service:
         metrics = getattr(self.handler, "metrics", None)
         if metrics is not None:
             metrics.observe(rec)
+
+
+def _bearer(request: web.BaseRequest) -> str | None:
+    """A bearer token: an ``Authorization: Bearer`` field, else ``?authz=``
+    (dCache's and XRootD's form of a macaroon in a URL)."""
+    for value in request.headers.getall("Authorization", []):
+        scheme, _, token = value.strip().partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    token = request.query.get("authz", "").strip()
+    return token.removeprefix("Bearer%20").removeprefix("Bearer ") or None
 
 
 def _role(request: web.BaseRequest) -> Role:

@@ -41,6 +41,7 @@ class Part:
     held: RangeSet = field(default_factory=RangeSet)
     writers: int = 0
     whole: bool = False  # a whole-file PUT writes it
+    settled: int | None = None  # the status of the PUT that renamed it into place
 
 
 class Ledger:
@@ -188,10 +189,15 @@ def _settle(target: Target, path: str, part: Part, ledger: Ledger, rng: tuple[in
             headers["DRS-Part-Ranges"] = ",".join(f"{a}-{b - 1}" for a, b in part.held)
             return web.Response(status=202, text="the part is stored; the file is not whole yet.\n",
                                 headers=headers)
+        if part.settled is not None:
+            # partial PUTs that ended together: the first renamed the file
+            # whole, this one's bytes are in it; the same answer again
+            return web.Response(status=part.settled, headers=headers)
         os.truncate(path, total)
     existed = os.path.lexists(target.fs)
     os.replace(path, target.fs)
     ledger.forget(path)
+    part.settled = 204 if existed else 201
     if existed:
         return web.Response(status=204, headers=headers)
     return web.Response(status=201, text="stored.\n", headers=headers)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,9 @@ from ...streams.modee.base import ModeESession
 from ...transfer.options import TransferOptions
 
 SMALL_WIRE = 256 << 10  # bytes on a session's wire below which its streams tick every SMALL_TICK s
-SMALL_TICK = 0.05
+# s: the server's idle streams' pace (its eblock IDLE_TICK), and one DRS
+# exchange a SMALL_DRS s (docs/decisions/0040-small-files-batched-per-session.md)
+SMALL_TICK, SMALL_DRS = 0.25, 1.0
 
 
 @dataclass(kw_only=True)
@@ -44,6 +47,7 @@ class CachedSession(ModeESession):
         super().__init__(ctl, opts, wanted)
         self.files: deque[Any] = deque()  # requested, not yet finished
         self.broken: FTPError | None = None
+        self.small = False  # the wire held under SMALL_WIRE at the last tick (tick_floor)
 
     @property
     def moved(self) -> int:
@@ -59,11 +63,19 @@ class CachedSession(ModeESession):
         for f in self.files:
             left += (f.size or 0) - f.bytes
             if left >= SMALL_WIRE:
+                self.small = False
                 return 0.0
+        self.small = True
         return SMALL_TICK
 
     def drs_wanted(self) -> bool:
-        return bool(self.files)  # between files the exchange says nothing
+        """Between files the exchange says nothing; while the wire is small
+        (tick_floor) one every SMALL_DRS s: no window limits anything then,
+        and each exchange is a command and a reply for both ends to handle
+        (one every tick was a third of a put's commands on loopback)."""
+        if not self.files:
+            return False
+        return not self.small or time.monotonic() - self.drs.exchange.last_sent >= SMALL_DRS
 
     def _on_peer_report(self, pairs: dict[str, int], seconds: float) -> None:
         """A DRS report counts for the oldest file without its final reply:

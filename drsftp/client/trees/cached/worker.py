@@ -32,6 +32,10 @@ MIN_AHEAD, MAX_AHEAD = 2, {"get": 32, "put": 16}
 # busy while the client handles the last replies (a loopback or LAN RTT is
 # shorter than either end's time per file)
 AHEAD_FLOOR = 256 << 10
+# files a session's full queue (MAX_AHEAD) drops by before more are asked:
+# their commands (and a put's MFMTs) go out in one write, which both ends
+# read at once, not a write and a read per file (docs/decisions/0040-small-files-batched-per-session.md)
+REFILL = {"get": 8, "put": 4}
 
 
 def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direction: str) -> bool:
@@ -46,6 +50,8 @@ def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direc
         return True
     if len(inflight) >= MAX_AHEAD[direction]:
         return False
+    if getattr(inflight, "listed", AHEAD_FLOOR) < AHEAD_FLOOR:
+        return True  # (at most that many bytes left: no pass over the files)
     left = 0
     for _, f in inflight:
         if f.size is not None and (todo := f.size - f.bytes - getattr(f, "offset", 0)) > 0:
@@ -54,6 +60,27 @@ def ahead(job: TreeJob, session: CachedGets | CachedPuts, inflight: deque, direc
         return True
     rtt = job.rtt or 0.1
     return left < 2 * session.rate(2 * rtt) * rtt  # (the rate now: the last two RTTs' in a slow start)
+
+
+class Inflight(deque):
+    """A session's files on the wire, oldest first, as (item, file);
+    ``listed``: the bytes they still wanted when requested, at least those
+    still to come (ahead() reads it rather than summing them each time)."""
+
+    listed = 0
+
+    def append(self, entry) -> None:
+        super().append(entry)
+        self.listed += _wanted(entry[1])
+
+    def popleft(self):
+        entry = super().popleft()
+        self.listed -= _wanted(entry[1])
+        return entry
+
+
+def _wanted(f: FileGet | FilePut) -> int:
+    return max(0, (f.size or 0) - getattr(f, "offset", 0))
 
 
 def big_file(job: TreeJob, item: Item) -> bool:
@@ -158,12 +185,18 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
     as does a file whose session broke before it started (TreeJob.lost_session).
     A session closed while it waited (the server's idle timeout) ends the
     loop: the worker opens another (DATASETS.md#idle)."""
-    inflight: deque = deque()
+    inflight = Inflight()
     job.active[wid] = cs
+    low = MAX_AHEAD[direction] - REFILL[direction]
+    watch = StallWatch(cs, job.topts.idle_timeout)
     try:
         while True:
             check_cancelled()
-            while ((held or job.queue) and ahead(job, cs, inflight, direction) and job.may_run(wid)
+            # a deep queue is topped up REFILL files at a time (one write)
+            topping = bool(held) or len(inflight) <= low or not job.jopts.pipeline
+            if topping:
+                sess.ctl.cork()  # (flushed below, or at the loop's next turn)
+            while (topping and (held or job.queue) and ahead(job, cs, inflight, direction) and job.may_run(wid)
                    and cs.broken is None and not sess.ctl.lost):
                 if not held and big_file(job, job.queue[-1]):  # (found by the walk after this loop began)
                     if inflight:
@@ -196,7 +229,7 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
                     continue
                 return
             item, f = inflight[0]
-            await _until_done(job, cs, f)
+            await watch.until_done(f)
             inflight.popleft()
             # what its end sends (a put's MFMT) and the next files' commands: one write
             sess.ctl.cork()
@@ -217,22 +250,49 @@ async def _run(job: TreeJob, wid: int, sess: RemoteSession, cs: CachedGets | Cac
             if cs.broken is not None or broken(failure):
                 return
     finally:
+        watch.stop()
         sess.ctl.flush()
         job.active.pop(wid, None)
         for item, _ in inflight:
             job.requeue(item)
 
 
-async def _until_done(job: TreeJob, cg: CachedGets | CachedPuts, fg: FileGet | FilePut) -> None:
-    """The file's end, or a stall of the whole session's data."""
-    last = (time.monotonic(), cg.received)
-    while not fg.done.done():
-        await asyncio.wait([fg.done], timeout=0.5)
-        moved = cg.received
-        if moved != last[1]:
-            last = (time.monotonic(), moved)
-        elif time.monotonic() - last[0] > job.topts.idle_timeout:
-            cg.fail(FTPError(f"data connections stalled for {job.topts.idle_timeout:.0f} s"))
+class StallWatch:
+    """A session's data stalled: no byte moved for ``idle`` s while a file
+    is awaited fails the session.  One timer a session, checked every
+    EVERY s, not a timed wait a file (asyncio.wait's timer and futures
+    were a put's largest per-file cost in the worker)."""
+
+    EVERY = 0.5
+
+    def __init__(self, cs: CachedGets | CachedPuts, idle: float) -> None:
+        self.cs, self.idle = cs, idle
+        self.last = (time.monotonic(), cs.received)
+        self.waiting = False
+        self.handle = asyncio.get_running_loop().call_later(self.EVERY, self._check)
+
+    async def until_done(self, f: FileGet | FilePut) -> None:
+        """The file's end (its ``done`` set, or failed by a stall)."""
+        if f.done.done():
+            return
+        self.last, self.waiting = (time.monotonic(), self.cs.received), True
+        try:
+            await f.done
+        except Exception:  # (the caller reads it: f.done.exception())
+            pass
+        finally:
+            self.waiting = False
+
+    def _check(self) -> None:
+        now, moved = time.monotonic(), self.cs.received
+        if not self.waiting or moved != self.last[1]:
+            self.last = (now, moved)
+        elif now - self.last[0] > self.idle:
+            self.cs.fail(FTPError(f"data connections stalled for {self.idle:.0f} s"))
+        self.handle = asyncio.get_running_loop().call_later(self.EVERY, self._check)
+
+    def stop(self) -> None:
+        self.handle.cancel()
 
 
 def _complete(job: TreeJob, cg: CachedGets, fg: FileGet):
@@ -265,13 +325,21 @@ async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession, held: lis
     """The put side of cached_get_loop (drsftp.client.trees.cached.put)."""
     cp = CachedPuts(sess.ctl, job.topts, job.jopts.streams)
     times: deque = deque()  # MFMT sent after each file, not yet answered (replies come in order, EBLOCK.md)
+    unsent: list[str] = []  # MFMT lines of files done, sent REFILL at a time (with the next files' commands)
+
+    def send_times() -> None:
+        while times and times[0].final.done():
+            times.popleft()  # (answered: only those still on the way are awaited at the end)
+        lines, unsent[:] = list(unsent), []
+        for line in lines:
+            times.append(sess.ctl.send_unwaited(line))
 
     def done(item: Item, fp: FilePut) -> None:
         res = cp.file_result(fp, time.monotonic() - (fp.started or time.monotonic()), job.report.detailed)
         if "MFMT" in sess.ctl.features:
-            while times and times[0].final.done():
-                times.popleft()  # (answered: only those still on the way are awaited at the end)
-            times.append(sess.ctl.send_unwaited(f"MFMT {format_time_val(fp.mtime)} {fp.remote}"))
+            unsent.append(f"MFMT {format_time_val(fp.mtime)} {fp.remote}")
+            if len(unsent) >= REFILL["put"]:
+                send_times()
         job.finished(item, FileOutcome(fp.remote, "ok", res))
 
     try:
@@ -285,6 +353,11 @@ async def cached_put_loop(job: TreeJob, wid: int, sess: RemoteSession, held: lis
         await _run(job, wid, sess, cp, held, lambda item, remote, local: cp.request(local, remote), done, "put")
     finally:
         _give_back(job, held)
+        if unsent and not sess.ctl.lost:  # (a broken session's control connection still takes them)
+            try:
+                send_times()
+            except FTPError:
+                pass  # (closed meanwhile: lost with it, as an MFMT sent on it would be)
         if times and cp.broken is None:  # (--sync compares them): in before the session closes
             await asyncio.gather(*(asyncio.wait_for(asyncio.shield(t.final), 30) for t in times),
                                  return_exceptions=True)

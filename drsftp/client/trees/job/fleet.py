@@ -66,12 +66,12 @@ class FleetSteering:
         self.last = (now, moved)
         return change
 
-    def work(self, queued: list[int], left: int) -> Work:
-        """What is left: the queued files' sizes, each big file's bytes
-        still to move, and ``left`` bytes in all."""
+    def work(self, queued: int, queued_bytes: int, left: int) -> Work:
+        """What is left: the queued files and their bytes, each big file's
+        bytes still to move, and ``left`` bytes in all."""
         big_left: dict[Hashable, int] = {k: max(0, size - getattr(d, "moved", 0))
                                          for k, (size, d) in self.big.items()}
-        return Work(len(queued), sum(queued), big_left, left)
+        return Work(queued, queued_bytes, big_left, left)
 
     def change_streams(self, change: Change) -> None:
         """A stream more or less, asked of the big file's transfer; one it

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from ....ftp.listing import FILE, Entry
-from ....ftp.safepath import local_path, remote_join
+from ....ftp.safepath import check_name, local_path, remote_join
 from ....ftp.url import FTPLocation
 from ....tuning.count.fleet import Change, FleetConfig, Kind
 from ...session.control import FTPError
@@ -56,6 +56,7 @@ class Source:
     entry: Entry | None = None
 
 
+DIR_CACHE = 256  # directories whose joined, checked paths a job keeps (TreeJob.paths)
 # files waiting in a job's queue past which its walk lists no more directories
 # (a tree's entries are not all held at once); it goes on below BACKLOG_LOW
 BACKLOG_HIGH, BACKLOG_LOW = 4096, 2048
@@ -64,21 +65,35 @@ BACKLOG_HIGH, BACKLOG_LOW = 4096, 2048
 class JobQueue(list):
     """The job's waiting files (a list, sorted by TreeJob.enqueue); a pop
     that leaves it at BACKLOG_LOW or fewer sets ``drained`` (the walk's
-    pacing: RemoteWalk waits for it past BACKLOG_HIGH)."""
+    pacing: RemoteWalk waits for it past BACKLOG_HIGH).  ``bytes``: their
+    listed sizes' sum, kept as they come and go (the fleet controller
+    reads it every update: TreeJob.steer)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.drained = asyncio.Event()
         self.paced = True  # False: the walk goes on whatever the queue holds (unpace)
+        self.bytes = 0
+
+    def append(self, item) -> None:
+        super().append(item)
+        self.bytes += item.t.size or 0
+
+    def extend(self, items) -> None:
+        items = list(items)
+        super().extend(items)
+        self.bytes += sum(item.t.size or 0 for item in items)
 
     def pop(self, index: int = -1):  # type: ignore[override]
         item = super().pop(index)
+        self.bytes -= item.t.size or 0
         if len(self) <= BACKLOG_LOW:
             self.drained.set()
         return item
 
     def clear(self) -> None:
         super().clear()
+        self.bytes = 0
         self.drained.set()
 
     @property
@@ -135,6 +150,7 @@ class TreeJob(JobSessions):
         self._walk_done = asyncio.Event()
         self._worker_fn: Callable[[int], Awaitable[None]] | None = None  # while run_queue runs
         self._planned = 0
+        self._dirs: dict[tuple[int, Rel], tuple[str, str]] = {}  # paths(): a directory's (remote, local)
 
     async def run_within_max_time(self, work: Awaitable[None]) -> JobResult:
         """``work`` (the whole job) run, stopped at --max-time (as curl's,
@@ -235,7 +251,19 @@ class TreeJob(JobSessions):
         s = self.sources[item.src]
         if s.kind == FILE:
             return s.remote, s.local
-        return remote_join(s.remote, item.t.rel), local_path(s.local, item.t.rel)
+        rel = item.t.rel
+        if len(rel) < 2:
+            return remote_join(s.remote, rel), local_path(s.local, rel)
+        # the directory's pair once (its files share it), the name checked alone:
+        # a checked name is one component, below the directory as that is below the roots
+        key = (item.src, rel[:-1])
+        dirs = self._dirs.get(key)
+        if dirs is None:
+            if len(self._dirs) >= DIR_CACHE:
+                self._dirs.clear()
+            dirs = self._dirs[key] = (remote_join(s.remote, rel[:-1]), local_path(s.local, rel[:-1]))
+        name = check_name(rel[-1])
+        return posixpath.join(dirs[0], name), posixpath.join(dirs[1], name)
 
     def name(self, item: Item) -> str:
         """What the report calls ``item`` (its local path), even where
@@ -335,7 +363,7 @@ class TreeJob(JobSessions):
             self.rtt = min(rtts)
         if not self.fleet.due(now, self.rtt):
             return
-        work = self.fleet.work([it.t.size or 0 for it in self.queue], max(0, self.bytes_total - moved))
+        work = self.fleet.work(len(self.queue), self.queue.bytes, max(0, self.bytes_total - moved))
         change = self.fleet.update(now, moved, samples, self.rtt, work, path_of(self.drivers()))
         if change is not None:
             self.apply(change)

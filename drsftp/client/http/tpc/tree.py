@@ -1,0 +1,128 @@
+"""`drsftp copy -r https://A/dir/ https://B/dir/`: one COPY per file
+(docs/HTTP.md, "drsftp copy over HTTPS").
+
+The source is walked one directory at a time with ``PROPFIND Depth: 1``
+(client/http/ls.py reads each listing as it streams in), each directory
+is made on the destination with ``MKCOL`` (its missing parents first, as
+`mkdir -p`), and the files go through a short queue to ``-c N`` workers,
+each holding one COPY at a time.  A file that fails is listed with its
+reason and the others go on; a failing walk (a directory that cannot be
+listed or made) ends the tree.  An entry listed outside the directory
+asked, or named ``..``, is skipped with a warning."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import posixpath
+import time
+from dataclasses import dataclass, field, replace
+
+from ....http.davlist import Entry
+from ...result import TransferResult
+from ...transfer.progress import ProgressView
+from ..errors import HTTPError
+from ..ls import entries
+from ..pool import Pool
+from .copy import Ends, Settings, copy_file
+
+log = logging.getLogger("drsftp.client")
+QUEUED = 2  # files waiting per worker
+
+
+@dataclass
+class TreeOutcome:
+    result: TransferResult
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (source path, reason)
+
+
+async def copy_tree(ends: Ends, src_top: str, dst_top: str, s: Settings, sessions: int) -> TreeOutcome:
+    """The tree under ``src_top`` into ``dst_top`` (both without a trailing /)."""
+    began = time.monotonic()
+    files = dirs = moved = 0
+    failed: list[tuple[str, str]] = []
+    stopped = False
+    each = replace(s, progress=False)
+    view = ProgressView(posixpath.basename(src_top) or "/", None, s.progress)
+    queue: asyncio.Queue[tuple[Entry, str] | None] = asyncio.Queue(QUEUED * sessions)
+
+    async def walk() -> None:
+        nonlocal dirs
+        await make_dir(ends.dst, dst_top, parents=True)
+        stack = [(src_top, dst_top)]
+        while stack:
+            sdir, ddir = stack.pop()
+            if sdir != src_top:
+                await make_dir(ends.dst, ddir)
+            dirs += 1
+            async for e in entries(ends.src, (sdir.rstrip("/") or "") + "/"):
+                if not child(e, sdir):
+                    continue
+                there = f"{ddir.rstrip('/')}/{e.name}"
+                if e.is_dir:
+                    stack.append((e.path, there))
+                else:
+                    await queue.put((e, there))
+
+    async def worker() -> None:
+        nonlocal files, moved, stopped
+        while (item := await queue.get()) is not None:
+            if s.deadline is not None and s.deadline.passed:
+                stopped = True
+                continue
+            e, there = item
+            try:
+                r = await copy_file(ends, e.path, there, each, size=e.size, head=False)
+            except HTTPError as exc:
+                failed.append((e.path, str(exc)))
+                continue
+            if not r.complete:
+                stopped = True
+                continue
+            files, moved = files + 1, moved + r.bytes
+            view.update(moved, moved * 8 / max(time.monotonic() - began, 1e-3), None, None)
+
+    async def walker() -> None:
+        await walk()
+        for _ in range(sessions):
+            await queue.put(None)
+
+    tasks = [asyncio.ensure_future(walker())] + [asyncio.ensure_future(worker()) for _ in range(sessions)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        view.close()
+    r = TransferResult(direction="copy", path=src_top, bytes=moved, seconds=time.monotonic() - began,
+                       complete=not stopped)
+    note = f"{files} files" + (f", {len(failed)} failed" if failed else "")
+    r.update(mode=ends.mode, via="http-tpc", source=ends.src.loc.url(src_top + "/"),
+             destination=ends.dst.loc.url(dst_top + "/"), files=files, dirs=dirs, token=ends.auth.kind,
+             parallel="auto" if s.streams is None else s.streams, sessions=sessions, drs_peer=None,
+             failed=[{"path": p, "error": why} for p, why in failed], note=note)
+    return TreeOutcome(r, failed)
+
+
+async def make_dir(pool: Pool, path: str, parents: bool = False) -> None:
+    """MKCOL ``path`` (201; 405: it exists, RFC 4918 sec. 9.3.1); with
+    ``parents`` its missing parents first (409, one level a request)."""
+    if path.rstrip("/") == "":
+        return
+    async with pool.request("MKCOL", path + "/", ok=(201, 405, 409) if parents else (201, 405)) as (resp, _):
+        status = resp.status
+    if status == 409:
+        parent = posixpath.dirname(path)
+        if parent in ("", "/", path):
+            raise HTTPError(f"MKCOL {pool.loc.url(path + '/')}: the server refused it (HTTP 409)", 409)
+        await make_dir(pool, parent, parents=True)
+        await make_dir(pool, path)
+
+
+def child(e: Entry, parent: str) -> bool:
+    """``e`` names a plain entry right inside ``parent`` (else skipped, said once)."""
+    ok = e.name not in ("", ".", "..") and posixpath.dirname(e.path) == (parent.rstrip("/") or "/")
+    if not ok:
+        log.warning("skipping %r: the server listed it in %s, where it is no plain entry", e.path[:200], parent)
+    return ok

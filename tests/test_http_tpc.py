@@ -1,0 +1,224 @@
+"""HTTP third-party copy between two `drsftp serve --http-port` processes
+over TLS (docs/HTTP.md#third-party-copy): curl -X COPY pull and push with
+Basic and with a macaroon, X-Number-Of-Streams 4, gfal-copy pull and push
+with the macaroons gfal2 asks for itself, the SSRF guard (nothing
+fetched from an unlisted host), and the faults: a source killed or
+stalled mid-pull, a full disk, a token that expires mid-copy.  Every byte
+compared."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from conftest import make_file, sha256_file, wait_until
+from tpcpeers import BASIC, Script, copy, drsftp_peer, last_line, listener, macaroon, scripted
+from xrootdserve import make_test_ca
+
+from drsftp.http import perfmarker
+
+SIZE = 5 * (1 << 20) + 12345
+SRC_AUTH = f"TransferHeaderAuthorization: {BASIC}"  # the remote's login, forwarded as Authorization
+BIG = 150 * (1 << 20) + 777  # three ranges of 64 MiB: four streams share them
+
+
+@pytest.fixture(scope="module")
+def ca(tmp_path_factory):
+    return make_test_ca(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="module")
+def pair(ca, tmp_path_factory):
+    """A and B, each listing the other (127.0.0.1) in --third-party-peers."""
+    d = tmp_path_factory.mktemp("pair")
+    with drsftp_peer(d / "a", ca, "--third-party-peers", "127.0.0.1") as a, \
+            drsftp_peer(d / "b", ca, "--third-party-peers", "127.0.0.1", "--data-timeout", "3") as b:
+        make_file(a.root / "f.bin", SIZE, seed=3)
+        make_file(a.root / "big.bin", BIG, seed=4)
+        yield a, b
+
+
+def markers_of(body: str) -> perfmarker.Outcome:
+    return perfmarker.parse_stream(body)
+
+
+def test_pull_with_basic(pair, ca):
+    a, b = pair
+    status, body = copy(ca, b.url("pulled.bin"), f"Source: {a.url('f.bin')}", SRC_AUTH)
+    assert status == 202, body
+    out = markers_of(body)
+    assert out.ok and last_line(body) == "success: Created", body
+    assert out.stripes and out.stripes[0].count == 1
+    assert sha256_file(b.root / "pulled.bin") == sha256_file(a.root / "f.bin")
+    assert not (b.root / ".pulled.bin.part").exists()
+    assert wait_until(lambda: "path=/pulled.bin" in b.log() and "remote=https://127.0.0.1" in b.log())
+    line = next(x for x in b.log().splitlines() if "path=/pulled.bin" in x)
+    assert "direction=put" in line and f"bytes={SIZE}" in line and "complete=yes" in line
+    assert "drs_peer=yes" in line  # A answered the DRS header: the two servers exchanged reports
+
+
+def test_push_with_basic(pair, ca):
+    a, b = pair
+    status, body = copy(ca, a.url("f.bin"), f"Destination: {b.url('pushed.bin')}",
+                        f"TransferHeaderAuthorization: {BASIC}")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert sha256_file(b.root / "pushed.bin") == sha256_file(a.root / "f.bin")
+
+
+def test_pull_and_push_with_macaroons(pair, ca):
+    a, b = pair
+    src = macaroon(ca, a.url("f.bin"), ["activity:DOWNLOAD,LIST"])
+    dst = macaroon(ca, b.url("m.bin"), ["activity:UPLOAD,LIST"])
+    status, body = copy(ca, b.url("m.bin"), f"Source: {a.url('f.bin')}", f"TransferHeaderAuthorization: Bearer {src}",
+                        "Credential: none", auth=f"Bearer {dst}")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert sha256_file(b.root / "m.bin") == sha256_file(a.root / "f.bin")
+    # push: the file's token at A, B's token forwarded
+    src_rw = macaroon(ca, a.url("f.bin"), ["activity:DOWNLOAD"])
+    dst2 = macaroon(ca, b.url("m2.bin"), ["activity:UPLOAD"])
+    status, body = copy(ca, a.url("f.bin"), f"Destination: {b.url('m2.bin')}",
+                        f"TransferHeaderAuthorization: Bearer {dst2}", auth=f"Bearer {src_rw}")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert sha256_file(b.root / "m2.bin") == sha256_file(a.root / "f.bin")
+
+
+def test_four_streams(pair, ca):
+    a, b = pair
+    status, body = copy(ca, b.url("big4.bin"), f"Source: {a.url('big.bin')}", "X-Number-Of-Streams: 4", SRC_AUTH,
+                        "RequireChecksumVerification: true")
+    assert status == 202 and last_line(body) == "success: Created", body
+    out = markers_of(body)
+    assert {m.count for m in out.stripes.values()} == {4} and set(out.stripes) == {0, 1, 2, 3}
+    assert sha256_file(b.root / "big4.bin") == sha256_file(a.root / "big.bin")
+    assert wait_until(lambda: "path=/big4.bin" in b.log())
+    line = next(x for x in b.log().splitlines() if "path=/big4.bin" in x)
+    assert "streams=4" in line and f"bytes={BIG}" in line
+
+
+def test_overwrite_f_and_bad_headers(pair, ca):
+    a, b = pair
+    make_file(b.root / "exists.bin", 10, seed=9)
+    before = sha256_file(b.root / "exists.bin")
+    status, body = copy(ca, b.url("exists.bin"), f"Source: {a.url('f.bin')}", "Overwrite: F")
+    assert status == 412, body
+    assert sha256_file(b.root / "exists.bin") == before
+    status, body = copy(ca, b.url("x.bin"), f"Source: {a.url('f.bin')}", "Credential: gridsite")
+    assert status == 400 and "credential" in body.lower(), body
+    status, body = copy(ca, b.url("x.bin"))
+    assert status == 400 and "Source" in body
+    status, body = copy(ca, b.url("x.bin"), f"Source: {a.url('missing.bin')}", SRC_AUTH)
+    assert status == 202 and last_line(body).startswith("failure:") and "404" in body, body
+    assert not (b.root / "x.bin").exists()
+
+
+@pytest.mark.parametrize("mode", ["pull", "push"])
+def test_gfal_copy_with_its_own_macaroons(pair, ca, mode):
+    """gfal2 POSTs a macaroon request to each endpoint (RETRIEVE_BEARER_TOKEN),
+    then COPYs with the tokens: the Basic header only logs the POSTs in."""
+    a, b = pair
+    name = f"gfal-{mode}.bin"
+    assert shutil.which("gfal-copy"), "gfal-copy is missing (Debian: gfal2-util-scripts, gfal2-plugin-http)"
+    env = {**ca.env(), "GFAL_PYTHONBIN": "/usr/bin/python3"}
+    r = subprocess.run(["gfal-copy", "-vvv", "--copy-mode", mode, "-D", f"HTTP PLUGIN:HEADERS=Authorization: {BASIC}",
+                        "-D", "HTTP PLUGIN:RETRIEVE_BEARER_TOKEN=true", a.url("f.bin", "localhost").replace(
+                            "https://", "davs://"), b.url(name, "localhost").replace("https://", "davs://")],
+                       capture_output=True, text=True, timeout=180, env=env, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sha256_file(b.root / name) == sha256_file(a.root / "f.bin")
+    # gfal2 says which tokens it got (its -vvv debug lines): one from each server, by POST
+    got = r.stderr + r.stdout
+    for peer in (a, b):
+        assert f"Set bearer token in credential_map[davs://localhost:{peer.port}/" in got, got[-3000:]
+    assert "TransferHeaderAuthorization" in got
+
+
+@pytest.fixture(scope="module")
+def guarded(ca, tmp_path_factory):
+    """A server whose only listed peer is ::1: 127.0.0.1 is outside its list."""
+    d = tmp_path_factory.mktemp("guarded")
+    with drsftp_peer(d / "g", ca, "--third-party-peers", "::1") as g:
+        make_file(g.root / "f.bin", 1000, seed=5)
+        yield g
+
+
+@pytest.mark.parametrize("how", ["source", "destination", "name"])
+def test_ssrf_unlisted_remote_refused(guarded, ca, how):
+    with listener() as (port, seen):
+        url = f"https://{'localhost' if how == 'name' else '127.0.0.1'}:{port}/secret"
+        header = f"Destination: {url}" if how == "destination" else f"Source: {url}"
+        status, body = copy(ca, guarded.url("f.bin" if how == "destination" else "t.bin"), header)
+        assert status == 403 and "--third-party-peers" in body, body
+        assert seen() == 0  # nothing was fetched, or even connected to
+    assert wait_until(lambda: f":{port}/secret" in guarded.log())
+    assert "not in --third-party-peers" in guarded.log()
+    assert not (guarded.root / "t.bin").exists()
+
+
+def test_ssrf_redirect_to_unlisted_host_not_followed(guarded, ca):
+    with listener() as (port, seen):
+        script = Script(mode="redirect", location=f"http://127.0.0.1:{port}/secret")
+        with scripted(script, "::1") as rport:
+            status, body = copy(ca, guarded.url("r.bin"), f"Source: http://[::1]:{rport}/f")
+        assert status == 202, body
+        assert last_line(body).startswith("failure:") and "--third-party-peers" in body, body
+        assert script.connections == 1 and seen() == 0
+    assert not (guarded.root / "r.bin").exists()
+
+
+@pytest.fixture
+def scripted_pair(ca, tmp_path):
+    """B lists 127.0.0.1, where the scripted remote listens; --data-timeout 3."""
+    with drsftp_peer(tmp_path / "b", ca, "--third-party-peers", "127.0.0.1", "--data-timeout", "3") as b:
+        yield b
+
+
+def test_source_killed_mid_pull(scripted_pair, ca):
+    b = scripted_pair
+    make_file(b.root / "t.bin", 100, seed=8)
+    before = sha256_file(b.root / "t.bin")
+    data = os.urandom(2 << 20)
+    with scripted(Script(data=data, mode="kill", cut=1 << 20)) as port:
+        status, body = copy(ca, b.url("t.bin"), f"Source: http://127.0.0.1:{port}/f")
+    assert status == 202 and last_line(body).startswith("failure:"), body
+    assert sha256_file(b.root / "t.bin") == before  # the target untouched
+    part = b.root / ".t.bin.part"
+    assert part.exists() and part.read_bytes() == data[:part.stat().st_size] and part.stat().st_size > 0
+    assert wait_until(lambda: "path=/t.bin" in b.log())
+    assert "complete=no" in next(x for x in b.log().splitlines() if "path=/t.bin" in x)
+
+
+def test_stalled_source_fails_after_data_timeout(scripted_pair, ca):
+    b = scripted_pair
+    with scripted(Script(data=os.urandom(1 << 20), mode="stall", cut=100_000)) as port:
+        status, body = copy(ca, b.url("s.bin"), f"Source: http://127.0.0.1:{port}/f", timeout=60)
+    assert status == 202 and last_line(body).startswith("failure:"), body
+    assert "--data-timeout" in last_line(body)
+    assert not (b.root / "s.bin").exists()
+
+
+def test_token_expiring_mid_copy_does_not_stop_it(scripted_pair, ca):
+    """The copy runs on the authorisation it started with (docs/HTTP.md)."""
+    b = scripted_pair
+    token = macaroon(ca, b.url("e.bin"), ["activity:UPLOAD"], validity="PT3S")
+    data = os.urandom(3 << 20)
+    with scripted(Script(data=data, pace=0.1)) as port:  # 48 pieces of 64 KiB: about 5 s
+        status, body = copy(ca, b.url("e.bin"), f"Source: http://127.0.0.1:{port}/f", auth=f"Bearer {token}")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert (b.root / "e.bin").read_bytes() == data
+    status, body = copy(ca, b.url("e2.bin"), f"Source: http://127.0.0.1:{port}/f", auth=f"Bearer {token}")
+    assert status == 401 and "expired" in body
+
+
+def test_full_disk_fails_with_no_space(ca, tmp_path):
+    """B's root on a 4 MiB tmpfs of a mount namespace of its own."""
+    assert shutil.which("unshare"), "unshare is missing (util-linux)"
+    root = tmp_path / "small"
+    root.mkdir()
+    mount = f'mount -t tmpfs -o size=4m tmpfs "{root}" && exec "$0" "$@"'
+    with scripted(Script(data=os.urandom(8 << 20))) as port, \
+            drsftp_peer(root, ca, "--third-party-peers", "127.0.0.1", ns=("unshare", "-m", "sh", "-c", mount)) as b:
+        status, body = copy(ca, b.url("full.bin"), f"Source: http://127.0.0.1:{port}/f")
+        assert status == 202 and last_line(body).startswith("failure:") and "no space" in last_line(body), body
+        assert not (root / "full.bin").exists()
