@@ -1,6 +1,6 @@
-"""`drsftp bench field`: drsftp beside GridFTP, lftp and rclone on one link
-per path (docs/BENCHMARKS.md, "Against the field"), and benchreport's table
-of its results."""
+"""`drsftp bench field`: drsftp beside GridFTP, lftp, rclone, davix and
+XRootD on one link per path (docs/BENCHMARKS.md, "Against the field" and
+"HTTPS"), and benchreport's table of its results."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def add_parser(modes) -> None:
     from .run import ENTRIES
 
     peers = [n for n in ENTRIES if not n.startswith("drsftp")]
-    p = modes.add_parser("field", help="drsftp beside GridFTP, lftp and rclone on one link per path")
+    p = modes.add_parser("field", help="drsftp beside GridFTP, lftp, rclone, davix and XRootD on one link per path")
     p.add_argument("--streams", metavar="LIST",
                    help="drsftp get -P N for each N of LIST (1,2,4,8,auto) beside --peers (default 1)")
     p.add_argument("--peers", metavar="LIST", help="the other tools' columns, of " + ", ".join(peers))

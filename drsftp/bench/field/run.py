@@ -1,17 +1,21 @@
 """drsftp beside the field's tools on one emulated link: parallel streams
-and datasets (docs/BENCHMARKS.md, "Against the field").
+and datasets (docs/BENCHMARKS.md, "Against the field" and "HTTPS").
 
 Every entry is a real program: drsftp's client against `drsftp serve`,
 GridFTP's `globus-url-copy` against `globus-gridftp-server`, lftp against
-`drsftp serve`.  Entries run interleaved (all entries' first repetition,
-then the second...) on the same link, so the ratios are measured side by
-side.  Throughput is the workload's bytes over the client's wall time,
-start-up and log-in included, the same clock for every program.  Both
-ends are sampled with `ss` for the memory all data sockets hold.
+`drsftp serve`, davix-get against `drsftp serve --http-port` and XRootD.
+Entries run interleaved (all entries' first repetition, then the
+second...) on the same link, so the ratios are measured side by side.
+Throughput is the workload's bytes over the client's wall time, start-up
+and log-in included, the same clock for every program; every file is
+compared with its source byte for byte after the clock stops.  Both ends
+are sampled with `ss` for the memory all data sockets hold.
 """
 
 from __future__ import annotations
 
+import contextlib
+import filecmp
 import json
 import os
 import shutil
@@ -20,12 +24,16 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path as FsPath
 
 from ...netem.link import Link, stop_process, wait_for_port
 from ..common.datasets import MiB, Workload, make_tree, workload
 from ..common.peers import DRS_PORT, DRSFTP, GRIDFTP_PORT, PASSWORD, USER, finish_client, hosts_wrap, server_argv
 from ..common.sampler import Sampler
 from ..common.tunings import Path
+from ..common.xrootd import TLSFiles
+from .certs import make_certs
+from .web import davix_get, https_get, https_tree
 
 
 @dataclass(frozen=True)
@@ -33,7 +41,7 @@ class FieldEntry:
     """One column: who serves, and the client's command for a workload."""
 
     name: str
-    server: str  # "drsftp" | "gridftp"
+    server: str  # of common.peers.SERVERS: "drsftp" | "drsftp-https" | "gridftp" | "xrootd"
     client: Callable[[Ctx], list[str]]
     trees: bool = True  # can move a directory
     files: bool = True  # can move one file
@@ -48,6 +56,7 @@ class Ctx:
     workload: Workload
     path: Path
     json_out: str
+    tls: TLSFiles | None = None  # the run's CA and certificate (HTTPS columns)
 
     @property
     def quarter_2bdp(self) -> int:
@@ -143,7 +152,23 @@ ENTRIES: dict[str, FieldEntry] = {e.name: e for e in [
           description="rclone copyto against drsftp serve (one connection)"),
     FieldEntry("rclone-t8", "drsftp", _rclone("--transfers", "8", "--checkers", "8"), files=False,
           description="rclone copy --transfers 8 against drsftp serve"),
+    FieldEntry("https-Pauto", "drsftp-https", https_get("auto"), trees=False,
+          description="drsftp get -P auto https:// from drsftp serve --http-port: connections chosen as it runs"),
+    FieldEntry("https-P4", "drsftp-https", https_get("4"), trees=False,
+          description="drsftp get -P 4 https://: ranged GETs on 4 connections"),
+    FieldEntry("https-r", "drsftp-https", https_tree("auto"), files=False,
+          description="drsftp get -r -c auto https://: a tree over PROPFIND"),
+    *[FieldEntry(f"https-r-c{n}", "drsftp-https", https_tree(str(n)), files=False,
+            description=f"drsftp get -r -c {n} https://") for n in (8, 16)],
+    FieldEntry("davix", "drsftp-https", davix_get("drsftp-https"), trees=False,
+          description="davix-get (gfal2's and FTS3's HTTP client) from drsftp serve's HTTPS"),
+    FieldEntry("davix-xrootd", "xrootd", davix_get("xrootd"), trees=False,
+          description="davix-get from XRootD's HTTP interface (XrdHttp over TLS), the same root"),
 ]}
+
+
+TLS_SERVERS = ("drsftp-https", "xrootd")  # serve the run's certificate (certs.py)
+HANDSHAKE = 16 << 10  # more than a TLS handshake and a HEAD's answer bring in
 
 
 def entry_names(spec: str) -> list[str]:
@@ -173,8 +198,10 @@ def missing_programs(entries: list[str]) -> list[str]:
         e = ENTRIES[name]
         if e.server == "gridftp":
             need |= {"globus-url-copy", "globus-gridftp-server"}
-        if name.startswith(("lftp", "rclone")):
-            need.add(name.split("-")[0])
+        if name.startswith(("lftp", "rclone", "davix")):
+            need.add({"davix": "davix-get"}.get(name.split("-")[0], name.split("-")[0]))
+        if e.server == "xrootd":
+            need.add("xrootd")
     return sorted(p for p in need if not (shutil.which(p) or os.path.exists(f"/usr/sbin/{p}")))
 
 
@@ -183,8 +210,9 @@ def _sum_peak(sampler: Sampler, key: str) -> int:
     return max((sum(s.get(key) or 0 for s in socks) for _, socks in sampler.samples), default=0)
 
 
-def _check(dest: str, wl: Workload) -> str | None:
-    """None if every file arrived whole (sizes; the big file byte for byte)."""
+def _check(src: str, dest: str, wl: Workload) -> str | None:
+    """None if every file arrived whole and byte-identical to the source
+    (compared after the clock stopped)."""
     for rel, size in wl.files:
         p = os.path.join(dest, rel) if wl.tree else dest
         try:
@@ -193,10 +221,13 @@ def _check(dest: str, wl: Workload) -> str | None:
             return f"{rel} missing"
         if got != size:
             return f"{rel}: {got} of {size} bytes"
+        if not filecmp.cmp(os.path.join(src, rel) if wl.tree else src, p, shallow=False):
+            return f"{rel} differs from the source"
     return None
 
 
-def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: str, rep: int) -> dict:
+def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: str, rep: int,
+            tls: TLSFiles | None = None) -> dict:
     root = os.path.dirname(src.rstrip("/")) if not wl.tree else os.path.dirname(src)
     dest = os.path.join(cfg.workdir, "dest", f"{entry.name}-{wl.name}")
     shutil.rmtree(dest, ignore_errors=True)
@@ -206,12 +237,11 @@ def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: 
     if wl.tree:
         os.makedirs(dest, exist_ok=True)
     json_out = os.path.join(cfg.workdir, f"{entry.name}-{wl.name}-{rep}.json")
-    ctx = Ctx(link.server_addr, src, dest, wl, cfg.path, json_out)
+    ctx = Ctx(link.server_addr, src, dest, wl, cfg.path, json_out, tls)
     result = {"entry": entry.name, "workload": wl.name, "rep": rep, "bytes": wl.bytes, "files": len(wl.files),
               "rate_bps": cfg.path.rate, "rtt_s": cfg.path.rtt, "loss": cfg.path.loss, "cc": cfg.cc,
               "ceiling_mbps": cfg.path.ceiling_mbps, "bdp": cfg.path.bdp, "mbps": 0.0, "complete": False}
-    s_argv, port = server_argv(entry.server, link, os.path.dirname(src) if entry.server == "drsftp" else root,
-                                cfg.workdir)
+    s_argv, port = server_argv(entry.server, link, root, cfg.workdir, tls)
     # the server's log goes to a file: drsftp serve writes a line per
     # transfer, and a pipe nobody reads would fill and stall it
     server_log = open(os.path.join(cfg.workdir, f"server-{entry.server}.log"), "wb")  # noqa: SIM115
@@ -221,13 +251,16 @@ def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: 
         argv = entry.client(ctx)
         if entry.server == "gridftp" or argv[0] == "globus-url-copy":
             argv = hosts_wrap(link, "client", argv, cfg.workdir)
-        with Sampler(link.command("server", []), port) as s_srv, Sampler(link.command("client", []), port) as s_cli:
+        # FTP's data sockets are all but the control port's; HTTP's requests
+        # and data share the server's port: every socket is sampled
+        skip = 0 if entry.server in TLS_SERVERS else port
+        with Sampler(link.command("server", []), skip) as s_srv, Sampler(link.command("client", []), skip) as s_cli:
             t0 = time.monotonic()
             started = t0 - s_cli.t0  # the client's start on the sampler's clock
             client = link.popen("client", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             out, err = finish_client(client, cfg.max_time, result)
             seconds = time.monotonic() - t0
-        problem = _check(dest, wl)
+        problem = _check(src, dest, wl)
         if client.returncode != 0 and "error" not in result:
             tail = (err or out).decode(errors="replace").strip().splitlines()[-1:] or [""]
             result["error"] = f"exit {client.returncode}: {tail[0][:200]}"
@@ -235,8 +268,10 @@ def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: 
             result["error"] = problem
         # the data phase: from the first payload byte the client's sockets
         # saw (sampled every 0.1 s) to the client's exit, the same clock for
-        # every program (no interpreter start, log-in or command round trips)
-        first = next((t for t, socks in s_cli.samples if sum(x.get("bytes_received") or 0 for x in socks) > 0),
+        # every program (no interpreter start, log-in or command round trips;
+        # over HTTPS, past the few KiB of the handshake and the HEAD's answer)
+        floor = HANDSHAKE if entry.server in TLS_SERVERS else 0
+        first = next((t for t, socks in s_cli.samples if sum(x.get("bytes_received") or 0 for x in socks) > floor),
                      None)
         data_s = seconds - max(0.0, first - started - s_cli.interval / 2) if first is not None else None
         ok = "error" not in result
@@ -277,15 +312,22 @@ def run_field(cfg: FieldConfig) -> list[dict]:
     results: list[dict] = []
     wls = [workload(w, cfg.scale) for w in cfg.workloads]
     srcs = {wl.name: make_tree(root, wl) for wl in wls}
-    with Link(rtt=cfg.path.rtt, rate=cfg.path.rate, loss=cfg.path.loss, sysctls=sysctls) as link:
+    certs = FsPath(cfg.workdir, "certs")
+    with contextlib.ExitStack() as cleanup, \
+            Link(rtt=cfg.path.rtt, rate=cfg.path.rate, loss=cfg.path.loss, sysctls=sysctls) as link:
         cfg.log(f"field: {cfg.path.label()}{', ' + cfg.cc if cfg.cc else ''}, link {link.backend}")
+        tls = None
+        if any(ENTRIES[n].server in TLS_SERVERS for n in cfg.entries):
+            cleanup.callback(shutil.rmtree, certs, ignore_errors=True)
+            cleanup.callback(shutil.rmtree, os.path.join(cfg.workdir, "xrootd"), ignore_errors=True)
+            tls = make_certs(certs, link.server_addr)
         for rep in range(cfg.reps):
             for wl in wls:
                 for name in cfg.entries:
                     e = ENTRIES[name]
                     if (wl.tree and not e.trees) or (not wl.tree and not e.files):
                         continue
-                    r = run_one(cfg, link, e, wl, srcs[wl.name], rep)
+                    r = run_one(cfg, link, e, wl, srcs[wl.name], rep, tls)
                     results.append(r)
                     cfg.log(f"  {wl.name:6} {name:15} #{rep + 1}: {r['mbps']:7.1f} Mbit/s"
                             f" (data phase {r.get('data_mbps') or 0:.0f})"
