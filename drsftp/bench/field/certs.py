@@ -1,6 +1,6 @@
 """The run's certificates: drsftp/bench/common/certs.py, which the
 third-party bench shares."""
 
-from ..common.certs import make_certs
+from ..common.certs import TLSFiles, make_certs
 
-__all__ = ["make_certs"]
+__all__ = ["TLSFiles", "make_certs"]
