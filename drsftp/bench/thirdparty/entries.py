@@ -166,6 +166,8 @@ ENTRIES: dict[str, ThirdEntry] = {e.name: e for e in [
                "globus-url-copy -r -fast -pp -cc 8 -tcp-bs 16M run on B from A (direct)"),
     ThirdEntry("https-copy-r", "drsftp-https", "client", True, _https_copy(),
                "drsftp copy -r https://A/ https://B/, its defaults (-c 4: a COPY per file)"),
+    ThirdEntry("https-copy-r-c16", "drsftp-https", "client", True, _https_copy("-c", "16"),
+               "drsftp copy -r -c 16 https://A/ https://B/ (as many COPYs at once as copy -r's 16 pairs)"),
 ]}
 DEFAULT_ENTRIES = ("copy-Pauto", "copy-P4", "get-Pauto-on-b", "gridftp-p4-16M", "gridftp-p8-16M", "https-copy-Pauto",
                    "https-copy-P4", "gfal-pull", "gfal-pull-n4", "copy-r", "gridftp-fast", "https-copy-r")
