@@ -8,6 +8,7 @@ and writes; only localhost is admitted."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
@@ -82,10 +83,11 @@ def _started(proc: subprocess.Popen, log: Path, http_port: int) -> bool:
 
 
 @contextlib.contextmanager
-def xrootd_https(ca: TLSFiles | None = None) -> Iterator[XRootD]:
+def xrootd_https(ca: TLSFiles | None = None, tpc: bool = False) -> Iterator[XRootD]:
     """xrootd with XrdHttp over TLS on 127.0.0.1 for the block, serving an
     empty root; ``ca``: the certificates to serve with (default: a fresh
-    test CA in the temp dir)."""
+    test CA in the temp dir); ``tpc``: with HTTP third-party copy and
+    macaroons (a fresh secret), drsftp/bench/common/xrootd.py."""
     assert os.path.exists(XROOTD), f"{XROOTD} is missing (Debian: xrootd-server xrootd-server-plugins)"
     top = Path(tempfile.mkdtemp(prefix="drs-xrootd-", dir="/tmp"))
     proc: subprocess.Popen | None = None
@@ -98,8 +100,13 @@ def xrootd_https(ca: TLSFiles | None = None) -> Iterator[XRootD]:
         root.mkdir()
         give_to_server(root)
         log = top / "xrootd.log"
+        secret = None
+        if tpc:
+            secret = top / "macaroon-secret"
+            secret.write_text(base64.b64encode(os.urandom(48)).decode() + "\n")
         for _ in range(PORT_TRIES):
-            setup = XRootDSetup(_free_port(), _free_port(), root, top / "server", ca)
+            setup = XRootDSetup(_free_port(), _free_port(), root, top / "server", ca, tpc=tpc,
+                                macaroons_secret=secret)
             with open(log, "w") as err:
                 proc = subprocess.Popen(xrootd_argv(setup), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=err)

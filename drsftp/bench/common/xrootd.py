@@ -7,7 +7,16 @@ Running as root, xrootd refuses to start unless told to become another
 user (``-R``): it runs as nobody, which must own its admin directory and
 its copy of the TLS files (the key 0600). XRootD has no bind address: it
 listens on every interface, so ``xrd.allow`` admits only the host named
-(none: every host, for a network namespace of its own)."""
+(none: every host, for a network namespace of its own).
+
+HTTP third-party copy (``tpc``): XrdHttpTPC answers COPY, pull and push;
+its outbound TLS trusts ``xrd.tlsca``. Macaroons (``macaroons_secret``, a
+file of base64, 32 bytes decoded at least): XrdMacaroons mints them on
+POST ``application/macaroon-request`` and checks ``Authorization: Bearer``
+ahead of the default authorization, whose database admits every user to
+everything (the server stays as open as without it: the tokens are what
+gfal2 asks for before it sends ``Credential: none``; without one it asks
+for ``gridsite`` delegation, which XrdHttpTPC refuses)."""
 
 from __future__ import annotations
 
@@ -52,6 +61,8 @@ class XRootDSetup:
     top: Path
     tls: TLSFiles
     allow: str | None = "localhost"
+    tpc: bool = False  # COPY (XrdHttpTPC)
+    macaroons_secret: Path | None = None  # XrdMacaroons' key: base64 of 32 bytes or more
 
 
 def hashed_ca_dir(ca: Path, into: Path) -> Path:
@@ -94,6 +105,24 @@ def server_tls(tls: TLSFiles, into: Path) -> TLSFiles:
     return TLSFiles(tls.ca, into / "ca-dir", into / "cert.pem", into / "key.pem")
 
 
+def _tpc_lines(s: XRootDSetup) -> list[str]:
+    """COPY and macaroons: see the module's docstring."""
+    top = s.top
+    lines = ["http.exthandler xrdtpc libXrdHttpTPC.so"] if s.tpc else []
+    if s.macaroons_secret is not None:
+        lines += [
+            "all.sitename drsftp-test",
+            "ofs.authorize 1",
+            f"acc.authdb {top / 'authdb'}",
+            "ofs.authlib libXrdMacaroons.so",
+            "http.exthandler xrdmacaroons libXrdMacaroons.so",
+            f"macaroons.secretkey {top / 'macaroon-secret'}",
+            "macaroons.trace info",  # each token checked: its log line
+            "http.header2cgi Authorization authz",  # a bearer token reaches the authorization on every request
+        ]
+    return lines
+
+
 def config(s: XRootDSetup, adm: Path, tls: TLSFiles) -> str:
     return "\n".join([
         f"xrd.port {s.port}",
@@ -107,6 +136,7 @@ def config(s: XRootDSetup, adm: Path, tls: TLSFiles) -> str:
         f"all.adminpath {adm}",
         f"all.pidpath {adm}",
         f"xrootd.chksum max {len(CHECKSUMS)} {' '.join(CHECKSUMS)}",
+        *_tpc_lines(s),
         "",
     ])
 
@@ -122,6 +152,12 @@ def xrootd_argv(s: XRootDSetup) -> list[str]:
     adm.mkdir()
     give_to_server(adm)
     tls = server_tls(s.tls, s.top / "tls")
+    if s.macaroons_secret is not None:
+        (s.top / "authdb").write_text("u * / a\n")  # every user, every right: a request without a valid token
+        secret = s.top / "macaroon-secret"
+        shutil.copy(s.macaroons_secret, secret)
+        secret.chmod(0o600)
+        give_to_server(secret, s.top / "authdb")
     cfg = s.top / "xrootd.cfg"
     cfg.write_text(config(s, adm, tls))
     return [XROOTD, *(("-R", "nobody") if as_root() else ()), "-c", str(cfg)]

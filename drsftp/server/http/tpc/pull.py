@@ -7,7 +7,9 @@ The file comes in ranged GETs of at most copyreq.CHUNK bytes, on
 taking the next range as it finishes one): many requests on a connection
 let two drsftp servers exchange their DRS reports all along (remote.py).
 The first request learns the size from its ``Content-Range``; a source
-that ignores ranges (200) sends the whole file on that one connection.
+that ignores ranges (200) sends the whole file on that one connection;
+one that answers the first range past the file's end with that whole
+range (XRootD 5.5) is asked again for the range cut to the size.
 ``RequireChecksumVerification: true``: once the file is whole, a HEAD
 with ``Want-Digest`` asks the source's digest, compared with the part
 file's before it is renamed (a source that offers none: not compared).
@@ -73,6 +75,11 @@ async def _fill(job: Job, fd: int) -> None:
             return
         total = _first_total(resp)
         job.total = total
+        if _overstated(resp, total):  # XRootD 5.5: the range past the end is not cut to the file (RFC 9110 14.4)
+            resp.close()  # (its body falls short of its Content-Length: the connection is unusable)
+            resp = await _get(job, first, 0, min(step, total))
+            if resp.status != 206 or _first_total(resp) != total or _overstated(resp, total):
+                raise CopyFailed("the source's answer to the range 0- has no usable Content-Range")
         if total == 0:
             return
         free = os.statvfs(os.path.dirname(job.part))
@@ -138,6 +145,12 @@ def _first_total(resp: aiohttp.ClientResponse) -> int:
     if not m or m.group(3) == "*" or int(m.group(1)) != 0:
         raise CopyFailed("the source's 206 has no usable Content-Range")
     return int(m.group(3))
+
+
+def _overstated(resp: aiohttp.ClientResponse, total: int) -> bool:
+    """A 206 whose range ends past the file's last byte."""
+    m = CONTENT_RANGE.fullmatch(resp.headers.get("Content-Range", "").strip())
+    return resp.status == 206 and m is not None and int(m.group(2)) >= total > 0
 
 
 async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int, at: int,
