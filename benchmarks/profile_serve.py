@@ -1,12 +1,14 @@
 """Where `drsftp serve` spends its CPU on a tree of many small files:
 cProfile of the server while globus-url-copy (the issue's GridFTP command,
-`-r -cd -fast -cc 8`) gets the tree from it, or puts it to it.
+`-r -cd -fast -cc 8`) or drsftp's own client (`get -r` / `put -r`) gets the
+tree from it, or puts it to it.
 
     python benchmarks/profile_serve.py                      # get, 2,000 files of 0-1 KiB
     python benchmarks/profile_serve.py --files 10000 --direction put --top 40
     python benchmarks/profile_serve.py --out /tmp/serve.prof # keep the profile (snakeviz, pstats)
     python benchmarks/profile_serve.py --no-profile          # only the time and the server's CPU seconds
     python benchmarks/profile_serve.py --stream-mode         # without -fast: a data connection per file
+    python benchmarks/profile_serve.py --client drsftp --files 20000 --direction put  # drsftp put -r -q
 
 The server runs as `python -m cProfile -o PROF -m drsftp serve ...` on
 127.0.0.1 with its root on tmpfs (the tree is the bench's: drsftp bench
@@ -43,6 +45,8 @@ def main() -> int:
     ap.add_argument("--direction", choices=("get", "put"), default="get")
     ap.add_argument("--stream-mode", action="store_true",
                     help="globus-url-copy without -fast: stream mode, a data connection per file")
+    ap.add_argument("--client", choices=("guc", "drsftp"), default="guc",
+                    help="guc: globus-url-copy (default); drsftp: this checkout's get -r / put -r")
     ap.add_argument("--workdir", default="/dev/shm")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--out", help="keep the profile here")
@@ -75,12 +79,20 @@ def main() -> int:
         ends = ([url + os.path.relpath(source, base) + "/", f"file://{dest}/"] if args.direction == "get"
                 else [f"file://{source}/", url + os.path.relpath(dest, base) + "/"])
         t0 = time.monotonic()
-        flags = [f for f in GUC_FLAGS if f != "-fast"] if args.stream_mode else GUC_FLAGS
-        done = subprocess.run(["globus-url-copy", *flags, *ends], timeout=args.max_time,
+        if args.client == "drsftp":
+            if args.direction == "get":
+                ends[1] = dest + "/"
+            else:
+                ends[0] = source + "/"
+            argv = [sys.executable, "-m", "drsftp", args.direction, "-r", "-q", *ends]
+        else:
+            flags = [f for f in GUC_FLAGS if f != "-fast"] if args.stream_mode else GUC_FLAGS
+            argv = ["globus-url-copy", *flags, *ends]
+        done = subprocess.run(argv, timeout=args.max_time, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         secs = time.monotonic() - t0
         cpu = psutil.Process(server.pid).cpu_times()
-        print(f"globus-url-copy {args.direction} {args.files} files: {secs:.2f} s (exit {done.returncode});"
+        print(f"{args.client} {args.direction} {args.files} files: {secs:.2f} s (exit {done.returncode});"
               f" server CPU {cpu.user + cpu.system:.2f} s (user {cpu.user:.2f}, system {cpu.system:.2f})"
               f"{': ' + done.stderr.strip()[-300:] if done.returncode else ''}")
     finally:

@@ -131,6 +131,17 @@ def test_a_byte_changed_in_transit_is_not_a_complete_run(tmp_path):
     assert field._check(str(src), str(dest), wl) == f"{name} differs from the source"
 
 
+def test_a_run_keeps_how_long_the_clients_last_5_percent_took():
+    """The end of an HTTPS -P auto get (stolen ranges on new connections)
+    shows in tail_s, read from the client's --json timeline."""
+    report = {"bytes": 1000, "seconds": 7.0, "connections": 13, "requests": 20,
+              "timeline": [{"t": 1.0, "bytes": 50}, {"t": 5.0, "bytes": 940}, {"t": 5.5, "bytes": 950},
+                           {"t": 6.8, "bytes": 990}]}
+    assert field._tail_seconds(report) == 1.5
+    assert field._tail_seconds({"bytes": 1000, "seconds": 7.0}) is None  # davix: no timeline
+    assert {"connections", "requests"} <= set(field.CLIENT_KEYS)
+
+
 def test_bench_field_composes_the_https_columns(monkeypatch, tmp_path):
     from drsftp.cli import main
 
@@ -167,6 +178,8 @@ def test_https_columns_run_on_a_link_and_every_file_arrives_byte_identical():
     for r in results:
         assert r["complete"], {k: r.get(k) for k in ("entry", "error", "seconds")}
         assert r["mbps"] > 0 and r["streams_max"] >= 1, r
+    # drsftp's clients report their connections and the time of their last 5%
+    assert results[0]["client_report"]["connections"] >= 1 and results[0]["client_report"]["tail_s"] >= 0
     assert results[0]["bytes"] == 8 << 20 and results[-1]["files"] == 3
     assert "certs" not in left and "xrootd" not in left
     assert FsPath(work).exists() is False

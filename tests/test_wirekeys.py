@@ -47,14 +47,18 @@ WIRE = {v for k, v in vars(wirekeys).items() if k.isupper() and isinstance(v, st
 OWN_FIGURES = ("drsftp/netem/", "drsftp/bench/")
 DRS_READERS = ("drsftp/bench/thirdparty/summary.py",)  # a copy's --json rows: the servers' DRS replies
 KERNEL_OWNS = "which buffer is left to kernel autotuning (SocketController.kernel_owns)"
+RANGE_UNIT = "the Range header's unit (RFC 9110 14.1.1)"
 # a module -> the key-named strings it uses for something else, and what
 ALLOWED = {
-    "drsftp/http/ranges.py": ({"bytes"}, "the Range header's unit (RFC 9110 14.1.1)"),
+    "drsftp/http/ranges.py": ({"bytes"}, RANGE_UNIT),
+    "drsftp/http/spans.py": ({"bytes"}, RANGE_UNIT),
+    "drsftp/client/http/get.py": ({"bytes"}, RANGE_UNIT),
+    "drsftp/server/http/files.py": ({"bytes"}, RANGE_UNIT),
     "drsftp/io/sockopt.py": ({"retrans"}, "a struct tcp_info field"),
     "drsftp/io/tuner.py": ({"rcvbuf", "sndbuf"}, KERNEL_OWNS),
     "drsftp/tuning/controller.py": ({"rcvbuf", "sndbuf"}, KERNEL_OWNS),
     "drsftp/tuning/actuation.py": ({"rcvbuf", "sndbuf"}, KERNEL_OWNS),
-    "drsftp/tuning/drs.py": ({"inflight", "cwnd"}, "PeerReport fields, read by getattr"),
+    "drsftp/tuning/receiver.py": ({"inflight", "cwnd"}, "PeerReport fields, read by getattr"),
     "drsftp/client/result.py": ({"streams"}, "a --json field"),
     "drsftp/server/ops/translog.py": ({"rate"}, "a transfer log field"),
     "drsftp/server/ops/metrics.py": ({"bytes"}, "a transfer log field"),

@@ -169,6 +169,10 @@ ENTRIES: dict[str, FieldEntry] = {e.name: e for e in [
 
 TLS_SERVERS = ("drsftp-https", "xrootd")  # serve the run's certificate (certs.py)
 HANDSHAKE = 16 << 10  # more than a TLS handshake and a HEAD's answer bring in
+# what a drsftp client's --json tells of its connections, kept with each run
+CLIENT_KEYS = ("streams", "streams_max", "sessions", "connections", "requests")
+TAIL = 0.05  # the share of the bytes whose time tail_s is
+CLIENT_PROGRAMS = {"lftp": "lftp", "rclone": "rclone", "davix": "davix-get"}  # an entry's name prefix -> its client
 
 
 def entry_names(spec: str) -> list[str]:
@@ -198,8 +202,9 @@ def missing_programs(entries: list[str]) -> list[str]:
         e = ENTRIES[name]
         if e.server == "gridftp":
             need |= {"globus-url-copy", "globus-gridftp-server"}
-        if name.startswith(("lftp", "rclone", "davix")):
-            need.add({"davix": "davix-get"}.get(name.split("-")[0], name.split("-")[0]))
+        tool = CLIENT_PROGRAMS.get(name.split("-")[0])
+        if tool:
+            need.add(tool)
         if e.server == "xrootd":
             need.add("xrootd")
     return sorted(p for p in need if not (shutil.which(p) or os.path.exists(f"/usr/sbin/{p}")))
@@ -224,6 +229,16 @@ def _check(src: str, dest: str, wl: Workload) -> str | None:
         if not filecmp.cmp(os.path.join(src, rel) if wl.tree else src, p, shallow=False):
             return f"{rel} differs from the source"
     return None
+
+
+def _tail_seconds(report: dict) -> float | None:
+    """How long a drsftp client's last TAIL of the bytes took, from its
+    --json timeline (the end of a transfer: stragglers, stolen ranges)."""
+    line, total, seconds = report.get("timeline"), report.get("bytes"), report.get("seconds")
+    if not isinstance(line, list) or not total or seconds is None:
+        return None
+    at = next((p["t"] for p in line if isinstance(p, dict) and (p.get("bytes") or 0) >= (1 - TAIL) * total), None)
+    return None if at is None else round(max(0.0, seconds - at), 3)
 
 
 def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: str, rep: int,
@@ -287,8 +302,9 @@ def run_one(cfg: FieldConfig, link: Link, entry: FieldEntry, wl: Workload, src: 
         try:
             with open(json_out) as f:
                 rep_json = json.load(f)
-            result["client_report"] = {k: rep_json.get(k) for k in ("streams", "streams_max", "sessions")
-                                       if k in rep_json}
+            told: dict = {k: rep_json.get(k) for k in CLIENT_KEYS if k in rep_json}
+            last = _tail_seconds(rep_json)
+            result["client_report"] = told if last is None else {**told, "tail_s": last}
         except (OSError, ValueError):
             pass
     finally:

@@ -9,13 +9,20 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..common.peers import DRSFTP, HTTPS_PORT, PASSWORD, USER, XRD_HTTPS_PORT
+from ..common.xrootd import TLSFiles
 
-if TYPE_CHECKING:
-    from ..common.xrootd import TLSFiles
-    from .run import Ctx
+
+class Ctx(Protocol):
+    """What a column's command is made from (run.Ctx)."""
+
+    host: str
+    src: str
+    dest: str
+    json_out: str
+    tls: TLSFiles | None
 
 # davix 0.8 does not answer a 401 Basic challenge (it gives up on the 401):
 # it sends the credentials up front, in the header (RFC 7617)

@@ -44,9 +44,10 @@ class Listings(DataCommands):
                     raise
 
     async def listing(self, path: str, on_entries: Callable[[list[Entry]], None] | None = None) -> list[Entry]:
-        """The entries of directory ``path``; ``on_entries`` is also given
-        them as their lines arrive (a job starts on the first ones while
-        a long listing is still on its way)."""
+        """The entries of directory ``path``; with ``on_entries``, they go
+        to it as their lines arrive (a job starts on the first ones while
+        a long listing is still on its way), each line parsed once and
+        kept nowhere, and the list returned is empty."""
         what = f"cannot list {path}"
         early, self.early_listing = self.early_listing, None
         if early is not None:
@@ -62,16 +63,17 @@ class Listings(DataCommands):
                     raise  # the connection, not the command; or entries already taken
             else:
                 if ours:
-                    return parse_mlsd(data)
+                    return [] if feed is not None else parse_mlsd(data)
         parse = parse_mlsd if self.mlsd else parse_list
         feed = _Feeder(parse, on_entries) if on_entries is not None else None
         data = await self.read_data(f"{'MLSD' if self.mlsd else 'LIST'} {path}", what, None, feed)
-        return parse(data)
+        return [] if feed is not None else parse(data)
 
     async def read_data(self, line: str, what: str, st: Started | None = None,
                         on_lines: Callable[[bytes], None] | None = None) -> bytes:
         """The data of ``line``; ``st``: its commands were sent already;
-        ``on_lines``: given each run of complete lines as it arrives."""
+        ``on_lines``: given each run of complete lines as it arrives (the
+        data is then not kept: b"" is returned)."""
         lines = (line,)
         st = st or self.start(*lines)
         sock = await self.connect(st, None, lines)
@@ -133,9 +135,10 @@ class _Feeder:
 
 
 class _Collect(asyncio.Protocol):
-    """A listing's data, up to LISTING_LIMIT bytes; ``on_lines`` gets each
-    run of complete lines (split at a newline byte: never inside a UTF-8
-    character) as it arrives, and the rest at the end."""
+    """A listing's data, up to LISTING_LIMIT bytes: kept, or, with
+    ``on_lines``, each run of complete lines (split at a newline byte:
+    never inside a UTF-8 character) handed to it as it arrives and the
+    rest at the end."""
 
     def __init__(self, what: str, on_lines: Callable[[bytes], None] | None = None) -> None:
         self.what = what
@@ -157,8 +160,9 @@ class _Collect(asyncio.Protocol):
             if self.transport is not None:
                 self.transport.abort()
             return
-        self.chunks.append(data)
-        if self.on_lines is not None:
+        if self.on_lines is None:
+            self.chunks.append(data)
+        else:
             cut = data.rfind(b"\n") + 1
             if cut:
                 lines, self._partial = self._partial + data[:cut], data[cut:]

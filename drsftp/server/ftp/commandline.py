@@ -13,8 +13,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from ...ftp.safepath import line_break_refusal
 from . import compat
+
+_PYFTPDLIB = logging.getLogger("pyftpdlib")
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
 class CommandLines:
@@ -47,6 +52,15 @@ class CommandLines:
             compat.line_buffer_clear(self)
             return
         super().found_terminator()
+
+    def log(self, msg, logfun=_PYFTPDLIB.info):
+        """pyftpdlib's log of a reply, only when its level is on: it built
+        the session's prefix for every reply, logged or not (a small
+        file's replies paid it several times; docs/decisions/0041)."""
+        owner, level = getattr(logfun, "__self__", None), _LEVELS.get(getattr(logfun, "__name__", ""))
+        if isinstance(owner, logging.Logger) and level is not None and not owner.isEnabledFor(level):
+            return
+        super().log(msg, logfun=logfun)
 
     def ftp_QUIT(self, line):
         self._quit_received = True

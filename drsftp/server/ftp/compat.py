@@ -176,6 +176,9 @@ def restart_idle_timer(handler) -> None:
     while its own data channel runs; MODE E streams are not that)."""
     idler = handler._idler
     if idler is not None and not idler.cancelled:
+        if handler.timeout and idler._delay == handler.timeout:
+            idler.reset()  # (a countdown moved, not a new timer: once a file on cached streams)
+            return
         idler.cancel()
     if handler.timeout:
         handler._idler = handler.ioloop.call_later(handler.timeout, handler.handle_timeout,

@@ -82,8 +82,14 @@ def reload_record(now: float, what: str) -> dict[str, Any]:
     return {"time": _iso(now), "event": "reload", "what": what}
 
 
+_second: list[Any] = [None, ""]  # (whole second, its text): the lines of one second share it
+
+
 def _iso(now: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    sec = int(now // 1)
+    if _second[0] != sec:
+        _second[:] = [sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))]
+    return f"{_second[1]}.{int(now % 1 * 1000):03d}Z"
 
 
 def format_json(rec: dict[str, Any]) -> str:
@@ -102,7 +108,10 @@ def format_text(rec: dict[str, Any]) -> str:
 
 
 def _text_value(value: Any) -> str:
-    if isinstance(value, bool):
+    kind = type(value)
+    if kind is int or kind is float:  # (no quoting to decide: a number's text is safe)
+        return str(value)
+    if kind is bool:
         return "yes" if value else "no"
     if value is None:
         return "-"
@@ -279,7 +288,11 @@ def configure(log_file: str | None, fmt: str = "text") -> None:
 
 
 def emit(rec: dict[str, Any]) -> None:
-    log.info("%s", rec["event"], extra={"drsftp_record": rec})
+    """The record to the log's handlers (makeRecord and handle: Logger.info
+    also looked up its caller's frame, for a line that never shows it)."""
+    if log.isEnabledFor(logging.INFO):
+        log.handle(log.makeRecord(LOGGER, logging.INFO, __file__, 0, "%s", (rec["event"],), None,
+                                  extra={"drsftp_record": rec}))
 
 
 # -- pyftpdlib hooks -----------------------------------------------------------------

@@ -7,8 +7,8 @@ The token is asked for with the remote's own Basic login (a ``POST`` with
 ``Content-Type: application/macaroon-request``), scoped to the path (the
 file, or a tree's top: ``path:`` holds for everything below) and to the
 activities the copy needs there: DOWNLOAD,LIST to read a pull's source,
-UPLOAD,READ_METADATA,LIST to write a push's destination (and answer its
-HEADs).  A remote that serves no macaroons (404, 405, 415, 501: a plain
+UPLOAD,MANAGE,READ_METADATA,LIST to write a push's destination (and
+answer its HEADs; XRootD checks a PUT against MANAGE).  A remote that serves no macaroons (404, 405, 415, 501: a plain
 WebDAV server) gets its Basic credentials forwarded instead, said once in
 the log; a remote URL without a user is read anonymously (no header)."""
 
@@ -26,7 +26,7 @@ from ..pool import Pool
 log = logging.getLogger("drsftp.client")
 
 READ = "DOWNLOAD,LIST"  # a pull's source
-WRITE = "UPLOAD,READ_METADATA,LIST"  # a push's destination
+WRITE = "UPLOAD,MANAGE,READ_METADATA,LIST"  # a push's destination (XRootD wants MANAGE for a PUT)
 VALIDITY = 3600  # s a token is asked for (longer with --max-time)
 RENEW_BEFORE = 600  # s before its end a tree asks for a new one
 NO_MACAROONS = (400, 404, 405, 415, 501)  # the endpoint mints none: Basic goes instead

@@ -15,6 +15,7 @@ from .. import compat
 from ..compat import STOCK_COMMANDS, EPortHooks, extra_features, restart_idle_timer
 from ..listings import chunks
 from ..thirdparty import foreign_checked
+from ..waiting import MAX_HELD
 from .session import ESession
 from .streams import Limits, StreamCount
 
@@ -89,20 +90,70 @@ class EModeCommands(EPortHooks, _Handler):
         transfer that ends at once (a small file on a cached stream) sends
         its 125 (and 111/112 markers) and 226 in one segment, not one
         each, and its data before them (RFC 959 orders the replies of one
-        connection only)."""
+        connection only).  Nested: the outermost sends."""
         if self._corked is not None:
             yield
             return
         self._corked = []
         try:
             yield
+            then = self._after_replies
+            for _ in range(2 * MAX_HELD):  # (one a transfer that ended: at most MAX_HELD commands wait)
+                if not then or compat.closed(self):
+                    break
+                then.pop(0)()
         finally:
             held, self._corked = self._corked, None
-            if held:
+            rest, self._after_replies = self._after_replies, []
+            closed = compat.closed(self)
+            for then_ in [] if closed else rest:  # (past the bound, or after an error: the next poll)
+                self.ioloop.call_later(0, then_, _errback=self.handle_error)
+            if held and not closed:
                 super().push("".join(held))
+
+    def after_replies(self, then: Callable[[], None]) -> bool:
+        """Run ``then`` at the end of the replies_together under way, after
+        the replies made so far and with their send (a transfer's final
+        reply, then the commands it released); False if none is under way."""
+        if self._corked is None:
+            return False
+        self._after_replies.append(then)
+        return True
+
+    def flush_replies(self) -> None:
+        """The replies held so far go out now (before a close)."""
+        if self._corked and not compat.closed(self):
+            held = "".join(self._corked)
+            self._corked.clear()
+            super().push(held)
+
+    # Every command line one read brought, and every command a transfer's
+    # end released, answered in one send (docs/decisions/0041): a client
+    # that pipelines a batch of small files gets their replies together,
+    # in order, before the next poll.
+    def handle_read(self):
+        with self.replies_together():
+            super().handle_read()
+
+    def release_held(self) -> None:
+        with self.replies_together():
+            super().release_held()
+
+    def close_when_done(self):
+        self.flush_replies()  # (pyftpdlib closes at once when nothing is queued)
+        super().close_when_done()
+
+    def push_with_producer(self, producer):
+        self.flush_replies()  # (STAT PATH's listing: after the replies before it)
+        super().push_with_producer(producer)
+
+    def secure_connection(self, ssl_context):
+        self.flush_replies()  # AUTH TLS's 234 in clear text, before the handshake (RFC 4217 sec. 4)
+        return super().secure_connection(ssl_context)  # type: ignore[misc]
 
     def __init__(self, conn, server, ioloop=None):
         self.eblock = None
+        self._after_replies: list[Callable[[], None]] = []  # after_replies
         super().__init__(conn, server, ioloop)
         self.eblock = ESession(self)
 
@@ -115,6 +166,7 @@ class EModeCommands(EPortHooks, _Handler):
             self.eblock.abort()  # the running transfer's 426 first, then the waiting ones'
 
     def close(self):
+        self.flush_replies()
         if getattr(self, "eblock", None) is not None:
             self.eblock.close()
         super().close()

@@ -10,7 +10,7 @@ The kinds are esend.Send (RETR, MLSD) and ereceive.Receive (STOR).
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from ....tuning import Role
 from .streams import Session, Stream
@@ -35,6 +35,8 @@ class TransferSession(Session, Protocol):
         """The session's buffer for reading its streams (one transfer at a time)."""
         ...
 
+    last_markers: float  # when its last 111/112 markers went (time.monotonic; ftp/eblock/receive.py)
+
 
 class Job:
     """One RETR/STOR/MLSD in MODE E: its streams, its data timeout."""
@@ -48,7 +50,13 @@ class Job:
         self.finished = False
         self.started = self.last = time.monotonic()
         self.timeout = session.data_timeout  # (0: no limit, as pyftpdlib's DTP)
-        self._timer = session.h.ioloop.call_later(self.timeout, self._check_timeout) if self.timeout else None
+        self._timer: Any = None
+
+    def arm(self) -> None:
+        """Its timers start, once its command's start is done: a transfer
+        that ended there (a small file on cached streams) needs none."""
+        if not self.finished and self.timeout and self._timer is None:
+            self._timer = self.session.h.ioloop.call_later(self.timeout, self._check_timeout)
 
     def touch(self) -> None:
         self.last = time.monotonic()

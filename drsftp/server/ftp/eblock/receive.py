@@ -8,7 +8,10 @@ Rules:
   written (os.pwrite) into the ``.NAME.part`` file that stream-mode STOR
   uses: inside ALLO's size or the server's limit, no byte twice, at most
   ``Limits.max_ranges`` disjoint ranges (docs/EBLOCK.md, "Limits");
-- 112 Perf and 111 Range markers every 2 s and before the final reply;
+- 112 Perf and 111 Range markers every 2 s while it runs, and before its
+  final reply unless that is 226, it sent none while it ran and the
+  session sent some less than 2 s ago (docs/decisions/0041: a tree of
+  small files gets them at most every 2 s a session);
 - when the EOF and as many EODs as it counts came, the file is renamed
   into place if whole (ALLO's size when announced), else kept for REST
   (451); a part file started anew (no REST) that ends empty is removed.
@@ -20,6 +23,7 @@ import errno
 import os
 import ssl
 import time
+from typing import Any
 
 from ....ftp.eblock import BlockError, Data, EndOfFile, RangeSet, ReceiveLedger
 from ....io.fileio import pwrite_all
@@ -48,7 +52,13 @@ class Receive(Job):
         limit = expected if expected is not None else session.limits.max_file
         self.ledger = ReceiveLedger(limit=limit, base=base)
         self.buf = session.receive_buffer()  # one per session (1 MiB zeroed per STOR cost more than a small file)
-        self._markers = session.h.ioloop.call_later(MARKER_INTERVAL, self._send_markers)
+        self._markers: Any = None
+        self._marked = False  # it sent markers while it ran: its last ones come before its 226 too
+
+    def arm(self) -> None:
+        super().arm()
+        if not self.finished and self._markers is None:
+            self._markers = self.session.h.ioloop.call_later(MARKER_INTERVAL, self._send_markers)
 
     @property
     def moved(self) -> int:
@@ -113,11 +123,13 @@ class Receive(Job):
         if self.finished:
             return
         self._marker_replies()
+        self._marked = True
         self._markers = self.session.h.ioloop.call_later(MARKER_INTERVAL, self._send_markers)
 
     def _marker_replies(self) -> None:
         """112 Perf Marker and 111 Range Marker, as GridFTP servers send them."""
         h = self.session.h
+        self.session.last_markers = time.monotonic()
         h.push(f"112-Perf Marker\r\n Timestamp:  {time.time():.1f}\r\n Stripe Index: 0\r\n"
                f" Stripe Bytes Transferred: {self.ledger.new_bytes}\r\n Total Stripe Count: 1\r\n")
         h.respond("112 End.")
@@ -129,12 +141,18 @@ class Receive(Job):
         announced), else keep the .part for a restart (451)."""
         if self.finished:
             return
-        self._markers.cancel()
+        self._cancel_markers()
         with self.session.h.replies_together():  # the markers and the final reply in one send
-            self._marker_replies()
             reply = self._place()
+            if (not reply.startswith("226") or self._marked
+                    or time.monotonic() - self.session.last_markers >= MARKER_INTERVAL):
+                self._marker_replies()
             self._end(complete=reply.startswith("226"))
             self.session.h.respond(reply)
+
+    def _cancel_markers(self) -> None:
+        if self._markers is not None:
+            self._markers.cancel()
 
     def _place(self) -> str:
         """The file renamed into place, or kept: the final reply."""
@@ -165,7 +183,7 @@ class Receive(Job):
 
     def cleanup(self) -> None:
         """After a failure: a part file of its own with nothing written goes."""
-        self._markers.cancel()
+        self._cancel_markers()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1

@@ -226,9 +226,11 @@ class Send(Job):
             s.close()  # its EOD carried CLOSE
         else:
             s.want(self.session.h.ioloop.READ)
-        if all(o.done for o in self.members) and self._end(complete=True):
-            self.cleanup()
-            self.session.h.respond("226 Transfer complete.")
+        if all(o.done for o in self.members):
+            with self.session.h.replies_together():  # the 226 and the replies of the commands it releases
+                if self._end(complete=True):
+                    self.cleanup()
+                    self.session.h.respond("226 Transfer complete.")
 
     def cleanup(self) -> None:
         self.source.close()

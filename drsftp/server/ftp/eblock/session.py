@@ -48,6 +48,7 @@ class ESession:
         self.job: Job | None = None  # the transfer running (phase TRANSFER or QUITTING)
         self.rest: RangeSet | None = None  # REST ranges for the next transfer
         self._recv_buf: bytearray | None = None  # receive_buffer
+        self.last_markers = float("-inf")  # when a STOR's last 111/112 markers went (ftp/eblock/receive.py)
 
     @property
     def active(self) -> bool:
@@ -145,8 +146,11 @@ class ESession:
         # after the final reply, which follows this call: the commands that
         # waited run; after a failure they are answered, not run (the client
         # knows its streams are gone; docs/EBLOCK.md, "Pipelined transfers")
+        # (in the replies_together under way, if one is: one send for the
+        # final reply and what the released commands answer)
         then = self.h.drop_held if failed else self.h.release_held
-        self.h.ioloop.call_later(0, then, _errback=self.h.handle_error)
+        if not self.h.after_replies(then):
+            self.h.ioloop.call_later(0, then, _errback=self.h.handle_error)
         if self.quit_pending:  # after the final reply, which follows this call (RFC 959, QUIT)
             self.h.ioloop.call_later(0, self.h.close_when_done, _errback=self.h.handle_error)
 
@@ -311,6 +315,7 @@ class ESession:
             # a full socket waits for WRITE (pump)
             if not s.connecting and not job.finished:
                 job.pump(s)
+        job.arm()
 
     def stor(self, path: str, expected: int | None) -> None:
         h = self.h
@@ -369,6 +374,7 @@ class ESession:
         for s in cached:
             if not job.finished:
                 s.resume_reading(at_once=True)  # what came before the STOR's reply is read now
+        job.arm()
 
     def abort(self, reply: str | None = "426 Transfer aborted via ABOR.") -> bool:
         if self.job is None:
