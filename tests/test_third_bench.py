@@ -3,7 +3,7 @@
 before anything runs, what a run keeps of drsftp's --json, of `ss` and of
 B's log, the tables, `drsftp benchreport` on its JSON, and (root) the bench
 itself on a small, fast topology: the FTP entries, and the HTTP ones
-between two `drsftp serve --http-port`."""
+between two `drsftp serve --http-port` and between two XRootD servers."""
 
 from __future__ import annotations
 
@@ -306,3 +306,41 @@ def test_the_http_entries_run_byte_identical_between_two_drsftp_serves():
         assert r["ss_rtt_ms"] is None or r["ss_rtt_ms"] >= 36, (name, r["ss_rtt_ms"])
     assert [runs[n]["server_b"]["streams"] for n in HTTP_ENTRIES] == [[1], [4], [1], [4], [1]]
     assert runs["https-copy-r"]["files"] > 1 and runs["https-copy-Pauto"]["client_report"]["mode"] == "pull"
+
+
+def test_a_second_run_in_the_same_workdir_is_refused(tmp_path):
+    """Each run empties B's root: two at once would delete each other's files."""
+    import fcntl
+
+    with open(tmp_path / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        cfg = tb.ThirdConfig(path=Path(rate=1e9, rtt=0.1), entries=["copy-P4"], workdir=str(tmp_path))
+        with pytest.raises(RuntimeError, match=f"another third-party bench is running in {tmp_path}: wait"):
+            tb.run_third(cfg)
+    assert sorted(os.listdir(tmp_path)) == [".lock"]  # nothing made, nothing emptied
+
+
+@pytest.mark.root
+def test_the_xrootd_entries_pull_byte_identical_between_two_xrootds():
+    """gfal-copy --copy-mode pull between two XRootD servers with XrdHttpTPC
+    and macaroons (bench/common/xrootd.py), at its default and -n 4."""
+    work = tempfile.mkdtemp(prefix="drs-third-", dir="/var/tmp")  # xrootd runs as nobody: it must reach it
+    try:
+        cfg = tb.ThirdConfig(path=Path(rate=200e6, rtt=0.04), reps=1, scale=1 / 32, workdir=work, max_time=90,
+                             entries=["gfal-pull-xrootd", "gfal-pull-xrootd-4"], bounce_check=False,
+                             log=lambda s: None)
+        out = tb.run_third(cfg)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for r in out["runs"]:
+        assert r["complete"] and r["bytes_identical"], {k: r.get(k) for k in ("entry", "error")}
+        assert r["servers"] == "xrootd" and r["ss_rtt_ms"] >= 36, r
+
+
+def test_the_drs_table_leaves_out_http_copies():
+    """An HTTP copy's --json holds no DRS reports (they are in B's log): no row of dashes."""
+    runs = [_run("copy-Pauto", 800.0, client_report=copy_summary(COPY_JSON), servers="drsftp"),
+            _run("https-copy-P4", 540.0, client_report={"direction": "copy", "mode": "pull", "streams": 4},
+                 servers="drsftp-https")]
+    lines = drs_table(runs).splitlines()
+    assert len(lines) == 3 and lines[2].startswith("| copy-Pauto |")

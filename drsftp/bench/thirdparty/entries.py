@@ -133,7 +133,7 @@ def _gfal(server: str, *flags: str) -> Callable[[Ctx], list[str]]:
 
 
 GUC_FAST = ("-fast", "-pp", "-cc", "8", "-tcp-bs", "16M")
-XRD_STREAMS = (1, 2, 4, 8)  # X-Number-Of-Streams tried on XRootD: the best is its row
+XRD_STREAMS = (1, 2, 4, 8)  # X-Number-Of-Streams tried on XRootD: 8 the best (docs/BENCHMARKS.md#third-party-https)
 ENTRIES: dict[str, ThirdEntry] = {e.name: e for e in [
     ThirdEntry("copy-Pauto", "drsftp", "client", False, _copy("-P", "auto"),
                "drsftp copy -P auto A->B (streams from the data path's reports)"),
@@ -170,7 +170,8 @@ ENTRIES: dict[str, ThirdEntry] = {e.name: e for e in [
                "drsftp copy -r -c 16 https://A/ https://B/ (as many COPYs at once as copy -r's 16 pairs)"),
 ]}
 DEFAULT_ENTRIES = ("copy-Pauto", "copy-P4", "get-Pauto-on-b", "gridftp-p4-16M", "gridftp-p8-16M", "https-copy-Pauto",
-                   "https-copy-P4", "gfal-pull", "gfal-pull-n4", "copy-r", "gridftp-fast", "https-copy-r")
+                   "https-copy-P4", "gfal-pull", "gfal-pull-n4", "gfal-pull-xrootd", "gfal-pull-xrootd-8", "copy-r",
+                   "gridftp-fast", "https-copy-r")
 
 
 def entry_names(spec: str) -> list[str]:

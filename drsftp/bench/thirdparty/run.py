@@ -1,7 +1,9 @@
 """Third-party transfers on a three-node topology (docs/BENCHMARKS.md,
 "Third-party"): `drsftp copy` between two `drsftp serve` beside GridFTP's
 third-party transfers between two `globus-gridftp-server` and beside a
-direct get over the same A-B link.
+direct get over the same A-B link; HTTP third-party copies (COPY pulls by
+B) between two `drsftp serve --http-port` and between two XRootD servers
+(entries.py, servers.py).
 
     client --5 ms-- A --100 ms, 1 Gbit/s-- B
        \\------------5 ms------------------/
@@ -18,6 +20,7 @@ sockets are sampled with `ss` (memory, the kernel's RTT).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -254,11 +257,22 @@ def bounce_check(topo: Topology, cfg: ThirdConfig, root_a: str) -> dict:
 
 def run_third(cfg: ThirdConfig) -> dict:
     """Every entry's runs, interleaved; the bounce check; the setting."""
-    os.makedirs(cfg.workdir, exist_ok=True)
-    os.chmod(cfg.workdir, 0o755)
     missing = missing_programs(cfg.entries)
     if missing:
         raise RuntimeError(f"not installed: {', '.join(missing)} (./run setup installs them as root)")
+    os.makedirs(cfg.workdir, exist_ok=True)
+    os.chmod(cfg.workdir, 0o755)
+    with open(os.path.join(cfg.workdir, ".lock"), "w") as lock:
+        # each run empties B's root and the reports: a second run in the same
+        # workdir would delete the files of the first under it
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(f"another third-party bench is running in {cfg.workdir}: wait for it to end") from None
+        return _run_locked(cfg)
+
+
+def _run_locked(cfg: ThirdConfig) -> dict:
     root_a = os.path.join(cfg.workdir, "a")
     os.makedirs(root_a, exist_ok=True)
     wls = {tree: workload("small" if tree else "big", cfg.scale) for tree in {ENTRIES[n].tree for n in cfg.entries}}
