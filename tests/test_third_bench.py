@@ -1,12 +1,15 @@
 """`drsftp bench third-party` (drsftp/bench/thirdparty/run.py; docs/BENCHMARKS.md,
-"Third-party"): the entries' commands, the options checked before anything
-runs, what a run keeps of drsftp's --json, the tables, `drsftp benchreport`
-on its JSON, and (root) the bench itself on a small, fast topology."""
+"Third-party"): the entries' commands (FTP and HTTP), the options checked
+before anything runs, what a run keeps of drsftp's --json, of `ss` and of
+B's log, the tables, `drsftp benchreport` on its JSON, and (root) the bench
+itself on a small, fast topology: the FTP entries, and the HTTP ones
+between two `drsftp serve --http-port` and between two XRootD servers."""
 
 from __future__ import annotations
 
 import json
 import os
+import pathlib
 import shutil
 import tempfile
 
@@ -14,18 +17,23 @@ import pytest
 from conftest import Reached, stop_at_run, usage_exit
 
 from drsftp.bench.common.datasets import workload
+from drsftp.bench.common.sampler import Sampler
 from drsftp.bench.common.tunings import Path
+from drsftp.bench.common.xrootd import TLSFiles
 from drsftp.bench.thirdparty import run as tb
 from drsftp.bench.thirdparty.report import drs_table, entry_table, first_decisions
-from drsftp.bench.thirdparty.summary import copy_summary
+from drsftp.bench.thirdparty.summary import copy_summary, server_lines, sockets_summary
 from drsftp.cli import main
 
 A, B = "10.203.0.2", "10.203.0.3"
 
 
+TLS = TLSFiles(*(pathlib.Path(p) for p in ("/w/tls/ca.pem", "/w/tls/ca-dir", "/w/tls/c.pem", "/w/tls/k.pem")))
+
+
 def _ctx(tree=False):
     wl = workload("small" if tree else "big")
-    return tb.Ctx(A, B, "/w/a" if tree else "/w/a/big", "/w/b", wl, "/w/r.json")
+    return tb.Ctx(A, B, "/w/a" if tree else "/w/a/big", "/w/b", wl, "/w/r.json", TLS)
 
 
 def test_entries_run_the_issue_s_commands_at_both_node_addresses():
@@ -46,6 +54,66 @@ def test_entries_run_the_issue_s_commands_at_both_node_addresses():
         assert flag in fast
     assert fast[fast.index("-cc") + 1] == "8" and fast[fast.index("-tcp-bs") + 1] == "16M"
     assert tb.ENTRIES["gridftp-fast-on-b"].argv(_ctx(tree=True))[-1] == "file:///w/b/small/"
+
+
+def test_the_http_entries_pull_from_a_to_b_over_tls():
+    auto = tb.ENTRIES["https-copy-Pauto"].argv(_ctx())
+    assert auto[auto.index("--ca-file") + 1] == "/w/tls/ca.pem" and auto[auto.index("-P") + 1] == "auto"
+    assert auto[-2:] == [f"https://bench:bench-pass@{A}:8443/big.bin", f"https://bench:bench-pass@{B}:8443/big.bin"]
+    tree = tb.ENTRIES["https-copy-r"].argv(_ctx(tree=True))
+    assert "-r" in tree and "-P" not in tree and tree[-1] == f"https://bench:bench-pass@{B}:8443/small/"
+    gfal = tb.ENTRIES["gfal-pull"].argv(_ctx())
+    assert gfal[:3] == ["env", "X509_CERT_DIR=/w/tls/ca-dir", "GFAL_PYTHONBIN=/usr/bin/python3"]
+    assert gfal[gfal.index("--copy-mode") + 1] == "pull" and "-n" not in gfal
+    assert "HTTP PLUGIN:RETRIEVE_BEARER_TOKEN=true" in gfal  # gfal2 asks each end for its macaroon
+    assert any(x.startswith("HTTP PLUGIN:HEADERS=Authorization: Basic ") for x in gfal)
+    assert gfal[-2:] == [f"davs://{A}:8443/big.bin", f"davs://{B}:8443/big.bin"]  # no password in the URLs
+    n4 = tb.ENTRIES["gfal-pull-n4"].argv(_ctx())
+    assert n4[n4.index("-n") + 1] == "4"
+    xrd = tb.ENTRIES["gfal-pull-xrootd-8"].argv(_ctx())
+    assert xrd[-2:] == [f"davs://{A}:8444/big.bin", f"davs://{B}:8444/big.bin"] and xrd[xrd.index("-n") + 1] == "8"
+    assert not any("HEADERS" in x for x in xrd)  # XRootD admits any user
+    assert {tb.ENTRIES[n].servers for n in ("gfal-pull", "https-copy-r", "gfal-pull-xrootd")} == {"drsftp-https",
+                                                                                               "xrootd"}
+    with pytest.raises(ValueError, match="needs the run's certificates"):
+        tb.ENTRIES["gfal-pull"].argv(tb.Ctx(A, B, "/w/a/big", "/w/b", workload("big"), "/w/r.json"))
+
+
+def _sampler(rows):
+    s = Sampler([], 2121)
+    s.samples = rows
+    return s
+
+
+def test_the_client_s_sockets_are_not_the_data_path():
+    """An HTTP copy's request and macaroon connections share the data's
+    port: the sockets to the client are left out at A and at B."""
+    client = "10.202.1.1"
+    data = {"peer": f"[::ffff:{B}]:40000", "sk_w": 5_000_000, "rtt_ms": 101.0, "bytes_acked": 9 << 20}
+    request = {"peer": f"{client}:51000", "sk_w": 1_000, "rtt_ms": 5.0, "bytes_acked": 2 << 20}
+    s_a = _sampler([(0.5, [dict(data), dict(request)]), (0.75, [dict(request)])])
+    s_b = _sampler([(0.25, [{"peer": f"{client}:8443", "bytes_received": 900}]),
+                    (0.5, [{"peer": f"{A}:8443", "bytes_received": 1 << 20, "sk_r": 10}])])
+    got = sockets_summary(s_a, s_b, 0.0, 2.0, 1 << 20, 0.25, {client})
+    assert got["streams_max"] == 1 and got["ss_rtt_ms"] == 101.0 and got["peak_snd_used"] == 5_000_000
+    assert got["data_seconds"] == 1.625  # from B's first byte from A (0.5 s), not the COPY's request (0.25 s)
+    kept = sockets_summary(_sampler([(0.5, [dict(request)])]), _sampler([]), 0.0, 2.0, 1, 0.25)
+    assert kept["streams_max"] == 1  # (FTP: its control port is left out by the sampler itself)
+
+
+def test_b_s_log_lines_say_the_streams_and_the_drs_exchange(tmp_path):
+    log = tmp_path / "b.log"
+    log.write_text("old line path=/x.bin remote=https://a/x streams=9\n")
+    mark = log.stat().st_size
+    with open(log, "a") as f:
+        for streams, peer in ((4, "yes"), (4, "no")):
+            f.write(f"2026-01-01T00:00:00Z transfer peer=10.202.1.1 data_peer={A} user=bench direction=put "
+                    f"path=/big.bin bytes=536870912 seconds=6.5 rate=660Mbit/s streams={streams} drs_peer={peer} "
+                    f"complete=yes tls=yes remote=https://{A}:8443/big.bin\n")
+        f.write("2026-01-01T00:00:01Z login user=bench peer=10.202.1.1\n")
+    assert server_lines(str(log), mark) == {"copies": 2, "streams": [4], "drs_peer": 1, "complete": 2,
+                                            "seconds_median": 6.5}
+    assert server_lines(str(tmp_path / "gone.log"), 0) == {}
 
 
 def test_entry_lists():
@@ -208,3 +276,71 @@ def test_the_bench_runs_every_entry_byte_identical_on_a_small_topology():
         assert r["complete"] and r["bytes_identical"], {k: r.get(k) for k in ("entry", "error")}
     copy = out["runs"][0]["client_report"]
     assert copy["source_rtt_ms"] >= 36 and copy["streams_start"] == 4, copy
+
+
+HTTP_ENTRIES = ["https-copy-Pauto", "https-copy-P4", "gfal-pull", "gfal-pull-n4", "https-copy-r"]
+
+
+@pytest.mark.root
+def test_the_http_entries_run_byte_identical_between_two_drsftp_serves():
+    """drsftp copy https:// and gfal-copy --copy-mode pull between two
+    `drsftp serve --http-port` on the small topology, over TLS with the
+    run's CA (gfal2 with its own macaroons): every run byte-identical, each
+    a pull by B (its log: the streams asked for, DRS reports exchanged with
+    A), the data sockets on the A-B path (40 ms), not the client's."""
+    assert shutil.which("gfal-copy"), "gfal-copy is missing (Debian: gfal2-util-scripts, gfal2-plugin-http)"
+    work = tempfile.mkdtemp(prefix="drs-third-", dir="/var/tmp")
+    try:
+        # 32 MiB: one range of 64 MiB, so one of the four streams carries it; the tree 6 files
+        cfg = tb.ThirdConfig(path=Path(rate=200e6, rtt=0.04), reps=1, scale=1 / 32, workdir=work, max_time=90,
+                             entries=HTTP_ENTRIES, bounce_check=False, log=lambda s: None)
+        out = tb.run_third(cfg)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    runs = {r["entry"]: r for r in out["runs"]}
+    assert list(runs) == HTTP_ENTRIES
+    for name, r in runs.items():
+        assert r["complete"] and r["bytes_identical"], {k: r.get(k) for k in ("entry", "error")}
+        b = r["server_b"]
+        assert b["copies"] == r["files"] == b["complete"] == b["drs_peer"], (name, b)
+        assert r["ss_rtt_ms"] is None or r["ss_rtt_ms"] >= 36, (name, r["ss_rtt_ms"])
+    assert [runs[n]["server_b"]["streams"] for n in HTTP_ENTRIES] == [[1], [4], [1], [4], [1]]
+    assert runs["https-copy-r"]["files"] > 1 and runs["https-copy-Pauto"]["client_report"]["mode"] == "pull"
+
+
+def test_a_second_run_in_the_same_workdir_is_refused(tmp_path):
+    """Each run empties B's root: two at once would delete each other's files."""
+    import fcntl
+
+    with open(tmp_path / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        cfg = tb.ThirdConfig(path=Path(rate=1e9, rtt=0.1), entries=["copy-P4"], workdir=str(tmp_path))
+        with pytest.raises(RuntimeError, match=f"another third-party bench is running in {tmp_path}: wait"):
+            tb.run_third(cfg)
+    assert sorted(os.listdir(tmp_path)) == [".lock"]  # nothing made, nothing emptied
+
+
+@pytest.mark.root
+def test_the_xrootd_entries_pull_byte_identical_between_two_xrootds():
+    """gfal-copy --copy-mode pull between two XRootD servers with XrdHttpTPC
+    and macaroons (bench/common/xrootd.py), at its default and -n 4."""
+    work = tempfile.mkdtemp(prefix="drs-third-", dir="/var/tmp")  # xrootd runs as nobody: it must reach it
+    try:
+        cfg = tb.ThirdConfig(path=Path(rate=200e6, rtt=0.04), reps=1, scale=1 / 32, workdir=work, max_time=90,
+                             entries=["gfal-pull-xrootd", "gfal-pull-xrootd-4"], bounce_check=False,
+                             log=lambda s: None)
+        out = tb.run_third(cfg)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for r in out["runs"]:
+        assert r["complete"] and r["bytes_identical"], {k: r.get(k) for k in ("entry", "error")}
+        assert r["servers"] == "xrootd" and r["ss_rtt_ms"] >= 36, r
+
+
+def test_the_drs_table_leaves_out_http_copies():
+    """An HTTP copy's --json holds no DRS reports (they are in B's log): no row of dashes."""
+    runs = [_run("copy-Pauto", 800.0, client_report=copy_summary(COPY_JSON), servers="drsftp"),
+            _run("https-copy-P4", 540.0, client_report={"direction": "copy", "mode": "pull", "streams": 4},
+                 servers="drsftp-https")]
+    lines = drs_table(runs).splitlines()
+    assert len(lines) == 3 and lines[2].startswith("| copy-Pauto |")

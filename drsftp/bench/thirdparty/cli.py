@@ -27,10 +27,12 @@ RESULT_FILE = "third-party.json"
 
 
 def add_parser(modes) -> None:
-    p = modes.add_parser("third-party", help="third-party copies on a three-node topology beside GridFTP's")
+    p = modes.add_parser("third-party",
+                         help="third-party copies on a three-node topology beside GridFTP's and XRootD's")
     p.add_argument("third_party", nargs="?", default="default", metavar="ENTRIES",
                    help="default, all, or entry names, comma-separated: drsftp copy between two drsftp serves "
-                        "beside GridFTP's third-party transfers and a direct get on B (client 5 ms from A and "
+                        "(ftp:// and https://) beside GridFTP's third-party transfers, a direct get on B and "
+                        "gfal-copy pulls between two drsftp serves and two XRootDs (client 5 ms from A and "
                         "from B, A-B of one --rates/--rtts)")
     add_link_options(p, THIRD_RTT, THIRD_RATE, THIRD_LOSS, what=" (one value, the A-B link)")
     p.add_argument("--scale", type=float,

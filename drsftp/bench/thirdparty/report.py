@@ -84,7 +84,8 @@ def drs_table(runs: list[dict]) -> str:
     """drsftp's copies: what the servers reported over DRS (medians over the
     runs), beside the control connections' RTT and the kernel's RTT on A's
     data sockets; the first -P auto decision of each run."""
-    rows = [r for r in runs if r.get("third_party") and r.get("client_report") and r["complete"]]
+    rows = [r for r in runs if r.get("third_party") and r.get("client_report") and r["complete"]
+            and r.get("servers", "drsftp") == "drsftp"]  # (an HTTP copy's --json holds no DRS reports)
     if not rows:
         return ""
     lines = ["| entry | control RTT, ms | A's DRS rtt_us, ms | B's DRS rtt_us, ms | A's RTT (ss), ms "

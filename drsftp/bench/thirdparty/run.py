@@ -1,7 +1,9 @@
 """Third-party transfers on a three-node topology (docs/BENCHMARKS.md,
 "Third-party"): `drsftp copy` between two `drsftp serve` beside GridFTP's
 third-party transfers between two `globus-gridftp-server` and beside a
-direct get over the same A-B link.
+direct get over the same A-B link; HTTP third-party copies (COPY pulls by
+B) between two `drsftp serve --http-port` and between two XRootD servers
+(entries.py, servers.py).
 
     client --5 ms-- A --100 ms, 1 Gbit/s-- B
        \\------------5 ms------------------/
@@ -18,6 +20,7 @@ sockets are sampled with `ss` (memory, the kernel's RTT).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -31,114 +34,19 @@ from typing import Any
 from ...netem.link import stop_process, wait_for_port
 from ...netem.topology import Topology
 from ..common.datasets import Workload, make_tree, workload
-from ..common.peers import DRS_PORT, DRSFTP, GRIDFTP_PORT, PASSWORD, PY, USER, finish_client, hosts_wrapped
+from ..common.peers import DRS_PORT, PASSWORD, PY, USER, finish_client, hosts_wrapped
 from ..common.sampler import Sampler
-from ..common.tunings import Path, drsftp_server
-from .summary import copy_summary, sockets_summary
+from ..common.tunings import Path
+from ..common.xrootd import TLSFiles
+from .entries import DEFAULT_ENTRIES, ENTRIES, Ctx, ThirdEntry, entry_names
+from .servers import CONTROL, PROGRAMS, READY, run_certs, server_argv
+from .summary import copy_summary, server_lines, sockets_summary
 
 CONTROL_RTT = 0.005  # client-A and client-B (the issue's topology)
 NODES = ("client", "a", "b")
-GRIDFTP = "/usr/sbin/globus-gridftp-server"
 SAMPLE_EVERY = 0.25  # seconds between `ss` samples at A and at B (each a process in a namespace)
-
-
-@dataclass
-class Ctx:
-    """Where one run's ends are: node addresses, roots, the workload."""
-
-    a: str  # A's node address
-    b: str
-    root_a: str  # the workloads live under it
-    root_b: str  # emptied before every run
-    wl: Workload
-    json_out: str
-
-    def drs(self, host: str, tail: str) -> str:
-        return f"ftp://{USER}:{PASSWORD}@{host}:{DRS_PORT}/{tail}"
-
-    def gsi(self, host: str, root: str, tail: str) -> str:
-        return f"ftp://{host}:{GRIDFTP_PORT}{root}/{tail}"
-
-    @property
-    def name(self) -> str:  # the workload's file or directory, the same at both ends
-        return self.wl.files[0][0] if not self.wl.tree else self.wl.name + "/"
-
-
-@dataclass(frozen=True)
-class ThirdEntry:
-    """One column: which servers, where the client runs, its command."""
-
-    name: str
-    servers: str  # "drsftp" | "gridftp"
-    node: str  # where the client runs: "client" (third-party) or "b" (direct)
-    tree: bool  # the tree workload (200 x 1 MiB) or the one file
-    argv: Callable[[Ctx], list[str]]
-    description: str
-
-    @property
-    def third_party(self) -> bool:
-        return self.node == "client"
-
-
-def _copy(*flags: str) -> Callable[[Ctx], list[str]]:
-    def cmd(c: Ctx) -> list[str]:
-        tree = ["-r"] if c.wl.tree else []
-        return [*DRSFTP, "copy", "-q", "--progress", "never", "--json", c.json_out, *tree, *flags,
-                c.drs(c.a, c.name), c.drs(c.b, c.name)]
-    return cmd
-
-
-def _get(*flags: str) -> Callable[[Ctx], list[str]]:
-    def cmd(c: Ctx) -> list[str]:
-        tree = ["-r"] if c.wl.tree else []
-        return [*DRSFTP, "get", "-q", "--progress", "never", "--json", c.json_out, *tree, *flags,
-                c.drs(c.a, c.name), os.path.join(c.root_b, c.name)]
-    return cmd
-
-
-def _guc(*flags: str, direct: bool = False) -> Callable[[Ctx], list[str]]:
-    def cmd(c: Ctx) -> list[str]:
-        tree = ["-r", "-cd"] if c.wl.tree else []
-        dest = "file://" + os.path.join(c.root_b, c.name) if direct else c.gsi(c.b, c.root_b, c.name)
-        return ["globus-url-copy", *tree, *flags, c.gsi(c.a, c.root_a, c.name), dest]
-    return cmd
-
-
-GUC_FAST = ("-fast", "-pp", "-cc", "8", "-tcp-bs", "16M")
-ENTRIES: dict[str, ThirdEntry] = {e.name: e for e in [
-    ThirdEntry("copy-Pauto", "drsftp", "client", False, _copy("-P", "auto"),
-               "drsftp copy -P auto A->B (streams from the data path's reports)"),
-    ThirdEntry("copy-P4", "drsftp", "client", False, _copy("-P", "4"), "drsftp copy -P 4 A->B"),
-    ThirdEntry("get-Pauto-on-b", "drsftp", "b", False, _get("-P", "auto"),
-               "drsftp get -P auto run on B from A's drsftp serve (direct, the same A-B link)"),
-    ThirdEntry("gridftp-p4-16M", "gridftp", "client", False, _guc("-p", "4", "-tcp-bs", "16M"),
-               "globus-url-copy -p 4 -tcp-bs 16M A->B, third-party"),
-    ThirdEntry("gridftp-p8-16M", "gridftp", "client", False, _guc("-p", "8", "-tcp-bs", "16M"),
-               "globus-url-copy -p 8 -tcp-bs 16M A->B, third-party"),
-    ThirdEntry("gridftp-p4-16M-on-b", "gridftp", "b", False, _guc("-p", "4", "-tcp-bs", "16M", direct=True),
-               "globus-url-copy -p 4 -tcp-bs 16M run on B from A (direct)"),
-    ThirdEntry("copy-r", "drsftp", "client", True, _copy(), "drsftp copy -r A->B, its defaults (-c auto)"),
-    ThirdEntry("get-r-on-b", "drsftp", "b", True, _get(), "drsftp get -r run on B from A (direct, -c auto)"),
-    ThirdEntry("gridftp-fast", "gridftp", "client", True, _guc(*GUC_FAST),
-               "globus-url-copy -r -fast -pp -cc 8 -tcp-bs 16M A->B, third-party"),
-    ThirdEntry("gridftp-fast-on-b", "gridftp", "b", True, _guc(*GUC_FAST, direct=True),
-               "globus-url-copy -r -fast -pp -cc 8 -tcp-bs 16M run on B from A (direct)"),
-]}
-DEFAULT_ENTRIES = ("copy-Pauto", "copy-P4", "get-Pauto-on-b", "gridftp-p4-16M", "gridftp-p8-16M", "copy-r",
-                   "gridftp-fast")
-
-
-def entry_names(spec: str) -> list[str]:
-    """The entries of a comma-separated list ("default": DEFAULT_ENTRIES, "all": every one)."""
-    names: list[str] = []
-    for item in (s.strip() for s in spec.split(",")):
-        names += {"default": list(DEFAULT_ENTRIES), "all": list(ENTRIES)}.get(item, [item] if item else [])
-    unknown = [n for n in names if n not in ENTRIES]
-    if unknown:
-        raise ValueError(f"unknown third-party entry {unknown[0]!r}; known: {', '.join(ENTRIES)}")
-    if not names:
-        raise ValueError("the third-party bench needs at least one entry")
-    return list(dict.fromkeys(names))
+__all__ = ["DEFAULT_ENTRIES", "ENTRIES", "Ctx", "ThirdConfig", "ThirdEntry", "entry_names", "run_third",
+           "tree_digest"]
 
 
 @dataclass
@@ -163,7 +71,7 @@ class ThirdConfig:
 
 
 def missing_programs(entries: list[str]) -> list[str]:
-    need = {"globus-url-copy", GRIDFTP} if any(ENTRIES[n].servers == "gridftp" for n in entries) else set()
+    need = {p for n in entries for p in PROGRAMS.get(ENTRIES[n].servers, ())}
     return sorted(p for p in need if not (shutil.which(p) or os.path.exists(p)))
 
 
@@ -226,15 +134,15 @@ def _server_cpu(servers: list[subprocess.Popen]) -> dict:
     return out
 
 
-def _server(topo: Topology, kind: str, node: str, peer: str, root: str, workdir: str, log) -> subprocess.Popen:
-    me, other = topo.node_addr(node), topo.node_addr(peer)
-    if kind == "drsftp":
-        argv = drsftp_server(root, me, port=DRS_PORT, extra=("--third-party-peers", other, "--data-interface", me))
-    else:
-        argv = hosts_wrapped(me, [GRIDFTP, "-aa", "-anonymous-user", "nobody", "-p", str(GRIDFTP_PORT),
-                                  "-control-interface", me, "-data-interface", me, "-fork", "-no-chdir", "-d",
-                                  "error"], os.path.join(workdir, f"hosts-{node}"))
+def _server(topo: Topology, kind: str, node: str, peer: str, root: str, workdir: str, log,
+            tls: TLSFiles | None = None) -> subprocess.Popen:
+    argv = server_argv(topo, kind, node, peer, root, workdir, tls)
     return topo.popen(node, argv, stdout=subprocess.DEVNULL, stderr=log)
+
+
+def _client_addrs(topo: Topology) -> set[str]:
+    """The client's addresses: its sockets at A and B (control, COPY requests, macaroons) are not the data path."""
+    return {topo.node_addr("client"), topo.addr("client", "a"), topo.addr("client", "b")}
 
 
 def _fresh(root_b: str) -> None:
@@ -244,21 +152,21 @@ def _fresh(root_b: str) -> None:
 
 
 def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, roots: tuple[str, str],
-            digest: str, rep: int) -> dict:
+            digest: str, rep: int, tls: TLSFiles | None = None) -> dict:
     root_a, root_b = roots
     _fresh(root_b)
     json_out = os.path.join(cfg.workdir, "reports", f"{entry.name}-{rep}.json")
     os.makedirs(os.path.dirname(json_out), exist_ok=True)
     if os.path.exists(json_out):
         os.unlink(json_out)
-    ctx = Ctx(topo.node_addr("a"), topo.node_addr("b"), root_a, root_b, wl, json_out)
+    ctx = Ctx(topo.node_addr("a"), topo.node_addr("b"), root_a, root_b, wl, json_out, tls)
     p = cfg.path
     result = {"entry": entry.name, "workload": wl.name, "rep": rep, "bytes": wl.bytes, "files": len(wl.files),
               "third_party": entry.third_party, "servers": entry.servers, "rate_bps": p.rate, "rtt_s": p.rtt,
               "control_rtt_s": CONTROL_RTT, "loss": p.loss, "cc": cfg.cc, "ceiling_mbps": p.ceiling_mbps,
               "bdp": p.bdp, "mbps": 0.0, "complete": False, "bytes_identical": False}
-    port = DRS_PORT if entry.servers == "drsftp" else GRIDFTP_PORT
-    logs, servers = [], []
+    port = READY[entry.servers]
+    logs, servers, marks = [], [], []
     cpu0: dict = {}
     try:
         for node, peer, root in (("a", "b", root_a), ("b", "a", root_b)):
@@ -266,7 +174,8 @@ def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, r
                 continue  # (the direct get needs A's server only)
             log = open(os.path.join(cfg.workdir, f"server-{entry.servers}-{node}.log"), "ab")  # noqa: SIM115
             logs.append(log)
-            servers.append(_server(topo, entry.servers, node, peer, root, cfg.workdir, log))
+            marks.append(log.tell())
+            servers.append(_server(topo, entry.servers, node, peer, root, cfg.workdir, log, tls))
         for node in ("a", "b")[:len(servers)]:
             wait_for_port(topo, node, port, timeout=15)
         argv = entry.argv(ctx)
@@ -274,8 +183,9 @@ def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, r
             argv = hosts_wrapped(topo.node_addr(entry.node), argv, os.path.join(cfg.workdir, f"hosts-c{entry.node}"))
         cpu0 = _server_cpu(servers)
         load = _Load(topo.owner_pid)
-        with Sampler(topo.command("a", []), port, SAMPLE_EVERY) as s_a, \
-                Sampler(topo.command("b", []), port, SAMPLE_EVERY) as s_b:
+        control = CONTROL[entry.servers]
+        with Sampler(topo.command("a", []), control, SAMPLE_EVERY) as s_a, \
+                Sampler(topo.command("b", []), control, SAMPLE_EVERY) as s_b:
             t0 = time.monotonic()
             started = t0 - s_b.t0
             client = topo.popen(entry.node, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -292,13 +202,12 @@ def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, r
         ok = "error" not in result
         result.update(seconds=round(seconds, 3), complete=ok,
                       mbps=round(wl.bytes * 8 / seconds / 1e6, 1) if ok else 0.0,
-                      **sockets_summary(s_a, s_b, started, seconds, wl.bytes, SAMPLE_EVERY))
-        if entry.servers == "drsftp":
-            try:
-                with open(json_out) as f:
-                    result["client_report"] = copy_summary(json.load(f))
-            except (OSError, ValueError):
-                pass
+                      **sockets_summary(s_a, s_b, started, seconds, wl.bytes, SAMPLE_EVERY, _client_addrs(topo)))
+        try:  # drsftp's --json (gfal-copy and globus-url-copy write none)
+            with open(json_out) as f:
+                result["client_report"] = copy_summary(json.load(f))
+        except (OSError, ValueError):
+            pass
     finally:
         if cpu0:  # the servers' CPU over the run (their start-up left out)
             cpu1 = _server_cpu(servers)
@@ -307,6 +216,8 @@ def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, r
             stop_process(srv, 10)
         for log in logs:
             log.close()
+        if entry.servers == "drsftp-https" and len(logs) == 2:  # B's transfer log lines: its pulls
+            result["server_b"] = server_lines(logs[1].name, marks[1])
         shutil.rmtree(root_b, ignore_errors=True)
     return result
 
@@ -346,11 +257,22 @@ def bounce_check(topo: Topology, cfg: ThirdConfig, root_a: str) -> dict:
 
 def run_third(cfg: ThirdConfig) -> dict:
     """Every entry's runs, interleaved; the bounce check; the setting."""
-    os.makedirs(cfg.workdir, exist_ok=True)
-    os.chmod(cfg.workdir, 0o755)
     missing = missing_programs(cfg.entries)
     if missing:
         raise RuntimeError(f"not installed: {', '.join(missing)} (./run setup installs them as root)")
+    os.makedirs(cfg.workdir, exist_ok=True)
+    os.chmod(cfg.workdir, 0o755)
+    with open(os.path.join(cfg.workdir, ".lock"), "w") as lock:
+        # each run empties B's root and the reports: a second run in the same
+        # workdir would delete the files of the first under it
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(f"another third-party bench is running in {cfg.workdir}: wait for it to end") from None
+        return _run_locked(cfg)
+
+
+def _run_locked(cfg: ThirdConfig) -> dict:
     root_a = os.path.join(cfg.workdir, "a")
     os.makedirs(root_a, exist_ok=True)
     wls = {tree: workload("small" if tree else "big", cfg.scale) for tree in {ENTRIES[n].tree for n in cfg.entries}}
@@ -360,10 +282,13 @@ def run_third(cfg: ThirdConfig) -> dict:
                                  os.path.join(root_a, wl.name, wl.files[0][0]), wl) for tree, wl in wls.items()}
     sysctls = {"net.ipv4.tcp_congestion_control": cfg.cc} if cfg.cc else {}
     cfg.links = cfg.topology()
+    tls: TLSFiles | None = None
     runs: list[dict] = []
     out: dict[str, Any] = {"third_party": 1, "topology": cfg.links, "control_rtt_s": CONTROL_RTT, "runs": runs}
     with Topology(cfg.links, sysctls=sysctls) as topo:
         cfg.log(f"third-party: {' '.join(cfg.links)}, link {topo.backend}")
+        if any(ENTRIES[n].http for n in cfg.entries):
+            tls = run_certs(topo, cfg.workdir)
         if cfg.bounce_check:
             out["bounce"] = bounce_check(topo, cfg, root_a)
             cfg.log(f"  bounce check: PORT {out['bounce']['port_to']} -> {out['bounce']['reply']}")
@@ -373,11 +298,11 @@ def run_third(cfg: ThirdConfig) -> dict:
                 wl = wls[e.tree]
                 # A serves the workload's directory: a file's URL names big/big.bin's file
                 roots = (os.path.join(root_a, wl.name) if not wl.tree else root_a, os.path.join(cfg.workdir, "b"))
-                r = run_one(cfg, topo, e, wl, roots, digests[e.tree] or "", rep)
+                r = run_one(cfg, topo, e, wl, roots, digests[e.tree] or "", rep, tls)
                 runs.append(r)
                 cfg.log(f"  {name:20} #{rep + 1}: {r['mbps']:7.1f} Mbit/s"
                         + (f"  ERROR {r['error']}" if r.get("error") else "")
-                        + f"  A rtt {r.get('ss_rtt_ms') or 0:.0f} ms"
-                        + (f", DRS rtt {(r.get('client_report') or {}).get('source_rtt_ms') or 0:.0f} ms"
-                           if r.get("client_report") else ""))
+                        + f"  A rtt {r.get('ss_rtt_ms') or 0:.0f} ms, {r.get('streams_max') or 0} streams"
+                        + (f", DRS rtt {(r.get('client_report') or {}).get('source_rtt_ms'):.0f} ms"
+                           if (r.get("client_report") or {}).get("source_rtt_ms") else ""))
     return out

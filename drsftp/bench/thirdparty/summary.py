@@ -1,9 +1,11 @@
 """What one third-party bench run keeps (thirdparty/run.py): the data
-sockets at A and B as `ss` saw them, and the DRS reports of drsftp's
-`--json` (docs/THIRDPARTY.md, "--json"), in a few numbers each."""
+sockets at A and B as `ss` saw them, the DRS reports of drsftp's `--json`
+(docs/THIRDPARTY.md, "--json"), and B's transfer log lines for an HTTP
+copy (docs/HTTP.md, "Third-party copy"), in a few numbers each."""
 
 from __future__ import annotations
 
+import re
 import statistics
 
 from ...tuning.wirekeys import CWND, RCVBUF, RTT_US, SNDBUF, STREAMS, WND
@@ -16,13 +18,28 @@ def _sums(sampler: Sampler, key: str) -> list[int]:
     return [sum(s.get(key) or 0 for s in socks) for _, socks in sampler.samples]
 
 
+def peer_host(sock: dict) -> str:
+    """An `ss` peer's address without its port ([::ffff:10.0.0.1]:8443 -> 10.0.0.1)."""
+    return sock.get("peer", "").rpartition(":")[0].strip("[]").removeprefix("::ffff:")
+
+
+def drop_peers(sampler: Sampler, hosts: set[str]) -> None:
+    """Leaves out the sockets to ``hosts`` (the client's: an HTTP copy's
+    request and macaroon connections share the data's port)."""
+    sampler.samples = [(t, kept) for t, socks in sampler.samples
+                       if (kept := [s for s in socks if peer_host(s) not in hosts])]
+
+
 def sockets_summary(s_a: Sampler, s_b: Sampler, started: float, seconds: float, nbytes: int,
-                    interval: float) -> dict:
+                    interval: float, client: set[str] | None = None) -> dict:
     """A sends, B receives (in every entry): the data phase (from the first
     payload byte B's sockets saw to the client's exit), the most all data
     sockets held at once at each end, the kernel's RTT on A's data sockets
     (the median over samples of the least over its busy streams), A's
-    retransmits and most streams."""
+    retransmits and most streams.  Sockets to ``client`` are not data
+    sockets."""
+    for s in (s_a, s_b):
+        drop_peers(s, client or set())
     first = next((t for t, socks in s_b.samples if sum(x.get("bytes_received") or 0 for x in socks) > 0), None)
     data_s = seconds - max(0.0, first - started - interval / 2) if first is not None else None
     rtts = []
@@ -86,3 +103,24 @@ def _tree_summary(d: dict) -> dict:
             "file_seconds_max": round(max(secs), 3) if secs else None,
             "source_rtt_ms": _median(src, RTT_US, 1e-3), "dest_rtt_ms": _median(dst, RTT_US, 1e-3),
             "dest_wnd_max": _max(dst, WND), "rtt_min_ms": _median(ok, "rtt_min_ms")}
+
+
+_FIELD = re.compile(r"(\w+)=(\S+)")
+
+
+def server_lines(path: str, offset: int) -> dict:
+    """B's transfer log lines from ``offset`` on (`drsftp serve`: one per
+    COPY it pulled): how many, the streams each used, how many exchanged
+    DRS reports with A (drs_peer=yes), the median seconds of one."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read(1 << 22).decode(errors="replace")
+    except OSError:
+        return {}
+    rows = [dict(_FIELD.findall(line)) for line in text.splitlines() if " transfer " in line and "remote=" in line]
+    secs = [float(r["seconds"]) for r in rows if r.get("seconds", "").replace(".", "", 1).isdigit()]
+    return {"copies": len(rows), "streams": sorted({int(r["streams"]) for r in rows if r.get("streams", "").isdigit()}),
+            "drs_peer": sum(1 for r in rows if r.get("drs_peer") == "yes"),
+            "complete": sum(1 for r in rows if r.get("complete") == "yes"),
+            "seconds_median": round(statistics.median(secs), 3) if secs else None}
