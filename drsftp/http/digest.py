@@ -137,9 +137,15 @@ class Digester:
 
     def value(self) -> str:
         """The digest as the Digest header carries it (without the name)."""
-        if self.algorithm == "adler32":
-            return self._hash.hexdigest()
-        return base64.b64encode(self._hash.digest()).decode("ascii")
+        return http_value(self.algorithm, self._hash.hexdigest())
+
+
+def http_value(algorithm: str, hexdigest: str) -> str:
+    """A hex digest as the Digest header carries it under the HTTP token
+    ``algorithm``: adler32 in hex, the others in base64 (RFC 3230 sec. 4.1.1)."""
+    if algorithm == "adler32":
+        return hexdigest
+    return base64.b64encode(bytes.fromhex(hexdigest)).decode("ascii")
 
 
 def digest_header(algorithm: str, value: str) -> str:

@@ -15,12 +15,14 @@ reply is out, every command but ABOR, QUIT, NOOP, STAT and DRS gets 503
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...http.digest import BY_CKSM, BY_FTP_HASH, Algorithm
 from ...io import fileio
+from ..ops.digests import SHARED, version_key
 from . import compat
 
 HASH_COMMAND = {
@@ -39,8 +41,20 @@ hash_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="drsftp-hash")
 
 
 def digest_file(path: str, algorithm: Algorithm, offset: int = 0, length: int | None = None) -> tuple[int, str]:
-    """fileio.digest_file with one of the table's algorithms; run in ``hash_pool``."""
-    return fileio.digest_file(path, algorithm.new, offset, length)
+    """fileio.digest_file with one of the table's algorithms; run in
+    ``hash_pool``.  A whole file's digest is kept by file version in the
+    cache both fronts share (ops/digests.py)."""
+    if offset or length is not None:
+        return fileio.digest_file(path, algorithm.new, offset, length)
+    st = os.stat(path)
+    key = version_key(st, algorithm.cksm)
+    cached = SHARED.get(key)
+    if cached is not None:
+        return st.st_size, cached
+    end, hexdigest = fileio.digest_file(path, algorithm.new)
+    if end == st.st_size and os.stat(path).st_mtime_ns == st.st_mtime_ns:
+        SHARED.put(key, hexdigest)  # (a file written while read is not kept)
+    return end, hexdigest
 
 
 def parse_cksm(arg: str) -> tuple[Algorithm, int, int | None, str]:

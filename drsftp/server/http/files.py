@@ -16,19 +16,18 @@ import mimetypes
 import os
 import secrets
 import stat
-from collections import OrderedDict
 from email.utils import formatdate
 
 from aiohttp import web
 
 from ...http import digest, ranges
 from ...io import fileio
+from ..ops.digests import SHARED, Digests, Key, version_key
 from .drs import Exchange
 from .paths import Target
 from .problem import Problem
 
 CHUNK = 1 << 20  # bytes read and written at once
-DIGESTS_KEPT = 256  # file versions whose digests the cache holds
 
 
 def etag(st: os.stat_result) -> str:
@@ -44,37 +43,34 @@ def content_type(name: str) -> str:
 
 
 class DigestCache:
-    """Digests by (path, size, mtime_ns, algorithm), the newest DIGESTS_KEPT;
-    requests for one version while it is computed share the computation."""
+    """Whole-file digests by file version (server/ops/digests.py, shared
+    with FTP's HASH and CKSM); requests for one version while it is
+    computed share the computation."""
 
-    def __init__(self) -> None:
-        self._done: OrderedDict[tuple, str] = OrderedDict()
-        self._running: dict[tuple, asyncio.Future[str]] = {}
+    def __init__(self, shared: Digests = SHARED) -> None:
+        self._shared = shared
+        self._running: dict[Key, asyncio.Future[str]] = {}
 
     async def value(self, fd: int, path: str, st: os.stat_result, algorithm: str) -> str:
-        key = (path, st.st_size, st.st_mtime_ns, algorithm)
-        if key in self._done:
-            self._done.move_to_end(key)
-            return self._done[key]
-        running = self._running.get(key)
-        if running is not None:
-            return await asyncio.shield(running)
-        loop = asyncio.get_running_loop()
-        future = self._running[key] = loop.run_in_executor(None, _compute, fd, st.st_size, algorithm)
-        try:
-            value = await asyncio.shield(future)
-        finally:
-            self._running.pop(key, None)
-        self._done[key] = value
-        while len(self._done) > DIGESTS_KEPT:
-            self._done.popitem(last=False)
-        return value
+        """The Digest header's value of the file open as ``fd`` (``path``)."""
+        table = digest.BY_HTTP[algorithm]
+        key = version_key(st, table.cksm)
+        hexdigest = self._shared.get(key)
+        if hexdigest is None:
+            running = self._running.get(key)
+            if running is None:
+                loop = asyncio.get_running_loop()
+                running = self._running[key] = loop.run_in_executor(None, _compute, fd, st.st_size, table.new)
+                running.add_done_callback(lambda _f: self._running.pop(key, None))
+            hexdigest = await asyncio.shield(running)
+            self._shared.put(key, hexdigest)
+        return digest.http_value(algorithm, hexdigest)
 
 
-def _compute(fd: int, size: int, algorithm: str) -> str:
-    d = digest.Digester(algorithm)
-    fileio.feed(fd, d.update, 0, size)
-    return d.value()
+def _compute(fd: int, size: int, new) -> str:
+    h = new()
+    fileio.feed(fd, h.update, 0, size)
+    return h.hexdigest()
 
 
 async def get(ex: Exchange, target: Target, digests: DigestCache, headers: dict[str, str]) -> web.StreamResponse:
