@@ -90,6 +90,9 @@ class FakeHandler:
 
     def drop_held(self) -> None: ...
 
+    def after_replies(self, _then) -> bool:
+        return False  # no batch of replies under way: the session schedules ``then`` itself
+
     def close_when_done(self) -> None: ...
 
     def handle_error(self) -> None: ...

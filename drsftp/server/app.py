@@ -330,6 +330,12 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
             endpoint.close()
         server.close_all()
         raise
+    # the handlers before the ready lines: whoever reads them may signal at once
+    signals: list[int] = []
+    reloads: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: signals.append(signum))
+    signal.signal(signal.SIGHUP, lambda signum, frame: reloads.append(signum))
     host, port = server.socket.getsockname()[:2]
     print(f"drsftp serve: listening on {host}:{port} (tuning {cfg.tuning})", file=ready_stream, flush=True)
     if server.implicit_tls is not None:
@@ -341,11 +347,6 @@ def serve(cfg: ServerConfig, ready_stream=sys.stdout) -> int:
               flush=True)
     if endpoint is not None:
         print(f"drsftp serve: metrics and status page on {endpoint.url}", file=ready_stream, flush=True)
-    signals = []
-    reloads = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, frame: signals.append(signum))
-    signal.signal(signal.SIGHUP, lambda signum, frame: reloads.append(signum))
     deadline = None
     try:
         while True:
