@@ -8,6 +8,7 @@ compared."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -268,7 +269,7 @@ def test_range_plan_tapers_and_covers_the_file():
     while (r := plan.next(8)) is not None:
         got.append(r)
     assert got[0][0] == 16 << 20 and got[-1][1] == total
-    assert all(a[1] == b[0] for a, b in zip(got, got[1:]))  # contiguous, in order
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(got))  # contiguous, in order
     sizes = [e - s for s, e in got]
     assert sizes == sorted(sizes, reverse=True) and sizes[0] <= CHUNK
     assert min(sizes[:-1]) == MIN_RANGE and 0 < sizes[-1] <= MIN_RANGE  # the last ones small: the streams end together
