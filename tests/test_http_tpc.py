@@ -8,6 +8,7 @@ compared."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -222,3 +223,55 @@ def test_full_disk_fails_with_no_space(ca, tmp_path):
         status, body = copy(ca, b.url("full.bin"), f"Source: http://127.0.0.1:{port}/f")
         assert status == 202 and last_line(body).startswith("failure:") and "no space" in last_line(body), body
         assert not (root / "full.bin").exists()
+
+
+def test_connections_kept_across_copies(scripted_pair, ca):
+    """B keeps its connection to a remote alive from one COPY to the next
+    (server/http/tpc/links.py): three pulls, one connection accepted."""
+    b = scripted_pair
+    data = os.urandom(300_000)
+    script = Script(data=data)
+    with scripted(script) as port:
+        for name in ("k1.bin", "k2.bin", "k3.bin"):
+            status, body = copy(ca, b.url(name), f"Source: http://127.0.0.1:{port}/f")
+            assert status == 202 and last_line(body) == "success: Created", body
+            assert (b.root / name).read_bytes() == data
+        assert len(script.requests) == 3 and script.connections == 1
+
+
+def test_streams_chosen_without_a_header(scripted_pair, ca):
+    """No X-Number-Of-Streams: B chooses (server/http/tpc/auto.py), as -P
+    auto does; a source slow enough to outlast a probe gets a second
+    connection, each on ranges of its own, the file whole."""
+    b = scripted_pair
+    data = os.urandom(32 << 20)
+    script = Script(data=data, ranges=True, pace=0.01)  # 64 KiB a 10 ms a connection: 4 s for one
+    with scripted(script) as port:
+        status, body = copy(ca, b.url("auto.bin"), f"Source: http://127.0.0.1:{port}/f")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert (b.root / "auto.bin").read_bytes() == data
+    assert script.connections >= 2
+    out = markers_of(body)
+    assert len(out.stripes) >= 2 and all(m.count == len(out.stripes) for m in out.stripes.values())
+    assert sum(m.transferred for m in out.stripes.values()) == len(data)  # (the last markers, before the outcome)
+    ranges = sorted(h["Range"] for _, _, h in script.requests)
+    assert ranges[0] == f"bytes=0-{(16 << 20) - 1}" and len(ranges) >= 3
+    assert wait_until(lambda: "path=/auto.bin" in b.log())
+    line = next(x for x in b.log().splitlines() if "path=/auto.bin" in x)
+    assert f"streams={len(out.stripes)}" in line
+
+
+def test_range_plan_tapers_and_covers_the_file():
+    from drsftp.server.http.tpc.ranges import CHUNK, MIN_RANGE, RangePlan
+
+    total = 512 << 20
+    plan, got = RangePlan(16 << 20, total), []
+    while (r := plan.next(8)) is not None:
+        got.append(r)
+    assert got[0][0] == 16 << 20 and got[-1][1] == total
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(got))  # contiguous, in order
+    sizes = [e - s for s, e in got]
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] <= CHUNK
+    assert min(sizes[:-1]) == MIN_RANGE and 0 < sizes[-1] <= MIN_RANGE  # the last ones small: the streams end together
+    one = RangePlan(0, total)
+    assert [e - s for s, e in iter(lambda: one.next(1), None)] == [CHUNK] * 8  # one stream: no taper

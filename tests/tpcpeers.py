@@ -80,13 +80,15 @@ def last_line(body: str) -> str:
 class Script:
     """What the scripted remote does with a GET: ``mode`` serve (with
     ``pace`` seconds between 64 KiB pieces), stall (after ``cut`` bytes),
-    kill (close after ``cut`` bytes), redirect (to ``location``)."""
+    kill (close after ``cut`` bytes), redirect (to ``location``);
+    ``ranges``: a ``Range: bytes=A-B`` is answered 206 with that range."""
 
     data: bytes = b""
     mode: str = "serve"
     cut: int = 0
     pace: float = 0.0
     location: str = ""
+    ranges: bool = False
     connections: int = 0
     requests: list = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -111,7 +113,14 @@ def _handler(script: Script):
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            self.send_response(200)
+            m = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", "")) if script.ranges else None
+            if m:
+                a, b = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {a}-{b}/{len(data)}")
+                data = data[a:b + 1]
+            else:
+                self.send_response(200)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             if head:

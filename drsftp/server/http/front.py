@@ -196,6 +196,8 @@ class HTTPFront:
         for conn in list(self.service.conns.values()):
             conn.close()
         self.service.conns.clear()
+        if self.service.tpc is not None:
+            await self.service.tpc.links.close()  # (COPY's kept-alive connections to remotes)
         await asyncio.sleep(0)
 
 

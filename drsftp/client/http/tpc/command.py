@@ -18,13 +18,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ....http.url import HTTPLocation, is_http_url
+from ....tuning.count.fleet import FleetConfig
 from ...result import TransferResult
 from ...transfer.options import TransferOptions
 
 if TYPE_CHECKING:
     from .copy import Ends, Settings
 
-SESSIONS = 4  # -c: files at once in a tree
+# -c: COPYs at once in a tree; -c auto's start between ftp:// servers (tuning/count/fleet.py): each COPY
+# costs the servers a request, not a log-in, and B keeps its connections to A warm (server/http/tpc/links.py)
+SESSIONS = FleetConfig().start_sessions
 FTP_ONLY = {"tls": "--tls", "pasv_address": "--pasv-address", "checksum": "--checksum", "sync": "--sync",
             "delete": "--delete", "resume": "--continue"}
 

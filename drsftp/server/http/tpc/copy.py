@@ -36,6 +36,7 @@ from ..drs import Exchange, Settings
 from ..paths import Target
 from ..problem import Problem
 from .guard import Guard, Remote
+from .links import Links
 from .remote import Stripe
 
 log = logging.getLogger("drsftp.server")
@@ -54,6 +55,7 @@ class Settings4Copy:
     max_streams: int
     timeout: float | None
     drs: Settings
+    links: Links  # the server's kept-alive connections to remotes (links.py)
 
 
 @dataclass
@@ -64,8 +66,9 @@ class Job:
     headers: list[tuple[str, str]]  # forwarded to the remote (TransferHeader*)
     overwrite: bool
     verify: bool
-    streams: int
+    streams: int  # at most so far, with ``auto``
     guard: Guard
+    auto: bool = False  # a pull whose COPY named no streams: the server chooses (auto.py)
     stripes: list[Stripe] = field(default_factory=list)
     total: int | None = None
     drs_peer: bool = False
@@ -79,8 +82,10 @@ class Job:
         return sum(s.moved for s in self.stripes)
 
     def stripe(self, index: int, cfg: Settings4Copy, guard: Guard) -> Stripe:
-        s = Stripe(index, Role.SENDER if self.push else Role.RECEIVER, cfg.drs, guard, cfg.tls, cfg.timeout)
+        s = Stripe(index, Role.SENDER if self.push else Role.RECEIVER, cfg.drs, guard, cfg.tls, cfg.timeout,
+                   cfg.links, cfg.max_streams)
         self.stripes.append(s)
+        self.streams = max(self.streams, len(self.stripes))
         return s
 
 
@@ -105,12 +110,14 @@ async def start(request: web.BaseRequest, ex: Exchange, target: Target, cfg: Set
         headers = copyreq.transfer_headers(h.items())
         overwrite = copyreq.overwrite(h.get("Overwrite"))
         verify = copyreq.flag("RequireChecksumVerification", h.get("RequireChecksumVerification"))
-        streams = 1 if push else copyreq.streams(h.get("X-Number-Of-Streams"), cfg.max_streams)
+        asked = h.get("X-Number-Of-Streams")
+        streams = 1 if push else copyreq.streams(asked, cfg.max_streams)
+        auto = not push and (asked is None or not asked.strip() or int(asked) == 0)
     except copyreq.CopyHeaderError as exc:
         raise Problem(400, f"{exc}.") from None
     guard = Guard(cfg.peers, who)
     remote = await guard.check(url, "destination" if push else "source")
-    job = Job(push, target, remote, headers, overwrite, verify, streams, guard)
+    job = Job(push, target, remote, headers, overwrite, verify, streams, guard, auto=auto)
     if push:
         if not os.path.isfile(target.fs):
             raise Problem(404, "no such file to push.")
@@ -130,7 +137,7 @@ async def run(request: web.BaseRequest, ex: Exchange, job: Job, engine, cfg: Set
     resp.headers["Cache-Control"] = "no-cache"
     await ex._bounded(resp.prepare(request))
     ex.began = True
-    for i in range(job.streams):
+    for i in range(1 if job.auto else job.streams):
         job.stripe(i, cfg, job.guard)
     task = asyncio.ensure_future(engine(job, cfg))
     try:
@@ -139,6 +146,7 @@ async def run(request: web.BaseRequest, ex: Exchange, job: Job, engine, cfg: Set
             done, _ = await asyncio.wait({task}, timeout=MARKER_EVERY)
             if done:
                 break
+        await ex._bounded(resp.write(_markers(job).encode()))  # (the last figures, before the outcome)
         try:
             task.result()
             last = perfmarker.SUCCESS + "\n"

@@ -4,7 +4,7 @@ and POST with ``Content-Type: application/macaroon-request`` (tokens.py)."""
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
@@ -14,6 +14,7 @@ from ..drs import Exchange, Settings
 from ..paths import Target
 from ..problem import Problem
 from . import copy
+from .links import Links
 from .tokens import Tokens, check_scope
 
 MAX_POST = caveats.MAX_BODY
@@ -28,6 +29,7 @@ class TPC:
     max_streams: int
     timeout: float | None  # --data-timeout
     drs: Settings
+    links: Links = field(default_factory=Links)  # kept-alive connections to remotes, across COPYs
 
 
 def copy_method(request: web.BaseRequest) -> str:
@@ -46,7 +48,8 @@ async def answer_copy(tpc: TPC, handler, request: web.BaseRequest, ex: Exchange,
     from .push import push
 
     push_, url = copy.plan(request, target, tpc.max_streams)
-    cfg = copy.Settings4Copy(handler.third_party_peers, tpc.tls, tpc.max_streams, tpc.timeout, tpc.drs)
+    cfg = copy.Settings4Copy(handler.third_party_peers, tpc.tls, tpc.max_streams, tpc.timeout, tpc.drs,
+                              tpc.links)
     job = await copy.start(request, ex, target, cfg, push_, url, f"{who.user}@{request.remote or '?'}")
     ex.copy = job  # type: ignore[attr-defined]
     try:

@@ -2,14 +2,17 @@
 its part file (server/ftp/partfile.py's rule: the target is replaced only
 once the whole file arrived, and a pull cut short keeps what came).
 
-The file comes in ranged GETs of at most copyreq.CHUNK bytes, on
-``X-Number-Of-Streams`` connections at once (one stripe each, each stripe
-taking the next range as it finishes one): many requests on a connection
-let two drsftp servers exchange their DRS reports all along (remote.py).
-The first request learns the size from its ``Content-Range``; a source
-that ignores ranges (200) sends the whole file on that one connection;
-one that answers the first range past the file's end with that whole
-range (XRootD 5.5) is asked again for the range cut to the size.
+The file comes in ranged GETs (ranges.py: at most copyreq.CHUNK bytes,
+tapering toward the end), on ``X-Number-Of-Streams`` connections at once,
+or on as many as the server chooses without it (auto.py): one stripe
+each, each stripe taking the next range as it finishes one; many requests
+on a connection let two drsftp servers exchange their DRS reports all
+along (remote.py).  The first request learns the size from its
+``Content-Range``, and the other streams start at once while its body
+comes; a source that ignores ranges (200) sends the whole file on that
+one connection; one that answers the first range past the file's end
+with that whole range (XRootD 5.5) is asked again for the range cut to
+the size.
 ``RequireChecksumVerification: true``: once the file is whole, a HEAD
 with ``Want-Digest`` asks the source's digest, compared with the part
 file's before it is renamed (a source that offers none: not compared).
@@ -25,16 +28,19 @@ import re
 
 import aiohttp
 
-from ....ftp.eblock import RangeSet
 from ....http import copyreq, digest
 from ....io import fileio
+from ....tuning.count.streams import Action
 from ...ftp import partfile
+from .auto import AutoStreams
 from .copy import CopyFailed, Job, Settings4Copy
+from .ranges import MIN_RANGE, RangePlan, first_range
 from .remote import Stripe
 
 CONTENT_RANGE = re.compile(r"bytes (\d{1,19})-(\d{1,19})/(\d{1,19}|\*)")
 WANT = "adler32, md5;q=0.8, sha-256;q=0.5"  # the digests asked of a source (cheapest first)
 WRITE_BATCH = 1 << 20  # bytes gathered before one pwrite
+WAKE = 1.0  # s between looks at a pull's streams (a stream added meanwhile)
 
 
 async def pull(job: Job, cfg: Settings4Copy) -> None:
@@ -47,7 +53,7 @@ async def pull(job: Job, cfg: Settings4Copy) -> None:
         partfile.release(path)
         raise CopyFailed(f"the part file cannot be written: {exc.strerror}") from None
     try:
-        await _fill(job, fd)
+        await _fill(job, fd, cfg)
         if job.verify:
             await _verify(job, fd)
         os.replace(path, job.target.fs)
@@ -61,11 +67,12 @@ async def pull(job: Job, cfg: Settings4Copy) -> None:
         partfile.release(path)
 
 
-async def _fill(job: Job, fd: int) -> None:
+async def _fill(job: Job, fd: int, cfg: Settings4Copy) -> None:
     first = job.stripes[0]
-    held = RangeSet()
-    step = copyreq.CHUNK
+    auto = AutoStreams(cfg.max_streams, cfg.drs) if job.auto else None
+    step = first_range(job.streams, job.auto)
     resp = await _get(job, first, 0, step)
+    handed = False
     try:
         if resp.status == 200:  # no ranges: the whole body on this connection
             job.total = resp.content_length
@@ -85,39 +92,110 @@ async def _fill(job: Job, fd: int) -> None:
         free = os.statvfs(os.path.dirname(job.part))
         if total > free.f_bavail * free.f_frsize:
             raise OSError(errno.ENOSPC, f"the disk has no room for {total} bytes")
-        await _body(job, first, resp, fd, 0, min(step, total))
-        held.add(0, min(step, total))
+        handed = True
+    finally:
+        if not handed:
+            resp.release()
+    await _Pull(job, fd, cfg, RangePlan(min(step, total), total), auto).run(resp, min(step, total))
+
+
+class _Pull:
+    """The streams of a pull once the size is known: the first reads its
+    answer while the others start (ranges.py hands out the rest)."""
+
+    def __init__(self, job: Job, fd: int, cfg: Settings4Copy, plan: RangePlan, auto: AutoStreams | None) -> None:
+        self.job, self.fd, self.cfg, self.plan, self.auto = job, fd, cfg, plan, auto
+        self.work: list[asyncio.Future[None]] = []
+
+    def running(self) -> list[Stripe]:
+        return [s for s in self.job.stripes if not s.done and not s.ending]
+
+    def spawn(self, stripe: Stripe) -> None:
+        self.work.append(asyncio.ensure_future(self._worker(stripe)))
+
+    def add(self) -> bool:
+        if self.plan.left < MIN_RANGE:
+            return False
+        self.spawn(self.job.stripe(len(self.job.stripes), self.cfg, self.job.guard))
+        return True
+
+    async def run(self, resp: aiohttp.ClientResponse, length: int) -> None:
+        job = self.job
+        wanted = self.auto.first(job.stripes[0]) if self.auto is not None else job.streams
+        self.work.append(asyncio.ensure_future(self._worker(job.stripes[0], resp, length)))
+        for s in job.stripes[1:self.plan.streams_for(wanted - 1) + 1]:
+            self.spawn(s)  # (X-Number-Of-Streams: its stripes were made with the COPY's first marker)
+        if self.auto is not None:
+            for _ in range(self.plan.streams_for(wanted - 1) if wanted > 1 else 0):
+                self.add()
+            self.work.append(asyncio.ensure_future(self._steer()))
+        try:
+            while True:  # (until every stream ended; the first failure ends the pull)
+                for w in self.work:
+                    if w.done() and not w.cancelled() and w.exception() is not None:
+                        raise w.exception()  # type: ignore[misc]
+                pending = [w for w in self.work if not w.done()]
+                if not pending:
+                    break
+                await asyncio.wait(pending, timeout=WAKE, return_when=asyncio.FIRST_EXCEPTION)
+        finally:
+            for w in self.work:
+                w.cancel()
+            for w in self.work:
+                with contextlib.suppress(BaseException):
+                    await w
+
+    async def _worker(self, stripe: Stripe, resp: aiohttp.ClientResponse | None = None, length: int = 0) -> None:
+        job = self.job
+        try:
+            if resp is not None:
+                try:
+                    await _body(job, stripe, resp, self.fd, 0, length)
+                finally:
+                    resp.release()
+            while not stripe.ending:
+                r = self.plan.next(max(len(self.running()), 1))
+                if r is None:
+                    break
+                await _range(job, stripe, self.fd, *r)
+        finally:
+            stripe.give_back()
+
+    async def _steer(self) -> None:
+        """-P auto's decisions while ranges are left (auto.py)."""
+        assert self.auto is not None
+        job, auto = self.job, self.auto
+        loop = asyncio.get_running_loop()
+        then, before = loop.time(), job.moved
+        while self.plan.left >= MIN_RANGE:
+            await asyncio.sleep(auto.interval(self.running()))
+            now, moved = loop.time(), job.moved
+            goodput = (moved - before) / max(now - then, 1e-3)
+            then, before = now, moved
+            running = self.running()
+            action = auto.update(goodput, running, (job.total or 0) - moved)
+            if action is Action.ADD and not (len(running) < auto.cap and self.add()):
+                auto.refused(action, len(running))
+            elif action is Action.REMOVE:
+                if len(running) > 1:
+                    running[-1].ending = True  # (it ends after its range)
+                else:
+                    auto.refused(action, len(running))
+
+
+async def _range(job: Job, stripe: Stripe, fd: int, start: int, end: int) -> None:
+    resp = await _get(job, stripe, start, end)
+    try:
+        if resp.status != 206:
+            raise CopyFailed(f"the source answered {resp.status} {resp.reason} to the range {start}-{end - 1}")
+        m = CONTENT_RANGE.fullmatch(resp.headers.get("Content-Range", "").strip())
+        if not m or int(m.group(1)) != start or int(m.group(2)) != end - 1:
+            raise CopyFailed(f"the source sent another range than {start}-{end - 1}")
+        if m.group(3) != str(job.total):
+            raise CopyFailed("the source file changed size during the copy")
+        await _body(job, stripe, resp, fd, start, end - start)
     finally:
         resp.release()
-    queue = copyreq.ranges(total, min(step, total))
-    if not queue:
-        return
-    work = [asyncio.ensure_future(_worker(job, s, queue, fd)) for s in job.stripes]
-    try:
-        await asyncio.gather(*work)
-    finally:
-        for w in work:
-            w.cancel()
-        for w in work:
-            with contextlib.suppress(BaseException):
-                await w
-
-
-async def _worker(job: Job, stripe: Stripe, queue: list[tuple[int, int]], fd: int) -> None:
-    while queue:
-        start, end = queue.pop(0)
-        resp = await _get(job, stripe, start, end)
-        try:
-            if resp.status != 206:
-                raise CopyFailed(f"the source answered {resp.status} {resp.reason} to the range {start}-{end - 1}")
-            m = CONTENT_RANGE.fullmatch(resp.headers.get("Content-Range", "").strip())
-            if not m or int(m.group(1)) != start or int(m.group(2)) != end - 1:
-                raise CopyFailed(f"the source sent another range than {start}-{end - 1}")
-            if m.group(3) != str(job.total):
-                raise CopyFailed("the source file changed size during the copy")
-            await _body(job, stripe, resp, fd, start, end - start)
-        finally:
-            resp.release()
 
 
 async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.ClientResponse:
@@ -173,7 +251,7 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
                     at += await loop.run_in_executor(None, _pwrite_all, fd, b"".join(pending), at)
                     pending, size = [], 0
         except TimeoutError:  # (aiohttp's ServerTimeoutError is a ClientError too)
-            raise CopyFailed(f"the source sent nothing for {stripe.session.timeout.sock_read:g} seconds"
+            raise CopyFailed(f"the source sent nothing for {stripe.timeout:g} seconds"
                              f" (--data-timeout), after {job.moved} bytes") from None
         except aiohttp.ClientError as exc:
             raise CopyFailed(f"the source connection broke after {job.moved} bytes: {_why(exc)}") from None

@@ -69,7 +69,7 @@ async def _watched(job: Job, send, size: int) -> aiohttp.ClientResponse:
     the data timeout (aiohttp bounds reads only; a destination that stops
     reading would hold the write for ever)."""
     stripe = job.stripes[0]
-    timeout = stripe.session.timeout.sock_read
+    timeout = stripe.timeout
     task = asyncio.ensure_future(send)
     seen = -1
     try:
@@ -94,7 +94,7 @@ async def _send(job: Job, method: str, extra: list[tuple[str, str]], body=None) 
                                                      body)
     except TimeoutError:
         raise CopyFailed(f"the destination {job.remote.shown} made no progress for"
-                         f" {job.stripes[0].session.timeout.sock_read:g} seconds (--data-timeout)") from None
+                         f" {job.stripes[0].timeout:g} seconds (--data-timeout)") from None
     except aiohttp.ClientError as exc:
         raise CopyFailed(f"the destination {job.remote.shown} broke off after {job.moved} bytes:"
                          f" {_why(exc)}") from None

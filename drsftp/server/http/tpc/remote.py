@@ -1,6 +1,7 @@
 """A COPY's connections to its remote (docs/HTTP.md, "Third-party copy"):
-one aiohttp client session per stripe, each holding one connection at a
-time, in the front's loop.
+one stripe per stream, each on a link (links.py: one connection at a
+time, kept alive across COPYs) taken from the server's pool when it first
+sends and given back when the stripe is done.
 
 Each connection's socket gets the front's socket controller (drs.py) as
 soon as it is connected: RECEIVER for a pull, SENDER for a push, right-
@@ -14,8 +15,6 @@ path.  Connections go only to the addresses guard.py checked.
 
 from __future__ import annotations
 
-import logging
-import socket
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -25,54 +24,36 @@ import aiohttp
 from ....http import drsheader
 from ....tuning import Role
 from ..drs import Connection, Settings
-from .guard import Guard, PinnedResolver, Remote
-
-log = logging.getLogger("drsftp.server")
+from .guard import Guard, Remote
+from .links import Link, Links, key_of, report_pairs
 
 REDIRECTS = (301, 302, 303, 307, 308)
-CONNECT_TIMEOUT = 30.0  # s to connect and complete TLS
-USER_AGENT = "drsftp-tpc"
 
 
 class Stripe:
-    """One stream of a copy: its session, the connection's tuner, the bytes it moved."""
+    """One stream of a copy: its link, the bytes it moved."""
 
     def __init__(self, index: int, role: Role, settings: Settings, guard: Guard, tls: ssl.SSLContext,
-                 timeout: float | None) -> None:
+                 timeout: float | None, links: Links, cap: int) -> None:
         self.index, self.role, self.settings, self.guard = index, role, settings, guard
+        self.tls, self.timeout, self.links, self.cap = tls, timeout, links, cap
         self.moved = 0
         self.drs_peer = False
         self.remote: tuple[str, int] | None = None  # the connection's peer address
-        self._sock: socket.socket | None = None
-        self._conn: Connection | None = None
-        connector = aiohttp.TCPConnector(limit=1, ssl=tls, resolver=PinnedResolver(guard),
-                                         socket_factory=self._socket, use_dns_cache=False)
-        self.session = aiohttp.ClientSession(
-            connector=connector, auto_decompress=False, headers={"User-Agent": USER_AGENT},
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=timeout))
+        self.link: Link | None = None
+        self.done = False  # given back: it moves nothing more
+        self.ending = False  # to end after its running range (-P auto gave it back)
 
-    def _socket(self, addr_info: Any) -> socket.socket:
-        family, type_, proto, _, _ = addr_info
-        sock = socket.socket(family, type_, proto)
-        self._sock = sock
-        return sock
+    def _link(self, remote: Remote) -> Link:
+        if self.link is None:
+            self.link = self.links.take(remote, self.guard, self.tls, self.timeout, self.settings)
+        return self.link
 
     def tuned(self) -> Connection | None:
-        """The controller of the connection the stripe now uses (a new one
-        after the remote closed the last)."""
-        sock = self._sock
-        if sock is None:
-            return None
-        if self._conn is None or self._conn.sock is not sock:
-            if self._conn is not None:
-                self._conn.close()
-            try:
-                peer = sock.getpeername()
-            except OSError:
-                return None
-            self.remote = (str(peer[0]), int(peer[1]))
-            self._conn = Connection(sock, self.settings, str(peer[0]))
-        return self._conn
+        conn = self.link.tuned() if self.link is not None else None
+        if conn is not None and self.link is not None:
+            self.remote = self.link.remote
+        return conn
 
     def begin(self) -> None:
         conn = self.tuned()
@@ -81,28 +62,29 @@ class Stripe:
 
     def moved_bytes(self, n: int) -> None:
         self.moved += n
-        if self._conn is not None:
-            self._conn.moved(self.role, n)
+        conn = self.link.conn if self.link is not None else None
+        if conn is not None:
+            conn.moved(self.role, n)
 
     def end(self) -> None:
-        if self._conn is not None:
-            self._conn.end(self.role)
+        conn = self.link.conn if self.link is not None else None
+        if conn is not None:
+            conn.end(self.role)
 
     def drs_value(self) -> str:
-        tuner = self._conn.tuner(self.role) if self._conn is not None else None
+        conn = self.link.conn if self.link is not None else None
+        tuner = conn.tuner(self.role) if conn is not None else None
         return drsheader.report_value(tuner.report()) if tuner is not None else ""
 
     def drs_answer(self, headers: Any) -> None:
         """The remote's DRS report, to this connection's tuner."""
-        try:
-            pairs = drsheader.parse_report(headers.get(drsheader.HEADER))
-        except drsheader.DRSArgumentError as exc:
-            log.info("http: a COPY's remote sent a malformed DRS header: %s", exc)
-            return
+        pairs = report_pairs(headers)
         if pairs is None:
             return
         self.drs_peer = True
         conn = self.tuned()
+        if self.link is not None:
+            self.link.answer(pairs)
         tuner = conn.tuner(self.role) if conn is not None else None
         if tuner is not None and pairs:
             tuner.on_peer_pairs(pairs)
@@ -111,10 +93,12 @@ class Stripe:
                    body: Callable[[], Any] | None = None) -> tuple[aiohttp.ClientResponse, Remote]:
         """``method`` to ``remote``, following redirects that guard.py allows."""
         hops = 0
+        link = self._link(remote)
         while True:
             sent = [*headers, (drsheader.HEADER, self.drs_value())]
-            resp = await self.session.request(method, remote.url, headers=sent, allow_redirects=False,
+            resp = await link.session.request(method, remote.url, headers=sent, allow_redirects=False,
                                               data=body() if body is not None else None)
+            link.requests += 1
             self.tuned()
             self.drs_answer(resp.headers)
             location = resp.headers.get("Location")
@@ -123,9 +107,15 @@ class Stripe:
             resp.release()
             remote = await self.guard.hop(remote, location, hops, what)
             hops += 1
+            if key_of(remote, self.tls, self.timeout) != link.key:
+                link.keep = False  # (its connector may now hold another remote's connection)
+
+    def give_back(self) -> None:
+        """Done: the link to the pool (kept if its connection is up)."""
+        self.done = True
+        link, self.link = self.link, None
+        if link is not None:
+            self.links.give(link, self.cap)
 
     async def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        await self.session.close()
+        self.give_back()
