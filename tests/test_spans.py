@@ -42,7 +42,7 @@ def test_requests_taper_toward_the_end_and_leave_no_sliver():
     mib = 1 << 20
     assert request_end(0, 512 * mib, 512 * mib, 1) == MAX_REQUEST  # (the cap)
     assert request_end(0, 64 * mib, 512 * mib, 8) == 512 * mib // (TAPER * 8)
-    assert request_end(10 * mib, 64 * mib, 40 * mib, 8) == 10 * mib + MIN_REQUEST  # (the floor)
+    assert request_end(10 * mib, 64 * mib, 16 * mib, 8) == 10 * mib + MIN_REQUEST  # (the floor)
     assert request_end(0, MIN_REQUEST + mib, 8 * mib, 8) == MIN_REQUEST + mib  # (no 1 MiB left behind)
     assert request_end(5, 105, 100, 4) == 105
     ends, pos = [], 0
@@ -50,7 +50,7 @@ def test_requests_taper_toward_the_end_and_leave_no_sliver():
         pos = request_end(pos, 64 * mib, (64 * mib - pos) * 8, 8)
         ends.append(pos)
     sizes = [b - a for a, b in zip([0, *ends], ends)]
-    assert sizes == [32 * mib, 16 * mib, 8 * mib, 4 * mib, 4 * mib]
+    assert sizes == [32 * mib, 16 * mib, 8 * mib, 4 * mib, 2 * mib, 2 * mib]
 
 
 def test_a_thief_splits_only_past_the_request_a_worker_committed():

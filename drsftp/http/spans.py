@@ -18,7 +18,7 @@ this one ends), and the next request would open one in slow start.
 from __future__ import annotations
 
 MAX_REQUEST = 64 << 20  # bytes one ranged GET or partial PUT carries at most
-MIN_REQUEST = 4 << 20  # a tapered GET asks for at least this (a request costs a round trip)
+MIN_REQUEST = 2 << 20  # a tapered GET asks for at least this (a request costs a round trip)
 TAPER = 2  # near the end a GET asks for at most what is left / (TAPER x connections)
 ALIGN = 1 << 16  # tapered spans in whole 64 KiB
 
