@@ -41,7 +41,10 @@ class FakeServer:
         self.stall_after: int | None = None  # a GET's body stops (the connection held open) after this many bytes
         self.shift_range = 0  # a 206 names a span this many bytes off the one it carries
         self.head_extra = 0  # HEAD claims this many bytes more than the file holds (a file that shrank)
+        self.slow_from: int | None = None  # a GET of a range from this offset sends 64 KiB each 10 ms
         self.seen: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
+        self.peers: set[object] = set()  # the client ends (host, port) of the connections requests came on
+        self.gets_whole = 0  # GET bodies sent to their end (the others the client cut)
         self.parts: dict[str, list[tuple[int, int]]] = {}  # partial PUTs held: path -> [a, b)
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -94,6 +97,7 @@ class FakeServer:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.seen.append((request.method, request.path, dict(request.headers)))
+        self.peers.add(request.transport.get_extra_info("peername") if request.transport else None)
         if self.auth and request.headers.get("Authorization") != "Basic " + base64.b64encode(
                 f"{USER}:{PASSWORD}".encode()).decode():
             return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="drsftp"'})
@@ -167,7 +171,10 @@ class FakeServer:
                     return resp
                 await resp.write(chunk)
                 left, sent = left - len(chunk), sent + len(chunk)
+                if self.slow_from == first:
+                    await asyncio.sleep(0.01)
         await resp.write_eof()
+        self.gets_whole += 1
         return resp
 
     async def _put(self, request: web.Request, headers: dict[str, str]) -> web.StreamResponse:

@@ -379,3 +379,24 @@ def test_ctrl_c_keeps_the_part_and_continue_completes_it(server, tmp_path):
     assert run("get", server.url("/big.bin"), str(out), "--continue", "--json", str(report)) == 0
     assert sha256(out) == sha256(os.path.join(server.root, "big.bin"))
     assert json.loads(report.read_text())["resumed_from"] == 2_000_000
+
+
+def test_the_end_of_a_parallel_get_keeps_its_connections(server, tmp_path, monkeypatch):
+    """A slow first range is split by the connections that finish theirs, past
+    the request it runs (fetch.py): every response is read to its end and
+    later requests reuse the same connections (keep-alive), none opened anew."""
+    from drsftp.http import spans
+
+    monkeypatch.setattr(spans, "MIN_REQUEST", 512 << 10)  # (tapered requests on a 20 MB file)
+    size = 20_000_000
+    with open(os.path.join(server.root, "big20.bin"), "wb") as f:
+        f.write(os.urandom(size))
+    server.slow_from = 0
+    out, report = tmp_path / "o20", tmp_path / "r.json"
+    assert run("get", server.url("/big20.bin"), str(out), "-P", "4", "--json", str(report)) == 0
+    assert sha256(out) == sha256(os.path.join(server.root, "big20.bin"))
+    gets = [h["Range"] for m, _, h in server.seen if m == "GET"]
+    starts = sorted(int(g[6:].split("-")[0]) for g in gets)
+    assert any(0 < s < size // 4 for s in starts)  # (the first share was split)
+    assert server.gets_whole == len(gets) and len(server.peers) <= 4 < len(gets)
+    assert json.loads(report.read_text())["connections"] == len(server.peers)

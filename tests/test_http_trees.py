@@ -98,3 +98,18 @@ def test_tree_usage_errors(server, tmp_path, capsys):
     assert run("put", "-r", str(tmp_path / "missing"), server.url("/up/")) == 2
     assert run("get", "-r", "--delete", server.url("/dir/"), str(tmp_path)) == 2
     assert capsys.readouterr().err.count("drsftp: error:") == 3
+
+
+def test_get_r_asks_no_head_and_keeps_its_connections(server, tmp_path):
+    """The listing gave each file's size: one GET a file, no HEAD, on at
+    most -c connections and the walk's (kept alive from file to file)."""
+    from drsftp.client.http.tree import NEAR
+
+    assert run("get", "-r", "-c", "2", server.url("/dir/"), str(tmp_path / "d")) == 0
+    methods = [m for m, _, _ in server.seen]
+    assert methods.count("GET") == 4 and "HEAD" not in methods and len(server.peers) <= 3
+    server.seen.clear()
+    server.peers.clear()
+    assert run("get", "-r", server.url("/dir/"), str(tmp_path / "auto")) == 0  # -c auto: a loopback RTT
+    assert _files(tmp_path / "auto") == _files(os.path.join(server.root, "dir"))
+    assert [m for m, _, _ in server.seen].count("GET") == 4 and len(server.peers) <= NEAR + 1

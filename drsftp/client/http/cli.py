@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from ..transfer.options import TransferOptions
 
 FTP_ONLY = {"delete": "--delete", "checksum": "--checksum", "tls": "--tls", "pasv_address": "--pasv-address"}
-SESSIONS = 4  # -c auto over HTTP: files at once
 
 
 def locate(url: str, netrc_file: str | None) -> HTTPLocation:
@@ -110,7 +109,7 @@ def _tree(args: argparse.Namespace, paths: list[str], opts: TransferOptions, str
     if len(paths) != 2:
         wanted = "URL DEST" if args.command == "get" else "SRC URL"
         raise JobUsageError(f"{args.command} -r over HTTP takes {wanted}")
-    job = TreeJob(sessions=args.sessions or SESSIONS, streams=streams or 1, sync=args.sync)
+    job = TreeJob(sessions=args.sessions, streams=streams or 1, sync=args.sync)  # (sessions None: -c auto, tree.py)
     if args.command == "get":
         if is_http_url(paths[1]):
             raise JobUsageError("get writes to a local DEST, not a URL")

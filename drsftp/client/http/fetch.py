@@ -2,11 +2,14 @@
 
 Ranges come from :class:`~drsftp.client.streams.rangeplan.RangePlan` (a
 share per connection, work stealing at the end); each connection asks for
-its share in requests of at most 64 MiB (drsftp/http/spans.py), writes
-what arrives at its offset and stops at its share's end, which may move
-nearer while it reads (stolen): it then drops the rest of that response.
-A ``206`` must carry the ``Content-Range`` asked for, of the size the
-transfer began with (else the file changed: an error, the part kept).
+its share in requests that shrink toward the end of the file
+(drsftp/http/spans.py ``request_end``), commits each to the plan (a thief
+splits only what no request holds) and reads each to its end, so the
+connection stays open for the next one (keep-alive) and no new one starts
+in slow start at the end.  -P auto's ``remove_stream`` lets the
+connection's request finish too.  A ``206`` must carry the
+``Content-Range`` asked for, of the size the transfer began with (else
+the file changed: an error, the part kept).
 
 A server whose ``HEAD`` does not say ``Accept-Ranges: bytes`` (XRootD's)
 may serve ranges all the same (RFC 9110 sec. 14.3: a client may send
@@ -80,8 +83,8 @@ class Download:
         return True
 
     def remove_stream(self) -> bool:
-        """The newest connection stops at its position (what it had left
-        goes back to the plan)."""
+        """The newest connection stops once its request ends (what it had
+        left past it goes back to the plan)."""
         running = [w for w in self.tasks if w in self.plan.active and w not in self._retired]
         if len(running) <= 1:
             return False
@@ -102,7 +105,9 @@ class Download:
         while wid not in self._retired and not self.whole and (asg := self.plan.take(wid)) is not None:
             try:
                 while not asg.done and not self.whole:
-                    await self._fetch(wid, asg, min(asg.end, asg.pos + spans.MAX_REQUEST))
+                    end = spans.request_end(asg.pos, asg.end, self.plan.missing, len(self.plan.active))
+                    self.plan.commit(wid, end)
+                    await self._fetch(wid, asg, end)
             finally:
                 self.plan.release(wid)
 
@@ -116,6 +121,7 @@ class Download:
             if resp.status == 200 and self.probing:
                 asg = self._start_over(wid, resp.content_length)
                 stop = asg.end
+                self.plan.commit(wid, stop)
             elif resp.status == 200:  # (a Range ignored, or If-Range failed: RFC 9110 sec. 13.1.5)
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: the server sent the whole file to a ranged"
                                 " request (HTTP 200): it changed since the transfer began, or ignores ranges"
@@ -132,8 +138,10 @@ class Download:
                     self.probing = False
                     for _ in range(self.wanted - 1):
                         self.add_stream()
+            # read to the end (the plan splits nothing before ``stop``):
+            # the connection is kept for the next request
             async for chunk in resp.content.iter_any():
-                n = min(len(chunk), asg.left, stop - asg.pos)
+                n = min(len(chunk), stop - asg.pos)
                 if n <= 0:
                     break
                 pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
@@ -141,12 +149,9 @@ class Download:
                 self.moved += n
                 if slot.link is not None:
                     slot.link.moved(n)
-                if asg.done or asg.pos >= stop:
-                    break
-            else:
-                if asg.pos < stop and not asg.done:
-                    raise HTTPError(f"{self.pool.loc.url(self.path)}: the server ended a range at {asg.pos},"
-                                    f" before {stop} (--continue resumes)")
+            if asg.pos < stop:
+                raise HTTPError(f"{self.pool.loc.url(self.path)}: the server ended a range at {asg.pos},"
+                                f" before {stop} (--continue resumes)")
 
     def _start_over(self, wid: int, length: int | None) -> Assignment:
         """The first range was answered 200: the whole file follows, which
@@ -189,6 +194,10 @@ class WholeDownload:
                 self.moved += len(chunk)
                 if slot.link is not None:
                     slot.link.moved(len(chunk))
+            if None not in (self.size, resp.content_length) and resp.content_length != self.size:
+                raise HTTPError(f"{self.pool.loc.url(self.path)}: the server sent {resp.content_length} bytes"
+                                f" as the whole file, not the {self.size} it gave first (did the file change?)",
+                                200, transient=False)
             expected = resp.content_length if resp.content_length is not None else self.size
             if expected is not None and self.moved != expected:
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: short transfer: {self.moved} of {expected} bytes")

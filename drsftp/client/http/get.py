@@ -1,7 +1,9 @@
 """`drsftp get https://... DEST` (docs/HTTP.md, "Client").
 
 A ``HEAD`` gives the size, whether ranges are served and the validator
-(ETag, else Last-Modified); then ranged GETs on N connections
+(ETag, else Last-Modified) -- a tree's file skips it: its listing gave
+the size and time (the first range then goes alone, as to a server that
+did not announce ranges: :mod:`.fetch`); then ranged GETs on N connections
 (:mod:`.fetch`) fill ``DEST.part`` (ftp/partname.py), which is renamed
 over DEST when whole.  Beside the part file the FTP client's resume
 record (``DEST.part.ranges``: streams/rangeplan.py) says which ranges it
@@ -13,6 +15,7 @@ read in one plain GET (and ``--continue`` then starts over).
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import os
 
@@ -29,7 +32,7 @@ from ..transfer.progress import ProgressView
 from . import auto
 from .errors import HTTPError
 from .fetch import Download, WholeDownload
-from .pool import Pool, on_pool
+from .pool import Pool, Slot, on_pool
 from .verify import verify
 
 log = logging.getLogger("drsftp.client")
@@ -42,13 +45,20 @@ async def get(loc: HTTPLocation, dest: str, opts: TransferOptions, streams: int 
 
 
 async def get_with(pool: Pool, loc: HTTPLocation, dest: str, opts: TransferOptions,
-                   streams: int | None) -> TransferResult:
-    """One file's get on ``pool``'s connections (a tree's files share them)."""
+                   streams: int | None, listed: tuple[int, float | None] | None = None) -> TransferResult:
+    """One file's get on ``pool``'s connections (a tree's files share them).
+    ``listed``: the size and mtime a listing gave (no HEAD then)."""
     part = download_part(dest)
-    async with pool.request("HEAD", loc.path, ok=(200, 204)) as (resp, first):
-        size = resp.content_length
-        accept = resp.headers.get("Accept-Ranges", "").lower()
-        etag, modified = resp.headers.get("ETag"), resp.headers.get("Last-Modified")
+    first: Slot | None = None
+    size: int | None
+    if listed is not None:  # (a 200 or 206 of another length is an error all the same: .fetch)
+        size, accept, etag = listed[0], "", None
+        modified = None if listed[1] is None else email.utils.formatdate(listed[1], usegmt=True)
+    else:
+        async with pool.request("HEAD", loc.path, ok=(200, 204)) as (resp, first):
+            size = resp.content_length
+            accept = resp.headers.get("Accept-Ranges", "").lower()
+            etag, modified = resp.headers.get("ETag"), resp.headers.get("Last-Modified")
     # unannounced ranges are tried (RFC 9110 sec. 14.3), unless refused ("none")
     ranged = size is not None and ("bytes" in accept or (size > 0 and "none" not in accept))
     validator = etag or modified

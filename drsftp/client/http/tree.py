@@ -4,7 +4,13 @@ The remote side is walked directory by directory with ``PROPFIND Depth:
 1`` (a server refuses ``infinity``: RFC 4918 sec. 9.1), each listing read
 as it streams in, and the local side with ``os.scandir`` one directory at
 a time; the files found go through a short queue to ``-c N`` workers that
-move them on one pool of connections.  Nothing holds the whole tree: only
+move them on one pool of connections, each kept open from file to file
+(keep-alive; a get asks no HEAD: the listing gave the size).  ``-c auto``
+is :data:`FAR` files at once where the first connection's RTT is
+:data:`FAR_RTT` or more (a file of 1 MiB is a round trip and a few of
+the path's windows: many must overlap to fill it), else :data:`NEAR`;
+the workers beyond wait for that first round trip and then stop.
+Nothing holds the whole tree: only
 the directories still to list and the files queued.  ``--sync`` skips a
 file the destination holds with the same size and a time not older.
 A name the server lists outside the directory asked, or one that is no
@@ -23,6 +29,7 @@ from typing import Any
 
 from ...http.davlist import Entry
 from ...http.url import HTTPLocation
+from ...io import sockopt
 from ...tuning import Role, check_spec
 from ..result import TransferResult
 from ..transfer.options import TransferOptions
@@ -34,11 +41,19 @@ from .put import put_with
 
 log = logging.getLogger("drsftp.client")
 QUEUED = 2  # files waiting per worker
+NEAR, FAR, FAR_RTT = 8, 24, 0.005  # -c auto: files at once below and from FAR_RTT s of RTT
+
+
+def auto_sessions(pool: Pool) -> int:
+    """-c auto from the RTT of the pool's first connection (module docstring)."""
+    rtts = [sockopt.tcp_info(link.sock).get("rtt") for link in pool.links.values() if link.sock is not None]
+    us = min((r for r in rtts if r), default=None)
+    return FAR if us is not None and us / 1e6 >= FAR_RTT else NEAR
 
 
 @dataclass
 class TreeJob:
-    sessions: int  # files at once (-c)
+    sessions: int | None  # files at once (-c; None: auto)
     streams: int  # connections per file (-P)
     sync: bool
 
@@ -56,8 +71,10 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
     counts, started, quiet = _Counts(), time.monotonic(), replace(opts, progress=False)
     if not loc.path.endswith("/"):  # (as the FTP trees: no slash, the directory itself goes into DEST)
         dest = os.path.join(dest, posixpath.basename(loc.path))
-    async with Pool(loc, opts, Role.RECEIVER, job.sessions * job.streams + 1, timeline=False) as pool:
-        queue: asyncio.Queue[tuple[Entry, str] | None] = asyncio.Queue(QUEUED * job.sessions)
+    most = job.sessions or FAR
+    async with Pool(loc, opts, Role.RECEIVER, most * job.streams + 1, timeline=False) as pool:
+        queue: asyncio.Queue[tuple[Entry, str] | None] = asyncio.Queue(QUEUED * most)
+        crew = _Crew(job.sessions)
 
         async def walk() -> None:
             stack = [(loc.path.rstrip("/") or "/", dest)]
@@ -66,6 +83,7 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
                 os.makedirs(ldir, exist_ok=True)
                 counts.dirs += 1
                 async for e in entries(pool, rdir.rstrip("/") + "/"):
+                    crew.settle(pool)
                     if not _child(e, rdir):
                         continue
                     target = os.path.join(ldir, e.name)
@@ -73,18 +91,20 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
                         stack.append((e.path, target))
                     else:
                         await queue.put((e, target))
+                crew.settle(pool)
 
         async def move(item: tuple[Entry, str]) -> None:
             e, target = item
             if job.sync and _have(target, e.size, e.mtime):
                 counts.skipped += 1
                 return
-            r = await get_with(pool, loc.at(e.path), target, quiet, job.streams)
+            listed = (e.size, e.mtime) if e.size is not None else None
+            r = await get_with(pool, loc.at(e.path), target, quiet, job.streams, listed)
             counts.files, counts.bytes = counts.files + 1, counts.bytes + r.bytes
             if e.mtime is not None:
                 os.utime(target, (e.mtime, e.mtime))
 
-        await _run(walk, move, queue, job.sessions)
+        await _run(walk, move, queue, crew)
         return _result("get", loc.path, counts, started, pool.summary())
 
 
@@ -94,14 +114,17 @@ async def put_tree(src: str, loc: HTTPLocation, opts: TransferOptions, job: Tree
     top = loc.path.rstrip("/")
     if not src.endswith(os.sep):
         top = f"{top}/{os.path.basename(os.path.normpath(src))}"
-    async with Pool(loc, opts, Role.SENDER, job.sessions * job.streams + 1, timeline=False) as pool:
-        queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue(QUEUED * job.sessions)
+    most = job.sessions or FAR
+    async with Pool(loc, opts, Role.SENDER, most * job.streams + 1, timeline=False) as pool:
+        queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue(QUEUED * most)
+        crew = _Crew(job.sessions)
 
         async def walk() -> None:
             stack = [(src, top)]
             while stack:
                 ldir, rdir = stack.pop()
                 theirs = await _make_dir(pool, rdir, job.sync, parents=rdir == top)
+                crew.settle(pool)
                 counts.dirs += 1
                 with os.scandir(ldir) as it:
                     for d in sorted(it, key=lambda d: d.name):
@@ -122,23 +145,44 @@ async def put_tree(src: str, loc: HTTPLocation, opts: TransferOptions, job: Tree
             r = await put_with(pool, path, loc.at(there), quiet, job.streams)
             counts.files, counts.bytes = counts.files + 1, counts.bytes + r.bytes
 
-        await _run(walk, move, queue, job.sessions)
+        await _run(walk, move, queue, crew)
         return _result("put", top, counts, started, pool.summary())
 
 
-async def _run(walk: Any, move: Any, queue: asyncio.Queue[Any], sessions: int) -> None:
-    """The walk and ``sessions`` workers; the first error ends them all."""
+class _Crew:
+    """How many workers move files: -c N, or -c auto's count once the walk's
+    first request has a connection (``settle``)."""
 
-    async def worker() -> None:
+    def __init__(self, sessions: int | None) -> None:
+        self.most = sessions or FAR
+        self.count = sessions
+        self.known = asyncio.Event()
+        if sessions:
+            self.known.set()
+
+    def settle(self, pool: Pool) -> None:
+        if not self.known.is_set():
+            self.count = min(self.most, auto_sessions(pool))
+            self.known.set()
+
+
+async def _run(walk: Any, move: Any, queue: asyncio.Queue[Any], crew: _Crew) -> None:
+    """The walk and the crew's workers; the first error ends them all."""
+
+    async def worker(i: int) -> None:
+        await crew.known.wait()
+        if i >= (crew.count or 1):
+            return
         while (item := await queue.get()) is not None:
             await move(item)
 
     async def walker() -> None:
         await walk()
-        for _ in range(sessions):
+        crew.known.set()  # (settled by the walk's first request; an empty walk needs no count)
+        for _ in range(crew.count or 1):
             await queue.put(None)
 
-    await together(walker(), *(worker() for _ in range(sessions)))
+    await together(walker(), *(worker(i) for i in range(crew.most)))
 
 
 async def _make_dir(pool: Pool, path: str, listing: bool, parents: bool = False) -> dict[str, Entry]:

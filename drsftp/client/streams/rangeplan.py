@@ -4,7 +4,10 @@
 into one share per worker; a worker that finishes takes an unassigned gap
 or, when none is left, the second half of the largest range another worker
 still has ahead of it (work stealing, so a slow stream does not hold the
-end of the transfer).  A worker reports its progress with ``advance``;
+end of the transfer).  A worker that asks for its range in requests it
+cannot cut short (HTTP: drsftp/client/http/fetch.py) ``commit``s each
+one: a thief splits only what lies past that fence.  A worker reports its
+progress with ``advance``;
 what it reported is held (written), so ``held`` is what a resume record
 may claim (docs/PARALLEL.md).
 
@@ -33,16 +36,24 @@ ALIGN = 1 << 16  # split points on 64 KiB boundaries
 
 @dataclass
 class Assignment:
-    """Worker ``worker`` fetches [start, end); it has written [start, pos)."""
+    """Worker ``worker`` fetches [start, end); it has written [start, pos)
+    and asked for [start, fence)."""
 
     worker: int
     start: int
     end: int
     pos: int = field(default=-1)
+    fence: int = field(default=-1)
 
     def __post_init__(self) -> None:
         if self.pos < 0:
             self.pos = self.start
+        self.fence = max(self.fence, self.start)
+
+    @property
+    def spare(self) -> int:
+        """Bytes of the range not yet asked for: what a thief may split."""
+        return self.end - max(self.pos, self.fence)
 
     @property
     def left(self) -> int:
@@ -88,8 +99,8 @@ class RangePlan:
         """Would :meth:`take` give a new worker a range now?"""
         if self._free:
             return True
-        victim = max(self.active.values(), key=lambda s: s.left, default=None)
-        return victim is not None and victim.left >= 2 * self.min_steal
+        victim = max(self.active.values(), key=lambda s: s.spare, default=None)
+        return victim is not None and victim.spare >= 2 * self.min_steal
 
     def take(self, worker: int) -> Assignment | None:
         """The next range for ``worker`` (which has none), or None: all
@@ -101,16 +112,25 @@ class RangePlan:
             self._free.remove((a, b))
             asg = Assignment(worker, a, b)
         else:
-            victim = max(self.active.values(), key=lambda s: s.left, default=None)
-            if victim is None or victim.left < 2 * self.min_steal:
+            victim = max(self.active.values(), key=lambda s: s.spare, default=None)
+            if victim is None or victim.spare < 2 * self.min_steal:
                 return None
-            mid = _align(victim.pos + victim.left // 2)
-            if mid <= victim.pos or mid >= victim.end:
+            base = max(victim.pos, victim.fence)
+            mid = _align(base + victim.spare // 2)
+            if mid <= base or mid >= victim.end:
                 return None
             asg = Assignment(worker, mid, victim.end)
             victim.end = mid
         self.active[worker] = asg
         return asg
+
+    def commit(self, worker: int, upto: int) -> None:
+        """``worker`` asked for its range up to ``upto`` in one request it
+        will read to its end: no thief splits before it."""
+        asg = self.active[worker]
+        if not asg.pos <= upto <= asg.end:
+            raise ValueError(f"worker {worker} asked past its range")
+        asg.fence = max(asg.fence, upto)
 
     def advance(self, worker: int, nbytes: int) -> None:
         """``worker`` wrote ``nbytes`` more at its position."""
@@ -129,12 +149,14 @@ class RangePlan:
             self._free.sort()
 
     def give_back(self, worker: int) -> None:
-        """Stop ``worker`` early (one stream fewer): its range ends where it is."""
+        """Stop ``worker`` early (one stream fewer): its range ends where it
+        is, or where the request it committed ends."""
         asg = self.active.get(worker)
-        if asg is not None and asg.left > 0:
-            self._free.append((asg.pos, asg.end))
+        if asg is not None and asg.spare > 0:
+            cut = max(asg.pos, asg.fence)
+            self._free.append((cut, asg.end))
             self._free.sort()
-            asg.end = asg.pos
+            asg.end = cut
 
 
 def read_chunk(streams: int) -> int:
