@@ -84,7 +84,7 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
                 counts.dirs += 1
                 async for e in entries(pool, rdir.rstrip("/") + "/"):
                     crew.settle(pool)
-                    if not _child(e, rdir):
+                    if not child(e, rdir):
                         continue
                     target = os.path.join(ldir, e.name)
                     if e.is_dir:
@@ -185,26 +185,33 @@ async def _run(walk: Any, move: Any, queue: asyncio.Queue[Any], crew: _Crew) -> 
     await together(walker(), *(worker(i) for i in range(crew.most)))
 
 
-async def _make_dir(pool: Pool, path: str, listing: bool, parents: bool = False) -> dict[str, Entry]:
+async def make_dir(pool: Pool, path: str, parents: bool = False) -> bool:
     """MKCOL ``path`` (201; 405: it exists, RFC 4918 sec. 9.3.1), with
     ``parents`` its missing parents first (409: RFC 4918 sec. 9.3.1, one
-    level a request, as `mkdir -p`); with ``listing`` what it holds
-    (--sync), one directory's entries."""
+    level a request, as `mkdir -p`).  True if it existed (the root does)."""
+    if path.rstrip("/") == "":
+        return True
     async with pool.request("MKCOL", path + "/", ok=(201, 405, 409) if parents else (201, 405)) as (resp, _):
         status = resp.status
     if status == 409:
         parent = posixpath.dirname(path)
         if parent in ("", "/", path):
             raise HTTPError(f"MKCOL {pool.loc.url(path + '/')}: the server refused it (HTTP 409)", 409)
-        await _make_dir(pool, parent, False, parents=True)
-        return await _make_dir(pool, path, listing)
-    existed = status == 405
+        await make_dir(pool, parent, parents=True)
+        return await make_dir(pool, path)
+    return status == 405
+
+
+async def _make_dir(pool: Pool, path: str, listing: bool, parents: bool = False) -> dict[str, Entry]:
+    """:func:`make_dir`; with ``listing`` what it holds (--sync), one
+    directory's entries."""
+    existed = await make_dir(pool, path, parents)
     if not (listing and existed):
         return {}
-    return {e.name: e async for e in entries(pool, path + "/") if _child(e, path)}
+    return {e.name: e async for e in entries(pool, path + "/") if child(e, path)}
 
 
-def _child(e: Entry, parent: str) -> bool:
+def child(e: Entry, parent: str) -> bool:
     """``e`` names a plain entry right inside ``parent`` (else it is skipped, said once)."""
     ok = e.name not in ("", ".", "..") and posixpath.dirname(e.path) == (parent.rstrip("/") or "/")
     if not ok:

@@ -23,7 +23,8 @@ from ...result import TransferResult
 from ...transfer.progress import ProgressView
 from ..errors import HTTPError
 from ..ls import entries
-from ..pool import Pool
+from ..pool import together
+from ..tree import child, make_dir
 from .copy import Ends, Settings, copy_file
 
 log = logging.getLogger("drsftp.client")
@@ -87,13 +88,9 @@ async def copy_tree(ends: Ends, src_top: str, dst_top: str, s: Settings, session
         for _ in range(sessions):
             await queue.put(None)
 
-    tasks = [asyncio.ensure_future(walker())] + [asyncio.ensure_future(worker()) for _ in range(sessions)]
     try:
-        await asyncio.gather(*tasks)
+        await together(walker(), *(worker() for _ in range(sessions)))
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         view.close()
     r = TransferResult(direction="copy", path=src_top, bytes=moved, seconds=time.monotonic() - began,
                        complete=not stopped)
@@ -103,26 +100,3 @@ async def copy_tree(ends: Ends, src_top: str, dst_top: str, s: Settings, session
              parallel="auto" if s.streams is None else s.streams, sessions=sessions, drs_peer=None,
              failed=[{"path": p, "error": why} for p, why in failed], note=note)
     return TreeOutcome(r, failed)
-
-
-async def make_dir(pool: Pool, path: str, parents: bool = False) -> None:
-    """MKCOL ``path`` (201; 405: it exists, RFC 4918 sec. 9.3.1); with
-    ``parents`` its missing parents first (409, one level a request)."""
-    if path.rstrip("/") == "":
-        return
-    async with pool.request("MKCOL", path + "/", ok=(201, 405, 409) if parents else (201, 405)) as (resp, _):
-        status = resp.status
-    if status == 409:
-        parent = posixpath.dirname(path)
-        if parent in ("", "/", path):
-            raise HTTPError(f"MKCOL {pool.loc.url(path + '/')}: the server refused it (HTTP 409)", 409)
-        await make_dir(pool, parent, parents=True)
-        await make_dir(pool, path)
-
-
-def child(e: Entry, parent: str) -> bool:
-    """``e`` names a plain entry right inside ``parent`` (else skipped, said once)."""
-    ok = e.name not in ("", ".", "..") and posixpath.dirname(e.path) == (parent.rstrip("/") or "/")
-    if not ok:
-        log.warning("skipping %r: the server listed it in %s, where it is no plain entry", e.path[:200], parent)
-    return ok
