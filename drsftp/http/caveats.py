@@ -95,23 +95,10 @@ def parse_request(body: bytes) -> Request:
     assert seconds is not None
     if seconds <= 0:
         raise CaveatError("validity must be longer than zero")
-    activities: frozenset[str] | None = None
-    paths: list[str] = []
-    for caveat in caveats:
-        key, sep, value = caveat.partition(":")
-        key = key.strip().lower()
-        if not sep:
-            raise CaveatError(f"caveat {caveat[:40]!r} is not KEY:VALUE")
-        if key == "activity":
-            wanted = parse_activities(value)
-            activities = wanted if activities is None else activities & wanted
-        elif key == "path":
-            paths.append(_path(value))
-        elif key == "before":
-            seconds = min(seconds, max(0, int((parse_time(value) - datetime.now(UTC)).total_seconds())))
-        else:
-            raise CaveatError(f"caveat {key[:20]!r} is not understood here (activity, path, before)")
-    return Request(activities or frozenset(), tuple(paths), min(seconds, MAX_VALIDITY))
+    grant = _scan(caveats, names=False)
+    if grant.before is not None:
+        seconds = min(seconds, max(0, int((grant.before - datetime.now(UTC)).total_seconds())))
+    return Request(grant.activities or frozenset(), grant.paths, min(seconds, MAX_VALIDITY))
 
 
 def _path(value: str) -> str:
@@ -171,6 +158,13 @@ def read_caveats(caveats: list[str]) -> Grant:
     """The grant of a macaroon's first-party caveats; one this module does
     not know raises CaveatError (a token is never wider for a caveat the
     server cannot read)."""
+    return _scan(caveats, names=True)
+
+
+def _scan(caveats: list[str], names: bool) -> Grant:
+    """The caveats' grant: activities and paths narrow it, the earliest
+    ``before`` ends it; ``name:`` only in a token (``names``), never in a
+    request for one."""
     user: str | None = None
     activities: frozenset[str] | None = None
     paths: list[str] = []
@@ -188,10 +182,11 @@ def read_caveats(caveats: list[str]) -> Grant:
         elif key == "before":
             when = parse_time(value)
             before = when if before is None else min(before, when)
-        elif key == "name":
+        elif key == "name" and names:
             if user is not None and user != value.strip():
                 raise CaveatError("the token names two users")
             user = value.strip()
         else:
-            raise CaveatError(f"caveat {key[:20]!r} is not understood here")
+            known = "" if names else " (activity, path, before)"
+            raise CaveatError(f"caveat {key[:20]!r} is not understood here{known}")
     return Grant(user, activities, tuple(paths), before)
