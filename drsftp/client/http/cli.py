@@ -121,9 +121,10 @@ def _tree(args: argparse.Namespace, paths: list[str], opts: TransferOptions, str
     return report(args, result)
 
 
-def report(args: argparse.Namespace, result: TransferResult) -> int:
-    """A get's or put's end, over FTP (drsftp/cli.py) or HTTP: --json's
-    file, the summary line, and the exit status (28: --max-time ran out)."""
+def report(args: argparse.Namespace, result: TransferResult, stopped: str = "--continue resumes") -> int:
+    """A get's, put's or copy's end, over FTP (drsftp/cli.py) or HTTP:
+    --json's file, the summary line, and the exit status (28: --max-time
+    ran out; ``stopped`` says what then)."""
     from ..session.control import FTPError, os_reason
 
     if args.json:
@@ -135,7 +136,7 @@ def report(args: argparse.Namespace, result: TransferResult) -> int:
     if not args.quiet:
         print(result.summary_line(), file=sys.stderr)
     if not result.complete:
-        print(f"drsftp: stopped after --max-time {args.max_time:g} s; --continue resumes", file=sys.stderr)
+        print(f"drsftp: stopped after --max-time {args.max_time:g} s; {stopped}", file=sys.stderr)
         return 28
     return 0
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import posixpath
 import sys
 import urllib.parse
@@ -21,12 +20,14 @@ from ....http.url import HTTPLocation, is_http_url
 from ....tuning.count.fleet import FleetConfig
 from ...result import TransferResult
 from ...transfer.options import TransferOptions
+from ..cli import report
 
 if TYPE_CHECKING:
     from .copy import Ends, Settings
 
 # -c: COPYs at once in a tree; -c auto's start between ftp:// servers (tuning/count/fleet.py): each COPY
 # costs the servers a request, not a log-in, and B keeps its connections to A warm (server/http/tpc/links.py)
+CANCELLED = "the server cancels a copy its client leaves"  # what a COPY stopped at --max-time leaves
 SESSIONS = FleetConfig().start_sessions
 FTP_ONLY = {"tls": "--tls", "pasv_address": "--pasv-address", "checksum": "--checksum", "sync": "--sync",
             "delete": "--delete", "resume": "--continue"}
@@ -90,7 +91,7 @@ def run_http_copy(args: argparse.Namespace) -> int:
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
 
     result = asyncio.run(with_retries(lambda o: _one(args, o, s, d), opts, args.retries, on_retry=on_retry))
-    return _report(args, result)
+    return report(args, result, CANCELLED)
 
 
 async def _one(args: argparse.Namespace, opts: TransferOptions, src: HTTPLocation, dst: HTTPLocation) -> TransferResult:
@@ -137,7 +138,7 @@ def _tree(args: argparse.Namespace, opts: TransferOptions, src: HTTPLocation, ds
             return await copy_tree(ends, src_top if src_top != "/" else "", dst_top, s, sessions)
 
     out = asyncio.run(run())
-    code = _report(args, out.result)
+    code = report(args, out.result, CANCELLED)
     for path, why in out.failed:
         print(f"drsftp: error: {path}: {why}", file=sys.stderr)
     if out.failed:
@@ -161,23 +162,4 @@ def _relay(args: argparse.Namespace, opts: TransferOptions) -> int:
     if not args.quiet:
         print(f"drsftp: {notice(src, dst)}", file=sys.stderr)
     result = asyncio.run(relay(src, dest_url(src, dst), args.netrc, opts, args.parallel))
-    return _report(args, result)
-
-
-def _report(args: argparse.Namespace, result: TransferResult) -> int:
-    from ...session.control import os_reason
-    from ..errors import HTTPError
-
-    if args.json:
-        try:
-            with open(args.json, "w") as f:
-                json.dump(result.to_dict(), f, indent=1)
-        except OSError as exc:
-            raise HTTPError(f"cannot write {args.json}: {os_reason(exc)}", transient=False) from exc
-    if not args.quiet:
-        print(result.summary_line(), file=sys.stderr)
-    if not result.complete:
-        print(f"drsftp: stopped after --max-time {args.max_time:g} s; the server cancels a copy its client"
-              " leaves", file=sys.stderr)
-        return 28
-    return 0
+    return report(args, result, CANCELLED)
