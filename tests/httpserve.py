@@ -3,6 +3,7 @@ front's own thread, fast) or as a `drsftp serve --http-port 0` process."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import re
@@ -126,3 +127,18 @@ def serve_process(root: Path, *extra: str, certs=None):
                 proc.wait(5)
         proc.stdout.close()
         err.close()
+
+
+def run(coro):
+    """An aiohttp coroutine of a test, bounded."""
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+async def fetch(front: Front, method: str, path: str, headers=None, data=None, *, auth: bool = True):
+    """(status, headers, body) of one request to ``front``."""
+    import aiohttp
+
+    hdrs = {**(AUTH if auth else {}), **(headers or {})}
+    async with aiohttp.ClientSession() as s, s.request(method, front.url(path), headers=hdrs, data=data,
+                                                       ssl=front.tls or False) as r:
+        return r.status, r.headers, await r.read()

@@ -3,25 +3,14 @@ with the statuses of docs/HTTP.md's table (RFC 4918)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import xml.etree.ElementTree as ET
 
-import aiohttp
 import pytest
-from httpserve import AUTH, in_process
+from httpserve import fetch as call
+from httpserve import in_process, run
 
 D = "{DAV:}"
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-async def call(front, method, path, headers=None, data=None):
-    async with aiohttp.ClientSession() as s, s.request(method, front.url(path), headers={**AUTH, **(headers or {})},
-                                                       data=data, ssl=front.tls or False) as r:
-        return r.status, r.headers, await r.read()
 
 
 @pytest.fixture

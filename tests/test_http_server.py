@@ -18,23 +18,12 @@ import zlib
 import aiohttp
 import pytest
 from conftest import PASSWORD, PY, USER, drsftp, make_file
-from httpserve import AUTH, in_process, serve_process
+from httpserve import AUTH, fetch, in_process, run, serve_process
 from tlscerts import make_certs
 
 from drsftp.http import drsheader
 from drsftp.server.ops.budgetlock import LockedBudget
 from drsftp.tuning.base import Decision
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-async def fetch(front, method, path, *, headers=None, data=None, auth=True):
-    hdrs = {**(AUTH if auth else {}), **(headers or {})}
-    async with aiohttp.ClientSession() as s, s.request(method, front.url(path), headers=hdrs, data=data,
-                                                       ssl=front.tls or False) as r:
-        return r.status, r.headers, await r.read()
 
 
 @pytest.fixture
