@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from ...ftp.eblock import RangeSet
+from ...io import fileio
 from ..ftp import partfile
 from .drs import Exchange
 from .paths import Target
@@ -167,18 +168,12 @@ async def _receive(ex: Exchange, target: Target, path: str, part: Part, ledger: 
 
 
 async def _write(fd: int, at: int, data: bytes, part: Part) -> int:
-    n = await asyncio.get_running_loop().run_in_executor(None, _pwrite_all, fd, data, at)
+    await asyncio.get_running_loop().run_in_executor(None, fileio.pwrite_all, fd, data, at)
+    n = len(data)
     part.held.add(at, at + n)
     if len(part.held) > MAX_HELD:
         raise Problem(400, f"the part file would hold more than {MAX_HELD} separate ranges.", {"Connection": "close"})
     return at + n
-
-
-def _pwrite_all(fd: int, data: bytes, at: int) -> int:
-    view, done = memoryview(data), 0
-    while done < len(data):
-        done += os.pwrite(fd, view[done:], at + done)
-    return done
 
 
 def _settle(target: Target, path: str, part: Part, ledger: Ledger, rng: tuple[int, int, int] | None,
