@@ -217,6 +217,29 @@ def test_drs_headers(front, root):
     assert st == 400 and b"DRS header" in body
 
 
+def test_one_connection_turned_from_answering_to_receiving_is_tuned_for_it(front, root):
+    """A HEAD makes no tuner (its answer's report is empty); a PUT after a
+    GET on one kept-alive connection gets the receive buffer autotuning
+    grows, not the ACK-sized one the GET's sender set and locked (before:
+    a 6 MB upload took 48 s on loopback)."""
+    make_file(root / "f", 6_000_000, seed=3)
+    data = (root / "f").read_bytes()
+
+    async def on_one_connection():
+        conn = aiohttp.TCPConnector(limit=1)
+        async with aiohttp.ClientSession(connector=conn, headers={**AUTH, "DRS": ""}) as s:
+            async with s.head(front.url("/f")) as r:
+                head = r.headers["DRS"]
+            async with s.get(front.url("/f")) as r:
+                assert await r.read() == data
+            async with s.put(front.url("/g"), data=data) as r:
+                return head, r.status, drsheader.parse_report(r.headers["DRS"])
+
+    head, status, report = run(on_one_connection())
+    assert head == "" and status == 201 and (root / "g").read_bytes() == data
+    assert report["rcvbuf"] > 256 << 10, report  # (locked at 16 KiB x 2: 26,212 read back)
+
+
 def test_locked_budget_is_the_budget_both_fronts_share(root):
     budget = LockedBudget(1 << 20)
     got = budget.limit("a", Decision(rcv_window=4 << 20))

@@ -684,3 +684,14 @@ def test_a_parallel_stream_keeps_drs_where_autotuning_reaches_further():
     assert one_of_n.tuning.config.cap == 5 << 20
     assert one_of_n.tuning.before_handshake(rtt=0.1).rcv_window == 5 << 20
     assert alone.tuning.config.cap == 32 << 20  # the clamp's memory ceiling: tcp_rmem max
+
+
+def test_a_locked_buffer_is_given_back_to_autotuning_once():
+    with socket.socket() as s:
+        assert sockopt.unlock_buffer(s, receive=True) is False  # nothing set: nothing locked
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 << 10)
+        assert sockopt.unlock_buffer(s, receive=True) is True
+        locks = s.getsockopt(socket.SOL_SOCKET, sockopt.SO_BUF_LOCK)
+        assert locks == sockopt.SOCK_SNDBUF_LOCK  # the send buffer stays as set
+        assert sockopt.unlock_buffer(s, receive=True) is False

@@ -35,6 +35,8 @@ SO_SNDBUFFORCE = 32
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_WINDOW_CLAMP = getattr(socket, "TCP_WINDOW_CLAMP", 10)
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
+SO_BUF_LOCK = getattr(socket, "SO_BUF_LOCK", 72)  # Linux 5.14+: the buffer locks, read and cleared
+SOCK_SNDBUF_LOCK, SOCK_RCVBUF_LOCK = 1, 2  # include/net/sock.h
 
 
 def _read_sysctl(name: str) -> list[int] | None:
@@ -206,6 +208,24 @@ def _set_buffer(sock: socket.socket, opt: int, force_opt: int, value: int, force
     except OSError as exc:
         log.debug("setsockopt(%s, %d) failed: %s", opt, value, exc)
     return False
+
+
+def unlock_buffer(sock: socket.socket, receive: bool) -> bool:
+    """Give a buffer set earlier on this socket back to kernel autotuning:
+    setting SO_RCVBUF/SO_SNDBUF locks it (socket(7)), and only SO_BUF_LOCK
+    (Linux 5.14+) clears the lock.  False where it cannot (or it was not set)."""
+    bit = SOCK_RCVBUF_LOCK if receive else SOCK_SNDBUF_LOCK
+    if not LINUX:
+        return False
+    try:
+        locks = sock.getsockopt(socket.SOL_SOCKET, SO_BUF_LOCK)
+        if not locks & bit:
+            return False
+        sock.setsockopt(socket.SOL_SOCKET, SO_BUF_LOCK, locks & ~bit)
+        return True
+    except OSError as exc:
+        log.debug("SO_BUF_LOCK failed: %s", exc)
+        return False
 
 
 def read_buffers(sock: socket.socket) -> tuple[int, int]:

@@ -123,6 +123,9 @@ class SocketTuner:
         info = sockopt.tcp_info(sock) if self.ctl.budget is not None else None
         actions = self.ctl.attach(now=self.clock(), info=info)
         if self.ctl.kernel_owns:
+            # a socket tuned before for the other direction (a kept-alive HTTP
+            # connection) has this buffer locked: autotuning resumes only unlocked
+            sockopt.unlock_buffer(sock, receive=self.ctl.kernel_owns == "rcvbuf")
             log.info("kernel autotuning may grow the %s past what setsockopt can set here (no FORCE): %s",
                      *_KERNEL_OWNS_NOTE[self.ctl.kernel_owns])
         if not actions.is_empty() and not sockopt.apply_actions(sock, actions):

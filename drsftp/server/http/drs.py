@@ -69,8 +69,9 @@ class Connection:
         self.busy -= 1
         self.idle_since = time.monotonic()
 
-    def tuner(self, role: Role) -> SocketTuner | None:
-        flow = self._flow(role)
+    def tuner(self, role: Role, create: bool = True) -> SocketTuner | None:
+        """``role``'s tuner; with ``create`` False, only one already made."""
+        flow = self._flow(role) if create else self.flows.get(role)
         return flow.tuner if flow is not None else None
 
     def _flow(self, role: Role) -> _Flow | None:
@@ -78,6 +79,13 @@ class Connection:
             return None
         flow = self.flows.get(role)
         if flow is None:
+            # One direction's tuner sets both buffers (a sender keeps its
+            # receive buffer to ACKs' size and locks it): a resting tuner of
+            # the other direction steps aside before this one attaches, which
+            # then sets both anew (docs/HTTP.md, "DRS").
+            other = Role.RECEIVER if role is Role.SENDER else Role.SENDER
+            if other in self.flows and not self.flows[other].active:
+                self._drop(other)
             s = self.settings
             try:
                 tuner = SocketTuner(s.spec, role, allow_force=s.allow_force, limits=s.limits, budget=s.budget,

@@ -144,7 +144,10 @@ class Service:
         if pairs is None:
             return {}
         ex.drs_peer = True
-        tuner = ex.conn.tuner(_role(request)) if ex.conn is not None else None
+        # a tuner starts with a file's body (GET, PUT); a request without one
+        # reports the connection's tuner if it has one (docs/HTTP.md, "DRS")
+        create = request.method in ("GET", "PUT")
+        tuner = ex.conn.tuner(_role(request), create) if ex.conn is not None else None
         if tuner is None:
             return {drsheader.HEADER: ""}
         if pairs:
