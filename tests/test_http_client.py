@@ -381,13 +381,14 @@ def test_ctrl_c_keeps_the_part_and_continue_completes_it(server, tmp_path):
     assert json.loads(report.read_text())["resumed_from"] == 2_000_000
 
 
-def test_the_end_of_a_parallel_get_keeps_its_connections(server, tmp_path, monkeypatch):
-    """A slow first range is split by the connections that finish theirs, past
-    the request it runs (fetch.py): every response is read to its end and
-    later requests reuse the same connections (keep-alive), none opened anew."""
+def test_a_slow_request_is_cut_and_its_tail_fetched_on_kept_connections(server, tmp_path, monkeypatch):
+    """Each connection asks for its share in one request; the ones done
+    first split the slow first request in flight (fetch.py): its response is
+    cut short (its connection closed), the thieves ask on their kept-alive
+    connections, and none opens a new one for a tail this small."""
     from drsftp.http import spans
 
-    monkeypatch.setattr(spans, "MIN_REQUEST", 512 << 10)  # (tapered requests on a 20 MB file)
+    monkeypatch.setattr(spans, "STEAL_KEPT", 512 << 10)  # (steals on a 20 MB file)
     size = 20_000_000
     with open(os.path.join(server.root, "big20.bin"), "wb") as f:
         f.write(os.urandom(size))
@@ -397,6 +398,8 @@ def test_the_end_of_a_parallel_get_keeps_its_connections(server, tmp_path, monke
     assert sha256(out) == sha256(os.path.join(server.root, "big20.bin"))
     gets = [h["Range"] for m, _, h in server.seen if m == "GET"]
     starts = sorted(int(g[6:].split("-")[0]) for g in gets)
-    assert any(0 < s < size // 4 for s in starts)  # (the first share was split)
-    assert server.gets_whole == len(gets) and len(server.peers) <= 4 < len(gets)
+    first = [g for g in gets if g.startswith("bytes=0-")]  # (the share 0-5 MB, asked in one request)
+    assert len(first) == 1 and int(first[0].split("-")[1]) + 1 >= size // 4 - (1 << 16)
+    assert any(0 < s < size // 4 for s in starts)  # (and split while in flight)
+    assert server.gets_whole < len(gets) and len(server.peers) <= 4 < len(gets)
     assert json.loads(report.read_text())["connections"] == len(server.peers)

@@ -2,14 +2,17 @@
 
 Ranges come from :class:`~drsftp.client.streams.rangeplan.RangePlan` (a
 share per connection, work stealing at the end); each connection asks for
-its share in requests that shrink toward the end of the file
-(drsftp/http/spans.py ``request_end``), commits each to the plan (a thief
-splits only what no request holds) and reads each to its end, so the
-connection stays open for the next one (keep-alive) and no new one starts
-in slow start at the end.  -P auto's ``remove_stream`` lets the
-connection's request finish too.  A ``206`` must carry the
-``Content-Range`` asked for, of the size the transfer began with (else
-the file changed: an error, the part kept).
+its whole share in one request (at most 64 MiB: drsftp/http/spans.py
+``request_end``) and commits it to the plan.  A connection that is done
+splits the largest range left, past a request if one is worth it, else
+the request in flight (``take(cut=True)``): the victim stops reading at
+its new end and closes its connection (RFC 9112 sec. 9.3), the thief
+asks for the rest on its kept-alive one; a connection yet to open (-P
+auto's, or the victim's next) steals only what is worth a new one
+(spans.steal_least).  -P auto's ``remove_stream`` lets the connection's
+request finish.  A ``206`` must carry the ``Content-Range`` asked for, of
+the size the transfer began with (else the file changed: an error, the
+part kept).
 
 A server whose ``HEAD`` does not say ``Accept-Ranges: bytes`` (XRootD's)
 may serve ranges all the same (RFC 9110 sec. 14.3: a client may send
@@ -76,7 +79,8 @@ class Download:
 
     # -- what -P auto steers (streams/autosteer.py) -----------------------------
     def add_stream(self) -> bool:
-        if (self.probing and self.tasks) or not self.plan.can_take() or len(self.tasks) >= self.pool.connections:
+        if ((self.probing and self.tasks) or len(self.tasks) >= self.pool.connections
+                or not self.plan.can_take(cut=True, least=spans.steal_least(False))):
             return False
         wid, self._next_id = self._next_id, self._next_id + 1
         self.tasks[wid] = asyncio.ensure_future(self._worker(wid))
@@ -102,16 +106,22 @@ class Download:
 
     # -- one connection ----------------------------------------------------------
     async def _worker(self, wid: int) -> None:
-        while wid not in self._retired and not self.whole and (asg := self.plan.take(wid)) is not None:
+        kept = False  # (a connection of its own yet to open)
+        while wid not in self._retired and not self.whole:
+            asg = self.plan.take(wid, cut=True, least=spans.steal_least(kept))
+            if asg is None:
+                break
             try:
                 while not asg.done and not self.whole:
-                    end = spans.request_end(asg.pos, asg.end, self.plan.missing, len(self.plan.active))
+                    end = spans.request_end(asg.pos, asg.end)
                     self.plan.commit(wid, end)
-                    await self._fetch(wid, asg, end)
+                    kept = await self._fetch(wid, asg, end)
             finally:
                 self.plan.release(wid)
 
-    async def _fetch(self, wid: int, asg: Assignment, end: int) -> None:
+    async def _fetch(self, wid: int, asg: Assignment, end: int) -> bool:
+        """One ranged GET of [asg.pos, end); False: a thief took its tail
+        and the connection was closed (module docstring)."""
         headers = {"Range": spans.range_header(asg.pos, end)}
         if self.validator:
             headers["If-Range"] = self.validator
@@ -138,20 +148,24 @@ class Download:
                     self.probing = False
                     for _ in range(self.wanted - 1):
                         self.add_stream()
-            # read to the end (the plan splits nothing before ``stop``):
-            # the connection is kept for the next request
+            # read to ``stop``, or to where a thief split this request (asg.end)
             async for chunk in resp.content.iter_any():
-                n = min(len(chunk), stop - asg.pos)
-                if n <= 0:
+                n = min(len(chunk), min(stop, asg.end) - asg.pos)
+                if n > 0:
+                    pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
+                    self.plan.advance(wid, n)
+                    self.moved += n
+                    if slot.link is not None:
+                        slot.link.moved(n)
+                if asg.end < stop and asg.done:
                     break
-                pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
-                self.plan.advance(wid, n)
-                self.moved += n
-                if slot.link is not None:
-                    slot.link.moved(n)
-            if asg.pos < stop:
+            if asg.pos < min(stop, asg.end):
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: the server ended a range at {asg.pos},"
-                                f" before {stop} (--continue resumes)")
+                                f" before {min(stop, asg.end)} (--continue resumes)")
+            if asg.end < stop:  # cut short: the connection cannot carry another request (RFC 9112 sec. 9.3)
+                resp.close()
+                return False
+        return True
 
     def _start_over(self, wid: int, length: int | None) -> Assignment:
         """The first range was answered 200: the whole file follows, which

@@ -4,10 +4,12 @@
 into one share per worker; a worker that finishes takes an unassigned gap
 or, when none is left, the second half of the largest range another worker
 still has ahead of it (work stealing, so a slow stream does not hold the
-end of the transfer).  A worker that asks for its range in requests it
-cannot cut short (HTTP: drsftp/client/http/fetch.py) ``commit``s each
-one: a thief splits only what lies past that fence.  A worker reports its
-progress with ``advance``;
+end of the transfer).  A worker that asks for its range in requests
+(HTTP: drsftp/client/http/fetch.py) ``commit``s each one: a thief splits
+what lies past that fence first, and a request in flight only when it
+may ``cut`` one (the victim then stops reading at its new end, which
+costs it its connection: docs/decisions/0042-cut-the-request-in-flight.md).
+A worker reports its progress with ``advance``;
 what it reported is held (written), so ``held`` is what a resume record
 may claim (docs/PARALLEL.md).
 
@@ -95,16 +97,16 @@ class RangePlan:
             self._free += [(a, mid), (mid, b)]
             self._free.sort()
 
-    def can_take(self) -> bool:
-        """Would :meth:`take` give a new worker a range now?"""
-        if self._free:
-            return True
-        victim = max(self.active.values(), key=lambda s: s.spare, default=None)
-        return victim is not None and victim.spare >= 2 * self.min_steal
+    def can_take(self, cut: bool = False, least: int | None = None) -> bool:
+        """Would :meth:`take` (with the same arguments) give a new worker a range now?"""
+        return bool(self._free) or self._victim(cut, least) is not None
 
-    def take(self, worker: int) -> Assignment | None:
+    def take(self, worker: int, cut: bool = False, least: int | None = None) -> Assignment | None:
         """The next range for ``worker`` (which has none), or None: all
-        ranges are done or too small to share."""
+        ranges are done or too small to share.  A free gap first; else half
+        of the largest range past its worker's fence, or with ``cut`` half
+        of the largest unread one where nothing past a fence is worth it;
+        a steal leaves and takes at least ``least`` (default min_steal)."""
         if worker in self.active:
             raise ValueError(f"worker {worker} already has a range")
         if self._free:
@@ -112,17 +114,28 @@ class RangePlan:
             self._free.remove((a, b))
             asg = Assignment(worker, a, b)
         else:
-            victim = max(self.active.values(), key=lambda s: s.spare, default=None)
-            if victim is None or victim.spare < 2 * self.min_steal:
+            found = self._victim(cut, least)
+            if found is None:
                 return None
-            base = max(victim.pos, victim.fence)
-            mid = _align(base + victim.spare // 2)
-            if mid <= base or mid >= victim.end:
-                return None
+            victim, mid = found
             asg = Assignment(worker, mid, victim.end)
             victim.end = mid
         self.active[worker] = asg
         return asg
+
+    def _victim(self, cut: bool, least: int | None) -> tuple[Assignment, int] | None:
+        """Whose range a steal splits, and where (module docstring)."""
+        floor = 2 * (self.min_steal if least is None else least)
+        victim = max(self.active.values(), key=lambda s: s.spare, default=None)
+        if victim is not None and victim.spare >= floor:
+            base, span = max(victim.pos, victim.fence), victim.spare
+        elif cut and (victim := max(self.active.values(), key=lambda s: s.left, default=None)) is not None \
+                and victim.left >= floor:
+            base, span = victim.pos, victim.left
+        else:
+            return None
+        mid = _align(base + span // 2)
+        return (victim, mid) if base < mid < victim.end else None
 
     def commit(self, worker: int, upto: int) -> None:
         """``worker`` asked for its range up to ``upto`` in one request it
