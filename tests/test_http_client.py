@@ -320,14 +320,22 @@ def test_auto_ends_a_connection_that_takes_no_new_range(server):
     from drsftp.http.url import parse_http_url
     from drsftp.tuning import Role
 
+    class Held(Download):  # (no request leaves before the three connections took their ranges)
+        async def _ask(self, wid, slot):
+            headers = await super()._ask(wid, slot)
+            if len(self.plan.active) == 3:
+                self.taken.set()
+            await self.taken.wait()
+            return headers
+
     async def go(fd):
         loc = parse_http_url(server.url("/big.bin"))
         async with Pool(loc, TransferOptions(), Role.RECEIVER, 4) as pool:
-            d = Download(pool, "/big.bin", fd, RangePlan(SIZE, min_steal=1 << 16), 3)
+            d = Held(pool, "/big.bin", 3)
+            d.taken = asyncio.Event()
+            d.begin(fd, RangePlan(SIZE, min_steal=1 << 16))
             run = asyncio.ensure_future(d.run())
-            for _ in range(2):  # (run starts its three connections; each takes its share)
-                await asyncio.sleep(0)
-            assert len(d.plan.active) == 3
+            await asyncio.wait_for(d.taken.wait(), 10)
             assert d.remove_stream() and d.remove_stream() and not d.remove_stream()  # (one stays)
             await run
             return d

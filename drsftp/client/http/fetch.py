@@ -38,21 +38,37 @@ log = logging.getLogger("drsftp.client")
 WAKE = 0.25  # seconds between looks at connections added while running
 
 
+class NoRange(Exception):
+    """A request that found no range to ask for once connected (its connection is kept)."""
+
+
 class Download:
-    def __init__(self, pool: Pool, path: str, fd: int, plan: RangePlan, connections: int,
-                 validator: str | None = None, probe: bool = False) -> None:
-        self.pool, self.path, self.fd, self.plan = pool, path, fd, plan
+    """``begin`` gives the file (size, part, validator); connections opened
+    before it (``open_early``: while the ``HEAD`` is answered) wait, once
+    connected, for it to ask their ranges (``Slot.ready``: pool.py)."""
+
+    def __init__(self, pool: Pool, path: str, connections: int) -> None:
+        self.pool, self.path, self.fd, self.plan = pool, path, -1, RangePlan(0)
         self.wanted = connections
-        self.validator = validator  # a strong ETag: If-Range (RFC 9110 sec. 13.1.5)
-        self.probing = probe  # ranges not announced: the first request's answer tells (module docstring)
+        self.validator: str | None = None  # a strong ETag: If-Range (RFC 9110 sec. 13.1.5)
+        self.probing = False  # ranges not announced: the first request's answer tells (module docstring)
         self.whole = False  # that answer was 200: the whole file, on one connection
-        self.resumed = plan.held.total  # what the part held at the start (0 once a 200 started it over)
+        self.resumed = 0  # what the part held at the start (0 once a 200 started it over)
         self.moved = 0
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.slots: dict[int, Slot] = {}
         self._next_id = 0
         self._retired: set[int] = set()  # connections -P auto ended: they take no new range
         self.requests = 0
+        self._begun, self._go = asyncio.Event(), asyncio.Event()  # the file is known; ranges may be asked
+        self._abandoned = False
+        self._prober: int | None = None  # the connection whose range goes alone (probing)
+        self._asked: dict[int, tuple[Assignment, int]] = {}  # a connection's request: its range, its end
+        self._used: set[int] = set()  # ids of the Links that carried a request (kept alive: steal_least)
+
+    def begin(self, fd: int, plan: RangePlan, validator: str | None = None, probe: bool = False) -> None:
+        self.fd, self.plan, self.validator, self.probing = fd, plan, validator, probe
+        self.resumed = plan.held.total
 
     @property
     def held(self):  # type: ignore[no-untyped-def]
@@ -61,10 +77,26 @@ class Download:
     def left(self) -> int:
         return self.plan.missing
 
+    def open_early(self, connections: int) -> None:
+        """Open ``connections`` before :meth:`begin` (each asks once it is connected and the file known)."""
+        for _ in range(connections):
+            self._spawn()
+
+    async def abandon(self) -> None:
+        """No ranged download after all: the connections opened early end."""
+        self._abandoned = True
+        for task in self.tasks.values():
+            task.cancel()
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        self.tasks.clear()
+
     async def run(self) -> None:
         self.plan.split(self.wanted)
-        for _ in range(1 if self.probing else self.wanted):
-            self.add_stream()
+        self._begun.set()
+        if not self.probing:
+            self._go.set()
+        for _ in range((1 if self.probing else self.wanted) - len(self.tasks)):
+            self._spawn()
         try:
             while self.tasks:
                 done, _ = await asyncio.wait(list(self.tasks.values()), timeout=WAKE,
@@ -73,6 +105,8 @@ class Download:
                     self.tasks = {k: t for k, t in self.tasks.items() if t is not task}
                     task.result()  # (a connection's error ends the transfer)
         finally:
+            self._abandoned = True
+            self._go.set()
             for task in self.tasks.values():
                 task.cancel()
             await asyncio.gather(*self.tasks.values(), return_exceptions=True)
@@ -82,9 +116,12 @@ class Download:
         if ((self.probing and self.tasks) or len(self.tasks) >= self.pool.connections
                 or not self.plan.can_take(cut=True, least=spans.steal_least(False))):
             return False
+        self._spawn()
+        return True
+
+    def _spawn(self) -> None:
         wid, self._next_id = self._next_id, self._next_id + 1
         self.tasks[wid] = asyncio.ensure_future(self._worker(wid))
-        return True
 
     def remove_stream(self) -> bool:
         """The newest connection stops once its request ends (what it had
@@ -106,28 +143,51 @@ class Download:
 
     # -- one connection ----------------------------------------------------------
     async def _worker(self, wid: int) -> None:
-        kept = False  # (a connection of its own yet to open)
-        while wid not in self._retired and not self.whole:
+        try:
+            while wid not in self._retired and not self.whole:
+                if not await self._fetch(wid) and not self.plan.can_take(cut=True, least=spans.steal_least(False)):
+                    break  # (cut: no range worth a new connection, none opened to learn it)
+        except NoRange:
+            pass
+        finally:
+            self.plan.release(wid)
+
+    async def _ask(self, wid: int, slot: Slot) -> dict[str, str]:
+        """The headers of ``wid``'s next GET, once its connection is up: its
+        range's next request, or a range taken now (a free share, or a steal
+        of what a connection kept alive or just opened may take)."""
+        await self._begun.wait()
+        if self.probing and self._prober is None:
+            self._prober = wid  # (its range goes alone)
+        elif wid != self._prober:
+            await self._go.wait()
+        if self._abandoned or self.whole or wid in self._retired:
+            raise NoRange
+        asg = self.plan.active.get(wid)
+        if asg is None:
+            kept = slot.link is not None and id(slot.link) in self._used
             asg = self.plan.take(wid, cut=True, least=spans.steal_least(kept))
             if asg is None:
-                break
-            try:
-                while not asg.done and not self.whole:
-                    end = spans.request_end(asg.pos, asg.end)
-                    self.plan.commit(wid, end)
-                    kept = await self._fetch(wid, asg, end)
-            finally:
-                self.plan.release(wid)
-
-    async def _fetch(self, wid: int, asg: Assignment, end: int) -> bool:
-        """One ranged GET of [asg.pos, end); False: a thief took its tail
-        and the connection was closed (module docstring)."""
+                raise NoRange
+        end = spans.request_end(asg.pos, asg.end)
+        self.plan.commit(wid, end)
+        self._asked[wid] = (asg, end)
+        self.requests += 1
         headers = {"Range": spans.range_header(asg.pos, end)}
         if self.validator:
             headers["If-Range"] = self.validator
-        self.requests += 1
-        async with self.pool.request("GET", self.path, ok=(200, 206), headers=headers) as (resp, slot):
+        return headers
+
+    async def _fetch(self, wid: int) -> bool:
+        """One ranged GET, its range asked once connected (:meth:`_ask`),
+        read to its end or to where a thief split it (then its connection
+        is closed: module docstring, and False)."""
+        async with self.pool.request("GET", self.path, ok=(200, 206),
+                                     ready=lambda slot: self._ask(wid, slot)) as (resp, slot):
+            asg, end = self._asked.pop(wid)
             self.slots[wid] = slot
+            if slot.link is not None:
+                self._used.add(id(slot.link))
             if resp.status == 200 and self.probing:
                 asg = self._start_over(wid, resp.content_length)
                 stop = asg.end
@@ -146,7 +206,8 @@ class Download:
                 stop = got[1]
                 if self.probing:  # it serves ranges: the other connections start
                     self.probing = False
-                    for _ in range(self.wanted - 1):
+                    self._go.set()
+                    for _ in range(self.wanted - len(self.tasks)):
                         self.add_stream()
             # read to ``stop``, or to where a thief split this request (asg.end)
             async for chunk in resp.content.iter_any():
@@ -162,10 +223,12 @@ class Download:
             if asg.pos < min(stop, asg.end):
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: the server ended a range at {asg.pos},"
                                 f" before {min(stop, asg.end)} (--continue resumes)")
-            if asg.end < stop:  # cut short: the connection cannot carry another request (RFC 9112 sec. 9.3)
+            cut = asg.end < stop
+            if cut:  # the connection cannot carry another request (RFC 9112 sec. 9.3)
                 resp.close()
-                return False
-        return True
+        if asg.done:
+            self.plan.release(wid)
+        return not cut
 
     def _start_over(self, wid: int, length: int | None) -> Assignment:
         """The first range was answered 200: the whole file follows, which
@@ -177,6 +240,7 @@ class Download:
         if self.resumed:
             log.warning("%s does not serve byte ranges: --continue starts over", self.pool.loc.url(self.path))
         self.probing, self.whole, self.resumed = False, True, 0
+        self._go.set()  # (the connections waiting for ranges end: NoRange)
         self.plan.release(wid)
         self.plan = RangePlan(self.plan.size)
         asg = self.plan.take(wid)
