@@ -239,7 +239,9 @@ def test_a_file_that_shrank_is_a_416_sentence(server, tmp_path, capsys):
     server.head_extra = 3_000_000  # the HEAD's size is larger than the file: the last range lies past it
     assert run("get", server.url("/big.bin"), str(tmp_path / "o"), "-P", "4") == 1
     err = capsys.readouterr().err
-    assert "lies outside the file" in err and "(HTTP 416)" in err and err.count("\n") == 1
+    # (the four ranges go at once: the last one's 416, or a 206 of the smaller size, is told first)
+    assert ("lies outside the file" in err and "(HTTP 416)" in err) or "did the file change?" in err
+    assert err.count("\n") == 1
 
 
 def test_connection_refused_on_a_closed_port(tmp_path, capsys):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drsftp.client.streams.rangeplan import RangePlan
+from drsftp.client.streams.rangeplan import RangePlan, cut_point
 from drsftp.http.spans import (
     MAX_REQUEST,
     MIN_REQUEST,
@@ -153,3 +153,30 @@ def test_cut_steals_lose_and_double_no_byte(ops, workers, size):
         if plan.take(0, cut=True) is None:
             break
     assert plan.held.total == size and plan.complete
+
+
+def test_a_cut_leaves_each_reader_what_ends_both_together():
+    # a reader at 10 MB/s with 40 MB unread, a thief at 30 MB/s a round trip (0.1 s) from its first byte:
+    # the reader keeps k with k / 10 = 0.1 + (40 - k) / 30, so k = 10.75 MB, both done 1.075 s on
+    assert cut_point(40_000_000, MIB, 10e6, 30e6, 0.1) == 10_750_000
+    assert cut_point(40_000_000, MIB, None, 30e6, 0.1) == 20_000_000  # (a speed unknown: halves)
+    assert cut_point(40_000_000, MIB, 1e6, 1e9, 0.0) == MIB  # (each keeps the least at least)
+    assert cut_point(40_000_000, MIB, 1e9, 1e6, 5.0) == 40_000_000 - MIB
+
+
+def test_with_speeds_the_steal_splits_the_range_that_ends_last():
+    plan = RangePlan(300 * MIB)
+    plan.split(3)
+    spans_ = [plan.take(w) for w in range(3)]
+    assert [(a.start, a.end) for a in spans_] == [(150 * MIB, 300 * MIB), (0, 75 * MIB), (75 * MIB, 150 * MIB)]
+    for a in spans_:
+        plan.commit(a.worker, a.end)
+    plan.advance(1, 75 * MIB)
+    plan.release(1)
+    plan.advance(2, 15 * MIB)  # worker 2: 60 MiB unread at 30 MB/s (2.1 s); worker 0: 150 MiB at 100 MB/s (1.6 s)
+    assert plan.take(1, cut=True, least=STEAL_KEPT).start == 225 * MIB  # (no speeds: the most unread, halved)
+    plan.active.pop(1)
+    spans_[0].end = 300 * MIB
+    got = plan.take(1, cut=True, least=STEAL_KEPT, speeds={0: 100e6, 1: 30e6, 2: 30e6}, delay=0.1)
+    keep = (60 * MIB + 0.1 * 30e6) / 2  # (equal speeds: half of what is left once the thief starts)
+    assert got.end == 150 * MIB and got.start == 90 * MIB + int(keep) - int(keep) % (1 << 16)

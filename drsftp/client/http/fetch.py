@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from ...http import spans
 from ...io.fileio import pwrite_all
@@ -36,6 +37,7 @@ from .pool import Pool, Slot
 
 log = logging.getLogger("drsftp.client")
 WAKE = 0.25  # seconds between looks at connections added while running
+SPEED_AFTER = 0.5  # seconds a request is read before its speed counts (past its slow start)
 
 
 class NoRange(Exception):
@@ -65,6 +67,8 @@ class Download:
         self._prober: int | None = None  # the connection whose range goes alone (probing)
         self._asked: dict[int, tuple[Assignment, int]] = {}  # a connection's request: its range, its end
         self._used: set[int] = set()  # ids of the Links that carried a request (kept alive: steal_least)
+        self._reading: dict[int, tuple[float, int]] = {}  # a connection's request: its first byte's time, offset
+        self._speed: dict[int, float] = {}  # bytes/s of a connection's last request read to its end
 
     def begin(self, fd: int, plan: RangePlan, validator: str | None = None, probe: bool = False) -> None:
         self.fd, self.plan, self.validator, self.probing = fd, plan, validator, probe
@@ -166,7 +170,8 @@ class Download:
         asg = self.plan.active.get(wid)
         if asg is None:
             kept = slot.link is not None and id(slot.link) in self._used
-            asg = self.plan.take(wid, cut=True, least=spans.steal_least(kept))
+            asg = self.plan.take(wid, cut=True, least=spans.steal_least(kept), speeds=self._speeds(wid),
+                                 delay=self.pool.handshake_rtt() or 0.0)
             if asg is None:
                 raise NoRange
         end = spans.request_end(asg.pos, asg.end)
@@ -177,6 +182,18 @@ class Download:
         if self.validator:
             headers["If-Range"] = self.validator
         return headers
+
+    def _speeds(self, thief: int) -> dict[int, float]:
+        """Each reading connection's speed in its request (once it has read
+        for SPEED_AFTER), and the thief's in its last one (rangeplan.cut_point)."""
+        now, out = time.monotonic(), {}
+        for w, (t0, p0) in self._reading.items():
+            asg = self.plan.active.get(w)
+            if asg is not None and now - t0 >= SPEED_AFTER:
+                out[w] = (asg.pos - p0) / (now - t0)
+        if thief in self._speed:
+            out[thief] = self._speed[thief]
+        return out
 
     async def _fetch(self, wid: int) -> bool:
         """One ranged GET, its range asked once connected (:meth:`_ask`),
@@ -211,6 +228,8 @@ class Download:
                         self.add_stream()
             # read to ``stop``, or to where a thief split this request (asg.end)
             async for chunk in resp.content.iter_any():
+                if wid not in self._reading:
+                    self._reading[wid] = (time.monotonic(), asg.pos)
                 n = min(len(chunk), min(stop, asg.end) - asg.pos)
                 if n > 0:
                     pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
@@ -226,6 +245,9 @@ class Download:
             cut = asg.end < stop
             if cut:  # the connection cannot carry another request (RFC 9112 sec. 9.3)
                 resp.close()
+            t0, p0 = self._reading.pop(wid, (0.0, asg.pos))
+            if time.monotonic() - t0 >= SPEED_AFTER and not cut:
+                self._speed[wid] = (asg.pos - p0) / (time.monotonic() - t0)
         if asg.done:
             self.plan.release(wid)
         return not cut
