@@ -23,7 +23,7 @@ from __future__ import annotations
 MAX_REQUEST = 64 << 20  # bytes one ranged GET or partial PUT carries at most
 MIN_REQUEST = 2 << 20  # a GET leaves no less than this of its share behind it
 ALIGN = 1 << 16  # request ends split in two on 64 KiB boundaries
-STEAL_KEPT = 4 << 20  # a connection kept alive steals at least this (and leaves as much)
+STEAL_KEPT = 2 << 20  # a connection kept alive steals at least this (and leaves as much)
 STEAL_NEW = 16 << 20  # a connection yet to open (or reopen after a cut) steals at least this
 
 
