@@ -352,6 +352,56 @@ def test_auto_ends_a_connection_that_takes_no_new_range(server):
     assert d._retired == {1, 2}
 
 
+def test_connections_opened_early_wait_for_the_file_then_ask_their_ranges(server):
+    """fetch.Download.open_early: connections open before the HEAD's answer
+    (get.py) and send nothing until ``begin`` gives the file; then each asks
+    its share on the connection it opened (Slot.ready); ``abandon`` ends
+    them without a request."""
+    import asyncio
+
+    from drsftp.client.http.fetch import Download
+    from drsftp.client.http.pool import Pool
+    from drsftp.client.streams.rangeplan import RangePlan
+    from drsftp.client.transfer.options import TransferOptions
+    from drsftp.http.url import parse_http_url
+    from drsftp.tuning import Role
+
+    async def connected(pool, n):
+        for _ in range(500):  # (at most 5 s)
+            if len(pool.links) >= n:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{len(pool.links)} of {n} connections")
+
+    async def go(fd):
+        loc = parse_http_url(server.url("/big.bin"))
+        async with Pool(loc, TransferOptions(), Role.RECEIVER, 4) as pool:
+            idle = Download(pool, "/big.bin", 3)
+            idle.open_early(2)
+            await connected(pool, 2)
+            await idle.abandon()
+            assert not idle.tasks and not server.seen  # (no request went)
+        async with Pool(loc, TransferOptions(), Role.RECEIVER, 4) as pool:
+            d = Download(pool, "/big.bin", 3)
+            d.open_early(2)
+            await connected(pool, 2)
+            await asyncio.sleep(0.1)
+            assert not server.seen and d.requests == 0  # (they wait for the file)
+            d.begin(fd, RangePlan(SIZE))
+            await d.run()
+            return d, len(pool.links)
+
+    out = os.path.join(server.root, "copy.bin")
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        d, links = asyncio.run(go(fd))
+    finally:
+        os.close(fd)
+    assert d.plan.missing == 0 and sha256(out) == sha256(os.path.join(server.root, "big.bin"))
+    gets = [h["Range"] for m, _, h in server.seen if m == "GET"]
+    assert len(gets) == d.requests == 3 and len(server.peers) == links == 3  # (a share each, one connection each)
+
+
 def test_a_206_of_another_span_is_refused_before_a_byte_is_written(server, tmp_path, capsys):
     server.shift_range = 10
     out = tmp_path / "o"
