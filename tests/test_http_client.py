@@ -463,3 +463,39 @@ def test_a_slow_request_is_cut_and_its_tail_fetched_on_kept_connections(server, 
     assert any(0 < s < size // 4 for s in starts)  # (and split while in flight)
     assert server.gets_whole < len(gets) and len(server.peers) <= 4 < len(gets)
     assert json.loads(report.read_text())["connections"] == len(server.peers)
+
+
+def test_only_a_connection_kept_alive_cuts_a_request_in_flight():
+    """fetch.Download._ask: a connection just opened takes no part of a
+    request in flight (its reader would lose a warm connection for one in
+    slow start); one that carried a request before splits it."""
+    import asyncio
+
+    import pytest as _pytest
+
+    from drsftp.client.http.fetch import Download, NoRange
+    from drsftp.client.http.pool import Link, Pool, Slot
+    from drsftp.client.streams.rangeplan import RangePlan
+    from drsftp.client.transfer.options import TransferOptions
+    from drsftp.http.url import parse_http_url
+    from drsftp.tuning import Role
+
+    async def go():
+        pool = Pool(parse_http_url("http://127.0.0.1:9/big.bin"), TransferOptions(), Role.RECEIVER, 4)
+        d = Download(pool, "/big.bin", 2)
+        d.begin(-1, RangePlan(48 << 20))
+        d._begun.set()
+        d._go.set()
+        await d._ask(0, Slot())  # worker 0 asks for the whole file in one request
+        d.plan.advance(0, 1 << 20)
+        with _pytest.raises(NoRange):
+            await d._ask(1, Slot())  # (a new connection)
+        warm = Slot()
+        warm.link = Link.__new__(Link)
+        d._used.add(id(warm.link))
+        return d, await d._ask(1, warm)
+
+    d, headers = asyncio.run(go())
+    a, b = d.plan.active[0], d.plan.active[1]
+    assert a.fence == 48 << 20 > a.end == b.start > 1 << 20 and b.end == 48 << 20
+    assert headers["Range"] == f"bytes={b.start}-{(48 << 20) - 1}"

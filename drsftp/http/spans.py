@@ -14,8 +14,10 @@ is balanced by splitting a request in flight (streams/rangeplan.py
 its connection (RFC 9112 sec. 9.3: the next message would start where
 this one ends), the thief asks for the rest on its own kept-alive one.
 A steal is worth a round trip only for a few connections' windows
-(:data:`STEAL_KEPT`), and a new connection's handshakes and slow start
-only for far more (:data:`STEAL_NEW`: docs/decisions/0042-cut-the-request-in-flight.md).
+(:data:`STEAL_KEPT`); a connection to open cuts no request (the victim
+would lose its warm connection for one in slow start) and takes, past
+the requests, only what is worth its handshakes and slow start
+(:data:`STEAL_NEW`: docs/decisions/0042-cut-the-request-in-flight.md).
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ its whole share in one request (at most 64 MiB: drsftp/http/spans.py
 splits the largest range left, past a request if one is worth it, else
 the request in flight (``take(cut=True)``): the victim stops reading at
 its new end and closes its connection (RFC 9112 sec. 9.3), the thief
-asks for the rest on its kept-alive one; a connection yet to open (-P
-auto's, or the victim's next) steals only what is worth a new one
-(spans.steal_least).  -P auto's ``remove_stream`` lets the connection's
+asks for the rest on its kept-alive one.  A connection yet to open (-P
+auto's, or a victim's next) cuts nothing (it would trade the victim's
+warm connection for one in slow start) and takes only what is worth a
+new one (spans.steal_least).  -P auto's ``remove_stream`` lets the connection's
 request finish.  A ``206`` must carry the ``Content-Range`` asked for, of
 the size the transfer began with (else the file changed: an error, the
 part kept).
@@ -118,7 +119,7 @@ class Download:
     # -- what -P auto steers (streams/autosteer.py) -----------------------------
     def add_stream(self) -> bool:
         if ((self.probing and self.tasks) or len(self.tasks) >= self.pool.connections
-                or not self.plan.can_take(cut=True, least=spans.steal_least(False))):
+                or not self.plan.can_take(least=spans.steal_least(False))):
             return False
         self._spawn()
         return True
@@ -149,7 +150,7 @@ class Download:
     async def _worker(self, wid: int) -> None:
         try:
             while wid not in self._retired and not self.whole:
-                if not await self._fetch(wid) and not self.plan.can_take(cut=True, least=spans.steal_least(False)):
+                if not await self._fetch(wid) and not self.plan.can_take(least=spans.steal_least(False)):
                     break  # (cut: no range worth a new connection, none opened to learn it)
         except NoRange:
             pass
@@ -158,8 +159,8 @@ class Download:
 
     async def _ask(self, wid: int, slot: Slot) -> dict[str, str]:
         """The headers of ``wid``'s next GET, once its connection is up: its
-        range's next request, or a range taken now (a free share, or a steal
-        of what a connection kept alive or just opened may take)."""
+        range's next request, or a range taken now (a free share, or a steal:
+        a cut only on a connection kept alive, module docstring)."""
         await self._begun.wait()
         if self.probing and self._prober is None:
             self._prober = wid  # (its range goes alone)
@@ -170,7 +171,7 @@ class Download:
         asg = self.plan.active.get(wid)
         if asg is None:
             kept = slot.link is not None and id(slot.link) in self._used
-            asg = self.plan.take(wid, cut=True, least=spans.steal_least(kept), speeds=self._speeds(wid),
+            asg = self.plan.take(wid, cut=kept, least=spans.steal_least(kept), speeds=self._speeds(wid),
                                  delay=self.pool.handshake_rtt() or 0.0)
             if asg is None:
                 raise NoRange
