@@ -4,7 +4,8 @@ A ``HEAD`` gives the size, whether ranges are served and the validator
 (ETag, else Last-Modified) -- a tree's file skips it: its listing gave
 the size and time (the first range then goes alone, as to a server that
 did not announce ranges: :mod:`.fetch`); then ranged GETs on N connections
-(:mod:`.fetch`) fill ``DEST.part`` (ftp/partname.py), which is renamed
+(:mod:`.fetch`, opened while the HEAD is answered: :func:`_head`) fill
+``DEST.part`` (ftp/partname.py), which is renamed
 over DEST when whole.  Beside the part file the FTP client's resume
 record (``DEST.part.ranges``: streams/rangeplan.py) says which ranges it
 holds of which version, so ``--continue`` fetches only the gaps, whichever
