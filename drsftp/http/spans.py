@@ -5,33 +5,45 @@ The client cuts a file into requests of at most :data:`MAX_REQUEST` bytes
 often) and checks that a ``206``'s ``Content-Range`` is the span it asked
 for before it writes a byte of it.
 
-A download's requests shrink toward its end (:func:`request_end`): at
-most what is left over :data:`TAPER` x the connections, at least
-:data:`MIN_REQUEST` (guided self-scheduling, as MODE E's blocks:
-drsftp/ftp/blockplan.py), so the connections end together and a
-connection that finishes early takes a range no running response holds.
-Each request is read to its end: a client that cuts a response short must
-close its connection (RFC 9112 sec. 9.3: the next message starts where
-this one ends), and the next request would open one in slow start.
+A download's connection asks for its whole share in one request (at most
+:data:`MAX_REQUEST`: :func:`request_end`), so no round trip passes
+between its requests: HTTP/1.1 clients cannot pipeline (aiohttp does
+not), and a request's first byte comes a round trip after it.  The end
+is balanced by splitting a request in flight (streams/rangeplan.py
+``take(cut=True)``): the victim stops reading at its new end and closes
+its connection (RFC 9112 sec. 9.3: the next message would start where
+this one ends), the thief asks for the rest on its own kept-alive one.
+A steal is worth a round trip only for a few connections' windows
+(:data:`STEAL_KEPT`); a connection to open cuts no request (the victim
+would lose its warm connection for one in slow start) and takes, past
+the requests, only what is worth its handshakes and slow start
+(:data:`STEAL_NEW`: docs/decisions/0042-cut-the-request-in-flight.md).
 """
 
 from __future__ import annotations
 
 MAX_REQUEST = 64 << 20  # bytes one ranged GET or partial PUT carries at most
-MIN_REQUEST = 2 << 20  # a tapered GET asks for at least this (a request costs a round trip)
-TAPER = 2  # near the end a GET asks for at most what is left / (TAPER x connections)
-ALIGN = 1 << 16  # tapered spans in whole 64 KiB
+MIN_REQUEST = 2 << 20  # a GET leaves no less than this of its share behind it
+ALIGN = 1 << 16  # request ends split in two on 64 KiB boundaries
+STEAL_KEPT = 2 << 20  # a connection kept alive steals at least this (and leaves as much)
+STEAL_NEW = 16 << 20  # a connection yet to open (or reopen after a cut) steals at least this
 
 
-def request_end(pos: int, end: int, missing: int, connections: int) -> int:
-    """Where the next ranged GET of [pos, end) stops, with ``missing``
-    bytes of the file still to come over ``connections``: tapered (module
-    docstring), and never leaving less than MIN_REQUEST behind it."""
-    n = min(MAX_REQUEST, end - pos, max(MIN_REQUEST, missing // (TAPER * max(connections, 1))))
-    n = max(n - n % ALIGN, min(ALIGN, end - pos))
-    if end - pos - n < MIN_REQUEST:
-        n = min(MAX_REQUEST, end - pos)
+def request_end(pos: int, end: int) -> int:
+    """Where the next ranged GET of [pos, end) stops: all of it up to
+    MAX_REQUEST, never leaving less than MIN_REQUEST behind (the rest
+    halved then)."""
+    n = min(MAX_REQUEST, end - pos)
+    if 0 < end - pos - n < MIN_REQUEST:
+        n = (end - pos) // 2
+        n = max(n - n % ALIGN, 1)
     return pos + n
+
+
+def steal_least(kept: bool) -> int:
+    """The least a worker steals: ``kept``, its connection is alive (the
+    steal costs a round trip), else it opens one (module docstring)."""
+    return STEAL_KEPT if kept else STEAL_NEW
 
 
 def range_header(start: int, end: int) -> str:

@@ -13,20 +13,17 @@ from ...tuning.actuation import host_cap
 from ...tuning.count.streams import StreamController, StreamsConfig, first_streams
 from ..streams.autosteer import AutoSteering
 from ..transfer.options import TransferOptions
-from .pool import Slot
 
 AUTO_MAX = 16  # connections -P auto runs at most (the FTP client's streams bound)
 
 
-def first_connections(slot: Slot | None, opts: TransferOptions) -> int:
-    """From the first request's connection RTT and the window this host
+def first_connections(rtt: float | None, opts: TransferOptions) -> int:
+    """From the first connection's RTT (seconds) and the window this host
     lets setsockopt set (as FTP's -P auto starts: streams.first_streams)."""
-    link = slot.link if slot is not None else None
-    us = sockopt.tcp_info(link.sock).get("rtt") if link is not None and link.sock is not None else None
     limits = sockopt.read_host_limits()
     caps = [host_cap(limits, opts.force_buffers, receiving) for receiving in (True, False)]
     cap = min(c for c in caps if c) if all(caps) else None
-    return first_streams(us / 1e6 if us else None, cap, StreamsConfig(max_streams=AUTO_MAX))
+    return first_streams(rtt, cap, StreamsConfig(max_streams=AUTO_MAX))
 
 
 def steering(driver: Any, start: int) -> AutoSteering:

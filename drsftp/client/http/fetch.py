@@ -2,14 +2,18 @@
 
 Ranges come from :class:`~drsftp.client.streams.rangeplan.RangePlan` (a
 share per connection, work stealing at the end); each connection asks for
-its share in requests that shrink toward the end of the file
-(drsftp/http/spans.py ``request_end``), commits each to the plan (a thief
-splits only what no request holds) and reads each to its end, so the
-connection stays open for the next one (keep-alive) and no new one starts
-in slow start at the end.  -P auto's ``remove_stream`` lets the
-connection's request finish too.  A ``206`` must carry the
-``Content-Range`` asked for, of the size the transfer began with (else
-the file changed: an error, the part kept).
+its whole share in one request (at most 64 MiB: drsftp/http/spans.py
+``request_end``) and commits it to the plan.  A connection that is done
+splits the largest range left, past a request if one is worth it, else
+the request in flight (``take(cut=True)``): the victim stops reading at
+its new end and closes its connection (RFC 9112 sec. 9.3), the thief
+asks for the rest on its kept-alive one.  A connection yet to open (-P
+auto's, or a victim's next) cuts nothing (it would trade the victim's
+warm connection for one in slow start) and takes only what is worth a
+new one (spans.steal_least).  -P auto's ``remove_stream`` lets the connection's
+request finish.  A ``206`` must carry the ``Content-Range`` asked for, of
+the size the transfer began with (else the file changed: an error, the
+part kept).
 
 A server whose ``HEAD`` does not say ``Accept-Ranges: bytes`` (XRootD's)
 may serve ranges all the same (RFC 9110 sec. 14.3: a client may send
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from ...http import spans
 from ...io.fileio import pwrite_all
@@ -33,23 +38,42 @@ from .pool import Pool, Slot
 
 log = logging.getLogger("drsftp.client")
 WAKE = 0.25  # seconds between looks at connections added while running
+SPEED_AFTER = 0.5  # seconds a request is read before its speed counts (past its slow start)
+
+
+class NoRange(Exception):
+    """A request that found no range to ask for once connected (its connection is kept)."""
 
 
 class Download:
-    def __init__(self, pool: Pool, path: str, fd: int, plan: RangePlan, connections: int,
-                 validator: str | None = None, probe: bool = False) -> None:
-        self.pool, self.path, self.fd, self.plan = pool, path, fd, plan
+    """``begin`` gives the file (size, part, validator); connections opened
+    before it (``open_early``: while the ``HEAD`` is answered) wait, once
+    connected, for it to ask their ranges (``Slot.ready``: pool.py)."""
+
+    def __init__(self, pool: Pool, path: str, connections: int) -> None:
+        self.pool, self.path, self.fd, self.plan = pool, path, -1, RangePlan(0)
         self.wanted = connections
-        self.validator = validator  # a strong ETag: If-Range (RFC 9110 sec. 13.1.5)
-        self.probing = probe  # ranges not announced: the first request's answer tells (module docstring)
+        self.validator: str | None = None  # a strong ETag: If-Range (RFC 9110 sec. 13.1.5)
+        self.probing = False  # ranges not announced: the first request's answer tells (module docstring)
         self.whole = False  # that answer was 200: the whole file, on one connection
-        self.resumed = plan.held.total  # what the part held at the start (0 once a 200 started it over)
+        self.resumed = 0  # what the part held at the start (0 once a 200 started it over)
         self.moved = 0
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.slots: dict[int, Slot] = {}
         self._next_id = 0
         self._retired: set[int] = set()  # connections -P auto ended: they take no new range
         self.requests = 0
+        self._begun, self._go = asyncio.Event(), asyncio.Event()  # the file is known; ranges may be asked
+        self._abandoned = False
+        self._prober: int | None = None  # the connection whose range goes alone (probing)
+        self._asked: dict[int, tuple[Assignment, int]] = {}  # a connection's request: its range, its end
+        self._used: set[int] = set()  # ids of the Links that carried a request (kept alive: steal_least)
+        self._reading: dict[int, tuple[float, int]] = {}  # a connection's request: its first byte's time, offset
+        self._speed: dict[int, float] = {}  # bytes/s of a connection's last request read to its end
+
+    def begin(self, fd: int, plan: RangePlan, validator: str | None = None, probe: bool = False) -> None:
+        self.fd, self.plan, self.validator, self.probing = fd, plan, validator, probe
+        self.resumed = plan.held.total
 
     @property
     def held(self):  # type: ignore[no-untyped-def]
@@ -58,10 +82,26 @@ class Download:
     def left(self) -> int:
         return self.plan.missing
 
+    def open_early(self, connections: int) -> None:
+        """Open ``connections`` before :meth:`begin` (each asks once it is connected and the file known)."""
+        for _ in range(connections):
+            self._spawn()
+
+    async def abandon(self) -> None:
+        """No ranged download after all: the connections opened early end."""
+        self._abandoned = True
+        for task in self.tasks.values():
+            task.cancel()
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        self.tasks.clear()
+
     async def run(self) -> None:
         self.plan.split(self.wanted)
-        for _ in range(1 if self.probing else self.wanted):
-            self.add_stream()
+        self._begun.set()
+        if not self.probing:
+            self._go.set()
+        for _ in range((1 if self.probing else self.wanted) - len(self.tasks)):
+            self._spawn()
         try:
             while self.tasks:
                 done, _ = await asyncio.wait(list(self.tasks.values()), timeout=WAKE,
@@ -70,17 +110,23 @@ class Download:
                     self.tasks = {k: t for k, t in self.tasks.items() if t is not task}
                     task.result()  # (a connection's error ends the transfer)
         finally:
+            self._abandoned = True
+            self._go.set()
             for task in self.tasks.values():
                 task.cancel()
             await asyncio.gather(*self.tasks.values(), return_exceptions=True)
 
     # -- what -P auto steers (streams/autosteer.py) -----------------------------
     def add_stream(self) -> bool:
-        if (self.probing and self.tasks) or not self.plan.can_take() or len(self.tasks) >= self.pool.connections:
+        if ((self.probing and self.tasks) or len(self.tasks) >= self.pool.connections
+                or not self.plan.can_take(least=spans.steal_least(False))):
             return False
+        self._spawn()
+        return True
+
+    def _spawn(self) -> None:
         wid, self._next_id = self._next_id, self._next_id + 1
         self.tasks[wid] = asyncio.ensure_future(self._worker(wid))
-        return True
 
     def remove_stream(self) -> bool:
         """The newest connection stops once its request ends (what it had
@@ -102,22 +148,64 @@ class Download:
 
     # -- one connection ----------------------------------------------------------
     async def _worker(self, wid: int) -> None:
-        while wid not in self._retired and not self.whole and (asg := self.plan.take(wid)) is not None:
-            try:
-                while not asg.done and not self.whole:
-                    end = spans.request_end(asg.pos, asg.end, self.plan.missing, len(self.plan.active))
-                    self.plan.commit(wid, end)
-                    await self._fetch(wid, asg, end)
-            finally:
-                self.plan.release(wid)
+        try:
+            while wid not in self._retired and not self.whole:
+                if not await self._fetch(wid) and not self.plan.can_take(least=spans.steal_least(False)):
+                    break  # (cut: no range worth a new connection, none opened to learn it)
+        except NoRange:
+            pass
+        finally:
+            self.plan.release(wid)
 
-    async def _fetch(self, wid: int, asg: Assignment, end: int) -> None:
+    async def _ask(self, wid: int, slot: Slot) -> dict[str, str]:
+        """The headers of ``wid``'s next GET, once its connection is up: its
+        range's next request, or a range taken now (a free share, or a steal:
+        a cut only on a connection kept alive, module docstring)."""
+        await self._begun.wait()
+        if self.probing and self._prober is None:
+            self._prober = wid  # (its range goes alone)
+        elif wid != self._prober:
+            await self._go.wait()
+        if self._abandoned or self.whole or wid in self._retired:
+            raise NoRange
+        asg = self.plan.active.get(wid)
+        if asg is None:
+            kept = slot.link is not None and id(slot.link) in self._used
+            asg = self.plan.take(wid, cut=kept, least=spans.steal_least(kept), speeds=self._speeds(wid),
+                                 delay=self.pool.handshake_rtt() or 0.0)
+            if asg is None:
+                raise NoRange
+        end = spans.request_end(asg.pos, asg.end)
+        self.plan.commit(wid, end)
+        self._asked[wid] = (asg, end)
+        self.requests += 1
         headers = {"Range": spans.range_header(asg.pos, end)}
         if self.validator:
             headers["If-Range"] = self.validator
-        self.requests += 1
-        async with self.pool.request("GET", self.path, ok=(200, 206), headers=headers) as (resp, slot):
+        return headers
+
+    def _speeds(self, thief: int) -> dict[int, float]:
+        """Each reading connection's speed in its request (once it has read
+        for SPEED_AFTER), and the thief's in its last one (rangeplan.cut_point)."""
+        now, out = time.monotonic(), {}
+        for w, (t0, p0) in self._reading.items():
+            asg = self.plan.active.get(w)
+            if asg is not None and now - t0 >= SPEED_AFTER:
+                out[w] = (asg.pos - p0) / (now - t0)
+        if thief in self._speed:
+            out[thief] = self._speed[thief]
+        return out
+
+    async def _fetch(self, wid: int) -> bool:
+        """One ranged GET, its range asked once connected (:meth:`_ask`),
+        read to its end or to where a thief split it (then its connection
+        is closed: module docstring, and False)."""
+        async with self.pool.request("GET", self.path, ok=(200, 206),
+                                     ready=lambda slot: self._ask(wid, slot)) as (resp, slot):
+            asg, end = self._asked.pop(wid)
             self.slots[wid] = slot
+            if slot.link is not None:
+                self._used.add(id(slot.link))
             if resp.status == 200 and self.probing:
                 asg = self._start_over(wid, resp.content_length)
                 stop = asg.end
@@ -136,22 +224,34 @@ class Download:
                 stop = got[1]
                 if self.probing:  # it serves ranges: the other connections start
                     self.probing = False
-                    for _ in range(self.wanted - 1):
+                    self._go.set()
+                    for _ in range(self.wanted - len(self.tasks)):
                         self.add_stream()
-            # read to the end (the plan splits nothing before ``stop``):
-            # the connection is kept for the next request
+            # read to ``stop``, or to where a thief split this request (asg.end)
             async for chunk in resp.content.iter_any():
-                n = min(len(chunk), stop - asg.pos)
-                if n <= 0:
+                if wid not in self._reading:
+                    self._reading[wid] = (time.monotonic(), asg.pos)
+                n = min(len(chunk), min(stop, asg.end) - asg.pos)
+                if n > 0:
+                    pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
+                    self.plan.advance(wid, n)
+                    self.moved += n
+                    if slot.link is not None:
+                        slot.link.moved(n)
+                if asg.end < stop and asg.done:
                     break
-                pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
-                self.plan.advance(wid, n)
-                self.moved += n
-                if slot.link is not None:
-                    slot.link.moved(n)
-            if asg.pos < stop:
+            if asg.pos < min(stop, asg.end):
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: the server ended a range at {asg.pos},"
-                                f" before {stop} (--continue resumes)")
+                                f" before {min(stop, asg.end)} (--continue resumes)")
+            cut = asg.end < stop
+            if cut:  # the connection cannot carry another request (RFC 9112 sec. 9.3)
+                resp.close()
+            t0, p0 = self._reading.pop(wid, (0.0, asg.pos))
+            if time.monotonic() - t0 >= SPEED_AFTER and not cut:
+                self._speed[wid] = (asg.pos - p0) / (time.monotonic() - t0)
+        if asg.done:
+            self.plan.release(wid)
+        return not cut
 
     def _start_over(self, wid: int, length: int | None) -> Assignment:
         """The first range was answered 200: the whole file follows, which
@@ -163,6 +263,7 @@ class Download:
         if self.resumed:
             log.warning("%s does not serve byte ranges: --continue starts over", self.pool.loc.url(self.path))
         self.probing, self.whole, self.resumed = False, True, 0
+        self._go.set()  # (the connections waiting for ranges end: NoRange)
         self.plan.release(wid)
         self.plan = RangePlan(self.plan.size)
         asg = self.plan.take(wid)

@@ -4,7 +4,8 @@ A ``HEAD`` gives the size, whether ranges are served and the validator
 (ETag, else Last-Modified) -- a tree's file skips it: its listing gave
 the size and time (the first range then goes alone, as to a server that
 did not announce ranges: :mod:`.fetch`); then ranged GETs on N connections
-(:mod:`.fetch`) fill ``DEST.part`` (ftp/partname.py), which is renamed
+(:mod:`.fetch`, opened while the HEAD is answered: :func:`_head`) fill
+``DEST.part`` (ftp/partname.py), which is renamed
 over DEST when whole.  Beside the part file the FTP client's resume
 record (``DEST.part.ranges``: streams/rangeplan.py) says which ranges it
 holds of which version, so ``--continue`` fetches only the gaps, whichever
@@ -15,6 +16,7 @@ read in one plain GET (and ``--continue`` then starts over).
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 import os
@@ -32,10 +34,12 @@ from ..transfer.progress import ProgressView
 from . import auto
 from .errors import HTTPError
 from .fetch import Download, WholeDownload
-from .pool import Pool, Slot, on_pool
+from .pool import Pool, on_pool
 from .verify import verify
 
 log = logging.getLogger("drsftp.client")
+RTT_POLL = 0.005  # seconds between looks at the first connection's TCP handshake (-P auto's count)
+RTT_WAIT = 2.0  # seconds it is looked for at most
 
 
 async def get(loc: HTTPLocation, dest: str, opts: TransferOptions, streams: int | None) -> TransferResult:
@@ -49,35 +53,39 @@ async def get_with(pool: Pool, loc: HTTPLocation, dest: str, opts: TransferOptio
     """One file's get on ``pool``'s connections (a tree's files share them).
     ``listed``: the size and mtime a listing gave (no HEAD then)."""
     part = download_part(dest)
-    first: Slot | None = None
     size: int | None
+    download = Download(pool, loc.path, streams or 1)
     if listed is not None:  # (a 200 or 206 of another length is an error all the same: .fetch)
         size, accept, etag = listed[0], "", None
         modified = None if listed[1] is None else email.utils.formatdate(listed[1], usegmt=True)
+        download.wanted = streams or auto.first_connections(None, opts)
     else:
-        async with pool.request("HEAD", loc.path, ok=(200, 204)) as (resp, first):
-            size = resp.content_length
-            accept = resp.headers.get("Accept-Ranges", "").lower()
-            etag, modified = resp.headers.get("ETag"), resp.headers.get("Last-Modified")
+        size, accept, etag, modified = await _head(pool, loc, opts, streams, download)
     # unannounced ranges are tried (RFC 9110 sec. 14.3), unless refused ("none")
     ranged = size is not None and ("bytes" in accept or (size > 0 and "none" not in accept))
     validator = etag or modified
     held = RangeSet()
     if opts.resume and size is not None:
         if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
+            await download.abandon()
             return already_complete("get", loc.path, size)
         held = held_in(part, size, validator, "validator") if ranged else held
-    make_parents(dest)
-    fd = open_part(part, fresh=not held.total)
+    if not ranged:
+        await download.abandon()
+    try:
+        make_parents(dest)
+        fd = open_part(part, fresh=not held.total)
+    except BaseException:
+        await download.abandon()
+        raise
     try:
         driver: Download | WholeDownload
         steering, save = None, None
         if ranged and size is not None:
-            n = streams or auto.first_connections(first, opts)
-            download = driver = Download(pool, loc.path, fd, RangePlan(size, held), n,
-                                         etag if etag and not etag.startswith("W/") else None,
-                                         probe="bytes" not in accept)
-            steering = auto.steering(driver, n) if streams is None else None
+            driver = download
+            download.begin(fd, RangePlan(size, held), etag if etag and not etag.startswith("W/") else None,
+                           probe="bytes" not in accept)
+            steering = auto.steering(driver, download.wanted) if streams is None else None
             save = record_saver(part, size, validator, lambda: download.held)
             save()
         else:
@@ -113,3 +121,34 @@ async def get_with(pool: Pool, loc: HTTPLocation, dest: str, opts: TransferOptio
     os.replace(part, dest)
     drop_record(part)
     return result
+
+
+async def _head(pool: Pool, loc: HTTPLocation, opts: TransferOptions, streams: int | None,
+                download: Download) -> tuple[int | None, str, str | None, str | None]:
+    """The ``HEAD``'s size, Accept-Ranges, ETag and Last-Modified.  While it
+    is answered the download's other connections open (their TCP and TLS
+    handshakes then cost the transfer no round trip: .fetch asks their
+    ranges once connected): -P N's, or -P auto's first count once the
+    first connection's TCP handshake gave its RTT."""
+    head = asyncio.ensure_future(_ask_head(pool, loc))
+    try:
+        if streams is None:
+            for _ in range(int(RTT_WAIT / RTT_POLL)):  # (bounded: the HEAD's answer ends it too)
+                if pool.handshake_rtt() is not None or head.done():
+                    break
+                await asyncio.sleep(RTT_POLL)
+            download.wanted = auto.first_connections(pool.handshake_rtt(), opts)
+        download.open_early(download.wanted - 1)
+        return await head
+    except BaseException:
+        await download.abandon()
+        raise
+    finally:
+        head.cancel()
+        await asyncio.gather(head, return_exceptions=True)
+
+
+async def _ask_head(pool: Pool, loc: HTTPLocation) -> tuple[int | None, str, str | None, str | None]:
+    async with pool.request("HEAD", loc.path, ok=(200, 204)) as (resp, _):
+        return (resp.content_length, resp.headers.get("Accept-Ranges", "").lower(),
+                resp.headers.get("ETag"), resp.headers.get("Last-Modified"))

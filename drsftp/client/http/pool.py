@@ -10,7 +10,9 @@ connection's controller (docs/HTTP.md, "DRS"; drsftp/http/drsheader.py).
 
 Which connection a request travels on is known only once the connector
 hands it out: the connector here notes it in the request's :class:`Slot`
-(a context variable the request's task set) and adds the header then.
+(a context variable the request's task set) and adds the header then,
+and the headers the slot's ``ready`` makes: a request can be opened
+before it is known what it asks (a ranged GET's range: client/http/fetch.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import aiohttp
 
 from ...http import drsheader
 from ...http.url import HTTPLocation
+from ...io import sockopt
 from ...io.tuner import SocketTuner
 from ...tuning import Role, check_spec
 from ..result import TransferResult
@@ -61,6 +64,8 @@ class Slot:
     """The connection one request got (set by the connector)."""
 
     link: Link | None = None
+    # awaited once connected, its headers added (raising ends the request, the connection kept)
+    ready: Callable[[Slot], Awaitable[dict[str, str]]] | None = None
 
 
 _SLOT: contextvars.ContextVar[Slot | None] = contextvars.ContextVar("drsftp_http_slot", default=None)
@@ -77,6 +82,12 @@ class _Connector(aiohttp.TCPConnector):
         slot = _SLOT.get()
         if slot is not None:
             slot.link = link
+            if slot.ready is not None:
+                try:
+                    req.headers.update(await slot.ready(slot))
+                except BaseException:
+                    conn.release()
+                    raise
         if link is not None and self._pool.speak_drs:
             req.headers[drsheader.HEADER] = drsheader.report_value(link.tuner.report())
         return conn
@@ -95,6 +106,7 @@ class Pool:
         self._fresh: dict[int, SocketTuner] = {}  # a socket's fd -> its tuner, until connected
         self.drs_replies = 0
         self.server_last: dict[str, int] = {}
+        self._first_sock: socket.socket | None = None  # the first socket opened, for handshake_rtt
         self.session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Pool:
@@ -145,7 +157,15 @@ class Pool:
         if old is not None:  # (a socket that never connected, its fd reused)
             old.close()
         self._fresh[sock.fileno()] = tuner
+        if self._first_sock is None:
+            self._first_sock = sock
         return sock
+
+    def handshake_rtt(self) -> float | None:
+        """The first connection's RTT once its TCP handshake is done, in
+        seconds (before TLS's, and before any request's answer)."""
+        us = sockopt.tcp_info(self._first_sock).get("rtt") if self._first_sock is not None else None
+        return us / 1e6 if us else None
 
     def link_of(self, transport: Any) -> Link | None:
         """The connection's Link, made (and its tuner attached) the first
@@ -169,12 +189,16 @@ class Pool:
     # -- requests ------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def request(self, method: str, path: str, *, ok: tuple[int, ...], headers: dict[str, str] | None = None,
-                      body: Callable[[Slot], Any] | None = None) -> AsyncIterator[tuple[aiohttp.ClientResponse, Slot]]:
+                      body: Callable[[Slot], Any] | None = None,
+                      ready: Callable[[Slot], Awaitable[dict[str, str]]] | None = None,
+                      ) -> AsyncIterator[tuple[aiohttp.ClientResponse, Slot]]:
         """The response to ``method path`` with a status in ``ok`` (any
         other is an HTTPError), and the slot naming its connection.
-        ``body(slot)``: the request body, made once the slot exists."""
+        ``body(slot)``: the request body, made once the slot exists;
+        ``ready(slot)``: more headers, made once connected (:class:`Slot`)."""
         assert self.session is not None
         slot = Slot()
+        slot.ready = ready
         token = _SLOT.set(slot)
         try:
             resp = await self.session.request(method, self.loc.url(path), headers=headers,

@@ -4,10 +4,12 @@
 into one share per worker; a worker that finishes takes an unassigned gap
 or, when none is left, the second half of the largest range another worker
 still has ahead of it (work stealing, so a slow stream does not hold the
-end of the transfer).  A worker that asks for its range in requests it
-cannot cut short (HTTP: drsftp/client/http/fetch.py) ``commit``s each
-one: a thief splits only what lies past that fence.  A worker reports its
-progress with ``advance``;
+end of the transfer).  A worker that asks for its range in requests
+(HTTP: drsftp/client/http/fetch.py) ``commit``s each one: a thief splits
+what lies past that fence first, and a request in flight only when it
+may ``cut`` one (the victim then stops reading at its new end, which
+costs it its connection: docs/decisions/0042-cut-the-request-in-flight.md).
+A worker reports its progress with ``advance``;
 what it reported is held (written), so ``held`` is what a resume record
 may claim (docs/PARALLEL.md).
 
@@ -22,7 +24,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ...ftp.eblock import RangeSet
@@ -95,16 +97,19 @@ class RangePlan:
             self._free += [(a, mid), (mid, b)]
             self._free.sort()
 
-    def can_take(self) -> bool:
-        """Would :meth:`take` give a new worker a range now?"""
-        if self._free:
-            return True
-        victim = max(self.active.values(), key=lambda s: s.spare, default=None)
-        return victim is not None and victim.spare >= 2 * self.min_steal
+    def can_take(self, cut: bool = False, least: int | None = None) -> bool:
+        """Would :meth:`take` (with the same arguments) give a new worker a range now?"""
+        return bool(self._free) or self._victim(-1, cut, least, None, 0.0) is not None
 
-    def take(self, worker: int) -> Assignment | None:
+    def take(self, worker: int, cut: bool = False, least: int | None = None,
+             speeds: Mapping[int, float] | None = None, delay: float = 0.0) -> Assignment | None:
         """The next range for ``worker`` (which has none), or None: all
-        ranges are done or too small to share."""
+        ranges are done or too small to share.  A free gap first; else half
+        of the largest range past its worker's fence; else, with ``cut``,
+        the unread range that ends last, split so that both end together
+        (:func:`cut_point`); a steal leaves and takes at least ``least``
+        (default min_steal).  ``speeds``: bytes/s each worker reads at (the
+        thief's last), ``delay``: seconds before the thief's first byte."""
         if worker in self.active:
             raise ValueError(f"worker {worker} already has a range")
         if self._free:
@@ -112,17 +117,34 @@ class RangePlan:
             self._free.remove((a, b))
             asg = Assignment(worker, a, b)
         else:
-            victim = max(self.active.values(), key=lambda s: s.spare, default=None)
-            if victim is None or victim.spare < 2 * self.min_steal:
+            found = self._victim(worker, cut, least, speeds, delay)
+            if found is None:
                 return None
-            base = max(victim.pos, victim.fence)
-            mid = _align(base + victim.spare // 2)
-            if mid <= base or mid >= victim.end:
-                return None
+            victim, mid = found
             asg = Assignment(worker, mid, victim.end)
             victim.end = mid
         self.active[worker] = asg
         return asg
+
+    def _victim(self, thief: int, cut: bool, least: int | None, speeds: Mapping[int, float] | None,
+                delay: float) -> tuple[Assignment, int] | None:
+        """Whose range a steal splits, and where (:meth:`take`)."""
+        least = self.min_steal if least is None else least
+        victim = max(self.active.values(), key=lambda s: s.spare, default=None)
+        if victim is not None and victim.spare >= 2 * least:
+            base = max(victim.pos, victim.fence)
+            mid = _align(base + victim.spare // 2)
+        elif cut and self.active:  # (a request in flight: its reader stops at ``mid``)
+            rate = speeds or {}
+            known = all(rate.get(s.worker) for s in self.active.values())
+            victim = max(self.active.values(), key=lambda s: s.left / rate[s.worker] if known else s.left)
+            if victim.left < 2 * least:
+                return None
+            base = victim.pos
+            mid = _align(base + cut_point(victim.left, least, rate.get(victim.worker), rate.get(thief), delay))
+        else:
+            return None
+        return (victim, mid) if base < mid < victim.end else None
 
     def commit(self, worker: int, upto: int) -> None:
         """``worker`` asked for its range up to ``upto`` in one request it
@@ -157,6 +179,18 @@ class RangePlan:
             self._free.append((cut, asg.end))
             self._free.sort()
             asg.end = cut
+
+
+def cut_point(unread: int, least: int, victim_speed: float | None, thief_speed: float | None,
+              delay: float) -> int:
+    """How much of ``unread`` its reader keeps when a thief splits it: as
+    much as makes both end together (the reader's ``keep / victim_speed``
+    equals ``delay + (unread - keep) / thief_speed``), half where a speed
+    is unknown; each keeps ``least`` at least."""
+    keep = unread / 2
+    if victim_speed and thief_speed:
+        keep = victim_speed * (delay * thief_speed + unread) / (victim_speed + thief_speed)
+    return int(min(max(keep, least), unread - least))
 
 
 def read_chunk(streams: int) -> int:
