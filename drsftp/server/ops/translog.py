@@ -98,12 +98,17 @@ def format_json(rec: dict[str, Any]) -> str:
 
 def format_text(rec: dict[str, Any]) -> str:
     fields = [rec["time"], rec["event"]]
+    add = fields.append
     for key, value in rec.items():
-        if key in ("time", "event"):
-            continue
-        if key == "rate_bps":
-            key, value = "rate", f"{value / 1e6:.1f}Mbit/s" if value is not None else "-"
-        fields.append(f"{key}={_text_value(value)}")
+        kind = type(value)
+        if kind is str:  # (the common case first: a transfer line is mostly names and numbers)
+            if key == "time" or key == "event":
+                continue
+            add(f"{key}={value}" if _SAFE.match(value) and '"' not in value else f"{key}={json.dumps(value)}")
+        elif key == "rate_bps":
+            add(f"rate={value / 1e6:.1f}Mbit/s" if value is not None else "rate=-")
+        else:
+            add(f"{key}={_text_value(value)}")
     return " ".join(fields)
 
 
@@ -271,16 +276,58 @@ class LineFormatter(logging.Formatter):
         return format_json(rec) if self.as_json else format_text(rec)
 
 
+class _LineHandler:
+    """The handler configure() installs writes a record's line itself, in
+    emit() below (a LogRecord, its frame and the logging layers it passes
+    were most of a small file's line: docs/decisions/0044)."""
+
+    formatter: LineFormatter
+    lock: Any
+    stream: Any
+    terminator: str
+
+    def write_record(self, rec: dict[str, Any]) -> bool:
+        """``rec``'s line written and flushed; False on an error (emit()
+        then hands it to logging, whose handleError reports it)."""
+        line = format_json(rec) if self.formatter.as_json else format_text(rec)
+        self.lock.acquire()  # (the HTTP front emits from its own thread)
+        try:
+            self.before_write()
+            self.stream.write(line + self.terminator)
+            self.stream.flush()
+        except Exception:
+            return False
+        finally:
+            self.lock.release()
+        return True
+
+    def before_write(self) -> None:
+        pass
+
+
+class _StreamLines(_LineHandler, logging.StreamHandler):
+    pass
+
+
+class _FileLines(_LineHandler, logging.handlers.WatchedFileHandler):
+    def before_write(self) -> None:
+        self.reopenIfNeeded()  # (logrotate moved it: WatchedFileHandler.emit's check, each line as before)
+
+
+_direct: list[_LineHandler] = []  # the handler configure() installed, while it is the log's only one
+
+
 def configure(log_file: str | None, fmt: str = "text") -> None:
     """Send the transfer log to ``log_file`` (or stderr) as ``fmt`` lines;
     with a file, the server's warnings are written there too."""
-    handler: logging.Handler
+    handler: _StreamLines | _FileLines
     if log_file:
-        handler = logging.handlers.WatchedFileHandler(log_file)
+        handler = _FileLines(log_file)
     else:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StreamLines(sys.stderr)
     handler.setFormatter(LineFormatter(fmt))
     log.handlers[:] = [handler]
+    _direct[:] = [handler]
     log.setLevel(logging.INFO)
     log.propagate = False
     if log_file:
@@ -288,11 +335,19 @@ def configure(log_file: str | None, fmt: str = "text") -> None:
 
 
 def emit(rec: dict[str, Any]) -> None:
-    """The record to the log's handlers (makeRecord and handle: Logger.info
+    """The record to the log's handlers: straight to the line handler
+    configure() installed while it is the only one (no filters, nothing
+    added since), else as a LogRecord (makeRecord and handle: Logger.info
     also looked up its caller's frame, for a line that never shows it)."""
-    if log.isEnabledFor(logging.INFO):
-        log.handle(log.makeRecord(LOGGER, logging.INFO, __file__, 0, "%s", (rec["event"],), None,
-                                  extra={"drsftp_record": rec}))
+    if not log.isEnabledFor(logging.INFO):
+        return
+    handlers = log.handlers
+    if (_direct and len(handlers) == 1 and handlers[0] is _direct[0] and not log.filters
+            and not _direct[0].filters and logging.INFO >= _direct[0].level  # type: ignore[attr-defined]
+            and _direct[0].write_record(rec)):
+        return
+    log.handle(log.makeRecord(LOGGER, logging.INFO, __file__, 0, "%s", (rec["event"],), None,
+                              extra={"drsftp_record": rec}))
 
 
 # -- pyftpdlib hooks -----------------------------------------------------------------

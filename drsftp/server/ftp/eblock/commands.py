@@ -6,7 +6,6 @@ the stream-mode handler unchanged."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
@@ -69,6 +68,29 @@ else:
     _Handler = object
 
 
+class _Cork:
+    """replies_together's context manager, one a session: each entry
+    notes whether it is nested (the outermost sends).  A class, not a
+    generator: it is entered several times a small file."""
+
+    __slots__ = ("h", "nested")
+
+    def __init__(self, h: EModeCommands) -> None:
+        self.h = h
+        self.nested: list[bool] = []
+
+    def __enter__(self) -> None:
+        h = self.h
+        nested = h._corked is not None
+        self.nested.append(nested)
+        if not nested:
+            h._corked = []
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if not self.nested.pop():
+            self.h._uncork(kind is None)
+
+
 class EModeCommands(EPortHooks, _Handler):
     """Mixed in before DRSControlMixin: MODE, OPTS RETR, PORT/PASV, REST,
     RETR/STOR/MLSD, ABOR and DRS go to the MODE E data path while MODE E
@@ -84,21 +106,20 @@ class EModeCommands(EPortHooks, _Handler):
         else:
             super().push(data)
 
-    @contextlib.contextmanager
-    def replies_together(self):
+    def replies_together(self) -> _Cork:
         """The replies made inside go out in one send at its end: a
         transfer that ends at once (a small file on a cached stream) sends
         its 125 (and 111/112 markers) and 226 in one segment, not one
         each, and its data before them (RFC 959 orders the replies of one
         connection only).  Nested: the outermost sends."""
-        if self._corked is not None:
-            yield
-            return
-        self._corked = []
+        return self._cork
+
+    def _uncork(self, ok: bool) -> None:
+        """The outermost replies_together ends (``ok``: without an error):
+        the commands it released run, then its replies go in one send."""
         try:
-            yield
             then = self._after_replies
-            for _ in range(2 * MAX_HELD):  # (one a transfer that ended: at most MAX_HELD commands wait)
+            for _ in range(2 * MAX_HELD) if ok else ():  # (one a transfer that ended: at most MAX_HELD wait)
                 if not then or compat.closed(self):
                     break
                 then.pop(0)()
@@ -154,6 +175,7 @@ class EModeCommands(EPortHooks, _Handler):
     def __init__(self, conn, server, ioloop=None):
         self.eblock = None
         self._after_replies: list[Callable[[], None]] = []  # after_replies
+        self._cork = _Cork(self)
         super().__init__(conn, server, ioloop)
         self.eblock = ESession(self)
 
