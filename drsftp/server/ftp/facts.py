@@ -119,10 +119,14 @@ class MlsxFilesystem(AbstractedFS):
             return super().validpath(path)
         return real == real_root or real.startswith(real_root.rstrip("/") + "/")
 
+    _plain: tuple[str, bool] | None = None  # (the home, whether it is plain): _plain_root
+
     def _plain_root(self) -> str | None:
         """The home if it is plain (or "/"), else None."""
         root = self.root
-        return root if root == "/" or _PLAIN.fullmatch(root) else None
+        if self._plain is None or self._plain[0] != root:
+            self._plain = (root, root == "/" or _PLAIN.fullmatch(root) is not None)
+        return root if self._plain[1] else None
 
     def ftp2fs(self, ftppath):
         """pyftpdlib's translation; a plain absolute path (``_PLAIN``) under
