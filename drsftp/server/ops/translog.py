@@ -96,7 +96,27 @@ def format_json(rec: dict[str, Any]) -> str:
     return json.dumps(rec, separators=(",", ":"))
 
 
+_TRANSFER_KEYS = ("time", "event", "peer", "user", "direction", "path", "bytes", "seconds", "rate_bps", "streams",
+                  "drs_peer", "complete", "tls")
+_YES_NO = {True: "yes", False: "no"}
+
+
+def _text(value: str) -> str:
+    return value if _SAFE.match(value) and '"' not in value else json.dumps(value)
+
+
 def format_text(rec: dict[str, Any]) -> str:
+    if len(rec) == 13 and tuple(rec) == _TRANSFER_KEYS:  # a transfer line (most lines): one format
+        rate = rec["rate_bps"]
+        return (f"{rec['time']} transfer peer={_text(rec['peer'])} user={_text(rec['user'])}"
+                f" direction={rec['direction']} path={_text(rec['path'])} bytes={rec['bytes']}"
+                f" seconds={rec['seconds']} rate={f'{rate / 1e6:.1f}Mbit/s' if rate is not None else '-'}"
+                f" streams={rec['streams']} drs_peer={_YES_NO[rec['drs_peer']]}"
+                f" complete={_YES_NO[rec['complete']]} tls={_YES_NO[rec['tls']]}")
+    return _format_fields(rec)
+
+
+def _format_fields(rec: dict[str, Any]) -> str:
     fields = [rec["time"], rec["event"]]
     add = fields.append
     for key, value in rec.items():
