@@ -7,7 +7,7 @@ the stream-mode handler unchanged."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ....ftp.striping import UnknownNetwork, spas_net_prt, spor_addresses
 from .. import compat
@@ -99,6 +99,8 @@ class EModeCommands(EPortHooks, _Handler):
     eblock_limits = Limits()
     eblock_count = StreamCount()  # replaced per server by build_server
     _corked: list[str] | None = None  # replies held by replies_together
+    _after_replies: list[Callable[[], None]]  # after_replies
+    _deferred: list[Any]  # streams with deferred bytes (defer_data)
 
     def push(self, data):
         if self._corked is not None:
@@ -196,9 +198,9 @@ class EModeCommands(EPortHooks, _Handler):
 
     def __init__(self, conn, server, ioloop=None):
         self.eblock = None
-        self._after_replies: list[Callable[[], None]] = []  # after_replies
+        self._after_replies = []
         self._cork = _Cork(self)
-        self._deferred: list = []  # streams with deferred bytes (defer_data)
+        self._deferred = []
         super().__init__(conn, server, ioloop)
         self.eblock = ESession(self)
 
