@@ -9,9 +9,9 @@ with its source.
 
 A_ROOT and B_ROOT are source trees of drsftp (e.g. `git archive main | tar
 -x -C DIR` for the code before, `.` for this one).  Prints each run's wall
-seconds and the server's CPU seconds (user + system, its process's counters
-before and after the run), per file, then per direction the median of the
-pair-by-pair ratios B/A: on a shared, noisy machine only ratios of runs taken
+seconds, the server's CPU seconds (user + system, its process's counters
+before and after the run), per file, and the client's (the waited child's),
+then per direction the median of the pair-by-pair ratios B/A: on a shared, noisy machine only ratios of runs taken
 side by side compare, and CPU seconds more steadily than wall time.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -56,25 +57,31 @@ def cpu(proc: subprocess.Popen) -> float:
     return t.user + t.system
 
 
+def children_cpu() -> float:
+    """CPU seconds of the children waited for so far (the client runs)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def one_run(argv: list[str], server: subprocess.Popen, dest: str, source: str, put: bool,
-            max_time: float) -> tuple[float, float]:
-    """(wall, server CPU) seconds of one client run; raises if the tree differs."""
+            max_time: float) -> tuple[float, float, float]:
+    """(wall, server CPU, client CPU) seconds of one client run; raises if the tree differs."""
     shutil.rmtree(dest, ignore_errors=True)
     if put:
         os.makedirs(dest)
     env = dict(os.environ, PYTHONPATH=HERE)
-    before = cpu(server)
+    before, client_before = cpu(server), children_cpu()
     t0 = time.monotonic()
     done = subprocess.run(argv, env=env, cwd=HERE, timeout=max_time, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
     wall = time.monotonic() - t0
-    used = cpu(server) - before
+    used, client = cpu(server) - before, children_cpu() - client_before
     if done.returncode != 0:
         raise SystemExit(f"{argv[0]}: exit {done.returncode}: {done.stderr.strip()[-400:]}")
     diff = same_tree(source, dest)
     if diff is not None:
         raise SystemExit(f"the tree differs: {diff}")
-    return wall, used
+    return wall, used, client
 
 
 def main() -> None:
@@ -98,7 +105,7 @@ def main() -> None:
     make_tree(source, args.files, args.size, per_dir=1000)
     dest = os.path.join(base, f"dest-{os.getpid()}")
     servers: dict[str, tuple[subprocess.Popen, int]] = {}
-    ratios: dict[str, dict[str, list[float]]] = {d: {"wall": [], "cpu": []} for d in args.direction}
+    ratios: dict[str, dict[str, list[float]]] = {d: {"wall": [], "cpu": [], "client cpu": []} for d in args.direction}
     try:
         for side, root in (("A", args.a), ("B", args.b)):
             servers[side] = start(root, base, os.path.join(base, f"server-{side}.log"))
@@ -116,18 +123,20 @@ def main() -> None:
                         ends = [remote, dest + "/"] if direction == "get" else [source + "/", remote]
                         argv = [sys.executable, "-m", "drsftp", direction, "-r", "-q", *ends]
                     got[side] = one_run(argv, servers[side][0], dest, source, direction == "put", args.max_time)
-                    wall, used = got[side]
+                    wall, used, client = got[side]
                     print(f"rep {rep} {direction} {side}: wall {wall:.2f} s, server cpu {used:.2f} s"
-                          f" ({used / args.files * 1e6:.0f} us a file)", flush=True)
+                          f" ({used / args.files * 1e6:.0f} us a file), client cpu {client:.2f} s", flush=True)
                 ratios[direction]["wall"].append(got["B"][0] / got["A"][0])
                 ratios[direction]["cpu"].append(got["B"][1] / got["A"][1])
+                ratios[direction]["client cpu"].append(got["B"][2] / max(got["A"][2], 1e-9))
     finally:
         for proc, _ in servers.values():
             stop_process(proc, 10)
         shutil.rmtree(dest, ignore_errors=True)
     for direction, r in ratios.items():
         for what, xs in r.items():
-            print(f"{direction} B/A server {what}: median {statistics.median(xs):.3f} "
+            label = what if what == "client cpu" else "server " + what
+            print(f"{direction} B/A {label}: median {statistics.median(xs):.3f} "
                   f"[{min(xs):.3f}-{max(xs):.3f}] over {len(xs)} pairs")
 
 

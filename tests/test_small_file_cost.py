@@ -1,6 +1,7 @@
 """What one small file costs `drsftp serve` on a cached MODE E stream
 (globus-url-copy -fast): its replies go out together, its data in one send
-with its EOD, its path is checked without resolving the home again.  The
+with its EOD (a pipelined batch's data in one send), its path is checked
+without resolving the home again.  The
 server runs in this process (its ioloop in a thread), its control sends
 and sendfile calls counted; no timing."""
 
@@ -15,8 +16,9 @@ from conftest import PASSWORD, USER, in_thread, wait_until
 from pyftpdlib.ioloop import IOLoop
 from pyftpdlib.servers import FTPServer
 
-from drsftp.ftp.eblock import BlockDecoder, Data, EndOfFile, data_header, eod
+from drsftp.ftp.eblock import BlockDecoder, Data, EndOfData, EndOfFile, data_header, eod
 from drsftp.server.app import ServerConfig, build_server
+from drsftp.server.ftp.eblock.streams import Stream
 from drsftp.server.ftp.facts import MlsxFilesystem
 
 PAYLOAD = os.urandom(1000)
@@ -88,6 +90,25 @@ def read_file(conn) -> bytes:
                 return bytes(got)
 
 
+@contextlib.contextmanager
+def cached_stream(root, sent: list[bytes], first: str):
+    """A session (its control connection, its MODE E stream) whose RETR of
+    ``first`` opened the stream the next RETRs reuse; ``sent`` cleared."""
+    with serving(root, sent) as port, socket.create_server(("127.0.0.1", 0)) as listener:
+        ctl = Ctl(port)
+        p = listener.getsockname()[1]
+        assert ctl.cmd(f"PORT 127,0,0,1,{p >> 8},{p & 255}").startswith("200")
+        ctl.sock.sendall(f"RETR {first}\r\n".encode())
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(20)
+            assert read_file(conn) == (root / first).read_bytes()
+            assert ctl.final()[0].startswith("226")
+            settle(ctl, sent)
+            yield ctl, conn
+        ctl.sock.close()
+
+
 @pytest.fixture
 def counted(monkeypatch):
     calls = []
@@ -104,23 +125,12 @@ def counted(monkeypatch):
 def test_a_small_retr_on_a_cached_stream_is_one_send_of_data_and_one_of_replies(tmp_path, counted):
     (tmp_path / "small.bin").write_bytes(PAYLOAD)
     sent: list[bytes] = []
-    with serving(tmp_path, sent) as port, socket.create_server(("127.0.0.1", 0)) as listener:
-        ctl = Ctl(port)
-        p = listener.getsockname()[1]
-        assert ctl.cmd(f"PORT 127,0,0,1,{p >> 8},{p & 255}").startswith("200")
-        ctl.sock.sendall(b"RETR small.bin\r\n")
-        conn, _ = listener.accept()
-        with conn:
-            conn.settimeout(20)
-            assert read_file(conn) == PAYLOAD
-            assert ctl.final()[0].startswith("226")
-            settle(ctl, sent)
-            counted.clear()
-            ctl.sock.sendall(b"RETR small.bin\r\n")  # on the cached stream
-            assert read_file(conn) == PAYLOAD
-            final, marks = ctl.final()
-            assert wait_until(lambda: any(b"226 " in s for s in sent), timeout=10)  # (recorded after the send)
-        ctl.sock.close()
+    with cached_stream(tmp_path, sent, "small.bin") as (ctl, conn):
+        counted.clear()
+        ctl.sock.sendall(b"RETR small.bin\r\n")  # on the cached stream
+        assert read_file(conn) == PAYLOAD
+        final, marks = ctl.final()
+        assert wait_until(lambda: any(b"226 " in s for s in sent), timeout=10)  # (recorded after the send)
     assert final.startswith("226") and marks[0].startswith("125")
     # the data with its header and EOD in one send, no sendfile of 1000 bytes
     assert counted == []
@@ -240,3 +250,67 @@ def test_small_stream_mode_files_are_sent_before_their_first_tick(tmp_path, tick
     # the tick that came at once on every data channel: now one tick's time
     # later, after a small file's channel closed (a loaded machine may be late)
     assert ticks.count(Role.SENDER) < 10, ticks
+
+
+def read_files(conn, n: int) -> list[bytes]:
+    """``n`` files, one after the other on a cached stream (each to its EOF and EOD)."""
+    decoder, files, got, pending = BlockDecoder(), [], bytearray(), b""
+    while len(files) < n:
+        buf = pending or conn.recv(1 << 16)
+        assert buf, "the stream closed before the last file"
+        events, used = decoder.feed_some(buf, stop_at_eod=True)
+        pending = bytes(buf[used:])
+        for ev in events:
+            if isinstance(ev, Data):
+                got[ev.offset:ev.offset + len(ev.data)] = ev.data
+            elif isinstance(ev, EndOfData):
+                files.append(bytes(got))
+                got = bytearray()
+                decoder.reset()
+    return files
+
+
+def test_pipelined_small_retrs_send_their_data_in_one_send_then_their_replies_in_one(tmp_path, monkeypatch):
+    """Three RETRs in one read: the files' blocks and EODs leave in one send
+    on their stream, then the six replies in one on the control connection."""
+    for name in ("a", "b", "c", "first"):
+        (tmp_path / f"{name}.bin").write_bytes(name.encode() + PAYLOAD)
+    batches: list[int] = []
+    real = Stream.send_deferred
+
+    def send_deferred(self):
+        if self.deferred:
+            batches.append(len(self.deferred))
+        real(self)
+
+    monkeypatch.setattr(Stream, "send_deferred", send_deferred)
+    sent: list[bytes] = []
+    with cached_stream(tmp_path, sent, "first.bin") as (ctl, conn):
+        batches.clear()
+        ctl.sock.sendall(b"RETR a.bin\r\nRETR b.bin\r\nRETR c.bin\r\n")  # on the cached stream
+        files = read_files(conn, 3)
+        finals = [ctl.final() for _ in range(3)]
+        assert wait_until(lambda: sum(s.count(b"226 ") for s in sent) == 3, timeout=10)
+    assert files == [name + PAYLOAD for name in (b"a", b"b", b"c")]
+    assert all(final.startswith("226") and marks[0].startswith("125") for final, marks in finals)
+    assert len(batches) == 1 and batches[0] > 3 * len(PAYLOAD), batches  # one send: the three files
+    assert len([s for s in sent if b"226 " in s]) == 1  # the replies: one send
+
+
+def test_plain_paths_translate_as_pyftpdlib_translates_them():
+    """ftp2fs and fs2ftp take a plain path as it is (no normalising): the
+    same answer as pyftpdlib's, plain or not, under plain homes and others."""
+    from pyftpdlib.filesystems import AbstractedFS
+
+    from drsftp.ftp.safepath import client_path
+
+    paths = ["/a", "/a/b", "a/b", "/a/../b", "/a/./b", "/a//b", "/a/", "/.x/y", "/..", "/...", "/a/..b", "", "/",
+             "//a", "b/..", "/a/b/."]
+    for root in ("/", "/srv/ftp", "/srv/ftp/", "/srv//ftp", "/srv/./ftp"):
+        for cwd in ("/", "/a"):
+            fs = MlsxFilesystem(root, None)
+            fs.cwd = cwd
+            for p in paths + [root + q for q in paths] + [root + "/" + q for q in paths]:
+                assert fs.ftp2fs(p) == AbstractedFS.ftp2fs(fs, p), (root, cwd, p)
+                asked = client_path(fs.root, os.path.join(fs.root, p))
+                assert fs.fs2ftp(p) == (asked if asked is not None else AbstractedFS.fs2ftp(fs, p)), (root, p)

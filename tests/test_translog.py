@@ -454,3 +454,31 @@ def test_log_lines_have_the_streams_and_the_refusal_reason():
     refused = translog.login_record(0.0, "192.0.2.1:5", "u", False, False, translog.TLS_REQUIRED)
     assert translog.format_text(refused).endswith(" user=u ok=no tls=no reason=tls_required")
     assert "reason" not in translog.login_record(0.0, "192.0.2.1:5", "u", True, True)
+
+
+def test_lines_go_to_the_configured_handler_and_to_any_handler_added(tmp_path):
+    """A record goes straight to configure()'s handler as a line; with
+    another handler on the logger both get it (logging's way), the same
+    line."""
+    import logging
+
+    log_file = tmp_path / "transfer.log"
+    saved = translog.log.handlers[:], translog.log.level, translog.log.propagate
+    records: list[logging.LogRecord] = []
+    extra = logging.Handler()
+    extra.emit = records.append  # type: ignore[method-assign]
+    try:
+        translog.configure(str(log_file))
+        rec = translog.transfer_record(0.0, "192.0.2.1:5", "u", "put", "/a b", 3, 0.25, 1, False, True, False)
+        translog.emit(rec)
+        translog.log.addHandler(extra)
+        translog.emit(rec)
+    finally:
+        for h in translog.log.handlers:
+            if h is not extra:
+                logging.getLogger().removeHandler(h)
+                h.close()
+        translog.log.handlers[:], translog.log.level, translog.log.propagate = saved
+    lines = log_file.read_text().splitlines()
+    assert lines == [translog.format_text(rec)] * 2 and 'path="/a b"' in lines[0]
+    assert [r.drsftp_record for r in records] == [rec]  # type: ignore[attr-defined]

@@ -170,6 +170,14 @@ class BlockDecoder:
                 continue
             if self.ended:
                 raise BlockError("data after EOD on this connection")
+            if not self._partial and end - pos >= HEADER_SIZE:  # a whole header in the buffer (the common case)
+                desc, count, offset = HEADER.unpack_from(view, pos)
+                pos += HEADER_SIZE
+                if desc == 0 and 0 < count <= self._max_count and offset + count <= MAX_OFFSET:
+                    self._offset, self._left = offset, count  # a data block's header: nothing more to check
+                else:
+                    events.extend(self._header(desc, count, offset))
+                continue
             need = HEADER_SIZE - len(self._partial)
             take = view[pos:pos + need]
             pos += len(take)

@@ -19,6 +19,7 @@ from ...ftp.safepath import line_break_refusal
 from . import compat
 
 _PYFTPDLIB = logging.getLogger("pyftpdlib")
+_KNOWN = {_PYFTPDLIB.debug: logging.DEBUG, _PYFTPDLIB.info: logging.INFO}
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
@@ -57,6 +58,11 @@ class CommandLines:
         """pyftpdlib's log of a reply, only when its level is on: it built
         the session's prefix for every reply, logged or not (a small
         file's replies paid it several times; docs/decisions/0041)."""
+        known = _KNOWN.get(logfun)  # (the common calls, a reply's and a command's: their level known)
+        if known is not None:
+            if _PYFTPDLIB.isEnabledFor(known):
+                super().log(msg, logfun=logfun)
+            return
         owner, level = getattr(logfun, "__self__", None), _LEVELS.get(getattr(logfun, "__name__", ""))
         if isinstance(owner, logging.Logger) and level is not None and not owner.isEnabledFor(level):
             return

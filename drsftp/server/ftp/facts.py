@@ -26,6 +26,7 @@ as before.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 
@@ -38,6 +39,9 @@ from . import compat
 # RFC 3659 sec. 7.5 facts plus the mode (docs/PROTOCOL.md#mlst-facts)
 DEFAULT_FACTS = ("type", "perm", "size", "modify", "unique", "unix.mode")
 
+# an absolute path every normalisation leaves as it is: no empty, "." or
+# ".." component, no trailing "/" (ftp2fs and fs2ftp take it as it is)
+_PLAIN = re.compile(r"(?:/(?!\.\.?(?:/|$))[^/]+)+")
 RUN = 256  # names handed to pyftpdlib's formatter at a time
 
 # pyftpdlib's names of the OS-specific facts -> the spelling GridFTP,
@@ -115,6 +119,24 @@ class MlsxFilesystem(AbstractedFS):
             return super().validpath(path)
         return real == real_root or real.startswith(real_root.rstrip("/") + "/")
 
+    _plain: tuple[str, bool] | None = None  # (the home, whether it is plain): _plain_root
+
+    def _plain_root(self) -> str | None:
+        """The home if it is plain (or "/"), else None."""
+        root = self.root
+        if self._plain is None or self._plain[0] != root:
+            self._plain = (root, root == "/" or _PLAIN.fullmatch(root) is not None)
+        return root if self._plain[1] else None
+
+    def ftp2fs(self, ftppath):
+        """pyftpdlib's translation; a plain absolute path (``_PLAIN``) under
+        a plain home is the home joined with it, which is all pyftpdlib's
+        normalisations would make of it (a command a small file)."""
+        root = self._plain_root()
+        if root is not None and _PLAIN.fullmatch(ftppath):
+            return ftppath if root == "/" else root + ftppath
+        return super().ftp2fs(ftppath)
+
     def fs2ftp(self, fspath):
         """pyftpdlib names every path outside the home "/", so a refused
         RETR or CWD of a link leading out said "'/' points to a path which
@@ -122,6 +144,12 @@ class MlsxFilesystem(AbstractedFS):
         (the lexical one below the home, as the client named it).  That is
         also what pyftpdlib answers for a path inside, so a path lexically
         below the home is named so at once, without resolving it."""
+        root = self._plain_root()
+        if root is not None and _PLAIN.fullmatch(fspath):
+            if root == "/":
+                return fspath
+            if fspath.startswith(root) and fspath[len(root):len(root) + 1] == "/":
+                return fspath[len(root):]
         asked = client_path(self.root, os.path.join(self.root, fspath))
         return asked if asked is not None else super().fs2ftp(fspath)
 

@@ -33,6 +33,8 @@ PASSING = frozenset({"DRS", "ABOR", "STAT", "QUIT", "NOOP"})
 
 
 class Gate(enum.Enum):
+    __hash__ = object.__hash__  # (members are singletons: Enum's own hash is a Python call, two a command)
+
     OPEN = "open"  # commands run as they come, unless something else holds them
     REFUSED_PASS = "refused pass"  # a refused PASS's reply is still to come: every command waits
     RELEASING = "releasing"  # a waiting command runs: it is not queued again

@@ -15,7 +15,7 @@ last session that carried a part of it ends or turns to another file.  A
 ``login`` line says whether the login was accepted and, if not, why.
 ``text`` lines are ``TIME EVENT key=value ...`` (values with spaces or
 control characters JSON-quoted, so a file name cannot forge a line);
-``json`` lines are one object each.  Lines go to ``--log-file`` (reopened
+``json`` lines are one object each (ops/loglines.py).  Lines go to ``--log-file`` (reopened
 when logrotate moves it) or stderr; the server's warnings go there too,
 in the same format.  docs/DEPLOY.md, "The transfer log", has the fields.
 With ``--metrics`` the same records, as they are emitted, feed the
@@ -24,11 +24,8 @@ server's counters (ops/metrics.py), so the log and the metrics agree.
 
 from __future__ import annotations
 
-import json
 import logging
-import logging.handlers
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -40,10 +37,14 @@ from ...ftp.eblock import RangeSet
 from ...ftp.partname import final_name
 from ...ftp.safepath import client_path
 from ..ftp import compat
+from .loglines import LOGGER as LOGGER  # (the log's lines: ops/loglines.py)
+from .loglines import LineFormatter as LineFormatter
+from .loglines import _iso, emit
+from .loglines import configure as configure
+from .loglines import format_json as format_json
+from .loglines import format_text as format_text
+from .loglines import log as log
 
-LOGGER = "drsftp.transfer"
-log = logging.getLogger(LOGGER)
-_SAFE = re.compile(r"^[\x21-\x7e]+$")
 # Commands that start a data transfer (RFC 959 4.1.3): the DRS reports
 # counted for a transfer are those sent after its command.
 TRANSFER_COMMANDS = frozenset({"RETR", "STOR", "APPE", "STOU", "LIST", "NLST", "MLSD"})
@@ -80,43 +81,6 @@ def transfer_record(now: float, peer: str, user: str, direction: str, path: str,
 
 def reload_record(now: float, what: str) -> dict[str, Any]:
     return {"time": _iso(now), "event": "reload", "what": what}
-
-
-_second: list[Any] = [None, ""]  # (whole second, its text): the lines of one second share it
-
-
-def _iso(now: float) -> str:
-    sec = int(now // 1)
-    if _second[0] != sec:
-        _second[:] = [sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))]
-    return f"{_second[1]}.{int(now % 1 * 1000):03d}Z"
-
-
-def format_json(rec: dict[str, Any]) -> str:
-    return json.dumps(rec, separators=(",", ":"))
-
-
-def format_text(rec: dict[str, Any]) -> str:
-    fields = [rec["time"], rec["event"]]
-    for key, value in rec.items():
-        if key in ("time", "event"):
-            continue
-        if key == "rate_bps":
-            key, value = "rate", f"{value / 1e6:.1f}Mbit/s" if value is not None else "-"
-        fields.append(f"{key}={_text_value(value)}")
-    return " ".join(fields)
-
-
-def _text_value(value: Any) -> str:
-    kind = type(value)
-    if kind is int or kind is float:  # (no quoting to decide: a number's text is safe)
-        return str(value)
-    if kind is bool:
-        return "yes" if value else "no"
-    if value is None:
-        return "-"
-    text = str(value)
-    return text if _SAFE.match(text) and '"' not in text else json.dumps(text)
 
 
 # -- downloads on byte ranges (sans-IO) -------------------------------------------
@@ -252,47 +216,6 @@ def ranged_record(now: float, key: Key, parts: list[RangeRetr]) -> dict[str, Any
     return transfer_record(now, first.peer, user, "get", path, covered.total, seconds,
                            len({p.session for p in parts}), any(p.drs_peer for p in parts), complete,
                            all(p.tls for p in parts), first.data_peer)
-
-
-# -- logging ---------------------------------------------------------------------
-class LineFormatter(logging.Formatter):
-    """Transfer records as text or JSON lines; other messages (warnings)
-    as lines of the same kind."""
-
-    def __init__(self, fmt: str) -> None:
-        super().__init__()
-        self.as_json = fmt == "json"
-
-    def format(self, record: logging.LogRecord) -> str:
-        rec = getattr(record, "drsftp_record", None)
-        if rec is None:
-            rec = {"time": _iso(record.created), "event": "message", "level": record.levelname.lower(),
-                   "message": record.getMessage()}
-        return format_json(rec) if self.as_json else format_text(rec)
-
-
-def configure(log_file: str | None, fmt: str = "text") -> None:
-    """Send the transfer log to ``log_file`` (or stderr) as ``fmt`` lines;
-    with a file, the server's warnings are written there too."""
-    handler: logging.Handler
-    if log_file:
-        handler = logging.handlers.WatchedFileHandler(log_file)
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(LineFormatter(fmt))
-    log.handlers[:] = [handler]
-    log.setLevel(logging.INFO)
-    log.propagate = False
-    if log_file:
-        logging.getLogger().addHandler(handler)  # warnings, as the root logger's level lets through
-
-
-def emit(rec: dict[str, Any]) -> None:
-    """The record to the log's handlers (makeRecord and handle: Logger.info
-    also looked up its caller's frame, for a line that never shows it)."""
-    if log.isEnabledFor(logging.INFO):
-        log.handle(log.makeRecord(LOGGER, logging.INFO, __file__, 0, "%s", (rec["event"],), None,
-                                  extra={"drsftp_record": rec}))
 
 
 # -- pyftpdlib hooks -----------------------------------------------------------------

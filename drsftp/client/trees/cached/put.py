@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from ....ftp.blockplan import block_size
 from ....ftp.eblock import HEADER_SIZE, data_header, eod
+from ....io import sockopt
 from ....tuning import Role
 from ...result import TransferResult
 from ...session.control import ControlConnection, FTPError, Pending, os_reason
@@ -81,6 +82,9 @@ class CachedPuts(CachedSession):
                     raise FTPError(f"cannot open data connection to {host}:{port}: {os_reason(exc)}"
                                    f"{pasv_hint(self.ctl, host)}") from exc
                 break
+            # each file's last send (its tail and EOD) goes at once, not
+            # after the ACK of the file before (Nagle's rule: docs/DESIGN.md#eod-nodelay)
+            sockopt.set_nodelay(stream.sock)
             self.spawn(self.tick(stream))
         for stream in self.opened:
             self.at[stream.index] = 0  # (before any writer runs: none is let go it has to send)

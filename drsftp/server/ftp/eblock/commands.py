@@ -6,9 +6,8 @@ the stream-mode handler unchanged."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ....ftp.striping import UnknownNetwork, spas_net_prt, spor_addresses
 from .. import compat
@@ -69,6 +68,29 @@ else:
     _Handler = object
 
 
+class _Cork:
+    """replies_together's context manager, one a session: each entry
+    notes whether it is nested (the outermost sends).  A class, not a
+    generator: it is entered several times a small file."""
+
+    __slots__ = ("h", "nested")
+
+    def __init__(self, h: EModeCommands) -> None:
+        self.h = h
+        self.nested: list[bool] = []
+
+    def __enter__(self) -> None:
+        h = self.h
+        nested = h._corked is not None
+        self.nested.append(nested)
+        if not nested:
+            h._corked = []
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if not self.nested.pop():
+            self.h._uncork(kind is None)
+
+
 class EModeCommands(EPortHooks, _Handler):
     """Mixed in before DRSControlMixin: MODE, OPTS RETR, PORT/PASV, REST,
     RETR/STOR/MLSD, ABOR and DRS go to the MODE E data path while MODE E
@@ -77,6 +99,8 @@ class EModeCommands(EPortHooks, _Handler):
     eblock_limits = Limits()
     eblock_count = StreamCount()  # replaced per server by build_server
     _corked: list[str] | None = None  # replies held by replies_together
+    _after_replies: list[Callable[[], None]]  # after_replies
+    _deferred: list[Any]  # streams with deferred bytes (defer_data)
 
     def push(self, data):
         if self._corked is not None:
@@ -84,25 +108,25 @@ class EModeCommands(EPortHooks, _Handler):
         else:
             super().push(data)
 
-    @contextlib.contextmanager
-    def replies_together(self):
+    def replies_together(self) -> _Cork:
         """The replies made inside go out in one send at its end: a
         transfer that ends at once (a small file on a cached stream) sends
         its 125 (and 111/112 markers) and 226 in one segment, not one
         each, and its data before them (RFC 959 orders the replies of one
         connection only).  Nested: the outermost sends."""
-        if self._corked is not None:
-            yield
-            return
-        self._corked = []
+        return self._cork
+
+    def _uncork(self, ok: bool) -> None:
+        """The outermost replies_together ends (``ok``: without an error):
+        the commands it released run, then its replies go in one send."""
         try:
-            yield
             then = self._after_replies
-            for _ in range(2 * MAX_HELD):  # (one a transfer that ended: at most MAX_HELD commands wait)
+            for _ in range(2 * MAX_HELD) if ok else ():  # (one a transfer that ended: at most MAX_HELD wait)
                 if not then or compat.closed(self):
                     break
                 then.pop(0)()
         finally:
+            self._send_deferred()
             held, self._corked = self._corked, None
             rest, self._after_replies = self._after_replies, []
             closed = compat.closed(self)
@@ -120,8 +144,29 @@ class EModeCommands(EPortHooks, _Handler):
         self._after_replies.append(then)
         return True
 
+    # at most this many bytes of ended transfers wait on a stream for the
+    # replies (docs/decisions/0044: a batch of small files' data in one send)
+    DEFER_MAX = 64 << 10
+
+    def defer_data(self, s) -> bool:
+        """Replies are held (replies_together): a plain stream's last bytes
+        of a transfer wait for them too, up to DEFER_MAX, and go first,
+        before the replies, in one send (send_deferred)."""
+        if self._corked is None or s.tls is not None or s.retire or len(s.deferred) + len(s.pending) > self.DEFER_MAX:
+            return False
+        if not s.deferred:
+            self._deferred.append(s)
+        return True
+
+    def _send_deferred(self) -> None:
+        streams, self._deferred = self._deferred, []
+        for s in streams:
+            s.send_deferred()
+
     def flush_replies(self) -> None:
-        """The replies held so far go out now (before a close)."""
+        """The replies held so far go out now (before a close), after the
+        data they follow."""
+        self._send_deferred()
         if self._corked and not compat.closed(self):
             held = "".join(self._corked)
             self._corked.clear()
@@ -153,7 +198,9 @@ class EModeCommands(EPortHooks, _Handler):
 
     def __init__(self, conn, server, ioloop=None):
         self.eblock = None
-        self._after_replies: list[Callable[[], None]] = []  # after_replies
+        self._after_replies = []
+        self._cork = _Cork(self)
+        self._deferred = []
         super().__init__(conn, server, ioloop)
         self.eblock = ESession(self)
 

@@ -10,7 +10,7 @@ The kinds are esend.Send (RETR, MLSD) and ereceive.Receive (STOR).
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from ....tuning import Role
 from .streams import Session, Stream
@@ -37,6 +37,11 @@ class TransferSession(Session, Protocol):
 
     last_markers: float  # when its last 111/112 markers went (time.monotonic; ftp/eblock/receive.py)
 
+    def watch_data(self) -> None:
+        """The running transfer's data timeout is watched (one timer a
+        session, not one a transfer: Job.check_timeout)."""
+        ...
+
 
 class Job:
     """One RETR/STOR/MLSD in MODE E: its streams, its data timeout."""
@@ -50,25 +55,26 @@ class Job:
         self.finished = False
         self.started = self.last = time.monotonic()
         self.timeout = session.data_timeout  # (0: no limit, as pyftpdlib's DTP)
-        self._timer: Any = None
 
     def arm(self) -> None:
         """Its timers start, once its command's start is done: a transfer
         that ended there (a small file on cached streams) needs none."""
-        if not self.finished and self.timeout and self._timer is None:
-            self._timer = self.session.h.ioloop.call_later(self.timeout, self._check_timeout)
+        if not self.finished and self.timeout:
+            self.session.watch_data()
 
     def touch(self) -> None:
         self.last = time.monotonic()
 
-    def _check_timeout(self) -> None:
-        if self.finished:
-            return
+    def check_timeout(self) -> float | None:
+        """The session's data timer came: fail if no byte moved for
+        ``timeout`` s; else the seconds until it may have (None: it ended)."""
+        if self.finished or not self.timeout:
+            return None
         idle = time.monotonic() - self.last
         if idle >= self.timeout:
             self.fail(f"426 Data connection timed out ({self.timeout:g} s without data); transfer aborted.")
-        else:
-            self._timer = self.session.h.ioloop.call_later(self.timeout - idle, self._check_timeout)
+            return None
+        return self.timeout - idle
 
     @property
     def moved(self) -> int:
@@ -91,8 +97,6 @@ class Job:
         if self.finished:
             return False
         self.finished = True
-        if self._timer is not None:
-            self._timer.cancel()
         self.session.job_ended(self, complete, failed)
         return True
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import ssl
 import time
+from typing import Any
 
 from ....ftp import drscmd, drsexchange
 from ....ftp.eblock import RangeSet
@@ -49,6 +50,7 @@ class ESession:
         self.rest: RangeSet | None = None  # REST ranges for the next transfer
         self._recv_buf: bytearray | None = None  # receive_buffer
         self.last_markers = float("-inf")  # when a STOR's last 111/112 markers went (ftp/eblock/receive.py)
+        self._data_timer: Any = None  # watch_data's
 
     @property
     def active(self) -> bool:
@@ -118,6 +120,22 @@ class ESession:
         return self.data.refuse(ip, self.job if isinstance(self.job, Receive) else None)
 
     # -- a transfer's start and end --------------------------------------------
+    def watch_data(self) -> None:
+        """One data-timeout timer a session: it fires at the earliest when
+        the running transfer may have been idle its timeout, then waits for
+        the rest (a transfer a small file, its own timer made and cancelled,
+        cost more than its check)."""
+        if self._data_timer is None and self.job is not None:
+            self._data_timer = self.h.ioloop.call_later(self.job.timeout, self._check_data,
+                                                        _errback=self.h.handle_error)
+
+    def _check_data(self) -> None:
+        self._data_timer = None
+        job = self.job
+        wait = job.check_timeout() if job is not None else None
+        if wait is not None and self.job is job:
+            self._data_timer = self.h.ioloop.call_later(wait, self._check_data, _errback=self.h.handle_error)
+
     def _started(self, job: Job) -> None:
         self.phase.move(Event.START)
         self.job = job
@@ -404,6 +422,9 @@ class ESession:
         return "DRS " + drscmd.format_pairs(dict(report))
 
     def close(self) -> None:
+        if self._data_timer is not None:
+            self._data_timer.cancel()
+            self._data_timer = None
         if self.job is not None:
             self.job.fail(None)
         self.data.drop_streams()

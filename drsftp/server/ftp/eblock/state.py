@@ -18,6 +18,8 @@ import enum
 
 
 class Phase(enum.Enum):
+    __hash__ = object.__hash__  # (members are singletons: Enum's own hash is a Python call, a few a command)
+
     STREAM = "stream mode"  # MODE S: the stock handler's data path, none of this session's
     READY = "ready"  # MODE E in force, no transfer running
     TRANSFER = "transfer"  # a RETR, STOR or MLSD runs on the streams
@@ -26,6 +28,8 @@ class Phase(enum.Enum):
 
 
 class Event(enum.Enum):
+    __hash__ = object.__hash__
+
     MODE_E = "MODE E"
     MODE_S = "MODE S"
     START = "transfer started"  # its job set, before its 125/150
@@ -75,7 +79,8 @@ class SessionPhase:
 
     @property
     def running(self) -> bool:
-        return self.now in RUNNING
+        now = self.now
+        return now is P.TRANSFER or now is P.QUITTING  # (RUNNING, without a lookup: asked a few times a command)
 
     @property
     def quit_came(self) -> bool:
