@@ -8,7 +8,6 @@ compared."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import subprocess
@@ -261,17 +260,19 @@ def test_streams_chosen_without_a_header(scripted_pair, ca):
     assert f"streams={len(out.stripes)}" in line
 
 
-def test_range_plan_tapers_and_covers_the_file():
-    from drsftp.server.http.tpc.ranges import CHUNK, MIN_RANGE, RangePlan
-
-    total = 512 << 20
-    plan, got = RangePlan(16 << 20, total), []
-    while (r := plan.next(8)) is not None:
-        got.append(r)
-    assert got[0][0] == 16 << 20 and got[-1][1] == total
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(got))  # contiguous, in order
-    sizes = [e - s for s, e in got]
-    assert sizes == sorted(sizes, reverse=True) and sizes[0] <= CHUNK
-    assert min(sizes[:-1]) == MIN_RANGE and 0 < sizes[-1] <= MIN_RANGE  # the last ones small: the streams end together
-    one = RangePlan(0, total)
-    assert [e - s for s, e in iter(lambda: one.next(1), None)] == [CHUNK] * 8  # one stream: no taper
+def test_a_free_stream_steals_the_tail_of_a_running_range(scripted_pair, ca):
+    """Two streams (X-Number-Of-Streams: 2): the first asks 16 MiB, the
+    second the 8 MiB left (its share, http/steal.py); done first, the
+    second takes the tail of the first's range, which stops at the cut and
+    closes its connection (decision 0043).  The file whole."""
+    b = scripted_pair
+    data = os.urandom(24 << 20)
+    script = Script(data=data, ranges=True, pace=0.005)  # 64 KiB a 5 ms a connection: 2.6 s for the first range
+    with scripted(script) as port:
+        status, body = copy(ca, b.url("stolen.bin"), f"Source: http://127.0.0.1:{port}/f", "X-Number-Of-Streams: 2")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert (b.root / "stolen.bin").read_bytes() == data
+    ranges = [h["Range"] for _, _, h in script.requests]
+    assert ranges[:2] == [f"bytes=0-{(16 << 20) - 1}", f"bytes={16 << 20}-{(24 << 20) - 1}"]
+    tails = [r for r in ranges[2:] if r.endswith(f"-{(16 << 20) - 1}")]
+    assert len(tails) == 1 and 0 < int(tails[0][6:].split("-")[0]) < 16 << 20, ranges

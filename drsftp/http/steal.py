@@ -103,8 +103,7 @@ class Plan:
         if span.left <= keep:
             return
         at = span.at + max(keep, 0)
-        self.free.append((at, span.end))
-        self.free.sort()
+        self._give(at, span.end)
         span.end = at
 
     def done(self, span: Span) -> None:
@@ -112,6 +111,15 @@ class Plan:
         if span in self.running:
             self.running.remove(span)
         if span.at < span.end:
-            self.free.append((span.at, span.end))
-            self.free.sort()
+            self._give(span.at, span.end)
             span.end = span.at
+
+    def _give(self, start: int, end: int) -> None:
+        """[start, end) unasked again, merged with its neighbours."""
+        merged: list[tuple[int, int]] = []
+        for s, e in sorted([*self.free, (start, end)]):
+            if merged and s <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+            else:
+                merged.append((s, e))
+        self.free = merged

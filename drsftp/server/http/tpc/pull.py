@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import os
 import re
 
@@ -38,9 +39,11 @@ from .copy import CopyFailed, Job, Settings4Copy
 from .ranges import COLD_TAIL, DEFAULT_RTT, MIN_RANGE, first_range, streams_for
 from .remote import Stripe
 
+log = logging.getLogger("drsftp.server")
+
 CONTENT_RANGE = re.compile(r"bytes (\d{1,19})-(\d{1,19})/(\d{1,19}|\*)")
 WANT = "adler32, md5;q=0.8, sha-256;q=0.5"  # the digests asked of a source (cheapest first)
-WRITE_BATCH = 1 << 20  # bytes gathered before one pwritev
+WRITE_BATCH = 4 << 20  # bytes gathered before one pwritev (a thread hop each)
 MAX_IOV = 512  # buffers gathered at most (IOV_MAX is 1024 on Linux)
 WHOLE = 1 << 62  # the end of a body of unknown length
 WAKE = 1.0  # s between looks at a pull's streams (a stream added meanwhile)
@@ -115,6 +118,7 @@ class _Pull:
         self.spans: dict[int, Span] = {}  # each stripe's running span
         self.active = 0  # workers running
         self.began = asyncio.get_running_loop().time()
+        self.asked = self.stolen = self.cut = 0  # requests, tails taken, responses cut short (the debug log)
 
     def running(self) -> list[Stripe]:
         return [s for s in self.job.stripes if not s.done and not s.ending]
@@ -160,6 +164,8 @@ class _Pull:
             for w in self.work:
                 with contextlib.suppress(BaseException):
                     await w
+            log.debug("http: COPY %s: %d streams, %d ranged GETs after the first, %d tails stolen, %d cut short",
+                      job.target.href, len(job.stripes), self.asked, self.stolen, self.cut)
 
     def lead(self) -> int:
         """Bytes a stream receives in a round trip (what a victim gets while its thief's request travels)."""
@@ -168,25 +174,28 @@ class _Pull:
         return int(self.job.moved / max(elapsed, 1e-3) / max(self.active, 1) * rtt)
 
     async def _worker(self, stripe: Stripe, resp: aiohttp.ClientResponse | None, span: Span | None) -> None:
+        warm = resp is not None  # (a new stripe's connection is still to be made)
         try:
             if resp is not None and span is not None:
-                await self._read(stripe, resp, span, span.end)
+                warm = await self._read(stripe, resp, span, span.end)
             while not stripe.ending:
                 span = self.plan.next(self.active)
                 if span is None:
-                    warm = stripe.link is not None and stripe.link.open
                     span = self.plan.steal(self.lead(), MIN_TAIL if warm else COLD_TAIL)
+                    self.stolen += span is not None
                 if span is None:
                     break
+                self.asked += 1
                 asked = span.end
                 self.spans[stripe.index] = span
-                await self._read(stripe, await _range(self.job, stripe, span.start, asked), span, asked)
+                warm = await self._read(stripe, await _range(self.job, stripe, span.start, asked), span, asked)
         finally:
             self.active -= 1
             stripe.give_back()
 
-    async def _read(self, stripe: Stripe, resp: aiohttp.ClientResponse, span: Span, asked: int) -> None:
-        """One response into ``span``; cut short (stolen from), its connection closes (RFC 9112 sec. 9.3)."""
+    async def _read(self, stripe: Stripe, resp: aiohttp.ClientResponse, span: Span, asked: int) -> bool:
+        """One response into ``span``; cut short (stolen from), its connection
+        closes (RFC 9112 sec. 9.3): False, the next request opens a new one."""
         cut = True
         try:
             await _body(self.job, stripe, resp, self.fd, span, asked)
@@ -194,9 +203,11 @@ class _Pull:
         finally:
             self.plan.done(span)
             if cut:
+                self.cut += 1
                 resp.close()
             else:
                 resp.release()
+        return not cut
 
     async def _steer(self) -> None:
         """-P auto's decisions while ranges are left (auto.py)."""
@@ -300,9 +311,11 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
                 if span.at >= span.end:
                     break
         except TimeoutError:  # (aiohttp's ServerTimeoutError is a ClientError too)
+            _write(fd, pending, at)  # (the part file keeps what came)
             raise CopyFailed(f"the source sent nothing for {stripe.timeout:g} seconds"
                              f" (--data-timeout), after {job.moved} bytes") from None
         except aiohttp.ClientError as exc:
+            _write(fd, pending, at)
             raise CopyFailed(f"the source connection broke after {job.moved} bytes: {_why(exc)}") from None
         if pending:
             at += await loop.run_in_executor(None, _write, fd, pending, at)
