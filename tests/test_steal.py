@@ -44,14 +44,15 @@ def test_a_steal_takes_the_longest_tail_and_leaves_the_victim_half_and_the_lead(
     assert tail.end - tail.start == 40 * MiB - kept
 
 
-def test_no_steal_of_a_tail_under_the_minimum_or_the_lead():
+def test_no_steal_of_a_tail_under_the_minimum():
     plan = Plan(0, 8 * MiB, CHUNK)
     s = plan.next(1)
     assert s is not None
     s.at = 8 * MiB - 2 * MIN_TAIL  # a tail of MIN_TAIL at most is left to take
-    assert plan.steal(lead=MIN_TAIL) is None
+    assert plan.steal(lead=MIN_TAIL) is None  # (the victim's lead leaves less)
     assert plan.steal(lead=0, min_tail=2 * MIN_TAIL) is None
-    assert plan.steal(lead=0) is not None
+    tail = plan.steal(lead=0)
+    assert tail is not None and tail.end - tail.start == MIN_TAIL and s.end == tail.start
 
 
 def test_cut_and_done_give_what_was_not_got_back_to_the_plan():

@@ -84,13 +84,14 @@ class Plan:
 
     def steal(self, lead: int, min_tail: int = MIN_TAIL) -> Span | None:
         """The tail of the running span with the most to come, None when no
-        tail of ``min_tail`` (and more than ``lead``) is left to take."""
+        tail of ``min_tail`` is left to take (the victim keeping ``lead`` more
+        than the thief: what it gets while the thief's request travels)."""
         if not self.running:
             return None
         victim = max(self.running, key=lambda s: s.left)
         keep = min(victim.left, _align_up((victim.left + lead + 1) // 2))
         tail = victim.left - keep
-        if tail < max(min_tail, lead, 1):
+        if tail < max(min_tail, 1):
             return None
         cut = victim.at + keep
         span = Span(cut, victim.end)

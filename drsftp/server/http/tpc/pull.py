@@ -38,6 +38,7 @@ from .auto import AutoStreams, rtt_of
 from .copy import CopyFailed, Job, Settings4Copy
 from .ranges import COLD_TAIL, DEFAULT_RTT, MIN_RANGE, first_range, streams_for
 from .remote import Stripe
+from .warm import Warm
 
 log = logging.getLogger("drsftp.server")
 
@@ -77,7 +78,19 @@ async def _fill(job: Job, fd: int, cfg: Settings4Copy) -> None:
     first = job.stripes[0]
     auto = AutoStreams(cfg.max_streams, cfg.drs) if job.auto else None
     step = first_range(job.streams, job.auto)
-    resp = await _get(job, first, 0, step)
+    asking = asyncio.ensure_future(_get(job, first, 0, step))
+    await asyncio.sleep(0)  # (it takes its link: warm.py looks at it)
+    warming = Warm(job, cfg)
+    try:
+        resp = await asking
+        await _sized(job, fd, cfg, auto, step, resp, warming)
+    finally:
+        await warming.settle()
+
+
+async def _sized(job: Job, fd: int, cfg: Settings4Copy, auto: AutoStreams | None, step: int,
+                 resp: aiohttp.ClientResponse, warming: Warm) -> None:
+    first = job.stripes[0]
     handed = False
     try:
         if resp.status == 200:  # no ranges: the whole body on this connection
@@ -104,7 +117,7 @@ async def _fill(job: Job, fd: int, cfg: Settings4Copy) -> None:
         if not handed:
             resp.release()
     plan = Plan(min(step, total), total, copyreq.CHUNK)
-    await _Pull(job, fd, cfg, plan, auto).run(resp, plan.open(0, min(step, total)))
+    await _Pull(job, fd, cfg, plan, auto, warming).run(resp, plan.open(0, min(step, total)))
 
 
 class _Pull:
@@ -112,8 +125,10 @@ class _Pull:
     answer while the others start, each asking for its share, then
     stealing tails (http/steal.py)."""
 
-    def __init__(self, job: Job, fd: int, cfg: Settings4Copy, plan: Plan, auto: AutoStreams | None) -> None:
+    def __init__(self, job: Job, fd: int, cfg: Settings4Copy, plan: Plan, auto: AutoStreams | None,
+                 warming: Warm) -> None:
         self.job, self.fd, self.cfg, self.plan, self.auto = job, fd, cfg, plan, auto
+        self.warming = warming  # (warm.py: a stripe's connection being made)
         self.work: list[asyncio.Future[None]] = []
         self.spans: dict[int, Span] = {}  # each stripe's running span
         self.active = 0  # workers running
@@ -135,7 +150,7 @@ class _Pull:
     def add(self) -> bool:
         if not self.worth():
             return False
-        self.spawn(self.job.stripe(len(self.job.stripes), self.cfg, self.job.guard))
+        self.spawn(self.warming.take() or self.job.stripe(len(self.job.stripes), self.cfg, self.job.guard))
         return True
 
     async def run(self, resp: aiohttp.ClientResponse, span: Span) -> None:
@@ -171,11 +186,13 @@ class _Pull:
         """Bytes a stream receives in a round trip (what a victim gets while its thief's request travels)."""
         elapsed = asyncio.get_running_loop().time() - self.began
         rtt = rtt_of(self.job.stripes[0]) or DEFAULT_RTT
-        return int(self.job.moved / max(elapsed, 1e-3) / max(self.active, 1) * rtt)
+        streams = sum(1 for s in self.job.stripes if s.moved)  # (the average stream's, not the last ones')
+        return int(self.job.moved / max(elapsed, 1e-3) / max(streams, 1) * rtt)
 
     async def _worker(self, stripe: Stripe, resp: aiohttp.ClientResponse | None, span: Span | None) -> None:
-        warm = resp is not None  # (a new stripe's connection is still to be made)
+        warm = resp is not None or stripe.index in self.warming  # (else its connection is still to be made)
         try:
+            await self.warming.ready(stripe.index)
             if resp is not None and span is not None:
                 warm = await self._read(stripe, resp, span, span.end)
             while not stripe.ending:
