@@ -39,6 +39,10 @@ WANT = "sha-256, adler32;q=0.5, md5;q=0.3"  # preference order (RFC 3230 sec. 4.
 ANY_STATUS = tuple(range(100, 600))  # (the COPY's refusal is read here: its sentence names the cause)
 MAX_REFUSAL = 2048  # bytes of a refusal's body read for its sentence
 SLACK = 5.0  # s the session's own read timeout waits past --timeout (the marker wait speaks first)
+# after the outcome line, the body's end is read (a response released before its end closes its connection:
+# a tree's next COPY would pay a TCP and TLS handshake)
+MAX_TRAILER = 4096  # bytes read after the last line at most
+END_WAIT = 5.0  # s
 
 
 @dataclass
@@ -159,6 +163,10 @@ async def read_markers(pool: Pool, path: str, resp: aiohttp.ClientResponse, read
     except BaseException:
         resp.close()  # (never kept alive with a copy behind it)
         raise
+    try:
+        await asyncio.wait_for(resp.content.read(MAX_TRAILER), END_WAIT)
+    except (TimeoutError, aiohttp.ClientError, OSError):  # (the copy is done: only the connection is not kept)
+        resp.close()
     return False
 
 

@@ -14,6 +14,7 @@ the log; a remote URL without a user is read anonymously (no header)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -59,6 +60,7 @@ class RemoteAuth:
         self.kind = "none" if not pool.loc.user else "macaroon"  # then "basic" if none is minted
         self._value: str | None = None
         self._until = 0.0
+        self._minting = asyncio.Lock()  # (a tree's COPYs start together: one POST for all of them)
 
     async def header(self) -> str | None:
         loc = self.pool.loc
@@ -66,9 +68,12 @@ class RemoteAuth:
             return None
         if self.kind == "basic":
             return basic(loc.user, loc.password)
-        if self._value is None or time.monotonic() >= self._until:
-            self._value = await self._mint()
-        return self._value
+        async with self._minting:
+            if self.kind == "basic":  # (found out by the POST another COPY waited for)
+                return basic(loc.user, loc.password)
+            if self._value is None or time.monotonic() >= self._until:
+                self._value = await self._mint()
+            return self._value
 
     async def _mint(self) -> str:
         loc = self.pool.loc

@@ -146,7 +146,6 @@ async def run(request: web.BaseRequest, ex: Exchange, job: Job, engine, cfg: Set
             done, _ = await asyncio.wait({task}, timeout=MARKER_EVERY)
             if done:
                 break
-        await ex._bounded(resp.write(_markers(job).encode()))  # (the last figures, before the outcome)
         try:
             task.result()
             last = perfmarker.SUCCESS + "\n"
@@ -159,8 +158,8 @@ async def run(request: web.BaseRequest, ex: Exchange, job: Job, engine, cfg: Set
         if not ex.complete:
             log.info("http: COPY %s %s %s: %s", job.target.href, "to" if job.push else "from", job.remote.shown,
                      last.strip())
-        await ex._bounded(resp.write(last.encode()))
-        await ex._bounded(resp.write_eof())
+        # the last figures, the outcome and the body's end in one write (one TLS record and send)
+        await ex._bounded(resp.write_eof((_markers(job) + last).encode()))
     except (OSError, asyncio.CancelledError) as exc:  # the client went away: so does the copy
         task.cancel()
         with contextlib.suppress(BaseException):

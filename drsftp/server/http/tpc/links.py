@@ -53,6 +53,7 @@ class Link:
         self.peer: dict[str, int] = {}  # the remote's latest DRS report of this connection
         self.expiry: asyncio.TimerHandle | None = None
         self.requests = 0
+        self.fresh = True  # its connection still to be made (not taken from the pool)
         self.keep = True  # False once redirected to another remote: not pooled
         connector = aiohttp.TCPConnector(limit=1, ssl=tls, resolver=self.resolver, socket_factory=self._socket,
                                          use_dns_cache=False, keepalive_timeout=IDLE)
@@ -116,11 +117,13 @@ class Links:
         self.idle: dict[Key, list[Link]] = {}
         self.made = 0  # links opened (for the log and the tests' figures)
         self.reused = 0
+        self.taken: dict[Key, int] = {}  # links handed out and not given back, by remote
         self._closing: set[asyncio.Task[None]] = set()
 
     def take(self, remote: Remote, guard: Guard, tls: ssl.SSLContext, timeout: float | None,
              settings: Settings) -> Link:
         key = key_of(remote, tls, timeout)
+        self.taken[key] = self.taken.get(key, 0) + 1
         kept = self.idle.get(key, [])
         while kept:
             link = kept.pop()  # the last given back: the warmest
@@ -129,6 +132,7 @@ class Links:
                 link.expiry = None
             if link.open:
                 link.resolver.guard = guard
+                link.fresh = False
                 self.reused += 1
                 return link
             self._close(link)
@@ -138,6 +142,11 @@ class Links:
     def give(self, link: Link, cap: int) -> None:
         """``link`` is free again: kept if its connection is up and the
         remote has fewer than ``cap`` idle, else closed."""
+        left = self.taken.get(link.key, 0) - 1
+        if left > 0:
+            self.taken[link.key] = left
+        else:
+            self.taken.pop(link.key, None)
         kept = self.idle.setdefault(link.key, [])
         if not link.keep or not link.open or len(kept) >= max(cap, 0):
             self._close(link)

@@ -23,23 +23,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import os
 import re
 
 import aiohttp
 
 from ....http import copyreq, digest
+from ....http.steal import MIN_TAIL, Plan, Span
 from ....io import fileio
 from ....tuning.count.streams import Action
 from ...ftp import partfile
-from .auto import AutoStreams
+from .auto import AutoStreams, rtt_of
 from .copy import CopyFailed, Job, Settings4Copy
-from .ranges import MIN_RANGE, RangePlan, first_range
+from .ranges import COLD_TAIL, DEFAULT_RTT, MIN_RANGE, first_range, streams_for
 from .remote import Stripe
+from .warm import Warm
+
+log = logging.getLogger("drsftp.server")
 
 CONTENT_RANGE = re.compile(r"bytes (\d{1,19})-(\d{1,19})/(\d{1,19}|\*)")
 WANT = "adler32, md5;q=0.8, sha-256;q=0.5"  # the digests asked of a source (cheapest first)
-WRITE_BATCH = 1 << 20  # bytes gathered before one pwrite
+WRITE_BATCH = 4 << 20  # bytes gathered before one pwritev (a thread hop each)
+MAX_IOV = 512  # buffers gathered at most (IOV_MAX is 1024 on Linux)
+WHOLE = 1 << 62  # the end of a body of unknown length
 WAKE = 1.0  # s between looks at a pull's streams (a stream added meanwhile)
 
 
@@ -71,14 +78,27 @@ async def _fill(job: Job, fd: int, cfg: Settings4Copy) -> None:
     first = job.stripes[0]
     auto = AutoStreams(cfg.max_streams, cfg.drs) if job.auto else None
     step = first_range(job.streams, job.auto)
-    resp = await _get(job, first, 0, step)
+    asking = asyncio.ensure_future(_get(job, first, 0, step))
+    await asyncio.sleep(0)  # (it takes its link: warm.py looks at it)
+    warming = Warm(job, cfg)
+    try:
+        resp = await asking
+        await _sized(job, fd, cfg, auto, step, resp, warming)
+    finally:
+        await warming.settle()
+
+
+async def _sized(job: Job, fd: int, cfg: Settings4Copy, auto: AutoStreams | None, step: int,
+                 resp: aiohttp.ClientResponse, warming: Warm) -> None:
+    first = job.stripes[0]
     handed = False
     try:
         if resp.status == 200:  # no ranges: the whole body on this connection
             job.total = resp.content_length
-            end = await _body(job, first, resp, fd, 0, job.total)
+            whole = Span(0, WHOLE if job.total is None else job.total)
+            await _body(job, first, resp, fd, whole, whole.end, exact=job.total is not None)
             if job.total is None:
-                job.total = end
+                job.total = whole.at
             return
         total = _first_total(resp)
         job.total = total
@@ -96,37 +116,52 @@ async def _fill(job: Job, fd: int, cfg: Settings4Copy) -> None:
     finally:
         if not handed:
             resp.release()
-    await _Pull(job, fd, cfg, RangePlan(min(step, total), total), auto).run(resp, min(step, total))
+    plan = Plan(min(step, total), total, copyreq.CHUNK)
+    await _Pull(job, fd, cfg, plan, auto, warming).run(resp, plan.open(0, min(step, total)))
 
 
 class _Pull:
     """The streams of a pull once the size is known: the first reads its
-    answer while the others start (ranges.py hands out the rest)."""
+    answer while the others start, each asking for its share, then
+    stealing tails (http/steal.py)."""
 
-    def __init__(self, job: Job, fd: int, cfg: Settings4Copy, plan: RangePlan, auto: AutoStreams | None) -> None:
+    def __init__(self, job: Job, fd: int, cfg: Settings4Copy, plan: Plan, auto: AutoStreams | None,
+                 warming: Warm) -> None:
         self.job, self.fd, self.cfg, self.plan, self.auto = job, fd, cfg, plan, auto
+        self.warming = warming  # (warm.py: a stripe's connection being made)
         self.work: list[asyncio.Future[None]] = []
+        self.spans: dict[int, Span] = {}  # each stripe's running span
+        self.active = 0  # workers running
+        self.began = asyncio.get_running_loop().time()
+        self.asked = self.stolen = self.cut = 0  # requests, tails taken, responses cut short (the debug log)
 
     def running(self) -> list[Stripe]:
         return [s for s in self.job.stripes if not s.done and not s.ending]
 
-    def spawn(self, stripe: Stripe) -> None:
-        self.work.append(asyncio.ensure_future(self._worker(stripe)))
+    def spawn(self, stripe: Stripe, resp: aiohttp.ClientResponse | None = None, span: Span | None = None) -> None:
+        self.active += 1
+        self.work.append(asyncio.ensure_future(self._worker(stripe, resp, span)))
+
+    def worth(self) -> bool:
+        """A new stream finds work: an unasked range, or a tail a cold connection steals."""
+        longest = max((s.left for s in self.plan.running), default=0)
+        return self.plan.unasked >= MIN_RANGE or longest >= 2 * COLD_TAIL + self.lead()
 
     def add(self) -> bool:
-        if self.plan.left < MIN_RANGE:
+        if not self.worth():
             return False
-        self.spawn(self.job.stripe(len(self.job.stripes), self.cfg, self.job.guard))
+        self.spawn(self.warming.take() or self.job.stripe(len(self.job.stripes), self.cfg, self.job.guard))
         return True
 
-    async def run(self, resp: aiohttp.ClientResponse, length: int) -> None:
+    async def run(self, resp: aiohttp.ClientResponse, span: Span) -> None:
         job = self.job
         wanted = self.auto.first(job.stripes[0]) if self.auto is not None else job.streams
-        self.work.append(asyncio.ensure_future(self._worker(job.stripes[0], resp, length)))
-        for s in job.stripes[1:self.plan.streams_for(wanted - 1) + 1]:
+        more = streams_for(self.plan.unasked, wanted - 1) if wanted > 1 and self.plan.unasked else 0
+        self.spawn(job.stripes[0], resp, span)
+        for s in job.stripes[1:more + 1]:
             self.spawn(s)  # (X-Number-Of-Streams: its stripes were made with the COPY's first marker)
         if self.auto is not None:
-            for _ in range(self.plan.streams_for(wanted - 1) if wanted > 1 else 0):
+            for _ in range(more):
                 self.add()
             self.work.append(asyncio.ensure_future(self._steer()))
         try:
@@ -144,22 +179,52 @@ class _Pull:
             for w in self.work:
                 with contextlib.suppress(BaseException):
                     await w
+            log.debug("http: COPY %s: %d streams, %d ranged GETs after the first, %d tails stolen, %d cut short",
+                      job.target.href, len(job.stripes), self.asked, self.stolen, self.cut)
 
-    async def _worker(self, stripe: Stripe, resp: aiohttp.ClientResponse | None = None, length: int = 0) -> None:
-        job = self.job
+    def lead(self) -> int:
+        """Bytes a stream receives in a round trip (what a victim gets while its thief's request travels)."""
+        elapsed = asyncio.get_running_loop().time() - self.began
+        rtt = rtt_of(self.job.stripes[0]) or DEFAULT_RTT
+        streams = sum(1 for s in self.job.stripes if s.moved)  # (the average stream's, not the last ones')
+        return int(self.job.moved / max(elapsed, 1e-3) / max(streams, 1) * rtt)
+
+    async def _worker(self, stripe: Stripe, resp: aiohttp.ClientResponse | None, span: Span | None) -> None:
+        warm = resp is not None or stripe.index in self.warming  # (else its connection is still to be made)
         try:
-            if resp is not None:
-                try:
-                    await _body(job, stripe, resp, self.fd, 0, length)
-                finally:
-                    resp.release()
+            await self.warming.ready(stripe.index)
+            if resp is not None and span is not None:
+                warm = await self._read(stripe, resp, span, span.end)
             while not stripe.ending:
-                r = self.plan.next(max(len(self.running()), 1))
-                if r is None:
+                span = self.plan.next(self.active)
+                if span is None:
+                    span = self.plan.steal(self.lead(), MIN_TAIL if warm else COLD_TAIL)
+                    self.stolen += span is not None
+                if span is None:
                     break
-                await _range(job, stripe, self.fd, *r)
+                self.asked += 1
+                asked = span.end
+                self.spans[stripe.index] = span
+                warm = await self._read(stripe, await _range(self.job, stripe, span.start, asked), span, asked)
         finally:
+            self.active -= 1
             stripe.give_back()
+
+    async def _read(self, stripe: Stripe, resp: aiohttp.ClientResponse, span: Span, asked: int) -> bool:
+        """One response into ``span``; cut short (stolen from), its connection
+        closes (RFC 9112 sec. 9.3): False, the next request opens a new one."""
+        cut = True
+        try:
+            await _body(self.job, stripe, resp, self.fd, span, asked)
+            cut = span.end < asked
+        finally:
+            self.plan.done(span)
+            if cut:
+                self.cut += 1
+                resp.close()
+            else:
+                resp.release()
+        return not cut
 
     async def _steer(self) -> None:
         """-P auto's decisions while ranges are left (auto.py)."""
@@ -167,7 +232,7 @@ class _Pull:
         job, auto = self.job, self.auto
         loop = asyncio.get_running_loop()
         then, before = loop.time(), job.moved
-        while self.plan.left >= MIN_RANGE:
+        while self.plan.missing >= MIN_RANGE:
             await asyncio.sleep(auto.interval(self.running()))
             now, moved = loop.time(), job.moved
             goodput = (moved - before) / max(now - then, 1e-3)
@@ -178,12 +243,15 @@ class _Pull:
                 auto.refused(action, len(running))
             elif action is Action.REMOVE:
                 if len(running) > 1:
-                    running[-1].ending = True  # (it ends after its range)
+                    running[-1].ending = True  # (it ends a round trip on: the rest of its span is free again)
+                    span = self.spans.get(running[-1].index)
+                    if span is not None:
+                        self.plan.cut(span, self.lead())
                 else:
                     auto.refused(action, len(running))
 
 
-async def _range(job: Job, stripe: Stripe, fd: int, start: int, end: int) -> None:
+async def _range(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.ClientResponse:
     resp = await _get(job, stripe, start, end)
     try:
         if resp.status != 206:
@@ -193,9 +261,10 @@ async def _range(job: Job, stripe: Stripe, fd: int, start: int, end: int) -> Non
             raise CopyFailed(f"the source sent another range than {start}-{end - 1}")
         if m.group(3) != str(job.total):
             raise CopyFailed("the source file changed size during the copy")
-        await _body(job, stripe, resp, fd, start, end - start)
-    finally:
+    except BaseException:
         resp.release()
+        raise
+    return resp
 
 
 async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.ClientResponse:
@@ -231,44 +300,55 @@ def _overstated(resp: aiohttp.ClientResponse, total: int) -> bool:
     return resp.status == 206 and m is not None and int(m.group(2)) >= total > 0
 
 
-async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int, at: int,
-                length: int | None) -> int:
-    """Write the response body at ``at``; the offset after it (short: CopyFailed)."""
+async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int, span: Span, asked: int,
+                exact: bool = True) -> None:
+    """The response body into ``span`` (from ``span.at``), up to its end,
+    which a thief may move down meanwhile; a body short of it: CopyFailed."""
     loop = asyncio.get_running_loop()
-    want = None if length is None else at + length
     pending: list[bytes] = []
+    at = span.at  # where ``pending`` goes
     size = 0
     stripe.begin()
     try:
         try:
             async for data in resp.content.iter_any():
-                if want is not None and at + size + len(data) > want:
+                n = len(data)
+                if span.at + n > asked:
                     raise CopyFailed("the source sent more bytes than it announced")
+                if n > span.end - span.at:  # (cut: the rest is the thief's)
+                    n = span.end - span.at
+                    data = data[:n]
                 pending.append(data)
-                size += len(data)
-                stripe.moved_bytes(len(data))
-                if size >= WRITE_BATCH:
-                    at += await loop.run_in_executor(None, _pwrite_all, fd, b"".join(pending), at)
+                size += n
+                span.at += n
+                stripe.moved_bytes(n)
+                if size >= WRITE_BATCH or len(pending) >= MAX_IOV or span.at >= span.end:
+                    at += await loop.run_in_executor(None, _write, fd, pending, at)
                     pending, size = [], 0
+                if span.at >= span.end:
+                    break
         except TimeoutError:  # (aiohttp's ServerTimeoutError is a ClientError too)
+            _write(fd, pending, at)  # (the part file keeps what came)
             raise CopyFailed(f"the source sent nothing for {stripe.timeout:g} seconds"
                              f" (--data-timeout), after {job.moved} bytes") from None
         except aiohttp.ClientError as exc:
+            _write(fd, pending, at)
             raise CopyFailed(f"the source connection broke after {job.moved} bytes: {_why(exc)}") from None
         if pending:
-            at += await loop.run_in_executor(None, _pwrite_all, fd, b"".join(pending), at)
+            at += await loop.run_in_executor(None, _write, fd, pending, at)
     finally:
         stripe.end()
-    if want is not None and at != want:
+    if exact and span.at < span.end:
         raise CopyFailed(f"the source ended its body after {job.moved} bytes, short of the {job.total} announced")
-    return at
 
 
-def _pwrite_all(fd: int, data: bytes, at: int) -> int:
-    view, done = memoryview(data), 0
-    while done < len(data):
-        done += os.pwrite(fd, view[done:], at + done)
-    return done
+def _write(fd: int, bufs: list[bytes], at: int) -> int:
+    """All of ``bufs`` at ``at``, in one pwritev when it writes them all."""
+    size = sum(len(b) for b in bufs)
+    done = os.pwritev(fd, bufs, at)
+    if done < size:
+        fileio.pwrite_all(fd, memoryview(b"".join(bufs))[done:], at + done)
+    return size
 
 
 async def _verify(job: Job, fd: int) -> None:

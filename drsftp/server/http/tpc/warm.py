@@ -1,0 +1,88 @@
+"""A pull's other connections, made while its first GET is out (decision
+0043): the first answer gives the file's size, and the other streams then
+ask for their shares at once on connections whose TCP and TLS handshakes
+are done, two round trips sooner than connections made only then.
+
+Each is opened by a ``HEAD`` of the source (the request's answer is not
+needed: aiohttp opens a connection only for a request), and only when the
+pull's first connection is new (a warm one answers in one round trip,
+nothing to overlap) and no other pull of this remote is running (a tree's
+COPYs, which start together, would open more connections than the source
+takes from one address: --max-connections-per-ip): the stripes
+X-Number-Of-Streams names, or as many as -P auto starts without an RTT
+(``StreamsConfig.start``).  A warm-up that fails is no failure: the GET
+on that stripe says what is wrong, if anything still is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from ....tuning import Role
+from ....tuning.count.streams import StreamsConfig
+from .copy import Job, Settings4Copy
+from .links import key_of
+from .remote import Stripe
+
+log = logging.getLogger("drsftp.server")
+
+
+class Warm:
+    """The stripes being warmed up, by index: X-Number-Of-Streams' own, or
+    -P auto's next ones, joined to the job (its markers) only when the pull
+    takes them (:meth:`take`); the rest are given back at the end."""
+
+    def __init__(self, job: Job, cfg: Settings4Copy) -> None:
+        self.job = job
+        self.stripes: dict[int, Stripe] = {}
+        self.tasks: dict[int, asyncio.Future[None]] = {}
+        link = job.stripes[0].link
+        if link is None or not link.fresh or cfg.links.taken.get(key_of(job.remote, cfg.tls, cfg.timeout), 0) > 1:
+            return
+        n = StreamsConfig().start if job.auto else job.streams
+        for i in range(1, min(n, cfg.max_streams)):
+            if i < len(job.stripes):
+                stripe = job.stripes[i]
+            else:  # (as Job.stripe makes them, not yet in the job)
+                stripe = Stripe(i, Role.RECEIVER, cfg.drs, job.guard, cfg.tls, cfg.timeout, cfg.links, cfg.max_streams)
+            self.stripes[i] = stripe
+            self.tasks[i] = asyncio.ensure_future(_head(job, stripe))
+
+    def __contains__(self, index: int) -> bool:
+        return index in self.tasks
+
+    def take(self) -> Stripe | None:
+        """The next warmed stripe -P auto adds (joined to the job), None when none is left."""
+        i = len(self.job.stripes)
+        stripe = self.stripes.get(i)
+        if stripe is None:
+            return None
+        self.job.stripes.append(stripe)
+        self.job.streams = max(self.job.streams, len(self.job.stripes))
+        return stripe
+
+    async def ready(self, index: int) -> None:
+        task = self.tasks.get(index)
+        if task is not None:
+            await task
+
+    async def settle(self) -> None:
+        """The pull ended: warm-ups still out cancelled, stripes it never took given back."""
+        for t in self.tasks.values():
+            t.cancel()
+        for t in self.tasks.values():
+            with contextlib.suppress(BaseException):
+                await t
+        for stripe in self.stripes.values():
+            if stripe not in self.job.stripes:
+                stripe.give_back()
+
+
+async def _head(job: Job, stripe: Stripe) -> None:
+    try:
+        resp, _ = await stripe.send("HEAD", job.remote, job.headers, "source")
+        resp.release()
+    except Exception as exc:  # (optional: the stripe's GET reports a real fault)
+        log.debug("http: COPY %s: a warm-up HEAD failed: %s", job.target.href, exc)
