@@ -465,6 +465,9 @@ def test_the_sharing_table_gives_a_row_a_file_and_the_medians_of_each_spec_and_c
     assert rows[1][2] == "aaaaaaa" and "drs:1048576#1 12 (62.2%)" in rows[1][3]  # 12 of 19.3 Mbit/s
     assert rows[2][2] == "ccccccc" and "drs:1048576#1 12 (62.2%)" in rows[4][3]
     assert "kernel#1" not in rows[0][3]  # a failed flow is left out
+    assert main(["benchreport", "--table", "medians", *paths]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["| new-1", "| median of 3: old"]  # (a measurement of one run: its row)
     assert main(["benchreport", "--table", "speed", paths[0]]) == 2
     assert "--table speed applies to bench results, not compete results" in capsys.readouterr().err
     csv = os.path.join(os.path.dirname(__file__), "..", "docs", "bench-data", "all-tunings-get-no-loss.csv")

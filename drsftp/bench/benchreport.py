@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
                         "the first kind's, link use) or window (a row per flow: its advertised window, bytes in "
                         "flight and retransmits; with --plots, them over time) or sharing (a row per file: each "
                         "flow's share of the ceiling, link use, Jain while all ran; the medians of runs named "
-                        "alike but for a trailing -N); of third-party results: drs "
+                        "alike but for a trailing -N) or medians (the same, a measurement of several runs by its "
+                        "median row alone); of third-party results: drs "
                         "(both servers' DRS reports of drsftp's copies)")
     r.add_argument("--tunings", help="only these tunings, in this order (comma-separated)")
     r.add_argument("--base",

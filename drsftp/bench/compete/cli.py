@@ -29,7 +29,7 @@ from ..common.options import (
 COMPETE_RATE, COMPETE_RTT, COMPETE_LOSS, COMPETE_DURATION = "100mbit", "100ms", "0", 30.0
 MAX_DURATION = 3600.0
 # benchreport's tables of compete results: a row per competition, a row per flow's window (outputs.py)
-COMPETE_TABLES = ("sweep", "window", "sharing")
+COMPETE_TABLES = ("sweep", "window", "sharing", "medians")
 
 
 def add_parser(modes) -> None:

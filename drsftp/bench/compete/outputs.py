@@ -68,8 +68,8 @@ def report(datas: list[tuple[str, dict]], plots_dir: str | None, table: str | No
     elif table == "window":
         print("\n".join(markdown_table(*window_table(results))))
         made = [plot_window(results, os.path.join(plots_dir, "compete-window.png"))] if plots_dir else []
-    elif table == "sharing":
-        print("\n".join(markdown_table(*sharing_table(datas))))
+    elif table in ("sharing", "medians"):
+        print("\n".join(markdown_table(*sharing_table(datas, medians_only=table == "medians"))))
         made = []
     else:
         print("\n\n".join(markdown(data) for data in results))

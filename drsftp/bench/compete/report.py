@@ -74,11 +74,13 @@ def kind_table(data: Data) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[str]]]:
+def sharing_table(datas: list[tuple[str, Data]], medians_only: bool = False) -> tuple[list[str], list[list[str]]]:
     """One row a results file (``--table sharing``): each flow's Mbit/s and
     its share of the ceiling, link use, Jain while all ran and how soon
     5-s windows reached 0.95; then the medians of each measurement's runs
-    (files named alike but for a trailing -N: old code's beside new)."""
+    (files named alike but for a trailing -N: old code's beside new).
+    ``medians_only`` (``--table medians``): a measurement of several runs
+    by its median row alone."""
     header = ["file", "spec", "commit", "Mbit/s per flow (of the ceiling)", "link use",
               "while all ran: Mbit/s per flow (of the ceiling)", "link use while all ran", "Jain while all ran",
               "0.95 after, s"]
@@ -95,6 +97,8 @@ def sharing_table(datas: list[tuple[str, Data]]) -> tuple[list[str], list[list[s
         rows.append([stem(path), data["spec"], commit, _flows_cell(got["flows"], ceiling), _num(got["use"], "{:.1%}"),
                      _flows_cell(got["beside"], ceiling) or "-", _num(got["use_beside"], "{:.1%}"),
                      _num(got["jain"], "{:.3f}"), _num(got["reached"], "{:g}")])
+    if medians_only:
+        rows = [r for r in rows if len(groups[re.sub(r"-\d+$", "", r[0])]) < 2]
     for name, gots in groups.items():
         if len(gots) < 2:
             continue
