@@ -100,7 +100,6 @@ class EModeCommands(EPortHooks, _Handler):
     eblock_count = StreamCount()  # replaced per server by build_server
     _corked: list[str] | None = None  # replies held by replies_together
     _after_replies: list[Callable[[], None]]  # after_replies
-    _deferred: list[Any]  # streams with deferred bytes (defer_data)
 
     def push(self, data):
         if self._corked is not None:
@@ -126,7 +125,6 @@ class EModeCommands(EPortHooks, _Handler):
                     break
                 then.pop(0)()
         finally:
-            self._send_deferred()
             held, self._corked = self._corked, None
             rest, self._after_replies = self._after_replies, []
             closed = compat.closed(self)
@@ -144,29 +142,8 @@ class EModeCommands(EPortHooks, _Handler):
         self._after_replies.append(then)
         return True
 
-    # at most this many bytes of ended transfers wait on a stream for the
-    # replies (docs/decisions/0044: a batch of small files' data in one send)
-    DEFER_MAX = 64 << 10
-
-    def defer_data(self, s) -> bool:
-        """Replies are held (replies_together): a plain stream's last bytes
-        of a transfer wait for them too, up to DEFER_MAX, and go first,
-        before the replies, in one send (send_deferred)."""
-        if self._corked is None or s.tls is not None or s.retire or len(s.deferred) + len(s.pending) > self.DEFER_MAX:
-            return False
-        if not s.deferred:
-            self._deferred.append(s)
-        return True
-
-    def _send_deferred(self) -> None:
-        streams, self._deferred = self._deferred, []
-        for s in streams:
-            s.send_deferred()
-
     def flush_replies(self) -> None:
-        """The replies held so far go out now (before a close), after the
-        data they follow."""
-        self._send_deferred()
+        """The replies held so far go out now (before a close)."""
         if self._corked and not compat.closed(self):
             held = "".join(self._corked)
             self._corked.clear()
@@ -200,7 +177,6 @@ class EModeCommands(EPortHooks, _Handler):
         self.eblock = None
         self._after_replies = []
         self._cork = _Cork(self)
-        self._deferred = []
         super().__init__(conn, server, ioloop)
         self.eblock = ESession(self)
 

@@ -116,14 +116,6 @@ class Send(Job):
         sock = s.socket
         while not self.finished:
             if s.pending:
-                if s.eod_queued and not s.left and self.session.h.defer_data(s):
-                    # this transfer's last bytes on s: with the next transfer's,
-                    # or before the replies (one send for a batch of small files)
-                    s.deferred += s.pending
-                    s.pending = b""
-                    continue
-                if s.deferred:  # (an earlier transfer's last bytes go first)
-                    s.pending, s.deferred = s.deferred + s.pending, b""
                 try:
                     n = sock.send(s.pending, socket.MSG_MORE if s.left else 0)
                 except (BlockingIOError, InterruptedError):

@@ -84,11 +84,6 @@ class Control(Protocol):
         """Replies made inside go out in one send at its end."""
         ...
 
-    def defer_data(self, s: Stream) -> bool:
-        """Whether ``s``'s last bytes of a transfer may wait for the end of
-        the replies_together under way (then sent before its replies)."""
-        ...
-
 
 class StreamsJob(Protocol):
     """The running transfer as its streams see it (ejob.Job)."""
@@ -221,9 +216,6 @@ class Stream(_Channel):
         self.held = b""
         self.low_water = 1  # SO_RCVLOWAT as set (1: the kernel's default)
         self.nodelay = False  # TCP_NODELAY set (a sender's first EOD: ftp/eblock/send.py)
-        # a sender's ended transfers' last bytes, sent with the next ones or
-        # when the replies they precede go (ftp/eblock/send.py, Send.pump)
-        self.deferred = b""
 
     def start(self, static_window: int | None) -> None:
         """Connected: tune it from now on (per-stream DRS)."""
@@ -373,23 +365,6 @@ class Stream(_Channel):
         return (job is not None and job.role is Role.RECEIVER and self.role is Role.RECEIVER
                 and not self.decoder.ended)
 
-    def send_deferred(self) -> None:
-        """The deferred bytes to the kernel, before the replies that follow
-        them; what it does not take now goes when the socket is writable
-        (or with the next transfer's first send)."""
-        data, self.deferred = self.deferred, b""
-        if not data or self.closed:
-            return
-        try:
-            n = self.socket.send(data)
-        except (BlockingIOError, InterruptedError):
-            n = 0
-        except OSError:
-            return self.lost("426 Data connection lost; transfer aborted.")
-        if n < len(data):
-            self.deferred = data[n:]
-            self.want(self.ioloop.WRITE)
-
     # -- events ------------------------------------------------------------
     def handle_write_event(self) -> None:
         if self.connecting:
@@ -412,10 +387,6 @@ class Stream(_Channel):
         job = self.session.job
         if job is not None and self._sending_for(job):
             job.pump(self)
-        elif self.deferred:
-            self.send_deferred()
-            if not self.deferred:
-                self.want(self.ioloop.READ)
         else:
             self.want(self.ioloop.READ)
 
