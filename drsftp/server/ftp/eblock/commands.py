@@ -7,7 +7,7 @@ the stream-mode handler unchanged."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ....ftp.striping import UnknownNetwork, spas_net_prt, spor_addresses
 from .. import compat
