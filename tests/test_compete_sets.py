@@ -184,7 +184,7 @@ def test_a_sets_goodput_plots_are_named_by_spec_link_and_congestion_control(tmp_
 
 @pytest.mark.parametrize("argv,message", [
     (["--table", "speed"], "--table speed applies to bench results, not compete results (those take --plots and "
-                           "--table sweep or window or sharing)"),
+                           "--table sweep or window or sharing or medians)"),
 ])
 def test_a_bench_table_of_compete_results_is_one_sentence(argv, message, tmp_path, capsys):
     p = tmp_path / "c.json"

@@ -182,6 +182,7 @@ def test_verify_compares_both_servers_digests(pair, tmp_path):
     assert load(out)["sha256"] == sha256_file(src) == sha256_file(os.path.join(sb.root, "dir", "v.bin"))
 
 
+@pytest.mark.alone  # (once, beside another worker's test: B answered STOR 425, no data connection)
 def test_tls_protects_both_control_connections_and_the_data_between_the_servers(tmp_path):
     certs = make_certs(tmp_path / "certs")
     a, b = tmp_path / "a", tmp_path / "b"

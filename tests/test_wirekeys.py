@@ -60,7 +60,7 @@ ALLOWED = {
     "drsftp/tuning/actuation.py": ({"rcvbuf", "sndbuf"}, KERNEL_OWNS),
     "drsftp/tuning/receiver.py": ({"inflight", "cwnd"}, "PeerReport fields, read by getattr"),
     "drsftp/client/result.py": ({"streams"}, "a --json field"),
-    "drsftp/server/ops/translog.py": ({"rate"}, "a transfer log field"),
+    "drsftp/server/ops/loglines.py": ({"bytes", "streams"}, "a transfer log field"),
     "drsftp/server/ops/metrics.py": ({"bytes"}, "a transfer log field"),
     "drsftp/bench/thirdparty/summary.py": ({"retrans", "streams"}, "an ss sample's field; --json's own streams"),
 }
