@@ -19,7 +19,8 @@ A span's end only moves down; its reader writes a byte only below it.
 
 from __future__ import annotations
 
-ALIGN = 1 << 16  # shares and cuts in whole 64 KiB
+from .spans import ALIGN  # shares and cuts in whole 64 KiB, as the client's requests
+
 SLIVER = 1 << 20  # bytes left after a share that go with it (no request of their own)
 MIN_TAIL = 1 << 20  # a stolen tail holds at least this
 

@@ -41,16 +41,15 @@ _TRANSFER_KEYS = ("time", "event", "peer", "user", "direction", "path", "bytes",
 _YES_NO = {True: "yes", False: "no"}
 
 
-def _text(value: str) -> str:
-    return value if _SAFE.match(value) and '"' not in value else json.dumps(value)
+def _rate(bps: float | None) -> str:
+    return f"rate={bps / 1e6:.1f}Mbit/s" if bps is not None else "rate=-"
 
 
 def format_text(rec: dict[str, Any]) -> str:
-    if len(rec) == 13 and tuple(rec) == _TRANSFER_KEYS:  # a transfer line (most lines): one format
-        rate = rec["rate_bps"]
-        return (f"{rec['time']} transfer peer={_text(rec['peer'])} user={_text(rec['user'])}"
-                f" direction={rec['direction']} path={_text(rec['path'])} bytes={rec['bytes']}"
-                f" seconds={rec['seconds']} rate={f'{rate / 1e6:.1f}Mbit/s' if rate is not None else '-'}"
+    if len(rec) == 13 and tuple(rec) == _TRANSFER_KEYS:  # a transfer line (most lines): _format_fields' text, at once
+        return (f"{rec['time']} transfer peer={_text_value(rec['peer'])} user={_text_value(rec['user'])}"
+                f" direction={rec['direction']} path={_text_value(rec['path'])} bytes={rec['bytes']}"
+                f" seconds={rec['seconds']} {_rate(rec['rate_bps'])}"
                 f" streams={rec['streams']} drs_peer={_YES_NO[rec['drs_peer']]}"
                 f" complete={_YES_NO[rec['complete']]} tls={_YES_NO[rec['tls']]}")
     return _format_fields(rec)
@@ -60,13 +59,10 @@ def _format_fields(rec: dict[str, Any]) -> str:
     fields = [rec["time"], rec["event"]]
     add = fields.append
     for key, value in rec.items():
-        kind = type(value)
-        if kind is str:  # (the common case first: a transfer line is mostly names and numbers)
-            if key == "time" or key == "event":
-                continue
-            add(f"{key}={value}" if _SAFE.match(value) and '"' not in value else f"{key}={json.dumps(value)}")
-        elif key == "rate_bps":
-            add(f"rate={value / 1e6:.1f}Mbit/s" if value is not None else "rate=-")
+        if key == "time" or key == "event":
+            continue
+        if key == "rate_bps":
+            add(_rate(value))
         else:
             add(f"{key}={_text_value(value)}")
     return " ".join(fields)
@@ -74,6 +70,8 @@ def _format_fields(rec: dict[str, Any]) -> str:
 
 def _text_value(value: Any) -> str:
     kind = type(value)
+    if kind is str:  # (the common case first: a line is mostly names and numbers)
+        return value if _SAFE.match(value) and '"' not in value else json.dumps(value)
     if kind is int or kind is float:  # (no quoting to decide: a number's text is safe)
         return str(value)
     if kind is bool:

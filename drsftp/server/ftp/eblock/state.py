@@ -79,8 +79,7 @@ class SessionPhase:
 
     @property
     def running(self) -> bool:
-        now = self.now
-        return now is P.TRANSFER or now is P.QUITTING  # (RUNNING, without a lookup: asked a few times a command)
+        return self.now in RUNNING
 
     @property
     def quit_came(self) -> bool:
