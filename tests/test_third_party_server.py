@@ -20,8 +20,9 @@ from conftest import PASSWORD, PY, USER, ServerProcess, drsftp, make_file, sha25
 from test_tls import certs  # noqa: F401 (a fixture)
 
 from drsftp.ftp.eblock import data_header, eod
-from drsftp.server.ftp.thirdparty import DataPeers, PeerList, parse_peers
+from drsftp.server.ftp.thirdparty import DataPeers
 from drsftp.server.ops.metrics import Metrics
+from drsftp.server.peers import PeerList, parse_peers
 from drsftp.tuning import Role
 from drsftp.tuning.actuation import NO_ACTION, HostLimits
 from drsftp.tuning.controller import SocketController

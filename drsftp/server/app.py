@@ -21,7 +21,6 @@ from .config import ConfigError
 from .ftp import compat
 from .ftp.eblock.streams import Limits, StreamCount
 from .ftp.handler import DRSControlMixin, DRSFTPHandler, tls_handler_class
-from .ftp.thirdparty import advertised_address, parse_peers
 from .ftp.tls import implicit
 from .ops import translog
 from .ops.budgetlock import LockedBudget
@@ -37,6 +36,7 @@ from .ops.users import (
     password_problem,
     read_users,
 )
+from .peers import advertised_address, parse_peers
 
 log = logging.getLogger("drsftp.server")
 

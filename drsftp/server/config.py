@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ftp.eblock import MAX_STREAMS
-from .ftp.thirdparty import address_problem, parse_peers
+from .peers import address_problem, parse_peers
 
 
 class ConfigError(ValueError):

@@ -17,6 +17,11 @@ from ..transfer.options import TransferOptions
 AUTO_MAX = 16  # connections -P auto runs at most (the FTP client's streams bound)
 
 
+def pool_size(streams: int | None) -> int:
+    """The connections a file's pool may hold: -P N's, or -P auto's most."""
+    return streams or AUTO_MAX
+
+
 def first_connections(rtt: float | None, opts: TransferOptions) -> int:
     """From the first connection's RTT (seconds) and the window this host
     lets setsockopt set (as FTP's -P auto starts: streams.first_streams)."""

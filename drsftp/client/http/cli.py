@@ -14,10 +14,12 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from ...http.url import HTTPLocation, is_http_url, parse_http_url
+from ...tuning import Role
 
 if TYPE_CHECKING:
     from ..result import TransferResult
     from ..transfer.options import TransferOptions
+    from .preconnect import Early
 
 FTP_ONLY = {"delete": "--delete", "checksum": "--checksum", "tls": "--tls", "pasv_address": "--pasv-address"}
 
@@ -77,10 +79,11 @@ def _transfer(args: argparse.Namespace, paths: list[str]) -> int:
         dest = get_dest(paths[1] if len(paths) > 1 else None, loc.path)
         if os.path.lexists(dest) and not os.path.isfile(dest):
             raise JobUsageError(f"{dest} exists and is not a regular file; give a file's path")
+        early = _early(loc, opts, Role.RECEIVER, streams)
         from .get import get
 
         def run(o: TransferOptions) -> Awaitable[TransferResult]:
-            return get(loc, dest, o, streams)
+            return get(loc, dest, o, streams, early)
     else:
         src = paths[0]
         if is_http_url(src):
@@ -88,16 +91,33 @@ def _transfer(args: argparse.Namespace, paths: list[str]) -> int:
         if not os.path.isfile(src):
             raise JobUsageError(f"{src} is not a regular file; give a file (or -r for a directory)")
         loc = locate(put_url(src, paths[1]), args.netrc)
+        early = _early(loc, opts, Role.SENDER, streams)
         from .put import put
 
         def run(o: TransferOptions) -> Awaitable[TransferResult]:
-            return put(src, loc, o, streams)
+            return put(src, loc, o, streams, early)
 
     def on_retry(attempt: int, delay: float, exc: Exception) -> None:
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
 
-    result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
+    try:
+        result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
+    finally:
+        if early is not None:
+            early.close()
     return report(args, result)
+
+
+def _early(loc: HTTPLocation, opts: TransferOptions, role: Role, streams: int | None) -> Early | None:
+    """The first connection begun, then aiohttp imported while its
+    handshake runs (preconnect.py, aiolib.py)."""
+    from . import aiolib
+    from .auto import pool_size
+    from .preconnect import begin
+
+    early = begin(loc, opts, role, pool_size(streams))
+    aiolib.load()
+    return early
 
 
 def _tree(args: argparse.Namespace, paths: list[str], opts: TransferOptions, streams: int | None) -> int:

@@ -35,6 +35,7 @@ from . import auto
 from .errors import HTTPError
 from .fetch import Download, WholeDownload
 from .pool import Pool, on_pool
+from .preconnect import Early
 from .verify import verify
 
 log = logging.getLogger("drsftp.client")
@@ -42,10 +43,12 @@ RTT_POLL = 0.005  # seconds between looks at the first connection's TCP handshak
 RTT_WAIT = 2.0  # seconds it is looked for at most
 
 
-async def get(loc: HTTPLocation, dest: str, opts: TransferOptions, streams: int | None) -> TransferResult:
-    """``streams``: connections (-P N); None: -P auto."""
-    return await on_pool("get", loc, opts, Role.RECEIVER, streams or auto.AUTO_MAX,
-                         lambda pool, o: get_with(pool, loc, dest, o, streams))
+async def get(loc: HTTPLocation, dest: str, opts: TransferOptions, streams: int | None,
+              early: Early | None = None) -> TransferResult:
+    """``streams``: connections (-P N); None: -P auto.  ``early``: the
+    first connection, begun by the command line (preconnect.py)."""
+    return await on_pool("get", loc, opts, Role.RECEIVER, auto.pool_size(streams),
+                         lambda pool, o: get_with(pool, loc, dest, o, streams), early)
 
 
 async def get_with(pool: Pool, loc: HTTPLocation, dest: str, opts: TransferOptions,

@@ -38,6 +38,7 @@ from ..result import TransferResult
 from ..transfer import maxtime
 from ..transfer.options import TransferOptions
 from .errors import connection_error, status_error
+from .preconnect import Early, link_tuner
 
 log = logging.getLogger("drsftp.client")
 TICK = 0.1  # seconds between a connection's ticks when the tuner names none
@@ -97,7 +98,7 @@ class Pool:
     """``async with Pool(loc, opts, role, connections) as pool``."""
 
     def __init__(self, loc: HTTPLocation, opts: TransferOptions, role: Role, connections: int = 1,
-                 timeline: bool = True) -> None:
+                 timeline: bool = True, early: Early | None = None) -> None:
         self.loc, self.opts, self.role = loc, opts, role
         self.timeline = timeline  # False: no tuner keeps one (a tree's connections; no record carries it)
         self.speak_drs = opts.use_drs_command
@@ -108,6 +109,7 @@ class Pool:
         self.server_last: dict[str, int] = {}
         self._first_sock: socket.socket | None = None  # the first socket opened, for handshake_rtt
         self.session: aiohttp.ClientSession | None = None
+        self.early = early  # the first connection, begun before aiohttp's import (preconnect.py)
 
     async def __aenter__(self) -> Pool:
         ssl_arg: Any = False
@@ -135,24 +137,27 @@ class Pool:
             link.tuner.release()
         for tuner in self._fresh.values():
             tuner.close()
+        if self.early is not None:
+            self.early.close()
         if self.session is not None:
             await self.session.close()
 
     # -- the connector's hooks ---------------------------------------------
     def _tuner(self) -> SocketTuner:
-        # batch_reads off: SO_RCVLOWAT would hold back the tail of a response
-        # on a kept-alive connection (no EOF wakes the reader there)
-        return SocketTuner(self.opts.tuning, self.role, allow_force=self.opts.force_buffers,
-                           parallel=self.connections > 1, batch_reads=False, timeline=self.timeline)
+        return link_tuner(self.opts, self.role, self.connections, self.timeline)
 
     def new_socket(self, addr_info: Any) -> socket.socket:
-        family, kind, proto, _, _ = addr_info
-        sock = socket.socket(family, kind, proto)
-        tuner = self._tuner()
-        try:
-            tuner.before_handshake(sock)
-        except OSError as exc:
-            log.info("cannot size the socket before connecting: %s", exc)
+        family, kind, proto, _, address = addr_info
+        taken = self.early.take(address) if self.early is not None else None
+        if taken is not None:
+            sock, tuner = taken
+        else:
+            sock = socket.socket(family, kind, proto)
+            tuner = self._tuner()
+            try:
+                tuner.before_handshake(sock)
+            except OSError as exc:
+                log.info("cannot size the socket before connecting: %s", exc)
         old = self._fresh.pop(sock.fileno(), None)
         if old is not None:  # (a socket that never connected, its fd reused)
             old.close()
@@ -255,13 +260,15 @@ class Pool:
 
 
 async def on_pool(direction: str, loc: HTTPLocation, opts: TransferOptions, role: Role, connections: int,
-                  run: Callable[[Pool, TransferOptions], Awaitable[TransferResult]]) -> TransferResult:
+                  run: Callable[[Pool, TransferOptions], Awaitable[TransferResult]],
+                  early: Early | None = None) -> TransferResult:
     """One file's transfer, ``run(pool, opts)``, on a pool of its own,
-    stopped at --max-time (transfer/maxtime.py)."""
+    stopped at --max-time (transfer/maxtime.py); ``early``: its first
+    connection, if begun (preconnect.py)."""
 
     async def within(o: TransferOptions) -> TransferResult:
         check_spec(o.tuning)
-        async with Pool(loc, o, role, connections) as pool:
+        async with Pool(loc, o, role, connections, early=early) as pool:
             return await run(pool, o)
 
     return await maxtime.within(opts, direction, loc.path, within)

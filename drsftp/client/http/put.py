@@ -30,6 +30,7 @@ from ..transfer.progress import ProgressView
 from . import auto
 from .errors import HTTPError
 from .pool import Pool, Slot, on_pool, together
+from .preconnect import Early
 
 log = logging.getLogger("drsftp.client")
 READ_CHUNK = 1 << 20
@@ -105,9 +106,11 @@ class Upload:
                 slot.link.moved(len(chunk))
 
 
-async def put(src: str, loc: HTTPLocation, opts: TransferOptions, streams: int | None) -> TransferResult:
-    return await on_pool("put", loc, opts, Role.SENDER, streams or auto.AUTO_MAX,
-                         lambda pool, o: put_with(pool, src, loc, o, streams))
+async def put(src: str, loc: HTTPLocation, opts: TransferOptions, streams: int | None,
+              early: Early | None = None) -> TransferResult:
+    """``early``: the first connection, begun by the command line (preconnect.py)."""
+    return await on_pool("put", loc, opts, Role.SENDER, auto.pool_size(streams),
+                         lambda pool, o: put_with(pool, src, loc, o, streams), early)
 
 
 async def put_with(pool: Pool, src: str, loc: HTTPLocation, opts: TransferOptions,

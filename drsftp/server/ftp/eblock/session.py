@@ -26,9 +26,9 @@ from ....io.tuner import SocketTuner
 from ....tuning import Role
 from ....tuning.wirekeys import STREAMS
 from ...ops.translog import mean_rtt
+from ...peers import plain_ip
 from ..compat import current_type, restart_idle_timer
 from ..partfile import BUSY, OVER_DIRECTORY, busy, part_path
-from ..thirdparty import plain_ip
 from .datapath import DataPath
 from .job import Job
 from .receive import RECV_CHUNK, Receive

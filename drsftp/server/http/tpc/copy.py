@@ -31,7 +31,7 @@ from aiohttp import web
 from ....http import copyreq, perfmarker
 from ....tuning import Role
 from ...ftp import partfile
-from ...ftp.thirdparty import PeerList
+from ...peers import PeerList
 from ..drs import Exchange, Settings
 from ..paths import Target
 from ..problem import Problem

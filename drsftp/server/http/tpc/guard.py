@@ -24,7 +24,7 @@ from urllib.parse import urljoin, urlsplit
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from ...ftp.thirdparty import PeerList
+from ...peers import PeerList
 from ..problem import Problem
 
 log = logging.getLogger("drsftp.server")
