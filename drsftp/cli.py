@@ -183,7 +183,7 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
 
     loc = locate(args.url if args.command == "get" else put_url(args.src, args.url), args.netrc)
     from .client.streams import parallel
-    from .client.transfer.getput import with_retries
+    from .client.transfer.attempts import with_retries
 
     if args.retries < 0:
         raise UsageError("--retries must be 0 or more")

@@ -49,7 +49,7 @@ def http_command(args: argparse.Namespace) -> int | None:
 
 
 def _transfer(args: argparse.Namespace, paths: list[str]) -> int:
-    from ..transfer.getput import with_retries
+    from ..transfer.attempts import with_retries
     from ..transfer.options import TransferOptions
     from ..transfer.targets import get_dest, put_url
     from ..trees.job.cli import JobUsageError, check_json_path

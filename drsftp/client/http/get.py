@@ -28,7 +28,7 @@ from ...tuning import Role
 from ..result import TransferResult
 from ..streams.monitor import watch
 from ..streams.rangeplan import RangePlan, drop_record, held_in, open_part, record_saver
-from ..transfer.getput import already_complete, make_parents
+from ..transfer.attempts import already_complete, make_parents
 from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
 from . import auto

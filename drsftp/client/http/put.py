@@ -24,7 +24,7 @@ from ...tuning import Role
 from ...tuning.count.streams import StreamSample
 from ..result import TransferResult
 from ..streams.monitor import watch
-from ..transfer.getput import already_complete
+from ..transfer.attempts import already_complete
 from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
 from . import auto

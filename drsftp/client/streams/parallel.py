@@ -36,8 +36,9 @@ from ..session.control import ControlConnection, FTPError, os_reason, size_of
 from ..session.login import open_logged_in, open_session, warn_without_drs
 from ..transfer import getput as transfer
 from ..transfer import maxtime, putresume
+from ..transfer.attempts import already_complete, make_parents
 from ..transfer.dataconn import LocalWriteError
-from ..transfer.getput import TransferResult, already_complete
+from ..transfer.getput import TransferResult
 from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
 from ..transfer.verify import verify
@@ -115,7 +116,7 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int 
                 return already_complete("get", loc.path, size)
             held = held_in(part, size, mtime, "MDTM")
         try:
-            transfer.make_parents(dest)
+            make_parents(dest)
             fd = open_part(part, fresh=not held.total)
         except OSError as exc:
             raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc

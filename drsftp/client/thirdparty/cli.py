@@ -97,7 +97,7 @@ def run_copy(args: argparse.Namespace) -> int:
     src = locate(src_text, args.netrc)
     dst = locate(dest_url(src_text, dst_text), args.netrc)
     _check_file_paths(src, dst)
-    from ..transfer.getput import with_retries
+    from ..transfer.attempts import with_retries
     from .single import copy
 
     def on_retry(attempt, delay, exc):

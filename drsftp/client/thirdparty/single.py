@@ -37,7 +37,7 @@ from ..result import TransferResult
 from ..session.control import FTPError, size_of
 from ..streams.rangeplan import ResumeRecord, drop_record, load_record, save_record
 from ..transfer import maxtime
-from ..transfer.getput import already_complete
+from ..transfer.attempts import already_complete
 from ..transfer.options import TransferOptions
 from ..transfer.progress import ProgressView
 from ..transfer.verify import server_sha256

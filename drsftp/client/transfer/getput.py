@@ -12,7 +12,6 @@ compares digests afterwards (:mod:`.verify`).
 from __future__ import annotations
 
 import asyncio
-import errno
 import os
 import time
 from typing import BinaryIO
@@ -26,6 +25,7 @@ from ..session.control import ControlConnection, FTPError, Pending, os_reason, s
 from ..session.flowctl import FlowControl
 from ..session.login import open_logged_in, open_session, warn_without_drs
 from . import maxtime
+from .attempts import already_complete, make_parents
 from .dataconn import LocalWriteError
 from .onefile import REST_WHAT, new_transfer, open_part, receive_data, rest_lines, run_data, send_data, transfer_done
 from .options import TransferOptions
@@ -200,41 +200,6 @@ def _rest(offset: int) -> list[tuple[str, str]]:
     return [(line, REST_WHAT) for line in rest_lines(offset)]
 
 
-def make_parents(dest: str) -> None:
-    """The directories DEST names that are missing, as `get -r` makes its
-    destination's: only those of the path the user gave (its dirname)."""
-    folder = os.path.dirname(dest)
-    if not folder:
-        return
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except FileExistsError:  # a file where a directory must be: say so, not "file exists"
-        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder) from None
-
-
-async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: float = 1.0,
-                       max_delay: float = 30.0, on_retry=None) -> TransferResult:
-    """Run ``run(opts)``; after a transient failure (lost connection, 4yz
-    reply, short transfer) reconnect with exponential backoff and resume
-    with REST, up to ``retries`` more times."""
-    from dataclasses import replace
-
-    attempt = 0
-    opts = maxtime.started(opts)  # (one --max-time for every attempt, as curl's)
-    while True:
-        try:
-            return await run(opts)
-        except FTPError as exc:
-            if not exc.transient or attempt >= retries:
-                raise
-            delay = min(base_delay * 2 ** attempt, max_delay)
-            attempt += 1
-            if on_retry:
-                on_retry(attempt, delay, exc)
-            await asyncio.sleep(delay)
-            opts = replace(opts, resume=True)
-
-
 async def _abort(fc: FlowControl, pending: Pending) -> None:
     """ABOR (RFC 959 4.1.3): the server answers 426 for the transfer, then 226."""
     try:
@@ -242,11 +207,5 @@ async def _abort(fc: FlowControl, pending: Pending) -> None:
         await asyncio.wait_for(asyncio.gather(pending.final, abor.final, return_exceptions=True), 10)
     except (TimeoutError, FTPError, FlowError):
         pass
-
-
-def already_complete(direction: str, path: str, size: int) -> TransferResult:
-    r = TransferResult(direction=direction, path=path, bytes=0, seconds=0.0, total_size=size, resumed_from=size)
-    r.update(note="already complete")
-    return r
 
 

@@ -85,7 +85,7 @@ def run_http_copy(args: argparse.Namespace) -> int:
             raise JobUsageError(f"{what} {loc.shown} names a directory, not a file: use -r for a tree")
     if (s.origin, s.path) == (d.origin, d.path):
         raise JobUsageError("SRC and DST are the same file")
-    from ...transfer.getput import with_retries
+    from ...transfer.attempts import with_retries
 
     def on_retry(attempt: int, delay: float, exc: Exception) -> None:
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
