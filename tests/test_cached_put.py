@@ -60,3 +60,29 @@ def test_put_r_on_cached_streams_to_gridftp(gridftp, tmp_path):  # noqa: F811
     assert_same_tree(src, up)
     ok = [x for x in job_records(tmp_path / "j.json")["files"] if x["status"] == "ok"]
     assert_on_reused_streams(ok, 2)
+
+
+def test_every_cached_stream_of_a_put_sends_without_nagles_delay(tmp_path, monkeypatch):
+    """Each file's tail goes at once, not after the ACK of the file before
+    (docs/DESIGN.md#eod-nodelay): every stream opened carries TCP_NODELAY."""
+    import socket
+
+    from drsftp.cli import main
+    from drsftp.client.trees.cached import put as cached_put
+
+    opened: list[int] = []
+    real_open = cached_put.CachedPuts.open
+
+    async def spying_open(self):
+        await real_open(self)
+        opened.extend(s.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in self.opened)
+
+    monkeypatch.setattr(cached_put.CachedPuts, "open", spying_open)
+    src = make_tree(tmp_path / "src")
+    (tmp_path / "srv").mkdir()
+    with running_server(tmp_path / "srv") as srv:
+        code = main(["put", "-q", "-r", "-c", "1", "-P", "3", f"{src}/",
+                     f"ftp://{USER}:{PASSWORD}@127.0.0.1:{srv.port}/up/"])
+    assert code == 0
+    assert_same_tree(src, tmp_path / "srv" / "up")
+    assert len(opened) == 3 and all(opened), opened

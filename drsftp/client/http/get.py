@@ -68,14 +68,14 @@ async def get_with(pool: Pool, loc: HTTPLocation, dest: str, opts: TransferOptio
     ranged = size is not None and ("bytes" in accept or (size > 0 and "none" not in accept))
     validator = etag or modified
     held = RangeSet()
-    if opts.resume and size is not None:
-        if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
+    try:  # (an error here ends the connections opened early: _head)
+        if opts.resume and size is not None:
+            if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
+                await download.abandon()
+                return already_complete("get", loc.path, size)
+            held = held_in(part, size, validator, "validator") if ranged else held
+        if not ranged:
             await download.abandon()
-            return already_complete("get", loc.path, size)
-        held = held_in(part, size, validator, "validator") if ranged else held
-    if not ranged:
-        await download.abandon()
-    try:
         make_parents(dest)
         fd = open_part(part, fresh=not held.total)
     except BaseException:
