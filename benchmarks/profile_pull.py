@@ -8,6 +8,7 @@ TLS on 127.0.0.1, A serving a file from tmpfs, B pulling it under cProfile.
     python benchmarks/profile_pull.py --out /tmp/pull.prof   # keep the profiles (snakeviz, pstats)
     python benchmarks/profile_pull.py --link rtt=100ms,rate=1gbit  # A and B in namespaces over netem (root)
     python benchmarks/profile_pull.py --no-profile --perf /tmp/b.data  # `perf record` of B during the pulls
+    python benchmarks/profile_pull.py --files 200 --size-mib 1 --parallel 16  # a tree: 16 COPYs at once
 
 With --link, A and B run in two namespaces joined by an emulated link
 (drsftp/netem, docs/NETEM.md), each on its node's address, and curl in
@@ -15,17 +16,19 @@ B's: the bench third-party's A-B path, without its client links.
 B runs as `python -c BOOT PROF -m drsftp serve ...` (A without it):
 BOOT is `python -m cProfile` for every thread (the HTTPS side runs in a
 thread of its own, its file writes in the loop's executor), each thread's
-profile written to PROF.<thread> as it ends, merged here; each pull is `curl -X COPY -H "Source: https://A/f.bin" https://B/`
-and prints its time and B's and A's CPU seconds (user+system, psutil,
-read before and after the COPY: start-up left out).  After the last
-pull B gets SIGTERM, writes its profile, and the top functions by own
-time and by cumulative time are printed.
+profile written to PROF.<thread> as it ends, merged here.  Each pull is
+`curl -X COPY -H "Source: https://A/f.bin" https://B/...` (or --files
+COPYs, --parallel at once); it prints its time and B's and A's CPU
+seconds (user+system, psutil, read before and after: start-up left out).
+After the last pull B gets SIGTERM, writes its profile, and the top
+functions by own time and by cumulative time are printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import concurrent.futures
 import contextlib
 import functools
 import glob
@@ -103,6 +106,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mib", type=int, default=512)
     ap.add_argument("--streams", type=int, default=0, help="X-Number-Of-Streams (0: none, the server chooses)")
+    ap.add_argument("--files", type=int, default=1, help="files of --size-mib each, a COPY each")
+    ap.add_argument("--parallel", type=int, default=1, help="COPYs at once (with --files)")
     ap.add_argument("--reps", type=int, default=1, help="pulls, one after another, by the same two servers")
     ap.add_argument("--workdir", default="/dev/shm")
     ap.add_argument("--top", type=int, default=30)
@@ -133,40 +138,50 @@ def _run(args: argparse.Namespace, work: Path, prof: str | None, env: dict[str, 
     try:
         tls = make_certs(work / "tls", ha, *([hb] if hb != ha else []))
         (work / "a").mkdir()
-        with open(work / "a" / "f.bin", "wb") as f:
-            block = os.urandom(1 << 20)
-            for _ in range(args.size_mib):
-                f.write(block)
+        block = os.urandom(1 << 20)
+        names = ["f.bin"] if args.files == 1 else [f"f{i}.bin" for i in range(args.files)]
+        for name in names:
+            with open(work / "a" / name, "wb") as f:
+                for _ in range(args.size_mib):
+                    f.write(block)
         a, pa = _serve(work / "a", tls, None, env, ha, hb, topo, "a")
         servers.append(a)
         b, pb = _serve(work / "b", tls, prof, env, hb, ha, topo, "b")
         servers.append(b)
-        heads = [f"Authorization: {BASIC}", f"Source: https://{ha}:{pa}/f.bin",
-                 f"TransferHeaderAuthorization: {BASIC}"]
+        heads = [f"Authorization: {BASIC}", f"TransferHeaderAuthorization: {BASIC}"]
         heads += [f"X-Number-Of-Streams: {args.streams}"] if args.streams else []
+        run = subprocess.run if topo is None else functools.partial(topo.run, "b")
+
+        def pull(name: str, rep: int) -> str:
+            """One COPY: '' when the file arrived whole, else why not."""
+            got = work / "b" / f"{rep}-{name}"
+            done = run(["curl", "-sS", "--cacert", str(tls.ca), "--max-time", str(int(args.max_time)), "-X", "COPY",
+                        *[x for h in [*heads, f"Source: https://{ha}:{pa}/{name}"] for x in ("-H", h)],
+                        f"https://{hb}:{pb}/{rep}-{name}"],
+                       capture_output=True, text=True, timeout=args.max_time + 10, check=False)
+            last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()
+            ok = last.startswith("success") and got.exists() and got.stat().st_size == args.size_mib << 20
+            got.unlink(missing_ok=True)
+            return "" if ok else last[-300:] or "no answer"
+
         if args.perf:
             servers.append(subprocess.Popen(["perf", "record", "-q", "-F", "499", "-o", args.perf, "-p", str(b.pid)],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             time.sleep(1)  # (perf attached)
+        what = f"{args.size_mib} MiB" if args.files == 1 else f"{args.files} x {args.size_mib} MiB"
         for rep in range(args.reps):
             cpu_a, cpu_b = _cpu(a), _cpu(b)
             t0 = time.monotonic()
-            run = subprocess.run if topo is None else functools.partial(topo.run, "b")
-            done = run(["curl", "-sS", "--cacert", str(tls.ca), "--max-time", str(int(args.max_time)), "-X", "COPY",
-                        *[x for h in heads for x in ("-H", h)], f"https://{hb}:{pb}/g{rep}.bin"],
-                       capture_output=True, text=True, timeout=args.max_time + 10, check=False)
+            with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
+                failed = [w for w in pool.map(pull, names, [rep] * len(names)) if w]
             secs = time.monotonic() - t0
             (ua, sa), (ub, sb) = _cpu(a), _cpu(b)
             used_a, used_b = ua + sa - sum(cpu_a), ub + sb - sum(cpu_b)
-            last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()
-            got = work / "b" / f"g{rep}.bin"
-            ok = last.startswith("success") and got.exists() and got.stat().st_size == args.size_mib << 20
-            print(f"pull {rep + 1}: {args.size_mib} MiB in {secs:.2f} s ({args.size_mib * 8 / 1.048576 / secs:.0f}"
-                  f" Mbit/s); B CPU {used_b:.2f} s (system {sb - cpu_b[1]:.2f}),"
-                  f" A CPU {used_a:.2f} s; {'ok' if ok else 'FAILED: ' + last[-300:]}",
+            mbit = len(names) * args.size_mib * 8 / 1.048576 / secs
+            print(f"pull {rep + 1}: {what} in {secs:.2f} s ({mbit:.0f} Mbit/s); B CPU {used_b:.2f} s (system"
+                  f" {sb - cpu_b[1]:.2f}), A CPU {used_a:.2f} s; {'FAILED: ' + failed[0] if failed else 'ok'}",
                   flush=True)
-            got.unlink(missing_ok=True)
-            if not ok:
+            if failed:
                 return 1
         for proc in reversed(servers):
             stop_process(proc, 30)  # (SIGTERM: B writes its profile on the way out, perf its file)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -289,31 +290,36 @@ def test_a_free_stream_steals_the_tail_of_a_running_range(scripted_pair, ca):
     assert len(tails) == 1 and 0 < int(tails[0][6:].split("-")[0]) < 16 << 20, ranges
 
 
-def test_a_pull_batches_its_reads_yet_gets_each_body_whole(scripted_pair, ca):
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_a_pull_batches_its_reads_yet_gets_each_body_whole(scripted_pair, ca, tls):
     """B reads a body in batches (SO_RCVLOWAT: links.Link.batch_reads)
     once its tuner sized the window: with more of the body to come, bytes
     under the batch wait unread in its socket while the source pauses
     (/proc/net/tcp's rx_queue); the body's last bytes, on a connection the
-    source keeps open (no FIN to wake B), still arrive: the copy ends, the
-    file whole."""
+    source keeps open (no FIN to wake B), still arrive, over TLS too (its
+    records' bytes are not the body's): the copy ends, the file whole."""
     b = scripted_pair
     data = os.urandom((8 << 20) + 12345)
     rest = (2 << 20) + 12345  # sent at once in the end (the batch's and the last MiB's)
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(30)
     done: list = []
-    src = f"Source: http://127.0.0.1:{server.getsockname()[1]}/f"
+    src = f"Source: {'https' if tls else 'http'}://127.0.0.1:{server.getsockname()[1]}/f"
     pulling = threading.Thread(target=lambda: done.append(copy(ca, b.url("lw.bin"), src, "X-Number-Of-Streams: 1")))
     pulling.start()
     conn = None
     try:
         conn, peer = server.accept()
         conn.settimeout(30)
+        ours = (peer, conn.getsockname())  # B's end, its peer
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(ca.cert, ca.key)
+            conn = ctx.wrap_socket(conn, server_side=True)
         head = b""
         while b"\r\n\r\n" not in head and len(head) < 65536:
             head += conn.recv(4096) or b"\r\n\r\n"
         conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {len(data)}\r\n\r\n".encode())
-        ours = (peer, conn.getsockname())  # B's end, its peer
 
         def unread() -> int:
             return (tcp_entry(*ours) or ("", 0))[1]

@@ -39,19 +39,18 @@ IDLE = 30.0  # s an unused link stays open
 CONNECT_TIMEOUT = 30.0  # s to connect and complete TLS
 USER_AGENT = "drsftp-tpc"
 
-# Bytes of a body read from the socket that its reader has not yet been
-# given, at most: aiohttp's buffer (twice its 64 KiB read_bufsize, and one
-# feed over it) and asyncio's TLS transport's (a 256 KiB read-buffer high
-# water, one 256 KiB read over it: asyncio/sslproto.py), with a partial record.
-HELD = 1 << 20
+# A TLS record's bytes at most (RFC 5246 sec. 6.2.3; TLS 1.3's are fewer:
+# RFC 8446 sec. 5.2): the TLS layer may hold one half-read.
+RECORD = (1 << 14) + 2048
 
 Key = tuple[str, str, int, tuple[str, ...], int, float | None]
 
 
 def read_mark(batch: int, coming: int) -> int:
-    """SO_RCVLOWAT for a read batch when ``coming`` bytes are still to be
-    received: never more than the socket will get (1: the default)."""
-    return max(1, min(batch, coming - HELD))
+    """SO_RCVLOWAT for a read batch when ``coming`` bytes at least are still
+    to arrive on the socket (less a record TLS may have half-read): never
+    more than the socket will get (1: the default)."""
+    return max(1, min(batch, coming - RECORD))
 
 
 class Link:
@@ -109,10 +108,10 @@ class Link:
 
     def batch_reads(self, role: Role, coming: int) -> None:
         """SO_RCVLOWAT while a body arrives: its tuner's read batch
-        (docs/DESIGN.md#rcvlowat), at most ``coming`` (the body's bytes this
-        connection must still deliver) less what the event loop may already
-        hold of them (HELD), else 1: a kept-alive connection's last bytes
-        come with no FIN to wake the reader (docs/HTTP.md, "Third-party copy")."""
+        (docs/DESIGN.md#rcvlowat), at most ``coming`` (the body's bytes still
+        to arrive on the socket: pull.py's _coming), else 1: a kept-alive
+        connection's last bytes come with no FIN to wake the reader
+        (docs/HTTP.md, "Third-party copy")."""
         conn = self.conn
         if conn is None or self.sock is None or conn.sock is not self.sock:
             return
