@@ -8,6 +8,7 @@ TLS on 127.0.0.1, A serving a file from tmpfs, B pulling it under cProfile.
     python benchmarks/profile_pull.py --out /tmp/pull.prof   # keep the profiles (snakeviz, pstats)
     python benchmarks/profile_pull.py --link rtt=100ms,rate=1gbit  # A and B in namespaces over netem (root)
     python benchmarks/profile_pull.py --no-profile --perf /tmp/b.data  # `perf record` of B during the pulls
+    python benchmarks/profile_pull.py --no-profile --syscalls  # B's reads, polls, writes... (`perf stat`)
     python benchmarks/profile_pull.py --files 200 --size-mib 1 --parallel 16  # a tree: 16 COPYs at once
 
 With --link, A and B run in two namespaces joined by an emulated link
@@ -19,7 +20,8 @@ thread of its own, its file writes in the loop's executor), each thread's
 profile written to PROF.<thread> as it ends, merged here.  Each pull is
 `curl -X COPY -H "Source: https://A/f.bin" https://B/...` (or --files
 COPYs, --parallel at once); it prints its time and B's and A's CPU
-seconds (user+system, psutil, read before and after: start-up left out).
+seconds (user+system, psutil, read before and after: start-up left out)
+and B's waits (its threads' voluntary context switches: a wakeup each).
 After the last pull B gets SIGTERM, writes its profile, and the top
 functions by own time and by cumulative time are printed.
 """
@@ -36,6 +38,7 @@ import os
 import pstats
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -52,6 +55,8 @@ from drsftp.netem.link import stop_process
 from drsftp.netem.topology import Topology
 
 HOST = "127.0.0.1"
+# (of the threads B has when perf attaches: its executor's, which write the file, start later)
+SYSCALLS = ("recvfrom", "epoll_wait", "setsockopt", "getsockopt", "sendto", "futex")
 BOOT = """
 import cProfile, runpy, sys, threading
 out = sys.argv.pop(1)
@@ -102,6 +107,15 @@ def _cpu(proc: subprocess.Popen) -> tuple[float, float]:
     return t.user, t.system
 
 
+def _wakes(proc: subprocess.Popen) -> int:
+    """The voluntary context switches of ``proc``'s threads (each a wait that ended: a poll's, mostly)."""
+    total = 0
+    for task in glob.glob(f"/proc/{proc.pid}/task/*/status"):
+        with contextlib.suppress(OSError), open(task) as f:
+            total += sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+    return total
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mib", type=int, default=512)
@@ -115,6 +129,7 @@ def main() -> int:
     ap.add_argument("--max-time", type=float, default=300.0, help="s a pull may take")
     ap.add_argument("--link", help="RTT and rate of an emulated A-B link (as `drsftp netem up --link`)")
     ap.add_argument("--perf", help="`perf record -F 499` of B during the pulls, into this file (`perf report -i`)")
+    ap.add_argument("--syscalls", action="store_true", help="B's system calls during the pulls, by kind (perf stat)")
     ap.add_argument("--no-profile", action="store_true", help="no cProfile: only the times and CPU seconds")
     args = ap.parse_args()
 
@@ -168,21 +183,32 @@ def _run(args: argparse.Namespace, work: Path, prof: str | None, env: dict[str, 
             servers.append(subprocess.Popen(["perf", "record", "-q", "-F", "499", "-o", args.perf, "-p", str(b.pid)],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             time.sleep(1)  # (perf attached)
+        if args.syscalls:
+            events = ",".join(f"syscalls:sys_enter_{c}" for c in SYSCALLS)
+            servers.append(subprocess.Popen(["perf", "stat", "-x", ",", "-e", events, "-p", str(b.pid)],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+            time.sleep(1)  # (perf attached)
         what = f"{args.size_mib} MiB" if args.files == 1 else f"{args.files} x {args.size_mib} MiB"
         for rep in range(args.reps):
-            cpu_a, cpu_b = _cpu(a), _cpu(b)
+            cpu_a, cpu_b, wakes = _cpu(a), _cpu(b), _wakes(b)
             t0 = time.monotonic()
             with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
                 failed = [w for w in pool.map(pull, names, [rep] * len(names)) if w]
             secs = time.monotonic() - t0
-            (ua, sa), (ub, sb) = _cpu(a), _cpu(b)
+            (ua, sa), (ub, sb), wakes = _cpu(a), _cpu(b), _wakes(b) - wakes
             used_a, used_b = ua + sa - sum(cpu_a), ub + sb - sum(cpu_b)
             mbit = len(names) * args.size_mib * 8 / 1.048576 / secs
             print(f"pull {rep + 1}: {what} in {secs:.2f} s ({mbit:.0f} Mbit/s); B CPU {used_b:.2f} s (system"
-                  f" {sb - cpu_b[1]:.2f}), A CPU {used_a:.2f} s; {'FAILED: ' + failed[0] if failed else 'ok'}",
-                  flush=True)
+                  f" {sb - cpu_b[1]:.2f}, {wakes} waits), A CPU {used_a:.2f} s;"
+                  f" {'FAILED: ' + failed[0] if failed else 'ok'}", flush=True)
             if failed:
                 return 1
+        if args.syscalls:
+            counting = servers.pop()
+            counting.send_signal(signal.SIGINT)  # (perf stat prints its counts)
+            counts = [line.split(",") for line in counting.communicate(timeout=30)[1].splitlines()]
+            print(f"B's system calls over {args.reps} pull(s): " + ", ".join(
+                f"{c[2].rsplit('_', 1)[-1]} {c[0]}" for c in counts if len(c) > 2 and c[0].isdigit()))
         for proc in reversed(servers):
             stop_process(proc, 30)  # (SIGTERM: B writes its profile on the way out, perf its file)
         servers.clear()
