@@ -303,11 +303,13 @@ def _overstated(resp: aiohttp.ClientResponse, total: int) -> bool:
 async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int, span: Span, asked: int,
                 exact: bool = True) -> None:
     """The response body into ``span`` (from ``span.at``), up to its end,
-    which a thief may move down meanwhile; a body short of it: CopyFailed."""
+    which a thief may move down meanwhile; a body short of it: CopyFailed.
+    Its reads are batched (SO_RCVLOWAT: links.Link.batch_reads)."""
     loop = asyncio.get_running_loop()
     pending: list[bytes] = []
     at = span.at  # where ``pending`` goes
     size = 0
+    body = asked - span.at if exact else 0  # the body's bytes (0: unknown, its reads not batched)
     stripe.begin()
     try:
         try:
@@ -315,6 +317,7 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
                 n = len(data)
                 if span.at + n > asked:
                     raise CopyFailed("the source sent more bytes than it announced")
+                stripe.batch_reads(_coming(resp, body))  # (a cut one's too: the source sends it all)
                 if n > span.end - span.at:  # (cut: the rest is the thief's)
                     n = span.end - span.at
                     data = data[:n]
@@ -337,9 +340,23 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
         if pending:
             at += await loop.run_in_executor(None, _write, fd, pending, at)
     finally:
+        stripe.batch_reads(0)
         stripe.end()
     if exact and span.at < span.end:
         raise CopyFailed(f"the source ended its body after {job.moved} bytes, short of the {job.total} announced")
+
+
+def _coming(resp: aiohttp.ClientResponse, body: int) -> int:
+    """Bytes of a ``body`` of that many still to arrive on the socket, at
+    least: those not yet given to its reader (aiohttp's ``total_bytes``)
+    less the undecrypted ones its TLS transport holds."""
+    fed = getattr(resp.content, "total_bytes", None)
+    conn = resp.connection
+    transport = conn.transport if conn is not None else None
+    if not isinstance(fed, int) or transport is None:
+        return 0
+    buffered = getattr(transport, "get_read_buffer_size", None)
+    return body - fed - (buffered() if buffered is not None else 0)
 
 
 def _write(fd: int, bufs: list[bytes], at: int) -> int:
