@@ -30,6 +30,7 @@ import logging
 import time
 
 from ...http import spans
+from ...io import httpbody
 from ...io.fileio import pwrite_all
 from ...tuning.count.streams import StreamSample
 from ..streams.rangeplan import Assignment, RangePlan
@@ -228,12 +229,11 @@ class Download:
                     for _ in range(self.wanted - len(self.tasks)):
                         self.add_stream()
             # read to ``stop``, or to where a thief split this request (asg.end)
-            link, sent = slot.link, asg.pos  # (sent: where the body read so far ends)
+            link, body = slot.link, stop - asg.pos  # (the body's bytes)
             try:
                 async for chunk in resp.content.iter_any():
                     if wid not in self._reading:
                         self._reading[wid] = (time.monotonic(), asg.pos)
-                    sent += len(chunk)
                     n = min(len(chunk), min(stop, asg.end) - asg.pos)
                     if n > 0:
                         pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
@@ -244,7 +244,7 @@ class Download:
                     if asg.end < stop and asg.done:
                         break
                     if link is not None:
-                        link.batch_reads(stop - sent)  # (a cut one's too: the server sends it all)
+                        link.batch_reads(httpbody.coming(resp, body))  # (a cut one's too: the server sends it all)
             finally:
                 if link is not None:
                     link.batch_reads(0)

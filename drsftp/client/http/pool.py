@@ -31,10 +31,9 @@ import aiohttp
 
 from ...http import drsheader
 from ...http.url import HTTPLocation
-from ...io import sockopt
+from ...io import httpbody, sockopt
 from ...io.tuner import SocketTuner
 from ...tuning import Role, check_spec
-from ...tuning.actuation import body_read_batch
 from ..result import TransferResult
 from ..transfer import maxtime
 from ..transfer.options import TransferOptions
@@ -44,11 +43,6 @@ from .preconnect import Early, link_tuner
 log = logging.getLogger("drsftp.client")
 TICK = 0.1  # seconds between a connection's ticks when the tuner names none
 READ_BUFFER = 1 << 20  # bytes a response buffers before reading pauses (aiohttp: 64 KiB)
-# bytes of a body read from the socket and not yet given to its reader, at
-# most: aiohttp's buffer (reading pauses past twice READ_BUFFER, one read
-# over) and asyncio's TLS transport's (256 KiB high water, one 256 KiB read
-# over: asyncio/sslproto.py), with a partial record
-HELD = 2 * READ_BUFFER + (1 << 20)
 
 
 class Link:
@@ -61,10 +55,10 @@ class Link:
         self._low_water = 1  # SO_RCVLOWAT as set (1: the kernel's default)
 
     def batch_reads(self, coming: int) -> None:
-        """A body arrives with ``coming`` bytes still to come (0: it ended,
-        and the next answer's headers must wake the reader): its reads in
-        batches (docs/DESIGN.md#http-rcvlowat)."""
-        value = body_read_batch(self.tuner.read_batch, coming, HELD) if coming > 0 else 1
+        """A body arrives with ``coming`` bytes still to arrive on the socket
+        (io/httpbody.py; 0: it ended, and the next answer's headers must
+        wake the reader): its reads in batches (docs/DESIGN.md#http-rcvlowat)."""
+        value = httpbody.read_mark(self.tuner.read_batch, coming)
         if value != self._low_water and self.sock is not None:
             self._low_water = value
             sockopt.set_rcvlowat(self.sock, value)

@@ -28,7 +28,7 @@ from typing import Any
 import aiohttp
 
 from ....http import drsheader
-from ....io import sockopt
+from ....io import httpbody, sockopt
 from ....tuning import Role
 from ..drs import Connection, Settings
 from .guard import Guard, PinnedResolver, Remote
@@ -39,18 +39,7 @@ IDLE = 30.0  # s an unused link stays open
 CONNECT_TIMEOUT = 30.0  # s to connect and complete TLS
 USER_AGENT = "drsftp-tpc"
 
-# A TLS record's bytes at most (RFC 5246 sec. 6.2.3; TLS 1.3's are fewer:
-# RFC 8446 sec. 5.2): the TLS layer may hold one half-read.
-RECORD = (1 << 14) + 2048
-
 Key = tuple[str, str, int, tuple[str, ...], int, float | None]
-
-
-def read_mark(batch: int, coming: int) -> int:
-    """SO_RCVLOWAT for a read batch when ``coming`` bytes at least are still
-    to arrive on the socket (less a record TLS may have half-read): never
-    more than the socket will get (1: the default)."""
-    return max(1, min(batch, coming - RECORD))
 
 
 class Link:
@@ -109,14 +98,14 @@ class Link:
     def batch_reads(self, role: Role, coming: int) -> None:
         """SO_RCVLOWAT while a body arrives: its tuner's read batch
         (docs/DESIGN.md#rcvlowat), at most ``coming`` (the body's bytes still
-        to arrive on the socket: pull.py's _coming), else 1: a kept-alive
+        to arrive on the socket: io/httpbody.py), else 1: a kept-alive
         connection's last bytes come with no FIN to wake the reader
         (docs/HTTP.md, "Third-party copy")."""
         conn = self.conn
         if conn is None or self.sock is None or conn.sock is not self.sock:
             return
         tuner = conn.tuner(role, create=False)
-        value = read_mark(tuner.read_batch if tuner is not None else 1, coming)
+        value = httpbody.read_mark(tuner.read_batch if tuner is not None else 1, coming)
         if value != self.low_water:
             self.low_water = value
             sockopt.set_rcvlowat(self.sock, value)

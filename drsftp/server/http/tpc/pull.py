@@ -31,7 +31,7 @@ import aiohttp
 
 from ....http import copyreq, digest
 from ....http.steal import MIN_TAIL, Plan, Span
-from ....io import fileio
+from ....io import fileio, httpbody
 from ....tuning.count.streams import Action
 from ...ftp import partfile
 from .auto import AutoStreams, rtt_of
@@ -317,7 +317,7 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
                 n = len(data)
                 if span.at + n > asked:
                     raise CopyFailed("the source sent more bytes than it announced")
-                stripe.batch_reads(_coming(resp, body))  # (a cut one's too: the source sends it all)
+                stripe.batch_reads(httpbody.coming(resp, body))  # (a cut one's too: the source sends it all)
                 if n > span.end - span.at:  # (cut: the rest is the thief's)
                     n = span.end - span.at
                     data = data[:n]
@@ -344,19 +344,6 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
         stripe.end()
     if exact and span.at < span.end:
         raise CopyFailed(f"the source ended its body after {job.moved} bytes, short of the {job.total} announced")
-
-
-def _coming(resp: aiohttp.ClientResponse, body: int) -> int:
-    """Bytes of a ``body`` of that many still to arrive on the socket, at
-    least: those not yet given to its reader (aiohttp's ``total_bytes``)
-    less the undecrypted ones its TLS transport holds."""
-    fed = getattr(resp.content, "total_bytes", None)
-    conn = resp.connection
-    transport = conn.transport if conn is not None else None
-    if not isinstance(fed, int) or transport is None:
-        return 0
-    buffered = getattr(transport, "get_read_buffer_size", None)
-    return body - fed - (buffered() if buffered is not None else 0)
 
 
 def _write(fd: int, bufs: list[bytes], at: int) -> int:
