@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import ssl
 import subprocess
-import threading
-import time
 
 import pytest
-from conftest import make_file, sha256_file, tcp_entry, wait_until
+from conftest import make_file, sha256_file, wait_until
 from tpcpeers import BASIC, Script, copy, drsftp_peer, last_line, listener, macaroon, scripted
 from xrootdserve import make_test_ca
 
@@ -288,58 +284,3 @@ def test_a_free_stream_steals_the_tail_of_a_running_range(scripted_pair, ca):
     assert ranges[:2] == [f"bytes=0-{(16 << 20) - 1}", f"bytes={16 << 20}-{(24 << 20) - 1}"]
     tails = [r for r in ranges[2:] if r.endswith(f"-{(16 << 20) - 1}")]
     assert len(tails) == 1 and 0 < int(tails[0][6:].split("-")[0]) < 16 << 20, ranges
-
-
-@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
-def test_a_pull_batches_its_reads_yet_gets_each_body_whole(scripted_pair, ca, tls):
-    """B reads a body in batches (SO_RCVLOWAT: links.Link.batch_reads)
-    once its tuner sized the window: with more of the body to come, bytes
-    under the batch wait unread in its socket while the source pauses
-    (/proc/net/tcp's rx_queue); the body's last bytes, on a connection the
-    source keeps open (no FIN to wake B), still arrive, over TLS too (its
-    records' bytes are not the body's): the copy ends, the file whole."""
-    b = scripted_pair
-    data = os.urandom((8 << 20) + 12345)
-    rest = (2 << 20) + 12345  # sent at once in the end (the batch's and the last MiB's)
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(30)
-    done: list = []
-    src = f"Source: {'https' if tls else 'http'}://127.0.0.1:{server.getsockname()[1]}/f"
-    pulling = threading.Thread(target=lambda: done.append(copy(ca, b.url("lw.bin"), src, "X-Number-Of-Streams: 1")))
-    pulling.start()
-    conn = None
-    try:
-        conn, peer = server.accept()
-        conn.settimeout(30)
-        ours = (peer, conn.getsockname())  # B's end, its peer
-        if tls:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.load_cert_chain(ca.cert, ca.key)
-            conn = ctx.wrap_socket(conn, server_side=True)
-        head = b""
-        while b"\r\n\r\n" not in head and len(head) < 65536:
-            head += conn.recv(4096) or b"\r\n\r\n"
-        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {len(data)}\r\n\r\n".encode())
-
-        def unread() -> int:
-            return (tcp_entry(*ours) or ("", 0))[1]
-
-        sent, waiting = 0, 0
-        while sent < len(data) - rest and not waiting:  # 64 KiB pieces until some stay unread
-            conn.sendall(data[sent:sent + 65536])
-            sent += 65536
-            time.sleep(0.02)
-            if unread():
-                time.sleep(0.3)  # (B busy a while reads them: they have to stay)
-                waiting = unread()
-        assert waiting > 0, "B read every piece at once: no read batch"
-        conn.sendall(data[sent:])  # the rest; the connection stays open
-        pulling.join(60)
-    finally:
-        pulling.join(60)
-        if conn is not None:
-            conn.close()
-        server.close()
-    (status, body), = done
-    assert status == 202 and last_line(body) == "success: Created", body
-    assert (b.root / "lw.bin").read_bytes() == data

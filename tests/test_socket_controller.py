@@ -12,7 +12,6 @@ from drsftp.tuning.actuation import (
     HostLimits,
     SocketActions,
     autotuning_reaches_further,
-    body_read_batch,
     from_kernel_memory,
     host_cap,
     kernel_memory,
@@ -579,14 +578,3 @@ def test_timeline_times_count_from_the_attach():
     ctl.tick(_info(0), 0, now=100.0)
     ctl.record(100.5, 1, 2)
     assert ctl.stats.timeline[-1]["t"] == 0.5
-
-
-@pytest.mark.parametrize(("batch", "coming", "held", "mark"), [
-    (262144, 10 << 20, 3 << 20, 262144),  # far from the end: the read batch
-    (262144, (3 << 20) + 1000, 3 << 20, 1000),  # near it: no more than the socket will still get
-    (262144, 3 << 20, 3 << 20, 1),  # all of it may be read already: the kernel's default
-    (1, 10 << 20, 0, 1),  # no batch (a small window)
-])
-def test_an_http_body_read_batch_never_waits_for_bytes_that_will_not_come(batch, coming, held, mark):
-    """docs/DESIGN.md#http-rcvlowat: a kept-alive body ends with no FIN."""
-    assert body_read_batch(batch, coming, held) == mark

@@ -37,15 +37,6 @@ def read_batch(window: int) -> int:
     return value if value >= READ_BATCH_MIN else 1
 
 
-def body_read_batch(batch: int, coming: int, held: int) -> int:
-    """SO_RCVLOWAT while an HTTP body arrives on a connection kept open after
-    it: the read batch, at most what the socket will still receive (the
-    body's ``coming`` bytes not yet read, less ``held``: what the reader's
-    buffers may already hold of them), else 1: the body's last bytes come
-    with no FIN to wake the reader (docs/DESIGN.md#http-rcvlowat)."""
-    return max(1, min(batch, coming - held))
-
-
 @dataclass(frozen=True)
 class HostLimits:
     """The host's socket-buffer sysctls and whether FORCE works here

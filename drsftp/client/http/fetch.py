@@ -30,7 +30,6 @@ import logging
 import time
 
 from ...http import spans
-from ...io import httpbody
 from ...io.fileio import pwrite_all
 from ...tuning.count.streams import StreamSample
 from ..streams.rangeplan import Assignment, RangePlan
@@ -229,25 +228,18 @@ class Download:
                     for _ in range(self.wanted - len(self.tasks)):
                         self.add_stream()
             # read to ``stop``, or to where a thief split this request (asg.end)
-            link, body = slot.link, stop - asg.pos  # (the body's bytes)
-            try:
-                async for chunk in resp.content.iter_any():
-                    if wid not in self._reading:
-                        self._reading[wid] = (time.monotonic(), asg.pos)
-                    n = min(len(chunk), min(stop, asg.end) - asg.pos)
-                    if n > 0:
-                        pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
-                        self.plan.advance(wid, n)
-                        self.moved += n
-                        if link is not None:
-                            link.moved(n)
-                    if asg.end < stop and asg.done:
-                        break
-                    if link is not None:
-                        link.batch_reads(httpbody.coming(resp, body))  # (a cut one's too: the server sends it all)
-            finally:
-                if link is not None:
-                    link.batch_reads(0)
+            async for chunk in resp.content.iter_any():
+                if wid not in self._reading:
+                    self._reading[wid] = (time.monotonic(), asg.pos)
+                n = min(len(chunk), min(stop, asg.end) - asg.pos)
+                if n > 0:
+                    pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
+                    self.plan.advance(wid, n)
+                    self.moved += n
+                    if slot.link is not None:
+                        slot.link.moved(n)
+                if asg.end < stop and asg.done:
+                    break
             if asg.pos < min(stop, asg.end):
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: the server ended a range at {asg.pos},"
                                 f" before {min(stop, asg.end)} (--continue resumes)")

@@ -31,7 +31,7 @@ import aiohttp
 
 from ...http import drsheader
 from ...http.url import HTTPLocation
-from ...io import httpbody, sockopt
+from ...io import sockopt
 from ...io.tuner import SocketTuner
 from ...tuning import Role, check_spec
 from ..result import TransferResult
@@ -52,16 +52,6 @@ class Link:
         self.tuner, self.sock = tuner, sock
         self._pending = 0
         self._next = 0.0
-        self._low_water = 1  # SO_RCVLOWAT as set (1: the kernel's default)
-
-    def batch_reads(self, coming: int) -> None:
-        """A body arrives with ``coming`` bytes still to arrive on the socket
-        (io/httpbody.py; 0: it ended, and the next answer's headers must
-        wake the reader): its reads in batches (docs/DESIGN.md#http-rcvlowat)."""
-        value = httpbody.read_mark(self.tuner.read_batch, coming)
-        if value != self._low_water and self.sock is not None:
-            self._low_water = value
-            sockopt.set_rcvlowat(self.sock, value)
 
     def moved(self, nbytes: int) -> None:
         self._pending += nbytes

@@ -28,8 +28,6 @@ from typing import Any
 import aiohttp
 
 from ....http import drsheader
-from ....io import httpbody, sockopt
-from ....tuning import Role
 from ..drs import Connection, Settings
 from .guard import Guard, PinnedResolver, Remote
 
@@ -55,7 +53,6 @@ class Link:
         self.peer: dict[str, int] = {}  # the remote's latest DRS report of this connection
         self.expiry: asyncio.TimerHandle | None = None
         self.requests = 0
-        self.low_water = 1  # SO_RCVLOWAT as set on ``sock`` (1: the kernel's default)
         self.fresh = True  # its connection still to be made (not taken from the pool)
         self.keep = True  # False once redirected to another remote: not pooled
         connector = aiohttp.TCPConnector(limit=1, ssl=tls, resolver=self.resolver, socket_factory=self._socket,
@@ -91,24 +88,8 @@ class Link:
                 return None
             self.remote = (str(peer[0]), int(peer[1]))
             self.peer = {}
-            self.low_water = 1
             self.conn = Connection(sock, self.settings, str(peer[0]))
         return self.conn
-
-    def batch_reads(self, role: Role, coming: int) -> None:
-        """SO_RCVLOWAT while a body arrives: its tuner's read batch
-        (docs/DESIGN.md#rcvlowat), at most ``coming`` (the body's bytes still
-        to arrive on the socket: io/httpbody.py), else 1: a kept-alive
-        connection's last bytes come with no FIN to wake the reader
-        (docs/HTTP.md, "Third-party copy")."""
-        conn = self.conn
-        if conn is None or self.sock is None or conn.sock is not self.sock:
-            return
-        tuner = conn.tuner(role, create=False)
-        value = httpbody.read_mark(tuner.read_batch if tuner is not None else 1, coming)
-        if value != self.low_water:
-            self.low_water = value
-            sockopt.set_rcvlowat(self.sock, value)
 
     def answer(self, pairs: dict[str, int]) -> None:
         self.peer = dict(pairs)

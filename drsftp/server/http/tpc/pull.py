@@ -31,7 +31,7 @@ import aiohttp
 
 from ....http import copyreq, digest
 from ....http.steal import MIN_TAIL, Plan, Span
-from ....io import fileio, httpbody
+from ....io import fileio
 from ....tuning.count.streams import Action
 from ...ftp import partfile
 from .auto import AutoStreams, rtt_of
@@ -303,13 +303,11 @@ def _overstated(resp: aiohttp.ClientResponse, total: int) -> bool:
 async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int, span: Span, asked: int,
                 exact: bool = True) -> None:
     """The response body into ``span`` (from ``span.at``), up to its end,
-    which a thief may move down meanwhile; a body short of it: CopyFailed.
-    Its reads are batched (SO_RCVLOWAT: links.Link.batch_reads)."""
+    which a thief may move down meanwhile; a body short of it: CopyFailed."""
     loop = asyncio.get_running_loop()
     pending: list[bytes] = []
     at = span.at  # where ``pending`` goes
     size = 0
-    body = asked - span.at if exact else 0  # the body's bytes (0: unknown, its reads not batched)
     stripe.begin()
     try:
         try:
@@ -317,7 +315,6 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
                 n = len(data)
                 if span.at + n > asked:
                     raise CopyFailed("the source sent more bytes than it announced")
-                stripe.batch_reads(httpbody.coming(resp, body))  # (a cut one's too: the source sends it all)
                 if n > span.end - span.at:  # (cut: the rest is the thief's)
                     n = span.end - span.at
                     data = data[:n]
@@ -340,7 +337,6 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
         if pending:
             at += await loop.run_in_executor(None, _write, fd, pending, at)
     finally:
-        stripe.batch_reads(0)
         stripe.end()
     if exact and span.at < span.end:
         raise CopyFailed(f"the source ended its body after {job.moved} bytes, short of the {job.total} announced")

@@ -66,12 +66,6 @@ class Stripe:
         if conn is not None:
             conn.moved(self.role, n)
 
-    def batch_reads(self, coming: int) -> None:
-        """A body arrives with ``coming`` bytes still to come (0: it ended):
-        the socket's read batch (links.Link.batch_reads)."""
-        if self.link is not None:
-            self.link.batch_reads(self.role, coming)
-
     def end(self) -> None:
         conn = self.link.conn if self.link is not None else None
         if conn is not None:
