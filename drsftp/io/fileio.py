@@ -25,6 +25,16 @@ def pwrite_all(fd: int, data: memoryview | bytes, offset: int) -> None:
         view, offset = view[n:], offset + n
 
 
+def pwritev_all(fd: int, bufs: list[bytes], offset: int) -> int:
+    """Write all of ``bufs`` at ``offset``, in one pwritev when the kernel
+    takes them all; the bytes written."""
+    size = sum(len(b) for b in bufs)
+    done = os.pwritev(fd, bufs, offset)
+    if done < size:
+        pwrite_all(fd, memoryview(b"".join(bufs))[done:], offset + done)
+    return size
+
+
 def feed(fd: int, update: Callable[[bytes], None], offset: int = 0, length: int | None = None) -> int:
     """Pass ``length`` bytes (None: the rest) of the open file ``fd`` from
     ``offset`` to ``update`` in order: the one digest loop.  Returns the

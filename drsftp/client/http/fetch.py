@@ -68,7 +68,7 @@ class Download:
         self._prober: int | None = None  # the connection whose range goes alone (probing)
         self._asked: dict[int, tuple[Assignment, int]] = {}  # a connection's request: its range, its end
         self._used: set[int] = set()  # ids of the Links that carried a request (kept alive: steal_least)
-        self._reading: dict[int, tuple[float, int]] = {}  # a connection's request: its first byte's time, offset
+        self._reading: dict[int, tuple[float, int]] = {}  # a connection's request: its answer's time, offset
         self._speed: dict[int, float] = {}  # bytes/s of a connection's last request read to its end
 
     def begin(self, fd: int, plan: RangePlan, validator: str | None = None, probe: bool = False) -> None:
@@ -228,16 +228,16 @@ class Download:
                     for _ in range(self.wanted - len(self.tasks)):
                         self.add_stream()
             # read to ``stop``, or to where a thief split this request (asg.end)
+            t0, p0 = self._reading[wid] = (time.monotonic(), asg.pos)  # (its answer came: its first bytes)
+            link = slot.link
             async for chunk in resp.content.iter_any():
-                if wid not in self._reading:
-                    self._reading[wid] = (time.monotonic(), asg.pos)
                 n = min(len(chunk), min(stop, asg.end) - asg.pos)
                 if n > 0:
                     pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
                     self.plan.advance(wid, n)
                     self.moved += n
-                    if slot.link is not None:
-                        slot.link.moved(n)
+                    if link is not None:
+                        link.moved(n)
                 if asg.end < stop and asg.done:
                     break
             if asg.pos < min(stop, asg.end):
@@ -246,9 +246,10 @@ class Download:
             cut = asg.end < stop
             if cut:  # the connection cannot carry another request (RFC 9112 sec. 9.3)
                 resp.close()
-            t0, p0 = self._reading.pop(wid, (0.0, asg.pos))
-            if time.monotonic() - t0 >= SPEED_AFTER and not cut:
-                self._speed[wid] = (asg.pos - p0) / (time.monotonic() - t0)
+            del self._reading[wid]
+            elapsed = time.monotonic() - t0
+            if elapsed >= SPEED_AFTER and not cut:
+                self._speed[wid] = (asg.pos - p0) / elapsed
         if asg.done:
             self.plan.release(wid)
         return not cut

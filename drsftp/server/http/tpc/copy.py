@@ -82,11 +82,18 @@ class Job:
         return sum(s.moved for s in self.stripes)
 
     def stripe(self, index: int, cfg: Settings4Copy, guard: Guard) -> Stripe:
-        s = Stripe(index, Role.SENDER if self.push else Role.RECEIVER, cfg.drs, guard, cfg.tls, cfg.timeout,
-                   cfg.links, cfg.max_streams)
-        self.stripes.append(s)
+        return self.join(self.new_stripe(index, cfg, guard))
+
+    def new_stripe(self, index: int, cfg: Settings4Copy, guard: Guard) -> Stripe:
+        """A stripe of this copy, not yet one of its streams (:meth:`join`)."""
+        return Stripe(index, Role.SENDER if self.push else Role.RECEIVER, cfg.drs, guard, cfg.tls, cfg.timeout,
+                      cfg.links, cfg.max_streams)
+
+    def join(self, stripe: Stripe) -> Stripe:
+        """``stripe`` one of the copy's streams (its markers count it)."""
+        self.stripes.append(stripe)
         self.streams = max(self.streams, len(self.stripes))
-        return s
+        return stripe
 
 
 def plan(request: web.BaseRequest, target: Target, max_streams: int) -> tuple[bool, str]:

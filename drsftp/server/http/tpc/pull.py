@@ -78,8 +78,8 @@ async def _fill(job: Job, fd: int, cfg: Settings4Copy) -> None:
     first = job.stripes[0]
     auto = AutoStreams(cfg.max_streams, cfg.drs) if job.auto else None
     step = first_range(job.streams, job.auto)
+    first.take_link(job.remote)  # (whether its connection is new decides the warm-up: warm.py)
     asking = asyncio.ensure_future(_get(job, first, 0, step))
-    await asyncio.sleep(0)  # (it takes its link: warm.py looks at it)
     warming = Warm(job, cfg)
     try:
         resp = await asking
@@ -323,32 +323,23 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
                 span.at += n
                 stripe.moved_bytes(n)
                 if size >= WRITE_BATCH or len(pending) >= MAX_IOV or span.at >= span.end:
-                    at += await loop.run_in_executor(None, _write, fd, pending, at)
+                    at += await loop.run_in_executor(None, fileio.pwritev_all, fd, pending, at)
                     pending, size = [], 0
                 if span.at >= span.end:
                     break
         except TimeoutError:  # (aiohttp's ServerTimeoutError is a ClientError too)
-            _write(fd, pending, at)  # (the part file keeps what came)
+            fileio.pwritev_all(fd, pending, at)  # (the part file keeps what came)
             raise CopyFailed(f"the source sent nothing for {stripe.timeout:g} seconds"
                              f" (--data-timeout), after {job.moved} bytes") from None
         except aiohttp.ClientError as exc:
-            _write(fd, pending, at)
+            fileio.pwritev_all(fd, pending, at)
             raise CopyFailed(f"the source connection broke after {job.moved} bytes: {_why(exc)}") from None
         if pending:
-            at += await loop.run_in_executor(None, _write, fd, pending, at)
+            at += await loop.run_in_executor(None, fileio.pwritev_all, fd, pending, at)
     finally:
         stripe.end()
     if exact and span.at < span.end:
         raise CopyFailed(f"the source ended its body after {job.moved} bytes, short of the {job.total} announced")
-
-
-def _write(fd: int, bufs: list[bytes], at: int) -> int:
-    """All of ``bufs`` at ``at``, in one pwritev when it writes them all."""
-    size = sum(len(b) for b in bufs)
-    done = os.pwritev(fd, bufs, at)
-    if done < size:
-        fileio.pwrite_all(fd, memoryview(b"".join(bufs))[done:], at + done)
-    return size
 
 
 async def _verify(job: Job, fd: int) -> None:

@@ -44,7 +44,9 @@ class Stripe:
         self.done = False  # given back: it moves nothing more
         self.ending = False  # to end after its running range (-P auto gave it back)
 
-    def _link(self, remote: Remote) -> Link:
+    def take_link(self, remote: Remote) -> Link:
+        """Its link, taken from the pool the first time (the first request
+        makes its connection, unless the pool had one)."""
         if self.link is None:
             self.link = self.links.take(remote, self.guard, self.tls, self.timeout, self.settings)
         return self.link
@@ -93,7 +95,7 @@ class Stripe:
                    body: Callable[[], Any] | None = None) -> tuple[aiohttp.ClientResponse, Remote]:
         """``method`` to ``remote``, following redirects that guard.py allows."""
         hops = 0
-        link = self._link(remote)
+        link = self.take_link(remote)
         while True:
             sent = [*headers, (drsheader.HEADER, self.drs_value())]
             resp = await link.session.request(method, remote.url, headers=sent, allow_redirects=False,

@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 
-from ....tuning import Role
 from ....tuning.count.streams import StreamsConfig
 from .copy import Job, Settings4Copy
 from .links import key_of
@@ -43,10 +42,7 @@ class Warm:
             return
         n = StreamsConfig().start if job.auto else job.streams
         for i in range(1, min(n, cfg.max_streams)):
-            if i < len(job.stripes):
-                stripe = job.stripes[i]
-            else:  # (as Job.stripe makes them, not yet in the job)
-                stripe = Stripe(i, Role.RECEIVER, cfg.drs, job.guard, cfg.tls, cfg.timeout, cfg.links, cfg.max_streams)
+            stripe = job.stripes[i] if i < len(job.stripes) else job.new_stripe(i, cfg, job.guard)
             self.stripes[i] = stripe
             self.tasks[i] = asyncio.ensure_future(_head(job, stripe))
 
@@ -59,9 +55,7 @@ class Warm:
         stripe = self.stripes.get(i)
         if stripe is None:
             return None
-        self.job.stripes.append(stripe)
-        self.job.streams = max(self.job.streams, len(self.job.stripes))
-        return stripe
+        return self.job.join(stripe)
 
     async def ready(self, index: int) -> None:
         task = self.tasks.get(index)
