@@ -102,6 +102,19 @@ def _serve(root: Path, tls, prof: str | None, env: dict[str, str], host: str, pe
     return proc, int(m.group(1))
 
 
+def _links(run, port: int, after: float) -> str:
+    """A's side of B's connections to its HTTPS port ``after`` seconds on: cwnd, RTT, rates (ss -tin)."""
+    time.sleep(after)
+    out = run(["ss", "-tinmH", "state", "established", f"sport = :{port}"], capture_output=True, text=True,
+              timeout=10, check=False).stdout
+    keep = ("cwnd:", "rtt:", "ssthresh:", "delivery_rate", "rcv_space:", "app_limited", "busy:", "rwnd_limited",
+            "sndbuf_limited", "skmem:", "bytes_sent:", "unacked:", "notsent:")
+    lines = []
+    for info in out.split("\n")[1::2]:
+        lines.append("  " + " ".join(w for w in info.split() if w.startswith(keep)))
+    return f"A's connections from B at {after:g} s:\n" + "\n".join(lines)
+
+
 def _cpu(proc: subprocess.Popen) -> tuple[float, float]:
     t = psutil.Process(proc.pid).cpu_times()
     return t.user, t.system
@@ -131,6 +144,7 @@ def main() -> int:
     ap.add_argument("--perf", help="`perf record -F 499` of B during the pulls, into this file (`perf report -i`)")
     ap.add_argument("--syscalls", action="store_true", help="B's system calls during the pulls, by kind (perf stat)")
     ap.add_argument("--no-profile", action="store_true", help="no cProfile: only the times and CPU seconds")
+    ap.add_argument("--ss", type=float, metavar="S", help="S seconds into each pull, B's connections to A (ss -tin)")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="drs-pull-", dir=args.workdir))
@@ -166,14 +180,19 @@ def _run(args: argparse.Namespace, work: Path, prof: str | None, env: dict[str, 
         heads = [f"Authorization: {BASIC}", f"TransferHeaderAuthorization: {BASIC}"]
         heads += [f"X-Number-Of-Streams: {args.streams}"] if args.streams else []
         run = subprocess.run if topo is None else functools.partial(topo.run, "b")
+        run_a = subprocess.run if topo is None else functools.partial(topo.run, "a")
+
+        took: list[float] = []  # each COPY's seconds, curl's start to its end
 
         def pull(name: str, rep: int) -> str:
             """One COPY: '' when the file arrived whole, else why not."""
             got = work / "b" / f"{rep}-{name}"
+            began = time.monotonic()
             done = run(["curl", "-sS", "--cacert", str(tls.ca), "--max-time", str(int(args.max_time)), "-X", "COPY",
                         *[x for h in [*heads, f"Source: https://{ha}:{pa}/{name}"] for x in ("-H", h)],
                         f"https://{hb}:{pb}/{rep}-{name}"],
                        capture_output=True, text=True, timeout=args.max_time + 10, check=False)
+            took.append(time.monotonic() - began)
             last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()
             ok = last.startswith("success") and got.exists() and got.stat().st_size == args.size_mib << 20
             got.unlink(missing_ok=True)
@@ -192,15 +211,23 @@ def _run(args: argparse.Namespace, work: Path, prof: str | None, env: dict[str, 
         for rep in range(args.reps):
             cpu_a, cpu_b, wakes = _cpu(a), _cpu(b), _wakes(b)
             t0 = time.monotonic()
+            took.clear()
             with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
+                peek = pool.submit(_links, run_a, pa, args.ss) if args.ss else None
                 failed = [w for w in pool.map(pull, names, [rep] * len(names)) if w]
             secs = time.monotonic() - t0
+            if peek is not None:
+                print(peek.result(), flush=True)
             (ua, sa), (ub, sb), wakes = _cpu(a), _cpu(b), _wakes(b) - wakes
             used_a, used_b = ua + sa - sum(cpu_a), ub + sb - sum(cpu_b)
             mbit = len(names) * args.size_mib * 8 / 1.048576 / secs
             print(f"pull {rep + 1}: {what} in {secs:.2f} s ({mbit:.0f} Mbit/s); B CPU {used_b:.2f} s (system"
                   f" {sb - cpu_b[1]:.2f}, {wakes} waits), A CPU {used_a:.2f} s;"
                   f" {'FAILED: ' + failed[0] if failed else 'ok'}", flush=True)
+            if len(took) > 1:
+                took.sort()
+                print(f"  a COPY took {took[len(took) // 2]:.3f} s (median), {took[len(took) * 9 // 10]:.3f} (p90),"
+                      f" {took[0]:.3f} at the least", flush=True)
             if failed:
                 return 1
         if args.syscalls:

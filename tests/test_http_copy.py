@@ -168,6 +168,23 @@ def test_a_tree_lists_the_files_that_failed_and_copies_the_rest(pair, ca):
            {rel: h for rel, h in want.items() if rel != "one/a.bin"}
 
 
+def test_a_tree_goes_on_with_fewer_copies_when_the_servers_take_fewer_connections(ca, tmp_path):
+    """-c 12 against servers that take 6 connections from an address: the
+    COPYs B refuses (503) and those A's refusal failed are tried again, on
+    fewer workers (client/http/tpc/tree.py), and every file arrives."""
+    limit = ("--third-party-peers", "127.0.0.1", "--max-connections-per-ip", "6")
+    with drsftp_peer(tmp_path / "a", ca, *limit) as a, drsftp_peer(tmp_path / "b", ca, *limit) as b:
+        want = {}
+        (a.root / "many").mkdir()
+        for i in range(40):
+            make_file(a.root / "many" / f"f{i}.bin", 20_000 + i, seed=i)
+            want[f"f{i}.bin"] = sha256_file(a.root / "many" / f"f{i}.bin")
+        r = copy(ca, "-v", "-r", "-c", "12", url(a, "many/"), url(b, "got/"))
+        assert r.returncode == 0, r.stderr
+        assert "a server is busy (HTTP 503)" in r.stderr
+        assert {name: sha256_file(b.root / "got" / name) for name in want} == want
+
+
 def test_json_figures_come_from_the_markers(pair, ca, tmp_path):
     _, b = pair
     data = os.urandom(40 * 65536)

@@ -231,7 +231,7 @@ def test_connections_kept_across_copies(scripted_pair, ca):
     open none and warm none up (their first connection is warm)."""
     b = scripted_pair
     data = os.urandom(300_000)
-    script = Script(data=data)
+    script = Script(data=data, pace=0.05)  # (five pieces: the first pull's warm-ups are answered before it ends)
     with scripted(script) as port:
         for name in ("k1.bin", "k2.bin", "k3.bin"):
             status, body = copy(ca, b.url(name), f"Source: http://127.0.0.1:{port}/f")

@@ -328,3 +328,48 @@ def test_a_verified_password_is_remembered_and_a_wrong_one_never(tmp_path, monke
     fresh.add_hashed_user(entry)
     fresh.validate_authentication("alice", "s3cret", None)
     assert calls[-1] == "s3cret" and len(calls) == 4
+
+
+def test_logins_that_arrive_together_pay_one_scrypt(tmp_path, monkeypatch):
+    """The HTTP side checks passwords in threads: eight logins with one
+    password at once run scrypt once (the others wait and find it
+    remembered); eight with a wrong one each pay it and are refused."""
+    import threading
+
+    from pyftpdlib.authorizers import AuthenticationFailed
+
+    from drsftp.server.ops import users
+
+    calls = []
+    real = users.check_password
+    release = threading.Event()
+
+    def slow(stored, pw):
+        calls.append(pw)
+        release.wait(10)  # (every thread reaches the gate before the first scrypt ends)
+        return real(stored, pw)
+
+    monkeypatch.setattr(users, "check_password", slow)
+    auth = users.HashedAuthorizer()
+    auth.add_hashed_user(users.UserEntry("alice", users.hash_password("s3cret", n=2**10), str(tmp_path), "elr"))
+    outcomes = []
+
+    def login(pw):
+        try:
+            auth.validate_authentication("alice", pw, None)
+            outcomes.append((pw, True))
+        except AuthenticationFailed:
+            outcomes.append((pw, False))
+
+    for pw in ("s3cret", "wrong"):
+        threads = [threading.Thread(target=login, args=(pw,)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        assert wait_until(lambda: sum(n for _, n in auth._gates.values()) == 8)  # (all at the gate)
+        release.set()
+        for t in threads:
+            t.join(30)
+        release.clear()
+    assert calls == ["s3cret"] + ["wrong"] * 8
+    assert sorted(outcomes) == [("s3cret", True)] * 8 + [("wrong", False)] * 8
+    assert auth._gates == {}

@@ -19,6 +19,7 @@ import hmac
 import os
 import re
 import secrets
+import threading
 from dataclasses import dataclass
 
 from pyftpdlib.authorizers import AuthenticationFailed, DummyAuthorizer
@@ -122,8 +123,11 @@ class HashedAuthorizer(DummyAuthorizer):
     a client opening 16 sessions stalled every transfer for 0.8 s.  A
     password that verified once is remembered as an HMAC under a key that
     lives only in this process, so its next logins cost microseconds; a
-    wrong password is never remembered and always pays scrypt.  A reload
-    (SIGHUP) builds a new authorizer, and so a new memory."""
+    wrong password is never remembered and always pays scrypt.  The HTTP
+    side checks in its executor's threads: logins with one password that
+    arrive together (a tree's first requests, each on a new connection)
+    wait for the first one's scrypt instead of each running their own.  A
+    reload (SIGHUP) builds a new authorizer, and so a new memory."""
 
     VERIFIED_MAX = 1024  # remembered (user, hash, password) triples
 
@@ -131,6 +135,8 @@ class HashedAuthorizer(DummyAuthorizer):
         super().__init__()
         self._key = secrets.token_bytes(32)
         self._verified: set[tuple[str, str, bytes]] = set()
+        self._guard = threading.Lock()
+        self._gates: dict[tuple[str, str, bytes], tuple[threading.Lock, int]] = {}  # a checked password's, users
 
     def _mac(self, password: str) -> bytes:
         return hmac.digest(self._key, password.encode("utf-8", "surrogateescape"), "sha256")
@@ -139,12 +145,27 @@ class HashedAuthorizer(DummyAuthorizer):
         key = (username, stored, self._mac(password))
         if key in self._verified:
             return True
-        if not check_password(stored, password):
-            return False
-        if len(self._verified) >= self.VERIFIED_MAX:
-            self._verified.clear()
-        self._verified.add(key)
-        return True
+        with self._guard:
+            gate, users = self._gates.get(key, (None, 0))
+            gate = gate or threading.Lock()
+            self._gates[key] = (gate, users + 1)
+        try:
+            with gate:  # (one scrypt a password at a time: those that waited find it remembered)
+                if key in self._verified:
+                    return True
+                if not check_password(stored, password):
+                    return False
+                if len(self._verified) >= self.VERIFIED_MAX:
+                    self._verified.clear()
+                self._verified.add(key)
+                return True
+        finally:
+            with self._guard:
+                users = self._gates[key][1] - 1
+                if users:
+                    self._gates[key] = (gate, users)
+                else:
+                    del self._gates[key]
 
     def add_hashed_user(self, entry: UserEntry) -> None:
         if not os.path.isdir(entry.home):

@@ -17,7 +17,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ....http.url import HTTPLocation, is_http_url
-from ....tuning.count.fleet import FleetConfig
 from ...result import TransferResult
 from ...transfer.options import TransferOptions
 from ..cli import report
@@ -25,10 +24,11 @@ from ..cli import report
 if TYPE_CHECKING:
     from .copy import Ends, Settings
 
-# -c: COPYs at once in a tree; -c auto's start between ftp:// servers (tuning/count/fleet.py): each COPY
-# costs the servers a request, not a log-in, and B keeps its connections to A warm (server/http/tpc/links.py)
 CANCELLED = "the server cancels a copy its client leaves"  # what a COPY stopped at --max-time leaves
-SESSIONS = FleetConfig().start_sessions
+# -c auto: COPYs at once in a tree.  A file costs a round trip of A-B before its first byte (B asks A only once the
+# COPY came), so as many as the servers take from one address: drsftp serve's --max-connections-per-ip (32) less the
+# walk's connections (PROPFIND, MKCOL); a server that takes fewer answers 503 and the tree goes on with fewer (tree.py)
+SESSIONS = 30
 FTP_ONLY = {"tls": "--tls", "pasv_address": "--pasv-address", "checksum": "--checksum", "sync": "--sync",
             "delete": "--delete", "resume": "--continue"}
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import posixpath
+import re
 import time
 from dataclasses import dataclass
 
@@ -43,6 +44,8 @@ SLACK = 5.0  # s the session's own read timeout waits past --timeout (the marker
 # a tree's next COPY would pay a TCP and TLS handshake)
 MAX_TRAILER = 4096  # bytes read after the last line at most
 END_WAIT = 5.0  # s
+BUSY = 503  # Service Unavailable: "too many connections" (RFC 9110 sec. 15.6.4)
+BUSY_REASON = re.compile(r"\banswered 503\b|\b503 Service Unavailable\b")
 
 
 @dataclass
@@ -123,9 +126,9 @@ async def copy_file(ends: Ends, src_path: str, dst_path: str, s: Settings, size:
         view.close()
     seconds = time.monotonic() - began
     reason = reader.failure()
-    if reason is not None:
+    if reason is not None:  # (a remote's 503, named in the reason: the server's connection refused, tree.py)
         raise HTTPError(f"the {ends.mode} of {ends.src.loc.url(src_path)} to {ends.dst.loc.url(dst_path)}"
-                        f" failed: {reason}", transient=False)
+                        f" failed: {reason}", BUSY if BUSY_REASON.search(reason) else None, transient=False)
     result = figures(ends, src_path, dst_path, s, reader, size, seconds, stopped)
     if s.verify and not stopped:
         result.update(digest=await verify_both(ends, src_path, dst_path))

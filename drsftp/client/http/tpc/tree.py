@@ -5,7 +5,12 @@ The source is walked one directory at a time with ``PROPFIND Depth: 1``
 (client/http/ls.py reads each listing as it streams in), each directory
 is made on the destination with ``MKCOL`` (its missing parents first, as
 `mkdir -p`), and the files go through a short queue to ``-c N`` workers,
-each holding one COPY at a time.  A file that fails is listed with its
+each holding one COPY at a time.  A COPY refused with 503 (the
+destination takes fewer connections from this address), or that failed
+on a 503 of the source (B's connections to A), is tried again and its
+worker ends: the tree goes on with fewer COPYs at once, the last worker
+waiting BUSY_WAIT before each new try, each file tried at most
+MAX_BUSY times.  A file that fails otherwise is listed with its
 reason and the others go on; a failing walk (a directory that cannot be
 listed or made) ends the tree.  An entry listed outside the directory
 asked, or named ``..``, is skipped with a warning."""
@@ -25,10 +30,12 @@ from ..errors import HTTPError
 from ..ls import entries
 from ..pool import together
 from ..tree import child, make_dir
-from .copy import Ends, Settings, copy_file
+from .copy import BUSY, Ends, Settings, copy_file
 
 log = logging.getLogger("drsftp.client")
 QUEUED = 2  # files waiting per worker
+MAX_BUSY = 8  # 503s a file may meet before it is listed as failed
+BUSY_WAIT = 1.0  # s the last worker waits after a 503
 
 
 @dataclass
@@ -43,6 +50,9 @@ async def copy_tree(ends: Ends, src_top: str, dst_top: str, s: Settings, session
     files = dirs = moved = 0
     failed: list[tuple[str, str]] = []
     stopped = False
+    running = sessions  # workers still running (a 503 ends one: module docstring)
+    again: list[tuple[Entry, str]] = []  # files to try again, refused with 503
+    busy: dict[str, int] = {}  # 503s met, by source path
     each = replace(s, progress=False)
     view = ProgressView(posixpath.basename(src_top) or "/", None, s.progress)
     queue: asyncio.Queue[tuple[Entry, str] | None] = asyncio.Queue(QUEUED * sessions)
@@ -65,23 +75,44 @@ async def copy_tree(ends: Ends, src_top: str, dst_top: str, s: Settings, session
                 else:
                     await queue.put((e, there))
 
-    async def worker() -> None:
+    async def one(item: tuple[Entry, str]) -> bool:
+        """One file's COPY; False: this worker ends (a 503: fewer at once)."""
         nonlocal files, moved, stopped
-        while (item := await queue.get()) is not None:
-            if s.deadline is not None and s.deadline.passed:
-                stopped = True
-                continue
-            e, there = item
-            try:
-                r = await copy_file(ends, e.path, there, each, size=e.size, head=False)
-            except HTTPError as exc:
+        if s.deadline is not None and s.deadline.passed:
+            stopped = True
+            return True
+        e, there = item
+        try:
+            r = await copy_file(ends, e.path, there, each, size=e.size, head=False)
+        except HTTPError as exc:
+            busy[e.path] = busy.get(e.path, 0) + (exc.status == BUSY)
+            if exc.status != BUSY or busy[e.path] >= MAX_BUSY:
                 failed.append((e.path, str(exc)))
-                continue
-            if not r.complete:
-                stopped = True
-                continue
-            files, moved = files + 1, moved + r.bytes
-            view.update(moved, moved * 8 / max(time.monotonic() - began, 1e-3), None, None)
+                return True
+            again.append(item)
+            if running > 1:
+                log.info("%s: a server is busy (HTTP 503): %d COPYs at once from here", e.path, running - 1)
+                return False
+            await asyncio.sleep(BUSY_WAIT)
+            return True
+        if not r.complete:
+            stopped = True
+            return True
+        files, moved = files + 1, moved + r.bytes
+        view.update(moved, moved * 8 / max(time.monotonic() - began, 1e-3), None, None)
+        return True
+
+    async def worker() -> None:
+        nonlocal running
+        try:
+            while (item := again.pop() if again else await queue.get()) is not None:
+                if not await one(item):
+                    return
+            while again:  # (the walk is done: the files other workers left to try again)
+                if not await one(again.pop()):
+                    return
+        finally:
+            running -= 1
 
     async def walker() -> None:
         await walk()

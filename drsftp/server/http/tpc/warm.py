@@ -63,14 +63,19 @@ class Warm:
             await task
 
     async def settle(self) -> None:
-        """The pull ended: warm-ups still out cancelled, stripes it never took given back."""
-        for t in self.tasks.values():
-            t.cancel()
+        """The pull ended: warm-ups still out cancelled, stripes it never took
+        given back; a link whose warm-up was cut is not kept (its connection
+        is being closed, or half made: the next COPY would find it dead)."""
+        cut = {i for i, t in self.tasks.items() if not t.done()}
+        for i in cut:
+            self.tasks[i].cancel()
         for t in self.tasks.values():
             with contextlib.suppress(BaseException):
                 await t
-        for stripe in self.stripes.values():
+        for i, stripe in self.stripes.items():
             if stripe not in self.job.stripes:
+                if i in cut and stripe.link is not None:
+                    stripe.link.keep = False
                 stripe.give_back()
 
 
