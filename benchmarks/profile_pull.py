@@ -84,15 +84,17 @@ BASIC = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
 
 
 def _serve(root: Path, tls, prof: str | None, env: dict[str, str], host: str, peer: str,
-           topo: Topology | None, node: str) -> tuple[subprocess.Popen, int]:
+           topo: Topology | None, node: str, log: str | None = None,
+           more: list[str] | None = None) -> tuple[subprocess.Popen, int]:
     root.mkdir(parents=True, exist_ok=True)
     popen = subprocess.Popen if topo is None else functools.partial(topo.popen, node)
     proc = popen(
         [sys.executable, *(["-c", BOOT, prof] if prof else ["-m", "drsftp"]), "serve",
          "--root", str(root), "--host", host, "--port", "0", "--user", USER, "--password", PASSWORD,
          "--http-port", "0", "--tls-cert", str(tls.cert), "--tls-key", str(tls.key), "--tpc-ca-file", str(tls.ca),
-         "--third-party-peers", peer],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+         "--third-party-peers", peer, *(["-vv"] if log else []), *(more or [])],
+        stdout=subprocess.PIPE, stderr=open(log, "w") if log else subprocess.DEVNULL,  # noqa: SIM115 (B's, to its end)
+        text=True, env=env)
     lines = [proc.stdout.readline() if proc.stdout else "" for _ in range(2)]  # (FTP's line, then HTTPS')
     m = re.search(r"HTTPS on [^ ]*:(\d+)", lines[1])
     if not m:
@@ -102,17 +104,34 @@ def _serve(root: Path, tls, prof: str | None, env: dict[str, str], host: str, pe
     return proc, int(m.group(1))
 
 
-def _links(run, port: int, after: float) -> str:
-    """A's side of B's connections to its HTTPS port ``after`` seconds on: cwnd, RTT, rates (ss -tin)."""
+def _links(run_a, run_b, port: int, after: float) -> str:
+    """Both ends of B's connections to A's HTTPS port ``after`` seconds on: cwnd, RTT, windows (ss -tinm)."""
     time.sleep(after)
-    out = run(["ss", "-tinmH", "state", "established", f"sport = :{port}"], capture_output=True, text=True,
-              timeout=10, check=False).stdout
-    keep = ("cwnd:", "rtt:", "ssthresh:", "delivery_rate", "rcv_space:", "app_limited", "busy:", "rwnd_limited",
-            "sndbuf_limited", "skmem:", "bytes_sent:", "unacked:", "notsent:")
-    lines = []
-    for info in out.split("\n")[1::2]:
-        lines.append("  " + " ".join(w for w in info.split() if w.startswith(keep)))
-    return f"A's connections from B at {after:g} s:\n" + "\n".join(lines)
+    keep = ("cwnd:", "rtt:", "ssthresh:", "rcv_ssthresh:", "app_limited", "busy:", "rwnd_limited", "sndbuf_limited",
+            "skmem:", "unacked:", "notsent:", "rcv_space:", "rcv_wnd:", "snd_wnd:", "wscale:")
+    out = []
+    for side, run, where in (("A", run_a, f"sport = :{port}"), ("B", run_b, f"dport = :{port}")):
+        text = run(["ss", "-tinmH", "state", "established", where], capture_output=True, text=True, timeout=10,
+                   check=False).stdout
+        out.append(f"{side}'s side at {after:g} s:")
+        out += ["  " + " ".join(w for w in info.split() if w.startswith(keep)) for info in text.split("\n")[1::2][:6]]
+    return "\n".join(out)
+
+
+def _phases(log: str, per_round: int) -> str:
+    """B's debug lines of the last round's COPYs: the first answer, then the rest (the body, the rename)."""
+    with open(log) as f:
+        lines = [x for x in f if "the first answer in" in x][-per_round:]
+    out = []
+    for kind in ("a new", "a kept"):
+        times = [(float(m.group(1)), float(m.group(2))) for x in lines if f"on {kind} connection" in x
+                 for m in [re.search(r"answer in ([\d.]+) s, the rest in ([\d.]+) s", x)] if m]
+        if times:
+            first, rest = sorted(a for a, _ in times), sorted(b for _, b in times)
+            mid, p90 = first[len(first) // 2], rest[len(rest) * 9 // 10]
+            out.append(f"  last round, {len(times)} COPYs on {kind} connection: the first answer {mid:.3f} s"
+                       f" (median), the rest {rest[len(rest) // 2]:.3f} s (median), {p90:.3f} (p90)")
+    return "\n".join(out) or "  no COPY timings in the log"
 
 
 def _cpu(proc: subprocess.Popen) -> tuple[float, float]:
@@ -144,6 +163,8 @@ def main() -> int:
     ap.add_argument("--perf", help="`perf record -F 499` of B during the pulls, into this file (`perf report -i`)")
     ap.add_argument("--syscalls", action="store_true", help="B's system calls during the pulls, by kind (perf stat)")
     ap.add_argument("--no-profile", action="store_true", help="no cProfile: only the times and CPU seconds")
+    ap.add_argument("--b-opts", default="", help="more options for B's drsftp serve (e.g. '--tuning kernel')")
+    ap.add_argument("--log", help="B's debug log (-vv) into this file")
     ap.add_argument("--ss", type=float, metavar="S", help="S seconds into each pull, B's connections to A (ss -tin)")
     args = ap.parse_args()
 
@@ -175,7 +196,7 @@ def _run(args: argparse.Namespace, work: Path, prof: str | None, env: dict[str, 
                     f.write(block)
         a, pa = _serve(work / "a", tls, None, env, ha, hb, topo, "a")
         servers.append(a)
-        b, pb = _serve(work / "b", tls, prof, env, hb, ha, topo, "b")
+        b, pb = _serve(work / "b", tls, prof, env, hb, ha, topo, "b", args.log, args.b_opts.split())
         servers.append(b)
         heads = [f"Authorization: {BASIC}", f"TransferHeaderAuthorization: {BASIC}"]
         heads += [f"X-Number-Of-Streams: {args.streams}"] if args.streams else []
@@ -213,7 +234,7 @@ def _run(args: argparse.Namespace, work: Path, prof: str | None, env: dict[str, 
             t0 = time.monotonic()
             took.clear()
             with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
-                peek = pool.submit(_links, run_a, pa, args.ss) if args.ss else None
+                peek = pool.submit(_links, run_a, run, pa, args.ss) if args.ss else None
                 failed = [w for w in pool.map(pull, names, [rep] * len(names)) if w]
             secs = time.monotonic() - t0
             if peek is not None:
@@ -230,6 +251,8 @@ def _run(args: argparse.Namespace, work: Path, prof: str | None, env: dict[str, 
                       f" {took[0]:.3f} at the least", flush=True)
             if failed:
                 return 1
+        if args.log:
+            print(_phases(args.log, len(names)), flush=True)
         if args.syscalls:
             counting = servers.pop()
             counting.send_signal(signal.SIGINT)  # (perf stat prints its counts)

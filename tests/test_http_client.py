@@ -470,6 +470,7 @@ def test_only_a_connection_kept_alive_cuts_a_request_in_flight():
     request in flight (its reader would lose a warm connection for one in
     slow start); one that carried a request before splits it."""
     import asyncio
+    import types
 
     import pytest as _pytest
 
@@ -492,10 +493,13 @@ def test_only_a_connection_kept_alive_cuts_a_request_in_flight():
             await d._ask(1, Slot())  # (a new connection)
         warm = Slot()
         warm.link = Link.__new__(Link)
+        warm.link.tuner = types.SimpleNamespace(expect=expected.append)  # (the window opens for the range)
         d._used.add(id(warm.link))
         return d, await d._ask(1, warm)
 
+    expected: list[int] = []
     d, headers = asyncio.run(go())
     a, b = d.plan.active[0], d.plan.active[1]
     assert a.fence == 48 << 20 > a.end == b.start > 1 << 20 and b.end == 48 << 20
     assert headers["Range"] == f"bytes={b.start}-{(48 << 20) - 1}"
+    assert expected == [(48 << 20) - b.start]

@@ -166,6 +166,16 @@ class SocketTuner:
         """:meth:`report` as the DRS command's text."""
         return drscmd.format_pairs(dict(self.report()))
 
+    def expect(self, more: int, moved_bytes: int = 0) -> None:
+        """``more`` bytes were just asked of the peer (an HTTP request sent):
+        a receiver opens its window for them now, before they come
+        (docs/DESIGN.md#drs-demand)."""
+        if self.sock is None or self.ctl.plan is None:
+            return
+        info = sockopt.tcp_info(self.sock)
+        self.ctl.expect(info, more)
+        self._apply(self.sock, self.ctl.tick(info, moved_bytes, now=self.clock()))
+
     def on_peer_pairs(self, pairs: dict[str, int]) -> None:
         self.ctl.on_peer_report(drscmd.to_report(pairs), now=self.clock())
 

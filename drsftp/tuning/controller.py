@@ -367,6 +367,12 @@ class SocketController:
     def on_peer_report(self, report: PeerReport, *, now: float) -> None:
         self.tuning.on_peer_report(report, now=now, rtt=self.last_rtt)
 
+    def expect(self, info: Info, more: int) -> None:
+        """``more`` bytes were asked of the peer (``info``: TCP_INFO now): a
+        receiver's window opens for them at its next decision."""
+        if self.role is Role.RECEIVER:
+            self.tuning.expect(int(info.get("bytes_received") or 0) + more)
+
     # -- the end -------------------------------------------------------------------
     def close(self, info: Info) -> float | None:
         """The transfer ended (``info``: the socket's last snapshot): give its

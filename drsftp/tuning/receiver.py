@@ -38,6 +38,8 @@ class DRSReceiver(DRSTuning, role=Role.RECEIVER):
         self._out_of_order: int | None = None  # cumulative out-of-order packets
         self._recovery_until = float("-inf")  # loss recovery's room lasts until then
         self._hole_at = float("-inf")  # out-of-order arrivals last grew then
+        self._asked_end = 0  # bytes_received once what the application asked has come (expect)
+        self._received = 0  # bytes_received at the last sample
         cfg = self.config
         self._slow = SlowFloor(cfg.floor, gain=cfg.slow_floor_gain, least=cfg.slow_floor_least,
                                keep=cfg.slow_floor_keep, delay=cfg.slow_floor_delay, step=cfg.shrink_step,
@@ -153,7 +155,8 @@ class DRSReceiver(DRSTuning, role=Role.RECEIVER):
         target = min(target, max(self.window * gain ** frac, floor))
         if recovering:
             target = max(target, self._recovery_room(min_rtt or srtt))
-        size = self._step(max(target, self._cpu_floor()), cfg.shrink_step ** frac, floor)
+        size = self._step(max(target, self._cpu_floor(), self._demand(sample.bytes_received)), cfg.shrink_step ** frac,
+                          floor)
         before = self.window
         decision = self._emit(size)
         if self.window != before:
@@ -175,6 +178,19 @@ class DRSReceiver(DRSTuning, role=Role.RECEIVER):
         if not rate:
             return 0.0
         return cfg.lead_gain / cfg.slow_start_gain * rate * max(min_rtt, cfg.app_delay)
+
+    def expect(self, end: int) -> None:
+        self._asked_end = max(self._asked_end, end)
+
+    def _demand(self, received: int) -> int:
+        """The bytes a request asked that have not come, up to ``demand_max``
+        (docs/DESIGN.md#drs-demand).  A kept-alive HTTP connection carries a
+        burst a request: what arrives per RTT is what the window let through,
+        so 1.25x it is a fixed point below a burst larger than the window
+        (a 1 MiB file in two round trips on a 100 ms path); the request says
+        how much can come at once."""
+        self._received = max(self._received, received)
+        return min(max(self._asked_end - self._received, 0), self.config.demand_max)
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x

@@ -179,6 +179,8 @@ class Download:
         self.plan.commit(wid, end)
         self._asked[wid] = (asg, end)
         self.requests += 1
+        if slot.link is not None:  # (its window opens for the range before it comes: DESIGN.md#drs-demand)
+            slot.link.tuner.expect(end - asg.pos)
         headers = {"Range": spans.range_header(asg.pos, end)}
         if self.validator:
             headers["If-Range"] = self.validator

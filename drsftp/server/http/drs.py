@@ -112,6 +112,16 @@ class Connection:
         if flow.tick is None:
             flow.tick = asyncio.get_running_loop().call_later(FIRST_TICK, self._tick, role)
 
+    def expect(self, role: Role, n: int) -> None:
+        """``n`` bytes asked of the peer in ``role``'s direction (a request
+        sent): that tuner, if it has run, opens its window for them now."""
+        flow = self.flows.get(role)
+        if flow is not None:
+            try:
+                flow.tuner.expect(n, flow.moved)
+            except OSError:  # the socket closed: the connection's end closes the tuner
+                pass
+
     def moved(self, role: Role, n: int) -> None:
         flow = self.flows.get(role)
         if flow is not None:

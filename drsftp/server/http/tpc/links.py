@@ -14,6 +14,16 @@ Authorization rides each request, never the connection: RFC 9110 sec.
 IDLE seconds unused; closing it gives its tuners' budget back.  A link
 is handed to one stripe at a time, and its resolver answers only from
 the addresses checked for the COPY that holds it (guard.PinnedResolver).
+
+A link's socket opens as a third-party data connection does: its path
+unknown, taken as a long one, the receiver's cap is offered at the
+handshake (reserved in the buffer budget) and the floor locked once
+connected, before the first byte (docs/DESIGN.md#open-start,
+#third-party-path; decision 0019); from then on the connection's RECEIVER
+tuner (drs.py) moves the window, which a raised clamp lifts at once up to
+the offer (#kf-clamp-lifts).  A buffer locked small from the start would
+ramp at the kernel's per-segment pace (#kf-locked-ramp): a tree's files,
+a burst each on a kept link, would take two round trips a MiB.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from typing import Any
 import aiohttp
 
 from ....http import drsheader
+from ....io.tuner import SocketTuner
+from ....tuning import Role
 from ..drs import Connection, Settings
 from .guard import Guard, PinnedResolver, Remote
 
@@ -54,18 +66,54 @@ class Link:
         self.expiry: asyncio.TimerHandle | None = None
         self.requests = 0
         self.fresh = True  # its connection still to be made (not taken from the pool)
+        self.handshake: SocketTuner | None = None  # sized the socket's handshake (open start), until connected
         self.keep = True  # False once redirected to another remote: not pooled
         connector = aiohttp.TCPConnector(limit=1, ssl=tls, resolver=self.resolver, socket_factory=self._socket,
                                          use_dns_cache=False, keepalive_timeout=IDLE)
+        connected = aiohttp.TraceConfig()  # (the floor locked before the first request goes)
+        connected.on_connection_create_end.append(self._connected)
         self.session = aiohttp.ClientSession(
-            connector=connector, auto_decompress=False, headers={"User-Agent": USER_AGENT},
+            connector=connector, auto_decompress=False, headers={"User-Agent": USER_AGENT}, trace_configs=[connected],
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=timeout))
 
     def _socket(self, addr_info: Any) -> socket.socket:
         family, type_, proto, _, _ = addr_info
         sock = socket.socket(family, type_, proto)
         self.sock = sock
+        self._open_start(sock)
         return sock
+
+    def _open_start(self, sock: socket.socket) -> None:
+        """The receive buffer offered at the handshake (module docstring)."""
+        self._end_handshake()
+        s = self.settings
+        tuner = SocketTuner(s.spec, Role.RECEIVER, allow_force=s.allow_force, limits=s.limits, budget=s.budget,
+                            batch_reads=False, timeline=False)
+        tuner.note_foreign_path()
+        try:
+            tuner.before_handshake(sock, reserve_as=self)
+        except OSError:
+            if s.budget is not None:
+                s.budget.release(self)
+            return
+        self.handshake = tuner
+
+    async def _connected(self, *_: Any) -> None:
+        self._end_handshake(self.sock)
+
+    def _end_handshake(self, sock: socket.socket | None = None) -> None:
+        """Connected: the floor locked before the first byte; the reservation released."""
+        tuner, self.handshake = self.handshake, None
+        if tuner is None:
+            return
+        try:
+            if sock is not None:
+                tuner.after_handshake(sock, reserved_as=self)
+        except OSError:
+            pass
+        finally:
+            if self.settings.budget is not None:
+                self.settings.budget.release(self)
 
     @property
     def open(self) -> bool:
@@ -88,6 +136,7 @@ class Link:
                 return None
             self.remote = (str(peer[0]), int(peer[1]))
             self.peer = {}
+            self._end_handshake(sock)
             self.conn = Connection(sock, self.settings, str(peer[0]))
         return self.conn
 
@@ -95,6 +144,7 @@ class Link:
         self.peer = dict(pairs)
 
     async def close(self) -> None:
+        self._end_handshake()
         if self.expiry is not None:
             self.expiry.cancel()
             self.expiry = None

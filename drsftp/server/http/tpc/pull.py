@@ -78,14 +78,19 @@ async def _fill(job: Job, fd: int, cfg: Settings4Copy) -> None:
     first = job.stripes[0]
     auto = AutoStreams(cfg.max_streams, cfg.drs) if job.auto else None
     step = first_range(job.streams, job.auto)
-    first.take_link(job.remote)  # (whether its connection is new decides the warm-up: warm.py)
+    fresh = first.take_link(job.remote).fresh  # (a new connection: then warm-ups, warm.py)
+    loop = asyncio.get_running_loop()
+    began = answered = loop.time()
     asking = asyncio.ensure_future(_get(job, first, 0, step))
     warming = Warm(job, cfg)
     try:
         resp = await asking
+        answered = loop.time()
         await _sized(job, fd, cfg, auto, step, resp, warming)
     finally:
         await warming.settle()
+        log.debug("http: COPY %s: on %s connection, the first answer in %.3f s, the rest in %.3f s",
+                  job.target.href, "a new" if fresh else "a kept", answered - began, loop.time() - answered)
 
 
 async def _sized(job: Job, fd: int, cfg: Settings4Copy, auto: AutoStreams | None, step: int,
@@ -269,6 +274,7 @@ async def _range(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.Clie
 
 async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.ClientResponse:
     headers = [*job.headers, ("Range", copyreq.range_header(start, end))]
+    stripe.expect(end - start if job.total is None else min(end, job.total) - start)
     try:
         resp, job.remote = await stripe.send("GET", job.remote, headers, "source")
     except TimeoutError:

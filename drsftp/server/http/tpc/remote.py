@@ -62,6 +62,12 @@ class Stripe:
         if conn is not None:
             conn.begin(self.role)
 
+    def expect(self, n: int) -> None:
+        """``n`` bytes asked of the remote (a ranged GET): room for them at once."""
+        conn = self.link.conn if self.link is not None else None
+        if conn is not None:
+            conn.expect(self.role, n)
+
     def moved_bytes(self, n: int) -> None:
         self.moved += n
         conn = self.link.conn if self.link is not None else None
