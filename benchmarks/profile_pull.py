@@ -233,8 +233,9 @@ def _run(args: argparse.Namespace, work: Path, prof: str | None, env: dict[str, 
             cpu_a, cpu_b, wakes = _cpu(a), _cpu(b), _wakes(b)
             t0 = time.monotonic()
             took.clear()
-            with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
-                peek = pool.submit(_links, run_a, run, pa, args.ss) if args.ss else None
+            with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool, \
+                    concurrent.futures.ThreadPoolExecutor(1) as side:
+                peek = side.submit(_links, run_a, run, pa, args.ss) if args.ss else None
                 failed = [w for w in pool.map(pull, names, [rep] * len(names)) if w]
             secs = time.monotonic() - t0
             if peek is not None:

@@ -284,3 +284,39 @@ def test_a_free_stream_steals_the_tail_of_a_running_range(scripted_pair, ca):
     assert ranges[:2] == [f"bytes=0-{(16 << 20) - 1}", f"bytes={16 << 20}-{(24 << 20) - 1}"]
     tails = [r for r in ranges[2:] if r.endswith(f"-{(16 << 20) - 1}")]
     assert len(tails) == 1 and 0 < int(tails[0][6:].split("-")[0]) < 16 << 20, ranges
+
+
+@pytest.mark.parametrize(("rtt_us", "warmed"), [(100_000, 7), (100, 0)])
+def test_auto_warms_up_the_streams_its_first_connections_rtt_starts(monkeypatch, rtt_us, warmed):
+    """-P auto's warm-ups (warm.py): once the first connection's TCP
+    handshake gives its RTT, as many connections as first_streams starts
+    less the first: 8 on a 100 ms path with a 4 MiB window cap, none on a
+    0.1 ms one."""
+    import asyncio
+    import types
+
+    from drsftp.server.http.tpc import warm
+
+    heads = []
+
+    async def head(job, stripe):
+        heads.append(stripe.index)
+
+    monkeypatch.setattr(warm, "_head", head)
+    monkeypatch.setattr(warm.sockopt, "tcp_info", lambda sock: {"rtt": rtt_us})
+    monkeypatch.setattr(warm, "window_cap", lambda settings: 4 << 20)
+    link = types.SimpleNamespace(fresh=True, sock=object())
+    job = types.SimpleNamespace(auto=True, streams=1, remote=None, guard=None,
+                                stripes=[types.SimpleNamespace(link=link, index=0)])
+    job.new_stripe = lambda i, cfg, guard: types.SimpleNamespace(index=i, link=None, give_back=lambda: None)
+    cfg = types.SimpleNamespace(links=types.SimpleNamespace(taken={}), tls=None, timeout=None, max_streams=64,
+                                drs=None)
+    monkeypatch.setattr(warm, "key_of", lambda remote, tls, timeout: "k")
+
+    async def go():
+        w = warm.Warm(job, cfg)
+        await w.counting
+        await asyncio.gather(*w.tasks.values())
+        return sorted(w.tasks)
+
+    assert asyncio.run(go()) == list(range(1, warmed + 1)) and sorted(heads) == list(range(1, warmed + 1))

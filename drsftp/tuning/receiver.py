@@ -183,14 +183,17 @@ class DRSReceiver(DRSTuning, role=Role.RECEIVER):
         self._asked_end = max(self._asked_end, end)
 
     def _demand(self, received: int) -> int:
-        """The bytes a request asked that have not come, up to ``demand_max``
-        (docs/DESIGN.md#drs-demand).  A kept-alive HTTP connection carries a
-        burst a request: what arrives per RTT is what the window let through,
-        so 1.25x it is a fixed point below a burst larger than the window
-        (a 1 MiB file in two round trips on a 100 ms path); the request says
-        how much can come at once."""
+        """The bytes a request asked that have not come, when they are
+        ``demand_max`` at most (docs/DESIGN.md#drs-demand).  A kept-alive
+        HTTP connection carries a burst a request: what arrives per RTT is
+        what the window let through, so 1.25x it is a fixed point below a
+        burst larger than the window (a 1 MiB file in two round trips on a
+        100 ms path); the request says how much can come at once.  A larger
+        one is a flow for DRS to ramp: parallel streams each opened to it
+        together let their slow starts overshoot the path's queue."""
         self._received = max(self._received, received)
-        return min(max(self._asked_end - self._received, 0), self.config.demand_max)
+        left = max(self._asked_end - self._received, 0)
+        return left if left <= self.config.demand_max else 0
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x

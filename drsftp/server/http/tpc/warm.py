@@ -9,9 +9,12 @@ pull's first connection is new (a warm one answers in one round trip,
 nothing to overlap) and no other pull of this remote is running (a tree's
 COPYs, which start together, would open more connections than the source
 takes from one address: --max-connections-per-ip): the stripes
-X-Number-Of-Streams names, or as many as -P auto starts without an RTT
-(``StreamsConfig.start``).  A warm-up that fails is no failure: the GET
-on that stripe says what is wrong, if anything still is.
+X-Number-Of-Streams names, or as many as -P auto will start
+(auto.first_streams of the first connection's RTT), counted once its TCP
+handshake is done: a round trip after the first GET went, two before its
+answer comes (TLS, the GET), which is what the warm-ups' own handshakes
+take.  A warm-up that fails is no failure: the GET on that stripe says
+what is wrong, if anything still is.
 """
 
 from __future__ import annotations
@@ -20,12 +23,16 @@ import asyncio
 import contextlib
 import logging
 
-from ....tuning.count.streams import StreamsConfig
+from ....io import sockopt
+from ....tuning.count.streams import StreamsConfig, first_streams
+from .auto import AUTO_MAX, window_cap
 from .copy import Job, Settings4Copy
-from .links import key_of
+from .links import Link, key_of
 from .remote import Stripe
 
 log = logging.getLogger("drsftp.server")
+RTT_POLL = 0.005  # s between looks at the first connection's TCP handshake
+RTT_WAIT = 2.0  # s it is looked for at most
 
 
 class Warm:
@@ -34,13 +41,32 @@ class Warm:
     takes them (:meth:`take`); the rest are given back at the end."""
 
     def __init__(self, job: Job, cfg: Settings4Copy) -> None:
-        self.job = job
+        self.job, self.cfg = job, cfg
         self.stripes: dict[int, Stripe] = {}
         self.tasks: dict[int, asyncio.Future[None]] = {}
+        self.counting: asyncio.Future[None] | None = None  # -P auto's: the first connection's RTT awaited
         link = job.stripes[0].link
         if link is None or not link.fresh or cfg.links.taken.get(key_of(job.remote, cfg.tls, cfg.timeout), 0) > 1:
             return
-        n = StreamsConfig().start if job.auto else job.streams
+        if job.auto:
+            self.counting = asyncio.ensure_future(self._count(link))
+        else:
+            self._open(job.streams)
+
+    async def _count(self, link: Link) -> None:
+        """-P auto's first streams once the first connection's TCP handshake gave its RTT."""
+        rtt = None
+        for _ in range(int(RTT_WAIT / RTT_POLL)):  # (bounded: a source that never answers)
+            us = sockopt.tcp_info(link.sock).get("rtt") if link.sock is not None else None
+            if us:
+                rtt = us / 1e6
+                break
+            await asyncio.sleep(RTT_POLL)
+        cap = max(1, min(self.cfg.max_streams, AUTO_MAX))
+        self._open(first_streams(rtt, window_cap(self.cfg.drs), StreamsConfig(max_streams=cap)))
+
+    def _open(self, n: int) -> None:
+        job, cfg = self.job, self.cfg
         for i in range(1, min(n, cfg.max_streams)):
             stripe = job.stripes[i] if i < len(job.stripes) else job.new_stripe(i, cfg, job.guard)
             self.stripes[i] = stripe
@@ -66,6 +92,10 @@ class Warm:
         """The pull ended: warm-ups still out cancelled, stripes it never took
         given back; a link whose warm-up was cut is not kept (its connection
         is being closed, or half made: the next COPY would find it dead)."""
+        if self.counting is not None:
+            self.counting.cancel()
+            with contextlib.suppress(BaseException):
+                await self.counting
         cut = {i for i, t in self.tasks.items() if not t.done()}
         for i in cut:
             self.tasks[i].cancel()
