@@ -503,3 +503,42 @@ def test_only_a_connection_kept_alive_cuts_a_request_in_flight():
     assert a.fence == 48 << 20 > a.end == b.start > 1 << 20 and b.end == 48 << 20
     assert headers["Range"] == f"bytes={b.start}-{(48 << 20) - 1}"
     assert expected == [(48 << 20) - b.start]
+
+
+def test_connections_after_the_first_open_start_on_a_long_path(monkeypatch):
+    """pool.Pool.new_socket: once the first connection's TCP handshake gave
+    a path RTT of 40 ms or more, the next sockets offer the receiver's cap
+    before connecting (docs/DESIGN.md#open-start: the first connection's
+    RTT plays the control connection's part); on a short path, or before
+    that RTT is known, they start closed."""
+    import asyncio
+    import socket
+
+    from drsftp.client.http.pool import Pool
+    from drsftp.client.transfer.options import TransferOptions
+    from drsftp.http.url import parse_http_url
+    from drsftp.io import sockopt
+    from drsftp.tuning import Role
+
+    info = sockopt.tcp_info
+    addr = (socket.AF_INET, socket.SOCK_STREAM, 0, "", ("127.0.0.1", 9))
+
+    def offered(rtt_us):
+        async def go():
+            pool = Pool(parse_http_url("http://127.0.0.1:9/f"), TransferOptions(), Role.RECEIVER, 4)
+            first = pool.new_socket(addr)
+            monkeypatch.setattr(sockopt, "tcp_info", lambda s: {**info(s), "rtt": rtt_us} if s is first else info(s))
+            second = pool.new_socket(addr)
+            try:
+                return (first.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
+                        second.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+            finally:
+                await pool.__aexit__(None, None, None)
+                first.close()
+                second.close()
+        return asyncio.run(go())
+
+    closed, opened = offered(100_000)
+    assert opened >= 4 * closed and opened >= 1 << 20, (closed, opened)
+    closed, short = offered(1_000)
+    assert short == closed

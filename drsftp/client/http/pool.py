@@ -155,6 +155,8 @@ class Pool:
             sock = socket.socket(family, kind, proto)
             tuner = self._tuner()
             try:
+                if self.handshake_rtt() is not None:  # (the first connection's RTT: the path's, as a control RTT)
+                    tuner.note_control_rtt(self._first_sock)
                 tuner.before_handshake(sock)
             except OSError as exc:
                 log.info("cannot size the socket before connecting: %s", exc)
