@@ -170,7 +170,7 @@ class SocketTuner:
         """``more`` bytes were just asked of the peer (an HTTP request sent):
         a receiver opens its window for them now, before they come
         (docs/DESIGN.md#drs-demand)."""
-        if self.sock is None or self.ctl.plan is None:
+        if self.sock is None or self.ctl.plan is None or self.role is not Role.RECEIVER:
             return
         info = sockopt.tcp_info(self.sock)
         self.ctl.expect(info, more)

@@ -104,9 +104,10 @@ class Tuning:
     def on_peer_report(self, report: PeerReport, *, now: float, rtt: float | None) -> None:
         """Measurements received from the peer over the control channel."""
 
-    def expect(self, end: int) -> None:
-        """The application asked the peer for the bytes up to ``end`` (the
-        connection's cumulative bytes_received): a request sent."""
+    def expect(self, at: int, more: int) -> None:
+        """The application asked the peer for ``more`` bytes when the
+        connection had received ``at`` (cumulative bytes_received): a
+        request sent, or an answer's body begun."""
 
     def tick_interval(self, *, rtt: float | None) -> float | None:
         """Seconds until the next :meth:`on_sample`; ``None``: no ticks needed."""

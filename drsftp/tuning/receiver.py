@@ -179,21 +179,21 @@ class DRSReceiver(DRSTuning, role=Role.RECEIVER):
             return 0.0
         return cfg.lead_gain / cfg.slow_start_gain * rate * max(min_rtt, cfg.app_delay)
 
-    def expect(self, end: int) -> None:
-        self._asked_end = max(self._asked_end, end)
+    def expect(self, at: int, more: int) -> None:
+        if more <= self.config.demand_max:  # (a larger one is DRS's to ramp: _demand)
+            self._asked_end = max(self._asked_end, at + more)
 
     def _demand(self, received: int) -> int:
-        """The bytes a request asked that have not come, when they are
-        ``demand_max`` at most (docs/DESIGN.md#drs-demand).  A kept-alive
-        HTTP connection carries a burst a request: what arrives per RTT is
-        what the window let through, so 1.25x it is a fixed point below a
-        burst larger than the window (a 1 MiB file in two round trips on a
-        100 ms path); the request says how much can come at once.  A larger
-        one is a flow for DRS to ramp: parallel streams each opened to it
-        together let their slow starts overshoot the path's queue."""
+        """The bytes a request of ``demand_max`` at most asked that have not
+        come (docs/DESIGN.md#drs-demand).  A kept-alive HTTP connection
+        carries a burst a request: what arrives per RTT is what the window
+        let through, so 1.25x it is a fixed point below a burst larger than
+        the window (a 1 MiB file in two round trips on a 100 ms path); the
+        request says how much can come at once.  A larger one is a flow for
+        DRS to ramp (:meth:`expect` ignores it): parallel streams each
+        opened to it together let their slow starts overshoot the queue."""
         self._received = max(self._received, received)
-        left = max(self._asked_end - self._received, 0)
-        return left if left <= self.config.demand_max else 0
+        return max(self._asked_end - self._received, 0)
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x

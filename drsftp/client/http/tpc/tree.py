@@ -10,7 +10,8 @@ destination takes fewer connections from this address), or that failed
 on a 503 of the source (B's connections to A), is tried again and its
 worker ends: the tree goes on with fewer COPYs at once, the last worker
 waiting BUSY_WAIT before each new try, each file tried at most
-MAX_BUSY times.  A file that fails otherwise is listed with its
+MAX_BUSY times, and none once 2 x MAX_BUSY COPYs in a row met a 503
+(a server down, not one that takes fewer).  A file that fails otherwise is listed with its
 reason and the others go on; a failing walk (a directory that cannot be
 listed or made) ends the tree.  An entry listed outside the directory
 asked, or named ``..``, is skipped with a warning."""
@@ -53,6 +54,7 @@ async def copy_tree(ends: Ends, src_top: str, dst_top: str, s: Settings, session
     running = sessions  # workers still running (a 503 ends one: module docstring)
     again: list[tuple[Entry, str]] = []  # files to try again, refused with 503
     busy: dict[str, int] = {}  # 503s met, by source path
+    streak = 0  # 503s in a row (an outage, not a connection limit: MAX_BUSY of them and no more tries)
     each = replace(s, progress=False)
     view = ProgressView(posixpath.basename(src_top) or "/", None, s.progress)
     queue: asyncio.Queue[tuple[Entry, str] | None] = asyncio.Queue(QUEUED * sessions)
@@ -77,7 +79,7 @@ async def copy_tree(ends: Ends, src_top: str, dst_top: str, s: Settings, session
 
     async def one(item: tuple[Entry, str]) -> bool:
         """One file's COPY; False: this worker ends (a 503: fewer at once)."""
-        nonlocal files, moved, stopped
+        nonlocal files, moved, stopped, streak
         if s.deadline is not None and s.deadline.passed:
             stopped = True
             return True
@@ -86,7 +88,8 @@ async def copy_tree(ends: Ends, src_top: str, dst_top: str, s: Settings, session
             r = await copy_file(ends, e.path, there, each, size=e.size, head=False)
         except HTTPError as exc:
             busy[e.path] = busy.get(e.path, 0) + (exc.status == BUSY)
-            if exc.status != BUSY or busy[e.path] >= MAX_BUSY:
+            streak = streak + 1 if exc.status == BUSY else 0
+            if exc.status != BUSY or busy[e.path] >= MAX_BUSY or streak >= MAX_BUSY * 2:
                 failed.append((e.path, str(exc)))
                 return True
             again.append(item)
@@ -95,6 +98,7 @@ async def copy_tree(ends: Ends, src_top: str, dst_top: str, s: Settings, session
                 return False
             await asyncio.sleep(BUSY_WAIT)
             return True
+        streak = 0
         if not r.complete:
             stopped = True
             return True

@@ -68,8 +68,9 @@ class Link:
         self.fresh = True  # its connection still to be made (not taken from the pool)
         self.handshake: SocketTuner | None = None  # sized the socket's handshake (open start), until connected
         self.keep = True  # False once redirected to another remote: not pooled
+        # (happy_eyeballs_delay=None: one address at a time, so ``sock`` is the socket that connected)
         connector = aiohttp.TCPConnector(limit=1, ssl=tls, resolver=self.resolver, socket_factory=self._socket,
-                                         use_dns_cache=False, keepalive_timeout=IDLE)
+                                         use_dns_cache=False, keepalive_timeout=IDLE, happy_eyeballs_delay=None)
         connected = aiohttp.TraceConfig()  # (the floor locked before the first request goes)
         connected.on_connection_create_end.append(self._connected)
         self.session = aiohttp.ClientSession(

@@ -274,7 +274,6 @@ async def _range(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.Clie
 
 async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.ClientResponse:
     headers = [*job.headers, ("Range", copyreq.range_header(start, end))]
-    stripe.expect(end - start if job.total is None else min(end, job.total) - start)
     try:
         resp, job.remote = await stripe.send("GET", job.remote, headers, "source")
     except TimeoutError:
@@ -315,6 +314,8 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
     at = span.at  # where ``pending`` goes
     size = 0
     stripe.begin()
+    if resp.content_length is not None:  # (its window opens for the body: DESIGN.md#drs-demand)
+        stripe.expect(resp.content_length)
     try:
         try:
             async for data in resp.content.iter_any():

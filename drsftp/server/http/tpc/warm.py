@@ -62,6 +62,8 @@ class Warm:
                 rtt = us / 1e6
                 break
             await asyncio.sleep(RTT_POLL)
+        if len(self.job.stripes) > 1:
+            return  # (the pull's streams started without them: a source that answered before its RTT was seen)
         cap = max(1, min(self.cfg.max_streams, AUTO_MAX))
         self._open(first_streams(rtt, window_cap(self.cfg.drs), StreamsConfig(max_streams=cap)))
 
