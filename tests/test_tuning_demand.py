@@ -48,11 +48,21 @@ def test_what_came_no_longer_holds_the_window():
     drs = DRSTuning(Role.RECEIVER, DRSConfig(demand_max=2 * MiB))
     t, got = steady(drs)
     drs.expect(got, 1536 * KiB)
-    drs.expect(got, 1)  # (an earlier end: what is asked only grows)
     drs.on_sample(Sample(bytes_received=got), now=t + 0.005, rtt=1.3 * RTT)
     assert drs.window >= 1536 * KiB
     for i in range(1, 300):  # it comes at 500 KB a round trip, and more of it: the window shrinks back
         drs.on_sample(Sample(bytes_received=got + i * 50 * KiB), now=t + i * RTT / 10, rtt=1.3 * RTT)
+    assert drs.window < MiB
+
+
+def test_the_next_request_replaces_the_last_and_zero_clears_it():
+    """One request at a time on a connection: a later, smaller one (or 0,
+    its body ended) leaves no room for the last one's bytes."""
+    drs = DRSTuning(Role.RECEIVER, DRSConfig())
+    t, got = steady(drs)
+    drs.expect(got, 3 * MiB)
+    drs.expect(got, 0)
+    drs.on_sample(Sample(bytes_received=got), now=t + 0.005, rtt=1.3 * RTT)
     assert drs.window < MiB
 
 

@@ -180,8 +180,9 @@ class DRSReceiver(DRSTuning, role=Role.RECEIVER):
         return cfg.lead_gain / cfg.slow_start_gain * rate * max(min_rtt, cfg.app_delay)
 
     def expect(self, at: int, more: int) -> None:
-        if more <= self.config.demand_max:  # (a larger one is DRS's to ramp: _demand)
-            self._asked_end = max(self._asked_end, at + more)
+        """The last request's (one at a time on a connection); a larger one
+        than ``demand_max`` is DRS's to ramp (:meth:`_demand`); 0: none."""
+        self._asked_end = at + more if more <= self.config.demand_max else at
 
     def _demand(self, received: int) -> int:
         """The bytes a request of ``demand_max`` at most asked that have not
@@ -190,7 +191,7 @@ class DRSReceiver(DRSTuning, role=Role.RECEIVER):
         let through, so 1.25x it is a fixed point below a burst larger than
         the window (a 1 MiB file in two round trips on a 100 ms path); the
         request says how much can come at once.  A larger one is a flow for
-        DRS to ramp (:meth:`expect` ignores it): parallel streams each
+        DRS to ramp (:meth:`expect` clears it): parallel streams each
         opened to it together let their slow starts overshoot the queue."""
         self._received = max(self._received, received)
         return max(self._asked_end - self._received, 0)

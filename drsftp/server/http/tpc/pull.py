@@ -48,6 +48,7 @@ WRITE_BATCH = 4 << 20  # bytes gathered before one pwritev (a thread hop each)
 MAX_IOV = 512  # buffers gathered at most (IOV_MAX is 1024 on Linux)
 WHOLE = 1 << 62  # the end of a body of unknown length
 WAKE = 1.0  # s between looks at a pull's streams (a stream added meanwhile)
+FIRST_DEMAND = 4 << 20  # bytes of the first range the window opens for (one stream: no joint overshoot)
 
 
 async def pull(job: Job, cfg: Settings4Copy) -> None:
@@ -274,6 +275,9 @@ async def _range(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.Clie
 
 async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.ClientResponse:
     headers = [*job.headers, ("Range", copyreq.range_header(start, end))]
+    # its window opens for what it asks (DESIGN.md#drs-demand); the first range, asked before the size is known
+    # (a tree's file: often all of it), for FIRST_DEMAND of it
+    stripe.expect(min(end - start, FIRST_DEMAND) if job.total is None else min(end, job.total) - start)
     try:
         resp, job.remote = await stripe.send("GET", job.remote, headers, "source")
     except TimeoutError:
@@ -314,8 +318,6 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
     at = span.at  # where ``pending`` goes
     size = 0
     stripe.begin()
-    if resp.content_length is not None:  # (its window opens for the body: DESIGN.md#drs-demand)
-        stripe.expect(resp.content_length)
     try:
         try:
             async for data in resp.content.iter_any():
@@ -344,6 +346,7 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
         if pending:
             at += await loop.run_in_executor(None, fileio.pwritev_all, fd, pending, at)
     finally:
+        stripe.expect(0)  # (nothing more is coming: DESIGN.md#drs-demand)
         stripe.end()
     if exact and span.at < span.end:
         raise CopyFailed(f"the source ended its body after {job.moved} bytes, short of the {job.total} announced")
