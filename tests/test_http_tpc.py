@@ -320,3 +320,29 @@ def test_auto_warms_up_the_streams_its_first_connections_rtt_starts(monkeypatch,
         return sorted(w.tasks)
 
     assert asyncio.run(go()) == list(range(1, warmed + 1)) and sorted(heads) == list(range(1, warmed + 1))
+
+
+def test_a_pull_whose_streams_all_ended_with_bytes_unfetched_fails(monkeypatch):
+    """pull._Pull.run: every stream ended and the plan still misses bytes
+    (a range given back after the others stopped): a failure, never a
+    rename of a part file with a hole."""
+    import asyncio
+    import types
+
+    from drsftp.http.steal import Plan
+    from drsftp.server.http.tpc import pull
+
+    async def idle(self, stripe, resp, span):  # (a stream that ends at once)
+        return None
+
+    monkeypatch.setattr(pull._Pull, "_worker", idle)
+    stripe = types.SimpleNamespace(index=0, done=False, ending=False, moved=0, link=None)
+    job = types.SimpleNamespace(stripes=[stripe], streams=1, moved=0, target=types.SimpleNamespace(href="/h"))
+    plan = Plan(1 << 20, 4 << 20, 64 << 20)
+
+    async def go():
+        p = pull._Pull(job, -1, None, plan, None, types.SimpleNamespace())
+        await p.run(None, plan.open(0, 1 << 20))
+
+    with pytest.raises(pull.CopyFailed, match="not fetched"):
+        asyncio.run(go())

@@ -187,6 +187,9 @@ class _Pull:
                     await w
             log.debug("http: COPY %s: %d streams, %d ranged GETs after the first, %d tails stolen, %d cut short",
                       job.target.href, len(job.stripes), self.asked, self.stolen, self.cut)
+        if self.plan.missing:  # (every stream ended, a range given back by one that -P auto ended still unasked)
+            raise CopyFailed(f"{self.plan.missing} bytes of the file were not fetched; the part file keeps what"
+                             " arrived")
 
     def lead(self) -> int:
         """Bytes a stream receives in a round trip (what a victim gets while its thief's request travels)."""
