@@ -346,3 +346,18 @@ def test_a_pull_whose_streams_all_ended_with_bytes_unfetched_fails(monkeypatch):
 
     with pytest.raises(pull.CopyFailed, match="not fetched"):
         asyncio.run(go())
+
+
+def test_a_stream_the_source_refuses_ends_and_the_others_finish(scripted_pair, ca):
+    """X-Number-Of-Streams: 4 from a source that takes two connections from
+    an address (503 past them, as drsftp serve's --max-connections-per-ip
+    does): the refused streams end, their ranges go to the two that run,
+    and the file arrives whole (pull._Pull._worker)."""
+    b = scripted_pair
+    data = os.urandom(24 << 20)
+    script = Script(data=data, ranges=True, pace=0.002, busy_after=2)
+    with scripted(script) as port:
+        status, body = copy(ca, b.url("busy.bin"), f"Source: http://127.0.0.1:{port}/f", "X-Number-Of-Streams: 4")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert (b.root / "busy.bin").read_bytes() == data
+    assert script.connections > 2  # (the refused ones were tried)

@@ -89,6 +89,7 @@ class Script:
     pace: float = 0.0
     location: str = ""
     ranges: bool = False
+    busy_after: int = 0  # connections past this many are answered 503 (a source's per-address limit); 0: none
     connections: int = 0
     requests: list = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -104,9 +105,20 @@ def _handler(script: Script):
         def do_HEAD(self) -> None:
             self.do_GET(head=True)
 
+        def setup(self) -> None:
+            super().setup()
+            self.ordinal = script.connections  # (counted as accepted: _Server.get_request)
+
         def do_GET(self, head: bool = False) -> None:
             script.requests.append((self.command, self.path, dict(self.headers)))
             data = script.data
+            if script.busy_after and self.ordinal > script.busy_after:
+                self.send_response(503)
+                self.send_header("Connection", "close")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                self.close_connection = True
+                return
             if script.mode == "redirect":
                 self.send_response(302)
                 self.send_header("Location", script.location)

@@ -126,6 +126,10 @@ async def _sized(job: Job, fd: int, cfg: Settings4Copy, auto: AutoStreams | None
     await _Pull(job, fd, cfg, plan, auto, warming).run(resp, plan.open(0, min(step, total)))
 
 
+class SourceBusy(CopyFailed):
+    """The source answered 503: it takes no more connections from here (a stream's: it ends, _Pull._worker)."""
+
+
 class _Pull:
     """The streams of a pull once the size is known: the first reads its
     answer while the others start, each asking for its share, then
@@ -140,6 +144,7 @@ class _Pull:
         self.active = 0  # workers running
         self.began = asyncio.get_running_loop().time()
         self.asked = self.stolen = self.cut = 0  # requests, tails taken, responses cut short (the debug log)
+        self.source_cap: int | None = None  # streams the source took when it refused one (503)
 
     def running(self) -> list[Stripe]:
         return [s for s in self.job.stripes if not s.done and not s.ending]
@@ -214,7 +219,17 @@ class _Pull:
                 self.asked += 1
                 asked = span.end
                 self.spans[stripe.index] = span
-                warm = await self._read(stripe, await _range(self.job, stripe, span.start, asked), span, asked)
+                try:
+                    resp = await _range(self.job, stripe, span.start, asked)
+                except SourceBusy:
+                    if self.active <= 1:
+                        raise
+                    self.plan.done(span)  # (nothing of it came: free again for the streams that run)
+                    self.source_cap = self.active - 1  # (-P auto adds none past it: _steer)
+                    log.info("http: COPY %s: the source takes no more connections: %d streams", self.job.target.href,
+                             self.active - 1)
+                    break
+                warm = await self._read(stripe, resp, span, asked)
         finally:
             self.active -= 1
             stripe.give_back()
@@ -248,7 +263,8 @@ class _Pull:
             then, before = now, moved
             running = self.running()
             action = auto.update(goodput, running, (job.total or 0) - moved)
-            if action is Action.ADD and not (len(running) < auto.cap and self.add()):
+            cap = auto.cap if self.source_cap is None else min(auto.cap, self.source_cap)
+            if action is Action.ADD and not (len(running) < cap and self.add()):
                 auto.refused(action, len(running))
             elif action is Action.REMOVE:
                 if len(running) > 1:
@@ -290,7 +306,8 @@ async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.Client
     if resp.status >= 300 and resp.status != 416:
         text = (await _small(resp)).strip()
         resp.release()
-        raise CopyFailed(f"the source answered {resp.status} {resp.reason}" + (f": {text}" if text else ""))
+        fail = SourceBusy if resp.status == 503 else CopyFailed
+        raise fail(f"the source answered {resp.status} {resp.reason}" + (f": {text}" if text else ""))
     return resp
 
 
