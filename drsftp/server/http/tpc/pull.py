@@ -199,7 +199,8 @@ class _Pull:
     def lead(self) -> int:
         """Bytes a stream receives in a round trip (what a victim gets while its thief's request travels)."""
         elapsed = asyncio.get_running_loop().time() - self.began
-        rtt = rtt_of(self.job.stripes[0]) or DEFAULT_RTT
+        # (the first stripe's RTT, else a running one's: a stripe done has given its link back)
+        rtt = next((r for r in map(rtt_of, self.job.stripes) if r), None) or DEFAULT_RTT
         streams = sum(1 for s in self.job.stripes if s.moved)  # (the average stream's, not the last ones')
         return int(self.job.moved / max(elapsed, 1e-3) / max(streams, 1) * rtt)
 
