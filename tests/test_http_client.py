@@ -542,3 +542,35 @@ def test_connections_after_the_first_open_start_on_a_long_path(monkeypatch):
     assert opened >= 4 * closed and opened >= 1 << 20, (closed, opened)
     closed, short = offered(1_000)
     assert short == closed
+
+
+def test_the_path_rtt_is_the_first_connections_least(monkeypatch):
+    """pool.Pool.path_rtt: the first connection's least RTT (its smoothed
+    one counts the queue a running transfer fills); none before a sample."""
+    import asyncio
+    import socket
+
+    from drsftp.client.http.pool import Pool
+    from drsftp.client.transfer.options import TransferOptions
+    from drsftp.http.url import parse_http_url
+    from drsftp.io import sockopt
+    from drsftp.tuning import Role
+
+    seen = {}
+    monkeypatch.setattr(sockopt, "tcp_info", lambda s: dict(seen))
+
+    async def go():
+        pool = Pool(parse_http_url("http://127.0.0.1:9/f"), TransferOptions(), Role.RECEIVER, 4)
+        first = pool.new_socket((socket.AF_INET, socket.SOCK_STREAM, 0, "", ("127.0.0.1", 9)))
+        try:
+            out = [pool.path_rtt()]
+            seen.update(rtt=150_000, min_rtt=100_000)
+            out.append(pool.path_rtt())
+            seen.update(min_rtt=0xFFFFFFFF)  # (the kernel's "none yet")
+            out.append(pool.path_rtt())
+            return out
+        finally:
+            await pool.__aexit__(None, None, None)
+            first.close()
+
+    assert asyncio.run(go()) == [None, 100_000, 150_000]

@@ -155,8 +155,9 @@ class Pool:
             sock = socket.socket(family, kind, proto)
             tuner = self._tuner()
             try:
-                if self.handshake_rtt() is not None:  # (the first connection's RTT: the path's, as a control RTT)
-                    tuner.note_control_rtt(self._first_sock)
+                path_rtt = self.path_rtt()
+                if path_rtt is not None:  # (the first connection's: the path's, as a control connection's RTT)
+                    tuner.ctl.note_control_rtt(path_rtt)
                 tuner.before_handshake(sock)
             except OSError as exc:
                 log.info("cannot size the socket before connecting: %s", exc)
@@ -173,6 +174,15 @@ class Pool:
         seconds (before TLS's, and before any request's answer)."""
         us = sockopt.tcp_info(self._first_sock).get("rtt") if self._first_sock is not None else None
         return us / 1e6 if us else None
+
+    def path_rtt(self) -> int | None:
+        """The first connection's least RTT so far, in microseconds (a
+        running transfer's smoothed RTT counts the queue it fills)."""
+        info = sockopt.tcp_info(self._first_sock) if self._first_sock is not None else {}
+        rtt, least = info.get("rtt"), info.get("min_rtt")
+        if not rtt:
+            return None  # (no sample yet: its TCP handshake is not done)
+        return int(min(rtt, least) if least else rtt)
 
     def link_of(self, transport: Any) -> Link | None:
         """The connection's Link, made (and its tuner attached) the first
