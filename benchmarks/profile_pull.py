@@ -119,10 +119,12 @@ def _links(run_a, run_b, port: int, after: float) -> str:
 
 
 def _phases(log: str, per_round: int) -> str:
-    """B's debug lines of the last round's COPYs: the first answer, then the rest (the body, the rename)."""
+    """B's debug lines of the last round: a pull's streams and requests (the
+    last COPY's), each COPY's first answer, then the rest (the body, the rename)."""
     with open(log) as f:
-        lines = [x for x in f if "the first answer in" in x][-per_round:]
-    out = []
+        logged = f.readlines()
+    lines = [x for x in logged if "the first answer in" in x][-per_round:]
+    out = [f"  last round: {x.split(': ', 2)[-1].strip()}" for x in logged if "ranged GETs after the first" in x][-1:]
     for kind in ("a new", "a kept"):
         times = [(float(m.group(1)), float(m.group(2))) for x in lines if f"on {kind} connection" in x
                  for m in [re.search(r"answer in ([\d.]+) s, the rest in ([\d.]+) s", x)] if m]
@@ -131,7 +133,7 @@ def _phases(log: str, per_round: int) -> str:
             mid, p90 = first[len(first) // 2], rest[len(rest) * 9 // 10]
             out.append(f"  last round, {len(times)} COPYs on {kind} connection: the first answer {mid:.3f} s"
                        f" (median), the rest {rest[len(rest) // 2]:.3f} s (median), {p90:.3f} (p90)")
-    return "\n".join(out) or "  no COPY timings in the log"
+    return "\n".join(out) or "  no COPY figures in the log"
 
 
 def _cpu(proc: subprocess.Popen) -> tuple[float, float]:

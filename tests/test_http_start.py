@@ -105,3 +105,20 @@ def test_aiohttp_imported_by_the_client_leaves_the_ssl_module_as_it_was():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0"
+
+
+def test_the_handshake_rtt_is_awaited_until_known_or_told_to_stop():
+    """io/handshake.wait_rtt: the RTT once a look finds it; None at once
+    when ``until`` says the wait is over (the HEAD answered first)."""
+    import asyncio
+
+    from drsftp.io.handshake import wait_rtt
+
+    looks = []
+
+    def rtt():
+        looks.append(1)
+        return 0.1 if len(looks) >= 3 else None
+
+    assert asyncio.run(wait_rtt(rtt)) == 0.1 and len(looks) == 3
+    assert asyncio.run(wait_rtt(lambda: None, lambda: True)) is None

@@ -303,7 +303,7 @@ def test_auto_warms_up_the_streams_its_first_connections_rtt_starts(monkeypatch,
         heads.append(stripe.index)
 
     monkeypatch.setattr(warm, "_head", head)
-    monkeypatch.setattr(warm.sockopt, "tcp_info", lambda sock: {"rtt": rtt_us})
+    monkeypatch.setattr(warm, "handshake_rtt", lambda sock: rtt_us / 1e6)  # (its TCP handshake done)
     monkeypatch.setattr(warm, "window_cap", lambda settings: 4 << 20)
     link = types.SimpleNamespace(fresh=True, sock=object())
     job = types.SimpleNamespace(auto=True, streams=1, remote=None, guard=None,

@@ -105,9 +105,9 @@ class Tuning:
         """Measurements received from the peer over the control channel."""
 
     def expect(self, at: int, more: int) -> None:
-        """The application asked the peer for ``more`` bytes when the
-        connection had received ``at`` (cumulative bytes_received): a
-        request sent, or an answer's body begun."""
+        """The application asked the peer for ``more`` bytes (a request
+        sent; 0: its answer ended) when the connection had received ``at``
+        (cumulative bytes_received).  Only a receiver's rule uses it."""
 
     def tick_interval(self, *, rtt: float | None) -> float | None:
         """Seconds until the next :meth:`on_sample`; ``None``: no ticks needed."""

@@ -370,8 +370,7 @@ class SocketController:
     def expect(self, info: Info, more: int) -> None:
         """``more`` bytes were asked of the peer (``info``: TCP_INFO now): a
         receiver's window opens for them at its next decision."""
-        if self.role is Role.RECEIVER:
-            self.tuning.expect(int(info.get("bytes_received") or 0), more)
+        self.tuning.expect(int(info.get("bytes_received") or 0), more)
 
     # -- the end -------------------------------------------------------------------
     def close(self, info: Info) -> float | None:

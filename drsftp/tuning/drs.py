@@ -70,8 +70,8 @@ class DRSConfig:
     open_start: bool = True  # offer the cap at the handshake (see before_handshake)
     open_start_min_rtt: float = 0.04  # ... on paths at least this long (control RTT)
     cpu_floor: int = 4 * MiB  # receive window at least this on short paths (see _cpu_floor)
-    demand_max: int = 4 * MiB  # a request's bytes not yet come, this many at most, open the window (see _demand)
     cpu_floor_rtt: float = 0.01  # ... paths whose min RTT is below this
+    demand_max: int = 4 * MiB  # a request's bytes not yet come, this many at most, open the window (see _demand)
 
     def __post_init__(self) -> None:
         if not 0 < self.floor <= self.cap:

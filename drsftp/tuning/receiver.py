@@ -39,7 +39,6 @@ class DRSReceiver(DRSTuning, role=Role.RECEIVER):
         self._recovery_until = float("-inf")  # loss recovery's room lasts until then
         self._hole_at = float("-inf")  # out-of-order arrivals last grew then
         self._asked_end = 0  # bytes_received once what the application asked has come (expect)
-        self._received = 0  # bytes_received at the last sample
         cfg = self.config
         self._slow = SlowFloor(cfg.floor, gain=cfg.slow_floor_gain, least=cfg.slow_floor_least,
                                keep=cfg.slow_floor_keep, delay=cfg.slow_floor_delay, step=cfg.shrink_step,
@@ -193,8 +192,7 @@ class DRSReceiver(DRSTuning, role=Role.RECEIVER):
         request says how much can come at once.  A larger one is a flow for
         DRS to ramp (:meth:`expect` clears it): parallel streams each
         opened to it together let their slow starts overshoot the queue."""
-        self._received = max(self._received, received)
-        return max(self._asked_end - self._received, 0)
+        return max(self._asked_end - received, 0)
 
     def _cpu_floor(self) -> int:
         """Below ``cpu_floor_rtt`` the right-sized window is rate x

@@ -168,8 +168,6 @@ ENTRIES: dict[str, ThirdEntry] = {e.name: e for e in [
                "drsftp copy -r https://A/ https://B/, its defaults (-c 4: a COPY per file)"),
     ThirdEntry("https-copy-r-c16", "drsftp-https", "client", True, _https_copy("-c", "16"),
                "drsftp copy -r -c 16 https://A/ https://B/ (as many COPYs at once as copy -r's 16 pairs)"),
-    *[ThirdEntry(f"https-copy-r-c{n}", "drsftp-https", "client", True, _https_copy("-c", str(n)),
-                 f"drsftp copy -r -c {n} https://A/ https://B/") for n in (24, 32, 48)],
 ]}
 DEFAULT_ENTRIES = ("copy-Pauto", "copy-P4", "get-Pauto-on-b", "gridftp-p4-16M", "gridftp-p8-16M", "https-copy-Pauto",
                    "https-copy-P4", "gfal-pull", "gfal-pull-n4", "gfal-pull-xrootd", "gfal-pull-xrootd-8", "copy-r",

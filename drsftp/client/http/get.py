@@ -24,6 +24,7 @@ import os
 from ...ftp.eblock import RangeSet
 from ...ftp.partname import download_part
 from ...http.url import HTTPLocation
+from ...io.handshake import wait_rtt
 from ...tuning import Role
 from ..result import TransferResult
 from ..streams.monitor import watch
@@ -39,8 +40,6 @@ from .preconnect import Early
 from .verify import verify
 
 log = logging.getLogger("drsftp.client")
-RTT_POLL = 0.005  # seconds between looks at the first connection's TCP handshake (-P auto's count)
-RTT_WAIT = 2.0  # seconds it is looked for at most
 
 
 async def get(loc: HTTPLocation, dest: str, opts: TransferOptions, streams: int | None,
@@ -136,11 +135,8 @@ async def _head(pool: Pool, loc: HTTPLocation, opts: TransferOptions, streams: i
     head = asyncio.ensure_future(_ask_head(pool, loc))
     try:
         if streams is None:
-            for _ in range(int(RTT_WAIT / RTT_POLL)):  # (bounded: the HEAD's answer ends it too)
-                if pool.handshake_rtt() is not None or head.done():
-                    break
-                await asyncio.sleep(RTT_POLL)
-            download.wanted = auto.first_connections(pool.handshake_rtt(), opts)
+            # (the HEAD's answer ends the wait too)
+            download.wanted = auto.first_connections(await wait_rtt(pool.handshake_rtt, head.done), opts)
         download.open_early(download.wanted - 1)
         return await head
     except BaseException:

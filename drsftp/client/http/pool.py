@@ -32,6 +32,7 @@ import aiohttp
 from ...http import drsheader
 from ...http.url import HTTPLocation
 from ...io import sockopt
+from ...io.handshake import handshake_rtt
 from ...io.tuner import SocketTuner
 from ...tuning import Role, check_spec
 from ..result import TransferResult
@@ -172,8 +173,7 @@ class Pool:
     def handshake_rtt(self) -> float | None:
         """The first connection's RTT once its TCP handshake is done, in
         seconds (before TLS's, and before any request's answer)."""
-        us = sockopt.tcp_info(self._first_sock).get("rtt") if self._first_sock is not None else None
-        return us / 1e6 if us else None
+        return handshake_rtt(self._first_sock)
 
     def path_rtt(self) -> int | None:
         """The first connection's least RTT so far, in microseconds (a

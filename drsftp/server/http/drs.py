@@ -42,6 +42,11 @@ class Settings:
     limits: sockopt.HostLimits | None = None
     budget: BufferBudget | None = None
 
+    def tuner(self, role: Role) -> SocketTuner:
+        """A socket tuner of the HTTP side: reads unbatched (decision 0046), no timeline."""
+        return SocketTuner(self.spec, role, allow_force=self.allow_force, limits=self.limits, budget=self.budget,
+                           batch_reads=False, timeline=False)
+
 
 @dataclass
 class _Flow:
@@ -86,10 +91,8 @@ class Connection:
             other = Role.RECEIVER if role is Role.SENDER else Role.SENDER
             if other in self.flows and not self.flows[other].active:
                 self._drop(other)
-            s = self.settings
             try:
-                tuner = SocketTuner(s.spec, role, allow_force=s.allow_force, limits=s.limits, budget=s.budget,
-                                    batch_reads=False, timeline=False)
+                tuner = self.settings.tuner(role)
                 tuner.note_control_rtt(self.sock)  # the connection's RTT so far: the same path's
                 tuner.attach(self.sock)  # type: ignore[arg-type]
             except OSError as exc:  # the socket closed under us
@@ -117,10 +120,7 @@ class Connection:
         sent): that tuner, if it has run, opens its window for them now."""
         flow = self.flows.get(role)
         if flow is not None:
-            try:
-                flow.tuner.expect(n, flow.moved)
-            except OSError:  # the socket closed: the connection's end closes the tuner
-                pass
+            flow.tuner.expect(n, flow.moved)
 
     def moved(self, role: Role, n: int) -> None:
         flow = self.flows.get(role)

@@ -33,15 +33,17 @@ import contextlib
 import logging
 import socket
 import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from ....http import drsheader
-from ....io.tuner import SocketTuner
 from ....tuning import Role
 from ..drs import Connection, Settings
 from .guard import Guard, PinnedResolver, Remote
+
+if TYPE_CHECKING:
+    from ....io.tuner import SocketTuner
 
 log = logging.getLogger("drsftp.server")
 
@@ -86,35 +88,25 @@ class Link:
 
     def _open_start(self, sock: socket.socket) -> None:
         """The receive buffer offered at the handshake (module docstring)."""
-        self._end_handshake()
-        s = self.settings
-        tuner = SocketTuner(s.spec, Role.RECEIVER, allow_force=s.allow_force, limits=s.limits, budget=s.budget,
-                            batch_reads=False, timeline=False)
-        tuner.note_foreign_path()
-        try:
-            tuner.before_handshake(sock, reserve_as=self)
-        except OSError:
-            if s.budget is not None:
-                s.budget.release(self)
-            return
-        self.handshake = tuner
+        self._end_handshake()  # (a socket made before this one never connected)
+        self.handshake = self.settings.tuner(Role.RECEIVER)
+        self.handshake.note_foreign_path()
+        self.handshake.before_handshake(sock, reserve_as=self)
 
     async def _connected(self, *_: Any) -> None:
+        """aiohttp made the connection (TCP and TLS), before its first request."""
         self._end_handshake(self.sock)
 
     def _end_handshake(self, sock: socket.socket | None = None) -> None:
-        """Connected: the floor locked before the first byte; the reservation released."""
+        """Connected (``sock``): the floor locked before the first byte, which
+        releases the reservation; else (never connected) just that."""
         tuner, self.handshake = self.handshake, None
         if tuner is None:
             return
-        try:
-            if sock is not None:
-                tuner.after_handshake(sock, reserved_as=self)
-        except OSError:
-            pass
-        finally:
-            if self.settings.budget is not None:
-                self.settings.budget.release(self)
+        if sock is not None:
+            tuner.after_handshake(sock, reserved_as=self)
+        elif self.settings.budget is not None:
+            self.settings.budget.release(self)
 
     @property
     def open(self) -> bool:
@@ -137,7 +129,6 @@ class Link:
                 return None
             self.remote = (str(peer[0]), int(peer[1]))
             self.peer = {}
-            self._end_handshake(sock)
             self.conn = Connection(sock, self.settings, str(peer[0]))
         return self.conn
 

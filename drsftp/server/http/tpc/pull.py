@@ -33,6 +33,7 @@ from ....http import copyreq, digest
 from ....http.steal import MIN_TAIL, Plan, Span
 from ....io import fileio
 from ....tuning.count.streams import Action
+from ....tuning.drs import DRSConfig
 from ...ftp import partfile
 from .auto import AutoStreams, rtt_of
 from .copy import CopyFailed, Job, Settings4Copy
@@ -48,7 +49,7 @@ WRITE_BATCH = 4 << 20  # bytes gathered before one pwritev (a thread hop each)
 MAX_IOV = 512  # buffers gathered at most (IOV_MAX is 1024 on Linux)
 WHOLE = 1 << 62  # the end of a body of unknown length
 WAKE = 1.0  # s between looks at a pull's streams (a stream added meanwhile)
-FIRST_DEMAND = 4 << 20  # bytes of the first range the window opens for (one stream: no joint overshoot)
+FIRST_DEMAND = DRSConfig.demand_max  # bytes of the first range the window opens for (one stream: no joint overshoot)
 
 
 async def pull(job: Job, cfg: Settings4Copy) -> None:

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 
-from ....io import sockopt
+from ....io.handshake import handshake_rtt, wait_rtt
 from ....tuning.count.streams import StreamsConfig, first_streams
 from .auto import AUTO_MAX, window_cap
 from .copy import Job, Settings4Copy
@@ -31,8 +31,6 @@ from .links import Link, key_of
 from .remote import Stripe
 
 log = logging.getLogger("drsftp.server")
-RTT_POLL = 0.005  # s between looks at the first connection's TCP handshake
-RTT_WAIT = 2.0  # s it is looked for at most
 
 
 class Warm:
@@ -55,13 +53,7 @@ class Warm:
 
     async def _count(self, link: Link) -> None:
         """-P auto's first streams once the first connection's TCP handshake gave its RTT."""
-        rtt = None
-        for _ in range(int(RTT_WAIT / RTT_POLL)):  # (bounded: a source that never answers)
-            us = sockopt.tcp_info(link.sock).get("rtt") if link.sock is not None else None
-            if us:
-                rtt = us / 1e6
-                break
-            await asyncio.sleep(RTT_POLL)
+        rtt = await wait_rtt(lambda: handshake_rtt(link.sock))
         if len(self.job.stripes) > 1:
             return  # (the pull's streams started without them: a source that answered before its RTT was seen)
         cap = max(1, min(self.cfg.max_streams, AUTO_MAX))
