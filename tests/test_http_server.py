@@ -374,3 +374,17 @@ def test_a_response_body_is_tuned_from_the_budget_and_gives_it_back(root):
         while budget.granted_total() != 0:  # the connection closed: its controller gave them back
             assert time.monotonic() < deadline
             time.sleep(0.05)
+
+
+def test_every_answer_names_the_server_without_versions(front, root):
+    (root / "a").write_bytes(b"x" * 1000)
+    asks = [("GET", "/a", {}), ("GET", "/a", {"Range": "bytes=0-9"}), ("HEAD", "/a", {}), ("GET", "/nope", {}),
+            ("PROPFIND", "/", {"Depth": "1"}), ("OPTIONS", "/", {}), ("PUT", "/b", {}), ("BREW", "/a", {})]
+    seen = []
+    for method, path, extra in asks:
+        st, h, _ = run(fetch(front, method, path, headers=extra, data=b"y" if method == "PUT" else None))
+        seen.append(st)
+        assert h.getall("Server") == ["drsftp"], (method, path, st)
+    st, h, _ = run(fetch(front, "GET", "/a", auth=False))
+    assert st == 401 and h.getall("Server") == ["drsftp"]
+    assert seen == [200, 206, 200, 404, 207, 200, 201, 400]  # (the last: aiohttp's own parser refuses it)

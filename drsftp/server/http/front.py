@@ -29,6 +29,7 @@ from aiohttp import web
 
 from ...io import tlspolicy
 from ..config import ConfigError
+from .aiocompat import name_the_server
 from .drs import Connection, Settings
 from .service import Service
 
@@ -98,6 +99,7 @@ class HTTPFront:
                  settings: Settings, header_timeout: float, max_cons: int = 0, max_cons_per_ip: int = 0) -> None:
         self.service, self.tls, self.settings = service, tls, settings
         self.header_timeout, self.max_cons, self.max_cons_per_ip = header_timeout, max_cons, max_cons_per_ip
+        name_the_server("drsftp")
         try:
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             self.sock = socket.create_server((host, port), family=family, backlog=128)
