@@ -159,7 +159,8 @@ def test_a_cut_leaves_each_reader_what_ends_both_together():
     # a reader at 10 MB/s with 40 MB unread, a thief at 30 MB/s a round trip (0.1 s) from its first byte:
     # the reader keeps k with k / 10 = 0.1 + (40 - k) / 30, so k = 10.75 MB, both done 1.075 s on
     assert cut_point(40_000_000, MIB, 10e6, 30e6, 0.1) == 10_750_000
-    assert cut_point(40_000_000, MIB, None, 30e6, 0.1) == 20_000_000  # (a speed unknown: halves)
+    assert cut_point(40_000_000, MIB, None, 30e6, 0.1) == 21_500_000  # (a speed unknown: equal, the lead kept)
+    assert cut_point(40_000_000, MIB, None, None, 0.1) == 20_000_000  # (no speed: halves)
     assert cut_point(40_000_000, MIB, 1e6, 1e9, 0.0) == MIB  # (each keeps the least at least)
     assert cut_point(40_000_000, MIB, 1e9, 1e6, 5.0) == 40_000_000 - MIB
 

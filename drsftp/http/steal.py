@@ -11,8 +11,8 @@ the tail of the running span with the most bytes still to come
 (:meth:`Plan.steal`): that span's end moves down to the cut, its reader
 stops there and closes its connection (RFC 9112 sec. 9.3: the rest of
 its message cannot be skipped), and the thief asks for the tail on its
-own kept-alive connection.  The victim keeps half and ``lead`` more (what
-it receives while the thief's request travels), so both end together.
+own kept-alive connection.  Where the cut goes is :func:`even_end`, the
+one rule the client's downloads cut by too (client/streams/rangeplan.py).
 
 A span's end only moves down; its reader writes a byte only below it.
 """
@@ -39,6 +39,18 @@ class Span:
 
     def __repr__(self) -> str:
         return f"Span({self.start}, at={self.at}, end={self.end})"
+
+
+def even_end(unread: int, lead: int, victim_speed: float | None = None, thief_speed: float | None = None) -> int:
+    """Bytes of ``unread`` its reader keeps when a thief takes the rest,
+    so that both end together: the thief's bytes start a request's round
+    trip late, ``lead`` being what it would read meanwhile, and each reads
+    at its speed (bytes/s; equal where one is unknown).  Keeping k at
+    speed v and leaving the rest to a thief at speed t ends both together
+    where k / v = lead / t + (unread - k) / t."""
+    if victim_speed and thief_speed:
+        return int((unread + lead) * victim_speed / (victim_speed + thief_speed))
+    return (unread + lead + 1) // 2
 
 
 def _align_up(n: int) -> int:
@@ -90,7 +102,7 @@ class Plan:
         if not self.running:
             return None
         victim = max(self.running, key=lambda s: s.left)
-        keep = min(victim.left, _align_up((victim.left + lead + 1) // 2))
+        keep = min(victim.left, _align_up(even_end(victim.left, lead)))
         tail = victim.left - keep
         if tail < max(min_tail, 1):
             return None

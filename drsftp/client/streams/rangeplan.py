@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ...ftp.eblock import RangeSet
+from ...http.steal import even_end
 from ..session.control import os_reason
 
 log = logging.getLogger("drsftp.client")
@@ -184,13 +185,11 @@ class RangePlan:
 def cut_point(unread: int, least: int, victim_speed: float | None, thief_speed: float | None,
               delay: float) -> int:
     """How much of ``unread`` its reader keeps when a thief splits it: as
-    much as makes both end together (the reader's ``keep / victim_speed``
-    equals ``delay + (unread - keep) / thief_speed``), half where a speed
-    is unknown; each keeps ``least`` at least."""
-    keep = unread / 2
-    if victim_speed and thief_speed:
-        keep = victim_speed * (delay * thief_speed + unread) / (victim_speed + thief_speed)
-    return int(min(max(keep, least), unread - least))
+    much as makes both end together (http/steal.py ``even_end``: the
+    thief's first byte ``delay`` seconds on, speeds equal where one is
+    unknown); each keeps ``least`` at least."""
+    keep = even_end(unread, int(delay * thief_speed) if thief_speed else 0, victim_speed, thief_speed)
+    return min(max(keep, least), unread - least)
 
 
 def read_chunk(streams: int) -> int:
