@@ -45,8 +45,11 @@ __all__ = [
     "set_mlst_facts",
     "skip_tls_goodbye",
     "start_tls_as_client",
+    "step_tls_handshake",
     "stop_connecting",
+    "stop_reading",
     "tls_established",
+    "tls_handshaking",
     "transfer_attached",
 ]
 
@@ -264,8 +267,28 @@ def control_tls_established(handler) -> bool:
 
 def start_tls_as_client(channel) -> None:
     """A pyftpdlib TLS connection just secured (secure_connection) takes
-    the TLS client's role and sends its ClientHello now (SSCN ON): its
-    handshake steps on read and write events from then on, as a server's."""
+    the TLS client's role (SSCN ON): its handshake steps on read and write
+    events from then on, as a server's; its first step (step_tls_handshake)
+    sends the ClientHello."""
     channel.socket.set_connect_state()
-    with channel._handle_ssl_want_rw():
-        channel._do_ssl_handshake()
+
+
+def step_tls_handshake(channel) -> None:
+    """Run the TLS handshake's next step now, as a read or write event
+    would (a connection closed or past its handshake: nothing)."""
+    if channel._ssl_accepting and not channel._closed:
+        with channel._handle_ssl_want_rw():
+            channel._do_ssl_handshake()
+
+
+def tls_handshaking(channel) -> bool:
+    """A pyftpdlib TLS connection's handshake was started and has not ended."""
+    return bool(getattr(channel, "_ssl_accepting", False))
+
+
+def stop_reading(channel) -> None:
+    """The channel polls no events until a transfer command sets its own
+    (DTPHandler.enable_receiving, push); the TLS mixin's end of a
+    handshake or read step would restore read polling otherwise."""
+    channel._wanted_io_events = 0
+    channel.modify_ioloop_events(0)

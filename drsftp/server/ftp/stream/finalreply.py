@@ -4,7 +4,9 @@ connection:
 
 - with no data connection open or coming, RETR/STOR/APPE/STOU/LIST/NLST/
   MLSD get 425 in the 150's place, after their own checks, and REST is
-  cleared (pyftpdlib answered 150 and waited forever);
+  cleared (pyftpdlib answered 150 and waited forever); when the data
+  connection's TLS handshake failed before the command came, its 522
+  instead (RFC 4217 sec. 10.2; ftp/tls/data.py);
 - a queued transfer whose data connection fails or times out gets its
   reply (425/421: ftp/stream/channel.py) and its transfer-log line;
 - ABOR on a transfer still owed its reply gets 426 then 226, otherwise
@@ -27,6 +29,7 @@ log = logging.getLogger("drsftp.server")
 
 # Commands that move data over the data connection (RFC 959 4.1.3).
 TRANSFER_CMDS = frozenset({"RETR", "STOR", "APPE", "STOU", "LIST", "NLST", "MLSD"})
+DATA_PORT_CMDS = frozenset({"PASV", "EPSV", "PORT", "EPRT"})  # a new data connection (RFC 959 4.1.2, RFC 2428)
 PEEK = 65536  # asynchat's ac_in_buffer_size: what one read of the control connection takes
 
 
@@ -51,12 +54,19 @@ class FinalReplies:
     transfer that never started drops its file through ftp/stream/uploads.py."""
 
     NO_DATA_PATH = "425 Can't open data connection: none is open (PASV/EPSV/PORT/EPRT first)."
-    _without_data_path = False  # a transfer command runs with no data connection open or coming
+    _without_data_path = ""  # a transfer command runs with no data connection open or coming: its reply
+    _data_path_failure: str | None = None  # the last data connection failed before its transfer command came
 
     def data_path_open(self) -> bool:
         """A data connection is open or being made: PASV listening, PORT
         connecting."""
         return self.data_channel is not None or compat.data_connection_coming(self)
+
+    def data_path_failed(self, reply: str) -> None:
+        """The data connection failed with no transfer command to answer:
+        the next one gets ``reply`` (a reply now would be taken for the
+        client's next command's)."""
+        self._data_path_failure = reply
 
     def fail_queued_transfer(self, reply: str) -> bool:
         """A transfer command answered 150 whose data connection will not
@@ -79,15 +89,18 @@ class FinalReplies:
         command's own checks answer first (RFC 959 4.2: the reply that says
         what is wrong: 550 no such file, 554 REST past the end, 450 REST
         before STOU/APPE or no unique name); the 425 takes the 150's place."""
+        if cmd in DATA_PORT_CMDS:
+            self._data_path_failure = None
         if cmd not in TRANSFER_CMDS or not self.authenticated or self.data_path_open():
             super().process_command(cmd, *args, **kwargs)
             return
-        self._without_data_path = True
+        reply = self._without_data_path = self._data_path_failure or self.NO_DATA_PATH
         try:
             super().process_command(cmd, *args, **kwargs)
         finally:
-            self._without_data_path = False
-        if compat.last_reply(self) == self.NO_DATA_PATH:
+            self._without_data_path = ""
+        if compat.last_reply(self) == reply:
+            self._data_path_failure = None
             compat.restart_position(self, 0)  # REST applies to this command only
             f = compat.queued_file(self)
             compat.clear_pending_transfer(self)
@@ -97,8 +110,8 @@ class FinalReplies:
                     partfile.discard_if_empty(f.name)
 
     def respond(self, resp, *args, **kwargs):
-        if self._without_data_path and resp.startswith("150 "):
-            resp = self.NO_DATA_PATH  # no 150: nothing to wait for
+        if self._without_data_path and (resp.startswith("150 ") or resp == self.NO_DATA_PATH):
+            resp = self._without_data_path  # no 150: nothing to wait for
         super().respond(resp, *args, **kwargs)
 
     def run_waiting_abort(self) -> bool:

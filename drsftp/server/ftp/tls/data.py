@@ -26,14 +26,26 @@ answered 426 and the upload stays under its temporary name
 (datachannel.DRSDataMixin.connection_lost); a client retries.  The end of
 an upload is the client's close_notify (RFC 8446 sec. 6.1), or its TCP
 FIN without one (every byte before a FIN came).
+
+A data connection is open from its accept or connect, handshaking or
+not: the transfer command waits for it.  A handshake that fails before
+its transfer command came keeps its 522 for that command (pyftpdlib sent
+it at once, where the client took it for its next command's reply, and
+the transfer command then got "none is open": ftp/stream/finalreply.py).
+Bytes that come before the transfer command do not close the channel
+(pyftpdlib's DTPHandler.readable takes any as its peer gone): the TLS
+server's session tickets to this end as the TLS client (SSCN ON) are
+taken, a third-party source's first bytes wait for the STOR.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 
 from pyftpdlib.handlers import DTPHandler
+from pyftpdlib.utils import is_ssl_sock
 
 from .. import compat
 from ..stream.channel import LOST_ERRNOS
@@ -41,8 +53,55 @@ from ..stream.channel import LOST_ERRNOS
 log = logging.getLogger("drsftp.server")
 
 
+def tls_reason(exc: BaseException | None) -> str:
+    """What a pyOpenSSL failure says, in a few words: OpenSSL's last
+    reason ("no shared cipher"), or the system error ("Unexpected EOF")."""
+    args: tuple = getattr(exc, "args", ())
+    if args and isinstance(args[0], list) and args[0] and isinstance(args[0][-1], tuple):
+        text = str(args[0][-1][-1])
+    elif len(args) == 2 and isinstance(args[1], str):
+        text = args[1]
+    else:
+        text = str(exc or "") or type(exc).__name__
+    return " ".join(text.split()) or "unknown reason"
+
+
 class TLSDataReplies:
     """Put in front of the TLS data channel class."""
+
+    _handshake_answered = False
+
+    def handle_failed_ssl_handshake(self):
+        self._handshake_failed(sys.exc_info()[1])
+        self.close()  # type: ignore[attr-defined]
+
+    def close(self):
+        """pyftpdlib closes a channel whose peer reset it or closed it
+        mid-handshake (a SysCallError) without any reply."""
+        from OpenSSL import SSL
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, SSL.Error) and compat.tls_handshaking(self) and not compat.closed(self):
+            self._handshake_failed(exc)
+        super().close()  # type: ignore[misc]
+
+    def _handshake_failed(self, exc: BaseException | None) -> None:
+        """RFC 4217 sec. 10.2: 522 when the data connection's TLS
+        negotiation fails, naming OpenSSL's reason, to the transfer command
+        waiting for this connection, or else the next one."""
+        if self._handshake_answered:
+            return
+        self._handshake_answered = True
+        why = tls_reason(exc)
+        log.info("TLS handshake on the data connection from %s failed: %r", self.data_peer, exc)  # type: ignore[attr-defined]
+        reply = f"522 SSL handshake failed on the data connection: {why}."
+        ch = self.cmd_channel  # type: ignore[attr-defined]
+        if compat.transfer_attached(self):
+            compat.set_final_reply(self, reply, log.info)
+        else:
+            compat.set_final_reply(self, None)
+            if not ch.fail_queued_transfer(reply):
+                ch.data_path_failed(reply)
 
     def handle_error(self):
         from OpenSSL import SSL
@@ -73,7 +132,56 @@ class TLSDataEnd(DTPHandler):
     (DRSDataMixin.closed_by_loss).  After a reset or a TCP end the channel
     closes without a TLS shutdown of its own: pyOpenSSL's fails there,
     pyftpdlib's close took the failure for a retry, and no final reply
-    came (a client that ended its upload with a FIN alone got no 226)."""
+    came (a client that ended its upload with a FIN alone got no 226).
+
+    Reads past the mixin (the handshake done, or PROT C) before the
+    transfer command come here too, and do not close the channel."""
+
+    def readable(self):
+        # past the TLS mixin's own (a handshake or shutdown step waiting to read)
+        if not compat.transfer_attached(self) and not compat.closed(self):
+            return True  # pyftpdlib's would close the channel
+        return super().readable()
+
+    def handle_read_event(self):
+        """The whole class's handle_read, DRSDataMixin's read before the
+        transfer under PROT C with it (pyftpdlib's DTPHandler makes its
+        own the read event's)."""
+        if is_ssl_sock(self.socket) and not compat.transfer_attached(self):
+            self._tls_read_before_transfer()
+        else:
+            self.handle_read()
+
+    def _tls_read_before_transfer(self) -> None:
+        """A peek reads the records: a session ticket is taken, data stays
+        (in OpenSSL) for the transfer command, which reads it first
+        (enable_receiving); a close or a reset ends the channel."""
+        from OpenSSL import SSL
+
+        try:
+            data = self.socket.recv(1, socket.MSG_PEEK)
+        except (SSL.WantReadError, SSL.WantWriteError):
+            return  # a ticket taken, or a record not whole yet
+        except SSL.ZeroReturnError:
+            data = b""
+        except (SSL.Error, OSError) as exc:
+            log.info("data connection from %s lost before its transfer command: %r",
+                     self.data_peer, exc)  # type: ignore[attr-defined]
+            compat.skip_tls_goodbye(self)
+            data = b""
+        if data:
+            compat.stop_reading(self)
+        else:
+            self.handle_close()  # no command to answer (DRSDataMixin)
+
+    def enable_receiving(self, type, cmd):
+        super().enable_receiving(type, cmd)
+        if is_ssl_sock(self.socket) and self.socket.pending():  # read before the command: no read event for it
+            self.call_later(0, self._read_held)
+
+    def _read_held(self) -> None:
+        if not compat.closed(self):
+            self.handle_read_event()
 
     def handle_close(self):
         from OpenSSL import SSL

@@ -54,8 +54,14 @@ class SSCNCommand:
 
 class SSCNData:
     """Mixed into the TLS data channel class: under SSCN ON the channel
-    takes the TLS client's role and sends its ClientHello at once (the
-    other server, the TLS server, waits for it)."""
+    takes the TLS client's role and sends its ClientHello on the ioloop's
+    next turn (the other server, the TLS server, waits for it).  Not in
+    the channel's ``__init__``: pyftpdlib makes a PASV connection the
+    session's data channel only if it is still open when ``__init__``
+    returns, and a PORT connection whatever it is, so a handshake that
+    failed there left no data connection, or a closed one, and no reply
+    to the transfer command; on the ioloop a failure reaches the transfer
+    command (tls/data.py)."""
 
     _tls_client = False
     MAX_DRAIN = 64  # records read at close, at most
@@ -68,6 +74,7 @@ class SSCNData:
         super().secure_connection(ch.ssl_client_context)  # type: ignore[misc]
         if not compat.closed(self):
             compat.start_tls_as_client(self)
+            self.call_later(0, compat.step_tls_handshake, self)  # type: ignore[attr-defined]
         return None
 
     def close(self):
