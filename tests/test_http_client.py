@@ -4,6 +4,8 @@ bytes compared by SHA-256 in every transfer."""
 
 from __future__ import annotations
 
+import gzip
+import http.server
 import json
 import os
 import re
@@ -11,9 +13,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
+from conftest import drsftp
 from httpfake import PASSWORD, USER, FakeServer, sha256
 from tlscerts import make_certs
 
@@ -574,3 +578,91 @@ def test_the_path_rtt_is_the_first_connections_least(monkeypatch):
             first.close()
 
     assert asyncio.run(go()) == [None, 100_000, 150_000]
+
+
+class _Coding(http.server.BaseHTTPRequestHandler):
+    """A server that gzips its answers: always, or when the request allows it."""
+
+    protocol_version = "HTTP/1.1"
+    always = False
+    data = b"".join(b"line %08d of a text that compresses well\n" % i for i in range(20000))
+
+    def log_message(self, *args):
+        pass
+
+    def do_HEAD(self):
+        self.do_GET(head=True)
+
+    def do_GET(self, head=False):
+        body, coded = self.data, self.always or "gzip" in (self.headers.get("Accept-Encoding") or "")
+        self.send_response(200)
+        if coded:
+            body = gzip.compress(body)
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+
+@pytest.mark.parametrize("always", [False, True])
+def test_a_content_coded_answer_is_never_stored_as_the_file(tmp_path, always):
+    handler = type("Handler", (_Coding,), {"always": always})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv.daemon_threads = True
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    try:
+        dest = tmp_path / "t.txt"
+        r = drsftp("get", "-q", f"http://127.0.0.1:{srv.server_address[1]}/t.txt", str(dest), timeout=60)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        t.join(10)
+    if always:  # (asked for identity, sent gzip all the same: refused, nothing in place)
+        assert r.returncode != 0 and "Content-Encoding gzip" in r.stderr and "Traceback" not in r.stderr
+        assert not dest.exists()
+    else:  # (asked for identity: the file's own bytes)
+        assert r.returncode == 0, r.stderr
+        assert dest.read_bytes() == _Coding.data
+
+
+class _Longer(http.server.BaseHTTPRequestHandler):
+    """HTTP/1.0: HEAD says 1000 bytes, GET sends 5000 with no length (the
+    file grew between the two), ending the body by closing."""
+
+    protocol_version = "HTTP/1.0"
+    ranges = ""
+
+    def log_message(self, *args):
+        pass
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "1000")
+        if self.ranges:
+            self.send_header("Accept-Ranges", self.ranges)
+        self.end_headers()
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"x" * 5000)
+
+
+@pytest.mark.parametrize("ranges", ["", "none"])
+def test_a_whole_file_longer_than_its_size_is_refused_not_cut(tmp_path, ranges):
+    handler = type("Handler", (_Longer,), {"ranges": ranges})  # ("": ranges probed, "none": one plain GET)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv.daemon_threads = True
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    try:
+        dest = tmp_path / "f"
+        r = drsftp("get", "-q", f"http://127.0.0.1:{srv.server_address[1]}/f", str(dest), timeout=60)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        t.join(10)
+    assert r.returncode != 0 and "more than the 1000 bytes" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not dest.exists()

@@ -361,3 +361,22 @@ def test_a_stream_the_source_refuses_ends_and_the_others_finish(scripted_pair, c
     assert status == 202 and last_line(body) == "success: Created", body
     assert (b.root / "busy.bin").read_bytes() == data
     assert script.connections > 2  # (the refused ones were tried)
+
+
+def test_a_redirect_from_https_to_plain_http_is_refused_before_it_is_followed():
+    import asyncio
+
+    from drsftp.server.http.problem import Problem
+    from drsftp.server.http.tpc.guard import Guard
+    from drsftp.server.peers import parse_peers
+
+    guard = Guard(parse_peers("127.0.0.1"), "a test")
+
+    async def hop(src: str, location: str):
+        return await guard.hop(await guard.check(src, "source"), location, 0, "source")
+
+    with pytest.raises(Problem) as refused:  # (the source's credentials would follow in clear)
+        asyncio.run(hop("https://127.0.0.1:8443/f", "http://127.0.0.1:8080/f"))
+    assert refused.value.status == 502 and "plain text" in str(refused.value.sentence)
+    assert asyncio.run(hop("https://127.0.0.1:8443/f", "/g")).url == "https://127.0.0.1:8443/g"
+    assert asyncio.run(hop("http://127.0.0.1:8080/f", "https://127.0.0.1:8443/g")).scheme == "https"

@@ -232,8 +232,13 @@ class Download:
             # read to ``stop``, or to where a thief split this request (asg.end)
             t0, p0 = self._reading[wid] = (time.monotonic(), asg.pos)  # (its answer came: its first bytes)
             link = slot.link
+            whole = resp.status == 200
             async for chunk in resp.content.iter_any():
                 n = min(len(chunk), min(stop, asg.end) - asg.pos)
+                if whole and n < len(chunk):  # (the whole file, longer than its size: it changed)
+                    raise HTTPError(f"{self.pool.loc.url(self.path)}: the server sent more than the"
+                                    f" {self.plan.size} bytes it gave as the file's size (did the file change?);"
+                                    " --continue resumes", 200, transient=False)
                 if n > 0:
                     pwrite_all(self.fd, memoryview(chunk)[:n], asg.pos)
                     self.plan.advance(wid, n)
@@ -293,15 +298,18 @@ class WholeDownload:
     async def run(self) -> None:
         async with self.pool.request("GET", self.path, ok=(200,)) as (resp, slot):
             self.slot = slot
-            async for chunk in resp.content.iter_any():
-                pwrite_all(self.fd, chunk, self.moved)
-                self.moved += len(chunk)
-                if slot.link is not None:
-                    slot.link.moved(len(chunk))
             if None not in (self.size, resp.content_length) and resp.content_length != self.size:
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: the server sent {resp.content_length} bytes"
                                 f" as the whole file, not the {self.size} it gave first (did the file change?)",
                                 200, transient=False)
             expected = resp.content_length if resp.content_length is not None else self.size
+            async for chunk in resp.content.iter_any():
+                if expected is not None and self.moved + len(chunk) > expected:  # (nothing past it is written)
+                    raise HTTPError(f"{self.pool.loc.url(self.path)}: the server sent more than the {expected}"
+                                    " bytes it gave as the file's size (did the file change?)", 200, transient=False)
+                pwrite_all(self.fd, chunk, self.moved)
+                self.moved += len(chunk)
+                if slot.link is not None:
+                    slot.link.moved(len(chunk))
             if expected is not None and self.moved != expected:
                 raise HTTPError(f"{self.pool.loc.url(self.path)}: short transfer: {self.moved} of {expected} bytes")

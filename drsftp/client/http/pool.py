@@ -38,7 +38,7 @@ from ...tuning import Role, check_spec
 from ..result import TransferResult
 from ..transfer import maxtime
 from ..transfer.options import TransferOptions
-from .errors import connection_error, status_error
+from .errors import HTTPError, connection_error, status_error
 from .preconnect import Early, link_tuner
 
 log = logging.getLogger("drsftp.client")
@@ -120,7 +120,8 @@ class Pool:
             ssl_arg = client_tls(self.opts.ca_file, self.opts.insecure).context
             if self.opts.insecure:
                 log.warning("--insecure: the server's TLS certificate is not checked")
-        headers = {"User-Agent": "drsftp"}
+        # identity: a body is the file's bytes, never a content coding of them (RFC 9110 sec. 12.5.3)
+        headers = {"User-Agent": "drsftp", "Accept-Encoding": "identity"}
         if self.loc.user:  # HTTP Basic (RFC 7617 sec. 2): user-id ":" password, UTF-8, base64
             pair = f"{self.loc.user}:{self.loc.password or ''}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
@@ -228,6 +229,11 @@ class Pool:
             self._peer_report(resp, slot)
             if resp.status not in ok:
                 raise status_error(self.loc, path, resp.status, resp.reason, method)
+            coding = resp.headers.get("Content-Encoding", "identity").strip().lower()
+            if coding not in ("", "identity"):  # (asked for none: its bytes are not the file's)
+                raise HTTPError(f"{self.loc.url(path)}: the server sent its answer with Content-Encoding"
+                                f" {coding[:40]}, though asked for none; drsftp stores no coded bytes",
+                                resp.status, transient=False)
             try:
                 yield resp, slot
             except aiohttp.ClientError as exc:  # (reading the body; a local write's OSError is the file's)

@@ -100,7 +100,12 @@ class Guard:
     async def hop(self, current: Remote, location: str, hops: int, what: str) -> Remote:
         if hops >= MAX_HOPS:
             raise Problem(502, f"the {what} redirected more than {MAX_HOPS} times.")
-        return await self.check(urljoin(current.url, location), f"{what}'s redirect")
+        target = urljoin(current.url, location)
+        # the request's credentials (TransferHeaderAuthorization) ride only over TLS once they did (SECURITY.md)
+        if current.scheme == "https" and urlsplit(target).scheme.lower() != "https":
+            raise Problem(502, f"the {what} redirected from https to plain text: refused, it would carry the"
+                               " request's credentials in clear.")
+        return await self.check(target, f"{what}'s redirect")
 
 
 async def _resolve(host: str, port: int) -> tuple[str, ...]:

@@ -76,7 +76,9 @@ class Link:
         connected = aiohttp.TraceConfig()  # (the floor locked before the first request goes)
         connected.on_connection_create_end.append(self._connected)
         self.session = aiohttp.ClientSession(
-            connector=connector, auto_decompress=False, headers={"User-Agent": USER_AGENT}, trace_configs=[connected],
+            # identity: the bytes stored are the file's (aiohttp asks for gzip by default; pull.py refuses a coding)
+            connector=connector, auto_decompress=False, trace_configs=[connected],
+            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=timeout))
 
     def _socket(self, addr_info: Any) -> socket.socket:
