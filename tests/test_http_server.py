@@ -11,13 +11,14 @@ import hashlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 import zlib
 
 import aiohttp
 import pytest
-from conftest import PASSWORD, PY, USER, drsftp, make_file
+from conftest import PASSWORD, PY, USER, drsftp, make_file, wait_until
 from httpserve import AUTH, fetch, in_process, run, serve_process
 from tlscerts import make_certs
 
@@ -388,3 +389,23 @@ def test_every_answer_names_the_server_without_versions(front, root):
     st, h, _ = run(fetch(front, "GET", "/a", auth=False))
     assert st == 401 and h.getall("Server") == ["drsftp"]
     assert seen == [200, 206, 200, 404, 207, 200, 201, 400]  # (the last: aiohttp's own parser refuses it)
+
+
+def test_two_paths_to_one_directory_give_one_writer(root):
+    (root / "real").mkdir()
+    os.symlink("real", root / "link")  # (inside the home: allowed, and the same part file)
+    with in_process(root) as front:
+        first = socket.create_connection(("127.0.0.1", front.port))
+        try:
+            first.sendall((f"PUT /real/f HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH['Authorization']}\r\n"
+                           "Content-Length: 100\r\n\r\n").encode() + b"1" * 50)
+            part = root / "real" / ".f.part"
+            assert wait_until(lambda: part.exists() and part.stat().st_size == 50, 10)
+            second = run(fetch(front, "PUT", "/link/f", data=b"2" * 100))[0]
+            first.sendall(b"1" * 50)
+            first.settimeout(10)
+            answer = first.recv(4096).split(b"\r\n")[0]
+        finally:
+            first.close()
+    assert second == 409 and answer.split()[1] in (b"201", b"204")
+    assert (root / "real" / "f").read_bytes() == b"1" * 100

@@ -16,29 +16,44 @@ OVER_DIRECTORY = "550 Is a directory: a file cannot be stored over it."
 BUSY = "450 The file is busy: another session is uploading it; try again when that upload ends."
 
 # the part files uploads of this server are writing now (one writer each);
-# the FTP ioloop and the HTTP front's thread both claim (docs/HTTP.md)
-_writing: set[str] = set()
+# the FTP ioloop and the HTTP front's thread both claim (docs/HTTP.md).  A
+# part file is known by its directory's inode and its name: two paths to one
+# directory (a symlink inside the home) name one file, one writer.
+_writing: set[tuple[int, int, str]] = set()
+_claimed: dict[str, tuple[int, int, str]] = {}  # the path a claim was made by -> its key
 _lock = threading.Lock()
+
+
+def _key(path: str) -> tuple[int, int, str]:
+    folder, name = os.path.split(os.path.abspath(path))
+    try:
+        st = os.stat(folder)
+    except OSError:  # (no directory: the upload fails on opening its part; keyed by its path meanwhile)
+        return (-1, -1, os.path.abspath(path))
+    return (st.st_dev, st.st_ino, name)
 
 
 def claim(path: str) -> bool:
     """``path`` is now written by one upload: False if another one writes it."""
-    key = os.path.abspath(path)
+    key = _key(path)
     with _lock:
         if key in _writing:
             return False
         _writing.add(key)
+        _claimed[os.path.abspath(path)] = key
         return True
 
 
 def release(path: str) -> None:
     """The upload writing ``path`` ended (or never began)."""
     with _lock:
-        _writing.discard(os.path.abspath(path))
+        key = _claimed.pop(os.path.abspath(path), None)
+        if key is not None:
+            _writing.discard(key)
 
 
 def busy(path: str) -> bool:
-    return os.path.abspath(path) in _writing
+    return _key(path) in _writing
 
 
 def part_path(path: str) -> str:
