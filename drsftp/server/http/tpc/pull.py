@@ -16,6 +16,7 @@ the size.
 ``RequireChecksumVerification: true``: once the file is whole, a HEAD
 with ``Want-Digest`` asks the source's digest, compared with the part
 file's before it is renamed (a source that offers none: not compared).
+What a pull refuses of its source's answers: answers.py.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ....io import fileio
 from ....tuning.count.streams import Action
 from ....tuning.drs import DRSConfig
 from ...ftp import partfile
+from . import answers
 from .auto import AutoStreams, rtt_of
 from .copy import CopyFailed, Job, Settings4Copy
 from .ranges import COLD_TAIL, DEFAULT_RTT, MIN_RANGE, first_range, streams_for
@@ -310,6 +312,10 @@ async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.Client
         resp.release()
         fail = SourceBusy if resp.status == 503 else CopyFailed
         raise fail(f"the source answered {resp.status} {resp.reason}" + (f": {text}" if text else ""))
+    if (coding := answers.coding(resp)) is not None:
+        resp.close()
+        raise CopyFailed(f"the source sent the file content-coded (Content-Encoding: {coding}): a copy stores"
+                         " the file's own bytes")
     return resp
 
 

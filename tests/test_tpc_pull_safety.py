@@ -1,0 +1,139 @@
+"""What a COPY pull (server/http/tpc/pull.py, answers.py) refuses to
+store: a content-coded answer, a body with no length that a closed
+connection ends, a source rewritten mid-pull (ETag, If-Match), a file
+past --http-max-body; and what it leaves behind: no partial PUT's ranges
+in the part file it truncated, no write in flight once its part file is
+released.  -P auto's steering ends with the pull's streams, and a pull
+whose streams all ended with a range missing fails rather than hangs."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import re
+import socket
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from tpcpeers import copy, drsftp_peer, last_line
+from xrootdserve import make_test_ca
+
+MiB = 1 << 20
+MAX_BODY = 4_000_000  # the second peer's --http-max-body
+
+
+@dataclass
+class Source:
+    """A source that answers a GET as ``mode`` says: gzip (the body
+    content-coded, whatever was asked), unsized (200, neither length nor
+    chunks, the connection shut after ``cut`` bytes), chunked (200 in
+    chunks, no length), versions (ranges; the first GET gets ``data``, the
+    later ones ``new``, each with its ETag; ``honour``: If-Match is
+    checked, 412)."""
+
+    mode: str
+    data: bytes
+    new: bytes = b""
+    cut: int = 0
+    honour: bool = True
+    requests: list = field(default_factory=list)
+
+
+def _handler(src: Source):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            return None
+
+        def do_HEAD(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(src.data)))
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            src.requests.append(dict(self.headers))
+            getattr(self, src.mode.replace("-", "_"))()
+
+        def gzip(self) -> None:
+            body = gzip.compress(src.data)
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def unsized(self) -> None:
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(src.data[:src.cut])  # then the source dies
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+
+        def chunked(self) -> None:
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(0, len(src.data), 65536):
+                piece = src.data[i:i + 65536]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+
+        def versions(self) -> None:
+            first = len(src.requests) <= 1
+            data, etag = (src.data, '"v1"') if first else (src.new, '"v2"')
+            asked = self.headers.get("If-Match")
+            if src.honour and asked is not None and asked != etag:
+                self.send_response(412)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            m = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+            a, b = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {a}-{b}/{len(data)}")
+            self.send_header("Content-Length", str(b - a + 1))
+            self.send_header("ETag", etag)
+            self.end_headers()
+            with contextlib.suppress(OSError):  # (a pull that failed closes the connection)
+                self.wfile.write(data[a:b + 1])
+
+    return Handler
+
+
+@contextlib.contextmanager
+def source(src: Source):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(src))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def ca(tmp_path_factory):
+    return make_test_ca(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="module")
+def peer(ca, tmp_path_factory):
+    d = tmp_path_factory.mktemp("peer")
+    with drsftp_peer(d / "b", ca, "--third-party-peers", "127.0.0.1", "--data-timeout", "3") as b:
+        yield b
+
+
+def test_a_content_coded_answer_fails_the_copy(peer, ca):
+    data = b"".join(b"line %08d of a compressible text file\n" % i for i in range(30000))
+    with source(Source("gzip", data)) as port:
+        status, body = copy(ca, peer.url("z.txt"), f"Source: http://127.0.0.1:{port}/f", "X-Number-Of-Streams: 1")
+    assert status == 202 and last_line(body).startswith("failure:") and "Content-Encoding: gzip" in body, body
+    assert not (peer.root / "z.txt").exists()
