@@ -9,7 +9,10 @@ whose streams all ended with a range missing fails rather than hangs."""
 from __future__ import annotations
 
 import contextlib
+import ftplib
 import gzip
+import io
+import os
 import re
 import socket
 import threading
@@ -17,7 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from tpcpeers import copy, drsftp_peer, last_line
+from conftest import PASSWORD, USER
+from tpcpeers import BASIC, Script, copy, curl, drsftp_peer, last_line, scripted
 from xrootdserve import make_test_ca
 
 MiB = 1 << 20
@@ -137,3 +141,43 @@ def test_a_content_coded_answer_fails_the_copy(peer, ca):
         status, body = copy(ca, peer.url("z.txt"), f"Source: http://127.0.0.1:{port}/f", "X-Number-Of-Streams: 1")
     assert status == 202 and last_line(body).startswith("failure:") and "Content-Encoding: gzip" in body, body
     assert not (peer.root / "z.txt").exists()
+
+
+def _put_range(ca, url, data, a, b, tmp):
+    piece = tmp / f"piece{a}"
+    piece.write_bytes(data[a:b])
+    r = curl(ca, "-X", "PUT", "-H", f"Authorization: {BASIC}", "-H", f"Content-Range: bytes {a}-{b - 1}/{len(data)}",
+             "--data-binary", f"@{piece}", "-w", "\n%{http_code}", url)
+    return int(r.stdout.rpartition("\n")[2])
+
+
+def test_a_pull_leaves_no_partial_puts_ranges_in_its_part_file(peer, ca, tmp_path):
+    """Half a file by a partial PUT, then a pull into the same name that
+    fails (its part file truncated, partly rewritten): the upload's resumed
+    second half is not taken for the whole file (202, not 201)."""
+    x, y = os.urandom(2 * MiB), os.urandom(2 * MiB)
+    url = peer.url("x.bin")
+    assert _put_range(ca, url, x, 0, MiB, tmp_path) == 202
+    with scripted(Script(data=y, mode="kill", cut=MiB + MiB // 2)) as port:
+        status, body = copy(ca, url, f"Source: http://127.0.0.1:{port}/y")
+    assert status == 202 and last_line(body).startswith("failure:"), body
+    assert _put_range(ca, url, x, MiB, 2 * MiB, tmp_path) == 202
+    assert not (peer.root / "x.bin").exists()
+
+
+def test_an_ftp_stor_leaves_no_partial_puts_ranges_in_its_part_file(peer, ca, tmp_path):
+    """The same over FTP: half a file by a partial PUT, then a STOR of
+    another file into the same name that ends short of its ALLO (its part
+    file kept for REST): the PUT's resumed second half gets 202."""
+    x, y = os.urandom(2 * MiB), os.urandom(2 * MiB)
+    url = peer.url("f.bin")
+    assert _put_range(ca, url, x, 0, MiB, tmp_path) == 202
+    with ftplib.FTP() as ftp:
+        ftp.connect("127.0.0.1", peer.srv.port, timeout=30)
+        ftp.login(USER, PASSWORD)
+        ftp.voidcmd(f"ALLO {2 * MiB}")
+        with pytest.raises(ftplib.Error, match="451"):
+            ftp.storbinary("STOR f.bin", io.BytesIO(y[:MiB + MiB // 2]))
+    assert (peer.root / ".f.bin.part").stat().st_size == MiB + MiB // 2
+    assert _put_range(ca, url, x, MiB, 2 * MiB, tmp_path) == 202
+    assert not (peer.root / "f.bin").exists()

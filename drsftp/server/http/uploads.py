@@ -10,7 +10,8 @@ answered 202 until they cover TOTAL bytes, then renamed (201/204).  A
 ``HEAD`` with ``DRS-Part: ranges`` reads the ledger (http/drsheader.py).
 A whole-file PUT writes alone: a second writer of the same part file, by
 HTTP or FTP, gets 409.  The ledger lives in memory: after a restart a
-part file's ranges are unknown and a resuming client sends them again.
+part file's ranges are unknown and a resuming client sends them again; so
+they are once another upload (an FTP STOR, a COPY pull) wrote the file.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Part:
     writers: int = 0
     whole: bool = False  # a whole-file PUT writes it
     settled: int | None = None  # the status of the PUT that renamed it into place
+    stamp: tuple[int, int, int] | None = None  # the part file as the last PUT writing it left it (_stamp)
 
 
 class Ledger:
@@ -68,13 +70,22 @@ class Ledger:
         self._parts.pop(path, None)
 
 
-def _valid(path: str, part: Part) -> bool:
-    """The ledger's ranges still lie in the part file on disk."""
+def _stamp(path: str) -> tuple[int, int, int] | None:
     try:
-        size = os.stat(path).st_size
+        st = os.stat(path)
     except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _valid(path: str, part: Part) -> bool:
+    """The ledger's ranges still lie in the part file on disk, which no
+    other upload wrote since the last PUT here (an FTP STOR, a COPY pull:
+    each claims it alone, partfile.py; the file's stamp tells)."""
+    stamp = _stamp(path)
+    if stamp is None or (not part.writers and part.stamp not in (None, stamp)):
         return False
-    return not len(part.held) or list(part.held)[-1][1] <= size
+    return not len(part.held) or list(part.held)[-1][1] <= stamp[1]
 
 
 def content_range(header: str) -> tuple[int, int, int]:
@@ -123,6 +134,7 @@ async def put(ex: Exchange, target: Target, ledger: Ledger, max_body: int | None
         part.writers -= 1
         part.whole = False
         if not part.writers:
+            part.stamp = _stamp(path)
             partfile.release(path)
 
 

@@ -35,6 +35,7 @@ from ...peers import PeerList
 from ..drs import Exchange, Settings
 from ..paths import Target
 from ..problem import Problem
+from ..uploads import Ledger
 from .guard import Guard, Remote
 from .links import Links
 from .remote import Stripe
@@ -56,6 +57,7 @@ class Settings4Copy:
     timeout: float | None
     drs: Settings
     links: Links  # the server's kept-alive connections to remotes (links.py)
+    ledger: Ledger | None = None  # the partial PUTs' ranges (uploads.py): a pull's part file holds none of them
 
 
 @dataclass

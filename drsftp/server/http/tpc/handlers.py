@@ -13,6 +13,7 @@ from ..auth import REALM, Login, check_perm
 from ..drs import Exchange, Settings
 from ..paths import Target
 from ..problem import Problem
+from ..uploads import Ledger
 from . import copy
 from .links import Links
 from .tokens import Tokens, check_scope
@@ -43,13 +44,14 @@ def check_copy_perm(who: Login, request: web.BaseRequest) -> None:
 
 
 async def answer_copy(tpc: TPC, handler, request: web.BaseRequest, ex: Exchange, who: Login,
-                      target: Target) -> web.StreamResponse:
+                      target: Target, ledger: Ledger | None = None) -> web.StreamResponse:
+    """``ledger``: PUT's (service.py), whose ranges a pull's part file loses."""
     from .pull import pull
     from .push import push
 
     push_, url = copy.plan(request, target, tpc.max_streams)
     cfg = copy.Settings4Copy(handler.third_party_peers, tpc.tls, tpc.max_streams, tpc.timeout, tpc.drs,
-                              tpc.links)
+                              tpc.links, ledger)
     job = await copy.start(request, ex, target, cfg, push_, url, f"{who.user}@{request.remote or '?'}")
     ex.copy = job  # type: ignore[attr-defined]
     try:

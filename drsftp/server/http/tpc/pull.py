@@ -58,6 +58,8 @@ async def pull(job: Job, cfg: Settings4Copy) -> None:
     path = job.part
     if not partfile.claim(path):
         raise CopyFailed("another upload is writing this file")
+    if cfg.ledger is not None:
+        cfg.ledger.forget(path)  # (O_TRUNC below: the ranges partial PUTs wrote there are gone, uploads.py)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as exc:
