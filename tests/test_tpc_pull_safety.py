@@ -8,6 +8,7 @@ whose streams all ended with a range missing fails rather than hangs."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ftplib
 import gzip
@@ -16,6 +17,7 @@ import os
 import re
 import socket
 import threading
+import types
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -23,6 +25,10 @@ import pytest
 from conftest import PASSWORD, USER
 from tpcpeers import BASIC, Script, copy, curl, drsftp_peer, last_line, scripted
 from xrootdserve import make_test_ca
+
+from drsftp.http.steal import Plan
+from drsftp.server.http.tpc import pull as P
+from drsftp.tuning.count.streams import Action
 
 MiB = 1 << 20
 MAX_BODY = 4_000_000  # the second peer's --http-max-body
@@ -181,3 +187,114 @@ def test_an_ftp_stor_leaves_no_partial_puts_ranges_in_its_part_file(peer, ca, tm
     assert (peer.root / ".f.bin.part").stat().st_size == MiB + MiB // 2
     assert _put_range(ca, url, x, MiB, 2 * MiB, tmp_path) == 202
     assert not (peer.root / "f.bin").exists()
+
+
+class _Stripe:
+    def __init__(self, i):
+        self.index, self.done, self.ending, self.moved, self.link = i, False, False, 0, None
+
+    def give_back(self):
+        self.done = True
+
+
+class _Auto:
+    """-P auto's controller, its interval an hour (a source's DRS report may
+    say any RTT), REMOVE at its ``remove``-th look, else HOLD."""
+
+    def __init__(self, streams: int, interval: float, remove: int = 0):
+        self.cap, self.streams, self.every, self.remove, self.looks = streams, streams, interval, remove, 0
+
+    def first(self, stripe):
+        return self.streams
+
+    def interval(self, stripes):
+        return self.every
+
+    def update(self, *args):
+        self.looks += 1
+        return Action.REMOVE if self.looks == self.remove else Action.HOLD
+
+    def refused(self, *args):
+        pass
+
+
+class _NoWarm:
+    def __contains__(self, i):
+        return False
+
+    async def ready(self, i):
+        return None
+
+    def take(self):
+        return None
+
+
+class _Job(types.SimpleNamespace):
+    moved = property(lambda self: sum(s.moved for s in self.stripes))
+
+
+def _resp():
+    return types.SimpleNamespace(release=lambda: None, close=lambda: None)
+
+
+def _job(total):
+    job = _Job(stripes=[_Stripe(0)], total=total, target=types.SimpleNamespace(href="/t"), guard=None)
+    job.stripe = lambda i, cfg, guard: (job.stripes.append(_Stripe(i)), job.stripes[-1])[1]
+    return job
+
+
+def test_an_auto_pull_ends_with_its_streams(monkeypatch):
+    """The steering sleeps an hour between looks: the pull ends when its
+    streams did (pull._Pull.run), not at the steering's next look."""
+    async def body(job, stripe, resp, fd, span, asked, exact=True):
+        await asyncio.sleep(0)
+        stripe.moved += span.end - span.at
+        span.at = span.end
+
+    monkeypatch.setattr(P, "_body", body)
+    monkeypatch.setattr(P, "_range", lambda *a: asyncio.sleep(0, _resp()))
+
+    async def go():
+        job = _job(64 * MiB)
+        plan = Plan(16 * MiB, 64 * MiB, 64 * MiB)
+        pull = P._Pull(job, -1, None, plan, _Auto(1, 3600.0), _NoWarm())
+        await asyncio.wait_for(pull.run(_resp(), plan.open(0, 16 * MiB)), 30)
+        return plan.missing, job.moved
+
+    assert asyncio.run(go()) == (0, 64 * MiB)
+
+
+def test_an_auto_pull_whose_streams_all_ended_with_a_range_missing_fails(monkeypatch):
+    """Two streams; the steering ends the second (REMOVE), and the first's
+    next request is refused (503) while the second still runs: the first
+    ends and gives its range back, the second ends after its cut range;
+    nothing runs with bytes missing: the pull fails, it does not wait for
+    its steering forever."""
+    calls = []
+
+    async def body(job, stripe, resp, fd, span, asked, exact=True):
+        for _ in range(3000):  # (the first reads once the second is ending, the second once the first was refused)
+            if any(s.ending for s in job.stripes) and (stripe.index == 0 or len(calls) >= 2):
+                break
+            await asyncio.sleep(0.01)
+        stripe.moved += span.end - span.at
+        span.at = span.end
+
+    async def ranged(job, stripe, start, end):
+        calls.append(stripe.index)
+        if stripe.index == 0:
+            raise P.SourceBusy("the source answered 503")
+        return _resp()
+
+    monkeypatch.setattr(P, "_body", body)
+    monkeypatch.setattr(P, "_range", ranged)
+
+    async def go():
+        job = _job(64 * MiB)
+        plan = Plan(16 * MiB, 64 * MiB, 64 * MiB)
+        pull = P._Pull(job, -1, None, plan, _Auto(2, 0.05, remove=1), _NoWarm())
+        await asyncio.wait_for(pull.run(_resp(), plan.open(0, 16 * MiB)), 30)
+
+    with pytest.raises(P.CopyFailed, match="not fetched"):
+        asyncio.run(go())
+    assert calls == [1, 0]

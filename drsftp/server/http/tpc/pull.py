@@ -150,6 +150,7 @@ class _Pull:
         self.began = asyncio.get_running_loop().time()
         self.asked = self.stolen = self.cut = 0  # requests, tails taken, responses cut short (the debug log)
         self.source_cap: int | None = None  # streams the source took when it refused one (503)
+        self.ended = asyncio.Event()  # a stream ended (it wakes _steer)
 
     def running(self) -> list[Stripe]:
         return [s for s in self.job.stripes if not s.done and not s.ending]
@@ -176,23 +177,25 @@ class _Pull:
         self.spawn(job.stripes[0], resp, span)
         for s in job.stripes[1:more + 1]:
             self.spawn(s)  # (X-Number-Of-Streams: its stripes were made with the COPY's first marker)
+        steer: list[asyncio.Future[None]] = []
         if self.auto is not None:
             for _ in range(more):
                 self.add()
-            self.work.append(asyncio.ensure_future(self._steer()))
+            steer.append(asyncio.ensure_future(self._steer()))
         try:
             while True:  # (until every stream ended; the first failure ends the pull)
-                for w in self.work:
+                for w in (*self.work, *steer):
                     if w.done() and not w.cancelled() and w.exception() is not None:
                         raise w.exception()  # type: ignore[misc]
                 pending = [w for w in self.work if not w.done()]
-                if not pending:
+                if not pending:  # (the steering, which may sleep 4 RTTs a source reports, ends with them)
                     break
-                await asyncio.wait(pending, timeout=WAKE, return_when=asyncio.FIRST_EXCEPTION)
+                await asyncio.wait(pending + [w for w in steer if not w.done()], timeout=WAKE,
+                                   return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for w in self.work:
+            for w in (*self.work, *steer):
                 w.cancel()
-            for w in self.work:
+            for w in (*self.work, *steer):
                 with contextlib.suppress(BaseException):
                     await w
             log.debug("http: COPY %s: %d streams, %d ranged GETs after the first, %d tails stolen, %d cut short",
@@ -239,6 +242,7 @@ class _Pull:
         finally:
             self.active -= 1
             stripe.give_back()
+            self.ended.set()
 
     async def _read(self, stripe: Stripe, resp: aiohttp.ClientResponse, span: Span, asked: int) -> bool:
         """One response into ``span``; cut short (stolen from), its connection
@@ -263,7 +267,8 @@ class _Pull:
         loop = asyncio.get_running_loop()
         then, before = loop.time(), job.moved
         while self.plan.missing >= MIN_RANGE:
-            await asyncio.sleep(auto.interval(self.running()))
+            if not await self._nap(auto.interval(self.running())):
+                return
             now, moved = loop.time(), job.moved
             goodput = (moved - before) / max(now - then, 1e-3)
             then, before = now, moved
@@ -280,6 +285,18 @@ class _Pull:
                         self.plan.cut(span, self.lead())
                 else:
                     auto.refused(action, len(running))
+
+
+    async def _nap(self, seconds: float) -> bool:
+        """``seconds`` asleep, a stream's end waking it early: False once no
+        stream runs or the ranges left are not worth steering for."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + seconds
+        while self.active and self.plan.missing >= MIN_RANGE and (left := until - loop.time()) > 0:
+            self.ended.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ended.wait(), left)
+        return self.active > 0 and self.plan.missing >= MIN_RANGE
 
 
 async def _range(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.ClientResponse:
