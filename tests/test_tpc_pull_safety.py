@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import PASSWORD, USER
+from conftest import PASSWORD, USER, make_file, sha256_file
 from tpcpeers import BASIC, Script, copy, curl, drsftp_peer, last_line, scripted
 from xrootdserve import make_test_ca
 
@@ -147,6 +147,16 @@ def test_a_content_coded_answer_fails_the_copy(peer, ca):
         status, body = copy(ca, peer.url("z.txt"), f"Source: http://127.0.0.1:{port}/f", "X-Number-Of-Streams: 1")
     assert status == 202 and last_line(body).startswith("failure:") and "Content-Encoding: gzip" in body, body
     assert not (peer.root / "z.txt").exists()
+
+
+def test_a_body_a_closed_connection_ends_fails_the_copy(peer, ca):
+    """RFC 9112 sec. 6.3: a source that dies mid-body looks complete."""
+    make_file(peer.root / "u.bin", 5000, seed=9)
+    before = sha256_file(peer.root / "u.bin")
+    with source(Source("unsized", os.urandom(MiB), cut=300_000)) as port:
+        status, body = copy(ca, peer.url("u.bin"), f"Source: http://127.0.0.1:{port}/f", "X-Number-Of-Streams: 1")
+    assert status == 202 and last_line(body).startswith("failure:") and "gave no length" in body, body
+    assert sha256_file(peer.root / "u.bin") == before
 
 
 def _put_range(ca, url, data, a, b, tmp):

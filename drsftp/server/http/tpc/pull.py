@@ -106,6 +106,8 @@ async def _sized(job: Job, fd: int, cfg: Settings4Copy, auto: AutoStreams | None
     try:
         if resp.status == 200:  # no ranges: the whole body on this connection
             job.total = resp.content_length
+            if job.total is None and not answers.chunked(resp):
+                raise CopyFailed(answers.NO_LENGTH)
             whole = Span(0, WHOLE if job.total is None else job.total)
             await _body(job, first, resp, fd, whole, whole.end, exact=job.total is not None)
             if job.total is None:
