@@ -159,6 +159,22 @@ def test_a_body_a_closed_connection_ends_fails_the_copy(peer, ca):
     assert sha256_file(peer.root / "u.bin") == before
 
 
+@pytest.mark.parametrize("honour", [True, False], ids=["412", "etag-compared"])
+def test_a_source_rewritten_mid_pull_is_not_spliced(peer, ca, honour):
+    """The first range of one version, the second of another (same size):
+    the later GET asks If-Match the first's ETag; a source that checks it
+    answers 412, one that does not sends another ETag: either fails."""
+    old, new = os.urandom(24 * MiB), os.urandom(24 * MiB)
+    src = Source("versions", old, new, honour=honour)
+    with source(src) as port:
+        status, body = copy(ca, peer.url(f"v{honour}.bin"), f"Source: http://127.0.0.1:{port}/f",
+                            "X-Number-Of-Streams: 2")
+    assert status == 202 and last_line(body).startswith("failure:") and "changed during the copy" in body, body
+    assert not (peer.root / f"v{honour}.bin").exists()
+    assert "If-Match" not in src.requests[0] and all(r.get("If-Match") == '"v1"' for r in src.requests[1:])
+    assert len(src.requests) >= 2
+
+
 def _put_range(ca, url, data, a, b, tmp):
     piece = tmp / f"piece{a}"
     piece.write_bytes(data[a:b])

@@ -74,6 +74,7 @@ class Job:
     stripes: list[Stripe] = field(default_factory=list)
     total: int | None = None
     drs_peer: bool = False
+    validator: tuple[str, str] | None = None  # the first answer's (ETag or Last-Modified, its value): pull.py
 
     @property
     def part(self) -> str:

@@ -104,6 +104,7 @@ async def _sized(job: Job, fd: int, cfg: Settings4Copy, auto: AutoStreams | None
     first = job.stripes[0]
     handed = False
     try:
+        job.validator = answers.validator(resp)
         if resp.status == 200:  # no ranges: the whole body on this connection
             job.total = resp.content_length
             if job.total is None and not answers.chunked(resp):
@@ -120,6 +121,7 @@ async def _sized(job: Job, fd: int, cfg: Settings4Copy, auto: AutoStreams | None
             resp = await _get(job, first, 0, min(step, total))
             if resp.status != 206 or _first_total(resp) != total or _overstated(resp, total):
                 raise CopyFailed("the source's answer to the range 0- has no usable Content-Range")
+            answers.same_file(job.validator, resp)
         if total == 0:
             return
         free = os.statvfs(os.path.dirname(job.part))
@@ -311,6 +313,7 @@ async def _range(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.Clie
             raise CopyFailed(f"the source sent another range than {start}-{end - 1}")
         if m.group(3) != str(job.total):
             raise CopyFailed("the source file changed size during the copy")
+        answers.same_file(job.validator, resp)
     except BaseException:
         resp.release()
         raise
@@ -318,7 +321,7 @@ async def _range(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.Clie
 
 
 async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.ClientResponse:
-    headers = [*job.headers, ("Range", copyreq.range_header(start, end))]
+    headers = [*job.headers, ("Range", copyreq.range_header(start, end)), *answers.if_match(job.validator)]
     # its window opens for what it asks (DESIGN.md#drs-demand); the first range, asked before the size is known
     # (a tree's file: often all of it), for FIRST_DEMAND of it
     stripe.expect(min(end - start, FIRST_DEMAND) if job.total is None else min(end, job.total) - start)
@@ -331,6 +334,8 @@ async def _get(job: Job, stripe: Stripe, start: int, end: int) -> aiohttp.Client
     if resp.status >= 300 and resp.status != 416:
         text = (await _small(resp)).strip()
         resp.release()
+        if resp.status == 412 and job.validator is not None:
+            raise CopyFailed(answers.changed(job.validator, "412 Precondition Failed to If-Match"))
         fail = SourceBusy if resp.status == 503 else CopyFailed
         raise fail(f"the source answered {resp.status} {resp.reason}" + (f": {text}" if text else ""))
     if (coding := answers.coding(resp)) is not None:
