@@ -141,6 +141,14 @@ def peer(ca, tmp_path_factory):
         yield b
 
 
+@pytest.fixture(scope="module")
+def small(ca, tmp_path_factory):
+    """A peer that stores MAX_BODY bytes at most (--http-max-body)."""
+    d = tmp_path_factory.mktemp("small")
+    with drsftp_peer(d / "b", ca, "--third-party-peers", "127.0.0.1", "--http-max-body", str(MAX_BODY)) as b:
+        yield b
+
+
 def test_a_content_coded_answer_fails_the_copy(peer, ca):
     data = b"".join(b"line %08d of a compressible text file\n" % i for i in range(30000))
     with source(Source("gzip", data)) as port:
@@ -173,6 +181,25 @@ def test_a_source_rewritten_mid_pull_is_not_spliced(peer, ca, honour):
     assert not (peer.root / f"v{honour}.bin").exists()
     assert "If-Match" not in src.requests[0] and all(r.get("If-Match") == '"v1"' for r in src.requests[1:])
     assert len(src.requests) >= 2
+
+
+def test_a_file_past_max_body_is_not_pulled(small, ca):
+    """--http-max-body binds a COPY as it does a PUT: a 206's size past it
+    fails before a byte is written, a chunked body once it passes it; a
+    chunked body within it is stored."""
+    with scripted(Script(data=os.urandom(5 * MiB), ranges=True)) as port:
+        status, body = copy(ca, small.url("m1.bin"), f"Source: http://127.0.0.1:{port}/f")
+    assert status == 202 and last_line(body).startswith("failure:") and "--http-max-body" in body, body
+    with source(Source("chunked", os.urandom(5 * MiB))) as port:
+        status, body = copy(ca, small.url("m2.bin"), f"Source: http://127.0.0.1:{port}/f", "X-Number-Of-Streams: 1")
+    assert status == 202 and last_line(body).startswith("failure:") and "--http-max-body" in body, body
+    assert not (small.root / "m1.bin").exists() and not (small.root / "m2.bin").exists()
+    assert (small.root / ".m2.bin.part").stat().st_size <= MAX_BODY
+    data = os.urandom(MiB)
+    with source(Source("chunked", data)) as port:
+        status, body = copy(ca, small.url("m3.bin"), f"Source: http://127.0.0.1:{port}/f", "X-Number-Of-Streams: 1")
+    assert status == 202 and last_line(body) == "success: Created", body
+    assert (small.root / "m3.bin").read_bytes() == data
 
 
 def _put_range(ca, url, data, a, b, tmp):

@@ -93,7 +93,8 @@ class Service:
         headers = ex.headers = self._drs(request, ex)
         if method == "COPY":
             ex.who, ex.href = who, target.href
-            return await handlers.answer_copy(self.tpc, self.handler, request, ex, who, target, self.ledger)
+            return await handlers.answer_copy(self.tpc, self.handler, request, ex, who, target, self.max_body,
+                                              self.ledger)
         if method == "POST":
             return await handlers.answer_post(self.tpc, request, ex, who, target, grant)
         if method in ("GET", "PUT"):

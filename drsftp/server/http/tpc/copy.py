@@ -57,6 +57,7 @@ class Settings4Copy:
     timeout: float | None
     drs: Settings
     links: Links  # the server's kept-alive connections to remotes (links.py)
+    max_body: int | None = None  # --http-max-body: a pull stores no larger file than a PUT may
     ledger: Ledger | None = None  # the partial PUTs' ranges (uploads.py): a pull's part file holds none of them
 
 

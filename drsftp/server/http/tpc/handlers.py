@@ -44,14 +44,14 @@ def check_copy_perm(who: Login, request: web.BaseRequest) -> None:
 
 
 async def answer_copy(tpc: TPC, handler, request: web.BaseRequest, ex: Exchange, who: Login,
-                      target: Target, ledger: Ledger | None = None) -> web.StreamResponse:
-    """``ledger``: PUT's (service.py), whose ranges a pull's part file loses."""
+                      target: Target, max_body: int | None = None, ledger: Ledger | None = None) -> web.StreamResponse:
+    """``max_body`` and ``ledger``: PUT's (service.py), which a pull stores under too."""
     from .pull import pull
     from .push import push
 
     push_, url = copy.plan(request, target, tpc.max_streams)
     cfg = copy.Settings4Copy(handler.third_party_peers, tpc.tls, tpc.max_streams, tpc.timeout, tpc.drs,
-                              tpc.links, ledger)
+                              tpc.links, max_body, ledger)
     job = await copy.start(request, ex, target, cfg, push_, url, f"{who.user}@{request.remote or '?'}")
     ex.copy = job  # type: ignore[attr-defined]
     try:

@@ -109,8 +109,10 @@ async def _sized(job: Job, fd: int, cfg: Settings4Copy, auto: AutoStreams | None
             job.total = resp.content_length
             if job.total is None and not answers.chunked(resp):
                 raise CopyFailed(answers.NO_LENGTH)
+            room = _room(job, cfg, job.total)
             whole = Span(0, WHOLE if job.total is None else job.total)
-            await _body(job, first, resp, fd, whole, whole.end, exact=job.total is not None)
+            await _body(job, first, resp, fd, whole, whole.end if job.total is not None else room,
+                        exact=job.total is not None)
             if job.total is None:
                 job.total = whole.at
             return
@@ -124,15 +126,27 @@ async def _sized(job: Job, fd: int, cfg: Settings4Copy, auto: AutoStreams | None
             answers.same_file(job.validator, resp)
         if total == 0:
             return
-        free = os.statvfs(os.path.dirname(job.part))
-        if total > free.f_bavail * free.f_frsize:
-            raise OSError(errno.ENOSPC, f"the disk has no room for {total} bytes")
+        _room(job, cfg, total)
         handed = True
     finally:
         if not handed:
             resp.release()
     plan = Plan(min(step, total), total, copyreq.CHUNK)
     await _Pull(job, fd, cfg, plan, auto, warming).run(resp, plan.open(0, min(step, total)))
+
+
+def _room(job: Job, cfg: Settings4Copy, total: int | None) -> int:
+    """The bytes the part file may take: a file of ``total`` bytes past
+    --http-max-body (as a PUT, uploads.py) or the disk's room fails before
+    a byte is written; one of unknown size stops there (:func:`_body`)."""
+    if cfg.max_body is not None and total is not None and total > cfg.max_body:
+        raise CopyFailed(f"the file's {total} bytes are more than this server's limit of {cfg.max_body}"
+                         " (--http-max-body)")
+    free = os.statvfs(os.path.dirname(job.part))
+    disk = free.f_bavail * free.f_frsize
+    if total is not None and total > disk:
+        raise OSError(errno.ENOSPC, f"the disk has no room for {total} bytes")
+    return disk if cfg.max_body is None else min(disk, cfg.max_body)
 
 
 class SourceBusy(CopyFailed):
@@ -377,7 +391,9 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
             async for data in resp.content.iter_any():
                 n = len(data)
                 if span.at + n > asked:
-                    raise CopyFailed("the source sent more bytes than it announced")
+                    raise CopyFailed("the source sent more bytes than it announced" if exact else
+                                     f"the file outgrew the {asked} bytes this server stores of it"
+                                     " (--http-max-body or the disk's room)")
                 if n > span.end - span.at:  # (cut: the rest is the thief's)
                     n = span.end - span.at
                     data = data[:n]
