@@ -27,6 +27,7 @@ from tpcpeers import BASIC, Script, copy, curl, drsftp_peer, last_line, scripted
 from xrootdserve import make_test_ca
 
 from drsftp.http.steal import Plan
+from drsftp.server.ftp import partfile
 from drsftp.server.http.tpc import pull as P
 from drsftp.tuning.count.streams import Action
 
@@ -351,3 +352,45 @@ def test_an_auto_pull_whose_streams_all_ended_with_a_range_missing_fails(monkeyp
     with pytest.raises(P.CopyFailed, match="not fetched"):
         asyncio.run(go())
     assert calls == [1, 0]
+
+
+def test_a_cancelled_pull_keeps_its_part_file_until_its_write_returned(monkeypatch, tmp_path):
+    """A write on a thread cannot be cancelled: the cancelled pull holds
+    its part file (open, claimed) until the write returned, so the next
+    COPY's O_TRUNC cannot be followed by this one's late write."""
+    started, go_on = threading.Event(), threading.Event()
+
+    def write(fd, buffers, at):
+        started.set()
+        go_on.wait(30)
+        return os.pwritev(fd, buffers, at)
+
+    async def fill(job, fd, cfg):
+        await P._threaded(job, write, fd, [b"late"], 0)
+
+    monkeypatch.setattr(P, "_fill", fill)
+    target = types.SimpleNamespace(fs=str(tmp_path / "c.bin"), href="/c.bin")
+    job = types.SimpleNamespace(part=partfile.part_path(target.fs), target=target, verify=False, threads=set(),
+                                total=None, moved=0)
+    cfg = types.SimpleNamespace(ledger=None)
+
+    async def go():
+        task = asyncio.ensure_future(P.pull(job, cfg))
+        for _ in range(3000):
+            if started.is_set():
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        for _ in range(20):  # (the old pull closed its part file and released it within a few turns)
+            await asyncio.sleep(0.01)
+        held = not task.done() and partfile.busy(job.part)
+        go_on.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 30)
+        return held, partfile.busy(job.part)
+
+    try:
+        assert asyncio.run(go()) == (True, False)
+    finally:
+        go_on.set()
+    assert (tmp_path / ".c.bin.part").read_bytes() == b"late"

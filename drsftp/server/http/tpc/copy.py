@@ -76,6 +76,7 @@ class Job:
     total: int | None = None
     drs_peer: bool = False
     validator: tuple[str, str] | None = None  # the first answer's (ETag or Last-Modified, its value): pull.py
+    threads: set[asyncio.Future] = field(default_factory=set)  # the part file's writes in flight (pull.py)
 
     @property
     def part(self) -> str:

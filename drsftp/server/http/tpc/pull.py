@@ -69,6 +69,7 @@ async def pull(job: Job, cfg: Settings4Copy) -> None:
         await _fill(job, fd, cfg)
         if job.verify:
             await _verify(job, fd)
+        os.ftruncate(fd, job.total or 0)  # (the file's size, whatever a write past it left)
         os.replace(path, job.target.fs)
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
@@ -76,8 +77,35 @@ async def pull(job: Job, cfg: Settings4Copy) -> None:
                              " file keeps what arrived") from None
         raise CopyFailed(f"the target cannot be written: {exc.strerror or exc}") from None
     finally:
-        os.close(fd)
-        partfile.release(path)
+        try:
+            await _settled(job.threads)
+        finally:
+            os.close(fd)
+            partfile.release(path)
+
+
+async def _threaded(job: Job, fn, *args):
+    """``fn(*args)`` on a thread (a write of the part file, a read of it),
+    counted in ``job.threads`` until it returns: a task cancelled meanwhile
+    leaves the thread running (it cannot be stopped)."""
+    fut = asyncio.get_running_loop().run_in_executor(None, fn, *args)
+    job.threads.add(fut)
+    fut.add_done_callback(job.threads.discard)
+    return await asyncio.shield(fut)
+
+
+async def _settled(threads: set[asyncio.Future]) -> None:
+    """Every thread of ``threads`` returned, however often the caller is
+    cancelled meanwhile: until then the part file stays open and claimed
+    (a next COPY's O_TRUNC would else take a late write of this one)."""
+    cancelled = False
+    while pending := {t for t in threads if not t.done()}:
+        try:
+            await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def _fill(job: Job, fd: int, cfg: Settings4Copy) -> None:
@@ -381,7 +409,6 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
                 exact: bool = True) -> None:
     """The response body into ``span`` (from ``span.at``), up to its end,
     which a thief may move down meanwhile; a body short of it: CopyFailed."""
-    loop = asyncio.get_running_loop()
     pending: list[bytes] = []
     at = span.at  # where ``pending`` goes
     size = 0
@@ -402,7 +429,7 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
                 span.at += n
                 stripe.moved_bytes(n)
                 if size >= WRITE_BATCH or len(pending) >= MAX_IOV or span.at >= span.end:
-                    at += await loop.run_in_executor(None, fileio.pwritev_all, fd, pending, at)
+                    at += await _threaded(job, fileio.pwritev_all, fd, pending, at)
                     pending, size = [], 0
                 if span.at >= span.end:
                     break
@@ -414,7 +441,7 @@ async def _body(job: Job, stripe: Stripe, resp: aiohttp.ClientResponse, fd: int,
             fileio.pwritev_all(fd, pending, at)
             raise CopyFailed(f"the source connection broke after {job.moved} bytes: {_why(exc)}") from None
         if pending:
-            at += await loop.run_in_executor(None, fileio.pwritev_all, fd, pending, at)
+            at += await _threaded(job, fileio.pwritev_all, fd, pending, at)
     finally:
         stripe.expect(0)  # (nothing more is coming: DESIGN.md#drs-demand)
         stripe.end()
@@ -434,7 +461,7 @@ async def _verify(job: Job, fd: int) -> None:
     if not ours:
         return  # (a source that offers no digest: nothing to compare, docs/HTTP.md)
     d = digest.Digester(ours[0])
-    await asyncio.get_running_loop().run_in_executor(None, fileio.feed, fd, d.update, 0, job.total)
+    await _threaded(job, fileio.feed, fd, d.update, 0, job.total)
     if d.value() != offered[ours[0]]:
         raise CopyFailed(f"checksum mismatch: the source's {ours[0]} is {offered[ours[0]]}, the copy's"
                          f" {d.value()}")
