@@ -136,7 +136,7 @@ def _gfal(server: str, *flags: str) -> Callable[[Ctx], list[str]]:
 GUC_FAST = ("-fast", "-pp", "-cc", "8", "-tcp-bs", "16M")
 # COPYs at once of the https-copy-r-cN entries, both servers taking PER_IP connections from one address (B: the
 # COPYs and the walk's; A: B's links, one a COPY)
-TREE_COPIES = (16, 48, 60)
+TREE_COPIES = (12, 16, 20, 24, 48, 60)
 PER_IP = 72
 XRD_STREAMS = (1, 2, 4, 8)  # X-Number-Of-Streams tried on XRootD: 8 the best (docs/BENCHMARKS.md#third-party-https)
 ENTRIES: dict[str, ThirdEntry] = {e.name: e for e in [
