@@ -86,7 +86,8 @@ class _Nodes:
 
 def test_the_tree_entries_at_more_copies_raise_both_servers_per_address_limit():
     """https-copy-r-cN: `-c N` at the client, and both drsftp serves take
-    more connections from one address than N COPYs (B's) and N links (A's)."""
+    more connections from one address than N COPYs (B's) and N links (A's);
+    https-copy-r-kernel: the default command, both servers on --tuning kernel."""
     from drsftp.bench.thirdparty.entries import PER_IP, TREE_COPIES
     from drsftp.bench.thirdparty.servers import server_argv
 
@@ -100,7 +101,11 @@ def test_the_tree_entries_at_more_copies_raise_both_servers_per_address_limit():
             assert served[served.index("--max-connections-per-ip") + 1] == str(PER_IP)
             assert "--http-port" in served
     plain = server_argv(_Nodes(), "drsftp-https", "b", "a", "/w/b", "/w", TLS, tb.ENTRIES["https-copy-r"].serve)
-    assert "--max-connections-per-ip" not in plain  # (the default entry: the servers' defaults)
+    assert "--max-connections-per-ip" not in plain and "--tuning" not in plain  # (the servers' defaults)
+    kernel = tb.ENTRIES["https-copy-r-kernel"]
+    assert kernel.argv(_ctx(tree=True)) == tb.ENTRIES["https-copy-r"].argv(_ctx(tree=True))
+    served = server_argv(_Nodes(), kernel.servers, "b", "a", "/w/b", "/w", TLS, kernel.serve)
+    assert served[served.index("--tuning") + 1] == "kernel"
 
 
 def _sampler(rows):

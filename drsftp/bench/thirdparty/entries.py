@@ -174,6 +174,9 @@ ENTRIES: dict[str, ThirdEntry] = {e.name: e for e in [
     *[ThirdEntry(f"https-copy-r-c{n}", "drsftp-https", "client", True, _https_copy("-c", str(n)),
                  f"drsftp copy -r -c {n} https://A/ https://B/, both servers --max-connections-per-ip {PER_IP}",
                  serve=("--max-connections-per-ip", str(PER_IP))) for n in TREE_COPIES],
+    ThirdEntry("https-copy-r-kernel", "drsftp-https", "client", True, _https_copy(),
+               "drsftp copy -r https://A/ https://B/, both servers --tuning kernel (B's links autotuned by the kernel)",
+               serve=("--tuning", "kernel")),
 ]}
 DEFAULT_ENTRIES = ("copy-Pauto", "copy-P4", "get-Pauto-on-b", "gridftp-p4-16M", "gridftp-p8-16M", "https-copy-Pauto",
                    "https-copy-P4", "gfal-pull", "gfal-pull-n4", "gfal-pull-xrootd", "gfal-pull-xrootd-8", "copy-r",
