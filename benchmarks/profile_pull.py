@@ -10,6 +10,8 @@ TLS on 127.0.0.1, A serving a file from tmpfs, B pulling it under cProfile.
     python benchmarks/profile_pull.py --no-profile --perf /tmp/b.data  # `perf record` of B during the pulls
     python benchmarks/profile_pull.py --no-profile --syscalls  # B's reads, polls, writes... (`perf stat`)
     python benchmarks/profile_pull.py --files 200 --size-mib 1 --parallel 16  # a tree: 16 COPYs at once
+    python benchmarks/profile_pull.py --files 200 --size-mib 1 --parallel 48 --a-opts '--max-connections-per-ip 72' \
+        --b-opts '--max-connections-per-ip 72' --link rtt=100ms,rate=1gbit --no-profile --log B.log  # 48 at once
 
 With --link, A and B run in two namespaces joined by an emulated link
 (drsftp/netem, docs/NETEM.md), each on its node's address, and curl in
@@ -166,6 +168,8 @@ def main() -> int:
     ap.add_argument("--syscalls", action="store_true", help="B's system calls during the pulls, by kind (perf stat)")
     ap.add_argument("--no-profile", action="store_true", help="no cProfile: only the times and CPU seconds")
     ap.add_argument("--b-opts", default="", help="more options for B's drsftp serve (e.g. '--tuning kernel')")
+    ap.add_argument("--a-opts", default="", help="more options for A's (e.g. '--max-connections-per-ip 72' for"
+                    " --parallel above 32: B's links are A's connections from one address)")
     ap.add_argument("--log", help="B's debug log (-vv) into this file")
     ap.add_argument("--ss", type=float, metavar="S", help="S seconds into each pull, B's connections to A (ss -tin)")
     args = ap.parse_args()
@@ -196,7 +200,7 @@ def _run(args: argparse.Namespace, work: Path, prof: str | None, env: dict[str, 
             with open(work / "a" / name, "wb") as f:
                 for _ in range(args.size_mib):
                     f.write(block)
-        a, pa = _serve(work / "a", tls, None, env, ha, hb, topo, "a")
+        a, pa = _serve(work / "a", tls, None, env, ha, hb, topo, "a", more=args.a_opts.split())
         servers.append(a)
         b, pb = _serve(work / "b", tls, prof, env, hb, ha, topo, "b", args.log, args.b_opts.split())
         servers.append(b)

@@ -79,6 +79,35 @@ def test_the_http_entries_pull_from_a_to_b_over_tls():
         tb.ENTRIES["gfal-pull"].argv(tb.Ctx(A, B, "/w/a/big", "/w/b", workload("big"), "/w/r.json"))
 
 
+class _Nodes:
+    def node_addr(self, node):
+        return {"a": A, "b": B}[node]
+
+
+def test_the_tree_entries_at_more_copies_raise_both_servers_per_address_limit():
+    """https-copy-r-cN: `-c N` at the client, and both drsftp serves take
+    more connections from one address than N COPYs (B's) and N links (A's);
+    https-copy-r-kernel: the default command, both servers on --tuning kernel."""
+    from drsftp.bench.thirdparty.entries import PER_IP, TREE_COPIES
+    from drsftp.bench.thirdparty.servers import server_argv
+
+    for n in TREE_COPIES:
+        e = tb.ENTRIES[f"https-copy-r-c{n}"]
+        argv = e.argv(_ctx(tree=True))
+        assert e.tree and argv[argv.index("-c") + 1] == str(n) and "-r" in argv
+        assert n + 2 < PER_IP  # (the walk's own connections beside the COPYs)
+        for node, peer in (("a", "b"), ("b", "a")):
+            served = server_argv(_Nodes(), e.servers, node, peer, "/w/a", "/w", TLS, e.serve)
+            assert served[served.index("--max-connections-per-ip") + 1] == str(PER_IP)
+            assert "--http-port" in served
+    plain = server_argv(_Nodes(), "drsftp-https", "b", "a", "/w/b", "/w", TLS, tb.ENTRIES["https-copy-r"].serve)
+    assert "--max-connections-per-ip" not in plain and "--tuning" not in plain  # (the servers' defaults)
+    kernel = tb.ENTRIES["https-copy-r-kernel"]
+    assert kernel.argv(_ctx(tree=True)) == tb.ENTRIES["https-copy-r"].argv(_ctx(tree=True))
+    served = server_argv(_Nodes(), kernel.servers, "b", "a", "/w/b", "/w", TLS, kernel.serve)
+    assert served[served.index("--tuning") + 1] == "kernel"
+
+
 def _sampler(rows):
     s = Sampler([], 2121)
     s.samples = rows

@@ -74,6 +74,7 @@ class ThirdEntry:
     tree: bool  # the tree workload (200 x 1 MiB) or the one file
     argv: Callable[[Ctx], list[str]]
     description: str
+    serve: tuple[str, ...] = ()  # options both drsftp serves take beside the bench's
 
     @property
     def third_party(self) -> bool:
@@ -133,6 +134,10 @@ def _gfal(server: str, *flags: str) -> Callable[[Ctx], list[str]]:
 
 
 GUC_FAST = ("-fast", "-pp", "-cc", "8", "-tcp-bs", "16M")
+# COPYs at once of the https-copy-r-cN entries, both servers taking PER_IP connections from one address (B: the
+# COPYs and the walk's; A: B's links, one a COPY)
+TREE_COPIES = (12, 16, 20, 24, 48, 60)
+PER_IP = 72
 XRD_STREAMS = (1, 2, 4, 8)  # X-Number-Of-Streams tried on XRootD: 8 the best (docs/BENCHMARKS.md#third-party-https)
 ENTRIES: dict[str, ThirdEntry] = {e.name: e for e in [
     ThirdEntry("copy-Pauto", "drsftp", "client", False, _copy("-P", "auto"),
@@ -165,9 +170,13 @@ ENTRIES: dict[str, ThirdEntry] = {e.name: e for e in [
     ThirdEntry("gridftp-fast-on-b", "gridftp", "b", True, _guc(*GUC_FAST, direct=True),
                "globus-url-copy -r -fast -pp -cc 8 -tcp-bs 16M run on B from A (direct)"),
     ThirdEntry("https-copy-r", "drsftp-https", "client", True, _https_copy(),
-               "drsftp copy -r https://A/ https://B/, its defaults (-c 4: a COPY per file)"),
-    ThirdEntry("https-copy-r-c16", "drsftp-https", "client", True, _https_copy("-c", "16"),
-               "drsftp copy -r -c 16 https://A/ https://B/ (as many COPYs at once as copy -r's 16 pairs)"),
+               "drsftp copy -r https://A/ https://B/, its defaults (-c auto: a COPY per file)"),
+    *[ThirdEntry(f"https-copy-r-c{n}", "drsftp-https", "client", True, _https_copy("-c", str(n)),
+                 f"drsftp copy -r -c {n} https://A/ https://B/, both servers --max-connections-per-ip {PER_IP}",
+                 serve=("--max-connections-per-ip", str(PER_IP))) for n in TREE_COPIES],
+    ThirdEntry("https-copy-r-kernel", "drsftp-https", "client", True, _https_copy(),
+               "drsftp copy -r https://A/ https://B/, both servers --tuning kernel (B's links autotuned by the kernel)",
+               serve=("--tuning", "kernel")),
 ]}
 DEFAULT_ENTRIES = ("copy-Pauto", "copy-P4", "get-Pauto-on-b", "gridftp-p4-16M", "gridftp-p8-16M", "https-copy-Pauto",
                    "https-copy-P4", "gfal-pull", "gfal-pull-n4", "gfal-pull-xrootd", "gfal-pull-xrootd-8", "copy-r",

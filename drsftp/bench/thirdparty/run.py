@@ -135,8 +135,8 @@ def _server_cpu(servers: list[subprocess.Popen]) -> dict:
 
 
 def _server(topo: Topology, kind: str, node: str, peer: str, root: str, workdir: str, log,
-            tls: TLSFiles | None = None) -> subprocess.Popen:
-    argv = server_argv(topo, kind, node, peer, root, workdir, tls)
+            tls: TLSFiles | None = None, serve: tuple[str, ...] = ()) -> subprocess.Popen:
+    argv = server_argv(topo, kind, node, peer, root, workdir, tls, serve)
     return topo.popen(node, argv, stdout=subprocess.DEVNULL, stderr=log)
 
 
@@ -175,7 +175,7 @@ def run_one(cfg: ThirdConfig, topo: Topology, entry: ThirdEntry, wl: Workload, r
             log = open(os.path.join(cfg.workdir, f"server-{entry.servers}-{node}.log"), "ab")  # noqa: SIM115
             logs.append(log)
             marks.append(log.tell())
-            servers.append(_server(topo, entry.servers, node, peer, root, cfg.workdir, log, tls))
+            servers.append(_server(topo, entry.servers, node, peer, root, cfg.workdir, log, tls, entry.serve))
         for node in ("a", "b")[:len(servers)]:
             wait_for_port(topo, node, port, timeout=15)
         argv = entry.argv(ctx)

@@ -32,10 +32,11 @@ def run_certs(topo: Topology, workdir: str) -> TLSFiles:
 
 
 def server_argv(topo: Topology, kind: str, node: str, peer: str, root: str, workdir: str,
-                tls: TLSFiles | None = None) -> list[str]:
-    """The command of ``node``'s server of ``kind`` serving ``root``, ``peer`` its peer."""
+                tls: TLSFiles | None = None, serve: tuple[str, ...] = ()) -> list[str]:
+    """The command of ``node``'s server of ``kind`` serving ``root``, ``peer``
+    its peer; ``serve``: a drsftp serve's further options (the entry's)."""
     me, other = topo.node_addr(node), topo.node_addr(peer)
-    peers = ("--third-party-peers", other, "--data-interface", me)
+    peers = ("--third-party-peers", other, "--data-interface", me, *serve)
     if kind == "drsftp":
         return drsftp_server(root, me, port=DRS_PORT, extra=peers)
     if kind == "gridftp":
