@@ -7,6 +7,7 @@ import os
 import xml.etree.ElementTree as ET
 
 import pytest
+from conftest import USER
 from httpserve import fetch as call
 from httpserve import in_process, run
 
@@ -143,3 +144,49 @@ def test_write_methods_need_write_rights(root):
         assert run(call(front, "MOVE", "/f", {"Destination": "/g"}))[0] == 403
         assert run(call(front, "PROPFIND", "/", {"Depth": "1"}))[0] == 207
     assert sorted(os.listdir(root)) == ["f"]
+
+
+def test_move_onto_an_ancestor_is_refused(front, root):
+    (root / "a").mkdir()
+    (root / "a" / "b").write_bytes(b"precious")
+    (root / "a" / "other").write_bytes(b"x")
+    (root / "ln").symlink_to(root / "a")
+    for dest in ("/a", "/a/b", "/ln/b"):
+        st, _, body = run(call(front, "MOVE", "/a/b", {"Destination": dest}))
+        assert st == 403 and body.strip().endswith(b"."), dest
+    assert sorted(os.listdir(root / "a")) == ["b", "other"] and (root / "a" / "b").read_bytes() == b"precious"
+
+
+def test_move_puts_the_destination_back_when_the_rename_fails(front, root, monkeypatch):
+    (root / "src").mkdir()
+    (root / "dst").mkdir()
+    (root / "dst2").write_bytes(b"kept")
+    real = os.replace
+
+    def failing(a, b):
+        if os.path.basename(a) == "src":
+            raise OSError(5, "Input/output error")
+        return real(a, b)
+
+    monkeypatch.setattr(os, "replace", failing)
+    for dest in ("/dst", "/dst2"):
+        assert run(call(front, "MOVE", "/src", {"Destination": dest}))[0] == 409
+    assert sorted(os.listdir(root)) == ["dst", "dst2", "src"] and (root / "dst2").read_bytes() == b"kept"
+
+
+def test_overwriting_move_is_a_delete(front, root):
+    (root / "tree").mkdir()
+    (root / "tree" / "f").write_bytes(b"data")
+    (root / "empty").mkdir()
+    (root / "x").write_bytes(b"y")
+    table = front.server.handler.authorizer.user_table[USER]
+    perm, table["perm"] = table["perm"], "elrf"  # may rename, may not delete
+    for dest in ("/tree", "/empty"):
+        st, _, body = run(call(front, "MOVE", "/x", {"Destination": dest}))
+        assert st == 403 and b"delete" in body
+    assert run(call(front, "MOVE", "/x", {"Destination": "/new"}))[0] == 201
+    table["perm"] = perm
+    assert run(call(front, "MOVE", "/new", {"Destination": "/tree"}))[0] == 409  # not empty: as DELETE
+    assert (root / "tree" / "f").read_bytes() == b"data"
+    assert run(call(front, "MOVE", "/new", {"Destination": "/empty"}))[0] == 204
+    assert sorted(os.listdir(root)) == ["empty", "tree"] and (root / "empty").read_bytes() == b"y"

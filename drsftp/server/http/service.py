@@ -113,7 +113,7 @@ class Service:
         elif method == "MKCOL":
             resp = dav.mkcol(request, target)
         elif method == "MOVE":
-            resp = dav.move(request, target, destination(request.headers.get("Destination"), who.home))
+            resp = dav.move(request, target, destination(request.headers.get("Destination"), who.home), who.may("d"))
         else:
             resp = dav.propfind(request, target, await _small_body(ex))
         resp.headers.update(headers)
