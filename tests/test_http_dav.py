@@ -190,3 +190,14 @@ def test_overwriting_move_is_a_delete(front, root):
     assert (root / "tree" / "f").read_bytes() == b"data"
     assert run(call(front, "MOVE", "/new", {"Destination": "/empty"}))[0] == 204
     assert sorted(os.listdir(root)) == ["empty", "tree"] and (root / "empty").read_bytes() == b"y"
+
+
+def test_move_to_another_server_is_502(front, root):
+    (root / "f").write_bytes(b"1")
+    port = front.port
+    for dest in (f"http://elsewhere.invalid:{port}/g", f"http://127.0.0.1:{port + 1}/g", f"https://127.0.0.1:{port}/g",
+                 "http://127.0.0.1/g", "ftp://127.0.0.1/g"):
+        st, _, body = run(call(front, "MOVE", "/f", {"Destination": dest}))
+        assert st == 502 and b"another server" in body, dest
+    assert run(call(front, "MOVE", "/f", {"Destination": f"HTTP://127.0.0.1:{port}/g"}))[0] == 201
+    assert sorted(os.listdir(root)) == ["g"]

@@ -23,7 +23,7 @@ from ..ftp.partfile import part_path
 from ..ops import translog
 from . import auth, dav, files, uploads
 from .drs import Connection, Exchange
-from .paths import destination, resolve, url_parts
+from .paths import Target, destination, resolve, url_parts
 from .problem import Problem
 from .tpc import handlers
 
@@ -88,7 +88,7 @@ class Service:
             auth.check_perm(who, method)
         target = resolve(who.home, parts)
         if grant is not None:
-            other = destination(request.headers.get("Destination"), who.home) if method == "MOVE" else None
+            other = self._destination(request, who) if method == "MOVE" else None
             handlers.scope(grant, request, target, other)
         headers = ex.headers = self._drs(request, ex)
         if method == "COPY":
@@ -113,11 +113,14 @@ class Service:
         elif method == "MKCOL":
             resp = dav.mkcol(request, target)
         elif method == "MOVE":
-            resp = dav.move(request, target, destination(request.headers.get("Destination"), who.home), who.may("d"))
+            resp = dav.move(request, target, self._destination(request, who), who.may("d"))
         else:
             resp = dav.propfind(request, target, await _small_body(ex))
         resp.headers.update(headers)
         return resp
+
+    def _destination(self, request: web.BaseRequest, who: auth.Login) -> Target:
+        return destination(request.headers.get("Destination"), who.home, request.headers.get("Host"), request.scheme)
 
     async def _login(self, request: web.BaseRequest) -> tuple[auth.Login, Any]:
         """The request's user, by a bearer macaroon (with its grant) or by
