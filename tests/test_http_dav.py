@@ -201,3 +201,16 @@ def test_move_to_another_server_is_502(front, root):
         assert st == 502 and b"another server" in body, dest
     assert run(call(front, "MOVE", "/f", {"Destination": f"HTTP://127.0.0.1:{port}/g"}))[0] == 201
     assert sorted(os.listdir(root)) == ["g"]
+
+
+def test_propfind_past_the_entry_cap_is_refused_whole(front, root, monkeypatch):
+    from drsftp.server.http import dav
+    monkeypatch.setattr(dav, "MAX_ENTRIES", 5)
+    for d, count in (("five", 5), ("six", 6)):
+        (root / d).mkdir()
+        for i in range(count):
+            (root / d / f"f{i}").write_bytes(b"x")
+    st, _, out = run(call(front, "PROPFIND", "/five", {"Depth": "1"}))
+    assert st == 207 and len(responses(out)) == 6
+    st, _, out = run(call(front, "PROPFIND", "/six", {"Depth": "1"}))
+    assert st == 507 and b"more than 5 entries" in out

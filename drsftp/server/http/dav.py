@@ -5,7 +5,8 @@ means it: RFC 4918 sec. 9.1) is 403, as the RFC lets a server refuse it.
 Its body is read up to MAX_BODY bytes and parsed by xml.etree only after a
 DOCTYPE is refused, so no entity is ever declared, let alone expanded
 (billion laughs, external entities).  Properties asked for that are not
-in PROPS are listed in a 404 propstat.
+in PROPS are listed in a 404 propstat.  A collection of more than MAX_ENTRIES entries is 507, never
+a listing cut short.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .problem import Problem
 # COPY: third-party copy; POST: macaroon requests (docs/HTTP.md, "Third-party copy")
 ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, MOVE, PROPFIND, COPY, POST"
 MAX_BODY = 64 * 1024  # bytes of a PROPFIND body
-MAX_ENTRIES = 100_000  # entries of one Depth 1 listing
+MAX_ENTRIES = 100_000  # entries of one Depth 1 listing (more: 507)
 DAV = "DAV:"
 PROPS = ("resourcetype", "getcontentlength", "getlastmodified", "creationdate", "getetag", "displayname",
          "getcontenttype")
@@ -163,10 +164,12 @@ def propfind(request, target: Target, body: bytes) -> web.Response:
     _response(root, target, st, names)
     if depth == "1" and stat.S_ISDIR(st.st_mode):
         try:
-            entries = sorted(os.listdir(target.fs))[:MAX_ENTRIES]
+            entries = os.listdir(target.fs)
         except OSError as exc:
             raise Problem(403, f"cannot list it: {exc.strerror}.") from None
-        for name in entries:
+        if len(entries) > MAX_ENTRIES:  # never a part of the listing, which a client would take for all of it
+            raise Problem(507, f"the collection holds more than {MAX_ENTRIES} entries, more than a listing may.")
+        for name in sorted(entries):
             child = Target(target.home, (*target.parts, name))
             if not listable(name) or not inside(target.home, child.fs):
                 continue  # a name no request could carry; a symlink leading out of the home
