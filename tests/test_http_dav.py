@@ -214,3 +214,26 @@ def test_propfind_past_the_entry_cap_is_refused_whole(front, root, monkeypatch):
     assert st == 207 and len(responses(out)) == 6
     st, _, out = run(call(front, "PROPFIND", "/six", {"Depth": "1"}))
     assert st == 507 and b"more than 5 entries" in out
+
+
+def test_propfind_leaves_out_names_that_are_not_utf8(front, root, caplog):
+    (root / "d").mkdir()
+    (root / "d" / "good.txt").write_bytes(b"x")
+    with open(os.path.join(os.fsencode(root / "d"), b"caf\xe9.txt"), "wb") as f:
+        f.write(b"y")
+    with caplog.at_level("INFO", logger="drsftp.server"):
+        st, _, out = run(call(front, "PROPFIND", "/d/", {"Depth": "1"}))
+    assert st == 207 and set(responses(out)) == {"/d/", "/d/good.txt"}
+    assert [r.getMessage() for r in caplog.records if "not UTF-8" in r.getMessage()] == [
+        "http: PROPFIND /d: left out 1 name(s) that are not UTF-8"]
+
+
+def test_an_unexpected_value_error_is_a_500_with_one_sentence(front, monkeypatch):
+    from drsftp.server.http import dav
+
+    def broken(*_args):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(dav, "propfind", broken)
+    st, h, out = run(call(front, "PROPFIND", "/", {"Depth": "0"}))
+    assert st == 500 and out == b"The server failed to answer this request.\n"

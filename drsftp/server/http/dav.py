@@ -169,16 +169,30 @@ def propfind(request, target: Target, body: bytes) -> web.Response:
             raise Problem(403, f"cannot list it: {exc.strerror}.") from None
         if len(entries) > MAX_ENTRIES:  # never a part of the listing, which a client would take for all of it
             raise Problem(507, f"the collection holds more than {MAX_ENTRIES} entries, more than a listing may.")
+        not_utf8 = 0
         for name in sorted(entries):
             child = Target(target.home, (*target.parts, name))
+            if not _utf8(name):
+                not_utf8 += 1  # no URL names it (paths.py): left out, as listable() leaves out CR, LF, NUL
+                continue
             if not listable(name) or not inside(target.home, child.fs):
                 continue  # a name no request could carry; a symlink leading out of the home
             try:
                 _response(root, child, os.stat(child.fs), names)
             except OSError:
                 continue  # gone meanwhile, or a dangling symlink
+        if not_utf8:
+            log.info("http: PROPFIND %s: left out %d name(s) that are not UTF-8", target.href, not_utf8)
     text = b'<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root)
     return web.Response(status=207, body=text, content_type="application/xml", charset="utf-8")
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # (os.listdir's surrogate escapes)
+        return False
+    return True
 
 
 def _response(root: ET.Element, target: Target, st: os.stat_result, names: list[str] | None) -> None:

@@ -67,6 +67,12 @@ class Service:
             resp = web.Response(status=400)  # (aiohttp's write of it meets the closed connection quietly)
             resp.force_close()
             return resp
+        except ValueError:  # a fault of ours: one sentence (and the log), not aiohttp's page
+            log.warning("http: %s %r failed", request.method, request.raw_path, exc_info=True)
+            if ex.sent:
+                raise
+            return self._refusal(request, ex, Problem(500, "the server failed to answer this request.",
+                                                      {"Connection": "close"}))
         finally:
             self.running -= 1
             if conn is not None:
