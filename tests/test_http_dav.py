@@ -125,6 +125,9 @@ def test_propfind_named_properties(front, root):
     b'<!DOCTYPE x SYSTEM "file:///etc/passwd"><D:propfind xmlns:D="DAV:"/>',
     b"<D:propfind xmlns:D=",
     b"<other/>",
+    ('<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE D:propfind [<!ENTITY a "aaaa">]>'
+     '<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop><x>&a;</x></D:propfind>').encode("utf-16"),
+    '<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>'.encode("utf-16"),
 ])
 def test_propfind_refuses_entities_and_bad_xml(front, root, body):
     st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "0"}, body))
@@ -201,6 +204,22 @@ def test_move_to_another_server_is_502(front, root):
         assert st == 502 and b"another server" in body, dest
     assert run(call(front, "MOVE", "/f", {"Destination": f"HTTP://127.0.0.1:{port}/g"}))[0] == 201
     assert sorted(os.listdir(root)) == ["g"]
+
+
+def test_propfind_names_are_deduplicated_and_bounded(front, root):
+    (root / "f").write_bytes(b"abc")
+    ask = lambda tags: b'<D:propfind xmlns:D="DAV:" xmlns:X="urn:x"><D:prop>' + tags + b"</D:prop></D:propfind>"
+    st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "1"}, ask(b"<D:getetag/><X:n/>" * 2000)))
+    assert st == 207
+    resps = ET.fromstring(out).findall(f"{D}response")
+    assert len(resps) == 2  # the home and f
+    for resp in resps:
+        assert len(resp.findall(".//{urn:x}n")) == 1 and len(resp.findall(f".//{D}getetag")) <= 1
+    st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "1"}, ask(b"".join(b"<X:p%d/>" % i for i in range(65)))))
+    assert st == 400 and b"64" in out
+    st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "1"}, ask(b"<X:" + b"n" * 5000 + b"/>")))
+    assert st == 400
+    assert run(call(front, "PROPFIND", "/", {"Depth": "0"}, b"\xef\xbb\xbf" + ask(b"<D:getetag/>")))[0] == 207
 
 
 def test_propfind_past_the_entry_cap_is_refused_whole(front, root, monkeypatch):

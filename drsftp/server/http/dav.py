@@ -2,10 +2,11 @@
 
 PROPFIND answers Depth 0 and 1; ``infinity`` (and a missing Depth, which
 means it: RFC 4918 sec. 9.1) is 403, as the RFC lets a server refuse it.
-Its body is read up to MAX_BODY bytes and parsed by xml.etree only after a
-DOCTYPE is refused, so no entity is ever declared, let alone expanded
-(billion laughs, external entities).  Properties asked for that are not
-in PROPS are listed in a 404 propstat.  A collection of more than MAX_ENTRIES entries is 507, never
+Its body is read up to MAX_BODY bytes, must be UTF-8, and is parsed (as
+text) by xml.etree only after a DOCTYPE is refused, so no entity is ever
+declared, let alone expanded (billion laughs, external entities).  It may
+ask for MAX_PROPS distinct properties; those not in PROPS are listed in a
+404 propstat.  A collection of more than MAX_ENTRIES entries is 507, never
 a listing cut short.
 """
 
@@ -29,6 +30,7 @@ from .problem import Problem
 ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, MOVE, PROPFIND, COPY, POST"
 MAX_BODY = 64 * 1024  # bytes of a PROPFIND body
 MAX_ENTRIES = 100_000  # entries of one Depth 1 listing (more: 507)
+MAX_PROPS, MAX_PROP_CHARS = 64, 4096  # distinct property names one PROPFIND asks for, and their length
 DAV = "DAV:"
 PROPS = ("resourcetype", "getcontentlength", "getlastmodified", "creationdate", "getetag", "displayname",
          "getcontenttype")
@@ -134,13 +136,17 @@ def _discard(aside: str) -> None:
 
 
 def wanted(body: bytes) -> list[str] | None:
-    """The DAV: property names a PROPFIND body asks for; None: all."""
+    """The property names a PROPFIND body asks for, each once; None: all."""
     if not body.strip():
         return None
-    if b"<!DOCTYPE" in body.upper() or b"<!ENTITY" in body.upper():
+    try:  # parsed as text: an encoding it declares (UTF-16: no "<!DOCTYPE" bytes to see) is not acted on
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise Problem(400, "a PROPFIND body must be UTF-8.") from None
+    if "<!DOCTYPE" in text.upper() or "<!ENTITY" in text.upper():
         raise Problem(400, "a PROPFIND body may not declare a DOCTYPE or entities.")
     try:
-        root = ET.fromstring(body)
+        root = ET.fromstring(text)
     except ET.ParseError:
         raise Problem(400, "the PROPFIND body is not well-formed XML.") from None
     if root.tag != f"{{{DAV}}}propfind":
@@ -148,10 +154,16 @@ def wanted(body: bytes) -> list[str] | None:
     prop = root.find(f"{{{DAV}}}prop")
     if prop is None:
         return None  # allprop, propname: every property
-    return [child.tag for child in prop]
+    names = list(dict.fromkeys(child.tag for child in prop))
+    if len(names) > MAX_PROPS or sum(map(len, names)) > MAX_PROP_CHARS:  # each is repeated in every response
+        raise Problem(400, f"a PROPFIND may ask for {MAX_PROPS} properties at most, named in {MAX_PROP_CHARS}"
+                           " characters.")
+    return names
 
 
 def propfind(request, target: Target, body: bytes) -> web.Response:
+    """A multistatus of ``target`` and, at Depth 1, its entries; run in an
+    executor thread (a big listing takes seconds)."""
     depth = request.headers.get("Depth", "infinity").strip().lower()
     if depth not in ("0", "1"):
         raise Problem(403, "PROPFIND answers Depth 0 or 1 only (RFC 4918 sec. 9.1).")

@@ -10,6 +10,7 @@ shaped as the FTP side's (ops/translog.py), and feeds the metrics.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -121,7 +122,8 @@ class Service:
         elif method == "MOVE":
             resp = dav.move(request, target, self._destination(request, who), who.may("d"))
         else:
-            resp = dav.propfind(request, target, await _small_body(ex))
+            body = await _small_body(ex)
+            resp = await asyncio.get_running_loop().run_in_executor(None, dav.propfind, request, target, body)
         resp.headers.update(headers)
         return resp
 
