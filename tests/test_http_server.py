@@ -123,6 +123,31 @@ def test_put_whole_and_chunked(front, root):
     assert run(fetch(front, "PUT", "/dir", data=b"x"))[0] == 409
 
 
+def test_preconditions_are_evaluated_before_a_method_acts(front, root):
+    """RFC 9110 sec. 13.1.1-13.1.2, 13.2.2: a false If-Match or If-None-Match
+    is 412 and changes nothing; a matching If-None-Match on GET/HEAD is 304."""
+    (root / "f").write_bytes(b"original")
+    (root / "d").mkdir()
+    tag = run(fetch(front, "HEAD", "/f"))[1]["ETag"]
+    for method, path, headers in (("PUT", "/f", {"If-None-Match": "*"}), ("PUT", "/f", {"If-Match": '"nope"'}),
+                                  ("PUT", "/new", {"If-Match": "*"}), ("PUT", "/f", {"If-Match": f"W/{tag}"}),
+                                  ("PUT", "/f", {"If-None-Match": f'"x", W/{tag}'}),
+                                  ("DELETE", "/f", {"If-Match": '"nope"'}), ("DELETE", "/d", {"If-Match": tag}),
+                                  ("MOVE", "/f", {"If-Match": '"nope"', "Destination": "/g"}),
+                                  ("GET", "/f", {"If-Match": '"nope"'})):
+        st, _, body = run(fetch(front, method, path, headers, b"clobber" if method == "PUT" else None))
+        assert st == 412 and body.strip().endswith(b"."), (method, headers)
+    assert sorted(os.listdir(root)) == ["d", "f"] and (root / "f").read_bytes() == b"original"
+    for method in ("GET", "HEAD"):
+        st, h, body = run(fetch(front, method, "/f", {"If-None-Match": f'"x", {tag}'}))
+        assert st == 304 and h["ETag"] == tag and body == b""
+    assert run(fetch(front, "GET", "/f", {"If-None-Match": '"x"'}))[2] == b"original"
+    assert run(fetch(front, "PUT", "/new", {"If-None-Match": "*"}, b"made"))[0] == 201
+    assert run(fetch(front, "PUT", "/f", {"If-Match": f'"x", {tag}'}, b"changed"))[0] == 204
+    assert run(fetch(front, "DELETE", "/d", {"If-Match": "*"}))[0] == 204
+    assert (root / "new").read_bytes() == b"made" and (root / "f").read_bytes() == b"changed"
+
+
 def test_partial_puts_assemble_the_file(front, root):
     data = os.urandom(300_000)
     tail = {"Content-Range": "bytes 100000-299999/300000"}

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import re
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +34,8 @@ from .tpc import handlers
 log = logging.getLogger("drsftp.server")
 
 METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "MKCOL", "MOVE", "PROPFIND", "OPTIONS", "COPY", "POST"})
+CONDITIONAL = frozenset({"GET", "HEAD", "PUT", "DELETE", "MOVE"})  # If-Match, If-None-Match evaluated
+ETAGS = re.compile(r'(W/)?("[^"]*")')
 
 
 @dataclass
@@ -103,6 +108,10 @@ class Service:
             return await handlers.answer_copy(self.tpc, self.handler, request, ex, who, target)
         if method == "POST":
             return await handlers.answer_post(self.tpc, request, ex, who, target, grant)
+        if method in CONDITIONAL:
+            unchanged = preconditions(request, target)
+            if unchanged is not None:
+                return web.Response(status=304, headers={**headers, "ETag": unchanged})
         if method in ("GET", "PUT"):
             ex.who, ex.href = who, target.href  # a transfer: its log line
         if method in ("GET", "HEAD"):
@@ -208,6 +217,35 @@ class Service:
         metrics = getattr(self.handler, "metrics", None)
         if metrics is not None:
             metrics.observe(rec)
+
+
+def preconditions(request: web.BaseRequest, target: Target) -> str | None:
+    """RFC 9110 sec. 13.2.2: ``If-Match``, then ``If-None-Match``, against
+    the target's current ETag (a file's; a collection has none) before the
+    method acts: 412 when false; for GET and HEAD a matching If-None-Match
+    is a 304, its ETag returned."""
+    if_match, if_none = request.headers.get("If-Match"), request.headers.get("If-None-Match")
+    if if_match is None and if_none is None:
+        return None
+    try:
+        st: os.stat_result | None = os.stat(target.fs)
+    except OSError:
+        st = None
+    tag = files.etag(st) if st is not None and stat.S_ISREG(st.st_mode) else None
+    if if_match is not None and not _matches(if_match, st is not None, tag, weak=False):
+        raise Problem(412, "If-Match names no current version of the target (RFC 9110 sec. 13.1.1).")
+    if if_none is not None and _matches(if_none, st is not None, tag, weak=True):
+        if request.method in ("GET", "HEAD") and tag is not None:
+            return tag
+        raise Problem(412, "If-None-Match: the target exists in a version it names (RFC 9110 sec. 13.1.2).")
+    return None
+
+
+def _matches(header: str, exists: bool, tag: str | None, weak: bool) -> bool:
+    """An If-Match (strong comparison) or If-None-Match (weak) list against ``tag``."""
+    if header.strip() == "*":
+        return exists
+    return tag is not None and any(t == tag and (weak or not w) for w, t in ETAGS.findall(header))
 
 
 def _bearer(request: web.BaseRequest) -> str | None:
