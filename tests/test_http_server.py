@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 import zlib
 
@@ -59,6 +60,24 @@ def test_logins(front, root):
     assert run(fetch(front, "GET", "/a", auth=False, headers={"Authorization": "Bearer x"}))[0] == 401
     assert run(fetch(front, "GET", "/a", auth=False, headers={"Authorization": "Basic !!!"}))[0] == 401
     assert run(fetch(front, "GET", "/a"))[0] == 200
+
+
+def test_passwords_are_checked_in_their_own_threads(front, root):
+    """scrypt runs in auth.LOGINS, so wrong passwords queue there, never in
+    front of the file I/O of the loop's default executor."""
+    (root / "f").write_bytes(b"x")
+    authorizer = front.server.handler.authorizer
+    check, threads = authorizer.validate_authentication, []
+
+    def recorded(*args):
+        threads.append(threading.current_thread().name)
+        return check(*args)
+
+    authorizer.validate_authentication = recorded
+    wrong = {"Authorization": "Basic " + base64.b64encode(f"{USER}:wrong".encode()).decode()}
+    assert run(fetch(front, "GET", "/f", wrong))[0] == 401
+    assert run(fetch(front, "GET", "/f"))[0] == 200
+    assert len(threads) == 2 and all(t.startswith("drsftp-login") for t in threads), threads
 
 
 def test_anonymous_read_and_read_only(root):
