@@ -206,9 +206,12 @@ def test_move_to_another_server_is_502(front, root):
     assert sorted(os.listdir(root)) == ["g"]
 
 
+def ask(tags: bytes) -> bytes:
+    return b'<D:propfind xmlns:D="DAV:" xmlns:X="urn:x"><D:prop>' + tags + b"</D:prop></D:propfind>"
+
+
 def test_propfind_names_are_deduplicated_and_bounded(front, root):
     (root / "f").write_bytes(b"abc")
-    ask = lambda tags: b'<D:propfind xmlns:D="DAV:" xmlns:X="urn:x"><D:prop>' + tags + b"</D:prop></D:propfind>"
     st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "1"}, ask(b"<D:getetag/><X:n/>" * 2000)))
     assert st == 207
     resps = ET.fromstring(out).findall(f"{D}response")
@@ -254,5 +257,5 @@ def test_an_unexpected_value_error_is_a_500_with_one_sentence(front, monkeypatch
         raise ValueError("a bug")
 
     monkeypatch.setattr(dav, "propfind", broken)
-    st, h, out = run(call(front, "PROPFIND", "/", {"Depth": "0"}))
+    st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "0"}))
     assert st == 500 and out == b"The server failed to answer this request.\n"
