@@ -161,6 +161,8 @@ def test_preconditions_are_evaluated_before_a_method_acts(front, root):
         st, h, body = run(fetch(front, method, "/f", {"If-None-Match": f'"x", {tag}'}))
         assert st == 304 and h["ETag"] == tag and body == b""
     assert run(fetch(front, "GET", "/f", {"If-None-Match": '"x"'}))[2] == b"original"
+    assert run(fetch(front, "GET", "/nope", {"If-Match": tag}))[0] == 404  # (sec. 13.2.1)
+    assert run(fetch(front, "DELETE", "/nope", {"If-Match": tag}))[0] == 404
     assert run(fetch(front, "PUT", "/new", {"If-None-Match": "*"}, b"made"))[0] == 201
     assert run(fetch(front, "PUT", "/f", {"If-Match": f'"x", {tag}'}, b"changed"))[0] == 204
     assert run(fetch(front, "DELETE", "/d", {"If-Match": "*"}))[0] == 204

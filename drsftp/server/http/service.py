@@ -232,6 +232,8 @@ def preconditions(request: web.BaseRequest, target: Target) -> str | None:
     except OSError:
         st = None
     tag = files.etag(st) if st is not None and stat.S_ISREG(st.st_mode) else None
+    if (st is None and request.method != "PUT") or (tag is None and request.method in ("GET", "HEAD")):
+        return None  # sec. 13.2.1: the method's own 404 or 405 comes first
     if if_match is not None and not _matches(if_match, st is not None, tag, weak=False):
         raise Problem(412, "If-Match names no current version of the target (RFC 9110 sec. 13.1.1).")
     if if_none is not None and _matches(if_none, st is not None, tag, weak=True):
