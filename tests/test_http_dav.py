@@ -7,6 +7,7 @@ import os
 import xml.etree.ElementTree as ET
 
 import pytest
+from conftest import USER
 from httpserve import fetch as call
 from httpserve import in_process, run
 
@@ -124,6 +125,9 @@ def test_propfind_named_properties(front, root):
     b'<!DOCTYPE x SYSTEM "file:///etc/passwd"><D:propfind xmlns:D="DAV:"/>',
     b"<D:propfind xmlns:D=",
     b"<other/>",
+    ('<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE D:propfind [<!ENTITY a "aaaa">]>'
+     '<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop><x>&a;</x></D:propfind>').encode("utf-16"),
+    '<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>'.encode("utf-16"),
 ])
 def test_propfind_refuses_entities_and_bad_xml(front, root, body):
     st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "0"}, body))
@@ -143,3 +147,115 @@ def test_write_methods_need_write_rights(root):
         assert run(call(front, "MOVE", "/f", {"Destination": "/g"}))[0] == 403
         assert run(call(front, "PROPFIND", "/", {"Depth": "1"}))[0] == 207
     assert sorted(os.listdir(root)) == ["f"]
+
+
+def test_move_onto_an_ancestor_is_refused(front, root):
+    (root / "a").mkdir()
+    (root / "a" / "b").write_bytes(b"precious")
+    (root / "a" / "other").write_bytes(b"x")
+    (root / "ln").symlink_to(root / "a")
+    for dest in ("/a", "/a/b", "/ln/b"):
+        st, _, body = run(call(front, "MOVE", "/a/b", {"Destination": dest}))
+        assert st == 403 and body.strip().endswith(b"."), dest
+    assert sorted(os.listdir(root / "a")) == ["b", "other"] and (root / "a" / "b").read_bytes() == b"precious"
+
+
+def test_move_puts_the_destination_back_when_the_rename_fails(front, root, monkeypatch):
+    (root / "src").mkdir()
+    (root / "dst").mkdir()
+    (root / "dst2").write_bytes(b"kept")
+    real = os.replace
+
+    def failing(a, b):
+        if os.path.basename(a) == "src":
+            raise OSError(5, "Input/output error")
+        return real(a, b)
+
+    monkeypatch.setattr(os, "replace", failing)
+    for dest in ("/dst", "/dst2"):
+        assert run(call(front, "MOVE", "/src", {"Destination": dest}))[0] == 409
+    assert sorted(os.listdir(root)) == ["dst", "dst2", "src"] and (root / "dst2").read_bytes() == b"kept"
+
+
+def test_overwriting_move_is_a_delete(front, root):
+    (root / "tree").mkdir()
+    (root / "tree" / "f").write_bytes(b"data")
+    (root / "empty").mkdir()
+    (root / "x").write_bytes(b"y")
+    table = front.server.handler.authorizer.user_table[USER]
+    perm, table["perm"] = table["perm"], "elrf"  # may rename, may not delete
+    for dest in ("/tree", "/empty"):
+        st, _, body = run(call(front, "MOVE", "/x", {"Destination": dest}))
+        assert st == 403 and b"delete" in body
+    assert run(call(front, "MOVE", "/x", {"Destination": "/new"}))[0] == 201
+    table["perm"] = perm
+    assert run(call(front, "MOVE", "/new", {"Destination": "/tree"}))[0] == 409  # not empty: as DELETE
+    assert (root / "tree" / "f").read_bytes() == b"data"
+    assert run(call(front, "MOVE", "/new", {"Destination": "/empty"}))[0] == 204
+    assert sorted(os.listdir(root)) == ["empty", "tree"] and (root / "empty").read_bytes() == b"y"
+
+
+def test_move_to_another_server_is_502(front, root):
+    (root / "f").write_bytes(b"1")
+    port = front.port
+    for dest in (f"http://elsewhere.invalid:{port}/g", f"http://127.0.0.1:{port + 1}/g", f"https://127.0.0.1:{port}/g",
+                 "http://127.0.0.1/g", "ftp://127.0.0.1/g"):
+        st, _, body = run(call(front, "MOVE", "/f", {"Destination": dest}))
+        assert st == 502 and b"another server" in body, dest
+    assert run(call(front, "MOVE", "/f", {"Destination": f"HTTP://127.0.0.1:{port}/g"}))[0] == 201
+    assert sorted(os.listdir(root)) == ["g"]
+
+
+def ask(tags: bytes) -> bytes:
+    return b'<D:propfind xmlns:D="DAV:" xmlns:X="urn:x"><D:prop>' + tags + b"</D:prop></D:propfind>"
+
+
+def test_propfind_names_are_deduplicated_and_bounded(front, root):
+    (root / "f").write_bytes(b"abc")
+    st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "1"}, ask(b"<D:getetag/><X:n/>" * 2000)))
+    assert st == 207
+    resps = ET.fromstring(out).findall(f"{D}response")
+    assert len(resps) == 2  # the home and f
+    for resp in resps:
+        assert len(resp.findall(".//{urn:x}n")) == 1 and len(resp.findall(f".//{D}getetag")) <= 1
+    st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "1"}, ask(b"".join(b"<X:p%d/>" % i for i in range(65)))))
+    assert st == 400 and b"64" in out
+    st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "1"}, ask(b"<X:" + b"n" * 5000 + b"/>")))
+    assert st == 400
+    assert run(call(front, "PROPFIND", "/", {"Depth": "0"}, b"\xef\xbb\xbf" + ask(b"<D:getetag/>")))[0] == 207
+
+
+def test_propfind_past_the_entry_cap_is_refused_whole(front, root, monkeypatch):
+    from drsftp.server.http import dav
+    monkeypatch.setattr(dav, "MAX_ENTRIES", 5)
+    for d, count in (("five", 5), ("six", 6)):
+        (root / d).mkdir()
+        for i in range(count):
+            (root / d / f"f{i}").write_bytes(b"x")
+    st, _, out = run(call(front, "PROPFIND", "/five", {"Depth": "1"}))
+    assert st == 207 and len(responses(out)) == 6
+    st, _, out = run(call(front, "PROPFIND", "/six", {"Depth": "1"}))
+    assert st == 507 and b"more than 5 entries" in out
+
+
+def test_propfind_leaves_out_names_that_are_not_utf8(front, root, caplog):
+    (root / "d").mkdir()
+    (root / "d" / "good.txt").write_bytes(b"x")
+    with open(os.path.join(os.fsencode(root / "d"), b"caf\xe9.txt"), "wb") as f:
+        f.write(b"y")
+    with caplog.at_level("INFO", logger="drsftp.server"):
+        st, _, out = run(call(front, "PROPFIND", "/d/", {"Depth": "1"}))
+    assert st == 207 and set(responses(out)) == {"/d/", "/d/good.txt"}
+    assert [r.getMessage() for r in caplog.records if "not UTF-8" in r.getMessage()] == [
+        "http: PROPFIND /d: left out 1 name(s) that are not UTF-8"]
+
+
+def test_an_unexpected_value_error_is_a_500_with_one_sentence(front, monkeypatch):
+    from drsftp.server.http import dav
+
+    def broken(*_args):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(dav, "propfind", broken)
+    st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "0"}))
+    assert st == 500 and out == b"The server failed to answer this request.\n"

@@ -13,6 +13,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import zlib
 
@@ -60,6 +61,24 @@ def test_logins(front, root):
     assert run(fetch(front, "GET", "/a", auth=False, headers={"Authorization": "Bearer x"}))[0] == 401
     assert run(fetch(front, "GET", "/a", auth=False, headers={"Authorization": "Basic !!!"}))[0] == 401
     assert run(fetch(front, "GET", "/a"))[0] == 200
+
+
+def test_passwords_are_checked_in_their_own_threads(front, root):
+    """scrypt runs in auth.LOGINS, so wrong passwords queue there, never in
+    front of the file I/O of the loop's default executor."""
+    (root / "f").write_bytes(b"x")
+    authorizer = front.server.handler.authorizer
+    check, threads = authorizer.validate_authentication, []
+
+    def recorded(*args):
+        threads.append(threading.current_thread().name)
+        return check(*args)
+
+    authorizer.validate_authentication = recorded
+    wrong = {"Authorization": "Basic " + base64.b64encode(f"{USER}:wrong".encode()).decode()}
+    assert run(fetch(front, "GET", "/f", wrong))[0] == 401
+    assert run(fetch(front, "GET", "/f"))[0] == 200
+    assert len(threads) == 2 and all(t.startswith("drsftp-login") for t in threads), threads
 
 
 def test_anonymous_read_and_read_only(root):
@@ -122,6 +141,33 @@ def test_put_whole_and_chunked(front, root):
     assert run(fetch(front, "PUT", "/no/such/dir/f", data=b"x"))[0] == 409
     (root / "dir").mkdir()
     assert run(fetch(front, "PUT", "/dir", data=b"x"))[0] == 409
+
+
+def test_preconditions_are_evaluated_before_a_method_acts(front, root):
+    """RFC 9110 sec. 13.1.1-13.1.2, 13.2.2: a false If-Match or If-None-Match
+    is 412 and changes nothing; a matching If-None-Match on GET/HEAD is 304."""
+    (root / "f").write_bytes(b"original")
+    (root / "d").mkdir()
+    tag = run(fetch(front, "HEAD", "/f"))[1]["ETag"]
+    for method, path, headers in (("PUT", "/f", {"If-None-Match": "*"}), ("PUT", "/f", {"If-Match": '"nope"'}),
+                                  ("PUT", "/new", {"If-Match": "*"}), ("PUT", "/f", {"If-Match": f"W/{tag}"}),
+                                  ("PUT", "/f", {"If-None-Match": f'"x", W/{tag}'}),
+                                  ("DELETE", "/f", {"If-Match": '"nope"'}), ("DELETE", "/d", {"If-Match": tag}),
+                                  ("MOVE", "/f", {"If-Match": '"nope"', "Destination": "/g"}),
+                                  ("GET", "/f", {"If-Match": '"nope"'})):
+        st, _, body = run(fetch(front, method, path, headers, b"clobber" if method == "PUT" else None))
+        assert st == 412 and body.strip().endswith(b"."), (method, headers)
+    assert sorted(os.listdir(root)) == ["d", "f"] and (root / "f").read_bytes() == b"original"
+    for method in ("GET", "HEAD"):
+        st, h, body = run(fetch(front, method, "/f", {"If-None-Match": f'"x", {tag}'}))
+        assert st == 304 and h["ETag"] == tag and body == b""
+    assert run(fetch(front, "GET", "/f", {"If-None-Match": '"x"'}))[2] == b"original"
+    assert run(fetch(front, "GET", "/nope", {"If-Match": tag}))[0] == 404  # (sec. 13.2.1)
+    assert run(fetch(front, "DELETE", "/nope", {"If-Match": tag}))[0] == 404
+    assert run(fetch(front, "PUT", "/new", {"If-None-Match": "*"}, b"made"))[0] == 201
+    assert run(fetch(front, "PUT", "/f", {"If-Match": f'"x", {tag}'}, b"changed"))[0] == 204
+    assert run(fetch(front, "DELETE", "/d", {"If-Match": "*"}))[0] == 204
+    assert (root / "new").read_bytes() == b"made" and (root / "f").read_bytes() == b"changed"
 
 
 def test_partial_puts_assemble_the_file(front, root):

@@ -3,8 +3,10 @@
 The authorizer is read from the FTP handler class at each request, so a
 SIGHUP's reload applies at once.  HashedAuthorizer remembers a verified
 password as an HMAC under a per-process key (scrypt is paid once per
-credential, never for a wrong one remembered); its check runs in the
-loop's executor, so a login's scrypt never stalls the other connections.
+credential, never for a wrong one remembered); its check runs in a
+pool of its own (LOGINS, two threads), so a login's scrypt never stalls
+the other connections, and a flood of wrong passwords queues there, not
+before the file reads and writes in the loop's executor.
 Without credentials, ``--anonymous-read`` lets the reading methods through;
 a write (or any method without anonymous read) is answered 401 with the
 challenge, a user without the right permission 403.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyftpdlib.authorizers import AuthenticationFailed
@@ -23,6 +26,7 @@ from .problem import Problem
 
 REALM = 'Basic realm="drsftp"'
 READING = frozenset({"GET", "HEAD", "PROPFIND", "OPTIONS"})
+LOGINS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="drsftp-login")  # password checks (scrypt)
 MAX_CREDENTIALS = 1024  # characters of an Authorization header decoded at most
 # The permission letter each method needs (pyftpdlib's: r read, l list,
 # w store, d delete, m make directory, f rename).
@@ -66,7 +70,7 @@ async def login(authorizer, method: str, header: str | None) -> Login:
         raise challenge("anonymous access is read-only here, if allowed at all.")
     loop = asyncio.get_running_loop()
     try:
-        await loop.run_in_executor(None, authorizer.validate_authentication, user, password, None)
+        await loop.run_in_executor(LOGINS, authorizer.validate_authentication, user, password, None)
     except AuthenticationFailed:
         raise Refused(user) from None
     if not authorizer.has_user(user):  # removed by a reload meanwhile

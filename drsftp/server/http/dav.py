@@ -2,16 +2,19 @@
 
 PROPFIND answers Depth 0 and 1; ``infinity`` (and a missing Depth, which
 means it: RFC 4918 sec. 9.1) is 403, as the RFC lets a server refuse it.
-Its body is read up to MAX_BODY bytes and parsed by xml.etree only after a
-DOCTYPE is refused, so no entity is ever declared, let alone expanded
-(billion laughs, external entities).  Properties asked for that are not
-in PROPS are listed in a 404 propstat.
+Its body is read up to MAX_BODY bytes, must be UTF-8, and is parsed (as
+text) by xml.etree only after a DOCTYPE is refused, so no entity is ever
+declared, let alone expanded (billion laughs, external entities).  It may
+ask for MAX_PROPS distinct properties; those not in PROPS are listed in a
+404 propstat.  A collection of more than MAX_ENTRIES entries is 507, never
+a listing cut short.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-import shutil
+import secrets
 import stat
 import xml.etree.ElementTree as ET
 from time import gmtime, strftime
@@ -26,11 +29,13 @@ from .problem import Problem
 # COPY: third-party copy; POST: macaroon requests (docs/HTTP.md, "Third-party copy")
 ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, MOVE, PROPFIND, COPY, POST"
 MAX_BODY = 64 * 1024  # bytes of a PROPFIND body
-MAX_ENTRIES = 100_000  # entries of one Depth 1 listing
+MAX_ENTRIES = 100_000  # entries of one Depth 1 listing (more: 507)
+MAX_PROPS, MAX_PROP_CHARS = 64, 4096  # distinct property names one PROPFIND asks for, and their length
 DAV = "DAV:"
 PROPS = ("resourcetype", "getcontentlength", "getlastmodified", "creationdate", "getetag", "displayname",
          "getcontenttype")
 ET.register_namespace("D", DAV)
+log = logging.getLogger("drsftp.server")
 
 
 def options() -> web.Response:
@@ -70,41 +75,78 @@ def mkcol(request, target: Target) -> web.Response:
     return web.Response(status=201, text="created.\n")
 
 
-def move(request, source: Target, dest: Target) -> web.Response:
+def move(request, source: Target, dest: Target, may_delete: bool) -> web.Response:
+    """RFC 4918 sec. 9.9: an existing destination is moved aside (a hidden
+    name beside it), the source renamed in, then the aside copy deleted; a
+    failed rename puts it back, so a refused MOVE loses nothing."""
     if not source.parts or not dest.parts:
         raise Problem(403, "the home cannot be moved, nor anything moved over it.")
     if not os.path.lexists(source.fs):
         raise Problem(404, "no such file or collection.")
-    if dest.parts[:len(source.parts)] == source.parts:
+    src, dst = _spot(source), _spot(dest)
+    if dest.parts[:len(source.parts)] == source.parts or dst.startswith(src + "/"):
         raise Problem(403, "a collection cannot be moved into itself.")
+    if dst == src or src.startswith(dst + "/"):  # (RFC 4918 sec. 9.9.4)
+        raise Problem(403, "the destination is the source or a collection holding it.")
     if not os.path.isdir(dest.parent.fs):
         raise Problem(409, "the destination's parent collection does not exist.")
     overwrite = request.headers.get("Overwrite", "T").strip().upper()
     if overwrite not in ("T", "F"):
         raise Problem(400, "Overwrite must be T or F.")
     existed = os.path.lexists(dest.fs)
+    aside = None
     if existed:
         if overwrite == "F":
             raise Problem(412, "the destination exists and Overwrite is F.")
-        if os.path.isdir(dest.fs) and not os.path.islink(dest.fs):
-            shutil.rmtree(dest.fs)  # (RFC 4918 sec. 9.9.3: a DELETE of it first)
-        elif os.path.isdir(source.fs):
-            os.remove(dest.fs)
+        # RFC 4918 sec. 9.9.3: overwriting is a DELETE of the destination
+        if not may_delete:
+            raise Problem(403, "the destination exists: replacing it needs the right to delete.")
+        if os.path.isdir(dest.fs) and not os.path.islink(dest.fs) and os.listdir(dest.fs):
+            raise Problem(409, "the destination is a collection that is not empty: delete what it holds first.")
+        aside = os.path.join(os.path.dirname(dest.fs), f".drsftp-move-{secrets.token_hex(8)}")
+        try:
+            os.rename(dest.fs, aside)
+        except OSError as exc:
+            raise Problem(409, f"cannot move the destination aside: {exc.strerror}.") from None
     try:
         os.replace(source.fs, dest.fs)
     except OSError as exc:
+        if aside is not None:
+            os.replace(aside, dest.fs)
         raise Problem(409, f"cannot move it: {exc.strerror}.") from None
+    if aside is not None:
+        _discard(aside)
     return web.Response(status=204 if existed else 201)
 
 
+def _spot(target: Target) -> str:
+    """Where ``target`` lies: its parent's real path and its own name (a
+    symlink is renamed itself, not what it leads to)."""
+    return os.path.join(os.path.realpath(target.parent.fs), target.parts[-1])
+
+
+def _discard(aside: str) -> None:
+    try:
+        if os.path.isdir(aside) and not os.path.islink(aside):
+            os.rmdir(aside)
+        else:
+            os.remove(aside)
+    except OSError as exc:  # (filled meanwhile): kept, and said
+        log.warning("http: MOVE left the replaced destination as %s: %s", aside, exc.strerror)
+
+
 def wanted(body: bytes) -> list[str] | None:
-    """The DAV: property names a PROPFIND body asks for; None: all."""
+    """The property names a PROPFIND body asks for, each once; None: all."""
     if not body.strip():
         return None
-    if b"<!DOCTYPE" in body.upper() or b"<!ENTITY" in body.upper():
+    try:  # parsed as text: an encoding it declares (UTF-16: no "<!DOCTYPE" bytes to see) is not acted on
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise Problem(400, "a PROPFIND body must be UTF-8.") from None
+    if "<!DOCTYPE" in text.upper() or "<!ENTITY" in text.upper():
         raise Problem(400, "a PROPFIND body may not declare a DOCTYPE or entities.")
     try:
-        root = ET.fromstring(body)
+        root = ET.fromstring(text)
     except ET.ParseError:
         raise Problem(400, "the PROPFIND body is not well-formed XML.") from None
     if root.tag != f"{{{DAV}}}propfind":
@@ -112,10 +154,16 @@ def wanted(body: bytes) -> list[str] | None:
     prop = root.find(f"{{{DAV}}}prop")
     if prop is None:
         return None  # allprop, propname: every property
-    return [child.tag for child in prop]
+    names = list(dict.fromkeys(child.tag for child in prop))
+    if len(names) > MAX_PROPS or sum(map(len, names)) > MAX_PROP_CHARS:  # each is repeated in every response
+        raise Problem(400, f"a PROPFIND may ask for {MAX_PROPS} properties at most, named in {MAX_PROP_CHARS}"
+                           " characters.")
+    return names
 
 
 def propfind(request, target: Target, body: bytes) -> web.Response:
+    """A multistatus of ``target`` and, at Depth 1, its entries; run in an
+    executor thread (a big listing takes seconds)."""
     depth = request.headers.get("Depth", "infinity").strip().lower()
     if depth not in ("0", "1"):
         raise Problem(403, "PROPFIND answers Depth 0 or 1 only (RFC 4918 sec. 9.1).")
@@ -128,19 +176,35 @@ def propfind(request, target: Target, body: bytes) -> web.Response:
     _response(root, target, st, names)
     if depth == "1" and stat.S_ISDIR(st.st_mode):
         try:
-            entries = sorted(os.listdir(target.fs))[:MAX_ENTRIES]
+            entries = os.listdir(target.fs)
         except OSError as exc:
             raise Problem(403, f"cannot list it: {exc.strerror}.") from None
-        for name in entries:
+        if len(entries) > MAX_ENTRIES:  # never a part of the listing, which a client would take for all of it
+            raise Problem(507, f"the collection holds more than {MAX_ENTRIES} entries, more than a listing may.")
+        not_utf8 = 0
+        for name in sorted(entries):
             child = Target(target.home, (*target.parts, name))
+            if not _utf8(name):
+                not_utf8 += 1  # no URL names it (paths.py): left out, as listable() leaves out CR, LF, NUL
+                continue
             if not listable(name) or not inside(target.home, child.fs):
                 continue  # a name no request could carry; a symlink leading out of the home
             try:
                 _response(root, child, os.stat(child.fs), names)
             except OSError:
                 continue  # gone meanwhile, or a dangling symlink
+        if not_utf8:
+            log.info("http: PROPFIND %s: left out %d name(s) that are not UTF-8", target.href, not_utf8)
     text = b'<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root)
     return web.Response(status=207, body=text, content_type="application/xml", charset="utf-8")
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # (os.listdir's surrogate escapes)
+        return False
+    return True
 
 
 def _response(root: ET.Element, target: Target, st: os.stat_result, names: list[str] | None) -> None:

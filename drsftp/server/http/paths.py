@@ -83,9 +83,28 @@ def inside(real_home: str, path: str) -> bool:
     return real == real_home or real.startswith(real_home.rstrip("/") + "/")
 
 
-def destination(header: str | None, home: str) -> Target:
+def destination(header: str | None, home: str, host: str | None, scheme: str) -> Target:
     """MOVE's ``Destination`` (RFC 4918 sec. 10.3): an absolute URL or a
-    path, resolved as a request path is."""
+    path, resolved as a request path is.  A URL naming another server
+    (scheme, host or port other than the request's ``Host``) is 502
+    (sec. 9.9.4): a MOVE never leaves this one."""
     if not header:
         raise Problem(400, "MOVE needs a Destination header.")
-    return resolve(home, url_parts(header.strip()))
+    value = header.strip()
+    if "://" in value and not value.startswith("/"):
+        if not host:
+            raise Problem(400, "a Destination URL needs the request's Host to compare it with.")
+        if _authority(value, "") != _authority(f"{scheme}://{host}", scheme):
+            raise Problem(502, "the Destination names another server: a MOVE stays on this one.")
+    return resolve(home, url_parts(value))
+
+
+def _authority(url: str, scheme: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``, the scheme's default port filled in."""
+    try:
+        split = urlsplit(url[:MAX_TARGET])
+        port = split.port
+    except ValueError:
+        raise Problem(400, "the Destination is not a URL.") from None
+    s = split.scheme.lower() or scheme
+    return s, (split.hostname or "").lower(), port or {"http": 80, "https": 443}.get(s)
