@@ -186,10 +186,10 @@ def test_partial_puts_assemble_the_file(front, root):
     assert h["DRS-Part-Ranges"] == ""  # nothing held: the file is whole
 
 
-def test_partial_puts_that_end_together_are_both_answered_whole(front, root):
-    """The first partial PUT whose bytes make the file whole renames it;
-    one that completed its writes at the same time (its body not ended
-    yet) gets the same answer, not a 500 on the vanished part file."""
+def test_partial_puts_that_end_together_rename_the_file_once_the_last_ends(front, root):
+    """The partial PUT whose bytes make the file whole while another still
+    writes (its body not ended yet) gets 202: the file is renamed into
+    place by the last writer, never while one still writes into it."""
     data = os.urandom(200_000)
     first_written = asyncio.Event()
 
@@ -206,11 +206,12 @@ def test_partial_puts_that_end_together_are_both_answered_whole(front, root):
             head = asyncio.create_task(put(slow_head(), "bytes 0-99999/200000"))
             await asyncio.sleep(0.3)  # the head's bytes are written, its body still open
             tail = await put(data[100_000:], "bytes 100000-199999/200000")
+            renamed_early = (root / "t").exists()
             first_written.set()
-            return tail, await head
+            return tail, await head, renamed_early
 
-    tail, head = run(go())
-    assert (tail, head) == (201, 201)
+    tail, head, renamed_early = run(go())
+    assert (tail, head, renamed_early) == (202, 201, False)
     assert (root / "t").read_bytes() == data and not [p for p in os.listdir(root) if p.endswith(".part")]
 
 
@@ -455,3 +456,26 @@ def test_two_paths_to_one_directory_give_one_writer(root):
             first.close()
     assert second == 409 and answer.split()[1] in (b"201", b"204")
     assert (root / "real" / "f").read_bytes() == b"1" * 100
+
+
+def test_another_login_cannot_join_a_file_being_assembled(front, root):
+    from drsftp.server.ops.users import hash_password
+
+    other = "other-pass-1"
+    front.server.handler.authorizer.add_user("other", hash_password(other, n=2**10), str(root), perm="elradfmwMT")
+    mine = socket.create_connection(("127.0.0.1", front.port))
+    try:
+        mine.sendall((f"PUT /f HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH['Authorization']}\r\n"
+                      "Content-Range: bytes 0-99/200\r\nContent-Length: 100\r\n\r\n").encode() + b"1" * 50)
+        part = root / ".f.part"
+        assert wait_until(lambda: part.exists() and part.stat().st_size == 50, 10)
+        theirs = {"Authorization": "Basic " + base64.b64encode(f"other:{other}".encode()).decode(),
+                  "Content-Range": "bytes 100-199/200"}
+        refused = run(fetch(front, "PUT", "/f", headers=theirs, data=b"2" * 100, auth=False))[0]
+        mine.sendall(b"1" * 50)
+        mine.settimeout(10)
+        answer = mine.recv(4096).split(b"\r\n")[0]
+    finally:
+        mine.close()
+    assert refused == 409 and answer.split()[1] == b"202"  # (its half stored, the other's refused)
+    assert part.read_bytes()[:100] == b"1" * 100 and not (root / "f").exists()

@@ -6,7 +6,9 @@ is never a half-written file and a PUT cut short keeps what arrived.  With
 ``Content-Range: bytes A-B/TOTAL`` a request carries one range of the file
 (RFC 9110 sec. 14.5, partial PUT): several may write one part file at once
 (``drsftp put -P N``), and the ledger records the ranges it holds; it is
-answered 202 until they cover TOTAL bytes, then renamed (201/204).  A
+answered 202 until they cover TOTAL bytes, then renamed (201/204) by
+the last of its writers to end (an earlier one's rename would leave the
+others writing into the file in place), all of one login.  A
 ``HEAD`` with ``DRS-Part: ranges`` reads the ledger (http/drsheader.py).
 A whole-file PUT writes alone: a second writer of the same part file, by
 HTTP or FTP, gets 409.  The ledger lives in memory: after a restart a
@@ -44,6 +46,7 @@ class Part:
     writers: int = 0
     whole: bool = False  # a whole-file PUT writes it
     settled: int | None = None  # the status of the PUT that renamed it into place
+    owner: str | None = None  # the login whose partial PUTs write it now
     stamp: tuple[int, int, int] | None = None  # the part file as the last PUT writing it left it (_stamp)
 
 
@@ -124,16 +127,21 @@ async def put(ex: Exchange, target: Target, ledger: Ledger, max_body: int | None
         raise Problem(409, BUSY)
     if rng is not None and part.total not in (None, rng[2]) and part.writers:
         raise Problem(409, f"the part file is being assembled for {part.total} bytes, not {rng[2]}.")
+    who = ex.who.user if ex.who is not None else None
+    if part.writers and part.owner != who:  # (another login's bytes would splice into it)
+        raise Problem(409, BUSY)
     if rng is not None and (part.total != rng[2] or not _valid(path, part)):
         part.total, part.held = rng[2], RangeSet()
     part.writers += 1
-    part.whole = rng is None
+    part.whole, part.owner = rng is None, who
     try:
         return await _receive(ex, target, path, part, ledger, rng, max_body, headers)
     finally:
         part.writers -= 1
         part.whole = False
         if not part.writers:
+            if _whole_unsettled(part):  # (the writer that was to rename it failed: the file is whole all the same)
+                _rename(target, path, part, ledger)
             part.stamp = _stamp(path)
             partfile.release(path)
 
@@ -197,14 +205,30 @@ def _settle(target: Target, path: str, part: Part, ledger: Ledger, rng: tuple[in
             return web.Response(status=202, text="the part is stored; the file is not whole yet.\n",
                                 headers=headers)
         if part.settled is not None:
-            # partial PUTs that ended together: the first renamed the file
-            # whole, this one's bytes are in it; the same answer again
+            # partial PUTs that ended together: one renamed the file whole,
+            # this one's bytes are in it; the same answer again
             return web.Response(status=part.settled, headers=headers)
-        os.truncate(path, total)
+        if part.writers > 1:  # others still write into it: the last of them renames it
+            headers["DRS-Part-Ranges"] = ",".join(f"{a}-{b - 1}" for a, b in part.held)
+            return web.Response(status=202, text="the part is stored; the file is whole once the other parts"
+                                " being written end.\n", headers=headers)
+    existed = _rename(target, path, part, ledger)
+    if existed:
+        return web.Response(status=204, headers=headers)
+    return web.Response(status=201, text="stored.\n", headers=headers)
+
+
+def _whole_unsettled(part: Part) -> bool:
+    return part.total is not None and part.settled is None and not part.held.missing(part.total)
+
+
+def _rename(target: Target, path: str, part: Part, ledger: Ledger) -> bool:
+    """The part file into place (cut to its total, a partial PUT's); True
+    if it replaced a file."""
+    if part.total is not None:
+        os.truncate(path, part.total)
     existed = os.path.lexists(target.fs)
     os.replace(path, target.fs)
     ledger.forget(path)
     part.settled = 204 if existed else 201
-    if existed:
-        return web.Response(status=204, headers=headers)
-    return web.Response(status=201, text="stored.\n", headers=headers)
+    return existed
