@@ -156,3 +156,12 @@ def test_perf_marker_round_trip():
     assert perfmarker.failure("a\nb") == "failure: a b\n"
     with pytest.raises(ValueError):
         perfmarker.parse_stream("\n")  # davix takes a blank line for an error: the stream has none
+
+
+def test_a_move_over_a_file_needs_the_delete_activity(front):
+    token = mint(front, "/sub", ["activity:UPDATE_METADATA"])
+    over = {**bearer(token), "Destination": front.url("/sub/deeper/b.bin")}
+    status, text = run(call(front, "MOVE", "/sub/a.bin", over))
+    assert status == 403 and "DELETE" in text, text  # (it would replace b.bin)
+    fresh = {**bearer(token), "Destination": front.url("/sub/renamed.bin")}
+    assert run(call(front, "MOVE", "/sub/a.bin", fresh))[0] == 201

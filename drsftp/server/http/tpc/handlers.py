@@ -3,6 +3,7 @@ and POST with ``Content-Type: application/macaroon-request`` (tokens.py)."""
 
 from __future__ import annotations
 
+import os
 import ssl
 from dataclasses import dataclass, field
 
@@ -90,3 +91,5 @@ def scope(grant: caveats.Grant | None, request: web.BaseRequest, target: Target,
     check_scope(grant, method, target.href)
     if other is not None:
         check_scope(grant, method, other.href)
+        if method == "MOVE" and os.path.lexists(other.fs):  # (a MOVE over it deletes it: RFC 4918 sec. 9.9.3)
+            check_scope(grant, "DELETE", other.href)
