@@ -113,3 +113,28 @@ def test_get_r_asks_no_head_and_keeps_its_connections(server, tmp_path):
     assert run("get", "-r", server.url("/dir/"), str(tmp_path / "auto")) == 0  # -c auto: a loopback RTT
     assert _files(tmp_path / "auto") == _files(os.path.join(server.root, "dir"))
     assert [m for m, _, _ in server.seen].count("GET") == 4 and len(server.peers) <= NEAR + 1
+
+
+def test_a_refused_listing_fails_that_directory_with_the_servers_sentence(server, tmp_path, capsys):
+    """drsftp serve answers a collection longer than its cap with 507 and a
+    sentence: that directory fails with it (exit 1), the others are copied;
+    `ls` of it says the same."""
+    from aiohttp import web
+
+    propfind = server._propfind
+    said = "The collection holds more than 100000 entries: list a part of it."
+
+    async def refusing(request, headers):
+        if request.path.rstrip("/") == "/dir/sub":
+            return web.Response(status=507, text=said + "\n", headers=headers)
+        return await propfind(request, headers)
+
+    server._propfind = refusing
+    dest = tmp_path / "dest"
+    assert run("get", "-r", server.url("/dir/"), str(dest)) == 1
+    err = capsys.readouterr().err
+    assert "/dir/sub" in err and said in err and "(HTTP 507)" in err and "Traceback" not in err
+    assert (dest / "a.bin").stat().st_size == 300_000 and not (dest / "sub" / "b b.bin").exists()
+    assert main(["ls", server.url("/dir/sub/")]) == 1
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1

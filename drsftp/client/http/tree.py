@@ -15,6 +15,8 @@ the directories still to list and the files queued.  ``--sync`` skips a
 file the destination holds with the same size and a time not older.
 A name the server lists outside the directory asked, or one that is no
 plain name (``..``, empty), is refused: nothing is written outside DEST.
+A directory whose listing is refused fails; the rest is copied and the
+tree ends in an error.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
     if not loc.path.endswith("/"):  # (as the FTP trees: no slash, the directory itself goes into DEST)
         dest = os.path.join(dest, posixpath.basename(loc.path))
     most = job.sessions or FAR
+    failed: list[str] = []
     async with Pool(loc, opts, Role.RECEIVER, most * job.streams + 1, timeline=False) as pool:
         queue: asyncio.Queue[tuple[Entry, str] | None] = asyncio.Queue(QUEUED * most)
         crew = _Crew(job.sessions)
@@ -80,18 +83,31 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
             stack = [(loc.path.rstrip("/") or "/", dest)]
             while stack:
                 rdir, ldir = stack.pop()
-                os.makedirs(ldir, exist_ok=True)
-                counts.dirs += 1
-                async for e in entries(pool, rdir.rstrip("/") + "/"):
-                    crew.settle(pool)
-                    if not child(e, rdir):
-                        continue
-                    target = os.path.join(ldir, e.name)
-                    if e.is_dir:
-                        stack.append((e.path, target))
-                    else:
-                        await queue.put((e, target))
+                try:
+                    await list_dir(rdir, ldir, stack)
+                except HTTPError as exc:
+                    if exc.status is None or exc.transient:
+                        raise  # (a lost connection, a broken listing: the tree ends, as for a file)
+                    fail(rdir, str(exc))
                 crew.settle(pool)
+
+        async def list_dir(rdir: str, ldir: str, stack: list[tuple[str, str]]) -> None:
+            os.makedirs(ldir, exist_ok=True)
+            counts.dirs += 1
+            async for e in entries(pool, rdir.rstrip("/") + "/"):
+                crew.settle(pool)
+                if not child(e, rdir):
+                    continue
+                target = os.path.join(ldir, e.name)
+                if e.is_dir:
+                    stack.append((e.path, target))
+                else:
+                    await queue.put((e, target))
+
+        def fail(path: str, why: str) -> None:
+            failed.append(f"{path}: {why}")
+            if len(failed) > 1:  # (the first is the tree's error at its end)
+                log.error("%s: %s", path, why)
 
         async def move(item: tuple[Entry, str]) -> None:
             e, target = item
@@ -105,6 +121,9 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
                 os.utime(target, (e.mtime, e.mtime))
 
         await _run(walk, move, queue, crew)
+        if failed:
+            more = f" (and {len(failed) - 1} more, said above)" if len(failed) > 1 else ""
+            raise HTTPError(f"get -r {loc.shown}: {failed[0]}{more}; the rest was copied", transient=False)
         return _result("get", loc.path, counts, started, pool.summary())
 
 
