@@ -115,6 +115,36 @@ def test_get_r_asks_no_head_and_keeps_its_connections(server, tmp_path):
     assert [m for m, _, _ in server.seen].count("GET") == 4 and len(server.peers) <= NEAR + 1
 
 
+def test_get_r_stops_at_a_symlink_loop_and_says_so(server, tmp_path, capsys):
+    """WebDAV names no directory's identity: one that lists as a directory
+    above it does, with its time, is that one again (a loop: a failure naming
+    it, exit 1); the rest is copied."""
+    os.symlink(".", os.path.join(server.root, "dir", "sub", "self"))
+    dest = tmp_path / "dest"
+    assert run("get", "-r", server.url("/dir/"), str(dest)) == 1
+    err = capsys.readouterr().err
+    assert "/dir/sub/self: lists as /dir/sub does: a loop" in err and "Traceback" not in err
+    assert not (dest / "sub" / "self").exists()
+    assert _files(dest / "sub") | {"self/": ""} == _files(os.path.join(server.root, "dir", "sub"))  # (all but the link)
+
+
+def test_get_r_goes_no_deeper_than_the_ftp_walk(server, tmp_path, capsys, monkeypatch):
+    """The FTP walk's depth limit (trees/walk.py MAX_DEPTH), made 3 here."""
+    import drsftp.client.http.tree as tree
+
+    monkeypatch.setattr(tree, "MAX_DEPTH", 3)
+    deep = os.path.join(server.root, "deep", "1", "2", "3", "4", "5")
+    os.makedirs(deep)
+    for i, folder in enumerate(("deep/1", "deep/1/2/3", "deep/1/2/3/4")):
+        with open(os.path.join(server.root, folder, "f"), "wb") as f:
+            f.write(b"x" * i)
+        os.utime(os.path.join(server.root, folder), (1000 * i, 1000 * i))  # (no loop to suspect)
+    dest = tmp_path / "dest"
+    assert run("get", "-r", server.url("/deep/"), str(dest)) == 1
+    assert "/deep/1/2/3/4: deeper than 3 levels" in capsys.readouterr().err
+    assert (dest / "1" / "2" / "3" / "f").exists() and not (dest / "1" / "2" / "3" / "4").exists()
+
+
 def test_a_refused_listing_fails_that_directory_with_the_servers_sentence(server, tmp_path, capsys):
     """drsftp serve answers a collection longer than its cap with 507 and a
     sentence: that directory fails with it (exit 1), the others are copied;

@@ -15,8 +15,9 @@ the directories still to list and the files queued.  ``--sync`` skips a
 file the destination holds with the same size and a time not older.
 A name the server lists outside the directory asked, or one that is no
 plain name (``..``, empty), is refused: nothing is written outside DEST.
-A directory whose listing is refused fails; the rest is copied and the
-tree ends in an error.
+A directory whose listing is refused, one that is a directory above it
+again (:class:`Signature`) or deeper than the FTP walk's MAX_DEPTH fails;
+the rest is copied and the tree ends in an error.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import logging
 import os
 import posixpath
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,6 +37,7 @@ from ...io import sockopt
 from ...tuning import Role, check_spec
 from ..result import TransferResult
 from ..transfer.options import TransferOptions
+from ..trees.walk import MAX_DEPTH
 from .errors import HTTPError
 from .get import get_with
 from .ls import entries
@@ -80,29 +83,51 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
         crew = _Crew(job.sessions)
 
         async def walk() -> None:
-            stack = [(loc.path.rstrip("/") or "/", dest)]
+            stack = [_Dir(loc.path.rstrip("/") or "/", dest, None, ())]
             while stack:
-                rdir, ldir = stack.pop()
+                d = stack.pop()
                 try:
-                    await list_dir(rdir, ldir, stack)
+                    stack.extend(reversed(await list_dir(d)))
                 except HTTPError as exc:
                     if exc.status is None or exc.transient:
                         raise  # (a lost connection, a broken listing: the tree ends, as for a file)
-                    fail(rdir, str(exc))
+                    fail(d.remote, str(exc))
                 crew.settle(pool)
 
-        async def list_dir(rdir: str, ldir: str, stack: list[tuple[str, str]]) -> None:
-            os.makedirs(ldir, exist_ok=True)
+        async def list_dir(d: _Dir) -> list[_Dir]:
+            """``d``'s files queued, its directories returned."""
+            me, sig = d.remote, Signature()
+            listing = entries(pool, me + "/", itself=True)
+            whole = any(mtime == d.mtime for _, mtime, _ in d.above)  # (maybe an ancestor again: listed whole first)
+            if whole:
+                items = [e async for e in listing]
+                for e in items:
+                    sig.add(e, me)
+                loop = next((path for path, _, key in d.above if key == sig.key()), None)
+                if loop is not None:
+                    fail(me, f"lists as {loop} does: a loop (a link to a directory above it?); not copied again")
+                    return []
+                listing = _replay(items)
+            os.makedirs(d.local, exist_ok=True)
             counts.dirs += 1
-            async for e in entries(pool, rdir.rstrip("/") + "/"):
+            subdirs: list[Entry] = []
+            async for e in listing:
                 crew.settle(pool)
-                if not child(e, rdir):
-                    continue
-                target = os.path.join(ldir, e.name)
+                if not whole:
+                    sig.add(e, me)
+                if e.path == me or not child(e, me):
+                    continue  # (itself; no plain entry)
                 if e.is_dir:
-                    stack.append((e.path, target))
+                    subdirs.append(e)
                 else:
-                    await queue.put((e, target))
+                    await queue.put((e, os.path.join(d.local, e.name)))
+            above = (*d.above, (me, sig.mtime, sig.key()))
+            down = [_Dir(e.path, os.path.join(d.local, e.name), e.mtime, above) for e in subdirs]
+            if len(above) > MAX_DEPTH:  # (the FTP walk's limit: trees/walk.py)
+                for x in down:
+                    fail(x.remote, f"deeper than {MAX_DEPTH} levels; not copied")
+                return []
+            return down
 
         def fail(path: str, why: str) -> None:
             failed.append(f"{path}: {why}")
@@ -125,6 +150,45 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
             more = f" (and {len(failed) - 1} more, said above)" if len(failed) > 1 else ""
             raise HTTPError(f"get -r {loc.shown}: {failed[0]}{more}; the rest was copied", transient=False)
         return _result("get", loc.path, counts, started, pool.summary())
+
+
+@dataclass(frozen=True)
+class _Dir:
+    """A directory of ``get -r`` to list: ``mtime`` as its parent listed it;
+    ``above``: its ancestors' (path, mtime, listing key), the root first."""
+    remote: str
+    local: str
+    mtime: float | None
+    above: tuple[tuple[str, float | None, str], ...]
+
+
+class Signature:
+    """What a listing says, as one key: its own time and its entries' names,
+    kinds, sizes and times, in any order.  WebDAV gives a collection no
+    identity (FTP's MLSx ``unique``): a directory that lists as one above it
+    with that one's time is that one again (a symlink loop), the seen-once
+    rule of the FTP walk (trees/walk.py) for a walk that cannot tell."""
+
+    def __init__(self) -> None:
+        self.mtime: float | None = None
+        self.count = self.sum = 0
+
+    def add(self, e: Entry, me: str) -> None:
+        if posixpath.dirname(e.path) != me and e.path != me:
+            return  # (no entry of its own: tree.child says so where it counts)
+        if e.path == me:
+            self.mtime = e.mtime
+            return
+        self.count += 1
+        self.sum = (self.sum + hash((e.name, e.is_dir, e.size, e.mtime))) & (1 << 64) - 1
+
+    def key(self) -> str:
+        return f"{self.mtime}:{self.count}:{self.sum:x}"
+
+
+async def _replay(items: list[Entry]) -> AsyncIterator[Entry]:
+    for e in items:
+        yield e
 
 
 async def put_tree(src: str, loc: HTTPLocation, opts: TransferOptions, job: TreeJob) -> TransferResult:
