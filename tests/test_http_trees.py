@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 from httpfake import FakeServer, sha256
@@ -113,6 +114,41 @@ def test_get_r_asks_no_head_and_keeps_its_connections(server, tmp_path):
     assert run("get", "-r", server.url("/dir/"), str(tmp_path / "auto")) == 0  # -c auto: a loopback RTT
     assert _files(tmp_path / "auto") == _files(os.path.join(server.root, "dir"))
     assert [m for m, _, _ in server.seen].count("GET") == 4 and len(server.peers) <= NEAR + 1
+
+
+def test_get_r_of_files_named_as_part_files_keeps_every_one(server, tmp_path):
+    """``x`` downloads into ``x.part``, also the name of a listed file (and
+    ``x.part.ranges`` its record's): the listed ``x.part`` is written after
+    ``x`` is done, and a --continue rerun gets ``x`` from its start, not from
+    the other file's copy (docs/DATASETS.md, "Part-file names")."""
+    d = os.path.join(server.root, "parts")
+    os.makedirs(os.path.join(d, "z.part"))
+    for name, size in (("x", 3_000_000), ("x.part", 12), ("x.part.ranges", 7), ("x.part.part", 5),
+                       ("y.part", 9), ("z", 2_000_000), ("z.part/in", 4)):
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(os.urandom(size))
+    dest = tmp_path / "dest"
+    assert run("get", "-r", "-c", "4", server.url("/parts/"), str(dest)) == 0
+    assert _files(dest) == _files(d)
+    for gone in (os.path.join(d, "z.part"), dest / "z.part"):  # (else z has no part file: the next test)
+        shutil.rmtree(gone)
+    for argv in (("--continue",), ("--continue", "-P", "2")):
+        assert run("get", "-r", "-c", "4", *argv, server.url("/parts/"), str(dest)) == 0, argv
+        assert _files(dest) == _files(d), argv
+
+
+def test_get_r_fails_a_file_whose_part_file_is_a_directory_here(server, tmp_path, capsys):
+    """Once a listed directory ``z.part`` is here, ``z`` has no part file:
+    it fails with the reason, the rest is copied."""
+    d = os.path.join(server.root, "parts")
+    os.makedirs(os.path.join(d, "z.part"))
+    for name in ("z", "z.part/in", "w"):
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(os.urandom(1000))
+    os.makedirs(tmp_path / "dest" / "z.part")
+    assert run("get", "-r", server.url("/parts/"), str(tmp_path / "dest")) == 1
+    assert "its part file's name is the directory z.part's" in capsys.readouterr().err
+    assert _files(tmp_path / "dest") == {k: v for k, v in _files(d).items() if k != "z"}
 
 
 def test_get_r_stops_at_a_symlink_loop_and_says_so(server, tmp_path, capsys):
