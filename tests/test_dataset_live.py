@@ -355,3 +355,25 @@ def test_verify_checks_every_file_of_a_job(tree_server, tmp_path):
     r = drsftp("put", "-r", "--verify", str(tmp_path / "out") + "/", srv.url("v"), "--json", str(j))
     assert r.returncode == 0, r.stderr
     assert all(f["sha256"] for f in job_records(j)["files"] if f["status"] == "ok")
+
+
+@pytest.mark.parametrize("extra", [(), ("--delete",)])  # (a walk streamed to the workers; one walked first)
+def test_get_r_fails_files_named_as_another_files_part_file(tmp_path, extra):
+    """``x`` downloads into ``x.part`` (its record: ``x.part.ranges``), and
+    a rerun resumes from them: listed files of those names beside ``x`` fail
+    with the reason, ``x`` and the others are copied (DATASETS.md,
+    "Part-file names")."""
+    root = tmp_path / "srv"
+    (root / "d").mkdir(parents=True)
+    for name, size in (("x", 3 << 20), ("x.part", 12), ("x.part.ranges", 7), ("y.part", 9)):
+        make_file(root / "d" / name, size, seed=size)
+    out = tmp_path / "out"
+    with running_server(root) as srv:
+        for again in ((), ("--continue",)):
+            r = drsftp("get", "-r", "-c", "4", *extra, *again, srv.url("d/"), str(out))
+            assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+            assert "/d/x.part: its name is x's part file here: get it on its own" in r.stderr
+            assert "/d/x.part.ranges: its name is x's resume record here" in r.stderr
+            assert sorted(os.listdir(out)) == ["x", "y.part"]
+            for name in ("x", "y.part"):
+                assert sha256_file(out / name) == sha256_file(root / "d" / name)

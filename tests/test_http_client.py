@@ -214,6 +214,53 @@ def test_put_continue_of_a_complete_file_sends_nothing(server, tmp_path):
     assert [m for m, _, _ in server.seen] == ["HEAD"]
 
 
+def _storing_each_body(server, answer_202_before_the_end):
+    """``server``'s PUT as a server that ignores Content-Range: each body is
+    stored as the whole file (RFC 9110 sec. 14.5 warns of such servers);
+    ``answer_202_before_the_end``: pieces not ending the file are answered
+    202 (and dropped), as if taken."""
+    from aiohttp import web
+
+    async def put(request, headers):
+        span = request.headers.get("Content-Range", "")
+        if answer_202_before_the_end and span and not span.endswith(f"-{SIZE - 1}/{SIZE}"):
+            async for _ in request.content.iter_any():
+                pass
+            return web.Response(status=202, headers=headers)
+        path = server._file(request)
+        existed = os.path.exists(path)
+        with open(path, "wb") as f:
+            async for chunk in request.content.iter_any():
+                f.write(chunk)
+        return web.Response(status=204 if existed else 201, headers=headers)
+
+    server._put = put
+
+
+def test_put_P_to_a_server_ignoring_content_range_sends_the_file_whole(server, tmp_path, caplog):
+    """A done status to a piece before the last: the server stored that
+    piece as the file; the file goes again in one PUT, and HEAD checks it."""
+    _storing_each_body(server, answer_202_before_the_end=False)
+    src = os.path.join(server.root, "big.bin")
+    assert run("put", src, server.url("/up.bin"), "-P", "4") == 0
+    assert sha256(os.path.join(server.root, "up.bin")) == sha256(src)
+    puts = [h for m, _, h in server.seen if m == "PUT"]
+    assert "Content-Range" in puts[0] and "Content-Range" not in puts[-1] and puts[-1]["Content-Length"] == str(SIZE)
+    assert [m for m, _, _ in server.seen][-1] == "HEAD"
+    assert "ignores Content-Range" in caplog.text
+
+
+def test_put_P_fails_when_the_server_holds_another_size(server, tmp_path, capsys):
+    """Every piece but the last answered 202, the last stored as the file:
+    the HEAD after the PUTs finds the size wrong, exit 1."""
+    _storing_each_body(server, answer_202_before_the_end=True)
+    src = os.path.join(server.root, "big.bin")
+    assert run("put", src, server.url("/up.bin"), "-P", "4") == 1
+    err = capsys.readouterr().err
+    assert f"of {SIZE} after the partial PUTs" in err and "Traceback" not in err
+    assert os.path.getsize(os.path.join(server.root, "up.bin")) < SIZE
+
+
 def test_ls_lists_a_collection(server, tmp_path, capsys):
     os.mkdir(os.path.join(server.root, "dir one"))
     assert run("ls", server.url("/")) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 PART = ".part"  # the suffix of a transfer not complete yet, at either end
+RECORD = ".ranges"  # a download's resume record beside its part file (client/streams/rangeplan.record_path)
 
 
 def partial_name(path: str) -> str:
@@ -22,6 +23,16 @@ def download_part(path: str) -> str:
 def downloaded_name(name: str) -> str | None:
     """The download a ``NAME.part`` stands for; None for any other name."""
     return name[:-len(PART)] if name.endswith(PART) and len(name) > len(PART) else None
+
+
+def part_owner(name: str) -> str | None:
+    """The download whose part file (``NAME.part``) or resume record
+    (``NAME.part.ranges``) a local ``name`` is; None for any other name.
+    A tree that lists both gets the owner first (docs/DATASETS.md,
+    "Part-file names")."""
+    if name.endswith(PART + RECORD):
+        name = name[:-len(RECORD)]
+    return downloaded_name(name)
 
 
 def final_name(path: str) -> str:

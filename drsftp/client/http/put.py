@@ -8,6 +8,13 @@ every byte, then ``201`` or ``204`` (the last piece goes alone, after
 the others: one request completes the file).  ``--continue`` first asks ``HEAD``
 with ``DRS-Part: ranges`` which ranges the part file holds
 (drsftp/http/drsheader.py) and sends only the others.
+
+A server may ignore Content-Range and store a partial PUT's body as the
+whole file (RFC 9110 sec. 14.5): a done status to a piece before the last
+says so, and the file then goes again in one whole PUT (the pieces were
+lost, not the file: nothing else makes it whole on such a server).  After
+partial PUTs the server's size (``HEAD`` Content-Length) must be the
+file's before the put is reported done.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ class Upload:
         self.connections = connections
         self.moved = 0
         self.finished = False  # a DONE status came back
+        self.ignored = False  # a piece before the last was answered DONE: the server ignores Content-Range
         self.slots: list[Slot] = []
         self.requests = 0
 
@@ -73,14 +81,20 @@ class Upload:
         queue = list(reversed(rest))
 
         async def worker() -> None:
-            while queue:
+            while queue and not self.ignored:
                 x, y = queue.pop()
-                await self._put(x, y, spans.content_range(x, y, self.total))
+                await self._put(x, y, spans.content_range(x, y, self.total), last=False)
 
         await together(*(worker() for _ in range(min(self.connections, len(queue)))))
+        if self.ignored:
+            log.warning("PUT %s: the server took a piece as the whole file (it ignores Content-Range,"
+                        " RFC 9110 sec. 14.5): sending the file in one PUT", self.path)
+            self.finished = False
+            await self._put(0, self.total, None)
+            return
         await self._put(a, b, spans.content_range(a, b, self.total))
 
-    async def _put(self, start: int, end: int, content_range: str | None) -> None:
+    async def _put(self, start: int, end: int, content_range: str | None, last: bool = True) -> None:
         headers = {"Content-Length": str(end - start), "Content-Type": "application/octet-stream"}
         if content_range is not None:
             headers["Content-Range"] = content_range
@@ -90,6 +104,7 @@ class Upload:
                                      body=lambda slot: self._body(slot, start, end)) as (resp, _):
             if resp.status in DONE:
                 self.finished = True
+                self.ignored = self.ignored or not last  # (before the last piece: it cannot be whole)
 
     async def _body(self, slot: Slot, start: int, end: int) -> AsyncIterator[bytes]:
         self.slots.append(slot)
@@ -139,6 +154,8 @@ async def put_with(pool: Pool, src: str, loc: HTTPLocation, opts: TransferOption
         if not out.timed_out and not up.finished:
             raise HTTPError(f"PUT {loc.shown}: the server took every part but did not say the file is"
                             " whole (202 to the last one); --continue resends what it lacks", transient=False)
+        if pieces is not None and not out.timed_out:
+            await _check_size(pool, loc, total)
         result = TransferResult(direction="put", path=loc.path, bytes=up.moved, seconds=out.seconds,
                                 total_size=total, resumed_from=held.total, complete=not out.timed_out,
                                 timeline=out.timeline)
@@ -152,6 +169,19 @@ async def put_with(pool: Pool, src: str, loc: HTTPLocation, opts: TransferOption
         return result
     finally:
         os.close(fd)
+
+
+async def _check_size(pool: Pool, loc: HTTPLocation, total: int) -> None:
+    """After partial PUTs: the server's file has the local file's size
+    (a server that ignores Content-Range keeps one piece: RFC 9110 sec. 14.5)."""
+    async with pool.request("HEAD", loc.path, ok=(200, 204)) as (resp, _):
+        size = resp.content_length
+    if size is None:
+        log.info("PUT %s: the server's HEAD gives no Content-Length; its size is not checked", loc.shown)
+    elif size != total:
+        raise HTTPError(f"PUT {loc.shown}: the server holds {size} bytes of {total} after the partial PUTs"
+                        " (does it ignore Content-Range? RFC 9110 sec. 14.5); put it again with -P 1",
+                        transient=False)
 
 
 async def _server_holds(pool: Pool, loc: HTTPLocation, total: int) -> tuple[RangeSet, bool]:

@@ -15,6 +15,10 @@ the directories still to list and the files queued.  ``--sync`` skips a
 file the destination holds with the same size and a time not older.
 A name the server lists outside the directory asked, or one that is no
 plain name (``..``, empty), is refused: nothing is written outside DEST.
+A directory whose listing is refused, one that is a directory above it
+again (:class:`Signature`) or deeper than the FTP walk's MAX_DEPTH fails;
+the rest is copied and the tree ends in an error.  A file named as
+another's part file is got after it (docs/DATASETS.md, "Part-file names").
 """
 
 from __future__ import annotations
@@ -24,15 +28,19 @@ import logging
 import os
 import posixpath
 import time
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ...ftp.partname import PART, download_part, part_owner
 from ...http.davlist import Entry
 from ...http.url import HTTPLocation
 from ...io import sockopt
 from ...tuning import Role, check_spec
 from ..result import TransferResult
+from ..streams.rangeplan import record_path
 from ..transfer.options import TransferOptions
+from ..trees.walk import MAX_DEPTH
 from .errors import HTTPError
 from .get import get_with
 from .ls import entries
@@ -72,40 +80,167 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
     if not loc.path.endswith("/"):  # (as the FTP trees: no slash, the directory itself goes into DEST)
         dest = os.path.join(dest, posixpath.basename(loc.path))
     most = job.sessions or FAR
+    failed: list[str] = []
     async with Pool(loc, opts, Role.RECEIVER, most * job.streams + 1, timeline=False) as pool:
-        queue: asyncio.Queue[tuple[Entry, str] | None] = asyncio.Queue(QUEUED * most)
+        queue: asyncio.Queue[_File | None] = asyncio.Queue(QUEUED * most)
         crew = _Crew(job.sessions)
+        busy: dict[str, asyncio.Event] = {}  # the files queued or moving, by target: set when done
+
+        async def enqueue(item: _File) -> None:
+            busy[item.target] = item.done
+            await queue.put(item)
 
         async def walk() -> None:
-            stack = [(loc.path.rstrip("/") or "/", dest)]
+            stack = [_Dir(loc.path.rstrip("/") or "/", dest, None, ())]
             while stack:
-                rdir, ldir = stack.pop()
-                os.makedirs(ldir, exist_ok=True)
-                counts.dirs += 1
-                async for e in entries(pool, rdir.rstrip("/") + "/"):
-                    crew.settle(pool)
-                    if not child(e, rdir):
-                        continue
-                    target = os.path.join(ldir, e.name)
-                    if e.is_dir:
-                        stack.append((e.path, target))
-                    else:
-                        await queue.put((e, target))
+                d = stack.pop()
+                if d.after is not None:
+                    await d.after.wait()  # (a file whose part file has its name: moving, dequeued)
+                try:
+                    stack.extend(reversed(await list_dir(d)))
+                except HTTPError as exc:
+                    if exc.status is None or exc.transient:
+                        raise  # (a lost connection, a broken listing: the tree ends, as for a file)
+                    fail(d.remote, str(exc))
                 crew.settle(pool)
 
-        async def move(item: tuple[Entry, str]) -> None:
-            e, target = item
-            if job.sync and _have(target, e.size, e.mtime):
-                counts.skipped += 1
-                return
-            listed = (e.size, e.mtime) if e.size is not None else None
-            r = await get_with(pool, loc.at(e.path), target, quiet, job.streams, listed)
-            counts.files, counts.bytes = counts.files + 1, counts.bytes + r.bytes
-            if e.mtime is not None:
-                os.utime(target, (e.mtime, e.mtime))
+        async def list_dir(d: _Dir) -> list[_Dir]:
+            """``d``'s files queued, its directories returned (DATASETS.md, "Part-file names")."""
+            me, sig = d.remote, Signature()
+            listing = entries(pool, me + "/", itself=True)
+            whole = any(mtime == d.mtime for _, mtime, _ in d.above)  # (maybe an ancestor again: listed whole first)
+            if whole:
+                items = [e async for e in listing]
+                for e in items:
+                    sig.add(e, me)
+                loop = next((path for path, _, key in d.above if key == sig.key()), None)
+                if loop is not None:
+                    fail(me, f"lists as {loop} does: a loop (a link to a directory above it?); not copied again")
+                    return []
+                listing = _replay(items)
+            os.makedirs(d.local, exist_ok=True)
+            counts.dirs += 1
+            subdirs: list[Entry] = []
+            names: set[str] = set()
+            files: set[str] = set()
+            later: list[_File] = []
+            async for e in listing:
+                crew.settle(pool)
+                if not whole:
+                    sig.add(e, me)
+                if e.path == me or not child(e, me) or e.name in names:
+                    continue  # (itself; no plain entry; a name listed twice)
+                names.add(e.name)
+                if e.is_dir:
+                    subdirs.append(e)
+                    continue
+                item = _File(e, os.path.join(d.local, e.name))
+                files.add(e.name)
+                if part_owner(e.name) is not None or (opts.resume and os.path.lexists(download_part(item.target))):
+                    later.append(item)  # (once the listing says whether its part names are taken)
+                else:
+                    await enqueue(item)
+            for item in sorted(later, key=lambda i: len(i.e.name)):  # (an owner before its part's names)
+                owner = part_owner(item.e.name)
+                if owner in files:
+                    item.after = busy.get(os.path.join(d.local, owner))
+                part = download_part(item.e.name)
+                item.fresh = opts.resume and (part in files or record_path(part) in files)
+                await enqueue(item)
+            above = (*d.above, (me, sig.mtime, sig.key()))
+            down = [_Dir(e.path, os.path.join(d.local, e.name), e.mtime, above,
+                         busy.get(os.path.join(d.local, owner)) if (owner := part_owner(e.name)) in files else None)
+                    for e in subdirs]
+            if len(above) > MAX_DEPTH:  # (the FTP walk's limit: trees/walk.py)
+                for x in down:
+                    fail(x.remote, f"deeper than {MAX_DEPTH} levels; not copied")
+                return []
+            return down
+
+        def fail(path: str, why: str) -> None:
+            failed.append(f"{path}: {why}")
+            if len(failed) > 1:  # (the first is the tree's error at its end)
+                log.error("%s: %s", path, why)
+
+        async def move(item: _File) -> None:
+            try:
+                if item.after is not None:
+                    await item.after.wait()  # (its owner, dequeued before it, is moving or done)
+                e, target = item.e, item.target
+                if job.sync and _have(target, e.size, e.mtime):
+                    counts.skipped += 1
+                    return
+                if os.path.isdir(download_part(target)):  # (a directory listed beside it, got before)
+                    fail(e.path, f"its part file's name is the directory {e.name}{PART}'s: get it on its own")
+                    return
+                listed = (e.size, e.mtime) if e.size is not None else None
+                mine = replace(quiet, resume=False) if item.fresh else quiet
+                r = await get_with(pool, loc.at(e.path), target, mine, job.streams, listed)
+                counts.files, counts.bytes = counts.files + 1, counts.bytes + r.bytes
+                if e.mtime is not None:
+                    os.utime(target, (e.mtime, e.mtime))
+            finally:
+                item.done.set()
+                if busy.get(item.target) is item.done:
+                    del busy[item.target]
 
         await _run(walk, move, queue, crew)
+        if failed:
+            more = f" (and {len(failed) - 1} more, said above)" if len(failed) > 1 else ""
+            raise HTTPError(f"get -r {loc.shown}: {failed[0]}{more}; the rest was copied", transient=False)
         return _result("get", loc.path, counts, started, pool.summary())
+
+
+@dataclass
+class _File:
+    """A file of ``get -r``: ``after``: its owner's move, when it is that
+    file's part file or resume record (partname.part_owner); ``fresh``: got
+    from its start under --continue (its part's name is a listed file's)."""
+    e: Entry
+    target: str
+    after: asyncio.Event | None = None
+    fresh: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(frozen=True)
+class _Dir:
+    """A directory of ``get -r`` to list: ``mtime`` as its parent listed it;
+    ``above``: its ancestors' (path, mtime, listing key), the root first."""
+    remote: str
+    local: str
+    mtime: float | None
+    above: tuple[tuple[str, float | None, str], ...]
+    after: asyncio.Event | None = None  # the move of the file whose part file has its name
+
+
+class Signature:
+    """What a listing says, as one key: its own time and its entries' names,
+    kinds, sizes and times, in any order.  WebDAV gives a collection no
+    identity (FTP's MLSx ``unique``): a directory that lists as one above it
+    with that one's time is that one again (a symlink loop), the seen-once
+    rule of the FTP walk (trees/walk.py) for a walk that cannot tell."""
+
+    def __init__(self) -> None:
+        self.mtime: float | None = None
+        self.count = self.sum = 0
+
+    def add(self, e: Entry, me: str) -> None:
+        if posixpath.dirname(e.path) != me and e.path != me:
+            return  # (no entry of its own: tree.child says so where it counts)
+        if e.path == me:
+            self.mtime = e.mtime
+            return
+        self.count += 1
+        self.sum = (self.sum + hash((e.name, e.is_dir, e.size, e.mtime))) & (1 << 64) - 1
+
+    def key(self) -> str:
+        return f"{self.mtime}:{self.count}:{self.sum:x}"
+
+
+async def _replay(items: list[Entry]) -> AsyncIterator[Entry]:
+    for e in items:
+        yield e
 
 
 async def put_tree(src: str, loc: HTTPLocation, opts: TransferOptions, job: TreeJob) -> TransferResult:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ...ftp.listing import DIR, FILE, LINK, Entry
+from ...ftp.partname import PART, part_owner
 from ...ftp.safepath import UnsafePath, check_name, remote_join
 from .job.result import JobReport
 from .job.sessions import ERRORS, LOST_AGAIN, JobSessions, broken, check_cancelled, idle_wait, lost_before
@@ -52,6 +53,10 @@ class RemoteWalk:
         # against those of their own listing only)
         self.paced = paced
         self.names: dict[tuple[int, Rel], set[str]] = {}  # (paced) each listing under way's names
+        # each listing under way's file names, and its files named as another's part
+        # file or resume record: kept until the listing ends (_release)
+        self.files: dict[tuple[int, Rel], set[str]] = {}
+        self.held: dict[tuple[int, Rel], dict[Rel, Stat]] = {}
         self.given = [first] if first is not None else []
         self.holding = 0  # listers with a session
         self.joining = 0  # listers opening one
@@ -107,12 +112,36 @@ class RemoteWalk:
             st = self._kept(root, child, e)
             if st is None:
                 continue
+            if not st.is_dir:
+                self.files.setdefault((i, rel), set()).add(e.name)
+                if part_owner(e.name) is not None:
+                    self.held.setdefault((i, rel), {})[child] = st
+                    continue
             found[child] = st
             if names is None:
                 tree[child] = st
             if st.is_dir:
                 self.todo.append((i, root, child, 0))
                 self.wake.set()
+        if found and self.on_found is not None:
+            self.on_found(i, found)
+
+    def _release(self, i: int, root: str, rel: Rel) -> None:
+        """A listed directory's files named as another listed file's part file
+        or resume record (``x.part``, ``x.part.ranges`` beside ``x``): the
+        download of ``x`` writes there, and a rerun resumes ``x`` from them,
+        so they fail with the reason (DATASETS.md, "Part-file names"); the
+        others go on as any file."""
+        files, found = self.files.get((i, rel), set()), {}
+        for child, st in self.held.pop((i, rel), {}).items():
+            owner = part_owner(child[-1])
+            if owner in files:
+                what = "part file" if child[-1] == owner + PART else "resume record"
+                self.report.fail(remote_join(root, child), f"its name is {owner}'s {what} here: get it on its own")
+                continue
+            found[child] = st
+            if self.paced is None:
+                self.trees[i][child] = st
         if found and self.on_found is not None:
             self.on_found(i, found)
 
@@ -244,6 +273,7 @@ class RemoteWalk:
             entries = await sess.listing(remote_join(root, rel), streamed)
             if streamed is None:
                 self._take(i, root, rel, entries)
+            self._release(i, root, rel)
         except ERRORS as exc:
             if lost_before(sess, begun, exc) and lost < LOST_AGAIN:
                 self.todo.append((i, root, rel, lost + 1))  # (broke before its listing began)
@@ -254,6 +284,8 @@ class RemoteWalk:
                 return True
         finally:
             self.names.pop((i, rel), None)
+            self.files.pop((i, rel), None)
+            self.held.pop((i, rel), None)
             self.pending -= 1
             if not self.todo and not self.pending and not self.ended.done():
                 self.ended.set_result(None)
