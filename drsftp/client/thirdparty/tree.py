@@ -150,7 +150,7 @@ async def _copy_job(job: CopyJob, contents: bool, dst_dir_hint: bool) -> None:
             job.spare.append(sess)
             tree = {(): Stat(entry.size, entry.mtime)}
         p = plan(tree, have, sync=jopts.sync, checksum=jopts.checksum, resume=jopts.resume,
-                 partial=_partial(have, tree) if (jopts.sync or jopts.resume) else None)
+                 partial=_partial(have, tree, in_place=not jopts.sync))  # (taken with --sync or --continue)
         if source.kind == DIR and () not in have:  # the destination's root, and its missing parents
             await make_remote_dirs(source.local, dsess.stat, dsess.ctl, f" on the destination {shown(dst)}")
         await _apply_dest(job, dsess, source, p)
@@ -178,9 +178,13 @@ async def _dest_tree(job: CopyJob, dsess: RemoteSession, source: Source) -> dict
     return tree
 
 
-def _partial(have: dict[Rel, Stat], source: dict[Rel, Stat]) -> dict[Rel, int]:
+def _partial(have: dict[Rel, Stat], source: dict[Rel, Stat], *, in_place: bool) -> dict[Rel, int]:
     """Unfinished copies B holds: drsftp serve's ``.NAME.part`` (docs/
-    SECURITY.md), or a shorter NAME (a server that writes in place)."""
+    SECURITY.md); with ``in_place`` (--continue, not --sync) also a
+    shorter NAME (a server that writes in place) written since the source
+    last changed.  Any other shorter NAME may be an older version, no
+    prefix of this one: a REST at its size would splice the two
+    (docs/DATASETS.md, "--sync")."""
     out: dict[Rel, int] = {}
     for rel, st in have.items():
         if st.is_dir or not rel or st.size is None:
@@ -188,9 +192,17 @@ def _partial(have: dict[Rel, Stat], source: dict[Rel, Stat]) -> dict[Rel, int]:
         name = rel[-1]
         if (final := final_name(name)) != name:
             out[rel[:-1] + (final,)] = st.size
-        elif rel in source and source[rel].size is not None and st.size < (source[rel].size or 0):
+        elif in_place and rel in source and _written_since(st, source[rel]):
             out.setdefault(rel, st.size)
     return out
+
+
+def _written_since(have: Stat, src: Stat) -> bool:
+    """B's NAME is shorter than A's file and not older: it may be an
+    interrupted copy of this version (both times known)."""
+    if src.size is None or have.size is None or have.size >= src.size:
+        return False
+    return have.mtime is not None and src.mtime is not None and have.mtime >= src.mtime
 
 
 async def _apply_dest(job: CopyJob, dsess: RemoteSession, s: Source, p: Plan) -> None:
