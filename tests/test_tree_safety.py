@@ -1,16 +1,30 @@
-"""Tree jobs never lose the destination's data to what they could not tell
-apart (docs/DATASETS.md, "--sync"): `copy -r` never resumes from an older
-file of the final name."""
+"""Tree copies never lose the destination's data to what they could not
+tell apart (docs/DATASETS.md, "--sync"): `copy -r` never resumes from an
+older file of the final name, and takes up a MODE E resume record only
+for the same source version (size and MDTM)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from conftest import drsftp, running_server
 
+from drsftp.client.session.control import FTPError
+from drsftp.client.streams.rangeplan import ResumeRecord, load_record, save_record
+from drsftp.client.thirdparty import tree
+from drsftp.client.thirdparty.pipelined import PairPipe, PipeItem
+from drsftp.client.thirdparty.single import record_base
 from drsftp.client.thirdparty.tree import _partial
-from drsftp.client.trees.plan import Stat
+from drsftp.client.trees.job.treejob import Item
+from drsftp.client.trees.plan import Stat, Transfer
+from drsftp.ftp.copypipe import Stage
+from drsftp.ftp.eblock import RangeSet
+from drsftp.ftp.listing import format_time_val
+from drsftp.ftp.url import parse_url
 
 OLD, NEW = 946684800, 1700000000  # 2000-01-01, 2023-11-14 (UTC)
 
@@ -57,3 +71,86 @@ def test_partial_copies_on_b_are_part_files_or_with_continue_newer_shorter_names
     have = {("f",): Stat(100, NEW + 1), ("g",): Stat(100, OLD), ("h",): Stat(100, NEW), (".k.part",): Stat(7, OLD)}
     assert _partial(have, src, in_place=False) == {("k",): 7}
     assert _partial(have, src, in_place=True) == {("f",): 100, ("k",): 7}
+
+
+# -- copy -r in MODE E: the resume record names the source's version -----------------------
+
+def _record(sa, sb) -> str:
+    return record_base(replace(parse_url(sa.url("t/")), path="/t/f"), replace(parse_url(sb.url("t/")), path="/t/f"))
+
+
+@pytest.mark.parametrize("pipeline", [(), ("--no-pipeline",)], ids=["pipelined", "one-by-one"])
+@pytest.mark.parametrize("recorded", [None, format_time_val(OLD), format_time_val(NEW)],
+                         ids=["no-mtime", "other-mtime", "same-mtime"])
+def test_copy_continue_takes_up_a_mode_e_record_only_for_the_same_source_version(
+        tmp_path, monkeypatch, pipeline, recorded):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "t").mkdir(parents=True)
+    (b / "t").mkdir(parents=True)
+    (a / "t" / "f").write_bytes(b"N" * 200)  # regenerated at the same size
+    os.utime(a / "t" / "f", (NEW, NEW))
+    (b / "t" / ".f.part").write_bytes(b"O" * 100)  # an interrupted copy's blocks
+    with running_server(a) as sa, running_server(b) as sb:
+        base = _record(sa, sb)
+        os.makedirs(os.path.dirname(base))
+        save_record(base, ResumeRecord(200, recorded, _held(0, 100)))
+        r = _copy(sa, sb, tmp_path, "--continue", "-P", "2", *pipeline)
+    assert r.returncode == 0, r.stderr
+    same = recorded == format_time_val(NEW)
+    assert (b / "t" / "f").read_bytes() == (b"O" * 100 + b"N" * 100 if same else b"N" * 200)
+    assert load_record(base) is None  # (done: no record left)
+
+
+def _held(start, end):
+    return RangeSet([(start, end)])
+
+
+def test_a_pipelined_copy_cut_short_records_the_source_mdtm(tmp_path):
+    base = str(tmp_path / "rec")
+
+    async def cut():
+        pipe = PairPipe.__new__(PairPipe)  # (only its bookkeeping of files)
+        pipe.items = {}
+        item = PipeItem(SimpleNamespace(seq=1, size=200, b=Stage.STARTED), base, held=_held(0, 50),
+                        mtime=format_time_val(NEW))
+        pipe._resolve(item, FTPError("connection lost", transient=True))
+
+    asyncio.run(cut())
+    rec = load_record(base)
+    assert rec is not None and (rec.size, rec.mtime, list(rec.held)) == (200, format_time_val(NEW), [(0, 50)])
+
+
+def test_a_copy_one_by_one_keeps_its_record_with_the_listed_mtime(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    seen = {}
+
+    async def run_one(pair, spec, topts, auto, record, size, mtime, *rest):
+        seen.update(record=record, mtime=mtime)
+
+    monkeypatch.setattr(tree, "run_one", run_one)
+    pair = SimpleNamespace(extended_block=lambda: True, cached=True)
+    for mtime, want in ((NEW, format_time_val(NEW)), (None, None)):
+        item = Item(0, Transfer(("f",), 200, mtime))
+        asyncio.run(tree._copy_one(_job(), 0, pair, item, "/t/f", "/t/f"))
+        assert seen == {"record": record_base(F, F), "mtime": want}
+
+
+def test_without_the_sources_time_no_record_is_taken_up(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    base = record_base(F, F)
+    os.makedirs(os.path.dirname(base))
+    for mtime, want in ((None, ()), (NEW, ((0, 100),))):
+        save_record(base, ResumeRecord(200, format_time_val(NEW), _held(0, 100)))
+        item = Item(0, Transfer(("f",), 200, mtime))
+        assert tree._resume_ranges(_job(), item, "/t/f", "/t/f", mode_e=True) == (want, base)
+    assert load_record(base) is not None  # (taken up: kept until the copy ends)
+
+
+F = parse_url("ftp://u:p@127.0.0.1:21/t/f")
+
+
+def _job():
+    """What _copy_one and _resume_ranges read of a CopyJob (--continue, -P 2)."""
+    return SimpleNamespace(jopts=SimpleNamespace(resume=True, cached=True, streams=2), topts=None, active={},
+                           location=lambda side, path: replace(F, path=path))

@@ -48,6 +48,7 @@ class PipeItem:
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     held: RangeSet = field(default_factory=RangeSet)  # what B reported holding
     started: float | None = None  # A's 1yz
+    mtime: str | None = None  # the source's, as MDTM gives it: the record's (tree._mdtm)
     sent: float = field(default_factory=time.monotonic)
 
     @property
@@ -101,11 +102,11 @@ class PairPipe:
 
     # -- files ------------------------------------------------------------------------------
     def add(self, source_path: str, dest_path: str, size: int | None, held: tuple[tuple[int, int], ...],
-            record: str | None) -> PipeItem:
+            record: str | None, mtime: str | None = None) -> PipeItem:
         if self.broken is not None:
             raise self.broken
         f = self.flow.add(source_path, dest_path, size, held)
-        item = PipeItem(f, record, held=RangeSet(list(held)))
+        item = PipeItem(f, record, held=RangeSet(list(held)), mtime=mtime)
         self.items[f.seq] = item
         self._pump()
         if self._ticker is None:
@@ -212,7 +213,7 @@ class PairPipe:
             if item.record is not None and isinstance(outcome, FTPError) and not outcome.transient:
                 drop_record(item.record)  # a refusal: nothing a --continue could take up
             elif item.record is not None and item.file.size is not None and item.file.b is not Stage.WAITING:
-                save_held(item.record, item.file.size, None, item.held)  # (B's part file may have holes)
+                save_held(item.record, item.file.size, item.mtime, item.held)  # (B's part file may have holes)
             item.done.set_exception(outcome)
             item.done.exception()  # (retrieved: the loop may have ended)
         else:

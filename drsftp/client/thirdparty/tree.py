@@ -32,14 +32,14 @@ import posixpath
 from collections import deque
 from dataclasses import replace
 
-from ...ftp.listing import DIR, FILE
+from ...ftp.listing import DIR, FILE, format_time_val
 from ...ftp.partname import final_name
 from ...ftp.safepath import check_name, remote_join
 from ...ftp.thirdparty import CopySpec, Side
 from ...ftp.url import FTPLocation
 from ..result import TransferResult
 from ..session.control import FTPError
-from ..streams.rangeplan import drop_record
+from ..streams.rangeplan import drop_record, load_record
 from ..transfer.options import TransferOptions
 from ..transfer.targets import make_remote_dirs
 from ..trees.job.result import FileOutcome, JobResult
@@ -205,6 +205,12 @@ def _written_since(have: Stat, src: Stat) -> bool:
     return have.mtime is not None and src.mtime is not None and have.mtime >= src.mtime
 
 
+def _mdtm(item: Item) -> str | None:
+    """The source's modify fact as MDTM gives it (RFC 3659 sec. 3): what
+    a MODE E resume record is matched against."""
+    return format_time_val(item.t.mtime) if item.t.mtime is not None else None
+
+
 async def _apply_dest(job: CopyJob, dsess: RemoteSession, s: Source, p: Plan) -> None:
     """B's directories made (MKD, pipelined: replies come in order, RFC 959),
     conflicts and skips reported."""
@@ -304,7 +310,7 @@ async def _pipe_loop(job: CopyJob, wid: int, pair: ServerPair, first: Item) -> b
                         continue
                     item.check = False
                 ranges, record = _resume_ranges(job, item, src_path, dst_path, mode_e=True)
-                inflight.append((item, pipe.add(src_path, dst_path, item.t.size, ranges, record)))
+                inflight.append((item, pipe.add(src_path, dst_path, item.t.size, ranges, record, _mdtm(item))))
             if not inflight:
                 return await pipe.settle()
             item, p = inflight[0]
@@ -325,11 +331,22 @@ def _resume_ranges(job: CopyJob, item: Item, src_path: str, dst_path: str, mode_
     """What B holds of the file (REST ranges: --sync's part files; in
     extended block mode also --continue's) and its MODE E resume record."""
     record = record_base(job.location(Side.SOURCE, src_path), job.location(Side.DEST, dst_path))
+    if mode_e and not _record_usable(record, _mdtm(item)):
+        drop_record(record)  # B's part file has holes: no prefix either
+        return (), record
     if item.t.resume_from or (job.jopts.resume and mode_e):
-        return tuple(held_on_dest(record, mode_e, item.t.size, None, item.t.resume_from)), record
+        return tuple(held_on_dest(record, mode_e, item.t.size, _mdtm(item), item.t.resume_from)), record
     if mode_e:
         drop_record(record)  # a STOR without REST starts the destination's file over
     return (), record
+
+
+def _record_usable(record: str, mtime: str | None) -> bool:
+    """A MODE E resume record is taken up only with the source's time in
+    it and in the listing: a same-size file regenerated in between would
+    otherwise mix its blocks with the old ones (no record: B's prefix)."""
+    rec = load_record(record)
+    return rec is None or (mtime is not None and rec.mtime is not None)
 
 
 def _record(job: CopyJob, item: Item, p: PipeItem) -> None:
@@ -364,7 +381,7 @@ async def _copy_one(job: CopyJob, wid: int, pair: ServerPair, item: Item, src_pa
         else:
             job.active[wid] = run
 
-    result = await run_one(pair, spec, job.topts, None, record if mode_e else None, size, None,
+    result = await run_one(pair, spec, job.topts, None, record if mode_e else None, size, _mdtm(item),
                            spec.streams, on_run)
     pair.cached = mode_e
     return result
