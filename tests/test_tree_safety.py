@@ -1,7 +1,9 @@
-"""Tree copies never lose the destination's data to what they could not
-tell apart (docs/DATASETS.md, "--sync"): `copy -r` never resumes from an
-older file of the final name, and takes up a MODE E resume record only
-for the same source version (size and MDTM)."""
+"""Tree jobs never lose the destination's data to what they could not read
+or could not tell apart (docs/DATASETS.md, "--sync", "Failures and bad
+input"): `copy -r` never resumes from an older file of the final name;
+`copy -r` takes up a MODE E resume record only for the same source
+version (size and MDTM); `get -r --delete` and `put -r --delete` delete
+nothing at or below a directory not read whole."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
-from conftest import drsftp, running_server
+from conftest import PASSWORD, USER, drsftp, in_thread, running_server
+from pyftpdlib.ioloop import IOLoop
+from pyftpdlib.servers import FTPServer
 
 from drsftp.client.session.control import FTPError
 from drsftp.client.streams.rangeplan import ResumeRecord, load_record, save_record
@@ -19,12 +23,16 @@ from drsftp.client.thirdparty import tree
 from drsftp.client.thirdparty.pipelined import PairPipe, PipeItem
 from drsftp.client.thirdparty.single import record_base
 from drsftp.client.thirdparty.tree import _partial
+from drsftp.client.transfer.getput import TransferOptions
+from drsftp.client.trees.dataset import JobOptions, run_get, run_put
 from drsftp.client.trees.job.treejob import Item
-from drsftp.client.trees.plan import Stat, Transfer
+from drsftp.client.trees.localtree import local_source_dirs
+from drsftp.client.trees.plan import Stat, Transfer, plan
 from drsftp.ftp.copypipe import Stage
 from drsftp.ftp.eblock import RangeSet
 from drsftp.ftp.listing import format_time_val
 from drsftp.ftp.url import parse_url
+from drsftp.server.app import ServerConfig, build_server
 
 OLD, NEW = 946684800, 1700000000  # 2000-01-01, 2023-11-14 (UTC)
 
@@ -154,3 +162,106 @@ def _job():
     """What _copy_one and _resume_ranges read of a CopyJob (--continue, -P 2)."""
     return SimpleNamespace(jopts=SimpleNamespace(resume=True, cached=True, streams=2), topts=None, active={},
                            location=lambda side, path: replace(F, path=path))
+
+
+# -- get -r / put -r --delete: nothing deleted below a directory not read whole ---------------
+
+def _refusing_server(root, refused):
+    served = build_server(ServerConfig(root=str(root), port=0, user=USER, password=PASSWORD))
+    served.close()
+    base = served.handler
+
+    def ftp_MLSD(self, path):
+        if path.rstrip("/").endswith(refused):
+            self.respond("550 Permission denied.")
+            return None
+        return base.ftp_MLSD(self, path)
+
+    return FTPServer(("127.0.0.1", 0), type("Refusing", (base,), {"ftp_MLSD": ftp_MLSD}), ioloop=IOLoop())
+
+
+def test_get_delete_keeps_the_local_tree_of_a_directory_whose_listing_failed(tmp_path, capsys):
+    root = tmp_path / "srv"
+    (root / "d" / "sub").mkdir(parents=True)
+    (root / "d" / "sub" / "keep").write_bytes(b"K" * 10)
+    (root / "d" / "top").write_bytes(b"T" * 10)
+    dest = tmp_path / "out"
+    (dest / "sub" / "deep").mkdir(parents=True)
+    (dest / "sub" / "keep").write_bytes(b"K" * 10)
+    (dest / "sub" / "deep" / "precious").write_bytes(b"P" * 10)
+    (dest / "gone").write_bytes(b"G" * 10)  # not on the server: --delete's
+    with in_thread(_refusing_server(root, "/sub"), "refusing-ftpd") as port:
+        loc = parse_url(f"ftp://{USER}:{PASSWORD}@127.0.0.1:{port}/d")
+        res = asyncio.run(asyncio.wait_for(run_get(
+            [(loc, True)], str(dest), TransferOptions(use_drs_command=False),
+            JobOptions(recursive=True, sessions=1, delete=True, progress=False)), 60))
+    assert (dest / "sub" / "keep").exists() and (dest / "sub" / "deep" / "precious").exists()
+    assert (dest / "top").read_bytes() == b"T" * 10 and not (dest / "gone").exists()
+    assert res.count("failed") == 1 and res.count("deleted") == 1
+    assert "deletes nothing here or below" in capsys.readouterr().err
+
+
+def _put_delete(tmp_path, monkeypatch, unreadable):
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "a").write_bytes(b"A" * 10)
+    (src / "top").write_bytes(b"T" * 10)
+    root = tmp_path / "srv"
+    (root / "d" / "sub" / "deep").mkdir(parents=True)
+    (root / "d" / "sub" / "a").write_bytes(b"A" * 10)
+    (root / "d" / "sub" / "remote-only").write_bytes(b"R" * 10)
+    (root / "d" / "sub" / "deep" / "x").write_bytes(b"X" * 10)
+    (root / "d" / "gone").write_bytes(b"G" * 10)
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path).rstrip("/") == os.path.join(str(src), unreadable).rstrip("/"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with running_server(root) as s:
+        loc = parse_url(s.url("d"))
+        res = asyncio.run(asyncio.wait_for(run_put(
+            [str(src) + "/"], loc, TransferOptions(use_drs_command=False),
+            JobOptions(recursive=True, sessions=1, delete=True, progress=False)), 60))
+    return root / "d", res
+
+
+def test_put_delete_keeps_the_remote_tree_of_an_unreadable_local_directory(tmp_path, monkeypatch):
+    d, res = _put_delete(tmp_path, monkeypatch, "sub")
+    assert sorted(os.listdir(d / "sub")) == ["a", "deep", "remote-only"] and (d / "sub" / "deep" / "x").exists()
+    assert (d / "top").exists() and not (d / "gone").exists()
+    assert res.count("failed") == 1 and res.count("deleted") == 1
+
+
+def test_put_delete_of_an_unreadable_source_root_deletes_nothing(tmp_path, monkeypatch):
+    d, res = _put_delete(tmp_path, monkeypatch, "")
+    assert (d / "gone").exists() and (d / "sub" / "remote-only").exists()
+    assert res.count("failed") == 1 and res.count("deleted") == 0
+
+
+def test_a_directory_removed_mid_walk_is_unlisted_not_empty(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    failed = []
+    walk = local_source_dirs(str(tmp_path), lambda path, why: failed.append(path))
+    assert set(next(walk)) == {("a",), ("b",)}  # the root's entries
+    os.rmdir(tmp_path / "b")  # (gone before the walk lists it)
+    rest = {}
+    for entries in walk:
+        rest.update(entries)
+    assert rest[("b",)] == Stat(is_dir=True, unlisted=True) and failed == [str(tmp_path / "b")]
+
+
+def test_the_plan_deletes_nothing_at_or_below_an_unlisted_entry_on_either_side():
+    source = {("d",): Stat(is_dir=True, unlisted=True), ("f",): Stat(5, 1.0), ("u",): Stat(unlisted=True)}
+    dest = {("d",): Stat(is_dir=True), ("d", "x"): Stat(1, 1.0), ("d", "e"): Stat(is_dir=True),
+            ("d", "e", "y"): Stat(1, 1.0), ("u",): Stat(3, 1.0), ("z",): Stat(1, 1.0),
+            ("w",): Stat(is_dir=True, unlisted=True), ("v",): Stat(is_dir=True), ("v", "q"): Stat(1, 1.0)}
+    p = plan(source, dest, delete=True, sync=True)
+    assert p.deletes == [("v", "q"), ("v",), ("z",)]
+    assert p.kept == [("d",), ("u",)]
+    assert [t.rel for t in p.transfers] == [("f",)] and p.mkdirs == []
+    # the whole source unread (its root's listing failed): nothing at all deleted
+    assert plan({(): Stat(is_dir=True, unlisted=True)}, dest, delete=True).deletes == []

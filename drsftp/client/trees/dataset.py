@@ -34,6 +34,7 @@ from .plan import Plan, Rel, Stat, plan
 from .remote import PairRefused, RemoteSession, Started
 from .walk import MAX_DEPTH
 
+KEPT = "not read whole: --delete deletes nothing here or below"
 __all__ = ["MAX_DEPTH", "JobOptions", "JobResult", "TreeJob", "run_get", "run_ls", "run_put"]
 
 
@@ -141,6 +142,8 @@ def _apply_local(job: TreeJob, s: Source, p: Plan) -> None:
         os.makedirs(local_path(s.local, rel), exist_ok=True)
     for rel in p.skipped:
         job.report.record(FileOutcome(local_path(s.local, rel) if rel else s.local, "skipped"))
+    for rel in p.kept:
+        job.report.note(local_path(s.local, rel), KEPT)
     for rel in p.deletes:
         path = local_path(s.local, rel)
         try:
@@ -359,6 +362,8 @@ async def _apply_remote(job: TreeJob, sess: RemoteSession, s: Source, p: Plan) -
             job.report.fail(remote_join(s.remote, rel), f"cannot make directory: {reply}")
     for rel in p.skipped:
         job.report.record(FileOutcome(remote_join(s.remote, rel), "skipped"))
+    for rel in p.kept:
+        job.report.note(remote_join(s.remote, rel), KEPT)
     paths = [remote_join(s.remote, rel) for rel in p.deletes]
     for path, reply in zip(paths, await _pipelined(sess, [f"DELE {path}" for path in paths])):
         if reply.code == 550:

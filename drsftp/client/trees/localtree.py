@@ -54,10 +54,15 @@ def local_source_dirs(root: str, report) -> Iterator[dict[Rel, Stat]]:
     """A local directory to upload, a directory's entries at a time (parents
     before their children; one directory's entries held, and the names of
     those still to walk).  A symlink is followed only to a file inside
-    ``root``; others are reported and left out."""
+    ``root``; others are reported and left out.  A directory or file that
+    cannot be read is reported and comes as unlisted (plan.Stat: --delete
+    deletes nothing at or below it)."""
     real_root = os.path.realpath(root)
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = tuple(p for p in os.path.relpath(dirpath, root).split(os.sep) if p != ".")
+    unread: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unread.append):
+        if unread:
+            yield _unread(root, unread, report)
+        rel_dir = _rel(root, dirpath)
         tree: dict[Rel, Stat] = {}
         for d in list(dirnames):
             full = os.path.join(dirpath, d)
@@ -85,7 +90,26 @@ def local_source_dirs(root: str, report) -> Iterator[dict[Rel, Stat]]:
                     st = os.stat(full)
             except OSError as exc:
                 report(full, f"cannot read: {exc.strerror or exc}")
+                tree[rel_dir + (name,)] = Stat(unlisted=True)
                 continue
             if statmod.S_ISREG(st.st_mode):
                 tree[rel_dir + (name,)] = Stat(st.st_size, st.st_mtime)
         yield tree
+    if unread:
+        yield _unread(root, unread, report)
+
+
+def _rel(root: str, path: str) -> Rel:
+    return tuple(p for p in os.path.relpath(path, root).split(os.sep) if p != ".")
+
+
+def _unread(root: str, errors: list[OSError], report) -> dict[Rel, Stat]:
+    """The directories os.walk could not list (its ``onerror``): reported,
+    as unlisted entries; ``errors`` emptied."""
+    out: dict[Rel, Stat] = {}
+    for exc in errors:
+        path = exc.filename if isinstance(exc.filename, str) else root
+        report(path, f"cannot read: {exc.strerror or exc}")
+        out[_rel(root, path)] = Stat(is_dir=True, unlisted=True)
+    errors.clear()
+    return out

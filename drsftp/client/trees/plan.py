@@ -5,7 +5,10 @@ the files to skip and (with --delete only) what to delete.
 Trees are maps from relative paths (tuples of checked components) to
 ``Stat``; directories map to ``Stat(is_dir=True)``.  The same planner
 serves get (source: the server's listings, destination: the local disk)
-and put (the other way round).
+and put (the other way round).  An entry the walk could not read whole (a
+directory whose listing failed, an unreadable local file) is
+``unlisted``: it is not moved, and nothing at or below it on either side
+is deleted (docs/DATASETS.md, "Failures and bad input").
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ class Stat:
     size: int | None = None
     mtime: float | None = None
     is_dir: bool = False
+    unlisted: bool = False  # not read whole: never a reason to delete (module docstring)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,7 @@ class Plan:
     skipped: list[Rel] = field(default_factory=list)  # already complete
     deletes: list[Rel] = field(default_factory=list)  # children before parents
     conflicts: list[tuple[Rel, str]] = field(default_factory=list)  # cannot be done, and why
+    kept: list[Rel] = field(default_factory=list)  # --delete: unlisted, nothing deleted at or below
 
     @property
     def total_bytes(self) -> int:
@@ -67,6 +72,8 @@ def plan(source: dict[Rel, Stat], dest: dict[Rel, Stat], *, sync: bool = False,
     for rel in sorted(source, key=lambda r: (len(r), r)):
         st = source[rel]
         have = dest.get(rel)
+        if st.unlisted:
+            continue
         if st.is_dir:
             if have is None:
                 out.mkdirs.append(rel)
@@ -90,10 +97,24 @@ def plan(source: dict[Rel, Stat], dest: dict[Rel, Stat], *, sync: bool = False,
             start = partial[rel]
         out.transfers.append(Transfer(rel, st.size, st.mtime, start))
     if delete:
-        extra = [r for r in dest if r not in source and not _under_conflict(r, out)]
+        unread = {r for tree in (source, dest) for r, st in tree.items() if st.unlisted}
+        extra, kept = [], set()
+        for r in dest:
+            top = _unread_top(r, unread)
+            if top is not None:
+                if source.get(top, Stat()).unlisted:
+                    kept.add(top)
+            elif r not in source and not _under_conflict(r, out):
+                extra.append(r)
         out.deletes = sorted(extra, key=lambda r: (-len(r), r))
+        out.kept = sorted(kept)
     out.transfers.sort(key=lambda t: t.rel)
     return out
+
+
+def _unread_top(rel: Rel, unread: set[Rel]) -> Rel | None:
+    """The entry of ``unread`` that ``rel`` is, or is below; None if none."""
+    return next((rel[:n] for n in range(len(rel) + 1) if rel[:n] in unread), None)
 
 
 def _under_conflict(rel: Rel, p: Plan) -> bool:

@@ -87,9 +87,15 @@ class RemoteWalk:
         for exc in errors:
             if not isinstance(exc, ERRORS) or not self.listed:
                 raise exc  # (a bug, a cancel; or no session was had at all)
-        for _i, root, rel, _ in self.todo:  # (every lister's session broke, none could be opened)
-            self.report.fail(remote_join(root, rel), f"cannot list: {errors[0] if errors else 'no session'}")
+        for i, root, rel, _ in self.todo:  # (every lister's session broke, none could be opened)
+            self._unlisted(i, root, rel, f"cannot list: {errors[0] if errors else 'no session'}")
         return self.trees
+
+    def _unlisted(self, i: int, root: str, rel: Rel, why: str) -> None:
+        """A directory not listed whole: failed, and kept in its tree as
+        unlisted, so that --delete deletes nothing at or below it (plan.Stat)."""
+        self.report.fail(remote_join(root, rel), why)
+        self.trees[i][rel] = Stat(is_dir=True, unlisted=True)
 
     # -- entries ------------------------------------------------------------------------
     def _take(self, i: int, root: str, rel: Rel, entries: list[Entry]) -> None:
@@ -120,7 +126,7 @@ class RemoteWalk:
             found[child] = st
             if names is None:
                 tree[child] = st
-            if st.is_dir:
+            if st.is_dir and not st.unlisted:
                 self.todo.append((i, root, child, 0))
                 self.wake.set()
         if found and self.on_found is not None:
@@ -146,8 +152,9 @@ class RemoteWalk:
             self.on_found(i, found)
 
     def _kept(self, root: str, child: Rel, e: Entry) -> Stat | None:
-        """What the walk keeps of an entry: a file, a directory seen once
-        and no deeper than MAX_DEPTH; None for the others (said why)."""
+        """What the walk keeps of an entry: a file, a directory to list (seen
+        once, no deeper than MAX_DEPTH; the others unlisted, said why); None
+        for the others (said why)."""
         if e.type == FILE:
             return Stat(e.size, e.mtime)
         if e.type != DIR:
@@ -156,12 +163,12 @@ class RemoteWalk:
             return None
         if e.unique and (e.unique in self.seen):
             self.report.note(remote_join(root, child), "a directory seen before (a loop); skipped")
-            return None
+            return Stat(is_dir=True, unlisted=True)
         if e.unique:
             self.seen.add(e.unique)
         if len(child) > MAX_DEPTH:
             self.report.fail(remote_join(root, child), f"deeper than {MAX_DEPTH} levels; skipped")
-            return None
+            return Stat(is_dir=True, unlisted=True)
         return Stat(is_dir=True)
 
     # -- the listers' sessions ---------------------------------------------------------------
@@ -278,7 +285,7 @@ class RemoteWalk:
             if lost_before(sess, begun, exc) and lost < LOST_AGAIN:
                 self.todo.append((i, root, rel, lost + 1))  # (broke before its listing began)
             else:
-                self.report.fail(remote_join(root, rel), f"cannot list: {exc}")
+                self._unlisted(i, root, rel, f"cannot list: {exc}")
             if broken(exc):
                 self.holding -= 1
                 return True
