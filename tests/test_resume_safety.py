@@ -1,0 +1,127 @@
+"""What a resume may take as the part already held (docs/PARALLEL.md,
+"Resume"): a --retries attempt continues only what its own run wrote,
+never an older DEST or remote file of the final name."""
+
+from __future__ import annotations
+
+import asyncio
+
+from conftest import running_server
+
+from drsftp.client.session.control import FTPError
+from drsftp.client.streams import parallel
+from drsftp.client.thirdparty.single import copy
+from drsftp.client.transfer.attempts import with_retries
+from drsftp.client.transfer.getput import TransferOptions, get, put
+from drsftp.ftp.url import parse_url
+
+NEW, OLD = b"N" * 200, b"O" * 100
+
+
+def _first_fails(inner):
+    """``inner`` as a retried run whose first attempt fails before any
+    data moves, as a server that is full at login does (421)."""
+    calls = []
+
+    async def run(o):
+        calls.append(o)
+        if len(calls) == 1:
+            raise FTPError("421 Too many connections", transient=True)
+        return await inner(o)
+
+    return run, calls
+
+
+def _retried(inner):
+    run, calls = _first_fails(inner)
+    res = asyncio.run(with_retries(run, TransferOptions(use_drs_command=False), 1, base_delay=0.01))
+    assert len(calls) == 2
+    return res
+
+
+def test_a_get_retry_does_not_continue_an_older_dest(tmp_path):
+    root = tmp_path / "srv"
+    root.mkdir()
+    (root / "x").write_bytes(NEW)
+    dest = tmp_path / "x"
+    dest.write_bytes(OLD)  # an older local copy, and no --continue
+    with running_server(root) as srv:
+        loc = parse_url(srv.url("x"))
+        res = _retried(lambda o: get(loc, str(dest), o))
+    assert dest.read_bytes() == NEW
+    assert res.resumed_from == 0
+
+
+def test_a_parallel_get_retry_does_not_take_a_same_size_dest_as_complete(tmp_path):
+    root = tmp_path / "srv"
+    root.mkdir()
+    (root / "x").write_bytes(NEW)
+    dest = tmp_path / "x"
+    dest.write_bytes(b"O" * len(NEW))
+    with running_server(root) as srv:
+        loc = parse_url(srv.url("x"))
+        _retried(lambda o: parallel.get(loc, str(dest), o, 2))
+    assert dest.read_bytes() == NEW
+
+
+def test_a_put_retry_does_not_continue_an_older_remote_file(tmp_path):
+    root = tmp_path / "srv"
+    root.mkdir()
+    (root / "x").write_bytes(OLD)  # an older remote copy
+    src = tmp_path / "x"
+    src.write_bytes(NEW)
+    with running_server(root) as srv:
+        loc = parse_url(srv.url("x"))
+        _retried(lambda o: put(str(src), loc, o))
+    assert (root / "x").read_bytes() == NEW
+
+
+def test_a_parallel_put_retry_does_not_continue_an_older_remote_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # (its MODE E resume records)
+    root = tmp_path / "srv"
+    root.mkdir()
+    (root / "x").write_bytes(OLD)
+    src = tmp_path / "x"
+    src.write_bytes(NEW)
+    with running_server(root) as srv:
+        loc = parse_url(srv.url("x"))
+        _retried(lambda o: parallel.put(str(src), loc, o, 2))
+    assert (root / "x").read_bytes() == NEW
+
+
+def test_a_copy_retry_does_not_continue_an_older_destination_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "x").write_bytes(NEW)
+    (b / "x").write_bytes(OLD)
+    with running_server(a) as sa, running_server(b) as sb:
+        src, dst = parse_url(sa.url("x")), parse_url(sb.url("x"))
+        _retried(lambda o: copy(src, dst, o, 1))
+    assert (b / "x").read_bytes() == NEW
+
+
+def test_a_get_retry_continues_the_part_its_own_attempt_wrote(tmp_path):
+    root = tmp_path / "srv"
+    root.mkdir()
+    (root / "x").write_bytes(NEW)
+    dest = tmp_path / "x"
+    part = tmp_path / "x.part"
+    calls = []
+
+    async def run(o):
+        calls.append(o)
+        res = await get(loc, str(dest), o)
+        if len(calls) == 1:  # the first attempt wrote the part, then "lost" the rest
+            with open(part, "wb") as f:
+                f.write(NEW[:150])
+            dest.rename(tmp_path / "first")
+            raise FTPError("short transfer", transient=True)
+        return res
+
+    with running_server(root) as srv:
+        loc = parse_url(srv.url("x"))
+        res = asyncio.run(with_retries(run, TransferOptions(use_drs_command=False), 1, base_delay=0.01))
+    assert dest.read_bytes() == NEW
+    assert res.resumed_from == 150
