@@ -1,21 +1,28 @@
 """What a resume may take as the part already held (docs/PARALLEL.md,
 "Resume"): a --retries attempt continues only what its own run wrote,
-never an older DEST or remote file of the final name."""
+never an older DEST or remote file of the final name; one stream takes
+of a -P get's part file only the bytes up to its record's first gap."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 
+import pytest
 from conftest import running_server
 
 from drsftp.client.session.control import FTPError
 from drsftp.client.streams import parallel
+from drsftp.client.streams.rangeplan import ResumeRecord, save_record
 from drsftp.client.thirdparty.single import copy
 from drsftp.client.transfer.attempts import with_retries
 from drsftp.client.transfer.getput import TransferOptions, get, put
+from drsftp.client.trees.dataset import JobOptions, run_get
+from drsftp.ftp.eblock import RangeSet
 from drsftp.ftp.url import parse_url
 
 NEW, OLD = b"N" * 200, b"O" * 100
+M = 1 << 20
 
 
 def _first_fails(inner):
@@ -125,3 +132,51 @@ def test_a_get_retry_continues_the_part_its_own_attempt_wrote(tmp_path):
         res = asyncio.run(with_retries(run, TransferOptions(use_drs_command=False), 1, base_delay=0.01))
     assert dest.read_bytes() == NEW
     assert res.resumed_from == 150
+
+
+# -- a -P get's part file: ranges with holes between, its record beside it
+
+
+def _parallel_part(dest, data, ranges):
+    """What an interrupted `get -P N` leaves: ``ranges`` written, its record."""
+    part = str(dest) + ".part"
+    with open(part, "wb") as fp:
+        for a, b in ranges:
+            fp.seek(a)
+            fp.write(data[a:b])
+    save_record(part, ResumeRecord(len(data), None, RangeSet(ranges)))
+    return part
+
+
+@pytest.mark.parametrize(("ranges", "resumed"), [
+    ([(3 * M, 4 * M)], 0),  # its last stream's range only: nothing from 0
+    ([(0, M), (3 * M, 4 * M)], M),  # up to the first gap
+])
+def test_a_single_stream_continue_takes_no_hole_as_held(tmp_path, ranges, resumed):
+    root = tmp_path / "srv"
+    root.mkdir()
+    data = os.urandom(4 * M)
+    (root / "f").write_bytes(data)
+    dest = tmp_path / "f"
+    part = _parallel_part(dest, data, ranges)
+    with running_server(root) as srv:
+        res = asyncio.run(get(parse_url(srv.url("f")), str(dest), TransferOptions(use_drs_command=False, resume=True)))
+    assert dest.read_bytes() == data
+    assert res.resumed_from == resumed
+    assert not os.path.exists(part + ".ranges")
+
+
+def test_a_tree_continue_takes_no_hole_as_held(tmp_path):
+    root = tmp_path / "srv"
+    (root / "d").mkdir(parents=True)
+    data = os.urandom(4 * M)
+    (root / "d" / "f").write_bytes(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    _parallel_part(out / "f", data, [(0, M), (3 * M, 4 * M)])
+    with running_server(root) as srv:
+        res = asyncio.run(asyncio.wait_for(run_get(
+            [(parse_url(srv.url("d")), True)], str(out), TransferOptions(use_drs_command=False),
+            JobOptions(recursive=True, sessions=1, resume=True)), 60))
+    assert [o.status for o in res.outcomes] == ["ok"]
+    assert (out / "f").read_bytes() == data

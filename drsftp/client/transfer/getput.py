@@ -24,6 +24,7 @@ from ..result import TransferResult
 from ..session.control import ControlConnection, FTPError, Pending, os_reason, size_of
 from ..session.flowctl import FlowControl
 from ..session.login import open_logged_in, open_session, warn_without_drs
+from ..streams.rangeplan import drop_record, held_prefix
 from . import maxtime
 from .attempts import already_complete, make_parents
 from .dataconn import LocalWriteError
@@ -69,6 +70,7 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
                     if resume_dest:  # (not before: a refused RETR leaves DEST as it was)
                         os.replace(dest, part)
                     f = open_part(part, offset)
+                    drop_record(part)  # (the part is a prefix now, its record of no use)
                     mark_written(opts, part)
                 except OSError as exc:
                     raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
@@ -105,14 +107,16 @@ def _local_prefix(dest: str, part: str, size: int | None, opts: TransferOptions)
     becomes DEST.part once data comes): --continue takes DEST.part, else
     DEST; a retry only a DEST.part this run wrote (options.owned)."""
     if (opts.resume or owned(opts, part)) and os.path.isfile(part):
-        offset, resume_dest = os.path.getsize(part), False
+        have, resume_dest = os.path.getsize(part), False
     elif opts.resume and os.path.isfile(dest):
-        offset, resume_dest = os.path.getsize(dest), True
+        have, resume_dest = os.path.getsize(dest), True
     else:
         return 0, False
-    if size is not None and offset > size:
-        raise FTPError(f"local file ({offset} B) is larger than the remote one ({size} B)", transient=False)
-    return offset, resume_dest
+    if size is not None and have > size:
+        raise FTPError(f"local file ({have} B) is larger than the remote one ({size} B)", transient=False)
+    # a -P get's part (its record beside it) holds ranges with holes between:
+    # only the bytes up to its first gap are a prefix
+    return (have if resume_dest else held_prefix(part, size)), resume_dest
 
 
 async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
