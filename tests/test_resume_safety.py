@@ -17,6 +17,7 @@ from drsftp.client.streams.rangeplan import ResumeRecord, save_record
 from drsftp.client.thirdparty.single import copy
 from drsftp.client.transfer.attempts import with_retries
 from drsftp.client.transfer.getput import TransferOptions, get, put
+from drsftp.client.trees.cached import worker
 from drsftp.client.trees.dataset import JobOptions, run_get
 from drsftp.ftp.eblock import RangeSet
 from drsftp.ftp.url import parse_url
@@ -180,3 +181,23 @@ def test_a_tree_continue_takes_no_hole_as_held(tmp_path):
             JobOptions(recursive=True, sessions=1, resume=True)), 60))
     assert [o.status for o in res.outcomes] == ["ok"]
     assert (out / "f").read_bytes() == data
+
+
+def test_sync_updates_a_big_changed_file_of_the_same_size(tmp_path, monkeypatch):
+    """A file -r runs with streams of its own (worker.big_get), out of date
+    by its mtime: fetched, not kept as "already complete" for its size."""
+    monkeypatch.setattr(worker, "BIG_FILE", M)
+    root = tmp_path / "srv"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "big").write_bytes(b"N" * 2 * M)  # the new version, now
+    out = tmp_path / "out"
+    out.mkdir()
+    old = out / "big"
+    old.write_bytes(b"O" * 2 * M)  # an older copy of the same size
+    os.utime(old, (946684800, 946684800))  # (2000-01-01: older than the server's)
+    with running_server(root) as srv:
+        res = asyncio.run(asyncio.wait_for(run_get(
+            [(parse_url(srv.url("d")), True)], str(out), TransferOptions(use_drs_command=False),
+            JobOptions(recursive=True, sessions=1, sync=True)), 60))
+    assert [o.status for o in res.outcomes] == ["ok"]
+    assert old.read_bytes() == b"N" * 2 * M
