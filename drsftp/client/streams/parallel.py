@@ -39,7 +39,7 @@ from ..transfer import maxtime, putresume
 from ..transfer.attempts import already_complete, make_parents
 from ..transfer.dataconn import LocalWriteError
 from ..transfer.getput import TransferResult
-from ..transfer.options import TransferOptions
+from ..transfer.options import TransferOptions, mark_written, owned, remote_key
 from ..transfer.progress import ProgressView
 from ..transfer.verify import verify
 from .autosteer import AutoSteering
@@ -111,13 +111,14 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions, streams: int 
             return await transfer.get(loc, dest, opts)
         mtime = _mdtm(ctl, mdtm_reply)
         held = RangeSet()
-        if opts.resume:
-            if not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
-                return already_complete("get", loc.path, size)
+        if opts.resume and not os.path.exists(part) and os.path.exists(dest) and os.path.getsize(dest) == size:
+            return already_complete("get", loc.path, size)  # (--continue only: a retry's DEST is an older file)
+        if opts.resume or owned(opts, part):
             held = held_in(part, size, mtime, "MDTM")
         try:
             make_parents(dest)
             fd = open_part(part, fresh=not held.total)
+            mark_written(opts, part)
         except OSError as exc:
             raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
         try:
@@ -187,9 +188,11 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int |
                 await ctl.close()
                 return await transfer.put(src, loc, opts)
             record, mtime = putresume.record_base(src, loc), putresume.source_mtime(f.fileno())
-            held = putresume.held_on_server(record, total, mtime) if opts.resume else RangeSet()
+            key = remote_key(loc.host, loc.port, loc.path)
+            own = owned(opts, key)
+            held = putresume.held_on_server(record, total, mtime) if opts.resume or own else RangeSet()
             if held is None:  # no record: an interrupted stream-mode put's prefix, on the streams asked for
-                prefix = await transfer.uploaded_prefix(ctl, loc.path, src, total)
+                prefix = await transfer.uploaded_prefix(ctl, loc.path, src, total, final=opts.resume)
                 if prefix == total:
                     return already_complete("put", loc.path, total)
                 held = RangeSet([(0, prefix)] if prefix else [])
@@ -198,8 +201,12 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions, streams: int |
             controller = _controller(streams, ctl, opts)
             n = controller.streams if controller else streams
             assert n is not None  # a controller exactly when streams is None (auto)
-            driver = ModeEPut(ctl, opts, n, loc.path, f, total, held,
-                              on_held=lambda h: putresume.save(record, total, mtime, h))
+
+            def on_held(h: RangeSet) -> None:  # the server holds data of this run's: a retry's to continue
+                mark_written(opts, key)
+                putresume.save(record, total, mtime, h)
+
+            driver = ModeEPut(ctl, opts, n, loc.path, f, total, held, on_held=on_held)
             if on_driver is not None:
                 on_driver(driver)
             view = ProgressView(os.path.basename(src), total, opts.progress)

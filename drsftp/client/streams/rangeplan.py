@@ -288,6 +288,23 @@ def held_in(part: str, size: int, version: str | None, what: str) -> RangeSet:
     return RangeSet([(a, min(b, have)) for a, b in record.held if a < have])
 
 
+def held_prefix(part: str, size: int | None) -> int:
+    """How much of ``part`` one stream may continue at REST: up to the first
+    gap its record shows (a -P get's part has holes, read as zeros), all of
+    it with no record (a single stream's prefix); nothing when the record
+    is of another size (another version) or unreadable.  ``size`` None (no
+    SIZE known): the record's own."""
+    if not os.path.exists(part):
+        return 0
+    if not os.path.exists(record_path(part)):
+        return os.path.getsize(part)
+    record = load_record(part)
+    if record is None:  # (unreadable: what the part holds is unknown)
+        return 0
+    held = held_in(part, record.size if size is None else size, None, "MDTM")
+    return next((b for a, b in held if a == 0), 0)
+
+
 def open_part(part: str, fresh: bool) -> int:
     """The .part file for writes at offsets (a fresh one replaces any old
     file rather than truncating it in place, as transfer/onefile.py does)."""

@@ -38,7 +38,7 @@ from ..session.control import FTPError, size_of
 from ..streams.rangeplan import ResumeRecord, drop_record, load_record, save_record
 from ..transfer import maxtime
 from ..transfer.attempts import already_complete
-from ..transfer.options import TransferOptions
+from ..transfer.options import TransferOptions, mark_written, owned
 from ..transfer.progress import ProgressView
 from ..transfer.verify import server_sha256
 from .pair import ServerPair, open_pair, url_of
@@ -65,8 +65,9 @@ async def _copy(src: FTPLocation, dst: FTPLocation, opts: TransferOptions, strea
             log.info("copy -P: extended block mode needs PARALLEL on both servers: one stream (stream mode)")
         record = record_base(src, dst)
         held = RangeSet()
-        if opts.resume:
-            prefix = prefix_on_dest(pair, size, size_of(dsize_r), size_of(dpart_r))
+        if opts.resume or owned(opts, record):  # (a retry: only B's part file this run made, not the final name's)
+            dest_size = size_of(dsize_r) if opts.resume or "DRS" not in pair.dest.features else None
+            prefix = prefix_on_dest(pair, size, dest_size, size_of(dpart_r))
             held = held_on_dest(record, mode_e, size, mtime, prefix)
             if size is not None and held.total >= size and not held.missing(size):
                 drop_record(record)
@@ -84,17 +85,18 @@ async def _copy(src: FTPLocation, dst: FTPLocation, opts: TransferOptions, strea
                          pair.label(Side.SOURCE), StreamsConfig().start)
         n = (auto.streams if auto is not None else streams or StreamsConfig().start) if mode_e else 1
         spec = CopySpec(src.path, dst.path, size, mode_e, n, tuple(held) if (mode_e or held.total) else ())
-        return await run_one(pair, spec, opts, auto, record if mode_e else None, size, mtime, streams)
+        return await run_one(pair, spec, opts, auto, record if mode_e else None, size, mtime, streams, own=record)
     finally:
         await pair.close()
 
 
 async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto: PathStreams | None,
                   record: str | None, size: int | None, mtime: str | None, streams: int | None,
-                  on_run: Callable[[CopyRun | None], None] | None = None) -> TransferResult:
+                  on_run: Callable[[CopyRun | None], None] | None = None, own: str | None = None) -> TransferResult:
     """One file on ``pair``, its resume record kept (``record``: MODE E),
     verified (--verify), as a result; ``on_run(run)`` while it runs, then
-    ``on_run(None)`` (a job's bar and fleet controller)."""
+    ``on_run(None)`` (a job's bar and fleet controller); ``own``: the name
+    a retry continues it by once B holds part of it (options.owned)."""
     held = RangeSet(list(spec.held))
     view = ProgressView(posixpath.basename(spec.source_path), size, opts.progress)
     resumed = held.total
@@ -116,6 +118,8 @@ async def run_one(pair: ServerPair, spec: CopySpec, opts: TransferOptions, auto:
     try:
         out = await run.run()
     except BaseException as exc:
+        if own is not None and resumable(exc, run, held):
+            mark_written(opts, own)
         if record is not None and size is not None:
             if resumable(exc, run, held):
                 save_held(record, size, mtime, held)  # also of nothing held: B's part file has holes

@@ -32,11 +32,13 @@ async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: 
                        max_delay: float = 30.0, on_retry=None) -> TransferResult:
     """Run ``run(opts)``; after a transient failure (lost connection, 4yz
     reply, short transfer) reconnect with exponential backoff and resume
-    with REST, up to ``retries`` more times."""
+    with REST, up to ``retries`` more times: only what an attempt of this
+    run wrote (``resume_own``), never an older DEST or remote file, which
+    only --continue takes as a prefix."""
     from dataclasses import replace
 
     attempt = 0
-    opts = maxtime.started(opts)  # (one --max-time for every attempt, as curl's)
+    opts = maxtime.started(replace(opts, wrote=set()))  # (one --max-time for every attempt, as curl's)
     while True:
         try:
             return await run(opts)
@@ -48,7 +50,7 @@ async def with_retries(run, opts: TransferOptions, retries: int, *, base_delay: 
             if on_retry:
                 on_retry(attempt, delay, exc)
             await asyncio.sleep(delay)
-            opts = replace(opts, resume=True)
+            opts = replace(opts, resume_own=True)
 
 
 def already_complete(direction: str, path: str, size: int) -> TransferResult:

@@ -24,11 +24,12 @@ from ..result import TransferResult
 from ..session.control import ControlConnection, FTPError, Pending, os_reason, size_of
 from ..session.flowctl import FlowControl
 from ..session.login import open_logged_in, open_session, warn_without_drs
+from ..streams.rangeplan import drop_record, held_prefix
 from . import maxtime
 from .attempts import already_complete, make_parents
 from .dataconn import LocalWriteError
 from .onefile import REST_WHAT, new_transfer, open_part, receive_data, rest_lines, run_data, send_data, transfer_done
-from .options import TransferOptions
+from .options import TransferOptions, mark_written, owned, remote_key
 from .streammode import check_sent, close_data, drain_sent
 from .verify import verify
 
@@ -49,20 +50,9 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
     try:
         warn_without_drs(ctl, opts)
         size = size_of(size_reply)
-        offset = 0
-        resume_dest = False  # DEST itself is continued: it becomes DEST.part once data comes
-        if opts.resume:
-            for candidate in (part, dest):
-                if os.path.isfile(candidate):
-                    offset = os.path.getsize(candidate)
-                    if candidate == dest:
-                        if size is not None and offset == size:
-                            return already_complete("get", loc.path, size)
-                        resume_dest = True
-                    break
-            if size is not None and offset > size:
-                raise FTPError(f"local file ({offset} B) is larger than the remote one ({size} B)",
-                               transient=False)
+        offset, resume_dest = _local_prefix(dest, part, size, opts)
+        if resume_dest and offset == size:
+            return already_complete("get", loc.path, size)
         fc = FlowControl(ctl)
         xfer = new_transfer(fc, opts, Role.RECEIVER, loc.path, size, offset)
         try:
@@ -80,6 +70,8 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
                     if resume_dest:  # (not before: a refused RETR leaves DEST as it was)
                         os.replace(dest, part)
                     f = open_part(part, offset)
+                    drop_record(part)  # (the part is a prefix now, its record of no use)
+                    mark_written(opts, part)
                 except OSError as exc:
                     raise FTPError(f"cannot write {dest}: {os_reason(exc)}", transient=False) from exc
                 with f:
@@ -110,6 +102,23 @@ async def _get(loc: FTPLocation, dest: str, opts: TransferOptions) -> TransferRe
         await ctl.close()
 
 
+def _local_prefix(dest: str, part: str, size: int | None, opts: TransferOptions) -> tuple[int, bool]:
+    """Where a get continues, and whether it continues DEST itself (which
+    becomes DEST.part once data comes): --continue takes DEST.part, else
+    DEST; a retry only a DEST.part this run wrote (options.owned)."""
+    if (opts.resume or owned(opts, part)) and os.path.isfile(part):
+        have, resume_dest = os.path.getsize(part), False
+    elif opts.resume and os.path.isfile(dest):
+        have, resume_dest = os.path.getsize(dest), True
+    else:
+        return 0, False
+    if size is not None and have > size:
+        raise FTPError(f"local file ({have} B) is larger than the remote one ({size} B)", transient=False)
+    # a -P get's part (its record beside it) holds ranges with holes between:
+    # only the bytes up to its first gap are a prefix
+    return (have if resume_dest else held_prefix(part, size)), resume_dest
+
+
 async def put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferResult:
     return await maxtime.within(opts, "put", loc.path, lambda o: _put(src, loc, o))
 
@@ -120,8 +129,9 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferRes
     with f:
         try:
             offset = 0
-            if opts.resume:
-                offset = await uploaded_prefix(ctl, loc.path, src, total)
+            key = remote_key(loc.host, loc.port, loc.path)
+            if opts.resume or owned(opts, key):
+                offset = await uploaded_prefix(ctl, loc.path, src, total, final=opts.resume)
                 if offset == total:
                     return already_complete("put", loc.path, total)
             fc = FlowControl(ctl)
@@ -138,6 +148,7 @@ async def _put(src: str, loc: FTPLocation, opts: TransferOptions) -> TransferRes
                     await fc.reply(allo)  # (refused or not: a server may not need it, RFC 959 4.1.3)
                     await fc.check(rest, pending)
                     await fc.started(pending, f"cannot store {loc.path}")
+                    mark_written(opts, key)
                     xfer.tuner.attach(sock)
                     await run_data(xfer, send_data(sock, f, offset, total - offset, xfer), pending, f"STOR {loc.path}")
                     if xfer.timed_out:
@@ -178,16 +189,18 @@ async def open_put(src: str, loc: FTPLocation, opts: TransferOptions) -> tuple[B
     return f, os.fstat(f.fileno()).st_size, ctl
 
 
-async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: int) -> int:
+async def uploaded_prefix(ctl: ControlConnection, path: str, src: str, total: int, final: bool = True) -> int:
     """What an interrupted stream-mode put left on the server, a prefix of
     the file: on a drsftp server (which keeps an unfinished upload under a
     temporary name, and continues that one at REST) that name's size where
     it has one, not the size of an older file of the final name; else the
-    remote file's size."""
+    remote file's size.  ``final`` False (a retry of this run's own put):
+    on a drsftp server never the final name's, which is an older file."""
     offset = 0
-    if "DRS" in ctl.features:
+    drs = "DRS" in ctl.features
+    if drs:
         offset = await ctl.size(partial_name(path)) or 0
-    if not offset:
+    if not offset and (final or not drs):
         offset = await ctl.size(path) or 0
     if offset > total:
         raise FTPError(f"remote file ({offset} B) is larger than {src} ({total} B)", transient=False)

@@ -4,14 +4,19 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
 class TransferOptions:
     tuning: str = "drs"
     force_buffers: bool = False
-    resume: bool = False
+    resume: bool = False  # --continue: also an older DEST, or the remote file of the final name
+    # a --retries attempt (attempts.with_retries): continues only what this
+    # run began writing, the names in ``wrote`` (owned()), never an older
+    # file that was there before it
+    resume_own: bool = False
+    wrote: set[str] = field(default_factory=set)  # shared by replace()'s copies: one run's
     progress: bool | None = None  # None: only when stderr is a terminal
     use_drs_command: bool = True
     idle_timeout: float = 60.0
@@ -24,6 +29,20 @@ class TransferOptions:
     insecure: bool = False  # no certificate or name check (said on stderr)
     clear_data: bool = False  # with tls: PROT C, data connections in clear text (copy --tls-data clear)
     pasv_address: bool = False  # connect where PASV says (a server's --data-interface), not to the control host
+
+
+def mark_written(opts: TransferOptions, key: str) -> None:
+    """This run began writing ``key`` (a .part path, or remote_key()): a retry may continue it."""
+    opts.wrote.add(key)
+
+
+def owned(opts: TransferOptions, key: str) -> bool:
+    """A retry's ``key`` to continue: one this run itself began writing."""
+    return opts.resume_own and key in opts.wrote
+
+
+def remote_key(host: str, port: int, path: str) -> str:
+    return f"ftp://{host}:{port}{path}"
 
 
 @dataclass(eq=False)

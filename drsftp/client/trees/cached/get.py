@@ -30,7 +30,7 @@ from ....tuning import Role
 from ...result import TransferResult
 from ...session.control import ControlConnection, FTPError, Pending
 from ...streams.modee.stream import BlockStream, ReadBuffer
-from ...streams.rangeplan import read_chunk
+from ...streams.rangeplan import drop_record, held_prefix, read_chunk
 from ...transfer.dataconn import active_command, listen_for_data
 from ...transfer.options import TransferOptions
 from .session import CachedFile, CachedSession
@@ -97,6 +97,9 @@ class CachedGets(CachedSession):
             raise self.broken
         part = download_part(local)
         flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        if offset:  # (a -P get's part: only up to its record's first gap, not its holes)
+            offset = min(offset, held_prefix(part, size))
+            drop_record(part)  # (truncated to ``offset`` below: a prefix)
         if offset:
             fd = os.open(part, flags, 0o644)
         else:  # a new file: never an old one truncated in place (transfer.open_part)

@@ -96,8 +96,11 @@ async def big_get(job: TreeJob, item: Item, sess: RemoteSession) -> None:
     if paths is None:
         return
     remote, local = paths
-    # what an interrupted copy left: its ranges record (parallel.get's), else the .part's prefix
-    opts = replace(job.topts, resume=job.jopts.resume or job.jopts.sync or item.t.resume_from > 0)
+    # what an interrupted copy left: its ranges record (parallel.get's), else
+    # the .part's prefix; under --sync only a .part, never a DEST of the same
+    # size (parallel.get's "already complete"): the plan found it out of date
+    resume = item.t.resume_from > 0 or (job.jopts.resume and not job.jopts.sync)
+    opts = replace(job.topts, resume=resume)
     res = await _big(job, item, sess, lambda n, on_driver: parallel.get(
         replace(job.loc, path=remote), local, opts, n, on_driver=on_driver))
     if res is None:
