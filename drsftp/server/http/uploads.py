@@ -14,6 +14,7 @@ A whole-file PUT writes alone: a second writer of the same part file, by
 HTTP or FTP, gets 409.  The ledger lives in memory: after a restart a
 part file's ranges are unknown and a resuming client sends them again; so
 they are once another upload (an FTP STOR, a COPY pull) wrote the file.
+No PUT writes a part file by its name (403: partfile.PartNames).
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ async def put(ex: Exchange, target: Target, ledger: Ledger, max_body: int | None
     request = ex.request
     if not target.parts:
         raise Problem(409, "the home is a collection: PUT a file inside it.")
+    if partfile.is_part_name(target.parts[-1]):  # (partfile.PartNames: it would replace a running upload's)
+        raise Problem(403, f"{target.parts[-1]} is the name of an upload's part file: choose another name.")
     if not os.path.isdir(target.parent.fs):
         raise Problem(409, "the parent collection does not exist (MKCOL it first).")
     if os.path.isdir(target.fs):
