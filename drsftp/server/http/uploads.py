@@ -14,6 +14,8 @@ A whole-file PUT writes alone: a second writer of the same part file, by
 HTTP or FTP, gets 409.  The ledger lives in memory: after a restart a
 part file's ranges are unknown and a resuming client sends them again; so
 they are once another upload (an FTP STOR, a COPY pull) wrote the file.
+What a whole-file PUT cut short wrote is continued by partial PUTs of the
+size it announced (a resume after ``HEAD``).
 No PUT writes a part file by its name (403: partfile.PartNames).
 """
 
@@ -49,6 +51,7 @@ class Part:
     settled: int | None = None  # the status of the PUT that renamed it into place
     owner: str | None = None  # the login whose partial PUTs write it now
     stamp: tuple[int, int, int] | None = None  # the part file as the last PUT writing it left it (_stamp)
+    length: int | None = None  # the Content-Length of the whole-file PUT that wrote it (None: chunked)
 
 
 class Ledger:
@@ -92,6 +95,16 @@ def _valid(path: str, part: Part) -> bool:
     return not len(part.held) or list(part.held)[-1][1] <= stamp[1]
 
 
+def _adopts(path: str, part: Part, total: int) -> bool:
+    """The ranges held came from a whole-file PUT cut short (its total
+    unknown): a partial PUT for ``total`` bytes continues them if they lie
+    within it, the whole PUT announced that length (when it did) and the
+    part file is as it left it (``HEAD`` with ``DRS-Part: ranges`` reported
+    them, so a resuming client sends only the rest)."""
+    return (part.total is None and not part.writers and bool(len(part.held)) and part.length in (None, total)
+            and list(part.held)[-1][1] <= total and _valid(path, part))
+
+
 def content_range(header: str) -> tuple[int, int, int]:
     m = CONTENT_RANGE.fullmatch(header.strip())
     if not m:
@@ -133,7 +146,9 @@ async def put(ex: Exchange, target: Target, ledger: Ledger, max_body: int | None
     who = ex.who.user if ex.who is not None else None
     if part.writers and part.owner != who:  # (another login's bytes would splice into it)
         raise Problem(409, BUSY)
-    if rng is not None and (part.total != rng[2] or not _valid(path, part)):
+    if rng is not None and _adopts(path, part, rng[2]):
+        part.total = rng[2]  # a cut whole-file PUT's bytes, which a resume's HEAD reported: continued
+    elif rng is not None and (part.total != rng[2] or not _valid(path, part)):
         part.total, part.held = rng[2], RangeSet()
     part.writers += 1
     part.whole, part.owner = rng is None, who
@@ -155,7 +170,7 @@ async def _receive(ex: Exchange, target: Target, path: str, part: Part, ledger: 
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     if rng is None:
         flags |= os.O_TRUNC
-        part.total, part.held = None, RangeSet()
+        part.total, part.held, part.length = None, RangeSet(), request.content_length
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
