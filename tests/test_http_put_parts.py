@@ -12,7 +12,7 @@ import time
 
 import pytest
 from conftest import PASSWORD, USER, drsftp, make_file, sha256_file
-from httpserve import AUTH, fetch, in_process, run
+from httpserve import AUTH, fetch, in_process, run, status
 
 from drsftp.server.http import uploads
 
@@ -105,3 +105,24 @@ def test_put_continue_after_a_cut_put_completes_in_one_run(front, root, tmp_path
     assert r.returncode == 0, r.stderr
     assert sha256_file(root / "big.bin") == sha256_file(src)
     assert not part.exists()
+
+
+def test_a_part_file_replaced_under_a_put_is_not_moved(front, root):
+    head = (f"PUT /t HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH['Authorization']}\r\n"
+            "Content-Length: 10000\r\n\r\n").encode()
+    sock = front.connect()
+    try:
+        sock.sendall(head + b"a" * 5000)
+        deadline = time.monotonic() + 10
+        while not (root / ".t.part").exists() or (root / ".t.part").stat().st_size < 5000:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        (root / "other").write_bytes(b"OTHER")
+        os.replace(root / "other", root / ".t.part")  # (as a local process could)
+        sock.sendall(b"a" * 5000)
+        sock.settimeout(10)
+        answer = sock.recv(65536)
+    finally:
+        sock.close()
+    assert status(answer) == 409 and b"removed or replaced" in answer
+    assert not (root / "t").exists() and (root / ".t.part").read_bytes() == b"OTHER"

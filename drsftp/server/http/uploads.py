@@ -16,12 +16,15 @@ part file's ranges are unknown and a resuming client sends them again; so
 they are once another upload (an FTP STOR, a COPY pull) wrote the file.
 What a whole-file PUT cut short wrote is continued by partial PUTs of the
 size it announced (a resume after ``HEAD``).
-No PUT writes a part file by its name (403: partfile.PartNames).
+No PUT writes a part file by its name (403: partfile.PartNames), and
+one is renamed only while its name leads to the file its writers opened
+(else 409: a local process replaced it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -40,6 +43,7 @@ CONTENT_RANGE = re.compile(r"bytes (\d{1,19})-(\d{1,19})/(\d{1,19})")
 MAX_HELD = 4096  # disjoint ranges one part file may hold (a client's many small PUTs stop there)
 MAX_PARTS = 4096  # part files the ledger remembers (the oldest idle ones are forgotten)
 BUSY = "another upload is writing this file; try again when it ends."
+REPLACED = "the part file was removed or replaced while the upload wrote it: not moved into place."
 
 
 @dataclass
@@ -52,6 +56,7 @@ class Part:
     owner: str | None = None  # the login whose partial PUTs write it now
     stamp: tuple[int, int, int] | None = None  # the part file as the last PUT writing it left it (_stamp)
     length: int | None = None  # the Content-Length of the whole-file PUT that wrote it (None: chunked)
+    ident: tuple[int, int] | None = None  # (device, inode) of the file its writers opened
 
 
 class Ledger:
@@ -83,6 +88,14 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _ident(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _valid(path: str, part: Part) -> bool:
@@ -159,7 +172,8 @@ async def put(ex: Exchange, target: Target, ledger: Ledger, max_body: int | None
         part.whole = False
         if not part.writers:
             if _whole_unsettled(part):  # (the writer that was to rename it failed: the file is whole all the same)
-                _rename(target, path, part, ledger)
+                with contextlib.suppress(Problem):
+                    _rename(target, path, part, ledger)
             part.stamp = _stamp(path)
             partfile.release(path)
 
@@ -175,6 +189,12 @@ async def _receive(ex: Exchange, target: Target, path: str, part: Part, ledger: 
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
         raise Problem(409, f"the part file {os.path.basename(path)} cannot be written: {exc.strerror}.") from None
+    st = os.fstat(fd)
+    if part.writers == 1:  # (the first writer: the file its companions must find there too)
+        part.ident = (st.st_dev, st.st_ino)
+    elif part.ident != (st.st_dev, st.st_ino):
+        os.close(fd)
+        raise Problem(409, REPLACED)
     ex.began = True
     if request.headers.get("Expect", "").lower() == "100-continue" and request.version >= (1, 1):
         await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # (aiohttp's low-level server leaves it to us)
@@ -243,6 +263,9 @@ def _whole_unsettled(part: Part) -> bool:
 def _rename(target: Target, path: str, part: Part, ledger: Ledger) -> bool:
     """The part file into place (cut to its total, a partial PUT's); True
     if it replaced a file."""
+    if part.ident is not None and _ident(path) != part.ident:  # (its rename would move another's file into place)
+        ledger.forget(path)
+        raise Problem(409, REPLACED)
     if part.total is not None:
         os.truncate(path, part.total)
     existed = os.path.lexists(target.fs)
