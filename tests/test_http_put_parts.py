@@ -11,7 +11,7 @@ import os
 import time
 
 import pytest
-from conftest import PASSWORD, USER, drsftp, make_file, sha256_file
+from conftest import PASSWORD, USER, drsftp, make_file, sha256_file, wait_until
 from httpserve import AUTH, fetch, in_process, run, status
 
 from drsftp.server.http import uploads
@@ -30,27 +30,25 @@ def front(root):
         yield f
 
 
+def begin_put(front, root, name, length, first):
+    """A raw whole-file PUT of ``length`` bytes whose ``first`` bytes are
+    in the part file: its socket."""
+    sock = front.connect()
+    sock.sendall(f"PUT /{name} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH['Authorization']}\r\n"
+                 f"Content-Length: {length}\r\n\r\n".encode() + first)
+    part = root / f".{name}.part"
+    assert wait_until(lambda: part.exists() and part.stat().st_size >= len(first))
+    return sock
+
+
 def cut_whole_put(front, root, name, length, sent):
     """A whole-file PUT of ``length`` bytes cut after ``sent`` of them (its
     connection closed), once they are in the part file and the PUT ended."""
     data = os.urandom(length)
-    head = (f"PUT /{name} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH['Authorization']}\r\n"
-            f"Content-Length: {length}\r\n\r\n").encode()
-    sock = front.connect()
-    try:
-        sock.sendall(head + data[:sent])
-        part = root / f".{name}.part"
-        deadline = time.monotonic() + 10
-        while not part.exists() or part.stat().st_size < sent:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-    finally:
-        sock.close()
-    deadline = time.monotonic() + 10  # the cut PUT ends: the part file is free again
-    while run(fetch(front, "HEAD", f"/{name}", headers={"DRS-Part": "ranges"}))[1].get("DRS-Part-Ranges") != \
-            f"0-{sent - 1}":
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    begin_put(front, root, name, length, data[:sent]).close()
+    held = f"0-{sent - 1}"  # the cut PUT ends: the part file is free again
+    assert wait_until(lambda: run(fetch(front, "HEAD", f"/{name}", headers={"DRS-Part": "ranges"}))[1]
+                      .get("DRS-Part-Ranges") == held)
     return data
 
 
@@ -108,15 +106,8 @@ def test_put_continue_after_a_cut_put_completes_in_one_run(front, root, tmp_path
 
 
 def test_a_part_file_replaced_under_a_put_is_not_moved(front, root):
-    head = (f"PUT /t HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH['Authorization']}\r\n"
-            "Content-Length: 10000\r\n\r\n").encode()
-    sock = front.connect()
+    sock = begin_put(front, root, "t", 10_000, b"a" * 5000)
     try:
-        sock.sendall(head + b"a" * 5000)
-        deadline = time.monotonic() + 10
-        while not (root / ".t.part").exists() or (root / ".t.part").stat().st_size < 5000:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
         (root / "other").write_bytes(b"OTHER")
         os.replace(root / "other", root / ".t.part")  # (as a local process could)
         sock.sendall(b"a" * 5000)
