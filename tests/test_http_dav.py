@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from conftest import USER
+from httpserve import AUTH, in_process, raw, run, status
 from httpserve import fetch as call
-from httpserve import in_process, run
 
 D = "{DAV:}"
 
@@ -259,3 +259,19 @@ def test_an_unexpected_value_error_is_a_500_with_one_sentence(front, monkeypatch
     monkeypatch.setattr(dav, "propfind", broken)
     st, _, out = run(call(front, "PROPFIND", "/", {"Depth": "0"}))
     assert st == 500 and out == b"The server failed to answer this request.\n"
+
+
+def test_get_and_head_of_a_collection(front, root):
+    """GET and HEAD of a collection: without its trailing slash a 301 to
+    the slash form (as Apache's and nginx's WebDAV servers do), with it
+    405 naming PROPFIND (a body would be stored as a file by a client, or
+    a COPY pull, that asked for one)."""
+    (root / "a b").mkdir()
+    auth = f"Authorization: {AUTH['Authorization']}\r\nConnection: close\r\n"  # (a HEAD: no body to wait for)
+    for method, path, where in (("HEAD", "/a%20b", "/a%20b/"), ("GET", "/a%20b?x=1", "/a%20b/?x=1")):
+        resp = raw(front, f"{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}\r\n".encode())
+        assert status(resp) == 301 and f"\r\nLocation: {where}\r\n".encode() in resp, resp
+    for path in ("/a%20b/", "/"):
+        assert status(raw(front, f"HEAD {path} HTTP/1.1\r\nHost: x\r\n{auth}\r\n".encode())) == 405
+        st, _, body = run(call(front, "GET", path))
+        assert st == 405 and b"PROPFIND" in body

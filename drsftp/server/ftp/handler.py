@@ -9,7 +9,8 @@
 - the server shutting down (ftp/shutdown.py) and the transfer guard
   (ftp/transferguard.py);
 - one final reply per transfer command (ftp/stream/finalreply.py);
-- uploads under a temporary name (ftp/stream/uploads.py);
+- uploads under a temporary name (ftp/stream/uploads.py), whose names no
+  command makes (ftp/partfile.py);
 - the data connections' tuning and handshake (ftp/datatuning.py) and the
   tuned stream-mode data channel (ftp/stream/channel.py);
 - MODE E (ftp/eblock/commands.py), MLSx facts (ftp/facts.py), the transfer log
@@ -29,6 +30,7 @@ from .eblock.commands import EModeCommands, with_eblock_commands
 from .facts import MlsxFacts
 from .hashing import CKSM_COMMAND, HASH_COMMAND, HashCommands
 from .listings import StreamedListings
+from .partfile import PartNames
 from .shutdown import ShutdownGuard
 from .stream.channel import SEND_CHUNK, DRSActiveDTP, DRSDataMixin, DRSPassiveDTP, with_drs_data
 from .stream.finalreply import FinalReplies
@@ -44,7 +46,7 @@ DRS_CMDS["CKSM"] = CKSM_COMMAND
 DRS_CMDS["DRS"] = DRS_COMMAND
 
 
-class DRSControlMixin(CommandLines, HashCommands, DRSCommand, ShutdownGuard, TransferGuard, FinalReplies,
+class DRSControlMixin(CommandLines, HashCommands, DRSCommand, ShutdownGuard, TransferGuard, PartNames, FinalReplies,
                       UploadCommands, StreamedListings, DataTuning):
     """The control connection's stream-mode rules, one mixin each; mixed
     into FTPHandler and TLS_FTPHandler."""
@@ -63,7 +65,8 @@ class DRSControlMixin(CommandLines, HashCommands, DRSCommand, ShutdownGuard, Tra
         if self._quit_received:  # a command held (MODE E) behind the QUIT that ended the session
             return
         if (self.refused_while_hashing(cmd) or self.refused_for_shutdown(cmd) or self.refused_mid_transfer(cmd, arg)
-                or self.refused_before_login(cmd, arg) or self.refused_line_break(cmd, arg)):
+                or self.refused_before_login(cmd, arg) or self.refused_line_break(cmd, arg)
+                or self.refused_part_name(cmd, arg)):
             return
         super().pre_process_command(line, cmd, arg)
 

@@ -7,13 +7,18 @@ import os
 import stat
 import threading
 
-from ...ftp.partname import partial_name
+from ...ftp.partname import final_name, partial_name
 
 # a STOR onto a directory, refused before a part file is made (its rename could only fail)
 OVER_DIRECTORY = "550 Is a directory: a file cannot be stored over it."
 # a STOR whose part file another session is writing: two writers would interleave (RFC 959 4.2: 450,
 # "file unavailable (e.g., file busy)"; the client may retry once the other upload ends)
 BUSY = "450 The file is busy: another session is uploading it; try again when that upload ends."
+# an upload whose part file's name leads to another file by its end: moving that one would lose this one
+REPLACED = "451 The part file was removed or replaced while the upload wrote it: not moved into place."
+# commands that make an entry of their argument's name, and those that take one away
+MAKING = frozenset({"STOR", "APPE", "RNTO", "MKD", "XMKD"})
+TAKING = frozenset({"DELE", "RNFR"})
 
 # the part files uploads of this server are writing now (one writer each);
 # the FTP ioloop and the HTTP front's thread both claim (docs/HTTP.md).  A
@@ -72,3 +77,52 @@ def discard_if_empty(path: str) -> bool:
     except OSError:
         pass
     return False
+
+
+def is_part_name(name: str) -> bool:
+    """``name`` (a final path component) is one an upload's part file has."""
+    return final_name(name) != name
+
+
+def same_file(path: str, fd: int) -> bool:
+    """``path`` still names the file open as ``fd``: the upload's part file
+    was not removed or replaced by another (then its rename would move
+    that one into place)."""
+    try:
+        st, own = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+
+class PartNames:
+    """Mixed into the control handler (handler.DRSControlMixin): the
+    ``.NAME.part`` names are the server's own (docs/SECURITY.md, "No data
+    lost").  No command makes an entry of that name (553, RFC 959 "file
+    name not allowed"): a STOR of ``.x.part`` would replace the part file
+    a running upload of ``x`` writes, and be renamed over ``x`` as that
+    upload's bytes; a stored or renamed one would be taken for ``x``'s
+    partial upload by a later REST.  DELE and RNFR of a part file are
+    refused while an upload writes it (450); an abandoned one may be
+    removed or renamed.  Listings show part files as they are."""
+
+    def refused_part_name(self, cmd, arg):  # (untyped: pyftpdlib's handler gives self its attributes)
+        if (cmd not in MAKING and cmd not in TAKING) or not arg or not self.authenticated:
+            return False
+        try:
+            path = self.fs.ftp2fs(arg)
+        except Exception:  # (pyftpdlib's own handling answers it)
+            return False
+        name = os.path.basename(path)
+        if not is_part_name(name):
+            return False
+        if cmd in MAKING:
+            msg = (f"553 {name} is the name of an upload's part file ({final_name(name)} until it is"
+                   " complete): choose another name.")
+        elif busy(path):
+            msg = "450 The file is busy: an upload is writing it; try again when that upload ends."
+        else:
+            return False
+        self.respond(msg)
+        self.log_cmd(cmd, arg, int(msg[:3]), msg[4:])
+        return True

@@ -2,7 +2,8 @@
 
 Ranges are RFC 9110 sec. 14 (http/ranges.py): one range is a 206 with
 Content-Range, several a multipart/byteranges body, none within the file
-416 with ``Content-Range: bytes */SIZE``.  ``Want-Digest`` is answered
+416 with ``Content-Range: bytes */SIZE``.  A collection is a 301 to its
+slash form, 405 in it.  ``Want-Digest`` is answered
 with ``Digest`` for the whole file (RFC 3230, http/digest.py), computed
 once per file version: the cache is keyed by (path, size, mtime_ns), so a
 changed file is read afresh.  The body is read in CHUNK pieces in the
@@ -17,6 +18,7 @@ import os
 import secrets
 import stat
 from email.utils import formatdate
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -80,13 +82,13 @@ async def get(ex: Exchange, target: Target, digests: DigestCache, headers: dict[
     except FileNotFoundError:
         raise Problem(404, "no such file.") from None
     except IsADirectoryError:
-        raise _collection() from None
+        return _collection(ex, target, headers)
     except PermissionError:
         raise Problem(403, "the file cannot be read.") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
-            raise _collection()
+            return _collection(ex, target, headers)
         if not stat.S_ISREG(st.st_mode):
             raise Problem(403, "not a regular file.")
         os.set_blocking(fd, True)
@@ -95,8 +97,18 @@ async def get(ex: Exchange, target: Target, digests: DigestCache, headers: dict[
         os.close(fd)
 
 
-def _collection() -> Problem:
-    return Problem(405, "a collection: list it with PROPFIND.", {"Allow": "HEAD, OPTIONS, PROPFIND"})
+def _collection(ex: Exchange, target: Target, headers: dict[str, str]) -> web.Response:
+    """GET or HEAD of a collection (RFC 9110 sec. 9.1: every resource's
+    methods; RFC 4918 sec. 9.4 leaves the body to the server): named
+    without its trailing slash, a 301 to the slash form, as Apache's and
+    nginx's WebDAV servers answer (a client tells a directory by it);
+    with it, 405 (its entries: PROPFIND; a body here would be stored as a
+    file by a client or a COPY pull that asked for one)."""
+    path, _, query = ex.request.raw_path.partition("?")
+    if not urlsplit(path).path.endswith("/"):
+        headers["Location"] = target.quoted(collection=True) + (f"?{query}" if query else "")
+        return web.Response(status=301, headers=headers, text="A collection: its URL ends in /.\n")
+    raise Problem(405, "a collection: list it with PROPFIND.", {"Allow": "HEAD, OPTIONS, PROPFIND"})
 
 
 async def _answer(ex: Exchange, target: Target, fd: int, st: os.stat_result, digests: DigestCache,

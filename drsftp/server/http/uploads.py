@@ -14,11 +14,17 @@ A whole-file PUT writes alone: a second writer of the same part file, by
 HTTP or FTP, gets 409.  The ledger lives in memory: after a restart a
 part file's ranges are unknown and a resuming client sends them again; so
 they are once another upload (an FTP STOR, a COPY pull) wrote the file.
+What a whole-file PUT cut short wrote is continued by partial PUTs of the
+size it announced (a resume after ``HEAD``).
+No PUT writes a part file by its name (403: partfile.PartNames), and
+one is renamed only while its name leads to the file its writers opened
+(else 409: a local process replaced it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -37,6 +43,7 @@ CONTENT_RANGE = re.compile(r"bytes (\d{1,19})-(\d{1,19})/(\d{1,19})")
 MAX_HELD = 4096  # disjoint ranges one part file may hold (a client's many small PUTs stop there)
 MAX_PARTS = 4096  # part files the ledger remembers (the oldest idle ones are forgotten)
 BUSY = "another upload is writing this file; try again when it ends."
+REPLACED = "the part file was removed or replaced while the upload wrote it: not moved into place."
 
 
 @dataclass
@@ -48,6 +55,8 @@ class Part:
     settled: int | None = None  # the status of the PUT that renamed it into place
     owner: str | None = None  # the login whose partial PUTs write it now
     stamp: tuple[int, int, int] | None = None  # the part file as the last PUT writing it left it (_stamp)
+    length: int | None = None  # the Content-Length of the whole-file PUT that wrote it (None: chunked)
+    ident: tuple[int, int] | None = None  # (device, inode) of the file its writers opened
 
 
 class Ledger:
@@ -81,6 +90,14 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
+def _ident(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _valid(path: str, part: Part) -> bool:
     """The ledger's ranges still lie in the part file on disk, which no
     other upload wrote since the last PUT here (an FTP STOR, a COPY pull:
@@ -89,6 +106,16 @@ def _valid(path: str, part: Part) -> bool:
     if stamp is None or (not part.writers and part.stamp not in (None, stamp)):
         return False
     return not len(part.held) or list(part.held)[-1][1] <= stamp[1]
+
+
+def _adopts(path: str, part: Part, total: int) -> bool:
+    """The ranges held came from a whole-file PUT cut short (its total
+    unknown): a partial PUT for ``total`` bytes continues them if they lie
+    within it, the whole PUT announced that length (when it did) and the
+    part file is as it left it (``HEAD`` with ``DRS-Part: ranges`` reported
+    them, so a resuming client sends only the rest)."""
+    return (part.total is None and not part.writers and bool(len(part.held)) and part.length in (None, total)
+            and list(part.held)[-1][1] <= total and _valid(path, part))
 
 
 def content_range(header: str) -> tuple[int, int, int]:
@@ -106,6 +133,8 @@ async def put(ex: Exchange, target: Target, ledger: Ledger, max_body: int | None
     request = ex.request
     if not target.parts:
         raise Problem(409, "the home is a collection: PUT a file inside it.")
+    if partfile.is_part_name(target.parts[-1]):  # (partfile.PartNames: it would replace a running upload's)
+        raise Problem(403, f"{target.parts[-1]} is the name of an upload's part file: choose another name.")
     if not os.path.isdir(target.parent.fs):
         raise Problem(409, "the parent collection does not exist (MKCOL it first).")
     if os.path.isdir(target.fs):
@@ -130,7 +159,9 @@ async def put(ex: Exchange, target: Target, ledger: Ledger, max_body: int | None
     who = ex.who.user if ex.who is not None else None
     if part.writers and part.owner != who:  # (another login's bytes would splice into it)
         raise Problem(409, BUSY)
-    if rng is not None and (part.total != rng[2] or not _valid(path, part)):
+    if rng is not None and _adopts(path, part, rng[2]):
+        part.total = rng[2]  # a cut whole-file PUT's bytes, which a resume's HEAD reported: continued
+    elif rng is not None and (part.total != rng[2] or not _valid(path, part)):
         part.total, part.held = rng[2], RangeSet()
     part.writers += 1
     part.whole, part.owner = rng is None, who
@@ -141,7 +172,8 @@ async def put(ex: Exchange, target: Target, ledger: Ledger, max_body: int | None
         part.whole = False
         if not part.writers:
             if _whole_unsettled(part):  # (the writer that was to rename it failed: the file is whole all the same)
-                _rename(target, path, part, ledger)
+                with contextlib.suppress(Problem):
+                    _rename(target, path, part, ledger)
             part.stamp = _stamp(path)
             partfile.release(path)
 
@@ -152,11 +184,17 @@ async def _receive(ex: Exchange, target: Target, path: str, part: Part, ledger: 
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     if rng is None:
         flags |= os.O_TRUNC
-        part.total, part.held = None, RangeSet()
+        part.total, part.held, part.length = None, RangeSet(), request.content_length
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
         raise Problem(409, f"the part file {os.path.basename(path)} cannot be written: {exc.strerror}.") from None
+    st = os.fstat(fd)
+    if part.writers == 1:  # (the first writer: the file its companions must find there too)
+        part.ident = (st.st_dev, st.st_ino)
+    elif part.ident != (st.st_dev, st.st_ino):
+        os.close(fd)
+        raise Problem(409, REPLACED)
     ex.began = True
     if request.headers.get("Expect", "").lower() == "100-continue" and request.version >= (1, 1):
         await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # (aiohttp's low-level server leaves it to us)
@@ -225,6 +263,9 @@ def _whole_unsettled(part: Part) -> bool:
 def _rename(target: Target, path: str, part: Part, ledger: Ledger) -> bool:
     """The part file into place (cut to its total, a partial PUT's); True
     if it replaced a file."""
+    if part.ident is not None and _ident(path) != part.ident:  # (its rename would move another's file into place)
+        ledger.forget(path)
+        raise Problem(409, REPLACED)
     if part.total is not None:
         os.truncate(path, part.total)
     existed = os.path.lexists(target.fs)

@@ -13,8 +13,9 @@ Rules:
   session sent some less than 2 s ago (docs/decisions/0041: a tree of
   small files gets them at most every 2 s a session);
 - when the EOF and as many EODs as it counts came, the file is renamed
-  into place if whole (ALLO's size when announced), else kept for REST
-  (451); a part file started anew (no REST) that ends empty is removed.
+  into place if whole (ALLO's size when announced) and its part file's
+  name still leads to it (else 451: another file is there), else kept for
+  REST (451); a part file started anew (no REST) that ends empty is removed.
 """
 
 from __future__ import annotations
@@ -164,10 +165,16 @@ class Receive(Job):
                                   " bytes")
             if not self.fresh:  # a fresh part file (O_TRUNC) ends where its last byte was written
                 os.ftruncate(self.fd, size)
+            if self.temp != self.final and not partfile.same_file(self.temp, self.fd):
+                raise _Replaced(partfile.REPLACED)
             os.close(self.fd)
             self.fd = -1
             if self.temp != self.final:
                 os.replace(self.temp, self.final)
+        except _Replaced as exc:
+            self.fresh = False  # (the file there is another's, even an empty one)
+            self.cleanup()
+            return str(exc)
         except _Incomplete as exc:
             self.cleanup()
             return f"{exc}." if self.discarded else f"{exc}; kept for REST to resume."
@@ -193,4 +200,8 @@ class Receive(Job):
 
 
 class _Incomplete(Exception):
+    pass
+
+
+class _Replaced(Exception):
     pass

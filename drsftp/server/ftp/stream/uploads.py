@@ -7,8 +7,10 @@
 - ALLO (RFC 959) announces the upload's size: a shorter upload is not
   complete (stream mode ends a file by closing the connection, RFC 959
   3.4.1, so a client that died looks done).
-- A complete upload is renamed before the 226; an incomplete one stays
-  for REST (451), unless it wrote nothing to a part file of its own.
+- A complete upload is renamed before the 226 if its part file's name
+  still leads to the file it wrote (else 451: the file there is another's);
+  an incomplete one stays for REST (451), unless it wrote nothing to a
+  part file of its own.
 - One upload writes a part file at a time: a STOR whose part file another
   session is writing gets 450 (two writers would interleave).
 - QUIT during an upload keeps reading the control connection: its close
@@ -193,8 +195,14 @@ class UploadPlacement:
                 partfile.discard_if_empty(self.file_obj.name)
             return
         try:
+            self.file_obj.flush()
+            size = os.fstat(self.file_obj.fileno()).st_size
+            if not partfile.same_file(self.file_obj.name, self.file_obj.fileno()):
+                self.file_obj.close()
+                self.transfer_finished = False
+                compat.set_final_reply(self, partfile.REPLACED, log.warning)
+                return
             self.file_obj.close()
-            size = os.path.getsize(self.file_obj.name)
             if expected is not None and size != expected:
                 # Stream mode ends a file by closing the connection (RFC 959
                 # 3.4.1), so a client that died looks done: the size it
