@@ -167,7 +167,8 @@ def test_a_single_stream_continue_takes_no_hole_as_held(tmp_path, ranges, resume
     assert not os.path.exists(part + ".ranges")
 
 
-def test_a_tree_continue_takes_no_hole_as_held(tmp_path):
+@pytest.mark.parametrize("verify", [False, True])  # (True: the uncached path, REST from the walk's part size)
+def test_a_tree_continue_takes_no_hole_as_held(tmp_path, verify):
     root = tmp_path / "srv"
     (root / "d").mkdir(parents=True)
     data = os.urandom(4 * M)
@@ -177,7 +178,7 @@ def test_a_tree_continue_takes_no_hole_as_held(tmp_path):
     _parallel_part(out / "f", data, [(0, M), (3 * M, 4 * M)])
     with running_server(root) as srv:
         res = asyncio.run(asyncio.wait_for(run_get(
-            [(parse_url(srv.url("d")), True)], str(out), TransferOptions(use_drs_command=False),
+            [(parse_url(srv.url("d")), True)], str(out), TransferOptions(use_drs_command=False, verify=verify),
             JobOptions(recursive=True, sessions=1, resume=True)), 60))
     assert [o.status for o in res.outcomes] == ["ok"]
     assert (out / "f").read_bytes() == data

@@ -23,6 +23,7 @@ from ...ftp.replies import Reply
 from ...ftp.safepath import check_name, local_path, remote_join
 from ...ftp.url import FTPLocation
 from ..session.control import FTPError, os_reason
+from ..streams.rangeplan import held_prefix
 from ..transfer.getput import TransferOptions
 from ..transfer.targets import make_remote_dirs
 from .cached.worker import cached_ok, run_cached
@@ -127,8 +128,8 @@ def _plan_file(job: TreeJob, i: int, s: Source) -> None:
     if os.path.lexists(s.local):
         st = os.lstat(s.local)
         have[()] = Stat(st.st_size, st.st_mtime, statmod.S_ISDIR(st.st_mode))
-    if os.path.isfile(download_part(s.local)):
-        partial[()] = os.path.getsize(download_part(s.local))
+    if os.path.isfile(download_part(s.local)):  # (a -P get's part: up to its first gap)
+        partial[()] = held_prefix(download_part(s.local), e.size)
     p = plan({(): Stat(e.size, e.mtime)}, have, sync=job.jopts.sync, checksum=job.jopts.checksum,
              resume=job.jopts.resume, partial=partial)
     _apply_local(job, s, p)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from ...ftp.partname import downloaded_name
 from ...ftp.safepath import UnsafePath, check_name
+from ..streams.rangeplan import held_prefix
 from .plan import Rel, Stat
 
 
@@ -27,8 +28,8 @@ def local_tree(root: str) -> tuple[dict[Rel, Stat], dict[Rel, int]]:
             st = os.lstat(os.path.join(dirpath, name))
             if not statmod.S_ISREG(st.st_mode):
                 continue
-            if (downloaded := downloaded_name(name)) is not None:
-                parts[rel_dir + (downloaded,)] = st.st_size
+            if (downloaded := downloaded_name(name)) is not None:  # (a -P get's part: up to its first gap)
+                parts[rel_dir + (downloaded,)] = held_prefix(os.path.join(dirpath, name), None)
             tree[rel_dir + (name,)] = Stat(st.st_size, st.st_mtime)
     return tree, parts
 
