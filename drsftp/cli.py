@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 import posixpath
+import re
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
@@ -257,6 +258,26 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+_URL_SCHEME = re.compile(r"(?i)^(ftps?|https?):")
+
+
+def check_url_paths(command: str, paths: list[str]) -> None:
+    """A path that starts with ``ftp:``, ``ftps:``, ``http:`` or ``https:``
+    is a URL, even mistyped (``ftp:/host``): its parser says what is wrong
+    rather than a local file or directory of that name being read or made
+    (with the password in its name).  A put uploads local files: a URL as
+    its SRC is refused (between two servers: copy)."""
+    from .ftp.url import parse_url, without_password
+    from .http.url import parse_http_url
+
+    for i, path in enumerate(paths):
+        if m := _URL_SCHEME.match(path):
+            (parse_http_url if m.group(1).lower().startswith("http") else parse_url)(path)
+            if command == "put" and i < len(paths) - 1:
+                raise UsageError(f"put uploads local files, and SRC {without_password(path)!r} is a URL"
+                                 " (between two servers: drsftp copy)")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.ops.translog)
@@ -267,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     from .server.config import ConfigError
 
     try:
+        if args.command in ("get", "put", "copy"):
+            check_url_paths(args.command, args.paths)
         from .client.http.cli import http_command  # (https:// URLs: docs/HTTP.md, "Client")
         if args.command in ("get", "put", "ls") and (code := http_command(args)) is not None:
             return code

@@ -31,7 +31,7 @@ def parse_url(url: str, credentials: Credentials | None = None) -> FTPLocation:
     authenticators: drsftp.client.session.credentials reads the file); a missing
     user means anonymous.  ``ftps://`` is implicit FTPS, port 990 unless
     given."""
-    shown = _without_password(url)  # (errors echo the URL, never its password)
+    shown = without_password(url)  # (errors echo the URL, never its password)
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError as exc:  # "Invalid IPv6 URL"
@@ -67,6 +67,8 @@ def parse_url(url: str, credentials: Credentials | None = None) -> FTPLocation:
     return FTPLocation(parts.hostname, port, user, password or "", path, implicit_tls=parts.scheme == "ftps")
 
 
-def _without_password(url: str) -> str:
-    """``url`` with the password of its user part as ``***``."""
-    return re.sub(r"^([^:/]+://[^:@/]*:).*@", r"\1***@", url)  # (to the last @: a password may hold / or @)
+def without_password(url: str) -> str:
+    """``url`` with the password of its user part as ``***``, also after a
+    scheme mistyped with one slash or none (``ftp:/user:pw@host``)."""
+    # (to the last @: a password may hold / or @)
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*:/{0,3}[^:@/]*:).*@", r"\1***@", url)
