@@ -4,6 +4,8 @@ non-zero exit, no traceback, no password shown, nothing written or lost
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import drsftp
 
 SECRET = "pw12345678"
@@ -34,3 +36,14 @@ def test_put_refuses_a_url_as_its_source(tmp_path):
     assert "is a URL" in err and "copy" in err
     assert list(tmp_path.iterdir()) == []
 
+
+def test_an_ftp_url_with_a_query_or_fragment_is_refused(server, tmp_path):
+    (Path(server.root) / "we").write_text("not this one")
+    for tail in ("we#ird.txt", "small.txt?x=1", "we?"):
+        err = _refused(drsftp("get", server.url(tail), str(tmp_path / "out")))
+        assert "query or fragment" in err and "%23" in err
+    assert not (tmp_path / "out").exists()
+    (Path(server.root) / "we#ird.txt").write_text("wanted")
+    r = drsftp("get", server.url("we%23ird.txt"), str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out").read_text() == "wanted"

@@ -46,6 +46,9 @@ def parse_url(url: str, credentials: Credentials | None = None) -> FTPLocation:
         raise URLError(f"bad port in {shown!r}") from exc
     if port == 0:
         raise URLError(f"bad port in {shown!r} (0 is no port)")
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        # RFC 1738 sec. 3.2 gives FTP URLs no query: '?' and '#' in a name are written %3F and %23
+        raise URLError(f"the URL {shown!r} has a query or fragment; write ? as %3F and # as %23")
     port = port or (990 if parts.scheme == "ftps" else 21)
     path = urllib.parse.unquote(parts.path)
     if not path or path == "/":
