@@ -5,7 +5,6 @@ stopped at --max-time, 130 for Ctrl-C."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import posixpath
@@ -15,7 +14,6 @@ from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .ftp.eblock import MAX_STREAMS
-from .tuning import check_spec, names
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -43,6 +41,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _tuning_arg(text: str) -> str:
+    from .tuning import check_spec
+
     try:
         return check_spec(text)
     except ValueError as exc:
@@ -51,6 +51,7 @@ def _tuning_arg(text: str) -> str:
 
 def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     from .client.trees.job.cli import add_tls_opts, parallel_arg, seconds_arg
+    from .tuning import names
 
     p.add_argument("--tuning", type=_tuning_arg, default="drs",
                    help=f"buffer tuning: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
@@ -211,6 +212,8 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     def on_retry(attempt, delay, exc):
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
 
+    import asyncio
+
     result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
     return report(args, result)
 
@@ -279,6 +282,16 @@ def check_url_paths(command: str, paths: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The entry point: Ctrl-C anywhere in it, the lazy imports and the
+    parser's making too, is "interrupted" and 130, never a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("drsftp: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.ops.translog)
     from .client.session.control import FTPError

@@ -4,9 +4,13 @@ non-zero exit, no traceback, no password shown, nothing written or lost
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
 from pathlib import Path
 
-from conftest import drsftp
+import pytest
+from conftest import PY, drsftp
 
 SECRET = "pw12345678"
 
@@ -47,3 +51,51 @@ def test_an_ftp_url_with_a_query_or_fragment_is_refused(server, tmp_path):
     r = drsftp("get", server.url("we%23ird.txt"), str(tmp_path / "out"))
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out").read_text() == "wanted"
+
+
+# The child says "ready" from inside drsftp (a signal before is Python's
+# start, or this harness's code): `python -m drsftp` as drsftp/__main__.py
+# imports drsftp.cli, the installed `drsftp` script (pyproject.toml: cli.main)
+# as main builds its parser.
+_AS_MODULE = """
+import runpy, sys
+class Ready:
+    def find_spec(self, name, path, target=None):
+        if name == "drsftp.cli":
+            print("ready", flush=True)
+sys.meta_path.insert(0, Ready())
+runpy.run_module("drsftp", run_name="__main__", alter_sys=True)
+"""
+_AS_SCRIPT = """
+import sys
+import drsftp.cli as cli
+parse_args = cli.parse_args
+cli.parse_args = lambda argv: print("ready", flush=True) or parse_args(argv)
+sys.exit(cli.main())
+"""
+
+
+@pytest.mark.parametrize("start", [_AS_MODULE, _AS_SCRIPT], ids=["module", "script"])
+def test_ctrl_c_while_drsftp_starts_is_one_line_and_130(tmp_path, start):
+    """SIGINT from drsftp's first instruction on (imports, the parser's
+    making): "interrupted", never a traceback."""
+    for _ in range(3):
+        for delay in (0, 0.02, 0.05):
+            p = subprocess.Popen([PY, "-c", start, "get", "ftp://127.0.0.1:1/x", str(tmp_path / "x")],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+            try:
+                assert p.stdout.readline() == "ready\n"
+                time.sleep(delay)
+                p.send_signal(signal.SIGINT)
+                _, err = p.communicate(timeout=60)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+            # 130; -SIGINT: the signal came as the interpreter exited; 1: the get had
+            # already failed (port 1 is closed), a clean exit before the signal
+            assert p.returncode in (130, -signal.SIGINT, 1), (delay, p.returncode, err)
+            assert p.returncode == 1 or err.strip() in ("", "drsftp: interrupted"), err
+    assert list(tmp_path.iterdir()) == []
