@@ -264,16 +264,29 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 _URL_SCHEME = re.compile(r"(?i)^(ftps?|https?):")
 
 
-def check_url_paths(command: str, paths: list[str]) -> None:
-    """A path that starts with ``ftp:``, ``ftps:``, ``http:`` or ``https:``
-    is a URL, even mistyped (``ftp:/host``): its parser says what is wrong
-    rather than a local file or directory of that name being read or made
-    (with the password in its name).  A put uploads local files: a URL as
-    its SRC is refused (between two servers: copy)."""
+def _role(command: str, i: int, n: int) -> str:
+    """What the ``i``-th of ``n`` paths of a get, put or copy is."""
+    last = i == n - 1 and n > 1
+    if command == "copy":
+        return "DST" if last else "SRC"
+    if command == "put":
+        return "URL" if last else "SRC"
+    return "DEST" if last else "URL"
+
+
+def check_paths(command: str, paths: list[str]) -> None:
+    """Before anything moves: no path is empty, and a path that starts with
+    ``ftp:``, ``ftps:``, ``http:`` or ``https:`` is a URL, even mistyped
+    (``ftp:/host``): its parser says what is wrong rather than a local file
+    or directory of that name being read or made (with the password in its
+    name).  A put uploads local files: a URL as its SRC is refused (between
+    two servers: copy)."""
     from .ftp.url import parse_url, without_password
     from .http.url import parse_http_url
 
     for i, path in enumerate(paths):
+        if not path:
+            raise UsageError(f"{_role(command, i, len(paths))} is empty")
         if m := _URL_SCHEME.match(path):
             (parse_http_url if m.group(1).lower().startswith("http") else parse_url)(path)
             if command == "put" and i < len(paths) - 1:
@@ -302,7 +315,7 @@ def _main(argv: list[str] | None) -> int:
 
     try:
         if args.command in ("get", "put", "copy"):
-            check_url_paths(args.command, args.paths)
+            check_paths(args.command, args.paths)
         from .client.http.cli import http_command  # (https:// URLs: docs/HTTP.md, "Client")
         if args.command in ("get", "put", "ls") and (code := http_command(args)) is not None:
             return code

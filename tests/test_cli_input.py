@@ -4,6 +4,7 @@ non-zero exit, no traceback, no password shown, nothing written or lost
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PY, drsftp
+from httpfake import FakeServer
 
 SECRET = "pw12345678"
 
@@ -99,3 +101,29 @@ def test_ctrl_c_while_drsftp_starts_is_one_line_and_130(tmp_path, start):
             assert p.returncode in (130, -signal.SIGINT, 1), (delay, p.returncode, err)
             assert p.returncode == 1 or err.strip() in ("", "drsftp: interrupted"), err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def web(tmp_path):
+    root = tmp_path / "web"
+    (root / "sub").mkdir(parents=True)
+    (root / "small.txt").write_text("small")
+    (root / "sub" / "a.txt").write_text("a")
+    (root / "sub" / "b.txt").write_text("b")
+    s = FakeServer(str(root)).start()
+    yield s
+    s.stop()
+
+
+def test_an_empty_dest_or_a_directory_in_the_way_is_said_before_anything_moves(web, server, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    for url in (web.url("/small.txt"), server.url("small.txt")):
+        assert _refused(drsftp("get", url, "", cwd=work)) == "drsftp: error: DEST is empty"
+    assert _refused(drsftp("put", "", server.url("x"), cwd=work)) == "drsftp: error: SRC is empty"
+    (work / "tr2" / "a.txt").mkdir(parents=True)
+    err = _refused(drsftp("get", "-r", web.url("/sub/"), "tr2", cwd=work), rc=1)
+    assert "tr2/a.txt: a directory is in the way of this file" in err
+    assert sorted(os.listdir(work)) == ["tr2"]
+    assert sorted(os.listdir(work / "tr2")) == ["a.txt", "b.txt"]  # (the rest copied, no part file left)
+    assert os.listdir(work / "tr2" / "a.txt") == []
