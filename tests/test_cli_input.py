@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -127,3 +129,65 @@ def test_an_empty_dest_or_a_directory_in_the_way_is_said_before_anything_moves(w
     assert sorted(os.listdir(work)) == ["tr2"]
     assert sorted(os.listdir(work / "tr2")) == ["a.txt", "b.txt"]  # (the rest copied, no part file left)
     assert os.listdir(work / "tr2" / "a.txt") == []
+
+
+class Canned:
+    """A loopback TCP server answering every connection with ``reply``
+    (after reading what the client sends first, unless ``greet``), then
+    closing it: a server that answers as no HTTP server should."""
+
+    def __init__(self, reply: bytes, greet: bool = False) -> None:
+        self.reply, self.greet = reply, greet
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        deadline = time.monotonic() + 120
+        while not self.done.is_set() and time.monotonic() < deadline:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    if not self.greet:
+                        conn.recv(65536)
+                    conn.sendall(self.reply)
+                    conn.shutdown(socket.SHUT_WR)
+                    conn.recv(65536)
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(10)
+        self.sock.close()
+
+
+@pytest.fixture
+def canned():
+    made = []
+
+    def make(reply: bytes, greet: bool = False) -> Canned:
+        made.append(Canned(reply, greet))
+        return made[-1]
+
+    yield make
+    for c in made:
+        c.stop()
+
+
+def test_a_redirect_names_where_it_points_without_credentials(canned, tmp_path):
+    for location, shown in ((f"http://bob:{SECRET}@127.0.0.1:1/other/x.txt", "http://127.0.0.1:1/other/x.txt"),
+                            ("/moved/x.txt", "/moved/x.txt"), ("", "naming no Location")):
+        head = f"Location: {location}\r\n" if location else ""
+        c = canned(f"HTTP/1.1 302 Found\r\n{head}Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+        err = _refused(drsftp("get", f"http://u:{SECRET}@127.0.0.1:{c.port}/x.txt", str(tmp_path / "x")), rc=1)
+        assert "HTTP 302" in err and shown in err, err
+        assert "bob" not in err
+    assert list(tmp_path.iterdir()) == []

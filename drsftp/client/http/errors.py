@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import urllib.parse
 
 import aiohttp
 
@@ -26,12 +27,32 @@ class HTTPError(FTPError):
         self.status = status
 
 
-def status_error(loc: HTTPLocation, path: str, status: int, reason: str | None, method: str) -> HTTPError:
+def status_error(loc: HTTPLocation, path: str, status: int, reason: str | None, method: str,
+                 location: str | None = None) -> HTTPError:
+    """``location``: the answer's Location header (a redirect names it)."""
     what = f"{method} {loc.url(path)}"
     if 300 <= status < 400:
-        return HTTPError(f"{what}: the server redirects elsewhere (HTTP {status}); give the URL it names",
-                         status, transient=False)
+        return redirect_error(what, loc.url(path), status, location)
     return HTTPError(f"{what}: {status_sentence(status, reason)}", status)
+
+
+def redirect_error(what: str, url: str, status: int, location: str | None) -> HTTPError:
+    """A 3xx, which drsftp does not follow (docs/HTTP.md): the URL its
+    Location names (RFC 9110 sec. 10.2.2: relative to ``url``), shown
+    without user or password, printable and cut short."""
+    target = (location or "").strip()
+    try:
+        target = urllib.parse.urljoin(url, target) if target else ""
+    except ValueError:  # ("Invalid IPv6 URL": shown as it came)
+        pass
+    scheme, sep, rest = target.partition("://")
+    if sep:
+        authority, slash, tail = rest.partition("/")
+        target = f"{scheme}://{authority.rpartition('@')[2]}{slash}{tail}"
+    target = "".join(c for c in target if c.isprintable())
+    target = target if len(target) <= 200 else target[:200] + "..."
+    where = f": {target}; give that URL" if target else ", naming no Location"
+    return HTTPError(f"{what}: the server redirects elsewhere (HTTP {status}){where}", status, transient=False)
 
 
 def connection_error(loc: HTTPLocation, exc: BaseException) -> HTTPError:
