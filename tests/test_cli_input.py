@@ -191,3 +191,18 @@ def test_a_redirect_names_where_it_points_without_credentials(canned, tmp_path):
         assert "HTTP 302" in err and shown in err, err
         assert "bob" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_answer_that_is_not_http_or_not_tls_is_one_short_sentence(canned, server, web, tmp_path):
+    junk = canned(b"\x16\x03\x01garbage\x00\xff" * 800 + b"\r\n\r\n" + b"more junk\n" * 500)
+    err = _refused(drsftp("get", f"http://127.0.0.1:{junk.port}/x.txt", str(tmp_path / "x")), rc=1)
+    assert "not valid HTTP" in err and len(err) < 240, err
+    ftp_port = server.port
+    err = _refused(drsftp("get", f"http://127.0.0.1:{ftp_port}/small.txt", str(tmp_path / "x")), rc=1)
+    assert "answered like an FTP server ('220 " in err and "use ftp://" in err, err
+    web_port = web.port
+    for url, plain in ((f"https://127.0.0.1:{web_port}/small.txt", "http://"),
+                       (f"ftps://127.0.0.1:{ftp_port}/small.txt", "ftp://")):
+        err = _refused(drsftp("get", url, str(tmp_path / "x")), rc=1)
+        assert f"is it a plain-text port? use {plain}" in err, err
+    assert not (tmp_path / "x").exists()
