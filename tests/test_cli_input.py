@@ -206,3 +206,16 @@ def test_an_answer_that_is_not_http_or_not_tls_is_one_short_sentence(canned, ser
         err = _refused(drsftp("get", url, str(tmp_path / "x")), rc=1)
         assert f"is it a plain-text port? use {plain}" in err, err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_job_says_a_local_error_in_words(server, tmp_path):
+    """A name the local file system cannot hold with ".part" after it: the
+    file fails in words, not as "[Errno 36] ...: '...part'"; the rest is got."""
+    tree = Path(server.root) / "t"
+    tree.mkdir()
+    (tree / ("n" * 252)).write_text("x")
+    (tree / "ok.txt").write_text("y")
+    r = drsftp("get", "-r", server.url("t/"), str(tmp_path / "d"))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "file name too long" in r.stderr and "[Errno" not in r.stderr, r.stderr
+    assert os.listdir(tmp_path / "d") == ["ok.txt"]
