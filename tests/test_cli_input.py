@@ -219,3 +219,15 @@ def test_a_job_says_a_local_error_in_words(server, tmp_path):
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "file name too long" in r.stderr and "[Errno" not in r.stderr, r.stderr
     assert os.listdir(tmp_path / "d") == ["ok.txt"]
+
+
+def test_passwd_refuses_a_home_that_serve_would_refuse(tmp_path):
+    users = tmp_path / "users"
+    for home, words in (("/srv/a:b", "cannot hold ':'"), ("data:x", "cannot hold ':'"),
+                        (str(tmp_path / "missing"), "is not a directory")):
+        r = drsftp("passwd", "--password-stdin", "--home", home, str(users), "alice", input="a-long-password\n")
+        assert words in _refused(r), r.stderr
+    assert not users.exists()
+    r = drsftp("passwd", "--password-stdin", "--home", str(tmp_path), str(users), "alice", input="a-long-password\n")
+    assert r.returncode == 0, r.stderr
+    assert users.read_text().count(":") == 3
