@@ -288,7 +288,8 @@ def check_paths(command: str, paths: list[str]) -> None:
         if not path:
             raise UsageError(f"{_role(command, i, len(paths))} is empty")
         if m := _URL_SCHEME.match(path):
-            (parse_http_url if m.group(1).lower().startswith("http") else parse_url)(path)
+            if not path[m.end():].startswith("//"):  # (a whole URL is parsed where it is used)
+                (parse_http_url if m.group(1).lower().startswith("http") else parse_url)(path)
             if command == "put" and i < len(paths) - 1:
                 raise UsageError(f"put uploads local files, and SRC {without_password(path)!r} is a URL"
                                  " (between two servers: drsftp copy)")
