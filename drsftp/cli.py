@@ -5,16 +5,15 @@ stopped at --max-time, 130 for Ctrl-C."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import posixpath
+import re
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .ftp.eblock import MAX_STREAMS
-from .tuning import check_spec, names
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -42,6 +41,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _tuning_arg(text: str) -> str:
+    from .tuning import check_spec
+
     try:
         return check_spec(text)
     except ValueError as exc:
@@ -50,6 +51,7 @@ def _tuning_arg(text: str) -> str:
 
 def _add_transfer_opts(p: argparse.ArgumentParser) -> None:
     from .client.trees.job.cli import add_tls_opts, parallel_arg, seconds_arg
+    from .tuning import names
 
     p.add_argument("--tuning", type=_tuning_arg, default="drs",
                    help=f"buffer tuning: {', '.join(names())} (fixed:SIZE, drs:CAP); default drs")
@@ -210,6 +212,8 @@ def _cmd_transfer(args: argparse.Namespace) -> int:
     def on_retry(attempt, delay, exc):
         print(f"drsftp: {exc}; retry {attempt}/{args.retries} in {delay:g} s", file=sys.stderr)
 
+    import asyncio
+
     result = asyncio.run(with_retries(run, opts, args.retries, on_retry=on_retry))
     return report(args, result)
 
@@ -257,7 +261,51 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+_URL_SCHEME = re.compile(r"(?i)^(ftps?|https?):")
+
+
+def _role(command: str, i: int, n: int) -> str:
+    """What the ``i``-th of ``n`` paths of a get, put or copy is."""
+    last = i == n - 1 and n > 1
+    if command == "copy":
+        return "DST" if last else "SRC"
+    if command == "put":
+        return "URL" if last else "SRC"
+    return "DEST" if last else "URL"
+
+
+def check_paths(command: str, paths: list[str]) -> None:
+    """Before anything moves: no path is empty, and a path that starts with
+    ``ftp:``, ``ftps:``, ``http:`` or ``https:`` is a URL, even mistyped
+    (``ftp:/host``): its parser says what is wrong rather than a local file
+    or directory of that name being read or made (with the password in its
+    name).  A put uploads local files: a URL as its SRC is refused (between
+    two servers: copy)."""
+    from .ftp.url import parse_url, without_password
+    from .http.url import parse_http_url
+
+    for i, path in enumerate(paths):
+        if not path:
+            raise UsageError(f"{_role(command, i, len(paths))} is empty")
+        if m := _URL_SCHEME.match(path):
+            if not path[m.end():].startswith("//"):  # (a whole URL is parsed where it is used)
+                (parse_http_url if m.group(1).lower().startswith("http") else parse_url)(path)
+            if command == "put" and i < len(paths) - 1:
+                raise UsageError(f"put uploads local files, and SRC {without_password(path)!r} is a URL"
+                                 " (between two servers: drsftp copy)")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The entry point: Ctrl-C anywhere in it, the lazy imports and the
+    parser's making too, is "interrupted" and 130, never a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("drsftp: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     _setup_logging(args.verbose)  # (serve adds its log file: drsftp.server.ops.translog)
     from .client.session.control import FTPError
@@ -267,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     from .server.config import ConfigError
 
     try:
+        if args.command in ("get", "put", "copy"):
+            check_paths(args.command, args.paths)
         from .client.http.cli import http_command  # (https:// URLs: docs/HTTP.md, "Client")
         if args.command in ("get", "put", "ls") and (code := http_command(args)) is not None:
             return code

@@ -248,11 +248,13 @@ def test_passwd_names_the_home_it_writes(tmp_path):
     users = tmp_path / "users"
     r = drsftp("passwd", str(users), "carol", "--password-stdin", input="carol-password\n", timeout=60)
     assert r.returncode == 0 and r.stdout == f"carol written to {users} (home: the server's --root)\n", r
-    r = drsftp("passwd", str(users), "dave", "--password-stdin", "--home", "/srv/dave", input="dave-password\n",
+    dave = tmp_path / "dave"
+    dave.mkdir()  # (an absolute home must exist: serve refuses one that does not)
+    r = drsftp("passwd", str(users), "dave", "--password-stdin", "--home", str(dave), input="dave-password\n",
                timeout=60)
-    assert r.returncode == 0 and r.stdout == f"dave written to {users} (home: /srv/dave)\n", r
+    assert r.returncode == 0 and r.stdout == f"dave written to {users} (home: {dave})\n", r
     homes = dict((line.split(":")[0], line.split(":")[2]) for line in users.read_text().splitlines())
-    assert homes == {"carol": ".", "dave": "/srv/dave"}
+    assert homes == {"carol": ".", "dave": str(dave)}
 
 
 def _readme_commands(heading: str) -> list[list[str]]:

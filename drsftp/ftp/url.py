@@ -31,7 +31,7 @@ def parse_url(url: str, credentials: Credentials | None = None) -> FTPLocation:
     authenticators: drsftp.client.session.credentials reads the file); a missing
     user means anonymous.  ``ftps://`` is implicit FTPS, port 990 unless
     given."""
-    shown = _without_password(url)  # (errors echo the URL, never its password)
+    shown = without_password(url)  # (errors echo the URL, never its password)
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError as exc:  # "Invalid IPv6 URL"
@@ -46,6 +46,9 @@ def parse_url(url: str, credentials: Credentials | None = None) -> FTPLocation:
         raise URLError(f"bad port in {shown!r}") from exc
     if port == 0:
         raise URLError(f"bad port in {shown!r} (0 is no port)")
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        # RFC 1738 sec. 3.2 gives FTP URLs no query: '?' and '#' in a name are written %3F and %23
+        raise URLError(f"the URL {shown!r} has a query or fragment; write ? as %3F and # as %23")
     port = port or (990 if parts.scheme == "ftps" else 21)
     path = urllib.parse.unquote(parts.path)
     if not path or path == "/":
@@ -67,6 +70,8 @@ def parse_url(url: str, credentials: Credentials | None = None) -> FTPLocation:
     return FTPLocation(parts.hostname, port, user, password or "", path, implicit_tls=parts.scheme == "ftps")
 
 
-def _without_password(url: str) -> str:
-    """``url`` with the password of its user part as ``***``."""
-    return re.sub(r"^([^:/]+://[^:@/]*:).*@", r"\1***@", url)  # (to the last @: a password may hold / or @)
+def without_password(url: str) -> str:
+    """``url`` with the password of its user part as ``***``, also after a
+    scheme mistyped with one slash or none (``ftp:/user:pw@host``)."""
+    # (to the last @: a password may hold / or @)
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*:/{0,3}[^:@/]*:).*@", r"\1***@", url)

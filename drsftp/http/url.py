@@ -7,7 +7,7 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass
 
-from ..ftp.url import Credentials, URLError
+from ..ftp.url import Credentials, URLError, without_password
 
 SCHEMES = {"https": 443, "http": 80}
 
@@ -84,7 +84,7 @@ def parse_http_url(url: str, credentials: Credentials | None = None) -> HTTPLoca
 
 def _without_userinfo(url: str) -> str:
     scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
+    if not sep:  # (a scheme with one slash, "http:/user:pw@host": the password still hidden)
+        return without_password(url)
     authority, slash, tail = rest.partition("/")
     return f"{scheme}://{authority.rpartition('@')[2]}{slash}{tail}"

@@ -176,6 +176,20 @@ def _read_password(args) -> str:
     return password
 
 
+def _check_home(home: str | None) -> None:
+    """A home serve would refuse is refused here, before the file changes:
+    ':' or a line break would split the users file's NAME:HASH:HOME:PERM
+    line; an absolute home must exist (a relative one is below the server's
+    --root, unknown here)."""
+    if home is None:
+        return
+    if any(c in home for c in ":\r\n\0"):
+        raise ConfigError("--home cannot hold ':' or a line break: the users file separates its fields with them")
+    if os.path.isabs(home) and not os.path.isdir(home):
+        raise ConfigError(f"--home {home} is not a directory; make it first (serve refuses a user whose home"
+                          " does not exist)")
+
+
 def cmd_passwd(args) -> int:
     from .ops.users import (
         MIN_PASSWORD,
@@ -197,6 +211,7 @@ def cmd_passwd(args) -> int:
         write_user(args.file, UserEntry(args.name, "", "", ""), delete=True)
         print(f"deleted {args.name} from {args.file}")
         return 0
+    _check_home(args.home)
     password = _read_password(args)
     if password_problem(password):
         raise ConfigError(f"use a password of at least {MIN_PASSWORD} characters")

@@ -4,8 +4,12 @@ what the connection did (refused, cut, timed out, TLS not trusted)."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import contextlib
+import re
 import ssl
+import urllib.parse
 
 import aiohttp
 
@@ -26,12 +30,32 @@ class HTTPError(FTPError):
         self.status = status
 
 
-def status_error(loc: HTTPLocation, path: str, status: int, reason: str | None, method: str) -> HTTPError:
+def status_error(loc: HTTPLocation, path: str, status: int, reason: str | None, method: str,
+                 location: str | None = None) -> HTTPError:
+    """``location``: the answer's Location header (a redirect names it)."""
     what = f"{method} {loc.url(path)}"
     if 300 <= status < 400:
-        return HTTPError(f"{what}: the server redirects elsewhere (HTTP {status}); give the URL it names",
-                         status, transient=False)
+        return redirect_error(what, loc.url(path), status, location)
     return HTTPError(f"{what}: {status_sentence(status, reason)}", status)
+
+
+def redirect_error(what: str, url: str, status: int, location: str | None) -> HTTPError:
+    """A 3xx, which drsftp does not follow (docs/HTTP.md): the URL its
+    Location names (RFC 9110 sec. 10.2.2: relative to ``url``), shown
+    without user or password, printable and cut short."""
+    target = (location or "").strip()
+    try:
+        target = urllib.parse.urljoin(url, target) if target else ""
+    except ValueError:  # ("Invalid IPv6 URL": shown as it came)
+        pass
+    scheme, sep, rest = target.partition("://")
+    if sep:
+        authority, slash, tail = rest.partition("/")
+        target = f"{scheme}://{authority.rpartition('@')[2]}{slash}{tail}"
+    target = "".join(c for c in target if c.isprintable())
+    target = target if len(target) <= 200 else target[:200] + "..."
+    where = f": {target}; give that URL" if target else ", naming no Location"
+    return HTTPError(f"{what}: the server redirects elsewhere (HTTP {status}){where}", status, transient=False)
 
 
 def connection_error(loc: HTTPLocation, exc: BaseException) -> HTTPError:
@@ -40,17 +64,36 @@ def connection_error(loc: HTTPLocation, exc: BaseException) -> HTTPError:
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
         return HTTPError(failure_sentence(exc.certificate_error, loc.host), transient=False)
     if isinstance(exc, aiohttp.ClientConnectorSSLError):
-        return HTTPError(failure_sentence(exc.os_error, loc.host), transient=False)
+        return HTTPError(failure_sentence(exc.os_error, loc.host, "http://"), transient=False)
     if isinstance(exc, aiohttp.ClientConnectorError):
         return HTTPError(f"cannot connect to {where}: {os_reason(exc.os_error)}")
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
         return HTTPError(f"{loc.shown}: the server closed the connection mid-transfer (--continue resumes)")
     if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError):
-        return HTTPError(f"TLS with {where} failed: {getattr(exc, 'reason', None) or exc}")
+        reason = getattr(exc, "reason", None) or exc
+        hint = "; is it a plain-text port? use http://" if "WRONG_VERSION_NUMBER" in str(reason) else ""
+        return HTTPError(f"TLS with {where} failed: {reason}{hint}")
     if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
         return HTTPError(f"{loc.shown}: the server did not answer in time (--timeout)")
     if isinstance(exc, aiohttp.ClientResponseError):
-        return HTTPError(f"{loc.shown}: the server's answer is not valid HTTP ({exc.message})", transient=False)
+        return HTTPError(not_http(loc, exc.message), transient=False)
     if isinstance(exc, OSError):
         return HTTPError(f"connection to {where} failed: {os_reason(exc)}")
     return HTTPError(f"{loc.shown}: {type(exc).__name__}: {exc}")
+
+
+def not_http(loc: HTTPLocation, message: str) -> str:
+    """aiohttp's message for an answer that is not HTTP quotes the bytes
+    over many lines: one sentence with at most 40 of them, printable; an
+    FTP server's greeting (RFC 959 sec. 4.2: three digits) says ftp://."""
+    lines = message.strip().splitlines()
+    what = "".join(c for c in (lines[0] if lines else "")[:80] if c.isprintable()).rstrip(": ")
+    raw = b""
+    if m := re.search(r"b(['\"])(?:(?!\1)[^\\]|\\.)*\1", message):  # (the bytes, as Python's repr)
+        with contextlib.suppress(ValueError, SyntaxError):
+            raw = ast.literal_eval(m.group(0))
+    said = "".join(chr(b) for b in raw[:200] if 32 <= b < 127)[:40]
+    if re.match(rb"[1-5]\d\d[ -]", raw):
+        return f"{loc.shown}: the server answered like an FTP server ({said!r}): use ftp://"
+    began = f", beginning {said!r}" if said else ""
+    return f"{loc.shown}: the server's answer is not valid HTTP ({what or 'unreadable'}{began})"

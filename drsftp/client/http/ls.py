@@ -47,7 +47,7 @@ async def entries(pool: Pool, path: str, itself: bool = False) -> AsyncIterator[
 async def _refusal(pool: Pool, path: str, resp: aiohttp.ClientResponse) -> HTTPError:
     """The status's sentence and the first line of the server's body (drsftp
     serve says why there: docs/HTTP.md), printable and cut short."""
-    err = status_error(pool.loc, path, resp.status, resp.reason, "PROPFIND")
+    err = status_error(pool.loc, path, resp.status, resp.reason, "PROPFIND", resp.headers.get("Location"))
     try:
         body = await resp.content.read(SENTENCE)
     except (aiohttp.ClientError, OSError):

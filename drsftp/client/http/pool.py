@@ -228,7 +228,7 @@ class Pool:
         async with resp:
             self._peer_report(resp, slot)
             if resp.status not in ok:
-                raise status_error(self.loc, path, resp.status, resp.reason, method)
+                raise status_error(self.loc, path, resp.status, resp.reason, method, resp.headers.get("Location"))
             coding = resp.headers.get("Content-Encoding", "identity").strip().lower()
             if coding not in ("", "identity"):  # (asked for none: its bytes are not the file's)
                 raise HTTPError(f"{self.loc.url(path)}: the server sent its answer with Content-Encoding"

@@ -170,6 +170,9 @@ async def get_tree(loc: HTTPLocation, dest: str, opts: TransferOptions, job: Tre
                 if job.sync and _have(target, e.size, e.mtime):
                     counts.skipped += 1
                     return
+                if os.path.isdir(target):  # (checked before any byte moves, as the FTP plan does)
+                    fail(target, "a directory is in the way of this file")
+                    return
                 if os.path.isdir(download_part(target)):  # (a directory listed beside it, got before)
                     fail(e.path, f"its part file's name is the directory {e.name}{PART}'s: get it on its own")
                     return

@@ -103,7 +103,7 @@ class ControlConnection:
         except TimeoutError as exc:
             raise FTPError(f"cannot connect to {host}:{port}: timed out") from exc
         except ssl.SSLError as exc:
-            raise FTPError(failure_sentence(exc, host), transient=False) from exc
+            raise FTPError(failure_sentence(exc, host, "ftp://"), transient=False) from exc
         except OSError as exc:
             raise FTPError(f"cannot connect to {host}:{port}: {os_reason(exc)}") from exc
         conn = cls(reader, writer, host)

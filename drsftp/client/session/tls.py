@@ -66,8 +66,9 @@ def client_tls(ca_file: str | None = None, insecure: bool = False, implicit: boo
     return ClientTLS(ctx, implicit, insecure)
 
 
-def failure_sentence(exc: Exception, host: str) -> str:
-    """One sentence for a failed TLS handshake."""
+def failure_sentence(exc: Exception, host: str, plain: str | None = None) -> str:
+    """One sentence for a failed TLS handshake; ``plain``: the scheme to
+    name when the server answered in plain text (WRONG_VERSION_NUMBER)."""
     if isinstance(exc, ssl.SSLCertVerificationError):
         why = (exc.verify_message or str(exc)).rstrip(".")
         if "mismatch" in why.lower():  # hostname or IP address
@@ -75,4 +76,5 @@ def failure_sentence(exc: Exception, host: str) -> str:
         return (f"TLS certificate of {host} not trusted: {why} "
                 "(--ca-file names the CA that signed it; --insecure skips the check)")
     reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
-    return f"TLS handshake with {host} failed: {reason}"
+    hint = f"; is it a plain-text port? use {plain}" if plain and "WRONG_VERSION_NUMBER" in str(reason) else ""
+    return f"TLS handshake with {host} failed: {reason}{hint}"

@@ -30,7 +30,7 @@ def add_copy_opts(p: argparse.ArgumentParser) -> None:
 
 
 def _is_url(text: str) -> bool:
-    return text.startswith(("ftp://", "ftps://"))
+    return text.lower().startswith(("ftp://", "ftps://"))
 
 
 def _is_http(text: str) -> bool:

@@ -29,7 +29,7 @@ from ....http.statuses import status_sentence
 from ...result import TransferResult
 from ...transfer.options import Deadline
 from ...transfer.progress import ProgressView
-from ..errors import HTTPError, connection_error
+from ..errors import HTTPError, connection_error, redirect_error
 from ..pool import Pool
 from .markers import MarkerReader, Rate
 from .tokens import RemoteAuth
@@ -186,8 +186,7 @@ async def refusal(pool: Pool, method: str, path: str, resp: aiohttp.ClientRespon
         said = "".join(c for c in (first[0] if first else "")[:300] if c.isprintable()).strip()
     what = f"{method} {pool.loc.url(path)}"
     if 300 <= resp.status < 400:
-        return HTTPError(f"{what}: the server redirects elsewhere (HTTP {resp.status}); give the URL it names",
-                         resp.status, transient=False)
+        return redirect_error(what, pool.loc.url(path), resp.status, resp.headers.get("Location"))
     text = status_sentence(resp.status, resp.reason)
     if said and said.lower() not in text.lower():
         text = f"{text}: {said.rstrip('.')}"

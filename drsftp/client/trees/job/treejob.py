@@ -19,7 +19,7 @@ from ....ftp.listing import FILE, Entry
 from ....ftp.safepath import check_name, local_path, remote_join
 from ....ftp.url import FTPLocation
 from ....tuning.count.fleet import Change, FleetConfig, Kind
-from ...session.control import FTPError
+from ...session.control import FTPError, os_reason
 from ...transfer import verify as sha256check
 from ...transfer.getput import TransferOptions
 from ..plan import Plan, Rel, Stat, Transfer
@@ -445,7 +445,16 @@ class TreeJob(JobSessions):
             item.tries += 1
             self.requeue(item)
             return
-        self.finished(item, FileOutcome(self.name(item), "failed", error=str(exc)))
+        self.finished(item, FileOutcome(self.name(item), "failed", error=_sentence(exc)))
+
+
+def _sentence(exc: BaseException) -> str:
+    """An OSError in words ("cannot use x.part: read-only file system"),
+    as the command line says them, not "[Errno 30] Read-only ...: 'x.part'"."""
+    if not isinstance(exc, OSError):
+        return str(exc)
+    name = exc.filename if isinstance(exc.filename, str) else None
+    return f"cannot use {name}: {os_reason(exc)}" if name else os_reason(exc)
 
 
 def _largest_last(item: Item) -> tuple[int, int]:
