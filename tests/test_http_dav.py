@@ -275,3 +275,13 @@ def test_get_and_head_of_a_collection(front, root):
         assert status(raw(front, f"HEAD {path} HTTP/1.1\r\nHost: x\r\n{auth}\r\n".encode())) == 405
         st, _, body = run(call(front, "GET", path))
         assert st == 405 and b"PROPFIND" in body
+
+
+def test_get_of_a_collection_without_its_slash_says_it_is_a_directory(front, root, tmp_path):
+    from conftest import PASSWORD, drsftp
+
+    (root / "d").mkdir()
+    (root / "d" / "f").write_bytes(b"x")
+    r = drsftp("get", "-q", f"http://{USER}:{PASSWORD}@127.0.0.1:{front.port}/d", str(tmp_path / "out"), timeout=60)
+    assert r.returncode != 0 and "is a directory: get it with -r" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert PASSWORD not in r.stderr and not (tmp_path / "out").exists()

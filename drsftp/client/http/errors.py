@@ -54,6 +54,9 @@ def redirect_error(what: str, url: str, status: int, location: str | None) -> HT
         target = f"{scheme}://{authority.rpartition('@')[2]}{slash}{tail}"
     target = "".join(c for c in target if c.isprintable())
     target = target if len(target) <= 200 else target[:200] + "..."
+    if target and target.split("?", 1)[0] == url.rstrip("/") + "/" and not url.endswith("/"):
+        # (a collection named without its slash: WebDAV servers answer so)
+        return HTTPError(f"{url} is a directory: get it with -r ({target})", status, transient=False)
     where = f": {target}; give that URL" if target else ", naming no Location"
     return HTTPError(f"{what}: the server redirects elsewhere (HTTP {status}){where}", status, transient=False)
 
