@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from pyftpdlib.filesystems import AbstractedFS
 
 from ...ftp.listing import format_time_val
-from ...ftp.safepath import client_path, listable
+from ...ftp.safepath import client_path, holds_line_break, listable
 from . import compat
 
 # RFC 3659 sec. 7.5 facts plus the mode (docs/PROTOCOL.md#mlst-facts)
@@ -165,6 +165,8 @@ class MlsxFilesystem(AbstractedFS):
         if not self.validpath(path):
             raise OSError("target outside the home")  # format_list then shows no target
         target = super().readlink(path)
+        if holds_line_break(target):  # (shown, it would end LIST's line and forge the next)
+            raise OSError("target names a line break")
         if os.path.isabs(target):
             target = client_path(self.root, target) or client_path(self.realpath(self.root), self.realpath(path))
             if target is None:

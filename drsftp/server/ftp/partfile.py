@@ -14,6 +14,8 @@ OVER_DIRECTORY = "550 Is a directory: a file cannot be stored over it."
 # a STOR whose part file another session is writing: two writers would interleave (RFC 959 4.2: 450,
 # "file unavailable (e.g., file busy)"; the client may retry once the other upload ends)
 BUSY = "450 The file is busy: another session is uploading it; try again when that upload ends."
+# a part file that is a symlink: opened, the upload would write where it points (RFC 959 4.2: 553, name not allowed)
+PART_LINK = "553 The upload's part file is a symbolic link here: refused (the upload would write where it points)."
 # an upload whose part file's name leads to another file by its end: moving that one would lose this one
 REPLACED = "451 The part file was removed or replaced while the upload wrote it: not moved into place."
 # commands that make an entry of their argument's name, and those that take one away

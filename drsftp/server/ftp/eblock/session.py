@@ -358,6 +358,8 @@ class ESession:
 
     def _start_receive(self, path: str, expected: int | None, rest: RangeSet | None, cached: list[Stream]) -> None:
         h = self.h
+        if rest is not None and not len(rest):
+            rest = None  # (REST 0: nothing held, a fresh upload, never one into the file in place)
         temp = part_path(path)
         if busy(temp):  # another session writes it: two writers would interleave
             h.respond(BUSY)

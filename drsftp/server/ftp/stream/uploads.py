@@ -64,6 +64,10 @@ class UploadCommands:
             compat.restart_position(self, 0)
             self.respond(partfile.BUSY)
             return None
+        if os.path.islink(temp):  # (opened, it would write where the link points, maybe outside the home)
+            compat.restart_position(self, 0)
+            self.respond(partfile.PART_LINK)
+            return None
         fresh = not compat.restart_position(self)  # REST continues a part file; STOR alone starts it anew
         if fresh and self._refused_before_open(temp):
             return None
