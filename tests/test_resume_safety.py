@@ -202,3 +202,41 @@ def test_sync_updates_a_big_changed_file_of_the_same_size(tmp_path, monkeypatch)
             JobOptions(recursive=True, sessions=1, sync=True)), 60))
     assert [o.status for o in res.outcomes] == ["ok"]
     assert old.read_bytes() == b"N" * 2 * M
+
+
+def test_a_block_whose_write_failed_is_not_held(tmp_path):
+    """A MODE E block the disk refused (ENOSPC) is not in the ledger a
+    resume record is saved from (the record would call its zeros held)."""
+    import errno
+    from unittest import mock
+
+    from drsftp.client.streams.modee import stream as st
+    from drsftp.ftp import eblock
+    from drsftp.ftp.eblock import ReceiveLedger
+
+    class Owner:
+        def __init__(self, fd, size):
+            self.ledger, self.wanted, self.fd, self.failed = ReceiveLedger(limit=size), 2, fd, None
+
+        def fail(self, exc):
+            self.failed = exc
+
+        def progress(self):
+            pass
+
+    part = str(tmp_path / "x.part")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        owner = Owner(fd, 200_000)
+        later, first = st.BlockSink(owner, mock.Mock(bytes=0)), st.BlockSink(owner, mock.Mock(bytes=0))
+        tail = eblock.data_header(100_000, 100_000) + b"T" * 100_000
+        later.buf.view = memoryview(bytearray(tail))
+        later.buffer_updated(len(tail))
+        head = eblock.data_header(0, 100_000) + b"H" * 60_000
+        first.buf.view = memoryview(bytearray(head))
+        with mock.patch.object(st, "pwrite_all", side_effect=OSError(errno.ENOSPC, "No space left on device")):
+            first.buffer_updated(len(head))
+    finally:
+        os.close(fd)
+    assert owner.failed is not None
+    assert list(owner.ledger.received) == [(100_000, 200_000)]  # (the written block only)

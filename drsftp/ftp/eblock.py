@@ -328,12 +328,20 @@ class ReceiveLedger:
             self.end_of_data()
 
     def data(self, offset: int, count: int) -> None:
+        self.check(offset, count)
+        self.took(offset, count)
+
+    def check(self, offset: int, count: int) -> None:
+        """A block's bounds and overlap, before it is written (BlockError)."""
         end = offset + count
         if self.limit is not None and end > self.limit:
             raise BlockError(f"block at {offset}+{count} past the limit of {self.limit} bytes")
         if self.received.overlaps(offset, end):
             raise BlockError(f"block at {offset}+{count} overlaps data already received")
-        self.received.add(offset, end)
+
+    def took(self, offset: int, count: int) -> None:
+        """A checked block is written: held from now (a resume record may say so)."""
+        self.received.add(offset, offset + count)
         self.new_bytes += count
 
     def end_of_file(self, event: EndOfFile) -> None:

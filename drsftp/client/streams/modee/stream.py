@@ -103,8 +103,9 @@ class BlockSink(asyncio.BufferedProtocol):
             for ev in self.decoder.feed(self.buf.view[:nbytes]):
                 if isinstance(ev, Data):
                     n = len(ev.data)
-                    self.owner.ledger.data(ev.offset, n)  # bounds and overlap, before the write
+                    self.owner.ledger.check(ev.offset, n)  # bounds and overlap, before the write
                     pwrite_all(self.owner.fd, ev.data, ev.offset)
+                    self.owner.ledger.took(ev.offset, n)  # (held once written: a failed write is not)
                     self.stream.bytes += n
                 elif isinstance(ev, EndOfFile):
                     self.owner.ledger.end_of_file(ev)

@@ -169,6 +169,18 @@ class CachedGets(CachedSession):
             return
         self.finish(fg, None)
 
+    def finish(self, f, exc: BaseException | None) -> None:
+        if exc is not None and isinstance(f, FileGet) and f.fd >= 0:
+            # a cut RETR's part keeps only what is whole from its start: the
+            # blocks came in any order, and a rerun resumes the part's size
+            # with no record (rangeplan.held_prefix)
+            whole = next((b for a, b in f.ledger.received if a == f.offset), f.offset)
+            try:
+                os.ftruncate(f.fd, whole)
+            except OSError:
+                pass
+        super().finish(f, exc)
+
     def fail(self, exc: FTPError) -> None:
         self.break_session(exc)
         for sink in self.sinks:
@@ -276,8 +288,9 @@ class _CachedSink(asyncio.BufferedProtocol):
                 for ev in events:
                     if isinstance(ev, Data):
                         n = len(ev.data)
-                        fg.ledger.data(ev.offset, n)  # bounds and overlap, before the write
+                        fg.ledger.check(ev.offset, n)  # bounds and overlap, before the write
                         pwrite_all(fg.fd, ev.data, ev.offset)
+                        fg.ledger.took(ev.offset, n)  # (held once written)
                         fg.bytes += n
                         self.stream.bytes += n
                     elif isinstance(ev, EndOfFile):
