@@ -8,6 +8,7 @@ from the file's), and never renames a bad .part into place."""
 import os
 import socket
 import threading
+import time
 
 import pytest
 from conftest import drsftp, tcp_entry, wait_until
@@ -162,6 +163,20 @@ def test_a_stream_that_never_sends_eod(tmp_path):
     r, dest = _get(tmp_path, script)
     for s in held:
         s.close()
+    _one_line_failure(r, dest, "stalled", DATA[:SIZE])
+
+
+def test_empty_block_headers_do_not_keep_a_stalled_get_alive(tmp_path):
+    def script(addr):
+        with _stream(addr) as s:
+            _blocks(s, data_header(0, SIZE), DATA[:SIZE])
+            for _ in range(400):  # (20 s at most: an empty header every 50 ms, never an EOD)
+                try:
+                    s.sendall(data_header(SIZE, 0))
+                except OSError:
+                    break  # (the client gave up)
+                time.sleep(0.05)
+    r, dest = _get(tmp_path, script)
     _one_line_failure(r, dest, "stalled", DATA[:SIZE])
 
 

@@ -99,8 +99,10 @@ class BlockSink(asyncio.BufferedProtocol):
         return self.buf.view  # not a bytearray: asyncio's TLS transport fills slices of it (streammode.FileSink)
 
     def buffer_updated(self, nbytes: int) -> None:
+        moved = False  # (only data and ends are progress: empty headers forever keep no get alive)
         try:
             for ev in self.decoder.feed(self.buf.view[:nbytes]):
+                moved = moved or not isinstance(ev, Data) or len(ev.data) > 0
                 if isinstance(ev, Data):
                     n = len(ev.data)
                     self.owner.ledger.check(ev.offset, n)  # bounds and overlap, before the write
@@ -119,7 +121,8 @@ class BlockSink(asyncio.BufferedProtocol):
             self.owner.fail(LocalWriteError(exc))
             return
         self.buf.used(nbytes)
-        self.owner.progress()
+        if moved:
+            self.owner.progress()
 
     def eof_received(self) -> bool:
         if not self.decoder.ended and not self.owner.ledger.complete:
