@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +73,23 @@ def status(resp: bytes) -> int:
 
 def client_context(ca: Path) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(ca))
+
+
+@contextlib.contextmanager
+def threaded(handler):
+    """A threaded ``http.server`` of ``handler`` on 127.0.0.1 (a scripted peer): its port."""
+    import http.server
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv.daemon_threads = True
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    try:
+        yield srv.server_address[1]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        t.join(10)
 
 
 @contextlib.contextmanager

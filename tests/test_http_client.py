@@ -4,7 +4,6 @@ bytes compared by SHA-256 in every transfer."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import http.server
 import json
@@ -14,12 +13,12 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 from conftest import drsftp
 from httpfake import PASSWORD, USER, FakeServer, sha256
+from httpserve import threaded
 from tlscerts import make_certs
 
 from drsftp.cli import main
@@ -628,21 +627,6 @@ def test_the_path_rtt_is_the_first_connections_least(monkeypatch):
     assert asyncio.run(go()) == [None, 100_000, 150_000]
 
 
-@contextlib.contextmanager
-def _serving(handler):
-    """A threaded HTTP server of ``handler`` on 127.0.0.1: its port."""
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    srv.daemon_threads = True
-    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    t.start()
-    try:
-        yield srv.server_address[1]
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        t.join(10)
-
-
 class _Coding(http.server.BaseHTTPRequestHandler):
     """A server that gzips its answers: always, or when the request allows it."""
 
@@ -671,7 +655,7 @@ class _Coding(http.server.BaseHTTPRequestHandler):
 @pytest.mark.parametrize("always", [False, True])
 def test_a_content_coded_answer_is_never_stored_as_the_file(tmp_path, always):
     dest = tmp_path / "t.txt"
-    with _serving(type("Handler", (_Coding,), {"always": always})) as port:
+    with threaded(type("Handler", (_Coding,), {"always": always})) as port:
         r = drsftp("get", "-q", f"http://127.0.0.1:{port}/t.txt", str(dest), timeout=60)
     if always:  # (asked for identity, sent gzip all the same: refused, nothing in place)
         assert r.returncode != 0 and "Content-Encoding gzip" in r.stderr and "Traceback" not in r.stderr
@@ -707,7 +691,7 @@ class _Longer(http.server.BaseHTTPRequestHandler):
 @pytest.mark.parametrize("ranges", ["", "none"])
 def test_a_whole_file_longer_than_its_size_is_refused_not_cut(tmp_path, ranges):
     dest = tmp_path / "f"
-    with _serving(type("Handler", (_Longer,), {"ranges": ranges})) as port:  # ("": ranges probed, "none": one GET)
+    with threaded(type("Handler", (_Longer,), {"ranges": ranges})) as port:  # ("": ranges probed, "none": one GET)
         r = drsftp("get", "-q", f"http://127.0.0.1:{port}/f", str(dest), timeout=60)
     assert r.returncode != 0 and "more than the 1000 bytes" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not dest.exists()

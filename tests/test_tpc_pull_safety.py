@@ -19,10 +19,11 @@ import socket
 import threading
 import types
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from conftest import PASSWORD, USER, make_file, sha256_file
+from httpserve import threaded
 from tpcpeers import BASIC, Script, copy, curl, drsftp_peer, last_line, scripted
 from xrootdserve import make_test_ca
 
@@ -116,18 +117,8 @@ def _handler(src: Source):
     return Handler
 
 
-@contextlib.contextmanager
 def source(src: Source):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(src))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    return threaded(_handler(src))
 
 
 @pytest.fixture(scope="module")

@@ -96,3 +96,11 @@ def spans(gaps: list[tuple[int, int]], limit: int = MAX_REQUEST) -> list[tuple[i
 
 def _num(text: str) -> bool:
     return text.isascii() and text.isdigit() and len(text) <= 19
+
+
+def content_coding(values: list[str]) -> str | None:
+    """An answer's ``Content-Encoding`` (its header values), None when its
+    body is the file's own bytes (``identity`` or none, RFC 9110 sec. 8.4):
+    a coded body is never stored as the file."""
+    codings = ", ".join(values).strip()
+    return None if codings.lower() in ("", "identity") else codings[:40]

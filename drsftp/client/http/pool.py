@@ -29,7 +29,7 @@ from typing import Any
 
 import aiohttp
 
-from ...http import drsheader
+from ...http import drsheader, spans
 from ...http.url import HTTPLocation
 from ...io import sockopt
 from ...io.handshake import handshake_rtt
@@ -229,10 +229,10 @@ class Pool:
             self._peer_report(resp, slot)
             if resp.status not in ok:
                 raise status_error(self.loc, path, resp.status, resp.reason, method, resp.headers.get("Location"))
-            coding = resp.headers.get("Content-Encoding", "identity").strip().lower()
-            if coding not in ("", "identity"):  # (asked for none: its bytes are not the file's)
+            coding = spans.content_coding(resp.headers.getall("Content-Encoding", []))
+            if coding is not None:  # (asked for none: its bytes are not the file's)
                 raise HTTPError(f"{self.loc.url(path)}: the server sent its answer with Content-Encoding"
-                                f" {coding[:40]}, though asked for none; drsftp stores no coded bytes",
+                                f" {coding}, though asked for none; drsftp stores no coded bytes",
                                 resp.status, transient=False)
             try:
                 yield resp, slot

@@ -43,7 +43,7 @@ CONTENT_RANGE = re.compile(r"bytes (\d{1,19})-(\d{1,19})/(\d{1,19})")
 MAX_HELD = 4096  # disjoint ranges one part file may hold (a client's many small PUTs stop there)
 MAX_PARTS = 4096  # part files the ledger remembers (the oldest idle ones are forgotten)
 BUSY = "another upload is writing this file; try again when it ends."
-REPLACED = "the part file was removed or replaced while the upload wrote it: not moved into place."
+REPLACED = partfile.REPLACED[4:]  # (the FTP side's sentence, without its reply code)
 
 
 @dataclass
@@ -239,21 +239,23 @@ def _settle(target: Target, path: str, part: Part, ledger: Ledger, rng: tuple[in
     if rng is not None:
         total = rng[2]
         if part.held.missing(total):
-            headers["DRS-Part-Ranges"] = ",".join(f"{a}-{b - 1}" for a, b in part.held)
-            return web.Response(status=202, text="the part is stored; the file is not whole yet.\n",
-                                headers=headers)
+            return _accepted(part, headers, "the file is not whole yet")
         if part.settled is not None:
             # partial PUTs that ended together: one renamed the file whole,
             # this one's bytes are in it; the same answer again
             return web.Response(status=part.settled, headers=headers)
         if part.writers > 1:  # others still write into it: the last of them renames it
-            headers["DRS-Part-Ranges"] = ",".join(f"{a}-{b - 1}" for a, b in part.held)
-            return web.Response(status=202, text="the part is stored; the file is whole once the other parts"
-                                " being written end.\n", headers=headers)
+            return _accepted(part, headers, "the file is whole once the other parts being written end")
     existed = _rename(target, path, part, ledger)
     if existed:
         return web.Response(status=204, headers=headers)
     return web.Response(status=201, text="stored.\n", headers=headers)
+
+
+def _accepted(part: Part, headers: dict[str, str], why: str) -> web.Response:
+    """202 to a partial PUT, with the ranges the part file holds."""
+    headers["DRS-Part-Ranges"] = ",".join(f"{a}-{b - 1}" for a, b in part.held)
+    return web.Response(status=202, text=f"the part is stored; {why}.\n", headers=headers)
 
 
 def _whole_unsettled(part: Part) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import aiohttp
 
+from ....http import spans
 from .copy import CopyFailed
 
 NO_LENGTH = ("the source gave no length: a body that ends when its connection closes cannot tell a cut from the"
@@ -27,8 +28,7 @@ Validator = tuple[str, str]  # (the header, its value)
 
 def coding(resp: aiohttp.ClientResponse) -> str | None:
     """The answer's content coding, None for the file's own bytes."""
-    codings = ", ".join(resp.headers.getall("Content-Encoding", [])).strip()
-    return None if codings.lower() in ("", "identity") else codings[:40]
+    return spans.content_coding(resp.headers.getall("Content-Encoding", []))
 
 
 def chunked(resp: aiohttp.ClientResponse) -> bool:

@@ -332,7 +332,6 @@ class _Pull:
                 else:
                     auto.refused(action, len(running))
 
-
     async def _nap(self, seconds: float) -> bool:
         """``seconds`` asleep, a stream's end waking it early: False once no
         stream runs or the ranges left are not worth steering for."""
